@@ -1,0 +1,269 @@
+"""The command line: a thin click layer over settings, engine and reports."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from lint import __version__
+from lint.engine import RunResult, default_jobs, lint_paths
+from lint.finding import Applicability
+from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
+from lint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
+from lint.source import SourceError, SourceFile
+from rules import all_rules
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split_codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--select A,B --select C`` -> (A, B, C)."""
+    return tuple(
+        c.strip().upper() if c.strip() != "ALL" else "ALL"
+        for v in values
+        for c in v.split(",")
+        if c.strip()
+    )
+
+
+def _read_lines(path: str) -> list[str] | None:
+    try:
+        raw = Path(path).read_bytes()
+        return SourceFile.decode(path, raw).lines
+    except (OSError, SourceError):
+        return None
+
+
+def build_settings(
+    paths: tuple[str, ...],
+    config: str | None,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    preview: bool,
+) -> Settings:
+    """File settings, with the command line on top."""
+    start = Path(paths[0]) if paths else Path.cwd()
+    if not start.exists():
+        start = Path.cwd()
+    settings = load_settings(Path(config) if config else None, start)
+    changes: dict[str, object] = {}
+    if select:
+        changes["select"] = _split_codes(select)
+    if extend_select:
+        changes["extend_select"] = settings.extend_select + _split_codes(extend_select)
+    if ignore:
+        changes["ignore"] = settings.ignore + _split_codes(ignore)
+    if preview:
+        changes["preview"] = True
+    if changes:
+        from dataclasses import replace
+
+        settings = replace(settings, **changes)  # type: ignore[arg-type]
+    return settings
+
+
+def build_options(settings: Settings) -> LintOptions:
+    return LintOptions(
+        selected=select_rules(settings, all_rules()),
+        project_root=str(settings.project_root),
+        torch_version=settings.torch_version,
+        max_file_size=settings.max_file_size,
+    )
+
+
+def _summary(result: RunResult) -> str:
+    if not result.findings:
+        return "All checks passed." if not result.errors else "No findings."
+    safe = sum(1 for f in result.findings if f.fix and f.fix.applicability is Applicability.SAFE)
+    unsafe = sum(
+        1 for f in result.findings if f.fix and f.fix.applicability is Applicability.UNSAFE
+    )
+    count = len(result.findings)
+    text = f"Found {count} finding{'s' if count != 1 else ''}."
+    extras = []
+    if safe:
+        extras.append(f"{safe} fixable with --fix")
+    if unsafe:
+        extras.append(f"{unsafe} {'more ' if safe else ''}fixable with --unsafe-fixes")
+    return text + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def _statistics(result: RunResult) -> str:
+    counts = Counter((f.rule, f.name) for f in result.findings)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "".join(f"{n:>5}  {code}  {name}\n" for (code, name), n in rows)
+
+
+def exit_code(result: RunResult, exit_zero: bool) -> int:
+    if result.errors or result.internal_error:
+        return EXIT_ERROR
+    if result.findings and not exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ddplint")
+def cli() -> None:
+    """ddplint: find distributed-training hazards before a multi-GPU job is launched."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--select",
+    multiple=True,
+    help="Rule codes or prefixes to enable (replaces the default set); ALL for every rule.",
+)
+@click.option(
+    "--extend-select",
+    multiple=True,
+    help="Rule codes or prefixes to enable on top of the selection.",
+)
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option(
+    "--preview", is_flag=True, help="Let prefixes and ALL select opt-in (preview) rules too."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(sorted(FORMATTERS)),
+    default="concise",
+    show_default=True,
+)
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(dir_okay=False),
+    help="Write the report here instead of stdout.",
+)
+@click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2)."
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: CPU count).",
+)
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A pyproject.toml (or TOML file) to read settings from.",
+)
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notices.")
+def check(
+    paths: tuple[str, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    preview: bool,
+    output_format: str,
+    output_file: str | None,
+    exit_zero: bool,
+    no_cache: bool,
+    jobs: int | None,
+    config: str | None,
+    statistics: bool,
+    quiet: bool,
+) -> None:
+    """Lint Python files and training YAML under PATHS (default: the current folder)."""
+    paths = paths or (".",)
+    try:
+        settings = build_settings(paths, config, select, extend_select, ignore, preview)
+        options = build_options(settings)
+    except SettingsError as exc:
+        click.echo(f"ddplint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    result = lint_paths(
+        list(paths), settings, options, jobs=jobs or default_jobs(), use_cache=not no_cache
+    )
+    machine = output_format in MACHINE_FORMATS
+    if statistics and not machine:
+        report = _statistics(result)
+    else:
+        report = FORMATTERS[output_format](result, ReportContext(read_lines=_read_lines))
+    if not machine and not quiet:
+        report += _summary(result) + "\n"
+    if output_file:
+        Path(output_file).write_text(report, encoding="utf-8")
+    else:
+        click.echo(report, nl=False)
+    if not machine:
+        for error in result.errors:
+            where = f":{error.line}:{error.column}" if error.line is not None else ""
+            click.echo(f"{error.path}{where}: error: {error.message}", err=True)
+        if not quiet:
+            for notice in result.notices:
+                click.echo(f"ddplint: notice: {notice}", err=True)
+    sys.exit(exit_code(result, exit_zero))
+
+
+@cli.command(name="rules")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+def rules_command(output_format: str) -> None:
+    """List every rule: code, name, default on/off, fix class."""
+    catalogue = all_rules()
+    if output_format == "json":
+        import json
+
+        rows = [
+            {
+                "code": code,
+                "name": rule.name,
+                "kind": rule.kind,
+                "severity": rule.severity.value,
+                "default": rule.default_enabled,
+                "fix": rule.fix_applicability.value if rule.fix_applicability else None,
+                "summary": rule.summary,
+            }
+            for code, rule in catalogue.items()
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    header = f"{'code':<8}{'name':<36}{'default':<9}{'fix':<8}summary"
+    click.echo(header)
+    click.echo("-" * len(header))
+    for code, rule in catalogue.items():
+        default = "on" if rule.default_enabled else "preview"
+        fix = rule.fix_applicability.value if rule.fix_applicability else "-"
+        click.echo(f"{code:<8}{rule.name:<36}{default:<9}{fix:<8}{rule.summary}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print the documentation of rule CODE (e.g. DDP101)."""
+    catalogue = all_rules()
+    rule = catalogue.get(code.upper())
+    if rule is None:
+        matches = [c for c, r in catalogue.items() if r.name == code]
+        if not matches:
+            click.echo(
+                f"ddplint: error: unknown rule `{code}`; valid codes: {', '.join(catalogue)}",
+                err=True,
+            )
+            sys.exit(EXIT_ERROR)
+        rule = catalogue[matches[0]]
+    default = "on by default" if rule.default_enabled else "preview (opt-in: select it by code)"
+    fix = f"{rule.fix_applicability.value} fix" if rule.fix_applicability else "no automatic fix"
+    click.echo(f"# {rule.code} {rule.name}\n")
+    click.echo(f"{rule.summary}. Severity: {rule.severity.value}; {default}; {fix}.\n")
+    click.echo(rule.documentation())
+
+
+def main() -> None:
+    cli(prog_name="ddplint")

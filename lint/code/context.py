@@ -1,0 +1,104 @@
+"""What a code rule sees: the parsed module and the semantic layer, computed lazily and
+shared by every rule that runs on the file."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from lint.code.forward_paths import ForwardPaths
+from lint.code.module_index import ModuleIndex
+from lint.code.names import ImportTable
+from lint.finding import Finding, Fix
+from lint.source import SourceFile
+
+if TYPE_CHECKING:
+    from lint.rule import Rule
+    from lint.settings import LintOptions
+
+
+class CodeContext:
+    """One Python file: source, LibCST module, and the shared facts rules ask for."""
+
+    def __init__(self, source: SourceFile, module: cst.Module, options: LintOptions) -> None:
+        self.source = source
+        self.module = module
+        self.options = options
+
+    @classmethod
+    def parse(cls, source: SourceFile, options: LintOptions) -> CodeContext:
+        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code."""
+        return cls(source, cst.parse_module(source.text), options)
+
+    @cached_property
+    def index(self) -> ModuleIndex:
+        return ModuleIndex(self.module)
+
+    @cached_property
+    def names(self) -> ImportTable:
+        return ImportTable(self.index)
+
+    @cached_property
+    def forward_paths(self) -> ForwardPaths:
+        return ForwardPaths(self.index, self.names)
+
+    @cached_property
+    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
+        # Computed only for files with a finding: it regenerates the module's code.
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        return dict(wrapper.resolve(PositionProvider))
+
+    def range_of(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
+        """1-based (line, column, end_line, end_column) of ``node``, end exclusive."""
+        code_range = self._positions[node]
+        return (
+            code_range.start.line,
+            code_range.start.column + 1,
+            code_range.end.line,
+            code_range.end.column + 1,
+        )
+
+    def node_text(self, node: cst.CSTNode) -> str:
+        line, column, end_line, end_column = self.range_of(node)
+        return self.source.text[
+            self.source.offset(line, column) : self.source.offset(end_line, end_column)
+        ]
+
+    def qualified_call_name(self, call: cst.Call) -> str | None:
+        return self.names.qualified_name(call.func)
+
+    def finding(
+        self,
+        rule: type[Rule] | Rule,
+        node: cst.CSTNode,
+        message: str,
+        fix: Fix | None = None,
+    ) -> Finding:
+        """A finding of ``rule`` spanning ``node``; suppressions on any line of the
+        enclosing statement apply to it."""
+        line, column, end_line, end_column = self.range_of(node)
+        statement = self.index.enclosing_statement(node)
+        if statement is self.module:
+            statement_lines = (line, end_line)
+        else:
+            s_line, _, s_end_line, _ = self.range_of(statement)
+            if isinstance(statement, cst.BaseCompoundStatement):
+                # A compound statement's suppression lives on its header, not its body.
+                s_end_line = max(end_line, s_line)
+            statement_lines = (min(s_line, line), max(s_end_line, end_line))
+        return Finding(
+            rule=rule.code,
+            name=rule.name,
+            severity=rule.severity,
+            path=self.source.path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            message=message,
+            fix=fix,
+            statement_lines=statement_lines,
+        )

@@ -1,0 +1,176 @@
+"""Which functions run on every training step: the forward path.
+
+A forward path is ``forward`` / ``*_step`` of a class deriving from ``nn.Module``,
+``LightningModule``, NeMo's ``ModelPT``/``NeuralModule`` (directly, through other
+classes of the module, or through an imported base whose name says it is a module),
+plus every function those reach through calls inside the same module (``self.helper()``,
+``helper()``). The body of a loop that calls ``backward()`` is a per-step path too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from lint.code.module_index import ModuleIndex
+from lint.code.names import ImportTable, dotted_name
+
+FORWARD_METHODS = frozenset(
+    {"forward", "training_step", "validation_step", "test_step", "predict_step"}
+)
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "torch.autograd.Function",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
+        "pytorch_lightning.core.lightning.LightningModule",
+        "nemo.core.ModelPT",
+        "nemo.core.NeuralModule",
+        "nemo.core.classes.ModelPT",
+        "nemo.core.classes.NeuralModule",
+        "nemo.core.classes.modelPT.ModelPT",
+        "nemo.core.classes.module.NeuralModule",
+    }
+)
+# An imported base we cannot see into still names itself: ``ASRModel``, ``MegatronModule``.
+_MODULE_LIKE_NAME = re.compile(r"(Module|ModelPT|Model|Layer|Block|Encoder|Decoder)$")
+BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
+
+
+@dataclass(frozen=True)
+class PathReason:
+    """Why a function is on the forward path: the entry method and the call chain."""
+
+    entry: str
+    chain: tuple[str, ...]
+
+    def describe(self) -> str:
+        if not self.entry.isidentifier() and "." not in self.entry:
+            return self.entry
+        if not self.chain:
+            return f"`{self.entry}`"
+        return f"`{self.chain[-1]}` (called from `{self.entry}`)"
+
+
+class ForwardPaths:
+    """Forward-path functions of one module and per-step training loops."""
+
+    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+        self._index = index
+        self._names = names
+        self.classes: dict[str, cst.ClassDef] = {c.name.value: c for c in index.nodes(cst.ClassDef)}
+        self.functions: dict[cst.FunctionDef, PathReason] = {}
+        self._module_like_cache: dict[str, bool] = {}
+        self._compute()
+
+    def is_module_class(self, cls: cst.ClassDef, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``cls`` derives from a torch/Lightning/NeMo module class."""
+        name = cls.name.value
+        if name in self._module_like_cache:
+            return self._module_like_cache[name]
+        result = False
+        for base in cls.bases:
+            qualified = self._names.qualified_name(base.value)
+            dotted = dotted_name(base.value) or ""
+            if qualified in MODULE_BASES:
+                result = True
+            elif dotted in self.classes and dotted not in _seen | {name}:
+                result = self.is_module_class(self.classes[dotted], _seen | {name})
+            elif qualified is not None and _MODULE_LIKE_NAME.search(qualified.split(".")[-1]):
+                result = True
+            if result:
+                break
+        self._module_like_cache[name] = result
+        return result
+
+    def _methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        methods: dict[str, cst.FunctionDef] = {}
+        bases = [
+            self.classes[d]
+            for b in cls.bases
+            if (d := dotted_name(b.value)) in self.classes and d != cls.name.value
+        ]
+        for base in reversed(bases):
+            methods.update(self._methods(base))
+        if isinstance(cls.body, cst.IndentedBlock):
+            for statement in cls.body.body:
+                if isinstance(statement, cst.FunctionDef):
+                    methods[statement.name.value] = statement
+        return methods
+
+    def _compute(self) -> None:
+        module_functions = {
+            s.name.value: s for s in self._index.module.body if isinstance(s, cst.FunctionDef)
+        }
+        work: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
+        for owner in self.classes.values():
+            if not self.is_module_class(owner):
+                continue
+            for method_name, method in self._methods(owner).items():
+                if method_name in FORWARD_METHODS:
+                    entry = PathReason(f"{owner.name.value}.{method_name}", ())
+                    work.append((method, owner, entry))
+        while work:
+            function, cls, reason = work.pop()
+            if function in self.functions:
+                continue
+            self.functions[function] = reason
+            methods = self._methods(cls) if cls is not None else {}
+            for node in self._index.walk_within(function):
+                if not isinstance(node, cst.Call):
+                    continue
+                target = dotted_name(node.func)
+                if target is None:
+                    continue
+                callee: cst.FunctionDef | None = None
+                callee_cls = None
+                if target.startswith("self.") and target.count(".") == 1:
+                    callee = methods.get(target[5:])
+                    callee_cls = cls
+                elif "." not in target:
+                    callee = module_functions.get(target)
+                if callee is not None and callee not in self.functions:
+                    label = target[5:] if target.startswith("self.") else target
+                    if callee_cls is not None:
+                        label = f"{callee_cls.name.value}.{label}"
+                    work.append(
+                        (callee, callee_cls, PathReason(reason.entry, (*reason.chain, label)))
+                    )
+
+    def reason_for(self, node: cst.CSTNode) -> PathReason | None:
+        """Why ``node`` runs every step, or None if it does not (as far as we can see)."""
+        function = self._index.enclosing_function(node)
+        if function is not None and function in self.functions:
+            return self.functions[function]
+        loop = self.training_loop_of(node)
+        if loop is not None:
+            return PathReason("a training loop that calls backward()", ())
+        return None
+
+    def training_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost enclosing loop (same function) whose body calls ``backward``."""
+        for ancestor in self._index.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if isinstance(ancestor, (cst.For, cst.While)) and self.loop_calls_backward(ancestor):
+                return ancestor
+        return None
+
+    def loop_calls_backward(self, loop: cst.For | cst.While) -> bool:
+        for node in self._index.walk_within(loop.body):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in BACKWARD_CALLS
+            ):
+                return True
+        return False

@@ -1,0 +1,147 @@
+"""One walk over a LibCST module: parent links, source order, nodes by type.
+
+LibCST's own visitor rebuilds every node it leaves, which dominates lint time on large
+trees; this walk only reads dataclass fields. Whitespace and operator tokens are
+skipped: no rule looks at them (suppression comments are read from the text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TypeVar
+
+import libcst as cst
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+_SKIP_MODULES = ("libcst._nodes.whitespace", "libcst._nodes.op")
+# Fields visited first so that the walk order is the source order.
+_FIELD_ORDER_OVERRIDES: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+}
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _fields_of(node_type: type) -> tuple[str, ...] | None:
+    """The child-bearing fields of a node type, or None to skip the node entirely."""
+    if node_type in _FIELDS:
+        return _FIELDS[node_type]
+    fields: tuple[str, ...] | None
+    if node_type.__module__ in _SKIP_MODULES:
+        fields = None
+    else:
+        fields = _FIELD_ORDER_OVERRIDES.get(node_type) or tuple(
+            f.name for f in dataclasses.fields(node_type)
+        )
+    _FIELDS[node_type] = fields
+    return fields
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Direct children in source order, tokens and whitespace left out."""
+    fields = _fields_of(type(node))
+    if not fields:
+        return []
+    children: list[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, cst.CSTNode):
+            if _fields_of(type(value)) is not None:
+                children.append(value)
+        elif isinstance(value, (tuple, list)):
+            children.extend(
+                item
+                for item in value
+                if isinstance(item, cst.CSTNode) and _fields_of(type(item)) is not None
+            )
+    return children
+
+
+class ModuleIndex:
+    """Parents, pre-order position and a by-type list of every non-token node."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.order: dict[cst.CSTNode, int] = {}
+        self.by_type: defaultdict[type, list[cst.CSTNode]] = defaultdict(list)
+        self._walk(module)
+
+    def _walk(self, root: cst.CSTNode) -> None:
+        parent_map = self.parent
+        order = self.order
+        by_type = self.by_type
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+        while stack:
+            node, parent = stack.pop()
+            if parent is not None:
+                parent_map[node] = parent
+            order[node] = len(order)
+            by_type[type(node)].append(node)
+            for child in reversed(children_of(node)):
+                stack.append((child, node))
+
+    def nodes(self, node_type: type[N]) -> list[N]:
+        """All nodes of exactly this type, in source order."""
+        return self.by_type.get(node_type, [])  # type: ignore[return-value]
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """Parent, grandparent, ... up to the module."""
+        current = self.parent.get(node)
+        while current is not None:
+            yield current
+            current = self.parent.get(current)
+
+    def enclosing(self, node: cst.CSTNode, *types: type[N]) -> N | None:
+        """The nearest ancestor of one of ``types``."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, types):
+                return ancestor
+        return None
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost ``def`` holding ``node`` (lambdas do not count)."""
+        return self.enclosing(node, cst.FunctionDef)
+
+    def enclosing_class(self, function: cst.FunctionDef) -> cst.ClassDef | None:
+        """The class whose body defines ``function`` directly, if any."""
+        parent = self.parent.get(function)
+        if isinstance(parent, cst.IndentedBlock):
+            owner = self.parent.get(parent)
+            if isinstance(owner, cst.ClassDef):
+                return owner
+        return None
+
+    def enclosing_statement(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The smallest statement (simple line or compound) that holds ``node``."""
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return node
+        for ancestor in self.ancestors(node):
+            if isinstance(
+                ancestor,
+                (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.SimpleStatementSuite),
+            ):
+                return ancestor
+        return self.module
+
+    def walk_within(
+        self, root: cst.CSTNode, *, into_functions: bool = False
+    ) -> Iterator[cst.CSTNode]:
+        """Nodes below ``root`` in source order; nested defs, lambdas and classes are
+        entered only when ``into_functions`` is true."""
+        stack: list[cst.CSTNode] = [root]
+        scope_types = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+        while stack:
+            node = stack.pop()
+            if node is not root:
+                yield node
+                if not into_functions and isinstance(node, scope_types):
+                    continue
+            stack.extend(reversed(children_of(node)))
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return node is container or any(a is container for a in self.ancestors(node))

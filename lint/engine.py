@@ -1,0 +1,261 @@
+"""Run the selected rules over files: pre-filter, one parse per file, suppressions,
+content-hash cache and a process pool. The engine owns files and processes; rules only
+return findings."""
+
+from __future__ import annotations
+
+import ast
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from lint.cache import ResultCache, content_hash
+from lint.discover import Target, discover
+from lint.finding import FileError, Finding
+from lint.rule import CodeRule, ConfigRule
+from lint.settings import LintOptions, Settings, ignored_for_path
+from lint.source import SourceError, SourceFile, file_kind
+from lint.suppress import Suppressions
+from rules import all_rules
+
+#: Below this many files to parse, a process pool costs more than it saves.
+POOL_THRESHOLD = 24
+
+
+@dataclass
+class FileOutcome:
+    """What linting one file produced."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    parsed: bool = False
+    prefiltered: bool = False
+    internal_error: bool = False
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_json() for f in self.findings],
+            "errors": [e.to_json() for e in self.errors],
+            "notices": self.notices,
+            "parsed": self.parsed,
+            "prefiltered": self.prefiltered,
+        }
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> FileOutcome:
+        return cls(
+            findings=[Finding.from_json(f) for f in data["findings"]],
+            errors=[FileError.from_json(e) for e in data["errors"]],
+            notices=list(data.get("notices", [])),
+            parsed=data["parsed"],
+            prefiltered=data["prefiltered"],
+        )
+
+
+@dataclass
+class RunStats:
+    files: int = 0
+    cached: int = 0
+    parsed: int = 0
+    prefiltered: int = 0
+
+
+@dataclass
+class RunResult:
+    findings: list[Finding]
+    errors: list[FileError]
+    notices: list[str]
+    stats: RunStats
+    #: True when a rule crashed or the engine failed on a file (exit code 2).
+    internal_error: bool = False
+
+
+@lru_cache(maxsize=8)
+def _rule_instances(selected: tuple[str, ...]) -> tuple[CodeRule | ConfigRule, ...]:
+    rules = all_rules()
+    instances = (rules[code]() for code in selected if code in rules)
+    return tuple(r for r in instances if isinstance(r, (CodeRule, ConfigRule)))
+
+
+def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
+    """Python's own parser words syntax errors better than LibCST's; it runs nothing."""
+    try:
+        ast.parse(text)
+    except SyntaxError as syntax:
+        return FileError(
+            path, f"cannot parse: {syntax.msg}", line=syntax.lineno, column=syntax.offset
+        )
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = exc.message.removeprefix("parser error: ")
+    return FileError(path, f"cannot parse: {message}", line=exc.raw_line, column=exc.raw_column + 1)
+
+
+def _build_context(source: SourceFile, options: LintOptions) -> Any:
+    if source.kind == "code":
+        from lint.code.context import CodeContext
+
+        return CodeContext.parse(source, options)
+    from lint.config.context import ConfigContext
+
+    return ConfigContext.load(source, options)
+
+
+def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
+    """Lint one file's bytes. Never raises: every failure becomes an error entry."""
+    outcome = FileOutcome()
+    kind = file_kind(path)
+    if kind is None:
+        return outcome
+    if len(raw) > options.max_file_size:
+        outcome.notices.append(
+            f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"
+        )
+        return outcome
+    candidates = [
+        rule
+        for rule in _rule_instances(options.selected)
+        if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
+    ]
+    if not candidates:
+        outcome.prefiltered = True
+        return outcome
+    try:
+        source = SourceFile.decode(path, raw)
+        context = _build_context(source, options)
+    except SourceError as exc:
+        outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
+        return outcome
+    except cst.ParserSyntaxError as exc:
+        outcome.errors.append(_parse_error(path, source.text, exc))
+        return outcome
+    except RecursionError:
+        outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
+        return outcome
+    except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
+        outcome.internal_error = True
+        outcome.errors.append(
+            FileError(path, f"internal error while parsing: {type(exc).__name__}: {exc}")
+        )
+        return outcome
+    outcome.parsed = True
+    findings: list[Finding] = []
+    for rule in candidates:
+        try:
+            findings.extend(rule.check(context))
+        except RecursionError:
+            outcome.errors.append(
+                FileError(path, f"{rule.code} gave up: nesting too deep", rule=rule.code)
+            )
+        except Exception as exc:  # one rule's crash must not stop the others
+            outcome.internal_error = True
+            outcome.errors.append(
+                FileError(
+                    path,
+                    f"internal error in rule {rule.code}: {type(exc).__name__}: {exc}",
+                    rule=rule.code,
+                )
+            )
+    if findings:
+        suppressions = Suppressions.for_text(source.text, kind)
+        findings = [f for f in findings if not suppressions.suppresses(f)]
+    outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
+    return outcome
+
+
+def _lint_job(job: tuple[str, bytes, LintOptions]) -> FileOutcome:
+    return lint_source(*job)
+
+
+def default_jobs() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def cache_directory(settings: Settings) -> Path:
+    override = os.environ.get("DDPLINT_CACHE_DIR")
+    return Path(override) if override else settings.project_root / ".ddplint_cache"
+
+
+def lint_targets(
+    targets: list[Target],
+    settings: Settings,
+    options: LintOptions,
+    *,
+    jobs: int | None = None,
+    use_cache: bool = True,
+) -> RunResult:
+    """Lint the given files; results in a stable order."""
+    stats = RunStats(files=len(targets))
+    errors: list[FileError] = []
+    outcomes: dict[int, FileOutcome] = {}
+    cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
+    pending: list[tuple[int, str, bytes]] = []
+    hashes: dict[int, str] = {}
+    for position, target in enumerate(targets):
+        try:
+            raw = target.path.read_bytes()
+        except OSError as exc:
+            errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
+            continue
+        if cache is not None:
+            key = content_hash(raw)
+            hashes[position] = key
+            hit = cache.get(key)
+            if hit is not None:
+                outcomes[position] = FileOutcome.from_cache(hit)
+                stats.cached += 1
+                continue
+        pending.append((position, target.display, raw))
+
+    jobs = jobs or default_jobs()
+    work = [(display, raw, options) for _, display, raw in pending]
+    if jobs > 1 and len(work) >= POOL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            chunk = max(1, len(work) // (jobs * 8))
+            results = list(pool.map(_lint_job, work, chunksize=chunk))
+    else:
+        results = [_lint_job(job) for job in work]
+    for (position, _, _), outcome in zip(pending, results, strict=True):
+        outcomes[position] = outcome
+        if cache is not None and not outcome.internal_error:
+            cache.put(hashes[position], outcome.to_cache())
+    if cache is not None:
+        cache.save()
+
+    findings: list[Finding] = []
+    notices: list[str] = []
+    internal = False
+    for position, outcome in sorted(outcomes.items()):
+        target = targets[position]
+        ignored = ignored_for_path(settings, target.relative)
+        stats.parsed += outcome.parsed
+        stats.prefiltered += outcome.prefiltered
+        internal = internal or outcome.internal_error
+        for finding in outcome.findings:
+            if not any(finding.rule.startswith(code) for code in ignored):
+                findings.append(finding.with_path(target.display))
+        errors.extend(e.with_path(target.display) for e in outcome.errors)
+        notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
+    return RunResult(findings, errors, notices, stats, internal)
+
+
+def lint_paths(
+    paths: list[str],
+    settings: Settings,
+    options: LintOptions,
+    *,
+    jobs: int | None = None,
+    use_cache: bool = True,
+) -> RunResult:
+    """Discover files under ``paths`` and lint them; missing paths become errors."""
+    found = discover(paths, settings)
+    result = lint_targets(found.targets, settings, options, jobs=jobs, use_cache=use_cache)
+    for missing in found.missing:
+        result.errors.insert(0, FileError(missing, "no such file or directory"))
+    return result

@@ -1,0 +1,29 @@
+"""Output formats. Each renders a finished run to text; the CLI picks one by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lint.engine import RunResult
+from lint.report.json_format import render_json
+from lint.report.text import render_concise, render_full
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What a formatter may need besides the findings: file text for code frames."""
+
+    read_lines: Callable[[str], list[str] | None]
+    show_fixes: bool = True
+
+
+Formatter = Callable[[RunResult, ReportContext], str]
+
+FORMATTERS: dict[str, Formatter] = {
+    "concise": render_concise,
+    "full": render_full,
+    "json": render_json,
+}
+#: Formats read by programs: no summary line, no progress, no colour.
+MACHINE_FORMATS = frozenset({"json"})

@@ -1,0 +1,22 @@
+"""``--format json``: ``{"version": 1, "findings": [...], "errors": [...]}``."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from lint.engine import RunResult
+
+if TYPE_CHECKING:
+    from lint.report import ReportContext
+
+JSON_VERSION = 1
+
+
+def render_json(result: RunResult, _context: ReportContext) -> str:
+    document = {
+        "version": JSON_VERSION,
+        "findings": [f.to_json() for f in result.findings],
+        "errors": [e.to_json() for e in result.errors],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

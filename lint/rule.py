@@ -1,0 +1,61 @@
+"""The base classes every rule derives from, and the metadata each rule carries.
+
+A rule is a class. Its docstring is its user documentation, with ruff's headings
+(What it does / Why is this bad? / Example / Use instead / Fix safety / References);
+``ddplint explain CODE`` prints it. A rule never reads or writes files and never
+prints: it looks at a context and returns findings.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+from lint.finding import Applicability, Finding, Severity
+
+if TYPE_CHECKING:
+    from lint.code.context import CodeContext
+    from lint.config.context import ConfigContext
+
+
+class Rule:
+    """Metadata shared by code and config rules."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    #: False puts the rule in the opt-in ("preview") set: only an exact code selects it.
+    default_enabled: ClassVar[bool] = True
+    #: The strongest fix the rule may offer, or None when it never offers one.
+    fix_applicability: ClassVar[Applicability | None] = None
+    #: Text pre-filter: a file is parsed for this rule only if it contains one of these.
+    needles: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str]
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def could_match(cls, text: str) -> bool:
+        return not cls.needles or any(needle in text for needle in cls.needles)
+
+
+class CodeRule(Rule):
+    """A rule over one Python module, asking the shared semantic layer (``CodeContext``)."""
+
+    kind = "code"
+
+    def check(self, ctx: CodeContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+
+class ConfigRule(Rule):
+    """A rule over one YAML training config (``ConfigContext``)."""
+
+    kind = "config"
+
+    def check(self, ctx: ConfigContext) -> Iterable[Finding]:
+        raise NotImplementedError

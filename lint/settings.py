@@ -1,0 +1,267 @@
+"""Settings: ``[tool.ddplint]`` in pyproject.toml merged with the command line, and
+rule selection (select / extend-select / ignore with prefixes and ``ALL``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from lint import __version__
+from lint.rule import Rule
+
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    ".venv",
+    "venv",
+    ".env",
+    "env",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".ddplint_cache",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "*.egg-info",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "__pypackages__",
+)
+KNOWN_KEYS = (
+    "select",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "torch-version",
+    "max-file-size",
+    "preview",
+)
+
+
+class SettingsError(Exception):
+    """A bad setting: unknown key, unknown rule code, wrong type. Exit code 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that shapes a run, after merging the config file and the CLI."""
+
+    project_root: Path
+    config_file: Path | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    torch_version: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    preview: bool = False
+
+    @property
+    def all_excludes(self) -> tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    """What a worker needs to lint one file; picklable and part of the cache key."""
+
+    selected: tuple[str, ...]
+    project_root: str
+    torch_version: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    #: Project-wide facts rules may read (e.g. the torch floor found in requirements).
+    facts: tuple[tuple[str, str], ...] = field(default=())
+
+    def fact(self, key: str) -> str | None:
+        return dict(self.facts).get(key)
+
+    def fingerprint(self) -> str:
+        payload = json.dumps(
+            [__version__, self.selected, self.torch_version, self.max_file_size, self.facts]
+        )
+        return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a ``[tool.ddplint]`` table, searching upward."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "ddplint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def find_project_root(start: Path) -> Path:
+    """The nearest directory with pyproject.toml or .git, else ``start`` itself."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
+            return candidate
+    return directory
+
+
+def _str_list(key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list):
+        raise SettingsError(f"`{key}` must be a list of strings, got {value!r}")
+    if not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"`{key}` must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def load_settings(config_file: Path | None, start: Path) -> Settings:
+    """Read ``[tool.ddplint]`` from ``config_file`` (or the nearest one above ``start``)."""
+    if config_file is None:
+        config_file = find_config(start)
+    if config_file is None:
+        return Settings(project_root=find_project_root(start))
+    try:
+        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"cannot read {config_file}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{config_file} is not valid TOML: {exc}") from None
+    table = data.get("tool", {}).get("ddplint", {})
+    if config_file.name != "pyproject.toml" and not table:
+        table = data
+    return settings_from_table(table, config_file)
+
+
+def settings_from_table(table: Mapping[str, Any], config_file: Path) -> Settings:
+    unknown = sorted(set(table) - set(KNOWN_KEYS))
+    if unknown:
+        raise SettingsError(
+            f"unknown key(s) {', '.join(unknown)} in [tool.ddplint] of {config_file}; "
+            f"valid keys: {', '.join(KNOWN_KEYS)}"
+        )
+    kwargs: dict[str, Any] = {
+        "project_root": config_file.parent.resolve(),
+        "config_file": config_file,
+    }
+    if "select" in table:
+        kwargs["select"] = _str_list("select", table["select"])
+    for key in ("extend-select", "ignore", "exclude", "extend-exclude"):
+        if key in table:
+            kwargs[key.replace("-", "_")] = _str_list(key, table[key])
+    if "per-file-ignores" in table:
+        raw = table["per-file-ignores"]
+        if not isinstance(raw, dict):
+            raise SettingsError("`per-file-ignores` must be a table of glob = [codes]")
+        kwargs["per_file_ignores"] = tuple(
+            (glob, _str_list(f"per-file-ignores.{glob}", codes)) for glob, codes in raw.items()
+        )
+    if "torch-version" in table:
+        version = table["torch-version"]
+        if not isinstance(version, str) or not _looks_like_version(version):
+            raise SettingsError(
+                f'`torch-version` must be a version string like "2.4", got {version!r}'
+            )
+        kwargs["torch_version"] = version
+    if "max-file-size" in table:
+        size = table["max-file-size"]
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise SettingsError(f"`max-file-size` must be a positive number of bytes, got {size!r}")
+        kwargs["max_file_size"] = size
+    if "preview" in table:
+        if not isinstance(table["preview"], bool):
+            raise SettingsError("`preview` must be true or false")
+        kwargs["preview"] = table["preview"]
+    return Settings(**kwargs)
+
+
+def _looks_like_version(text: str) -> bool:
+    parts = text.split(".")
+    return 1 <= len(parts) <= 3 and all(p.isdigit() for p in parts)
+
+
+def _matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def validate_selectors(
+    selectors: Iterable[str], rules: Mapping[str, type[Rule]], origin: str
+) -> None:
+    """Every selector must match at least one rule code."""
+    for selector in selectors:
+        if selector != "ALL" and not any(code.startswith(selector) for code in rules):
+            raise SettingsError(
+                f"unknown rule selector `{selector}` in {origin}; "
+                f"valid codes: {', '.join(rules)} (or a prefix of one, or ALL)"
+            )
+
+
+def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
+    """Rule codes enabled by the settings.
+
+    The most specific matching selector decides each code (``ignore`` wins a tie). A
+    prefix or ``ALL`` turns on only default rules unless ``preview`` is set; an exact
+    code turns on any rule.
+    """
+    validate_selectors(settings.select or (), rules, "select")
+    validate_selectors(settings.extend_select, rules, "extend-select")
+    validate_selectors(settings.ignore, rules, "ignore")
+    for _, codes in settings.per_file_ignores:
+        validate_selectors(codes, rules, "per-file-ignores")
+    enabled = []
+    for code, rule in rules.items():
+        best: tuple[int, bool] | None = None  # (specificity, enabled)
+        if settings.select is None:
+            best = (-1, rule.default_enabled)
+        positive = [*(settings.select or ()), *settings.extend_select]
+        for selector in positive:
+            if _matches(selector, code):
+                allowed = selector == code or rule.default_enabled or settings.preview
+                candidate = (_specificity(selector), allowed)
+                if allowed and (best is None or candidate[0] >= best[0]):
+                    best = candidate
+        for selector in settings.ignore:
+            if _matches(selector, code):
+                candidate = (_specificity(selector), False)
+                if best is None or candidate[0] >= best[0]:
+                    best = candidate
+        if best is not None and best[1]:
+            enabled.append(code)
+    return tuple(enabled)
+
+
+def ignored_for_path(settings: Settings, relative_path: str) -> frozenset[str]:
+    """Codes ``per-file-ignores`` switches off for this path (prefixes allowed)."""
+    ignored: set[str] = set()
+    name = relative_path.rsplit("/", 1)[-1]
+    for glob, codes in settings.per_file_ignores:
+        if fnmatch.fnmatchcase(relative_path, glob) or fnmatch.fnmatchcase(name, glob):
+            ignored.update(codes)
+    return frozenset(ignored)

@@ -1,0 +1,1 @@
+"""Code rules: one module per rule."""

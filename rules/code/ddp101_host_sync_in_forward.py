@@ -1,0 +1,160 @@
+"""DDP101: host synchronisation in a forward path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.context import CodeContext
+from lint.code.edits import remove_small_statement
+from lint.finding import Applicability, Finding, Fix, Severity
+from lint.rule import CodeRule
+
+SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+STREAM_FACTORIES = frozenset(
+    {
+        "torch.cuda.current_stream",
+        "torch.cuda.default_stream",
+        "torch.cuda.Stream",
+        "torch.cuda.streams.Stream",
+    }
+)
+HOST_TIMERS = frozenset(
+    {
+        "time.time",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "time.time_ns",
+        "timeit.default_timer",
+    }
+)
+
+
+class HostSyncInForward(CodeRule):
+    """
+    ## What it does
+    Flags `torch.cuda.synchronize()` (and `torch.cuda.current_stream().synchronize()`,
+    `torch.cuda.Stream(...).synchronize()`, `torch.accelerator.synchronize()`) in a
+    forward path: `forward` / `training_step` / `validation_step` / `test_step` /
+    `predict_step` of an `nn.Module` or `LightningModule` subclass, any function of the
+    same module those call, or the body of a training loop that calls `backward()`.
+
+    ## Why is this bad?
+    The call blocks the host until every kernel queued on the device has finished,
+    NCCL collectives included. Under DDP the forward pass already queues a buffer
+    broadcast, so the call acts as a GPU barrier on every step: it stalls the CPU/GPU
+    pipeline (one report measured ~25% slower training from per-block timing), and when
+    the ranks fall out of step for any other reason, the process hangs at this line with
+    no timeout of its own. It does not deadlock correct code by itself; it turns any
+    desync into a silent host hang and costs time on every step.
+
+    Code off the per-step path is not flagged: benchmark or profiling helpers that no
+    forward path calls, epoch-end hooks, one-off setup.
+
+    ## Example
+    ```python
+    class Encoder(nn.Module):
+        def forward(self, x):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            y = self.layers(x)
+            torch.cuda.synchronize()
+            self.elapsed = time.perf_counter() - start
+            return y
+    ```
+
+    ## Use instead
+    ```python
+    class Encoder(nn.Module):
+        def forward(self, x):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            y = self.layers(x)
+            end.record()  # read start.elapsed_time(end) later, off the hot path
+            return y
+    ```
+
+    ## Fix safety
+    The fix removes the statement (a block left empty gets `pass`). It is unsafe:
+    host-side timing or code that reads device memory from the host may depend on the
+    wait. Apply with `--unsafe-fixes`.
+
+    ## References
+    - PyTorch docs: CUDA semantics, asynchronous execution and `torch.cuda.Event`.
+    - ddplint HAZARDS.md, DDP101.
+    """
+
+    code = "DDP101"
+    name = "host-sync-in-forward"
+    summary = "torch.cuda.synchronize() on the per-step forward path"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
+    needles = ("synchronize",)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for call in ctx.index.nodes(cst.Call):
+            if not self._is_host_sync(ctx, call):
+                continue
+            reason = ctx.forward_paths.reason_for(call)
+            if reason is None:
+                continue
+            text = " ".join(ctx.node_text(call.func).split()) + "()"
+            message = (
+                f"`{text}` in {reason.describe()} blocks the host every step until all "
+                "queued GPU work (NCCL collectives included) has finished; if the ranks "
+                "fall out of step it hangs here with no timeout"
+            )
+            if self._times_with_host_clock(ctx, call):
+                message += "; to time GPU work use torch.cuda.Event(enable_timing=True)"
+            yield ctx.finding(self, call, message, self._fix(ctx, call))
+
+    @staticmethod
+    def _is_host_sync(ctx: CodeContext, call: cst.Call) -> bool:
+        name = ctx.names.qualified_name(call.func)
+        if name in SYNC_FUNCTIONS:
+            return True
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Call):
+            return ctx.names.qualified_name(receiver.func) in STREAM_FACTORIES
+        if isinstance(receiver, cst.Name):
+            return _bound_to_stream(ctx, call, receiver.value)
+        return False
+
+    @staticmethod
+    def _times_with_host_clock(ctx: CodeContext, call: cst.Call) -> bool:
+        scope = ctx.index.enclosing_function(call) or ctx.index.module
+        return any(
+            isinstance(node, cst.Call) and ctx.names.qualified_name(node.func) in HOST_TIMERS
+            for node in ctx.index.walk_within(scope)
+        )
+
+    @staticmethod
+    def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
+        statement = ctx.index.parent.get(call)
+        if not isinstance(statement, cst.Expr):
+            return None
+        edit = remove_small_statement(ctx, statement)
+        if edit is None:
+            return None
+        return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+
+
+def _bound_to_stream(ctx: CodeContext, call: cst.Call, name: str) -> bool:
+    """``name`` is assigned a CUDA stream in the same function (``s = current_stream()``)."""
+    scope = ctx.index.enclosing_function(call) or ctx.index.module
+    for node in ctx.index.walk_within(scope):
+        if (
+            isinstance(node, cst.Assign)
+            and isinstance(node.value, cst.Call)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+            and ctx.names.qualified_name(node.value.func) in STREAM_FACTORIES
+        ):
+            return True
+    return False

@@ -1,0 +1,1 @@
+"""Config (YAML) rules: one module per rule."""

@@ -1,0 +1,6 @@
+"""Test setup: make ``tests/`` helpers importable."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,0 +1,69 @@
+"""Shared by the fixture tests: lint one fixture file with one rule, render, fix."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from lint.engine import FileOutcome, lint_source
+from lint.fix import apply_edits, choose_fixes
+from lint.settings import LintOptions
+from lint.source import SourceFile
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "rules"
+SUFFIXES = (".py", ".yaml", ".yml")
+
+
+def fixture_files(code: str | None = None) -> list[Path]:
+    """Every fixture input (not ``*.fixed.*``), optionally of one rule."""
+    folders = [FIXTURES / code] if code else sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+    return sorted(
+        path
+        for folder in folders
+        for path in folder.iterdir()
+        if path.suffix in SUFFIXES and ".fixed" not in path.suffixes
+    )
+
+
+def rule_of(path: Path) -> str:
+    return path.parent.name
+
+
+def lint_fixture(path: Path, **option_overrides: object) -> FileOutcome:
+    display = path.relative_to(ROOT).as_posix()
+    options = LintOptions(selected=(rule_of(path),), project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
+    return lint_source(display, path.read_bytes(), options)
+
+
+def expected_lines(path: Path) -> list[str]:
+    expected = path.with_suffix(".expected")
+    if not expected.exists():
+        return []
+    return [line for line in expected.read_text().splitlines() if line.strip()]
+
+
+def finding_lines(outcome: FileOutcome) -> list[str]:
+    return [f"{f.line}:{f.column} {f.rule}" for f in outcome.findings]
+
+
+def fixed_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}.fixed{path.suffix}")
+
+
+def apply_all_fixes(path: Path, outcome: FileOutcome) -> str:
+    """The file after every offered fix (safe and unsafe), one pass."""
+    source = SourceFile.decode(path.name, path.read_bytes())
+    _, edits = choose_fixes(outcome.findings, unsafe=True)
+    return apply_edits(source, edits)
+
+
+def unified_diff(before: str, after: str, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )

@@ -1,0 +1,226 @@
+"""The command line end to end, through real files on disk."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lint import __version__
+from lint.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "fixtures" / "example_project"
+
+HAZARD = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        torch.cuda.synchronize()
+        return x
+"""
+
+
+def run(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "net.py").write_text(HAZARD)
+    (tmp_path / "pkg" / "clean.py").write_text("import torch\nx = torch.ones(1)\n")
+    return tmp_path
+
+
+def test_version() -> None:
+    code, out, _ = run(["--version"])
+    assert code == 0 and __version__ in out
+
+
+def test_concise_positions_and_exit_code(project: Path) -> None:
+    code, out, _ = run(["check", "--no-cache"])
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("pkg/net.py:7:9: DDP101 `torch.cuda.synchronize()` in `Net.forward`")
+    assert "Found 1 finding." in out
+
+
+def test_clean_tree_exits_zero(project: Path) -> None:
+    (project / "pkg" / "net.py").unlink()
+    code, out, _ = run(["check", "--no-cache"])
+    assert (code, out.strip()) == (0, "All checks passed.")
+
+
+def test_exit_zero(project: Path) -> None:
+    assert run(["check", "--no-cache", "--exit-zero"])[0] == 0
+
+
+def test_json_shape(project: Path) -> None:
+    code, out, _ = run(["check", "--no-cache", "--format", "json"])
+    assert code == 1
+    data = json.loads(out)
+    assert set(data) == {"version", "findings", "errors"} and data["version"] == 1
+    (finding,) = data["findings"]
+    assert finding["rule"] == "DDP101" and finding["name"] == "host-sync-in-forward"
+    assert finding["severity"] == "warning" and finding["path"] == "pkg/net.py"
+    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (
+        7,
+        9,
+        7,
+        33,
+    )
+    assert finding["fix"]["applicability"] == "unsafe"
+    assert finding["fix"]["edits"] == [
+        {"line": 7, "column": 1, "end_line": 8, "end_column": 1, "content": ""}
+    ]
+    assert data["errors"] == []
+
+
+def test_full_format_has_code_frame(project: Path) -> None:
+    _, out, _ = run(["check", "--no-cache", "--format", "full"])
+    assert "  > 7 |         torch.cuda.synchronize()" in out
+    assert "^" * len("torch.cuda.synchronize()") in out
+    assert "help: Remove the host synchronisation (unsafe, --unsafe-fixes)" in out
+
+
+def test_output_file_and_statistics(project: Path) -> None:
+    code, out, _ = run(["check", "--no-cache", "--statistics", "-o", "report.txt"])
+    assert code == 1 and out == ""
+    assert (project / "report.txt").read_text().splitlines()[0].split() == [
+        "1",
+        "DDP101",
+        "host-sync-in-forward",
+    ]
+
+
+def test_select_and_ignore(project: Path) -> None:
+    assert run(["check", "--no-cache", "--ignore", "DDP1"])[0] == 0
+    assert run(["check", "--no-cache", "--select", "DDP101"])[0] == 1
+    assert run(["check", "--no-cache", "--select", "DDP1", "--ignore", "DDP101"])[0] == 0
+
+
+def test_unknown_code_is_usage_error(project: Path) -> None:
+    code, _, err = run(["check", "--select", "DDP999"])
+    assert code == 2 and "unknown rule selector `DDP999`" in err and "DDP101" in err
+
+
+def test_settings_from_pyproject(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP101"]\n')
+    assert run(["check", "--no-cache"])[0] == 0
+    (project / "pyproject.toml").write_text('[tool.ddplint]\nignroe = ["DDP101"]\n')
+    code, _, err = run(["check", "--no-cache"])
+    assert code == 2 and "unknown key(s) ignroe" in err and "valid keys:" in err
+
+
+def test_per_file_ignores(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[tool.ddplint]\nper-file-ignores = { "pkg/net.py" = ["DDP101"] }\n'
+    )
+    assert run(["check", "--no-cache"])[0] == 0
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "  # noqa: DDP101",
+        "  # ddplint: ignore[DDP101]",
+        "  # ddplint: ignore",
+        "  # noqa: E501, DDP1",
+    ],
+)
+def test_inline_suppression(project: Path, comment: str) -> None:
+    path = project / "pkg" / "net.py"
+    path.write_text(
+        HAZARD.replace("torch.cuda.synchronize()", "torch.cuda.synchronize()" + comment)
+    )
+    assert run(["check", "--no-cache"])[0] == 0
+
+
+def test_bare_noqa_does_not_silence(project: Path) -> None:
+    path = project / "pkg" / "net.py"
+    path.write_text(HAZARD.replace("torch.cuda.synchronize()", "torch.cuda.synchronize()  # noqa"))
+    assert run(["check", "--no-cache"])[0] == 1
+
+
+def test_suppression_on_any_line_of_statement(project: Path) -> None:
+    path = project / "pkg" / "net.py"
+    path.write_text(
+        HAZARD.replace(
+            "torch.cuda.synchronize()",
+            "torch.cuda.synchronize(\n            0,\n        )  # noqa: DDP101",
+        )
+    )
+    assert run(["check", "--no-cache"])[0] == 0
+
+
+def test_file_level_suppression(project: Path) -> None:
+    path = project / "pkg" / "net.py"
+    path.write_text("# ddplint: file-ignore[DDP101]\n" + HAZARD)
+    assert run(["check", "--no-cache"])[0] == 0
+
+
+def test_unparsable_file_is_reported_and_run_goes_on(project: Path) -> None:
+    (project / "pkg" / "broken.py").write_text("def f(:\n    torch.cuda.synchronize()\n")
+    code, out, err = run(["check", "--no-cache"])
+    assert code == 2
+    assert "pkg/net.py:7:9: DDP101" in out
+    assert "pkg/broken.py:1:" in err and "cannot parse" in err
+
+
+def test_missing_path_is_an_error(project: Path) -> None:
+    code, out, err = run(["check", "--no-cache", "pkg", "nope.py"])
+    assert code == 2 and "nope.py: error: no such file or directory" in err
+    assert "pkg/net.py:7:9" in out
+
+
+def test_gitignored_files_are_skipped_explicit_files_linted(project: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    (project / ".gitignore").write_text("pkg/net.py\n")
+    assert run(["check", "--no-cache"])[0] == 0
+    assert run(["check", "--no-cache", "pkg/net.py"])[0] == 1
+
+
+def test_cache_gives_same_result(project: Path) -> None:
+    first = run(["check", "--format", "json"])
+    assert (project / ".ddplint_cache").is_dir()
+    second = run(["check", "--format", "json"])
+    assert first == second and json.loads(first[1])["findings"]
+
+
+def test_rules_and_explain() -> None:
+    code, out, _ = run(["rules"])
+    assert code == 0 and "DDP101" in out and "host-sync-in-forward" in out
+    code, out, _ = run(["explain", "DDP101"])
+    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+        assert f"## {heading}" in out
+    assert run(["explain", "DDP000"])[0] == 2
+
+
+def test_python_dash_m_and_example_project() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lint", "check", "--no-cache", str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stdout.splitlines() if ": DDP" in line]
+    assert all("clean_" not in line for line in lines)
+    locations = {line.split(": ")[0] for line in lines if " DDP101 " in line}
+    assert {
+        "fixtures/example_project/speechnet/encoder.py:28:13",
+        "fixtures/example_project/speechnet/encoder.py:31:13",
+        "fixtures/example_project/speechnet/encoder.py:37:9",
+        "fixtures/example_project/scripts/train.py:28:13",
+    } <= locations
