@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from lint.code.collectives import Collective, classify_call
 from lint.code.forward_paths import ForwardPaths
 from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable
+from lint.code.rank_predicates import RankPredicates
 from lint.finding import Finding, Fix
 from lint.source import SourceFile
 
@@ -44,6 +46,20 @@ class CodeContext:
     @cached_property
     def forward_paths(self) -> ForwardPaths:
         return ForwardPaths(self.index, self.names)
+
+    @cached_property
+    def collectives(self) -> dict[cst.Call, Collective]:
+        """Every collective-bearing call of the module, keyed by its Call node."""
+        found: dict[cst.Call, Collective] = {}
+        for call in self.index.nodes(cst.Call):
+            collective = classify_call(call, self.names)
+            if collective is not None:
+                found[call] = collective
+        return found
+
+    @cached_property
+    def rank_predicates(self) -> RankPredicates:
+        return RankPredicates(self.index, self.names)
 
     @cached_property
     def _positions(self) -> dict[cst.CSTNode, CodeRange]:

@@ -1,0 +1,158 @@
+"""The one catalogue of collective-bearing calls, resolved through imports.
+
+A collective pairs by order inside a process group: every rank of the group must reach
+it. This module says which calls are collectives, whatever API spells them:
+``torch.distributed`` (and ``deepspeed.comm``) resolved by qualified name, and the
+framework forms (Lightning, Fabric, accelerate, DeepSpeed engines) recognised by the
+method name on a receiver whose name says what it is (``self.trainer.strategy``,
+``accelerator``, ``fabric``), since receivers carry no types statically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from lint.code.names import ImportTable, dotted_name
+
+#: Collective functions of ``torch.distributed`` (p2p send/recv are not collectives).
+TORCH_COLLECTIVES = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_reduce_coalesced",
+        "all_gather",
+        "all_gather_coalesced",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "gather",
+        "gather_object",
+        "scatter",
+        "scatter_object_list",
+        "all_to_all",
+        "all_to_all_single",
+        "new_group",
+        "new_subgroups",
+        "new_subgroups_by_enumeration",
+    }
+)
+#: Group-creating calls: every rank must make them, in the same order.
+GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+TORCH_DIST_MODULES = (
+    "torch.distributed",
+    "torch.distributed.distributed_c10d",
+    "deepspeed.comm",
+    "deepspeed.comm.comm",
+)
+DEVICE_MESH_CREATORS = frozenset(
+    {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
+)
+
+# Framework methods that communicate, keyed by what the receiver's last name says it is.
+_STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
+_TRAINER_METHODS = frozenset({"save_checkpoint"})
+_FABRIC_METHODS = frozenset({"barrier", "broadcast", "all_reduce", "all_gather", "save"})
+_ACCELERATE_METHODS = frozenset(
+    {
+        "wait_for_everyone",
+        "gather",
+        "gather_for_metrics",
+        "reduce",
+        "save_state",
+        "pad_across_processes",
+    }
+)
+_DEEPSPEED_ENGINE_METHODS = frozenset({"save_checkpoint"})
+_LIGHTNING_MODULE_METHODS = frozenset({"all_gather"})
+_LOG_METHODS = frozenset({"log", "log_dict"})
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A call every rank of a group must make. ``api`` is a stable label for messages
+    and for comparing branches (``torch.distributed.barrier``, ``strategy.barrier``)."""
+
+    node: cst.Call
+    api: str
+    op: str
+    family: str
+    creates_group: bool = False
+
+    def same_operation(self, other: Collective) -> bool:
+        return self.api == other.api
+
+
+def _receiver_kind(receiver: str) -> str | None:
+    """What a receiver's name says it is: ``self.trainer.strategy`` -> ``strategy``."""
+    last = receiver.rsplit(".", 1)[-1].lower()
+    if last == "strategy" or last.endswith("_strategy"):
+        return "strategy"
+    if last == "trainer" or last.endswith("_trainer"):
+        return "trainer"
+    if last == "fabric" or last.endswith("_fabric"):
+        return "fabric"
+    if "accelerator" in last:
+        return "accelerator"
+    if last == "engine" or last.endswith("_engine"):
+        return "engine"
+    if last == "self":
+        return "self"
+    return None
+
+
+def keyword_is_true(call: cst.Call, name: str) -> bool:
+    """Whether ``name=True`` (a literal True) is passed."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    return False
+
+
+def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
+    """The collective this call is, or None."""
+    qualified = names.qualified_name(call.func)
+    if qualified is not None:
+        module, _, function = qualified.rpartition(".")
+        if module in TORCH_DIST_MODULES and function in TORCH_COLLECTIVES:
+            family = "deepspeed" if module.startswith("deepspeed") else "torch.distributed"
+            return Collective(
+                call,
+                f"torch.distributed.{function}",
+                function,
+                family,
+                creates_group=function in GROUP_CREATORS,
+            )
+        if qualified in DEVICE_MESH_CREATORS:
+            return Collective(
+                call, "init_device_mesh", "init_device_mesh", "torch.distributed", True
+            )
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    method = call.func.attr.value
+    receiver = dotted_name(call.func.value)
+    if receiver is None:
+        return None
+    kind = _receiver_kind(receiver)
+    if kind == "self":
+        if method in _LOG_METHODS and keyword_is_true(call, "sync_dist"):
+            return Collective(call, f"self.{method}(sync_dist=True)", "all_reduce", "lightning")
+        if method in _LIGHTNING_MODULE_METHODS:
+            return Collective(call, f"self.{method}", method, "lightning")
+        return None
+    table = {
+        "strategy": _STRATEGY_METHODS,
+        "trainer": _TRAINER_METHODS,
+        "fabric": _FABRIC_METHODS,
+        "accelerator": _ACCELERATE_METHODS,
+        "engine": _DEEPSPEED_ENGINE_METHODS,
+    }
+    if kind is not None and method in table[kind]:
+        return Collective(call, f"{kind}.{method}", method, kind)
+    return None

@@ -1,0 +1,148 @@
+"""The shared semantic layer: names through imports, collectives, rank predicates,
+forward paths."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from lint.code.context import CodeContext
+from lint.settings import LintOptions
+from lint.source import SourceFile
+
+OPTIONS = LintOptions(selected=(), project_root=".")
+
+
+def context(code: str) -> CodeContext:
+    return CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
+
+
+def calls(ctx: CodeContext) -> list[cst.Call]:
+    return ctx.index.nodes(cst.Call)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import torch.distributed as dist\ndist.barrier()", "torch.distributed.barrier"),
+        ("from torch.distributed import barrier as b\nb()", "torch.distributed.barrier"),
+        ("import torch\ntorch.distributed.barrier()", "torch.distributed.barrier"),
+        ("import torch as th\nth.cuda.synchronize()", "torch.cuda.synchronize"),
+        (
+            "from torch import distributed\ndistributed.all_reduce(x)",
+            "torch.distributed.all_reduce",
+        ),
+        ("import torch\ndist = torch.distributed\ndist.barrier()", "torch.distributed.barrier"),
+        ("barrier()", None),
+    ],
+)
+def test_qualified_names(code: str, expected: str | None) -> None:
+    ctx = context(code)
+    assert ctx.names.qualified_name(calls(ctx)[-1].func) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "api"),
+    [
+        ("import torch.distributed as dist\ndist.all_reduce(t)", "torch.distributed.all_reduce"),
+        ("import deepspeed.comm as dc\ndc.barrier()", "torch.distributed.barrier"),
+        ("self.trainer.strategy.barrier()", "strategy.barrier"),
+        ("trainer.save_checkpoint('x.ckpt')", "trainer.save_checkpoint"),
+        ("self.log('loss', v, sync_dist=True)", "self.log(sync_dist=True)"),
+        ("self.log_dict(d, sync_dist=True)", "self.log_dict(sync_dist=True)"),
+        ("accelerator.wait_for_everyone()", "accelerator.wait_for_everyone"),
+        ("self.accelerator.gather_for_metrics(x)", "accelerator.gather_for_metrics"),
+        ("fabric.barrier()", "fabric.barrier"),
+        ("model_engine.save_checkpoint(d)", "engine.save_checkpoint"),
+        ("self.all_gather(x)", "self.all_gather"),
+    ],
+)
+def test_collectives_are_recognised(code: str, api: str) -> None:
+    ctx = context(code)
+    (collective,) = ctx.collectives.values()
+    assert collective.api == api
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torch.distributed as dist\ndist.send(t, 1)",
+        "import torch.distributed as dist\ndist.get_world_size()",
+        "self.log('loss', v)",
+        "self.log('loss', v, sync_dist=False)",
+        "barrier()",
+        "strategy_name.barrier()",
+    ],
+)
+def test_non_collectives(code: str) -> None:
+    assert context(code).collectives == {}
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "dist.get_rank() == 0",
+        "torch.distributed.get_rank() != 0",
+        "self.trainer.is_global_zero",
+        "not trainer.is_global_zero",
+        "self.global_rank == 0",
+        "accelerator.is_main_process",
+        "int(os.environ['LOCAL_RANK']) == 0",
+        "os.environ.get('RANK') == '0'",
+        "is_global_rank_zero()",
+        "is_main",
+        "rank == 0 and epoch > 2",
+    ],
+)
+def test_rank_predicates(condition: str) -> None:
+    code = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "is_main = dist.get_rank() == 0\n"
+        f"if {condition}:\n    pass\n"
+    )
+    ctx = context(code)
+    test = ctx.index.nodes(cst.If)[0].test
+    assert ctx.rank_predicates.is_rank_dependent(test)
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["dist.get_world_size() > 1", "dist.is_initialized()", "world_size > 1", "epoch == 0", "ready"],
+)
+def test_not_rank_predicates(condition: str) -> None:
+    code = (
+        "import torch.distributed as dist\nready = dist.is_available()\n"
+        f"if {condition}:\n    pass\n"
+    )
+    ctx = context(code)
+    assert not ctx.rank_predicates.is_rank_dependent(ctx.index.nodes(cst.If)[0].test)
+
+
+def test_rank_zero_only_decorator() -> None:
+    ctx = context(
+        "from lightning.pytorch.utilities import rank_zero_only\n"
+        "@rank_zero_only\ndef save():\n    pass\n"
+        "def other():\n    pass\n"
+    )
+    save, other = ctx.index.nodes(cst.FunctionDef)
+    assert ctx.rank_predicates.is_rank_zero_only(save)
+    assert not ctx.rank_predicates.is_rank_zero_only(other)
+
+
+def test_forward_paths_follow_calls_and_bases() -> None:
+    ctx = context(
+        "from torch import nn\n"
+        "def helper():\n    pass\n"
+        "class Base(nn.Module):\n    pass\n"
+        "class Net(Base):\n"
+        "    def forward(self, x):\n        return self._inner(x)\n"
+        "    def _inner(self, x):\n        return helper()\n"
+        "    def unused(self):\n        pass\n"
+        "class Plain:\n    def forward(self):\n        pass\n"
+    )
+    names = {f.name.value: f for f in ctx.index.nodes(cst.FunctionDef)}
+    on_path = {f.name.value for f in ctx.forward_paths.functions}
+    assert on_path == {"forward", "_inner", "helper"}
+    assert ctx.forward_paths.functions[names["helper"]].describe() == (
+        "`helper` (called from `Net.forward`)"
+    )
