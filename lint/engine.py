@@ -107,25 +107,37 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
-    """Lint one file's bytes. Never raises: every failure becomes an error entry."""
-    outcome = FileOutcome()
+def prefilter(path: str, raw: bytes, options: LintOptions) -> FileOutcome | None:
+    """The outcome of a file that needs no parse (too big, or no rule could fire on it),
+    or None when it must be parsed. Cheap: a substring test on the bytes."""
     kind = file_kind(path)
     if kind is None:
-        return outcome
+        return FileOutcome()
     if len(raw) > options.max_file_size:
-        outcome.notices.append(
-            f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"
+        return FileOutcome(
+            notices=[f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"]
         )
-        return outcome
-    candidates = [
+    if not _candidate_rules(kind, raw, options):
+        return FileOutcome(prefiltered=True)
+    return None
+
+
+def _candidate_rules(kind: str, raw: bytes, options: LintOptions) -> list[CodeRule | ConfigRule]:
+    return [
         rule
         for rule in _rule_instances(options.selected)
         if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
     ]
-    if not candidates:
-        outcome.prefiltered = True
-        return outcome
+
+
+def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
+    """Lint one file's bytes. Never raises: every failure becomes an error entry."""
+    skipped = prefilter(path, raw, options)
+    if skipped is not None:
+        return skipped
+    outcome = FileOutcome()
+    kind = file_kind(path) or "code"
+    candidates = _candidate_rules(kind, raw, options)
     try:
         source = SourceFile.decode(path, raw)
         context = _build_context(source, options)
@@ -211,6 +223,10 @@ def lint_targets(
                 outcomes[position] = FileOutcome.from_cache(hit)
                 stats.cached += 1
                 continue
+        skipped = prefilter(target.display, raw, options)
+        if skipped is not None:
+            outcomes[position] = skipped
+            continue
         pending.append((position, target.display, raw))
 
     jobs = jobs or default_jobs()

@@ -2,23 +2,44 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from lint.code.context import CodeContext
 from lint.code.edits import remove_small_statement
+from lint.code.names import dotted_name
 from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
-SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+SYNC_FUNCTIONS = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.accelerator.synchronize",
+        "torch.xpu.synchronize",
+        "torch.mps.synchronize",
+    }
+)
 STREAM_FACTORIES = frozenset(
     {
         "torch.cuda.current_stream",
         "torch.cuda.default_stream",
         "torch.cuda.Stream",
         "torch.cuda.streams.Stream",
+        "torch.xpu.current_stream",
     }
+)
+#: DeepSpeed's device abstraction: ``get_accelerator().synchronize()``.
+ACCELERATOR_GETTERS = frozenset(
+    {
+        "deepspeed.accelerator.get_accelerator",
+        "deepspeed.accelerator.real_accelerator.get_accelerator",
+    }
+)
+#: A sync under ``if <flag>:`` whose name says it is opt-in diagnostics is intended.
+DIAGNOSTIC_FLAG = re.compile(
+    r"debug|profil|timing|timer|benchmark|sync|verbose|trace|measure|wall_clock", re.I
 )
 HOST_TIMERS = frozenset(
     {
@@ -100,7 +121,7 @@ class HostSyncInForward(CodeRule):
             if not self._is_host_sync(ctx, call):
                 continue
             reason = ctx.forward_paths.reason_for(call)
-            if reason is None:
+            if reason is None or _under_diagnostic_flag(ctx, call):
                 continue
             text = " ".join(ctx.node_text(call.func).split()) + "()"
             message = (
@@ -122,7 +143,17 @@ class HostSyncInForward(CodeRule):
             return False
         receiver = func.value
         if isinstance(receiver, cst.Call):
-            return ctx.names.qualified_name(receiver.func) in STREAM_FACTORIES
+            factory = ctx.names.qualified_name(receiver.func)
+            if factory in STREAM_FACTORIES or factory in ACCELERATOR_GETTERS:
+                return True
+            # get_accelerator().current_stream().synchronize()
+            inner = receiver.func
+            return (
+                isinstance(inner, cst.Attribute)
+                and inner.attr.value == "current_stream"
+                and isinstance(inner.value, cst.Call)
+                and ctx.names.qualified_name(inner.value.func) in ACCELERATOR_GETTERS
+            )
         if isinstance(receiver, cst.Name):
             return _bound_to_stream(ctx, call, receiver.value)
         return False
@@ -158,3 +189,30 @@ def _bound_to_stream(ctx: CodeContext, call: cst.Call, name: str) -> bool:
         ):
             return True
     return False
+
+
+def _under_diagnostic_flag(ctx: CodeContext, call: cst.Call) -> bool:
+    """``if self.debug_sync:`` / ``if profile_enabled and ...:`` around the call, in the
+    same function."""
+    for ancestor in ctx.index.ancestors(call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(ancestor, cst.If) and any(
+            _is_diagnostic_flag(t) for t in _conjuncts(ancestor.test)
+        ):
+            return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``a and b and c`` -> [a, b, c]; anything else -> [test]."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _is_diagnostic_flag(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.UnaryOperation):
+        test = test.expression
+    name = dotted_name(test)
+    return name is not None and bool(DIAGNOSTIC_FLAG.search(name.rsplit(".", 1)[-1]))
