@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
+from lint import code_facts
 from lint.cache import ResultCache, content_hash
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
@@ -37,6 +39,8 @@ class FileOutcome:
     parsed: bool = False
     prefiltered: bool = False
     internal_error: bool = False
+    #: Code facts for config rules (``lint.code_facts``), by kind; code files only.
+    facts: dict[str, list[code_facts.Record]] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class FileOutcome:
             "notices": self.notices,
             "parsed": self.parsed,
             "prefiltered": self.prefiltered,
+            "facts": self.facts,
         }
 
     @classmethod
@@ -55,6 +60,7 @@ class FileOutcome:
             notices=list(data.get("notices", [])),
             parsed=data["parsed"],
             prefiltered=data["prefiltered"],
+            facts=dict(data.get("facts", {})),
         )
 
 
@@ -107,8 +113,13 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
-    """Lint one file's bytes. Never raises: every failure becomes an error entry."""
+def lint_source(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+) -> FileOutcome:
+    """Lint one file's bytes. Never raises: every failure becomes an error entry.
+
+    ``collect`` names code-fact kinds to gather from a Python file for the config rules.
+    """
     outcome = FileOutcome()
     kind = file_kind(path)
     if kind is None:
@@ -123,7 +134,8 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
         for rule in _rule_instances(options.selected)
         if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
     ]
-    if not candidates:
+    collectors = _fact_collectors(collect, raw) if kind == "code" else []
+    if not candidates and not collectors:
         outcome.prefiltered = True
         return outcome
     try:
@@ -147,21 +159,11 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     outcome.parsed = True
     findings: list[Finding] = []
     for rule in candidates:
-        try:
-            findings.extend(rule.check(context))
-        except RecursionError:
-            outcome.errors.append(
-                FileError(path, f"{rule.code} gave up: nesting too deep", rule=rule.code)
-            )
-        except Exception as exc:  # one rule's crash must not stop the others
-            outcome.internal_error = True
-            outcome.errors.append(
-                FileError(
-                    path,
-                    f"internal error in rule {rule.code}: {type(exc).__name__}: {exc}",
-                    rule=rule.code,
-                )
-            )
+        findings.extend(_guarded(outcome, path, rule.code, lambda r=rule: list(r.check(context))))
+    for collector in collectors:
+        outcome.facts[collector.kind] = _guarded(
+            outcome, path, collector.kind, lambda c=collector: c.collect(context)
+        )
     if findings:
         suppressions = Suppressions.for_text(source.text, kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]
@@ -169,7 +171,32 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     return outcome
 
 
-def _lint_job(job: tuple[str, bytes, LintOptions]) -> FileOutcome:
+def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[Any]:
+    if not kinds:
+        return []
+    from lint.code.fact_collectors import COLLECTORS
+
+    wanted = (COLLECTORS[k] for k in kinds if k in COLLECTORS)
+    return [c for c in wanted if any(n.encode() in raw for n in c.needles)]
+
+
+def _guarded(outcome: FileOutcome, path: str, what: str, run: Any) -> list[Any]:
+    """``run()``, with a crash reported against ``what`` (a rule code or a fact kind)."""
+    try:
+        return list(run())
+    except RecursionError:
+        outcome.errors.append(FileError(path, f"{what} gave up: nesting too deep", rule=what))
+    except Exception as exc:  # one rule's crash must not stop the others
+        outcome.internal_error = True
+        outcome.errors.append(
+            FileError(
+                path, f"internal error in rule {what}: {type(exc).__name__}: {exc}", rule=what
+            )
+        )
+    return []
+
+
+def _lint_job(job: tuple[str, bytes, LintOptions, tuple[str, ...]]) -> FileOutcome:
     return lint_source(*job)
 
 
@@ -182,6 +209,37 @@ def cache_directory(settings: Settings) -> Path:
     return Path(override) if override else settings.project_root / ".ddplint_cache"
 
 
+class _Runner:
+    """Runs lint jobs inline or on one process pool shared by every phase of a run."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self._pool: ProcessPoolExecutor | None = None
+
+    def run(self, work: list[tuple[str, bytes, LintOptions, tuple[str, ...]]]) -> list[FileOutcome]:
+        if self.jobs > 1 and len(work) >= POOL_THRESHOLD:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.jobs)
+            chunk = max(1, len(work) // (self.jobs * 8))
+            return list(self._pool.map(_lint_job, work, chunksize=chunk))
+        return [_lint_job(job) for job in work]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
+    """Code-fact kinds some selected config rule could use on these YAML files."""
+    kinds: set[str] = set()
+    for rule in _rule_instances(options.selected):
+        if isinstance(rule, ConfigRule) and rule.code_facts:
+            needles = [n.encode() for n in rule.needles or ("",)]
+            if any(n in raw for raw in config_raws for n in needles):
+                kinds.update(rule.code_facts)
+    return tuple(sorted(kinds))
+
+
 def lint_targets(
     targets: list[Target],
     settings: Settings,
@@ -190,41 +248,46 @@ def lint_targets(
     jobs: int | None = None,
     use_cache: bool = True,
 ) -> RunResult:
-    """Lint the given files; results in a stable order."""
+    """Lint the given files; results in a stable order.
+
+    Python files go first: they may hand code facts to the YAML rules (one pass over
+    the repo); a YAML result is cached under its content and the facts' digest.
+    """
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
     outcomes: dict[int, FileOutcome] = {}
     cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
-    pending: list[tuple[int, str, bytes]] = []
-    hashes: dict[int, str] = {}
+    contents: dict[int, bytes] = {}
     for position, target in enumerate(targets):
         try:
-            raw = target.path.read_bytes()
+            contents[position] = target.path.read_bytes()
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
-            continue
-        if cache is not None:
-            key = content_hash(raw)
-            hashes[position] = key
-            hit = cache.get(key)
-            if hit is not None:
-                outcomes[position] = FileOutcome.from_cache(hit)
-                stats.cached += 1
-                continue
-        pending.append((position, target.display, raw))
-
-    jobs = jobs or default_jobs()
-    work = [(display, raw, options) for _, display, raw in pending]
-    if jobs > 1 and len(work) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            results = list(pool.map(_lint_job, work, chunksize=chunk))
-    else:
-        results = [_lint_job(job) for job in work]
-    for (position, _, _), outcome in zip(pending, results, strict=True):
-        outcomes[position] = outcome
-        if cache is not None and not outcome.internal_error:
-            cache.put(hashes[position], outcome.to_cache())
+    configs = [p for p in contents if file_kind(targets[p].display) == "config"]
+    others = [p for p in contents if p not in set(configs)]
+    wanted = _facts_wanted(options, [contents[p] for p in configs])
+    runner = _Runner(jobs or default_jobs())
+    try:
+        suffix = ":" + ",".join(wanted) if wanted else ""
+        _run_phase(
+            others, targets, contents, outcomes, options, wanted, suffix, cache, runner, stats
+        )
+        config_options = options
+        suffix = ""
+        if wanted:
+            merged = code_facts.merge(
+                (targets[p].display, outcomes[p].facts) for p in others if outcomes[p].facts
+            )
+            encoded = code_facts.encode(merged)
+            config_options = replace(
+                options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded))
+            )
+            suffix = ":" + code_facts.digest(encoded)
+        _run_phase(
+            configs, targets, contents, outcomes, config_options, (), suffix, cache, runner, stats
+        )
+    finally:
+        runner.close()
     if cache is not None:
         cache.save()
 
@@ -243,6 +306,36 @@ def lint_targets(
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
     return RunResult(findings, errors, notices, stats, internal)
+
+
+def _run_phase(
+    positions: list[int],
+    targets: list[Target],
+    contents: dict[int, bytes],
+    outcomes: dict[int, FileOutcome],
+    options: LintOptions,
+    collect: tuple[str, ...],
+    key_suffix: str,
+    cache: ResultCache | None,
+    runner: _Runner,
+    stats: RunStats,
+) -> None:
+    """Lint ``positions`` (cache first), storing each outcome in ``outcomes``."""
+    pending: list[tuple[int, str]] = []
+    for position in positions:
+        raw = contents[position]
+        key = content_hash(raw) + key_suffix
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            outcomes[position] = FileOutcome.from_cache(hit)
+            stats.cached += 1
+        else:
+            pending.append((position, key))
+    work = [(targets[p].display, contents[p], options, collect) for p, _ in pending]
+    for (position, key), outcome in zip(pending, runner.run(work), strict=True):
+        outcomes[position] = outcome
+        if cache is not None and not outcome.internal_error:
+            cache.put(key, outcome.to_cache())
 
 
 def lint_paths(

@@ -1,0 +1,51 @@
+"""Load YAML text with ruamel.yaml round-trip: positions for every key and value,
+comments kept, nothing constructed from tags, and every failure one ``SourceError``."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+
+def _yaml() -> YAML:
+    # Round-trip mode builds plain containers: an unknown or ``!!python/...`` tag becomes
+    # a tagged map/sequence/scalar, never an object; aliases stay shared references.
+    yaml = YAML(typ="rt", pure=True)
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _describe(exc: MarkedYAMLError) -> str:
+    problem = (exc.problem or "").strip()
+    context = (exc.context or "").strip()
+    if isinstance(exc, DuplicateKeyError):
+        # ruamel's wording is long and mentions its own settings; keep the fact.
+        return f"duplicate key: {problem}" if problem else "duplicate key"
+    if problem and context:
+        return f"{problem} ({context})"
+    return problem or context or type(exc).__name__
+
+
+def load_documents(text: str) -> list[Any]:
+    """Every document of ``text`` (a multi-document stream gives several).
+
+    Raises ``SourceError`` with the 1-based line and column of the problem for invalid
+    YAML, duplicate keys included.
+    """
+    from lint.source import SourceError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return list(_yaml().load_all(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        raise SourceError(f"cannot load YAML: {_describe(exc)}", line, column) from None
+    except YAMLError as exc:
+        raise SourceError(f"cannot load YAML: {exc}") from None
