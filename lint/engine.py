@@ -27,6 +27,8 @@ from rules import all_rules
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 24
+#: What a worker gets: display path, bytes, options, code-fact kinds to collect.
+Job = tuple[str, bytes, LintOptions, tuple[str, ...]]
 
 
 @dataclass
@@ -196,7 +198,7 @@ def _guarded(outcome: FileOutcome, path: str, what: str, run: Any) -> list[Any]:
     return []
 
 
-def _lint_job(job: tuple[str, bytes, LintOptions, tuple[str, ...]]) -> FileOutcome:
+def _lint_job(job: Job) -> FileOutcome:
     return lint_source(*job)
 
 
@@ -209,14 +211,39 @@ def cache_directory(settings: Settings) -> Path:
     return Path(override) if override else settings.project_root / ".ddplint_cache"
 
 
-class _Runner:
-    """Runs lint jobs inline or on one process pool shared by every phase of a run."""
+@dataclass
+class _Run:
+    """The state of one run: file contents, outcomes so far, cache, and one process pool
+    shared by its phases."""
 
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
-        self._pool: ProcessPoolExecutor | None = None
+    targets: list[Target]
+    contents: dict[int, bytes]
+    cache: ResultCache | None
+    jobs: int
+    stats: RunStats
+    outcomes: dict[int, FileOutcome] = field(default_factory=dict)
+    _pool: ProcessPoolExecutor | None = None
 
-    def run(self, work: list[tuple[str, bytes, LintOptions, tuple[str, ...]]]) -> list[FileOutcome]:
+    def lint(
+        self, positions: list[int], options: LintOptions, collect: tuple[str, ...], key_suffix: str
+    ) -> None:
+        """Lint the files at ``positions`` (cache first, under content hash + suffix)."""
+        pending: list[tuple[int, str]] = []
+        for position in positions:
+            key = content_hash(self.contents[position]) + key_suffix
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                self.outcomes[position] = FileOutcome.from_cache(hit)
+                self.stats.cached += 1
+            else:
+                pending.append((position, key))
+        work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
+        for (position, key), outcome in zip(pending, self._run(work), strict=True):
+            self.outcomes[position] = outcome
+            if self.cache is not None and not outcome.internal_error:
+                self.cache.put(key, outcome.to_cache())
+
+    def _run(self, work: list[Job]) -> list[FileOutcome]:
         if self.jobs > 1 and len(work) >= POOL_THRESHOLD:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(max_workers=self.jobs)
@@ -255,7 +282,6 @@ def lint_targets(
     """
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
-    outcomes: dict[int, FileOutcome] = {}
     cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
     contents: dict[int, bytes] = {}
     for position, target in enumerate(targets):
@@ -266,35 +292,29 @@ def lint_targets(
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
-    runner = _Runner(jobs or default_jobs())
+    run = _Run(targets, contents, cache, jobs or default_jobs(), stats)
     try:
-        suffix = ":" + ",".join(wanted) if wanted else ""
-        _run_phase(
-            others, targets, contents, outcomes, options, wanted, suffix, cache, runner, stats
-        )
-        config_options = options
-        suffix = ""
+        run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
+        config_options, suffix = options, ""
         if wanted:
             merged = code_facts.merge(
-                (targets[p].display, outcomes[p].facts) for p in others if outcomes[p].facts
+                (targets[p].display, run.outcomes[p].facts) for p in others if run.outcomes[p].facts
             )
             encoded = code_facts.encode(merged)
             config_options = replace(
                 options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded))
             )
             suffix = ":" + code_facts.digest(encoded)
-        _run_phase(
-            configs, targets, contents, outcomes, config_options, (), suffix, cache, runner, stats
-        )
+        run.lint(configs, config_options, (), suffix)
     finally:
-        runner.close()
+        run.close()
     if cache is not None:
         cache.save()
 
     findings: list[Finding] = []
     notices: list[str] = []
     internal = False
-    for position, outcome in sorted(outcomes.items()):
+    for position, outcome in sorted(run.outcomes.items()):
         target = targets[position]
         ignored = ignored_for_path(settings, target.relative)
         stats.parsed += outcome.parsed
@@ -306,36 +326,6 @@ def lint_targets(
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
     return RunResult(findings, errors, notices, stats, internal)
-
-
-def _run_phase(
-    positions: list[int],
-    targets: list[Target],
-    contents: dict[int, bytes],
-    outcomes: dict[int, FileOutcome],
-    options: LintOptions,
-    collect: tuple[str, ...],
-    key_suffix: str,
-    cache: ResultCache | None,
-    runner: _Runner,
-    stats: RunStats,
-) -> None:
-    """Lint ``positions`` (cache first), storing each outcome in ``outcomes``."""
-    pending: list[tuple[int, str]] = []
-    for position in positions:
-        raw = contents[position]
-        key = content_hash(raw) + key_suffix
-        hit = cache.get(key) if cache is not None else None
-        if hit is not None:
-            outcomes[position] = FileOutcome.from_cache(hit)
-            stats.cached += 1
-        else:
-            pending.append((position, key))
-    work = [(targets[p].display, contents[p], options, collect) for p, _ in pending]
-    for (position, key), outcome in zip(pending, runner.run(work), strict=True):
-        outcomes[position] = outcome
-        if cache is not None and not outcome.internal_error:
-            cache.put(key, outcome.to_cache())
 
 
 def lint_paths(

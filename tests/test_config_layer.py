@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixture_harness import fixed_path, fixture_files, lint_fixture
 from omegaconf import OmegaConf
 
 from lint.config.braces import count_expansions
@@ -385,3 +386,32 @@ def test_suppression_on_key_or_value_line(key: str) -> None:
 def test_file_level_suppression_in_yaml() -> None:
     text = "# ddplint: file-ignore[DDP601]\n" + SUPPRESSED.format(key=": true")
     assert lint_text(text).findings == []
+
+
+def test_deep_nesting_is_refused_quickly() -> None:
+    head = "# sync_batchnorm: true\ntrainer:\n"
+    flow = head + "  devices: " + "[" * 20000 + "]" * 20000 + "\n"
+    block = head + "".join(" " * i + "-\n" for i in range(1, 1500))
+    for text, words in ((flow, "nested more than 100 deep"), (block, "nesting too deep")):
+        started = time.perf_counter()
+        outcome = lint_text(text)
+        assert time.perf_counter() - started < 3
+        (error,) = outcome.errors
+        assert words in error.message and not outcome.internal_error
+
+
+FIXED_CONFIGS = [
+    p for p in fixture_files() if p.parent.name.startswith("DDP6") and fixed_path(p).exists()
+]
+
+
+@pytest.mark.parametrize("path", FIXED_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixed_config_is_clean_when_linted_again(path: Path) -> None:
+    before = lint_fixture(path)
+    assert before.findings and all(f.fix is not None for f in before.findings)
+    after = lint_source(
+        path.name,
+        fixed_path(path).read_bytes(),
+        LintOptions(selected=(path.parent.name,), project_root="."),
+    )
+    assert after.errors == [] and after.findings == []

@@ -10,6 +10,27 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from lint.source import SourceError
+
+#: Deeper flow nesting (``[[[[...]]]]``) is refused before ruamel sees it: its scanner
+#: slows down quadratically with the flow level, and no training config comes close.
+MAX_FLOW_DEPTH = 100
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest ``[``/``{`` nesting, counted over the raw text (an over-estimate is
+    harmless: only absurd depths are refused)."""
+    if text.count("[") + text.count("{") <= MAX_FLOW_DEPTH:
+        return 0  # cannot be deeper: skip the character loop
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+    return deepest
+
 
 def _yaml() -> YAML:
     # Round-trip mode builds plain containers: an unknown or ``!!python/...`` tag becomes
@@ -36,8 +57,8 @@ def load_documents(text: str) -> list[Any]:
     Raises ``SourceError`` with the 1-based line and column of the problem for invalid
     YAML, duplicate keys included.
     """
-    from lint.source import SourceError
-
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        raise SourceError(f"cannot load YAML: collections nested more than {MAX_FLOW_DEPTH} deep")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
