@@ -23,10 +23,25 @@ KINDS = (METRIC_LOGS, RANK_ZERO_CALLS)
 Record = dict[str, Any]
 
 
+def is_test_file(path: str) -> bool:
+    """Tests exercise models in odd ways; they are no evidence of how training runs."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (
+        any(part in ("tests", "test") for part in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
 def merge(per_file: Iterable[tuple[str, Mapping[str, list[Record]]]]) -> dict[str, list[Record]]:
-    """One table per kind, each record stamped with its file path, in a stable order."""
+    """One table per kind, each record stamped with its file path, in a stable order.
+    Test files are left out."""
     merged: dict[str, list[Record]] = {}
     for path, facts in per_file:
+        if is_test_file(path):
+            continue
         for kind, records in facts.items():
             merged.setdefault(kind, []).extend({**r, "path": path} for r in records)
     for records in merged.values():

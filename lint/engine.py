@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
 from lint import code_facts
 from lint.cache import ResultCache, content_hash
+from lint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
 from lint.rule import CodeRule, ConfigRule
@@ -25,6 +26,7 @@ from lint.source import SourceError, SourceFile, file_kind
 from lint.suppress import Suppressions
 from rules import all_rules
 
+T = TypeVar("T")
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 24
 #: What a worker gets: display path, bytes, options, code-fact kinds to collect.
@@ -142,7 +144,7 @@ def lint_source(
         return outcome
     try:
         source = SourceFile.decode(path, raw)
-        context = _build_context(source, options)
+        context = _build_context(source, options) if candidates else None
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
@@ -158,14 +160,17 @@ def lint_source(
             FileError(path, f"internal error while parsing: {type(exc).__name__}: {exc}")
         )
         return outcome
+    if collectors:
+        facts = _guarded(
+            outcome, path, "code facts", lambda: collect_facts(source.text, collectors)
+        )
+        outcome.facts = facts or {}
+    if context is None:
+        return outcome
     outcome.parsed = True
     findings: list[Finding] = []
     for rule in candidates:
-        findings.extend(_guarded(outcome, path, rule.code, lambda r=rule: list(r.check(context))))
-    for collector in collectors:
-        outcome.facts[collector.kind] = _guarded(
-            outcome, path, collector.kind, lambda c=collector: c.collect(context)
-        )
+        findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
     if findings:
         suppressions = Suppressions.for_text(source.text, kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]
@@ -173,19 +178,19 @@ def lint_source(
     return outcome
 
 
-def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[Any]:
-    if not kinds:
-        return []
-    from lint.code.fact_collectors import COLLECTORS
+def _check(rule: CodeRule | ConfigRule, context: Any) -> list[Finding]:
+    return list(rule.check(context))
 
+
+def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
     wanted = (COLLECTORS[k] for k in kinds if k in COLLECTORS)
     return [c for c in wanted if any(n.encode() in raw for n in c.needles)]
 
 
-def _guarded(outcome: FileOutcome, path: str, what: str, run: Any) -> list[Any]:
-    """``run()``, with a crash reported against ``what`` (a rule code or a fact kind)."""
+def _guarded(outcome: FileOutcome, path: str, what: str, run: Callable[[], T]) -> T | None:
+    """``run()``; a crash is reported against ``what`` (a rule code, or code facts)."""
     try:
-        return list(run())
+        return run()
     except RecursionError:
         outcome.errors.append(FileError(path, f"{what} gave up: nesting too deep", rule=what))
     except Exception as exc:  # one rule's crash must not stop the others
@@ -195,7 +200,7 @@ def _guarded(outcome: FileOutcome, path: str, what: str, run: Any) -> list[Any]:
                 path, f"internal error in rule {what}: {type(exc).__name__}: {exc}", rule=what
             )
         )
-    return []
+    return None
 
 
 def _lint_job(job: Job) -> FileOutcome:

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lint.code.context import CodeContext
-from lint.code.fact_collectors import metric_logs, rank_zero_calls
+from lint.code.fact_collectors import COLLECTORS, collect_facts
+from lint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS
 from lint.engine import lint_paths
 from lint.settings import LintOptions, Settings
-from lint.source import SourceFile
 
 LIGHTNING_CONFIG = """\
 trainer:
@@ -124,13 +123,13 @@ def test_facts_are_collected_only_when_a_config_rule_needs_them(repo: Path) -> N
     assert result.stats.parsed == 0 and result.stats.prefiltered == 1
 
 
-def _code(text: str) -> CodeContext:
-    source = SourceFile.decode("m.py", text.encode())
-    return CodeContext.parse(source, LintOptions(selected=(), project_root="."))
+def _facts(kind: str, text: str) -> list[dict[str, object]]:
+    return collect_facts(text, [COLLECTORS[kind]]).get(kind, [])
 
 
 def test_metric_log_facts() -> None:
-    ctx = _code(
+    records = _facts(
+        METRIC_LOGS,
         "class M:\n"
         "    def validation_step(self, b, i):\n"
         "        self.log('val_loss', 1.0, sync_dist=True)\n"
@@ -139,9 +138,9 @@ def test_metric_log_facts() -> None:
         "        self.log_dict(dict(lr=1))\n"
         "        self.log(f'{prefix}_loss', 1)\n"
         "        logger.log('not a metric')\n"
-        "        torch.log(x)\n"
+        "        torch.log(x)\n",
     )
-    assert [(r["metric"], r["sync_dist"], r["line"]) for r in metric_logs(ctx)] == [
+    assert [(r["metric"], r["sync_dist"], r["line"]) for r in records] == [
         ("val_loss", True, 3),
         ("val_wer", None, 4),
         ("x", None, 4),
@@ -151,7 +150,8 @@ def test_metric_log_facts() -> None:
 
 
 def test_rank_zero_call_facts() -> None:
-    ctx = _code(
+    records = _facts(
+        RANK_ZERO_CALLS,
         "import os\n"
         "from lightning.pytorch.utilities import rank_zero_only\n"
         "def a(model, trainer):\n"
@@ -167,11 +167,30 @@ def test_rank_zero_call_facts() -> None:
         "    model.transcribe(['z.wav'])\n"
         "def c(model, world_size):\n"
         "    if world_size > 1:\n"
-        "        model.transcribe(['w.wav'])\n"
+        "        model.transcribe(['w.wav'])\n",
     )
-    assert [(r["call"], r["line"]) for r in rank_zero_calls(ctx)] == [
+    assert [(r["call"], r["line"]) for r in records] == [
         ("model.transcribe(...)", 5),
         ("model.encoder(...)", 7),
         ("model.encoder(...)", 10),
         ("model.transcribe(...)", 13),
     ]
+
+
+def test_a_file_that_does_not_parse_gives_no_facts() -> None:
+    assert collect_facts("def f(:\n    self.log('val_loss', 1)\n", list(COLLECTORS.values())) == {}
+
+
+def test_metric_logged_both_ways_cannot_be_decided(repo: Path) -> None:
+    (repo / "configs" / "nest.yaml").write_text(NEMO_CONFIG)
+    (repo / "model" / "ssl.py").write_text(MODEL.format(sync=""))
+    (repo / "model" / "tts.py").write_text(MODEL.format(sync=", sync_dist=True"))
+    assert run(repo).findings == []
+
+
+def test_test_files_are_no_evidence(repo: Path) -> None:
+    (repo / "configs" / "train.yaml").write_text(LIGHTNING_CONFIG)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "check_ranks.py").write_text(MODEL.format(sync=""))
+    (repo / "model" / "test_model.py").write_text(MODEL.format(sync=""))
+    assert run(repo).findings == []

@@ -63,8 +63,11 @@ class CheckpointNameUnsyncedMetric(ConfigRule):
     `ModelCheckpoint` in `trainer.callbacks`) that formats a logged metric
     (`{val_loss:.3f}`, also through `${...monitor}`) in a multi-device config, when that
     metric is logged without `sync_dist=True`: according to the Python code of the same
-    repository, or, when no code there logs it, because NeMo's `ModelPT` logs
-    validation metrics without `sync_dist` (ASR models excepted, which sync them).
+    repository (every literal `self.log` / `self.log_dict` of that name leaves it off;
+    test files do not count), or, when no code there logs it, because NeMo's `ModelPT`
+    logs validation metrics without `sync_dist` (ASR models excepted, which sync them).
+    When the code logs it both ways the rule cannot tell which model the config trains,
+    and stays quiet.
     Megatron-based configs are not flagged: those models average metrics over the
     data-parallel ranks themselves.
 
@@ -137,13 +140,14 @@ class CheckpointNameUnsyncedMetric(ConfigRule):
 
     @staticmethod
     def _unsynced(ctx: ConfigContext, doc: ConfigDocument, metric: str, nemo: bool) -> str | None:
+        """Why ``metric`` differs per rank, or None when it does not or cannot be told."""
         logs = ctx.code_facts.logs_of(metric)
-        if logs:
-            unsynced = [log for log in logs if log.sync_dist is False]
-            if unsynced:
-                return f"is logged without `sync_dist=True` ({unsynced[0].where})"
-            return None
-        if nemo and not _is_asr_model(doc):
+        literal = [log for log in logs if log.sync_dist is not None]
+        if literal:
+            if all(log.sync_dist is False for log in literal):
+                return f"is logged without `sync_dist=True` ({literal[0].where})"
+            return None  # synced somewhere: which model this config trains is not known
+        if not logs and nemo and not _is_asr_model(doc):
             return (
                 "is logged without `sync_dist` by NeMo's `ModelPT.on_validation_epoch_end` "
                 "(its default; no code in this repository logs it with `sync_dist=True`)"

@@ -52,7 +52,8 @@ class SamplerUnevenOrDuplicated(ConfigRule):
     training sees each sample world-size times per "epoch", validation repeats the same
     work on every rank. Nothing fails (silent). Dynamic samplers hand each rank every
     world_size-th batch; without `drop_last` the final step exists on some ranks only,
-    and those ranks then wait in a collective the others never reach.
+    and a per-step collective there (DDP's gradient all-reduce in training) waits for
+    ranks that have already left the epoch.
 
     ## Example
     ```yaml
@@ -134,7 +135,8 @@ class SamplerUnevenOrDuplicated(ConfigRule):
             state = "false" if drop_last is False else "not set (default false)"
             message = (
                 f"is {state} for the {name} at `{dotted(path)}`: it hands each rank every "
-                "world_size-th batch, so the last step can exist on some ranks only and "
-                "they wait in a collective the others never reach"
+                "world_size-th batch, so the last step can exist on some ranks only; a "
+                "per-step collective there (DDP's gradient all-reduce, `sync_dist` logging) "
+                "then waits for ranks that have already finished the epoch"
             )
             yield ctx.finding(self, doc, found, message, key_path=drop_key)
