@@ -117,20 +117,52 @@ def batchnorm_modules(
     return found
 
 
-def model_sections(doc: ConfigDocument) -> list[tuple[KeyPath, Mapping[Any, Any]]]:
-    """``model.<name>_ds`` dataset sections, in file order."""
-    model = doc.mapping(("model",))
-    if model is None:
-        return []
-    return [
-        (("model", key), value)
-        for key, value in model.items()
-        if isinstance(key, str) and key.endswith("_ds") and isinstance(value, Mapping)
-    ]
+def dataset_sections(doc: ConfigDocument) -> list[tuple[KeyPath, Mapping[Any, Any]]]:
+    """NeMo dataset sections, in file order: ``model.<name>_ds`` (ASR, TTS, audio, SSL)
+    and ``data.<name>_ds`` (speechlm2's data module)."""
+    sections: list[tuple[KeyPath, Mapping[Any, Any]]] = []
+    for parent in ("model", "data"):
+        holder = doc.mapping((parent,))
+        if holder is None:
+            continue
+        sections += [
+            ((parent, key), value)
+            for key, value in holder.items()
+            if isinstance(key, str) and key.endswith("_ds") and isinstance(value, Mapping)
+        ]
+    return sections
+
+
+#: Keys that only NeMo's Lhotse data path reads: a section with one of them is Lhotse
+#: even without ``use_lhotse`` (speechlm2 always loads through Lhotse).
+LHOTSE_ONLY_KEYS = ("input_cfg", "cuts_path", "shar_path")
 
 
 def is_lhotse(doc: ConfigDocument, section: KeyPath) -> bool:
-    return is_true(doc.value((*section, "use_lhotse")))
+    """``use_lhotse: true``, or Lhotse-only keys on the section or on one of its
+    ``datasets`` (separate data loaders that inherit the section's settings)."""
+    if is_true(doc.value((*section, "use_lhotse"))):
+        return True
+    datasets = doc.mapping((*section, "datasets")) or {}
+    holders = [doc.mapping(section), *(d for d in datasets.values() if isinstance(d, Mapping))]
+    return any(h is not None and any(k in h for k in LHOTSE_ONLY_KEYS) for h in holders)
+
+
+def _drops_last(doc: ConfigDocument, section: KeyPath) -> bool | None:
+    """``drop_last: true`` on the section, or on every one of its ``datasets`` (which
+    inherit the section's settings); None when a value is unknown."""
+    value = doc.value((*section, "drop_last"))
+    if value is UNKNOWN:
+        return None
+    if value is True:
+        return True
+    datasets = doc.mapping((*section, "datasets"))
+    if not datasets:
+        return False
+    values = [doc.value((*section, "datasets", name, "drop_last")) for name in datasets]
+    if any(v is UNKNOWN for v in values):
+        return None
+    return all(v is True for v in values)
 
 
 def is_tarred(doc: ConfigDocument, section: KeyPath) -> bool:
@@ -153,8 +185,7 @@ def uneven_batches_reason(doc: ConfigDocument, section: KeyPath) -> str | None:
         )
         if iterable:
             return f"`{name}` reads tarred / Shar data through Lhotse (split by shard per rank)"
-        drop_last = doc.value((*section, "drop_last"))
-        if drop_last is not True and drop_last is not UNKNOWN:
+        if _drops_last(doc, section) is False:
             return (
                 f"`{name}` uses Lhotse without `drop_last: true`, so the last batch can "
                 "exist on some ranks only"

@@ -52,6 +52,10 @@ def _count_devices(devices: Any) -> int | str | None:
     return None
 
 
+def _processes(count: int) -> str:
+    return f"{count} process" if count == 1 else f"{count} processes"
+
+
 def on_cpu(doc: ConfigDocument) -> bool:
     """``trainer.accelerator: cpu``."""
     accelerator = doc.value(("trainer", "accelerator"))
@@ -77,10 +81,11 @@ def world_size(doc: ConfigDocument) -> WorldSize:
         return WorldSize(None, multi, f"devices: {shown}, num_nodes unknown")
     text = f"devices: {shown} x num_nodes: {nodes}"
     if isinstance(count, int):
-        return WorldSize(count * nodes, count * nodes > 1, f"{text} = {count * nodes} processes")
+        total = count * nodes
+        return WorldSize(total, total > 1, f"{text} = {_processes(total)}")
     if count == "all":
         if on_cpu(doc):
             # "auto" on CPU is one process per node.
-            return WorldSize(nodes, nodes > 1, f"{text} on CPU = {nodes} processes")
+            return WorldSize(nodes, nodes > 1, f"{text} on CPU = {_processes(nodes)}")
         return WorldSize(None, True, f"{text} (every visible GPU)")
     return WorldSize(None, nodes > 1, f"{text} (device count unknown)")

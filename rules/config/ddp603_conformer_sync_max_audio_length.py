@@ -18,7 +18,7 @@ from lint.config.nemo import (
     EVAL_SECTIONS,
     MEL_PREPROCESSORS,
     Module,
-    model_sections,
+    dataset_sections,
     modules,
     uneven_batches_reason,
 )
@@ -65,7 +65,7 @@ def input_frames(doc: ConfigDocument) -> InputFrames | None:
         return None
     longest: tuple[float, str] | None = None
     complete = True
-    for path, _ in model_sections(doc):
+    for path, _ in dataset_sections(doc):
         duration = _number(doc.value((*path, "max_duration")))
         complete = complete and duration is not None
         if duration is not None and (longest is None or duration > longest[0]):
@@ -168,7 +168,7 @@ class ConformerSyncMaxAudioLength(ConfigRule):
     ) -> Finding | None:
         reasons = [
             reason
-            for path, _ in model_sections(doc)
+            for path, _ in dataset_sections(doc)
             if path[-1] in EVAL_SECTIONS
             for reason in [uneven_batches_reason(doc, path)]
             if reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lint.config.context import ConfigContext
-from lint.config.nemo import is_lhotse, is_tarred, model_sections, shard_counts, shard_strategy
+from lint.config.nemo import dataset_sections, is_lhotse, is_tarred, shard_counts, shard_strategy
 from lint.finding import Finding, Severity
 from lint.rule import ConfigRule
 
@@ -76,7 +76,7 @@ class TarredShardsNotDivisible(ConfigRule):
             ranks = ctx.world(doc).processes
             if ranks is None or ranks <= 1:
                 continue
-            for section, _ in model_sections(doc):
+            for section, _ in dataset_sections(doc):
                 if not is_tarred(doc, section) or is_lhotse(doc, section):
                     continue
                 if shard_strategy(doc, section) != "scatter":

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from lint.config.context import ConfigContext
 from lint.config.document import ConfigDocument, KeyPath, dotted
-from lint.config.nemo import class_name, is_lhotse, is_megatron, is_tarred, model_sections
+from lint.config.nemo import class_name, dataset_sections, is_lhotse, is_megatron, is_tarred
 from lint.config.values import ABSENT
 from lint.finding import Finding, Severity
 from lint.rule import ConfigRule
@@ -24,7 +24,7 @@ def _map_style_sections(doc: ConfigDocument) -> list[str]:
     """``model.*_ds`` sections NeMo builds as a plain map-style DataLoader with no
     sampler of its own: a manifest, not tarred, not Lhotse."""
     names = []
-    for path, _section in model_sections(doc):
+    for path, _section in dataset_sections(doc):
         manifest = doc.value((*path, "manifest_filepath"))
         if manifest is ABSENT or manifest is None:
             continue
