@@ -83,9 +83,10 @@ class ConformerSyncMaxAudioLength(ConfigRule):
     in a multi-device training config:
 
     - `sync_max_audio_length: true` (the default) while ranks can run different numbers
-      of encoder forwards: a Lhotse validation/test set without `drop_last: true`, a
-      tarred or Shar validation/test set, or (from the code in the same repo) an encoder
-      or `transcribe` call reached on rank 0 only.
+      of encoder forwards: a Lhotse validation/test set (`model.validation_ds`, or
+      speechlm2's `data.validation_ds`) without `drop_last: true`, a tarred or Shar
+      validation/test set, or (from the code in the same repo) an encoder or
+      `transcribe` call reached on rank 0 only.
     - `sync_max_audio_length: false` while the longest allowed input
       (`max_duration / window_stride` frames) exceeds `pos_emb_max_len`.
 

@@ -49,9 +49,11 @@ class SyncBatchNormOnCpu(ConfigRule):
 
     ## Why is this bad?
     Lightning replaces every BatchNorm with `torch.nn.SyncBatchNorm` when fitting with
-    DDP. In training mode, with a process group initialised, its forward refuses CPU
-    tensors: `ValueError: SyncBatchNorm expected input tensor to be on GPU or XPU`,
-    even with a single process. The job fails at the first training step.
+    DDP, and `DistributedDataParallel` refuses such a model on CPU:
+    `ValueError: SyncBatchNorm layers only work with GPU modules` (checked with
+    Lightning 2.6.6 and torch 2.13, `devices: 1, strategy: ddp` included; without a DDP
+    strategy one CPU process trains). SyncBatchNorm's own training forward also refuses
+    CPU tensors. The job fails before the first step, after the queue wait.
 
     ## Example
     ```yaml
@@ -104,7 +106,7 @@ class SyncBatchNormOnCpu(ConfigRule):
             shown = ", ".join(f"`{m.where}` ({m.class_name})" for m in layers[:2])
             message = (
                 f"is true with `accelerator: cpu` and {why}: Lightning turns the BatchNorm "
-                f"layers of {shown} into SyncBatchNorm, whose training forward raises "
-                "`ValueError: SyncBatchNorm expected input tensor to be on GPU` on CPU"
+                f"layers of {shown} into SyncBatchNorm, and DDP then fails at set-up with "
+                "`ValueError: SyncBatchNorm layers only work with GPU modules`"
             )
             yield ctx.finding(self, doc, found, message)
