@@ -18,7 +18,6 @@ from typing import Any
 OPTIONS_KEY = "code-facts"
 METRIC_LOGS = "metric-logs"
 RANK_ZERO_CALLS = "rank-zero-calls"
-KINDS = (METRIC_LOGS, RANK_ZERO_CALLS)
 
 Record = dict[str, Any]
 

@@ -415,3 +415,18 @@ def test_fixed_config_is_clean_when_linted_again(path: Path) -> None:
         LintOptions(selected=(path.parent.name,), project_root="."),
     )
     assert after.errors == [] and after.findings == []
+
+
+@pytest.mark.parametrize("code", CONFIG_RULES)
+def test_config_rule_documentation_has_the_headings(code: str) -> None:
+    text = all_rules()[code].documentation()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+        "## References",
+    ]
+    assert "```yaml" in text

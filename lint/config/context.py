@@ -14,6 +14,7 @@ from lint.config.training import TRAINING_NEEDLES, is_training_config
 from lint.config.values import expanded_size, plain_tree
 from lint.config.world_size import WorldSize, world_size
 from lint.finding import Applicability, Edit, Finding, Fix
+from lint.fix import apply_edits
 from lint.source import SourceError, SourceFile
 
 if TYPE_CHECKING:
@@ -99,8 +100,6 @@ class ConfigContext:
         if not edits or any(e is None for e in edits):
             return None
         chosen = [e for e in edits if e is not None]
-        from lint.fix import apply_edits
-
         try:
             roots = load_documents(apply_edits(self.source, chosen))
         except SourceError:

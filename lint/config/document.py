@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from lint.config.resolve import Resolver, has_interpolation
@@ -176,9 +175,3 @@ class ConfigDocument:
         if span is None:
             return None
         return self.source.line_text(span[0])[span[1] - 1 : span[3] - 1]
-
-    @cached_property
-    def top_keys(self) -> frozenset[str]:
-        if not isinstance(self.root, Mapping):
-            return frozenset()
-        return frozenset(k for k in self.root if isinstance(k, str))

@@ -75,7 +75,7 @@ def world_size(doc: ConfigDocument) -> WorldSize:
     if nodes is ABSENT or nodes is None:
         nodes = 1
     count = _count_devices(devices)
-    shown = "auto" if devices is ABSENT else devices
+    shown = "auto" if devices is ABSENT else "?" if devices is UNKNOWN else devices
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
         multi = count == "all" or (isinstance(count, int) and count > 1)
         return WorldSize(None, multi, f"devices: {shown}, num_nodes unknown")
