@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
+from lint import code_facts
 from lint.cache import ResultCache, content_hash
+from lint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
 from lint.rule import CodeRule, ConfigRule
@@ -23,8 +26,11 @@ from lint.source import SourceError, SourceFile, file_kind
 from lint.suppress import Suppressions
 from rules import all_rules
 
+T = TypeVar("T")
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 24
+#: What a worker gets: display path, bytes, options, code-fact kinds to collect.
+Job = tuple[str, bytes, LintOptions, tuple[str, ...]]
 
 
 @dataclass
@@ -37,6 +43,8 @@ class FileOutcome:
     parsed: bool = False
     prefiltered: bool = False
     internal_error: bool = False
+    #: Code facts for config rules (``lint.code_facts``), by kind; code files only.
+    facts: dict[str, list[code_facts.Record]] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
         return {
@@ -45,6 +53,7 @@ class FileOutcome:
             "notices": self.notices,
             "parsed": self.parsed,
             "prefiltered": self.prefiltered,
+            "facts": self.facts,
         }
 
     @classmethod
@@ -55,6 +64,7 @@ class FileOutcome:
             notices=list(data.get("notices", [])),
             parsed=data["parsed"],
             prefiltered=data["prefiltered"],
+            facts=dict(data.get("facts", {})),
         )
 
 
@@ -107,9 +117,11 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def prefilter(path: str, raw: bytes, options: LintOptions) -> FileOutcome | None:
-    """The outcome of a file that needs no parse (too big, or no rule could fire on it),
-    or None when it must be parsed. Cheap: a substring test on the bytes."""
+def prefilter(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+) -> FileOutcome | None:
+    """The outcome of a file that needs no parse (too big, or no rule or fact collector
+    could fire on it), or None when it must be parsed. Cheap: substring tests on bytes."""
     kind = file_kind(path)
     if kind is None:
         return FileOutcome()
@@ -117,7 +129,8 @@ def prefilter(path: str, raw: bytes, options: LintOptions) -> FileOutcome | None
         return FileOutcome(
             notices=[f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"]
         )
-    if not _candidate_rules(kind, raw, options):
+    collectors = _fact_collectors(collect, raw) if kind == "code" else []
+    if not _candidate_rules(kind, raw, options) and not collectors:
         return FileOutcome(prefiltered=True)
     return None
 
@@ -130,17 +143,23 @@ def _candidate_rules(kind: str, raw: bytes, options: LintOptions) -> list[CodeRu
     ]
 
 
-def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
-    """Lint one file's bytes. Never raises: every failure becomes an error entry."""
-    skipped = prefilter(path, raw, options)
+def lint_source(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+) -> FileOutcome:
+    """Lint one file's bytes. Never raises: every failure becomes an error entry.
+
+    ``collect`` names code-fact kinds to gather from a Python file for the config rules.
+    """
+    skipped = prefilter(path, raw, options, collect)
     if skipped is not None:
         return skipped
     outcome = FileOutcome()
     kind = file_kind(path) or "code"
     candidates = _candidate_rules(kind, raw, options)
+    collectors = _fact_collectors(collect, raw) if kind == "code" else []
     try:
         source = SourceFile.decode(path, raw)
-        context = _build_context(source, options)
+        context = _build_context(source, options) if candidates else None
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
@@ -156,24 +175,17 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
             FileError(path, f"internal error while parsing: {type(exc).__name__}: {exc}")
         )
         return outcome
+    if collectors:
+        facts = _guarded(
+            outcome, path, "code facts", lambda: collect_facts(source.text, collectors)
+        )
+        outcome.facts = facts or {}
+    if context is None:
+        return outcome
     outcome.parsed = True
     findings: list[Finding] = []
     for rule in candidates:
-        try:
-            findings.extend(rule.check(context))
-        except RecursionError:
-            outcome.errors.append(
-                FileError(path, f"{rule.code} gave up: nesting too deep", rule=rule.code)
-            )
-        except Exception as exc:  # one rule's crash must not stop the others
-            outcome.internal_error = True
-            outcome.errors.append(
-                FileError(
-                    path,
-                    f"internal error in rule {rule.code}: {type(exc).__name__}: {exc}",
-                    rule=rule.code,
-                )
-            )
+        findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
     if findings:
         suppressions = Suppressions.for_text(source.text, kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]
@@ -181,7 +193,32 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     return outcome
 
 
-def _lint_job(job: tuple[str, bytes, LintOptions]) -> FileOutcome:
+def _check(rule: CodeRule | ConfigRule, context: Any) -> list[Finding]:
+    return list(rule.check(context))
+
+
+def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
+    wanted = (COLLECTORS[k] for k in kinds if k in COLLECTORS)
+    return [c for c in wanted if any(n.encode() in raw for n in c.needles)]
+
+
+def _guarded(outcome: FileOutcome, path: str, what: str, run: Callable[[], T]) -> T | None:
+    """``run()``; a crash is reported against ``what`` (a rule code, or code facts)."""
+    try:
+        return run()
+    except RecursionError:
+        outcome.errors.append(FileError(path, f"{what} gave up: nesting too deep", rule=what))
+    except Exception as exc:  # one rule's crash must not stop the others
+        outcome.internal_error = True
+        outcome.errors.append(
+            FileError(
+                path, f"internal error in rule {what}: {type(exc).__name__}: {exc}", rule=what
+            )
+        )
+    return None
+
+
+def _lint_job(job: Job) -> FileOutcome:
     return lint_source(*job)
 
 
@@ -194,6 +231,68 @@ def cache_directory(settings: Settings) -> Path:
     return Path(override) if override else settings.project_root / ".ddplint_cache"
 
 
+@dataclass
+class _Run:
+    """The state of one run: file contents, outcomes so far, cache, and one process pool
+    shared by its phases."""
+
+    targets: list[Target]
+    contents: dict[int, bytes]
+    cache: ResultCache | None
+    jobs: int
+    stats: RunStats
+    outcomes: dict[int, FileOutcome] = field(default_factory=dict)
+    _pool: ProcessPoolExecutor | None = None
+
+    def lint(
+        self, positions: list[int], options: LintOptions, collect: tuple[str, ...], key_suffix: str
+    ) -> None:
+        """Lint the files at ``positions`` (cache first, under content hash + suffix)."""
+        pending: list[tuple[int, str]] = []
+        for position in positions:
+            key = content_hash(self.contents[position]) + key_suffix
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                self.outcomes[position] = FileOutcome.from_cache(hit)
+                self.stats.cached += 1
+                continue
+            skipped = prefilter(
+                self.targets[position].display, self.contents[position], options, collect
+            )
+            if skipped is not None:
+                self.outcomes[position] = skipped
+            else:
+                pending.append((position, key))
+        work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
+        for (position, key), outcome in zip(pending, self._run(work), strict=True):
+            self.outcomes[position] = outcome
+            if self.cache is not None and not outcome.internal_error:
+                self.cache.put(key, outcome.to_cache())
+
+    def _run(self, work: list[Job]) -> list[FileOutcome]:
+        if self.jobs > 1 and len(work) >= POOL_THRESHOLD:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.jobs)
+            chunk = max(1, len(work) // (self.jobs * 8))
+            return list(self._pool.map(_lint_job, work, chunksize=chunk))
+        return [_lint_job(job) for job in work]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
+    """Code-fact kinds some selected config rule could use on these YAML files."""
+    kinds: set[str] = set()
+    for rule in _rule_instances(options.selected):
+        if isinstance(rule, ConfigRule) and rule.code_facts:
+            needles = [n.encode() for n in rule.needles or ("",)]
+            if any(n in raw for raw in config_raws for n in needles):
+                kinds.update(rule.code_facts)
+    return tuple(sorted(kinds))
+
+
 def lint_targets(
     targets: list[Target],
     settings: Settings,
@@ -202,52 +301,46 @@ def lint_targets(
     jobs: int | None = None,
     use_cache: bool = True,
 ) -> RunResult:
-    """Lint the given files; results in a stable order."""
+    """Lint the given files; results in a stable order.
+
+    Python files go first: they may hand code facts to the YAML rules (one pass over
+    the repo); a YAML result is cached under its content and the facts' digest.
+    """
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
-    outcomes: dict[int, FileOutcome] = {}
     cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
-    pending: list[tuple[int, str, bytes]] = []
-    hashes: dict[int, str] = {}
+    contents: dict[int, bytes] = {}
     for position, target in enumerate(targets):
         try:
-            raw = target.path.read_bytes()
+            contents[position] = target.path.read_bytes()
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
-            continue
-        if cache is not None:
-            key = content_hash(raw)
-            hashes[position] = key
-            hit = cache.get(key)
-            if hit is not None:
-                outcomes[position] = FileOutcome.from_cache(hit)
-                stats.cached += 1
-                continue
-        skipped = prefilter(target.display, raw, options)
-        if skipped is not None:
-            outcomes[position] = skipped
-            continue
-        pending.append((position, target.display, raw))
-
-    jobs = jobs or default_jobs()
-    work = [(display, raw, options) for _, display, raw in pending]
-    if jobs > 1 and len(work) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            results = list(pool.map(_lint_job, work, chunksize=chunk))
-    else:
-        results = [_lint_job(job) for job in work]
-    for (position, _, _), outcome in zip(pending, results, strict=True):
-        outcomes[position] = outcome
-        if cache is not None and not outcome.internal_error:
-            cache.put(hashes[position], outcome.to_cache())
+    configs = [p for p in contents if file_kind(targets[p].display) == "config"]
+    others = [p for p in contents if p not in set(configs)]
+    wanted = _facts_wanted(options, [contents[p] for p in configs])
+    run = _Run(targets, contents, cache, jobs or default_jobs(), stats)
+    try:
+        run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
+        config_options, suffix = options, ""
+        if wanted:
+            merged = code_facts.merge(
+                (targets[p].display, run.outcomes[p].facts) for p in others if run.outcomes[p].facts
+            )
+            encoded = code_facts.encode(merged)
+            config_options = replace(
+                options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded))
+            )
+            suffix = ":" + code_facts.digest(encoded)
+        run.lint(configs, config_options, (), suffix)
+    finally:
+        run.close()
     if cache is not None:
         cache.save()
 
     findings: list[Finding] = []
     notices: list[str] = []
     internal = False
-    for position, outcome in sorted(outcomes.items()):
+    for position, outcome in sorted(run.outcomes.items()):
         target = targets[position]
         ignored = ignored_for_path(settings, target.relative)
         stats.parsed += outcome.parsed

@@ -56,6 +56,9 @@ class ConfigRule(Rule):
     """A rule over one YAML training config (``ConfigContext``)."""
 
     kind = "config"
+    #: Code-fact kinds (``lint.code_facts``) the rule reads: the engine collects them
+    #: from the Python files of the same run before it lints YAML.
+    code_facts: ClassVar[tuple[str, ...]] = ()
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         raise NotImplementedError

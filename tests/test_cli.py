@@ -224,3 +224,51 @@ def test_python_dash_m_and_example_project() -> None:
         "fixtures/example_project/speechnet/encoder.py:37:9",
         "fixtures/example_project/scripts/train.py:28:13",
     } <= locations
+
+
+def test_example_project_config_findings() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lint", "check", "--no-cache", "--format", "json", str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["errors"] == []
+    config = "fixtures/example_project/configs/nest_fastconformer_ssl.yaml"
+    found = {
+        (f["path"], f["line"], f["column"], f["rule"], f.get("key_path"))
+        for f in data["findings"]
+        if f["path"].endswith(".yaml")
+    }
+    assert found == {
+        (config, 20, 5, "DDP601", "model.train_ds.persistent_workers"),
+        (config, 26, 5, "DDP604", "model.train_ds.tarred_audio_filepaths"),
+        (config, 80, 5, "DDP603", "model.encoder.sync_max_audio_length"),
+        (config, 104, 3, "DDP602", "trainer.sync_batchnorm"),
+        (config, 117, 5, "DDP605", "exp_manager.checkpoint_callback_params.filename"),
+    }
+    ddp605 = next(f for f in data["findings"] if f["rule"] == "DDP605")
+    assert "fixtures/example_project/speechnet/ssl_model.py:25" in ddp605["message"]
+
+
+def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
+    (project / "conf").mkdir()
+    (project / "conf" / "broken.yaml").write_text(
+        "trainer:\n  devices: 2\n  sync_batchnorm: [true\nmodel: {}\n"
+    )
+    (project / "conf" / "train.yaml").write_text(
+        "model:\n  train_ds:\n    num_workers: 0\n    persistent_workers: true\n"
+    )
+    (project / "conf" / "ci.yml").write_text("on: push\njobs: {t: {persistent_workers: 1}}\n")
+    code, out, err = run(["check", "--no-cache"])
+    assert code == 2
+    assert "pkg/net.py:7:9: DDP101" in out
+    assert "conf/train.yaml:4:5: DDP601 `model.train_ds.persistent_workers` is true" in out
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [
+        "conf/broken.yaml:4:6: error: cannot load YAML: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence)"
+    ]

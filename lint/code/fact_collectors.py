@@ -1,0 +1,109 @@
+"""Collect the code facts config rules cross-check (see ``lint.code_facts``): metrics
+logged with or without ``sync_dist``, and encoder / ``transcribe`` calls on rank 0 only.
+
+Collectors read Python's own ``ast`` (a C parser, line numbers included): facts are
+wanted from files that no code rule needs to parse with LibCST.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lint.code.rank_guard import Parents, dotted, rank_guard
+from lint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
+
+RANK_ZERO_METHODS = frozenset({"transcribe", "encoder"})
+#: Receivers of ``.log`` that are a LightningModule (``self``, a callback's ``pl_module``).
+LOGGING_RECEIVERS = frozenset({"self", "pl_module", "module", "model", "lightning_module"})
+
+
+@dataclass(frozen=True)
+class FactCollector:
+    kind: str
+    #: The file is read for this collector only if it contains one of these.
+    needles: tuple[str, ...]
+    collect: Callable[[ast.Module, Parents], list[Record]]
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _literal_bool(expression: ast.expr | None) -> bool | None:
+    """True/False for a literal, False when absent (the default), None otherwise."""
+    if expression is None:
+        return False
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, bool):
+        return expression.value
+    return None
+
+
+def _string(expression: ast.expr | None) -> str | None:
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, str):
+        return expression.value
+    return None
+
+
+def _logged_names(call: ast.Call, method: str) -> list[str]:
+    """Literal metric names of ``self.log("name", ...)`` / ``self.log_dict({...})``."""
+    first = call.args[0] if call.args else None
+    if method == "log":
+        name = _string(first or _keyword(call, "name"))
+        return [name] if name is not None else []
+    first = first or _keyword(call, "dictionary")
+    if isinstance(first, ast.Dict):
+        return [k for k in map(_string, first.keys) if k is not None]
+    if isinstance(first, ast.Call) and isinstance(first.func, ast.Name) and first.func.id == "dict":
+        return [k.arg for k in first.keywords if k.arg is not None]
+    return []
+
+
+def metric_logs(tree: ast.Module, parents: Parents) -> list[Record]:
+    records: list[Record] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        method = node.func.attr
+        if method not in ("log", "log_dict"):
+            continue
+        receiver = dotted(node.func.value) or ""
+        if receiver.rsplit(".", 1)[-1] not in LOGGING_RECEIVERS:
+            continue
+        sync = _literal_bool(_keyword(node, "sync_dist"))
+        records.extend(
+            {"metric": name, "sync_dist": sync, "line": node.lineno}
+            for name in _logged_names(node, method)
+        )
+    return records
+
+
+def rank_zero_calls(tree: ast.Module, parents: Parents) -> list[Record]:
+    records: list[Record] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr in RANK_ZERO_METHODS and rank_guard(node, parents) is not None:
+            records.append({"call": f"{ast.unparse(node.func)}(...)", "line": node.lineno})
+    return records
+
+
+COLLECTORS: dict[str, FactCollector] = {
+    METRIC_LOGS: FactCollector(METRIC_LOGS, ("sync_dist", ".log(", ".log_dict("), metric_logs),
+    RANK_ZERO_CALLS: FactCollector(RANK_ZERO_CALLS, (".transcribe(", ".encoder("), rank_zero_calls),
+}
+
+
+def collect_facts(text: str, collectors: Sequence[FactCollector]) -> dict[str, list[Record]]:
+    """Every collector's records for one Python file; none when it does not parse
+    (the code rules report that, when any of them looks at the file)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    parents: Parents = {
+        child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+    }
+    facts = {c.kind: sorted(c.collect(tree, parents), key=lambda r: r["line"]) for c in collectors}
+    return {kind: records for kind, records in facts.items() if records}

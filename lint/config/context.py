@@ -1,0 +1,125 @@
+"""What a config rule sees: the YAML documents of one file (training configs marked),
+positions, OmegaConf values, world size, code facts, and checked fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from lint.code_facts import OPTIONS_KEY, CodeFacts
+from lint.config.document import ConfigDocument, Entry, KeyPath, dotted
+from lint.config.loader import load_documents
+from lint.config.training import TRAINING_NEEDLES, is_training_config
+from lint.config.values import expanded_size, plain_tree
+from lint.config.world_size import WorldSize, world_size
+from lint.finding import Applicability, Edit, Finding, Fix
+from lint.fix import apply_edits
+from lint.source import SourceError, SourceFile
+
+if TYPE_CHECKING:
+    from lint.rule import Rule
+    from lint.settings import LintOptions
+
+
+class ConfigContext:
+    """One YAML file: every document, and the ones that are training configs."""
+
+    def __init__(
+        self, source: SourceFile, documents: list[ConfigDocument], options: LintOptions
+    ) -> None:
+        self.source = source
+        self.documents = documents
+        self.options = options
+        self._world: dict[int, WorldSize] = {}
+
+    @classmethod
+    def load(cls, source: SourceFile, options: LintOptions) -> ConfigContext:
+        """Load every document; raises ``SourceError`` for YAML that does not load.
+        A file with no training-config words is not loaded at all."""
+        if not any(needle in source.raw for needle in TRAINING_NEEDLES):
+            return cls(source, [], options)
+        roots = load_documents(source.text)
+        return cls(source, [ConfigDocument(r, i, source) for i, r in enumerate(roots)], options)
+
+    @cached_property
+    def configs(self) -> list[ConfigDocument]:
+        """The documents that are training configs."""
+        return [doc for doc in self.documents if is_training_config(doc.root)]
+
+    @cached_property
+    def code_facts(self) -> CodeFacts:
+        return CodeFacts.decode(self.options.fact(OPTIONS_KEY))
+
+    def world(self, doc: ConfigDocument) -> WorldSize:
+        if doc.index not in self._world:
+            self._world[doc.index] = world_size(doc)
+        return self._world[doc.index]
+
+    def finding(
+        self,
+        rule: type[Rule] | Rule,
+        doc: ConfigDocument,
+        at: Entry,
+        message: str,
+        fix: Fix | None = None,
+        key_path: KeyPath | None = None,
+    ) -> Finding:
+        """A finding on the key of ``at``. The message follows the dotted key path
+        (``key_path``, or the entry's own): "`trainer.sync_batchnorm` <message>". A
+        suppression comment on the key's line or on its value's line applies."""
+        line, column, end_line, end_column = doc.key_span(at)
+        value_span = doc.value_span(at)
+        last_line = value_span[2] if value_span else end_line
+        path = dotted(key_path if key_path is not None else at.path)
+        return Finding(
+            rule=rule.code,
+            name=rule.name,
+            severity=rule.severity,
+            path=self.source.path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            message=f"`{path}` {message}",
+            fix=fix,
+            key_path=path,
+            statement_lines=(line, max(line, last_line)),
+        )
+
+    def checked_fix(
+        self,
+        doc: ConfigDocument,
+        edits: list[Edit | None],
+        changes: Mapping[KeyPath, Any],
+        applicability: Applicability,
+        message: str,
+    ) -> Fix | None:
+        """A fix made of ``edits`` if, re-parsed, the file differs from the original only
+        by ``changes`` (key path -> new raw value); None otherwise."""
+        if not edits or any(e is None for e in edits):
+            return None
+        chosen = [e for e in edits if e is not None]
+        try:
+            roots = load_documents(apply_edits(self.source, chosen))
+        except SourceError:
+            return None
+        if len(roots) != len(self.documents):
+            return None
+        for other, after in zip(self.documents, roots, strict=True):
+            before = other.root
+            if expanded_size(before) is None or expanded_size(after) is None:
+                return None
+            expected = plain_tree(before)
+            if other.index == doc.index:
+                for path, value in changes.items():
+                    _set_in(expected, path, value)
+            if plain_tree(after) != expected:
+                return None
+        return Fix(applicability, tuple(chosen), message)
+
+
+def _set_in(tree: Any, path: KeyPath, value: Any) -> None:
+    for key in path[:-1]:
+        tree = tree[key]
+    tree[path[-1]] = value

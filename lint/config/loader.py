@@ -1,0 +1,72 @@
+"""Load YAML text with ruamel.yaml round-trip: positions for every key and value,
+comments kept, nothing constructed from tags, and every failure one ``SourceError``."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from lint.source import SourceError
+
+#: Deeper flow nesting (``[[[[...]]]]``) is refused before ruamel sees it: its scanner
+#: slows down quadratically with the flow level, and no training config comes close.
+MAX_FLOW_DEPTH = 100
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest ``[``/``{`` nesting, counted over the raw text (an over-estimate is
+    harmless: only absurd depths are refused)."""
+    if text.count("[") + text.count("{") <= MAX_FLOW_DEPTH:
+        return 0  # cannot be deeper: skip the character loop
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+    return deepest
+
+
+def _yaml() -> YAML:
+    # Round-trip mode builds plain containers: an unknown or ``!!python/...`` tag becomes
+    # a tagged map/sequence/scalar, never an object; aliases stay shared references.
+    yaml = YAML(typ="rt", pure=True)
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _describe(exc: MarkedYAMLError) -> str:
+    problem = (exc.problem or "").strip()
+    context = (exc.context or "").strip()
+    if isinstance(exc, DuplicateKeyError):
+        # ruamel's wording is long and mentions its own settings; keep the fact.
+        return f"duplicate key: {problem}" if problem else "duplicate key"
+    if problem and context:
+        return f"{problem} ({context})"
+    return problem or context or type(exc).__name__
+
+
+def load_documents(text: str) -> list[Any]:
+    """Every document of ``text`` (a multi-document stream gives several).
+
+    Raises ``SourceError`` with the 1-based line and column of the problem for invalid
+    YAML, duplicate keys included.
+    """
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        raise SourceError(f"cannot load YAML: collections nested more than {MAX_FLOW_DEPTH} deep")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return list(_yaml().load_all(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        raise SourceError(f"cannot load YAML: {_describe(exc)}", line, column) from None
+    except YAMLError as exc:
+        raise SourceError(f"cannot load YAML: {exc}") from None
