@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -25,6 +26,9 @@ from rules import all_rules
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 24
+
+J = TypeVar("J")
+R = TypeVar("R")
 
 
 @dataclass
@@ -74,6 +78,12 @@ class RunResult:
     stats: RunStats
     #: True when a rule crashed or the engine failed on a file (exit code 2).
     internal_error: bool = False
+    #: The files that were linted, in order.
+    targets: list[Target] = field(default_factory=list)
+
+
+#: Called as files are done: (files done, files in all).
+ProgressCallback = Callable[[int, int], None]
 
 
 @lru_cache(maxsize=8)
@@ -173,6 +183,17 @@ def _lint_job(job: tuple[str, bytes, LintOptions]) -> FileOutcome:
     return lint_source(*job)
 
 
+def run_jobs(job: Callable[[J], R], work: list[J], jobs: int) -> Iterator[R]:
+    """``job`` over each item of ``work``, results in order; a process pool for big
+    batches (``job`` must then be a picklable module-level function)."""
+    if jobs > 1 and len(work) >= POOL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            chunk = max(1, len(work) // (jobs * 8))
+            yield from pool.map(job, work, chunksize=chunk)
+    else:
+        yield from map(job, work)
+
+
 def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
@@ -189,6 +210,7 @@ def lint_targets(
     *,
     jobs: int | None = None,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> RunResult:
     """Lint the given files; results in a stable order."""
     stats = RunStats(files=len(targets))
@@ -213,14 +235,13 @@ def lint_targets(
                 continue
         pending.append((position, target.display, raw))
 
-    jobs = jobs or default_jobs()
     work = [(display, raw, options) for _, display, raw in pending]
-    if jobs > 1 and len(work) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            results = list(pool.map(_lint_job, work, chunksize=chunk))
-    else:
-        results = [_lint_job(job) for job in work]
+    results: list[FileOutcome] = []
+    done_before = len(targets) - len(work)
+    for outcome in run_jobs(_lint_job, work, jobs or default_jobs()):
+        results.append(outcome)
+        if progress is not None:
+            progress(done_before + len(results), len(targets))
     for (position, _, _), outcome in zip(pending, results, strict=True):
         outcomes[position] = outcome
         if cache is not None and not outcome.internal_error:
@@ -242,7 +263,7 @@ def lint_targets(
                 findings.append(finding.with_path(target.display))
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
-    return RunResult(findings, errors, notices, stats, internal)
+    return RunResult(findings, errors, notices, stats, internal, list(targets))
 
 
 def lint_paths(
@@ -252,10 +273,13 @@ def lint_paths(
     *,
     jobs: int | None = None,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> RunResult:
     """Discover files under ``paths`` and lint them; missing paths become errors."""
     found = discover(paths, settings)
-    result = lint_targets(found.targets, settings, options, jobs=jobs, use_cache=use_cache)
+    result = lint_targets(
+        found.targets, settings, options, jobs=jobs, use_cache=use_cache, progress=progress
+    )
     for missing in found.missing:
         result.errors.insert(0, FileError(missing, "no such file or directory"))
     return result
