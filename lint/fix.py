@@ -107,7 +107,8 @@ def syntax_problem(kind: str, text: str) -> str | None:
     """Why ``text`` does not parse as Python (``kind="code"``) or YAML, or None.
 
     Python must satisfy both CPython's parser (which runs nothing) and LibCST's; YAML
-    must compose (no object is constructed, no tag is resolved).
+    must load with ruamel's round-trip loader (plain maps, lists and scalars: no tag
+    builds an object), duplicate keys included.
     """
     if kind == "code":
         try:
@@ -124,7 +125,7 @@ def syntax_problem(kind: str, text: str) -> str | None:
             return "nesting too deep"
         return None
     try:
-        for _ in YAML(typ="rt").compose_all(text):
+        for _ in YAML(typ="rt").load_all(text):
             pass
     except YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__

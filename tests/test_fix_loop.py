@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_support import check
+from cli_support import HAZARD, check
 from synthetic_rules import use_synthetic_rules
 
 from lint.engine import lint_source
@@ -137,3 +137,17 @@ def test_fix_the_file_encoding_cannot_hold_is_dropped() -> None:
     utf8 = raw.decode("latin-1").replace("latin-1", "utf-8").encode("utf-8")
     fixed = fix_source("a.py", utf8, options("TST003"), unsafe=False)
     assert fixed.errors == [] and "новый()" in fixed.after
+
+
+def test_per_file_ignores_hold_during_fix_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ddplint]\nper-file-ignores = { "net.py" = ["DDP101"] }\n'
+    )
+    path = tmp_path / "net.py"
+    path.write_text(HAZARD.replace("return x", "return old_api(x)"))
+    code, out, _ = check("--unsafe-fixes", "--select", "DDP101,TST001", "net.py")
+    assert (code, out.strip()) == (0, "Found 1 finding (1 fixed, 0 remaining).")
+    assert path.read_text() == HAZARD.replace("return x", "return new_api(x)")

@@ -16,8 +16,9 @@ from lint.source import SourceFile
         ("code", "def f(:\n", "line 1: invalid syntax"),
         ("code", "f() = 1\n", "line 1: cannot assign to function call"),
         ("config", "a: 1\n---\nb: [1, 2]\n", None),
-        # Composed, never constructed: an unsafe tag is not a parse problem.
+        # The round-trip loader builds no object from a tag: not a parse problem.
         ("config", "a: !!python/object/apply:os.system [echo]\n", None),
+        ("config", "a: 1\na: 2\n", 'line 2: found duplicate key "a"'),
         ("config", "a: 1\n  b: 2\n", "line 2: mapping values are not allowed here"),
         ("config", "a: [1, 2\n", "line 2: expected ',' or ']'"),
     ],
