@@ -67,21 +67,49 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def hook_source(tmp_path_factory: pytest.TempPathFactory, environment: dict[str, str]) -> str:
-    """A git copy of this checkout, uncommitted changes included, as one commit."""
+#: Never part of the copy when the checkout is not a git repository.
+NOT_SOURCE = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".ddplint_cache",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "build",
+    "dist",
+}
+
+
+def _checkout_files() -> list[Path]:
+    """This checkout's files: git's view (tracked + untracked, not ignored) when it is a
+    git repository, else every file outside build and cache folders."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT,
         capture_output=True,
-        check=True,
+        check=False,
     )
+    if listed.returncode == 0:
+        return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+    return [
+        path
+        for path in ROOT.rglob("*")
+        if not NOT_SOURCE.intersection(path.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in path.parts)
+    ]
+
+
+@pytest.fixture(scope="module")
+def hook_source(tmp_path_factory: pytest.TempPathFactory, environment: dict[str, str]) -> str:
+    """A git copy of this checkout, uncommitted changes included, as one commit."""
     source = tmp_path_factory.mktemp("ddplint-src")
-    for name in listed.stdout.decode().split("\0"):
-        origin = ROOT / name
-        if name and origin.is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(origin, source / name)
+    for origin in _checkout_files():
+        if origin.is_file():
+            target = source / origin.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, target)
     for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "ddplint under test")):
         assert _git(source, environment, *args).returncode == 0
     return str(source)
