@@ -5,12 +5,16 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from lint import __version__
+from lint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
 from lint.engine import RunResult, default_jobs, lint_paths
 from lint.finding import Applicability
+from lint.fixer import FixRun, fix_run, unified_diff
+from lint.progress import Progress
 from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from lint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
 from lint.source import SourceError, SourceFile
@@ -75,15 +79,31 @@ def build_options(settings: Settings) -> LintOptions:
     )
 
 
-def _summary(result: RunResult) -> str:
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 finding``, ``2 findings``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def _summary(result: RunResult, fixed: int = 0, known: int = 0) -> str:
+    text = _findings_summary(result, fixed)
+    if known:
+        text += f" {_count(known, 'finding')} in the baseline not shown."
+    return text
+
+
+def _findings_summary(result: RunResult, fixed: int) -> str:
+    if fixed:
+        remaining = len(result.findings)
+        return (
+            f"Found {_count(fixed + remaining, 'finding')} ({fixed} fixed, {remaining} remaining)."
+        )
     if not result.findings:
         return "All checks passed." if not result.errors else "No findings."
     safe = sum(1 for f in result.findings if f.fix and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(
         1 for f in result.findings if f.fix and f.fix.applicability is Applicability.UNSAFE
     )
-    count = len(result.findings)
-    text = f"Found {count} finding{'s' if count != 1 else ''}."
+    text = f"Found {_count(len(result.findings), 'finding')}."
     extras = []
     if safe:
         extras.append(f"{safe} fixable with --fix")
@@ -159,6 +179,29 @@ def cli() -> None:
 )
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notices.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes, then report the findings left.")
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Apply unsafe fixes too (implies --fix): review the result.",
+)
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the fixes as a unified diff instead of writing them; exit 1 if there is one.",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Report only findings not recorded in this baseline file.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Record the current findings in this file (a baseline) and exit.",
+)
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -173,37 +216,119 @@ def check(
     config: str | None,
     statistics: bool,
     quiet: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    baseline_file: str | None,
+    write_baseline_file: str | None,
 ) -> None:
     """Lint Python files and training YAML under PATHS (default: the current folder)."""
     paths = paths or (".",)
+    if baseline_file and write_baseline_file:
+        raise click.UsageError("--baseline and --write-baseline cannot be used together")
     try:
         settings = build_settings(paths, config, select, extend_select, ignore, preview)
         options = build_options(settings)
     except SettingsError as exc:
-        click.echo(f"ddplint: error: {exc}", err=True)
-        sys.exit(EXIT_ERROR)
-    result = lint_paths(
-        list(paths), settings, options, jobs=jobs or default_jobs(), use_cache=not no_cache
-    )
+        _fail(str(exc))
     machine = output_format in MACHINE_FORMATS
+    progress = Progress(sys.stderr, enabled=not machine and not quiet)
+    result = lint_paths(
+        list(paths),
+        settings,
+        options,
+        jobs=jobs or default_jobs(),
+        use_cache=not no_cache,
+        progress=progress.update,
+    )
+    progress.finish()
+    fixed = known = 0
+    if fix or unsafe_fixes or diff:
+        run = fix_run(result, settings, options, unsafe=unsafe_fixes, write=not diff, jobs=jobs)
+        if diff:
+            sys.exit(_print_diff(run, quiet))
+        result, fixed = run.result, run.fixed_count
+    if write_baseline_file:
+        sys.exit(_write_baseline(Path(write_baseline_file), result, settings, quiet))
+    if baseline_file:
+        result, known = _apply_baseline(Path(baseline_file), result, settings, options, quiet)
     if statistics and not machine:
         report = _statistics(result)
     else:
         report = FORMATTERS[output_format](result, ReportContext(read_lines=_read_lines))
     if not machine and not quiet:
-        report += _summary(result) + "\n"
+        report += _summary(result, fixed, known) + "\n"
     if output_file:
         Path(output_file).write_text(report, encoding="utf-8")
     else:
         click.echo(report, nl=False)
     if not machine:
-        for error in result.errors:
-            where = f":{error.line}:{error.column}" if error.line is not None else ""
-            click.echo(f"{error.path}{where}: error: {error.message}", err=True)
+        _print_errors(result)
         if not quiet:
             for notice in result.notices:
                 click.echo(f"ddplint: notice: {notice}", err=True)
     sys.exit(exit_code(result, exit_zero))
+
+
+def _fail(message: str) -> NoReturn:
+    """Bad usage, settings or baseline: say why and exit 2."""
+    click.echo(f"ddplint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _print_errors(result: RunResult) -> None:
+    for error in result.errors:
+        where = f":{error.line}:{error.column}" if error.line is not None else ""
+        click.echo(f"{error.path}{where}: error: {error.message}", err=True)
+
+
+def _print_diff(run: FixRun, quiet: bool) -> int:
+    """``--diff``: the fixes as a unified diff on stdout; the exit code."""
+    changed = run.changed_files
+    for file in changed:
+        click.echo(unified_diff(file.path, file.before, file.after), nl=False)
+    _print_errors(run.result)
+    if not quiet:
+        click.echo(
+            f"Would fix {_count(run.fixed_count, 'finding')} in {_count(len(changed), 'file')}.",
+            err=True,
+        )
+    if run.result.errors or run.result.internal_error:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+def _write_baseline(file: Path, result: RunResult, settings: Settings, quiet: bool) -> int:
+    """``--write-baseline``: record the findings; the exit code (2 if a file had errors)."""
+    try:
+        entries = write_baseline(file, result, _read_lines, settings.project_root)
+    except BaselineError as exc:
+        _fail(str(exc))
+    if not quiet:
+        click.echo(f"ddplint: wrote {_count(len(entries), 'finding')} to baseline {file}", err=True)
+    _print_errors(result)
+    return EXIT_ERROR if result.errors or result.internal_error else EXIT_CLEAN
+
+
+def _apply_baseline(
+    file: Path, result: RunResult, settings: Settings, options: LintOptions, quiet: bool
+) -> tuple[RunResult, int]:
+    """Hide the findings the baseline holds; report its stale entries on stderr."""
+    try:
+        entries = load_baseline(file)
+    except BaselineError as exc:
+        _fail(str(exc))
+    outcome = apply_baseline(result, entries, _read_lines, settings.project_root, options.selected)
+    if outcome.stale and not quiet:
+        click.echo(
+            f"ddplint: notice: {_count(len(outcome.stale), 'baseline entry', 'baseline entries')}"
+            f" in {file} match no finding any more (fixed, or the flagged line changed); "
+            "refresh it with --write-baseline:",
+            err=True,
+        )
+        for entry in outcome.stale:
+            click.echo(f"  {entry.path}: {entry.rule} ({entry.fingerprint})", err=True)
+    return outcome.result, outcome.known
 
 
 @cli.command(name="rules")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
@@ -31,6 +31,9 @@ T = TypeVar("T")
 POOL_THRESHOLD = 24
 #: What a worker gets: display path, bytes, options, code-fact kinds to collect.
 Job = tuple[str, bytes, LintOptions, tuple[str, ...]]
+
+J = TypeVar("J")
+R = TypeVar("R")
 
 
 @dataclass
@@ -84,6 +87,12 @@ class RunResult:
     stats: RunStats
     #: True when a rule crashed or the engine failed on a file (exit code 2).
     internal_error: bool = False
+    #: The files that were linted, in order.
+    targets: list[Target] = field(default_factory=list)
+
+
+#: Called as files are done: (files done, files in all).
+ProgressCallback = Callable[[int, int], None]
 
 
 @lru_cache(maxsize=8)
@@ -222,6 +231,26 @@ def _lint_job(job: Job) -> FileOutcome:
     return lint_source(*job)
 
 
+def run_jobs(
+    job: Callable[[J], R],
+    work: list[J],
+    jobs: int,
+    pool: Callable[[], ProcessPoolExecutor] | None = None,
+) -> Iterator[R]:
+    """``job`` over each item of ``work``, results in order; a process pool for big
+    batches (``job`` must then be a picklable module-level function). ``pool`` supplies
+    a pool kept by the caller; without it one is made for this batch."""
+    if jobs <= 1 or len(work) < POOL_THRESHOLD:
+        yield from map(job, work)
+        return
+    chunk = max(1, len(work) // (jobs * 8))
+    if pool is not None:
+        yield from pool().map(job, work, chunksize=chunk)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as own:
+        yield from own.map(job, work, chunksize=chunk)
+
+
 def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
@@ -242,6 +271,7 @@ class _Run:
     jobs: int
     stats: RunStats
     outcomes: dict[int, FileOutcome] = field(default_factory=dict)
+    progress: ProgressCallback | None = None
     _pool: ProcessPoolExecutor | None = None
 
     def lint(
@@ -264,18 +294,18 @@ class _Run:
             else:
                 pending.append((position, key))
         work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
-        for (position, key), outcome in zip(pending, self._run(work), strict=True):
+        results = run_jobs(_lint_job, work, self.jobs, pool=self._shared_pool)
+        for (position, key), outcome in zip(pending, results, strict=True):
             self.outcomes[position] = outcome
             if self.cache is not None and not outcome.internal_error:
                 self.cache.put(key, outcome.to_cache())
+            if self.progress is not None:
+                self.progress(len(self.outcomes), len(self.targets))
 
-    def _run(self, work: list[Job]) -> list[FileOutcome]:
-        if self.jobs > 1 and len(work) >= POOL_THRESHOLD:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.jobs)
-            chunk = max(1, len(work) // (self.jobs * 8))
-            return list(self._pool.map(_lint_job, work, chunksize=chunk))
-        return [_lint_job(job) for job in work]
+    def _shared_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs)
+        return self._pool
 
     def close(self) -> None:
         if self._pool is not None:
@@ -300,6 +330,7 @@ def lint_targets(
     *,
     jobs: int | None = None,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> RunResult:
     """Lint the given files; results in a stable order.
 
@@ -318,7 +349,7 @@ def lint_targets(
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
-    run = _Run(targets, contents, cache, jobs or default_jobs(), stats)
+    run = _Run(targets, contents, cache, jobs or default_jobs(), stats, progress=progress)
     try:
         run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
         config_options, suffix = options, ""
@@ -351,7 +382,7 @@ def lint_targets(
                 findings.append(finding.with_path(target.display))
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
-    return RunResult(findings, errors, notices, stats, internal)
+    return RunResult(findings, errors, notices, stats, internal, list(targets))
 
 
 def lint_paths(
@@ -361,10 +392,13 @@ def lint_paths(
     *,
     jobs: int | None = None,
     use_cache: bool = True,
+    progress: ProgressCallback | None = None,
 ) -> RunResult:
     """Discover files under ``paths`` and lint them; missing paths become errors."""
     found = discover(paths, settings)
-    result = lint_targets(found.targets, settings, options, jobs=jobs, use_cache=use_cache)
+    result = lint_targets(
+        found.targets, settings, options, jobs=jobs, use_cache=use_cache, progress=progress
+    )
     for missing in found.missing:
         result.errors.insert(0, FileError(missing, "no such file or directory"))
     return result

@@ -1,13 +1,22 @@
 """Apply fixes to text: edits sorted by position, overlapping fixes resolved in a
 fixed order (first in the file wins; the rest wait for the next pass), identical
-edits from several findings applied once."""
+edits from several findings applied once, and a check that the result still parses."""
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable
+from dataclasses import replace
+
+import libcst as cst
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from lint.finding import Applicability, Edit, Finding
 from lint.source import SourceFile
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -17,7 +26,13 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
 
 
 def choose_fixes(findings: Iterable[Finding], unsafe: bool) -> tuple[list[Finding], list[Edit]]:
-    """The findings whose fixes can be applied together, and their edits in file order."""
+    """The findings whose fixes can be applied together, and their edits in file order.
+
+    Fixes are taken in file order (first edit position, then rule code, then the edits
+    themselves, so the choice never depends on the order rules ran in); a fix that
+    overlaps one already taken waits for the next pass. An edit several fixes share
+    (an import they all need) is applied once.
+    """
     chosen: list[Finding] = []
     taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
     edits: set[Edit] = set()
@@ -40,10 +55,15 @@ def choose_fixes(findings: Iterable[Finding], unsafe: bool) -> tuple[list[Findin
     return chosen, sorted(edits)
 
 
-def _fix_order(finding: Finding) -> tuple[tuple[int, int], str]:
+def edits_of(findings: Iterable[Finding]) -> list[Edit]:
+    """The distinct edits of the findings' fixes, in file order."""
+    return sorted({e for f in findings if f.fix is not None for e in f.fix.edits})
+
+
+def _fix_order(finding: Finding) -> tuple[tuple[int, int], str, tuple[Edit, ...]]:
     edits = finding.fix.edits if finding.fix else ()
     first = min(((e.line, e.column) for e in edits), default=(0, 0))
-    return first, finding.rule
+    return first, finding.rule, tuple(sorted(edits))
 
 
 def _overlaps(
@@ -56,15 +76,59 @@ def _overlaps(
 
 
 def apply_edits(source: SourceFile, edits: Iterable[Edit]) -> str:
-    """The source text with non-overlapping ``edits`` applied."""
+    """The source text with non-overlapping ``edits`` applied.
+
+    Line ends inside inserted text become the file's (a ``\\n`` is ``\\r\\n`` in a CRLF
+    file), so a fix never mixes line endings.
+    """
     text = source.text
+    newline = source.newline()
     pieces: list[str] = []
     cursor = 0
     for edit in sorted(edits):
         start = source.offset(edit.line, edit.column)
         end = source.offset(edit.end_line, edit.end_column)
         pieces.append(text[cursor:start])
-        pieces.append(edit.content)
+        pieces.append(_LINE_END.sub(newline, edit.content))
         cursor = max(cursor, end)
     pieces.append(text[cursor:])
     return "".join(pieces)
+
+
+def with_text(source: SourceFile, text: str) -> SourceFile:
+    """The same file (path, encoding, BOM) holding ``text``.
+
+    Raises UnicodeEncodeError when ``text`` cannot be stored in the file's encoding.
+    """
+    return replace(source, text=text, raw=source.encode(text), _lines=None)
+
+
+def syntax_problem(kind: str, text: str) -> str | None:
+    """Why ``text`` does not parse as Python (``kind="code"``) or YAML, or None.
+
+    Python must satisfy both CPython's parser (which runs nothing) and LibCST's; YAML
+    must load with ruamel's round-trip loader (plain maps, lists and scalars: no tag
+    builds an object), duplicate keys included.
+    """
+    if kind == "code":
+        try:
+            ast.parse(text)
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: {exc.msg}"
+        except (ValueError, RecursionError, MemoryError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        try:
+            cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            return f"line {exc.raw_line}: {exc.message}"
+        except RecursionError:
+            return "nesting too deep"
+        return None
+    try:
+        for _ in YAML(typ="rt").load_all(text):
+            pass
+    except YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)
+    return None

@@ -6,7 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lint.engine import RunResult
+from lint.report.github import render_github
 from lint.report.json_format import render_json
+from lint.report.junit import render_junit
+from lint.report.sarif import render_sarif
 from lint.report.text import render_concise, render_full
 
 
@@ -24,6 +27,9 @@ FORMATTERS: dict[str, Formatter] = {
     "concise": render_concise,
     "full": render_full,
     "json": render_json,
+    "sarif": render_sarif,
+    "github": render_github,
+    "junit": render_junit,
 }
 #: Formats read by programs: no summary line, no progress, no colour.
-MACHINE_FORMATS = frozenset({"json"})
+MACHINE_FORMATS = frozenset({"json", "sarif", "github", "junit"})

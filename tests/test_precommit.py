@@ -1,0 +1,236 @@
+"""The pre-commit hooks with the real ``pre-commit`` tool: a commit of a hazardous file
+is blocked with the finding shown, a clean one passes, a commit with no Python or YAML
+file skips the hook, and the fix hook rewrites the file.
+
+pre-commit builds the hook environment with pip from PyPI (once per test session); the
+tests skip, saying so, only when that fails for lack of network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import HAZARD, SYNC
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parent.parent
+
+NETWORK_TROUBLE = (
+    "Could not find a version that satisfies",
+    "No matching distribution found",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "ddplint tests",
+    "GIT_AUTHOR_EMAIL": "tests@example.invalid",
+    "GIT_COMMITTER_NAME": "ddplint tests",
+    "GIT_COMMITTER_EMAIL": "tests@example.invalid",
+    # Fixed dates: the same checkout gives the same commit, whatever the clock says.
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000",
+}
+
+
+def _run(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: int = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _git(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return _run(["git", *args], cwd, env)
+
+
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    return {
+        **os.environ,
+        **IDENTITY,
+        "PRE_COMMIT_HOME": str(home),
+        "PRE_COMMIT_COLOR": "never",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+
+
+#: Never part of the copy when the checkout is not a git repository.
+NOT_SOURCE = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".ddplint_cache",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "build",
+    "dist",
+}
+
+
+def _checkout_files() -> list[Path]:
+    """This checkout's files: git's view (tracked + untracked, not ignored) when it is a
+    git repository, else every file outside build and cache folders."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode == 0:
+        return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+    return [
+        path
+        for path in ROOT.rglob("*")
+        if not NOT_SOURCE.intersection(path.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in path.parts)
+    ]
+
+
+@pytest.fixture(scope="module")
+def hook_source(tmp_path_factory: pytest.TempPathFactory, environment: dict[str, str]) -> str:
+    """A git copy of this checkout, uncommitted changes included, as one commit."""
+    source = tmp_path_factory.mktemp("ddplint-src")
+    for origin in _checkout_files():
+        if origin.is_file():
+            target = source / origin.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, target)
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "ddplint under test")):
+        assert _git(source, environment, *args).returncode == 0
+    return str(source)
+
+
+def _pre_commit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pre_commit", *args]
+
+
+def test_manifest_is_valid_and_lints_python_and_yaml() -> None:
+    checked = _run(_pre_commit("validate-manifest", ".pre-commit-hooks.yaml"), ROOT, {**os.environ})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    hooks = {h["id"]: h for h in YAML(typ="safe").load(ROOT / ".pre-commit-hooks.yaml")}
+    assert set(hooks) == {"ddplint", "ddplint-fix"}
+    for hook in hooks.values():
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "yaml"]
+    assert hooks["ddplint"]["entry"] == "ddplint check"
+    assert hooks["ddplint-fix"]["entry"] == "ddplint check --fix"
+
+
+def _user_repo(
+    path: Path, source: str, environment: dict[str, str], hook: str, args: str = ""
+) -> Path:
+    rev = _git(Path(source), environment, "rev-parse", "HEAD").stdout.strip()
+    hook_args = f"\n    args: [{args}]" if args else ""
+    path.mkdir()
+    assert _git(path, environment, "init", "-q").returncode == 0
+    (path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {source}\n  rev: {rev}\n  hooks:\n  - id: {hook}{hook_args}\n"
+    )
+    installed = _run(_pre_commit("install"), path, environment)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    _git(path, environment, "add", ".pre-commit-config.yaml")
+    _git(path, environment, "commit", "-q", "--no-verify", "-m", "pre-commit config")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hooks_built(
+    tmp_path_factory: pytest.TempPathFactory, hook_source: str, environment: dict[str, str]
+) -> Path:
+    """Build the hook environment once; skip when pip cannot reach PyPI."""
+    repo = _user_repo(
+        tmp_path_factory.mktemp("warmup") / "repo", hook_source, environment, "ddplint"
+    )
+    built = _run(_pre_commit("install-hooks"), repo, environment, timeout=540)
+    output = built.stdout + built.stderr
+    if built.returncode != 0 and any(sign in output for sign in NETWORK_TROUBLE):
+        pytest.skip(
+            f"pre-commit cannot build the hook environment without network: {output[-400:]}"
+        )
+    assert built.returncode == 0, output
+    return Path(environment["PRE_COMMIT_HOME"])
+
+
+@pytest.fixture
+def repo_for(
+    tmp_path: Path, hook_source: str, environment: dict[str, str], hooks_built: Path
+) -> Iterator[object]:
+    def make(hook: str, args: str = "") -> Path:
+        return _user_repo(tmp_path / hook, hook_source, environment, hook, args)
+
+    yield make
+
+
+def _commit(
+    repo: Path, environment: dict[str, str], *files: str
+) -> subprocess.CompletedProcess[str]:
+    _git(repo, environment, "add", *files)
+    return _git(repo, environment, "commit", "-m", "change")
+
+
+def _commits(repo: Path, environment: dict[str, str]) -> int:
+    return int(_git(repo, environment, "rev-list", "--count", "HEAD").stdout.strip())
+
+
+@pytest.mark.slow
+def test_hazardous_file_blocks_the_commit(repo_for, environment: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    repo = repo_for("ddplint")
+    (repo / "net.py").write_text(HAZARD)
+    committed = _commit(repo, environment, "net.py")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode != 0, output
+    assert "net.py:7:9: DDP101 `torch.cuda.synchronize()` in `Net.forward`" in output
+    assert _commits(repo, environment) == 1, "only the config commit"
+
+
+@pytest.mark.slow
+def test_clean_file_and_no_matching_file_pass(repo_for, environment: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    repo = repo_for("ddplint")
+    (repo / "README.md").write_text("torch.cuda.synchronize() in prose is fine\n")
+    committed = _commit(repo, environment, "README.md")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode == 0, output
+    assert "(no files to check)" in output and "Skipped" in output
+    (repo / "clean.py").write_text("import torch\n\nx = torch.ones(1)\n")
+    (repo / "train.yaml").write_text("trainer:\n  devices: 2\n")
+    committed = _commit(repo, environment, "clean.py", "train.yaml")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode == 0, output
+    assert "ddplint" in output and "Passed" in output
+    assert _commits(repo, environment) == 3
+
+
+@pytest.mark.slow
+def test_fix_hook_rewrites_the_file(repo_for, environment: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    repo = repo_for("ddplint-fix", "--unsafe-fixes")
+    (repo / "net.py").write_text(HAZARD)
+    committed = _commit(repo, environment, "net.py")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode != 0, output
+    assert "files were modified by this hook" in output
+    assert (repo / "net.py").read_text() == HAZARD.replace(SYNC, "")
+    committed = _commit(repo, environment, "net.py")
+    assert committed.returncode == 0, committed.stdout + committed.stderr
+
+
+@pytest.mark.slow
+def test_hook_environment_has_no_torch(hooks_built: Path) -> None:
+    site_packages = [p for p in hooks_built.glob("repo*/py_env-*/lib/python*/site-packages")]
+    assert site_packages, f"no hook environment under {hooks_built}"
+    for folder in site_packages:
+        assert (folder / "libcst").is_dir() and (folder / "lint").is_dir()
+        assert not (folder / "torch").exists()
