@@ -265,5 +265,10 @@ def explain(code: str) -> None:
     click.echo(rule.documentation())
 
 
+from lint.verify.command import verify  # noqa: E402
+
+cli.add_command(verify)
+
+
 def main() -> None:
     cli(prog_name="ddplint")
