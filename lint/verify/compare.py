@@ -74,14 +74,17 @@ class Comparison:
         return self.divergences[0] if self.divergences else None
 
 
-def _group_members(traces: dict[int, RankTrace]) -> dict[str, tuple[int, ...]]:
+def _group_members(traces: dict[int, RankTrace], all_ranks: bool) -> dict[str, tuple[int, ...]]:
+    """Members of each group seen; only ranks with a trace unless ``all_ranks``."""
     world = max((t.world_size for t in traces.values()), default=0)
     members: dict[str, tuple[int, ...]] = {"default": tuple(range(world))}
     for trace in traces.values():
         for call in trace.calls:
             if call.group not in members and call.group_ranks:
                 members[call.group] = call.group_ranks
-    return members
+    if all_ranks:
+        return members
+    return {g: tuple(r for r in ranks if r in traces) for g, ranks in members.items()}
 
 
 def rank_state(trace: RankTrace | None, rank: int) -> str:
@@ -146,10 +149,12 @@ def _show(kind: str, value: object) -> str:
     return str(value)
 
 
-def compare(traces: dict[int, RankTrace]) -> Comparison:
+def compare(traces: dict[int, RankTrace], all_ranks_local: bool = True) -> Comparison:
+    """``all_ranks_local``: every rank ran here, so a rank without a trace never started
+    (on several machines without a shared trace folder, absent ranks are not compared)."""
     divergences: list[Divergence] = []
     mismatches: list[Divergence] = []
-    for group, members in _group_members(traces).items():
+    for group, members in _group_members(traces, all_ranks_local).items():
         sequences = {r: traces[r].calls_on(group) if r in traces else [] for r in members}
         longest = max((len(s) for s in sequences.values()), default=0)
         for index in range(longest):

@@ -50,6 +50,11 @@ class LaunchSpec:
         return self.timeout + max(5.0, self.timeout / 2)
 
     @property
+    def log_path(self) -> str | None:
+        """Where the launcher's and ranks' output goes (None: to the terminal)."""
+        return None if self.show_output else layout.launcher_log(self.run_dir, self.node_rank)
+
+    @property
     def sample_interval(self) -> float:
         return min(1.0, max(0.1, self.timeout / 10))
 
@@ -102,16 +107,24 @@ class Launched:
 
 def start(spec: LaunchSpec) -> Launched:
     os.makedirs(spec.run_dir, exist_ok=True)
-    log = None if spec.show_output else open(layout.launcher_log(spec.run_dir), "wb")  # noqa: SIM115
+    log = open(spec.log_path, "wb") if spec.log_path else None  # noqa: SIM115
     process = subprocess.Popen(
         torchrun_command(spec),
         env=rank_environment(spec),
         stdin=subprocess.DEVNULL,
-        stdout=log,
+        # Shown output goes to stderr: stdout carries the report (JSON for programs).
+        stdout=log if log else _stderr_fd(),
         stderr=subprocess.STDOUT if log else None,
         start_new_session=True,
     )
     return Launched(process, time.monotonic(), log, time.time())
+
+
+def _stderr_fd() -> int | None:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream without a descriptor
+        return None
 
 
 def _kill_group(leader: int) -> None:

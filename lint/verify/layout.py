@@ -35,5 +35,7 @@ def flight_recorder_dir(run_dir: str) -> str:
     return os.path.join(run_dir, "flight_recorder")
 
 
-def launcher_log(run_dir: str) -> str:
-    return os.path.join(run_dir, "launcher.log")
+def launcher_log(run_dir: str, node_rank: int | None = None) -> str:
+    """One per machine: machines sharing a trace folder each write their own."""
+    suffix = "" if node_rank is None else f"-node{node_rank}"
+    return os.path.join(run_dir, f"launcher{suffix}.log")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from lint.discover import display_path
-from lint.verify import layout
 from lint.verify.compare import Divergence, RankAt, rank_state
 from lint.verify.frames import Frame
 from lint.verify.trace import Collective
@@ -59,6 +58,7 @@ def render_text(result: VerifyResult) -> str:
         f"ddplint verify {spec.entry}: {world} ranks ({', '.join(backends) or 'no backend'}), "
         f"hang window {spec.timeout:g}s"
     ]
+    out.extend(f"note: {note}" for note in result.notes())
     hang = result.watch.hang
     if hang:
         out.append(
@@ -71,18 +71,20 @@ def render_text(result: VerifyResult) -> str:
     for mismatch in result.comparison.call_site_mismatches:
         out += ["", *_divergence_text("Call-site mismatch", mismatch)]
     if not result.comparison.divergences and not result.comparison.call_site_mismatches:
-        calls = sum(len(t.calls) for t in result.traces.values())
+        calls = sum(len(t.calls) for t in result.traces.values()) // max(world, 1)
         out += [
             "",
-            f"No divergence: the ranks issued the same {calls // max(world, 1)} "
-            "collectives in the same order.",
+            f"No divergence: the ranks issued the same {calls} "
+            f"collective{'s' if calls != 1 else ''} in the same order.",
         ]
 
     out += ["", "Ranks:"]
     for rank, trace in result.traces.items():
-        out.append(f"  rank {rank}  {rank_state(trace, rank)}")
         if trace.main_stack and trace.exit is None:
-            out.append(f"          stack: {call_path(trace.main_stack)}")
+            how = f"crashed ({trace.fatal})" if trace.fatal else "stopped"
+            out.append(f"  rank {rank}  {how} at {call_path(trace.main_stack)}")
+        else:
+            out.append(f"  rank {rank}  {rank_state(trace, rank)}")
     out += ["", f"Static check ({len(result.static.findings)} finding(s) in the code that ran):"]
     for c in result.mapping.confirmed:
         out.append(f"  confirmed       {_finding(c.finding)}  [{c.reason}: {where(c.frame)}]")
@@ -173,6 +175,7 @@ def render_json(result: VerifyResult) -> str:
         "backends": sorted({t.backend for t in result.traces.values() if t.backend}),
         "timeout_s": result.spec.timeout,
         "timings": result.timings(),
+        "notes": result.notes(),
         "hang": None
         if hang is None
         else {"reason": hang.reason, "detected_after_s": round(hang.detected_after, 3)},
@@ -214,6 +217,6 @@ def render_json(result: VerifyResult) -> str:
         "checksums": result.checksum_spread,
         "flight_recorder_dumps": result.watch.flight_recorder_dumps,
         "run_dir": result.spec.run_dir if result.kept else None,
-        "launcher_log": layout.launcher_log(result.spec.run_dir) if result.kept else None,
+        "launcher_log": result.spec.log_path if result.kept else None,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

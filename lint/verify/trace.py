@@ -124,6 +124,7 @@ class RankTrace:
     host: str = ""
     main_thread: int | None = None
     backend: str | None = None
+    requested_backend: str | None = None  # what the code passed to init_process_group
     started_at: float | None = None  # wall clock: the bootstrap began
     ready_at: float | None = None  # torch imported and instrumented
     calls: list[Collective] = field(default_factory=list)
@@ -167,6 +168,7 @@ def load_rank(path: str, rank: int) -> RankTrace:
                 trace.ready_at = data.get("t")
             elif kind == "init":
                 trace.backend = data.get("backend", trace.backend)
+                trace.requested_backend = data.get("requested_backend")
             elif kind == "call":
                 call = Collective.from_record(rank, data)
                 calls[call.seq] = call

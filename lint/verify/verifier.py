@@ -39,6 +39,25 @@ class VerifyResult:
     checksum_spread: list[dict[str, object]] = field(default_factory=list)
     kept: bool = True
 
+    def notes(self) -> list[str]:
+        """What the reader should know to trust the report."""
+        notes = []
+        overridden: dict[tuple[str, str], list[str]] = {}
+        for trace in self.traces.values():
+            asked, used = trace.requested_backend, trace.backend
+            if asked and used and asked != used:
+                overridden.setdefault((asked, used), []).append(str(trace.rank))
+        for (asked, used), ranks in overridden.items():
+            notes.append(f"the code asked for {asked}; rank {', '.join(ranks)} ran on {used}")
+        world = max((t.world_size for t in self.traces.values()), default=0)
+        absent = [r for r in range(world) if r not in self.traces]
+        if absent and not self.spec.standalone:
+            notes.append(
+                f"ranks {', '.join(map(str, absent))} have no trace in {self.spec.run_dir}: "
+                "they ran on other machines (a shared --trace-dir lets one report see them)"
+            )
+        return notes
+
     @property
     def outcome(self) -> str:
         """clean, hang, divergence, failed or params-differ."""
@@ -114,6 +133,13 @@ def entry_file(entry: str) -> Path:
     raise VerifyError(f"cannot find module `{module}` (entry `{entry}`) from {os.getcwd()}")
 
 
+def clear_run_files(run_dir: str) -> None:
+    """Drop an earlier run's rank files from a reused trace folder (nothing else)."""
+    for pattern in ("rank-*.jsonl", "rank-*.stacks", "rank-*.status", "launcher*.log"):
+        for path in Path(run_dir).glob(pattern):
+            path.unlink()
+
+
 def traced_files(traces: dict[int, RankTrace]) -> set[str]:
     """The user files the run passed through at its collectives, hang or failure."""
     files: set[str] = set()
@@ -153,6 +179,8 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
     temporary = not spec.run_dir
     if temporary:
         spec = replace(spec, run_dir=tempfile.mkdtemp(prefix="ddplint-verify-"))
+    elif spec.standalone:
+        clear_run_files(spec.run_dir)
     launched = launch.start(spec)
     try:
         watched = watch.watch(launched, spec)
@@ -166,7 +194,7 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
             f"no rank started (launcher exit code {watched.returncode}); "
             f"launcher output:\n{_tail(spec)}"
         )
-    comparison = compare(traces)
+    comparison = compare(traces, all_ranks_local=spec.standalone)
     problems = runtime_problems(comparison, traces, hung=watched.hang is not None)
     scope = sorted({str(entry), *traced_files(traces)})
     static = lint_paths(scope, settings, options, use_cache=False)
@@ -181,9 +209,10 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
 
 
 def _tail(spec: LaunchSpec, lines: int = 30) -> str:
-    path = launch.layout.launcher_log(spec.run_dir)
+    if spec.log_path is None:
+        return "(printed above)"
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = Path(spec.log_path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return "(not captured)"
     return "\n".join(text.splitlines()[-lines:])

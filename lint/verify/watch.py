@@ -10,7 +10,11 @@ import json
 import os
 import re
 import signal
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lint.verify import layout
@@ -78,7 +82,9 @@ def read_statuses(run_dir: str) -> dict[int, RankStatus]:
 
 
 def read_rank_pids(run_dir: str) -> dict[int, int]:
-    """Global rank -> pid, from the first record of each trace."""
+    """Global rank -> pid of the ranks on this machine, from the first record of each
+    trace (a shared trace folder also holds other machines' ranks)."""
+    host = socket.gethostname()
     pids = {}
     for path in glob.glob(os.path.join(run_dir, "rank-*.jsonl")):
         try:
@@ -86,7 +92,7 @@ def read_rank_pids(run_dir: str) -> dict[int, int]:
                 first = json.loads(handle.readline())
         except (OSError, json.JSONDecodeError):
             continue
-        if first.get("kind") == "start":
+        if first.get("kind") == "start" and first.get("host") == host:
             pids[int(first["rank"])] = int(first["pid"])
     return pids
 
@@ -177,8 +183,30 @@ def _wait_for_flight_recorder(spec: LaunchSpec, pids: dict[int, int]) -> None:
         time.sleep(0.5)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job timing out) stops the ranks as Ctrl-C does: never orphan them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def watch(launched: Launched, spec: LaunchSpec) -> WatchResult:
     """Wait for the job to end, or find it hung, dump stacks and stop it."""
+    with terminate_as_interrupt():
+        return _watch(launched, spec)
+
+
+def _watch(launched: Launched, spec: LaunchSpec) -> WatchResult:
     hang: Hang | None = None
     interrupted = False
     pids: dict[int, int] = {}
@@ -200,7 +228,11 @@ def watch(launched: Launched, spec: LaunchSpec) -> WatchResult:
                 break
     except KeyboardInterrupt:
         interrupted = True
-        hang = Hang("interrupted by the user", time.monotonic() - launched.started, spec.timeout)
+        hang = Hang(
+            "interrupted (SIGINT or SIGTERM to ddplint)",
+            time.monotonic() - launched.started,
+            spec.timeout,
+        )
     if hang is not None:
         pids = read_rank_pids(spec.run_dir)
         live = {r: pid for r, pid in pids.items() if is_alive(pid)}
