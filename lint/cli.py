@@ -14,6 +14,7 @@ from lint.finding import Applicability
 from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from lint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
 from lint.source import SourceError, SourceFile
+from lint.verify.command import verify as verify_command
 from rules import all_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -265,9 +266,7 @@ def explain(code: str) -> None:
     click.echo(rule.documentation())
 
 
-from lint.verify.command import verify  # noqa: E402
-
-cli.add_command(verify)
+cli.add_command(verify_command)
 
 
 def main() -> None:

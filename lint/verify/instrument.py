@@ -227,7 +227,6 @@ class Recorder:
             self.end(seq, asynchronous, None)
             return result
 
-        recording.__ddplint_original__ = original  # type: ignore[attr-defined]
         return recording
 
 

@@ -176,6 +176,22 @@ def main(argv: list[str]) -> None:
     stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder)
     stall_watch.start()
 
+    checksum = os.environ.get(ENV_CHECKSUM) == "1"
+    try:
+        instrumentation = _instrument(recorder, run_dir, local_rank, checksum)
+        _run_and_record(entry, args, writer, instrumentation, frames, checksum)
+    except BaseException as exc:
+        if not isinstance(exc, SystemExit):
+            writer.write(_failure(exc, frames))
+        raise
+    finally:
+        stall_watch.finish()
+
+
+def _instrument(
+    recorder: Recorder, run_dir: str, local_rank: int, checksum: bool
+) -> Instrumentation:
+    """Pick the backend, give NCCL its GPU, wrap torch.distributed."""
     backend = choose_backend(os.environ.get(ENV_BACKEND, "auto"))
     if backend == "nccl":
         configure_nccl(run_dir, local_rank)
@@ -185,14 +201,20 @@ def main(argv: list[str]) -> None:
         backend=backend,
         force=os.environ.get(ENV_FORCE_BACKEND) == "1",
     )
-    checksum = os.environ.get(ENV_CHECKSUM) == "1"
     instrumentation.install(track_parameters=checksum)
-    writer.write({"kind": "ready", "t": time.time(), "backend": backend})
+    recorder.writer.write({"kind": "ready", "t": time.time(), "backend": backend})
+    return instrumentation
 
-    try:
-        _run_and_record(entry, args, writer, instrumentation, frames, checksum)
-    finally:
-        stall_watch.finish()
+
+def _failure(error: BaseException, frames: FrameFilter) -> dict[str, Any]:
+    return {
+        "kind": "exit",
+        "t": time.time(),
+        "status": "error",
+        "code": 1,
+        "error": f"{type(error).__name__}: {error}"[:2000],
+        "stack": _error_frames(error, frames),
+    }
 
 
 def _run_and_record(
@@ -203,7 +225,8 @@ def _run_and_record(
     frames: FrameFilter,
     checksum: bool,
 ) -> None:
-    """Run the entry and write how it ended; exceptions and exit codes pass through."""
+    """Run the entry and write how it ended; exceptions and exit codes pass through
+    (the caller records an exception)."""
     try:
         result = run_entry(entry, args)
     except SystemExit as exc:
@@ -211,18 +234,6 @@ def _run_and_record(
         if code == 0 and checksum:
             writer.write({"kind": "checksum", "models": instrumentation.checksums()})
         writer.write({"kind": "exit", "t": time.time(), "status": "exit", "code": code})
-        raise
-    except BaseException as exc:
-        writer.write(
-            {
-                "kind": "exit",
-                "t": time.time(),
-                "status": "error",
-                "code": 1,
-                "error": f"{type(exc).__name__}: {exc}"[:2000],
-                "stack": _error_frames(exc, frames),
-            }
-        )
         raise
     if checksum:
         writer.write({"kind": "checksum", "models": instrumentation.checksums()})

@@ -49,6 +49,9 @@ class VerifyResult:
                 overridden.setdefault((asked, used), []).append(str(trace.rank))
         for (asked, used), ranks in overridden.items():
             notes.append(f"the code asked for {asked}; rank {', '.join(ranks)} ran on {used}")
+        finished = all(t.exit and t.exit.status != "error" for t in self.traces.values())
+        if self.spec.checksum and finished and not self.checksum_spread:
+            notes.append("--checksum: no rank recorded parameters (no DDP model or optimizer seen)")
         world = max((t.world_size for t in self.traces.values()), default=0)
         absent = [r for r in range(world) if r not in self.traces]
         if absent and not self.spec.standalone:
