@@ -18,6 +18,7 @@ from lint.progress import Progress
 from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from lint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
 from lint.source import SourceError, SourceFile
+from lint.verify.command import verify as verify_command
 from rules import all_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -388,6 +389,9 @@ def explain(code: str) -> None:
     click.echo(f"# {rule.code} {rule.name}\n")
     click.echo(f"{rule.summary}. Severity: {rule.severity.value}; {default}; {fix}.\n")
     click.echo(rule.documentation())
+
+
+cli.add_command(verify_command)
 
 
 def main() -> None:

@@ -1,0 +1,110 @@
+"""``ddplint verify``: the click command (a thin layer over the verifier and its report)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from lint.verify.launch import LaunchSpec
+
+
+@click.command(name="verify")
+@click.argument("entry")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--nproc-per-node",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Ranks on this machine.",
+)
+@click.option("--nnodes", default=None, help="Machines (torchrun's --nnodes, e.g. 2 or 1:4).")
+@click.option("--node-rank", type=click.IntRange(min=0), default=None, help="This machine's rank.")
+@click.option("--rdzv-endpoint", default=None, help="host:port of the rendezvous (multi-node).")
+@click.option("--rdzv-id", default=None, help="Job id shared by every node (multi-node).")
+@click.option("--rdzv-backend", default="c10d", show_default=True)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "gloo", "nccl"]),
+    default="auto",
+    show_default=True,
+    help="auto: NCCL with one GPU per rank when the GPUs are there, gloo otherwise. "
+    "gloo/nccl also replace the backend the code asks for.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.5),
+    default=60.0,
+    show_default=True,
+    help="Seconds without progress that make a hang; the process-group timeout is set "
+    "a little past it.",
+)
+@click.option(
+    "--checksum", is_flag=True, help="Hash the model parameters at exit and compare ranks."
+)
+@click.option(
+    "--trace-dir",
+    type=click.Path(file_okay=False),
+    help="Keep the run's traces here (default: a temporary folder, removed when clean). "
+    "On several machines, a shared folder lets one report see every rank.",
+)
+@click.option("--show-output", is_flag=True, help="Let the ranks print to the terminal.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+def verify(
+    entry: str,
+    args: tuple[str, ...],
+    nproc_per_node: int,
+    nnodes: str | None,
+    node_rank: int | None,
+    rdzv_endpoint: str | None,
+    rdzv_id: str | None,
+    rdzv_backend: str,
+    backend: str,
+    timeout: float,
+    checksum: bool,
+    trace_dir: str | None,
+    show_output: bool,
+    output_format: str,
+) -> None:
+    """Run ENTRY (a script, or module:function) on several ranks under torchrun, record
+    every collective of every rank, stop a hang with every rank's stack, and tell where
+    the ranks diverged and which static findings that confirms. Arguments for ENTRY go
+    after `--`."""
+    from lint.cli import EXIT_ERROR, build_options, build_settings
+    from lint.settings import SettingsError
+    from lint.verify import verifier
+    from lint.verify.report import render_json, render_text
+
+    spec = LaunchSpec(
+        entry=entry,
+        args=args,
+        nproc_per_node=nproc_per_node,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_backend=rdzv_backend,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+        backend=backend,
+        timeout=timeout,
+        checksum=checksum,
+        run_dir=os.path.abspath(trace_dir) if trace_dir else "",
+        show_output=show_output,
+    )
+    try:
+        settings = build_settings(
+            (entry if os.path.exists(entry) else ".",), None, (), (), (), False
+        )
+        result = verifier.run(spec, settings, build_options(settings))
+    except (verifier.VerifyError, SettingsError) as exc:
+        click.echo(f"ddplint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render_json(result) if output_format == "json" else render_text(result), nl=False)
+    sys.exit(result.exit_code)

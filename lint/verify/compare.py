@@ -1,0 +1,295 @@
+"""Compare the ranks' traces. Collectives pair by order inside a process group, so for
+every group the members' sequences are walked side by side: the first position where a
+member has no collective (it finished, failed or waits elsewhere) or where the members
+disagree (op, shapes, dtypes, reduce op, root, group members) is a divergence. Equal
+collectives issued from different lines are reported as call-site mismatches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lint.verify.frames import Frame
+from lint.verify.trace import Collective, RankTrace
+
+#: Ops whose tensors must have the same shape and dtype on every rank.
+SAME_SHAPE_OPS = frozenset(
+    {
+        "all_reduce",
+        "all_reduce_coalesced",
+        "broadcast",
+        "reduce",
+        "all_gather",
+        "all_gather_into_tensor",
+        "_all_gather_base",
+        "reduce_scatter_tensor",
+        "_reduce_scatter_base",
+        "_broadcast_coalesced",
+        "_verify_params_across_processes",
+    }
+)
+#: Tensor arguments that exist only on the root (gather_list, scatter_list) or may
+#: legitimately differ (all_to_all splits): never compared.
+ROOT_ONLY_TENSORS = frozenset({"gather_list", "scatter_list", "output_tensor_list"})
+#: Divergence kinds that TORCH_DISTRIBUTED_DEBUG=DETAIL does not check.
+DETAIL_BLIND = frozenset({"reduce_op", "root", "call_site"})
+
+
+@dataclass(frozen=True)
+class RankAt:
+    """What one rank did at a divergent position: its collective, or its state."""
+
+    rank: int
+    call: Collective | None
+    state: str
+
+
+@dataclass(frozen=True)
+class Divergence:
+    group: str
+    group_ranks: tuple[int, ...]
+    position: int  # 1-based, counted inside the group
+    kind: str  # missing, op, tensors, reduce_op, root, members, call_site
+    detail: str
+    ranks: tuple[RankAt, ...]
+
+    @property
+    def time(self) -> float:
+        times = [r.call.time for r in self.ranks if r.call is not None]
+        return min(times) if times else float("inf")
+
+    @property
+    def detail_mode_misses(self) -> bool:
+        return self.kind in DETAIL_BLIND
+
+
+@dataclass(frozen=True)
+class Comparison:
+    #: Hard divergences, earliest first (the first one is where the ranks split).
+    divergences: tuple[Divergence, ...]
+    #: Same collective from different lines before the first divergence of its group.
+    call_site_mismatches: tuple[Divergence, ...]
+
+    @property
+    def first(self) -> Divergence | None:
+        return self.divergences[0] if self.divergences else None
+
+
+def _group_members(traces: dict[int, RankTrace], all_ranks: bool) -> dict[str, tuple[int, ...]]:
+    """Members of each group seen; only ranks with a trace unless ``all_ranks``."""
+    world = max((t.world_size for t in traces.values()), default=0)
+    members: dict[str, tuple[int, ...]] = {"default": tuple(range(world))}
+    for trace in traces.values():
+        for call in trace.calls:
+            if call.group not in members and call.group_ranks:
+                members[call.group] = call.group_ranks
+    if all_ranks:
+        return members
+    return {g: tuple(r for r in ranks if r in traces) for g, ranks in members.items()}
+
+
+def rank_state(trace: RankTrace | None, rank: int) -> str:
+    """One phrase for where a rank ended up."""
+    if trace is None:
+        return "never started"
+    if trace.exit is not None:
+        if trace.exit.status == "error":
+            where = f" at {trace.exit.stack[0].short()}" if trace.exit.stack else ""
+            return f"failed{where}: {_first_line(trace.exit.error or '')}"
+        return f"finished (exit code {trace.exit.code})"
+    if trace.fatal:
+        return f"crashed: {trace.fatal}"
+    stack = trace.main_stack
+    if stack:
+        return f"stopped while at {stack[0].short()} in {stack[0].function}"
+    return "stopped (no exit record)"
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def _call_state(call: Collective) -> str:
+    if call.error:
+        return f"failed: {_first_line(call.error)}"
+    if call.asynchronous:
+        return "issued (asynchronous)"
+    return "completed" if call.completed else "waiting (never completed)"
+
+
+def _disagreement(calls: list[Collective]) -> tuple[str, str] | None:
+    """The first fact the calls disagree on, as (kind, detail)."""
+    checks = [
+        ("op", lambda c: c.op),
+        ("members", lambda c: c.member_ranks),
+        ("tensors", _tensor_key),
+        ("reduce_op", lambda c: c.reduce_op),
+        ("root", lambda c: c.roots),
+        ("objects", lambda c: len(c.objects) and tuple(n for n, _ in c.objects)),
+    ]
+    for kind, key in checks:
+        values = {c.rank: key(c) for c in calls}
+        if len(set(map(repr, values.values()))) > 1:
+            shown = ", ".join(f"rank {r}: {_show(kind, v)}" for r, v in values.items())
+            return kind, shown
+    return None
+
+
+def _tensor_key(call: Collective) -> tuple[tuple[str, str], ...]:
+    if call.op not in SAME_SHAPE_OPS:
+        return ()
+    return tuple((n, s) for n, s in call.tensors if n not in ROOT_ONLY_TENSORS)
+
+
+def _show(kind: str, value: object) -> str:
+    if kind == "tensors" and isinstance(value, tuple):
+        return " ".join(spec for _, spec in value) or "no tensors"
+    if kind == "root" and isinstance(value, tuple):
+        return ", ".join(f"{n}={v}" for n, v in value) or "none"
+    return str(value)
+
+
+def compare(traces: dict[int, RankTrace], all_ranks_local: bool = True) -> Comparison:
+    """``all_ranks_local``: every rank ran here, so a rank without a trace never started
+    (on several machines without a shared trace folder, absent ranks are not compared)."""
+    divergences: list[Divergence] = []
+    mismatches: list[Divergence] = []
+    for group, members in _group_members(traces, all_ranks_local).items():
+        sequences = {r: traces[r].calls_on(group) if r in traces else [] for r in members}
+        longest = max((len(s) for s in sequences.values()), default=0)
+        for index in range(longest):
+            here = {r: s[index] if index < len(s) else None for r, s in sequences.items()}
+            present = [c for c in here.values() if c is not None]
+            if len(present) < len(here):
+                divergences.append(
+                    _divergence(
+                        group, members, index, "missing", _missing_detail(here), here, traces
+                    )
+                )
+                break
+            disagreement = _disagreement(present)
+            if disagreement:
+                kind, detail = disagreement
+                divergences.append(_divergence(group, members, index, kind, detail, here, traces))
+                break
+            sites = {(c.site.file, c.site.line) if c.site else None for c in present}
+            if len(sites) > 1:
+                detail = "the same collective issued from different lines"
+                mismatches.append(
+                    _divergence(group, members, index, "call_site", detail, here, traces)
+                )
+    divergences.sort(key=lambda d: d.time)
+    return Comparison(tuple(divergences), tuple(mismatches))
+
+
+def _missing_detail(here: dict[int, Collective | None]) -> str:
+    issued = sorted(r for r, c in here.items() if c is not None)
+    absent = sorted(r for r, c in here.items() if c is None)
+    ops = sorted({c.op for c in here.values() if c is not None})
+    return (
+        f"rank{'s' if len(issued) > 1 else ''} {', '.join(map(str, issued))} issued "
+        f"{'/'.join(ops)}; rank{'s' if len(absent) > 1 else ''} "
+        f"{', '.join(map(str, absent))} never did"
+    )
+
+
+def _divergence(
+    group: str,
+    members: tuple[int, ...],
+    index: int,
+    kind: str,
+    detail: str,
+    here: dict[int, Collective | None],
+    traces: dict[int, RankTrace],
+) -> Divergence:
+    ranks = []
+    for rank, call in here.items():
+        trace = traces.get(rank)
+        if call is not None:
+            ranks.append(RankAt(rank, call, _call_state(call)))
+        else:
+            ranks.append(RankAt(rank, None, rank_state(trace, rank)))
+    return Divergence(group, members, index + 1, kind, detail, tuple(ranks))
+
+
+def evidence(divergence: Divergence, traces: dict[int, RankTrace]) -> tuple[Frame, ...]:
+    """Every user frame that explains the divergence: the divergent calls' stacks, and
+    for each rank involved, where its main thread was and where it failed."""
+    frames: list[Frame] = []
+    for at in divergence.ranks:
+        if at.call is not None:
+            frames.extend(at.call.stack)
+        trace = traces.get(at.rank)
+        if trace is not None:
+            frames.extend(trace.main_stack)
+            if trace.exit is not None:
+                frames.extend(trace.exit.stack)
+    return tuple(dict.fromkeys(frames))
+
+
+@dataclass(frozen=True)
+class RuntimeProblem:
+    """Something the run showed: a divergence, a call-site mismatch, a hang with the
+    ranks in step, or a rank that failed on its own. ``evidence`` are the user frames
+    that explain it (the call path of each rank involved)."""
+
+    kind: str  # divergence, call_site, hang, error
+    summary: str
+    location: Frame | None
+    evidence: tuple[Frame, ...]
+
+
+def runtime_problems(
+    comparison: Comparison, traces: dict[int, RankTrace], hung: bool
+) -> list[RuntimeProblem]:
+    problems = []
+    for divergence in (*comparison.divergences, *comparison.call_site_mismatches):
+        sites = [at.call.site for at in divergence.ranks if at.call and at.call.site]
+        kind = "call_site" if divergence.kind == "call_site" else "divergence"
+        summary = (
+            f"{_KIND_TEXT[divergence.kind]} at collective #{divergence.position} "
+            f"on the {_group_text(divergence)}: {divergence.detail}"
+        )
+        problems.append(
+            RuntimeProblem(kind, summary, sites[0] if sites else None, evidence(divergence, traces))
+        )
+    if comparison.divergences:
+        return problems
+    if hung:
+        stacks = [t.main_stack for t in traces.values() if t.main_stack]
+        frames = tuple(dict.fromkeys(f for stack in stacks for f in stack))
+        where = stacks[0][0] if stacks else None
+        problems.append(
+            RuntimeProblem(
+                "hang", "hang with the ranks in step (no collective divergence)", where, frames
+            )
+        )
+    failures: dict[tuple[Frame | None, str], list[RankTrace]] = {}
+    for trace in traces.values():
+        if trace.exit is not None and trace.exit.status == "error":
+            site = trace.exit.stack[0] if trace.exit.stack else None
+            failures.setdefault((site, _first_line(trace.exit.error or "")), []).append(trace)
+    for (site, error), failed in failures.items():
+        ranks = ", ".join(str(t.rank) for t in failed)
+        summary = f"rank{'s' if len(failed) > 1 else ''} {ranks} failed: {error}"
+        frames = tuple(dict.fromkeys(f for t in failed if t.exit for f in t.exit.stack))
+        problems.append(RuntimeProblem("error", summary, site, frames))
+    return problems
+
+
+_KIND_TEXT = {
+    "missing": "a rank missed a collective",
+    "op": "ranks issued different collectives",
+    "members": "ranks created different groups",
+    "tensors": "tensor shapes or dtypes differ",
+    "reduce_op": "reduce ops differ",
+    "root": "root ranks differ",
+    "objects": "object arguments differ",
+    "call_site": "same collective from different lines",
+}
+
+
+def _group_text(divergence: Divergence) -> str:
+    if divergence.group == "default":
+        return "default group"
+    return f"group {divergence.group} (ranks {', '.join(map(str, divergence.group_ranks))})"

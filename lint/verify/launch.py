@@ -1,0 +1,156 @@
+"""Start the ranks with PyTorch's own launcher (``python -m torch.distributed.run``) and
+stop them: torchrun runs in a session of its own and starts every rank in its own
+session too, so stopping kills each rank's process group (its DataLoader workers
+included) and then the launcher's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from lint.verify import layout
+
+BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one verify run."""
+
+    entry: str
+    args: tuple[str, ...] = ()
+    nproc_per_node: int = 2
+    nnodes: str | None = None
+    node_rank: int | None = None
+    rdzv_backend: str = "c10d"
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    backend: str = "auto"  # auto, gloo or nccl
+    timeout: float = 60.0
+    checksum: bool = False
+    run_dir: str = ""
+    show_output: bool = False
+    python: str = field(default_factory=lambda: sys.executable)
+
+    @property
+    def standalone(self) -> bool:
+        return self.rdzv_endpoint is None and self.nnodes in (None, "1", "1:1")
+
+    @property
+    def pg_timeout(self) -> float:
+        """The process-group timeout: past the hang window, so the verifier's own stack
+        dump comes first and the flight recorder (NCCL) dumps next."""
+        return self.timeout + max(5.0, self.timeout / 2)
+
+    @property
+    def log_path(self) -> str | None:
+        """Where the launcher's and ranks' output goes (None: to the terminal)."""
+        return None if self.show_output else layout.launcher_log(self.run_dir, self.node_rank)
+
+    @property
+    def sample_interval(self) -> float:
+        return min(1.0, max(0.1, self.timeout / 10))
+
+
+def torchrun_command(spec: LaunchSpec) -> list[str]:
+    command = [
+        spec.python,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(spec.nproc_per_node),
+    ]
+    if spec.standalone:
+        command.append("--standalone")  # c10d rendezvous on a free local port
+    else:
+        command += ["--nnodes", spec.nnodes or "1", "--rdzv-backend", spec.rdzv_backend]
+        if spec.rdzv_endpoint:
+            command += ["--rdzv-endpoint", spec.rdzv_endpoint]
+        if spec.rdzv_id:
+            command += ["--rdzv-id", spec.rdzv_id]
+        if spec.node_rank is not None:
+            command += ["--node-rank", str(spec.node_rank)]
+    command += ["--max-restarts", "0", BOOTSTRAP, spec.entry, *spec.args]
+    return command
+
+
+def rank_environment(spec: LaunchSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            layout.ENV_DIR: spec.run_dir,
+            layout.ENV_PG_TIMEOUT: str(spec.pg_timeout),
+            layout.ENV_BACKEND: spec.backend,
+            layout.ENV_FORCE_BACKEND: "1" if spec.backend != "auto" else "0",
+            layout.ENV_CHECKSUM: "1" if spec.checksum else "0",
+            layout.ENV_INTERVAL: str(spec.sample_interval),
+        }
+    )
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+@dataclass
+class Launched:
+    process: subprocess.Popen[bytes]
+    started: float  # monotonic
+    log: IO[bytes] | None
+    started_wall: float = 0.0
+
+
+def start(spec: LaunchSpec) -> Launched:
+    os.makedirs(spec.run_dir, exist_ok=True)
+    log = open(spec.log_path, "wb") if spec.log_path else None  # noqa: SIM115
+    process = subprocess.Popen(
+        torchrun_command(spec),
+        env=rank_environment(spec),
+        stdin=subprocess.DEVNULL,
+        # Shown output goes to stderr: stdout carries the report (JSON for programs).
+        stdout=log if log else _stderr_fd(),
+        stderr=subprocess.STDOUT if log else None,
+        start_new_session=True,
+    )
+    return Launched(process, time.monotonic(), log, time.time())
+
+
+def _stderr_fd() -> int | None:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream without a descriptor
+        return None
+
+
+def _kill_group(leader: int) -> None:
+    """SIGKILL the process group ``leader`` leads; a plain kill if it leads none."""
+    try:
+        if os.getpgid(leader) == leader:
+            os.killpg(leader, signal.SIGKILL)
+        else:
+            os.kill(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop(launched: Launched, rank_pids: list[int]) -> None:
+    """Kill every rank (with its children) and the launcher; reap the launcher."""
+    for pid in rank_pids:
+        _kill_group(pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(launched.process.pid, signal.SIGKILL)
+    launched.process.wait()
+    if launched.log is not None:
+        launched.log.close()
+
+
+def release_groups(rank_pids: list[int]) -> None:
+    """After a normal end: kill what a rank left behind in its process group."""
+    for pid in rank_pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)

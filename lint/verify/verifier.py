@@ -1,0 +1,221 @@
+"""One verify run end to end: check the environment, launch, watch, load the traces,
+compare the ranks, lint the code that ran, map the two, and keep or drop the run folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lint.engine import RunResult, lint_paths
+from lint.settings import LintOptions, Settings
+from lint.verify import launch, watch
+from lint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
+from lint.verify.frames import FrameFilter
+from lint.verify.launch import LaunchSpec
+from lint.verify.mapping import Mapping, map_findings
+from lint.verify.trace import RankTrace, load_run
+
+INSTALL_HINT = "pip install 'ddplint[verify]'"
+
+
+class VerifyError(Exception):
+    """The run could not be made (no torch, no CUDA for NCCL, no such entry): exit 2."""
+
+
+@dataclass
+class VerifyResult:
+    spec: LaunchSpec
+    watch: watch.WatchResult
+    traces: dict[int, RankTrace]
+    comparison: Comparison
+    problems: list[RuntimeProblem]
+    mapping: Mapping
+    static: RunResult
+    checksum_spread: list[dict[str, object]] = field(default_factory=list)
+    kept: bool = True
+
+    def notes(self) -> list[str]:
+        """What the reader should know to trust the report."""
+        notes = []
+        overridden: dict[tuple[str, str], list[str]] = {}
+        for trace in self.traces.values():
+            asked, used = trace.requested_backend, trace.backend
+            if asked and used and asked != used:
+                overridden.setdefault((asked, used), []).append(str(trace.rank))
+        for (asked, used), ranks in overridden.items():
+            notes.append(f"the code asked for {asked}; rank {', '.join(ranks)} ran on {used}")
+        finished = all(t.exit and t.exit.status != "error" for t in self.traces.values())
+        if self.spec.checksum and finished and not self.checksum_spread:
+            notes.append("--checksum: no rank recorded parameters (no DDP model or optimizer seen)")
+        world = max((t.world_size for t in self.traces.values()), default=0)
+        absent = [r for r in range(world) if r not in self.traces]
+        if absent and not self.spec.standalone:
+            notes.append(
+                f"ranks {', '.join(map(str, absent))} have no trace in {self.spec.run_dir}: "
+                "they ran on other machines (a shared --trace-dir lets one report see them)"
+            )
+        return notes
+
+    @property
+    def outcome(self) -> str:
+        """clean, hang, divergence, failed or params-differ."""
+        if self.watch.hang is not None:
+            return "hang"
+        if self.comparison.divergences or self.comparison.call_site_mismatches:
+            return "divergence"
+        if any(p.kind == "error" for p in self.problems) or self.watch.returncode:
+            return "failed"
+        if any(not row["identical"] for row in self.checksum_spread):
+            return "params-differ"
+        return "clean"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.outcome == "clean" else 1
+
+    def timings(self) -> dict[str, float | None]:
+        """Seconds after launch: all ranks started, torch ready, first collective, hang."""
+        start = self.watch.launched_at
+
+        def last(values: list[float | None]) -> float | None:
+            known = [v for v in values if v is not None]
+            return round(max(known) - start, 2) if known else None
+
+        traces = self.traces.values()
+        firsts = [min(c.time for c in t.calls) for t in traces if t.calls]
+        hang = self.watch.hang
+        return {
+            "ranks_started_s": last([t.started_at for t in traces]),
+            "ranks_ready_s": last([t.ready_at for t in traces]),
+            "first_collective_s": round(min(firsts) - start, 2) if firsts else None,
+            "hang_diagnosed_s": round(hang.detected_after, 2) if hang else None,
+            "total_s": round(self.watch.elapsed, 2),
+        }
+
+
+def check_environment(backend: str) -> None:
+    """torch is an optional extra; NCCL needs CUDA. Say how to get what is missing."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise VerifyError(
+            "`ddplint verify` runs the ranks with torch.distributed, and torch is not "
+            f"installed for {sys.executable}. Install it with: {INSTALL_HINT}"
+        )
+    if backend == "nccl":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise VerifyError(
+                "--backend nccl needs CUDA, and torch.cuda.is_available() is False here "
+                f"(torch {torch.__version__}); use --backend gloo (or auto) on this machine"
+            )
+
+
+def entry_file(entry: str) -> Path:
+    """The file behind a script or ``module[:function]`` entry, found without importing."""
+    if entry.endswith(".py") or os.path.isfile(entry):
+        path = Path(entry)
+        if not path.is_file():
+            raise VerifyError(f"no such script: {entry}")
+        return path.resolve()
+    module = entry.partition(":")[0]
+    parts = module.split(".")
+    for root in (os.getcwd(), *sys.path):
+        base = Path(root or os.curdir).joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate.resolve()
+    raise VerifyError(f"cannot find module `{module}` (entry `{entry}`) from {os.getcwd()}")
+
+
+def clear_run_files(run_dir: str) -> None:
+    """Drop an earlier run's rank files from a reused trace folder (nothing else)."""
+    for pattern in ("rank-*.jsonl", "rank-*.stacks", "rank-*.status", "launcher*.log"):
+        for path in Path(run_dir).glob(pattern):
+            path.unlink()
+
+
+def traced_files(traces: dict[int, RankTrace]) -> set[str]:
+    """The user files the run passed through at its collectives, hang or failure."""
+    files: set[str] = set()
+    for trace in traces.values():
+        for call in trace.calls:
+            files.update(f.file for f in call.stack)
+        files.update(f.file for f in trace.main_stack)
+        if trace.exit is not None:
+            files.update(f.file for f in trace.exit.stack)
+    return {f for f in files if os.path.isfile(f)}
+
+
+def checksum_spread(traces: dict[int, RankTrace]) -> list[dict[str, object]]:
+    """Per model: each rank's parameter hash and sum, and whether all ranks agree."""
+    names: dict[str, dict[int, dict[str, object]]] = {}
+    for rank, trace in traces.items():
+        for row in trace.checksums:
+            names.setdefault(str(row["name"]), {})[rank] = row
+    spread = []
+    for name, by_rank in names.items():
+        sums = [float(str(r["sum"])) for r in by_rank.values()]
+        spread.append(
+            {
+                "name": name,
+                "identical": len({r["sha256"] for r in by_rank.values()}) == 1
+                and len(by_rank) == len(traces),
+                "sum_spread": max(sums) - min(sums),
+                "ranks": {str(rank): row for rank, row in sorted(by_rank.items())},
+            }
+        )
+    return spread
+
+
+def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyResult:
+    check_environment(spec.backend)
+    entry = entry_file(spec.entry)
+    temporary = not spec.run_dir
+    if temporary:
+        spec = replace(spec, run_dir=tempfile.mkdtemp(prefix="ddplint-verify-"))
+    elif spec.standalone:
+        clear_run_files(spec.run_dir)
+    launched = launch.start(spec)
+    try:
+        watched = watch.watch(launched, spec)
+    except BaseException:  # a bug of ours: never leave the ranks running
+        launch.stop(launched, list(watch.read_rank_pids(spec.run_dir).values()))
+        raise
+    frames = FrameFilter()
+    traces = load_run(spec.run_dir, frames)
+    if not traces:
+        raise VerifyError(
+            f"no rank started (launcher exit code {watched.returncode}); "
+            f"launcher output:\n{_tail(spec)}"
+        )
+    comparison = compare(traces, all_ranks_local=spec.standalone)
+    problems = runtime_problems(comparison, traces, hung=watched.hang is not None)
+    scope = sorted({str(entry), *traced_files(traces)})
+    static = lint_paths(scope, settings, options, use_cache=False)
+    mapping = map_findings(static.findings, problems, os.getcwd())
+    result = VerifyResult(
+        spec, watched, traces, comparison, problems, mapping, static, checksum_spread(traces)
+    )
+    if temporary and result.outcome == "clean":
+        shutil.rmtree(spec.run_dir, ignore_errors=True)
+        result.kept = False
+    return result
+
+
+def _tail(spec: LaunchSpec, lines: int = 30) -> str:
+    if spec.log_path is None:
+        return "(printed above)"
+    try:
+        text = Path(spec.log_path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(not captured)"
+    return "\n".join(text.splitlines()[-lines:])
