@@ -146,3 +146,23 @@ def test_forward_paths_follow_calls_and_bases() -> None:
     assert ctx.forward_paths.functions[names["helper"]].describe() == (
         "`helper` (called from `Net.forward`)"
     )
+
+
+def test_collective_needles_cover_the_catalogue() -> None:
+    """Every name the catalogue recognises holds a pre-filter needle, so the text
+    pre-filter never skips a file that holds a collective."""
+    from lint.code import collectives as catalogue
+
+    names = [
+        *catalogue.TORCH_COLLECTIVES,
+        *catalogue.DEVICE_MESH_CREATORS,
+        *catalogue.CHECKPOINT_FUNCTIONS,
+        *catalogue.FSDP_COLLECTIVES,
+        *(f"{kind}.{method}" for kind, method in catalogue._CHECKPOINT_METHODS),
+        *catalogue._STRATEGY_METHODS,
+        *catalogue._ACCELERATE_METHODS,
+        *catalogue._LIGHTNING_MODULE_METHODS,
+        "self.log(sync_dist=True)",
+    ]
+    for name in names:
+        assert any(needle in name for needle in catalogue.COLLECTIVE_NEEDLES), name

@@ -119,6 +119,29 @@ _CHECKPOINT_METHODS = frozenset(
 )
 
 
+#: Text every file holding a collective of this catalogue contains (the name of the
+#: function or method, its import, or the receiver's name): a rule's pre-filter.
+COLLECTIVE_NEEDLES = (
+    "barrier",
+    "reduce",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "new_group",
+    "new_subgroups",
+    "device_mesh",
+    "checkpoint",
+    "save_state",
+    "wait_for_everyone",
+    "sync_dist",
+    "fabric",
+    "state_dict",
+    "summon_full_params",
+    "pad_across",
+)
+
+
 @dataclass(frozen=True)
 class Collective:
     """A call every rank of a group must make. ``api`` is a stable label for messages

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from lint.code.collectives import COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.rank_predicates import RANK_NEEDLES
 from lint.code.rank_reachability import ReachedCollective
@@ -86,6 +87,7 @@ class CollectiveOnSomeRanks(CodeRule):
     summary = "a collective reached only on some ranks"
     severity = Severity.ERROR
     needles = RANK_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from lint.code.collectives import COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.names import dotted_name
 from lint.code.rank_conditions import Not, admitted_ranks
@@ -112,6 +113,7 @@ class LogSyncDistOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         monitored: dict[str, cst.Call] | None = None

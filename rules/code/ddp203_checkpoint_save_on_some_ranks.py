@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from lint.code.collectives import COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.edits import replace_node, shift_continuation_lines
 from lint.code.rank_predicates import RANK_NEEDLES
@@ -91,6 +92,7 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

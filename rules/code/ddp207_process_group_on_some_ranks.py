@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from lint.code.collectives import COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.edits import (
     insert_before,
@@ -97,6 +98,7 @@ class ProcessGroupOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):
