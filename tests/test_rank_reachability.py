@@ -208,5 +208,5 @@ def test_describe_names_the_guard() -> None:
     reachability = ctx.rank_reachability
     guard = reachability.guard_of(call_at(ctx, "dist.barrier"))
     assert guard is not None
-    text = reachability.describe(guard, lambda n: ctx.range_of(n)[0])
+    text = reachability.describe(guard)
     assert text == "only on ranks that do not `return` at line 6 under `not trainer.is_global_zero`"

@@ -71,6 +71,7 @@ class CodeContext:
             self.collectives,
             self.rank_predicates,
             self.module.code_for_node,
+            lambda node: self.range_of(node)[0],
         )
 
     @cached_property

@@ -97,12 +97,14 @@ class RankReachability:
         collectives: dict[cst.Call, Collective],
         predicates: RankPredicates,
         code_of: Callable[[cst.CSTNode], str],
+        line_of: Callable[[cst.CSTNode], int],
     ) -> None:
         self._index = index
         self._names = names
         self._collectives = collectives
         self._predicates = predicates
         self.conditions = RankConditions(predicates, code_of)
+        self._line_of = line_of
         self.local = LocalFunctions(index)
         self._reached: dict[cst.FunctionDef, tuple[ReachedCollective, ...]] = {}
         self._leaving: dict[tuple[cst.CSTNode, bool], cst.CSTNode | None] = {}
@@ -225,10 +227,10 @@ class RankReachability:
         condition = guard.condition if guard is not None else None
         return RankGuard("early_exit", exit_statement, exit_statement, condition)
 
-    def describe(self, guard: RankGuard, line_of: Callable[[cst.CSTNode], int]) -> str:
+    def describe(self, guard: RankGuard) -> str:
         """Where the guarded node runs, for messages: "only on ranks where `rank == 0`
         (line 12)"."""
-        line = line_of(guard.node)
+        line = self._line_of(guard.node)
         condition = self._short(guard.condition) if guard.condition is not None else ""
         if guard.kind in ("branch", "and"):
             return f"only on ranks where `{condition}` (line {line})"
@@ -316,6 +318,19 @@ class RankReachability:
             ReachedCollective(r.collective, (callee, *r.chain))
             for r in self.collectives_reached(callee)
         )
+
+    def divergent_collectives(
+        self, wanted: Callable[[Collective], bool]
+    ) -> Iterator[tuple[cst.Call, Collective, RankGuard]]:
+        """Calls that are a ``wanted`` collective themselves and run on some ranks only
+        while the others issue something else (see ``divergent_guard``)."""
+        for call in self._index.nodes(cst.Call):
+            collective = self.own_collective(call)
+            if collective is None or not wanted(collective):
+                continue
+            guard = self.divergent_guard(call)
+            if guard is not None:
+                yield call, collective, guard
 
     def own_collective(self, call: cst.Call) -> Collective | None:
         """The collective ``call`` itself is (``rank_zero_only(trainer.save_checkpoint)(p)``

@@ -101,7 +101,7 @@ class CollectiveOnSomeRanks(CodeRule):
             guard = reachability.divergent_guard(call)
             if guard is None:
                 continue
-            where = reachability.describe(guard, lambda n: ctx.range_of(n)[0])
+            where = reachability.describe(guard)
             message = self._message(ctx, call, reached[0], where)
             yield ctx.finding(self, call, f"{message}. {_SUGGESTIONS[guard.kind]}")
 

@@ -117,16 +117,11 @@ class LogSyncDistOnSomeRanks(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         monitored: dict[str, cst.Call] | None = None
-        for call in ctx.index.nodes(cst.Call):
-            collective = ctx.rank_reachability.own_collective(call)
-            if collective is None or not collective.syncs_logged_metric:
-                continue
-            guard = ctx.rank_reachability.divergent_guard(call)
-            if guard is None:
-                continue
+        reachability = ctx.rank_reachability
+        for call, _, guard in reachability.divergent_collectives(lambda c: c.syncs_logged_metric):
             if monitored is None:
                 monitored = monitored_keys(ctx)
-            where = ctx.rank_reachability.describe(guard, lambda n: ctx.range_of(n)[0])
+            where = reachability.describe(guard)
             method = ctx.node_text(call.func)
             message = (
                 f"`{method}(..., sync_dist=True)` runs {where}: its sync is an all-reduce "

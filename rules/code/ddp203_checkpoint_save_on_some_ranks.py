@@ -95,14 +95,9 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call in ctx.index.nodes(cst.Call):
-            collective = ctx.rank_reachability.own_collective(call)
-            if collective is None or not collective.saves_checkpoint:
-                continue
-            guard = ctx.rank_reachability.divergent_guard(call)
-            if guard is None:
-                continue
-            where = ctx.rank_reachability.describe(guard, lambda n: ctx.range_of(n)[0])
+        reachability = ctx.rank_reachability
+        for call, _, guard in reachability.divergent_collectives(lambda c: c.saves_checkpoint):
+            where = reachability.describe(guard)
             called = " ".join(ctx.node_text(call.func).split())
             message = (
                 f"`{called}()` runs {where}, but every rank must call it: it synchronises "

@@ -101,14 +101,9 @@ class ProcessGroupOnSomeRanks(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call in ctx.index.nodes(cst.Call):
-            collective = ctx.rank_reachability.own_collective(call)
-            if collective is None or not collective.creates_group:
-                continue
-            guard = ctx.rank_reachability.divergent_guard(call)
-            if guard is None:
-                continue
-            where = ctx.rank_reachability.describe(guard, lambda n: ctx.range_of(n)[0])
+        reachability = ctx.rank_reachability
+        for call, _, guard in reachability.divergent_collectives(lambda c: c.creates_group):
+            where = reachability.describe(guard)
             called = " ".join(ctx.node_text(call.func).split())
             message = (
                 f"`{called}()` runs {where}, but every rank must create every group, in "
