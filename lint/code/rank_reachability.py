@@ -549,9 +549,16 @@ class RankReachability:
         return (("callback", function.name.value),) if function is not None else ()
 
     def call_events(self, call: cst.Call) -> tuple[Trace, Formula | None]:
-        reached = self.reached_by_call(call)
-        events = tuple(("collective", r.collective.api) for r in reached)
+        events = tuple(self._event(r.collective) for r in self.reached_by_call(call))
         return events, self._call_formula(call)
+
+    def _event(self, collective: Collective) -> tuple[object, ...]:
+        """A collective in a trace: its api; for a group creation also its arguments,
+        since every rank must create the same groups."""
+        if collective.creates_group:
+            arguments = tuple(self.conditions.text(a) for a in collective.node.args)
+            return ("collective", collective.api, arguments)
+        return ("collective", collective.api)
 
     def _call_formula(self, call: cst.Call) -> Formula | None:
         """Which ranks run what ``call`` reaches: rank 0 for a ``@rank_zero_only``

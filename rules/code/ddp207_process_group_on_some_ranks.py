@@ -84,7 +84,8 @@ class ProcessGroupOnSomeRanks(CodeRule):
     assignment keeps its place and takes the group from a new variable made above the
     `if`, so the guarded ranks bind the same group as before. It is safe: the guarded
     code sees the same values, and the other ranks now join the creation. No fix when
-    the arguments use names set inside the guard, or the guard is not a plain `if`.
+    the arguments use names set inside the guard, the guard is not a plain `if`, or the
+    `if` creates more than one group.
 
     ## References
     - PyTorch docs: `torch.distributed.new_group` ("requires that all processes in the
@@ -119,6 +120,15 @@ class ProcessGroupOnSomeRanks(CodeRule):
             return None
         if isinstance(ctx.index.parent.get(holder), cst.If):
             return None
+        creations = [
+            node
+            for node in ctx.index.walk_within(holder)
+            if isinstance(node, cst.Call)
+            and (made := ctx.rank_reachability.own_collective(node)) is not None
+            and made.creates_group
+        ]
+        if len(creations) != 1:
+            return None  # one hoist per `if`: several would need names of their own
         small = ctx.index.parent.get(call)
         line = ctx.index.parent.get(small) if small is not None else None
         block = ctx.index.parent.get(line) if line is not None else None
