@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lint.code.context import CodeContext
 from lint.code.rank_conditions import GLOBAL_ZERO, Atom, Not, Shared, evaluate
@@ -210,3 +212,55 @@ def test_describe_names_the_guard() -> None:
     assert guard is not None
     text = reachability.describe(guard)
     assert text == "only on ranks that do not `return` at line 6 under `not trainer.is_global_zero`"
+
+
+# -- generated programs ------------------------------------------------------------
+
+_LEAVES = ["dist.barrier()", "dist.all_reduce(t)", "work()", "return", "continue", "break"]
+_TESTS = ["dist.get_rank() == 0", "is_main", "epoch > 2", "local_rank != 0"]
+
+
+@st.composite
+def _blocks(draw: st.DrawFn, depth: int = 0, mirrored: bool = False) -> list[str]:
+    """Random statement lists; with ``mirrored``, every ``if`` has equal arms."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["leaf", "if", "for"] if depth < 3 else ["leaf"]))
+        if kind == "leaf":
+            lines.append(draw(st.sampled_from(_LEAVES)))
+            continue
+        inner = draw(_blocks(depth + 1, mirrored))
+        if kind == "for":
+            lines += ["for t in ts:", *("    " + line for line in inner)]
+            continue
+        other = inner if mirrored else draw(_blocks(depth + 1, mirrored))
+        lines += [f"if {draw(st.sampled_from(_TESTS))}:", *("    " + line for line in inner)]
+        lines += ["else:", *("    " + line for line in other)]
+    return lines
+
+
+def _program(lines: list[str]) -> str:
+    body = "\n".join("        " + line for line in lines)
+    return (
+        f"is_main = dist.get_rank() == 0\ndef f(ts, epoch, local_rank):\n    for t in ts:\n{body}\n"
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(_blocks(mirrored=True))
+def test_mirrored_arms_are_never_divergent(lines: list[str]) -> None:
+    ctx = context(_program(lines))
+    for call in ctx.collectives:
+        assert ctx.rank_reachability.divergent_guard(call) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(_blocks())
+def test_every_guarded_collective_is_described(lines: list[str]) -> None:
+    ctx = context(_program(lines))
+    reachability = ctx.rank_reachability
+    for call in ctx.collectives:
+        guard = reachability.divergent_guard(call)
+        if guard is not None:
+            assert guard in reachability.guards_of(call)
+            assert reachability.describe(guard).startswith("only ")
