@@ -25,7 +25,6 @@ Continuation = Callable[[], Trace]
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
-_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 
 def _nothing() -> Trace:

@@ -132,6 +132,11 @@ def _config_key(node: cst.CSTNode) -> str | None:
     return None
 
 
+def _names_rank(key: str | None) -> bool:
+    """A mapping key that holds the rank: ``"local_rank"``, ``"RANK"`` (``env["RANK"]``)."""
+    return key in RANK_ATTRIBUTES or key in RANK_ENV_VARS
+
+
 def _expression_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children whose rank-dependence makes ``node`` rank-dependent. Not an attribute's
     name (``x.rank`` is read as a whole), a keyword's name (``f(rank=0)`` reads ``0``),
@@ -251,12 +256,9 @@ class RankPredicates:
             dotted = dotted_name(node.func)
             if dotted is not None and dotted.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES:
                 return True
-            key = _env_key(node, self._names)
-            return key in RANK_ENV_VARS or _config_key(node) in RANK_ATTRIBUTES
+            return _env_key(node, self._names) in RANK_ENV_VARS or _names_rank(_config_key(node))
         if isinstance(node, cst.Subscript):
-            return (
-                _env_key(node, self._names) in RANK_ENV_VARS or _config_key(node) in RANK_ATTRIBUTES
-            )
+            return _env_key(node, self._names) in RANK_ENV_VARS or _names_rank(_config_key(node))
         if isinstance(node, cst.Attribute):
             return node.attr.value in RANK_ATTRIBUTES or (
                 self._names.qualified_name(node) in RANK_FUNCTIONS

@@ -2,8 +2,9 @@
 
 A node is *rank-guarded* when a rank condition decides whether it runs: an ``if`` /
 ``elif`` / ``else`` / ``while`` / conditional expression / ``cond and call()`` on a rank
-predicate, an earlier ``return``/``continue``/``break``/``raise`` under one that leaves
-before it, a ``@rank_zero_only`` body, or ``rank_zero_only(fn)(...)``. ``guards_of``
+predicate, an earlier ``return``/``continue``/``break`` under one that leaves before it,
+a ``@rank_zero_only`` body, or ``rank_zero_only(fn)(...)``. A ``raise`` is an error
+path, not an early exit: the rank that raises ends the run. ``guards_of``
 answers that structurally. ``divergent_guard`` also asks whether the other ranks issue
 the same collectives anyway (the same call in both arms, the paired "main process
 first" barriers, a ``group=`` holding only the guarded ranks), so that correct code
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import combinations
+from typing import Literal
 
 import libcst as cst
 
@@ -59,6 +61,7 @@ _DECORATOR_ATOMS: dict[str, Formula] = {
 }
 
 Unit = cst.FunctionDef | cst.Module
+GuardKind = Literal["branch", "else", "and", "or", "early_exit", "decorator", "wrapper"]
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,12 @@ class RankGuard:
     ``kind``: ``branch`` (body of an ``if``/``while`` on a rank condition), ``else`` (its
     ``elif``/``else``), ``and`` / ``or`` (right side of a short-circuit whose left side
     is a rank condition), ``early_exit`` (a rank-guarded ``return``/``continue``/
-    ``break``/``raise`` that leaves before the node), ``decorator`` (a ``@rank_zero_only``
+    ``break`` that leaves before the node), ``decorator`` (a ``@rank_zero_only``
     body) or ``wrapper`` (``rank_zero_only(fn)(...)``). ``node`` is where a message should
     point (the condition, the exit statement, the decorator); ``holder`` is the
     statement or expression that holds the guard; ``condition`` the rank condition."""
 
-    kind: str
+    kind: GuardKind
     node: cst.CSTNode
     holder: cst.CSTNode
     condition: cst.BaseExpression | None = None
@@ -150,18 +153,18 @@ class RankReachability:
         if isinstance(ancestor, (cst.If, cst.While)) and child is not ancestor.test:
             if self.conditions.formula(ancestor.test) is None:
                 return None
-            kind = "branch" if child is ancestor.body else "else"
-            return RankGuard(kind, ancestor.test, ancestor, ancestor.test)
+            arm: GuardKind = "branch" if child is ancestor.body else "else"
+            return RankGuard(arm, ancestor.test, ancestor, ancestor.test)
         if isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
             if self.conditions.formula(ancestor.test) is None:
                 return None
-            kind = "branch" if child is ancestor.body else "else"
-            return RankGuard(kind, ancestor.test, ancestor, ancestor.test)
+            arm = "branch" if child is ancestor.body else "else"
+            return RankGuard(arm, ancestor.test, ancestor, ancestor.test)
         if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
             if self.conditions.formula(ancestor.left) is None:
                 return None
-            kind = "and" if isinstance(ancestor.operator, cst.And) else "or"
-            return RankGuard(kind, ancestor.left, ancestor, ancestor.left)
+            side: GuardKind = "and" if isinstance(ancestor.operator, cst.And) else "or"
+            return RankGuard(side, ancestor.left, ancestor, ancestor.left)
         return None
 
     def _earlier_exits(
@@ -177,9 +180,10 @@ class RankReachability:
 
     def _leaving_exit(self, root: cst.CSTNode, *, breaks_only: bool) -> cst.CSTNode | None:
         """The first rank-guarded exit statement in ``root`` that leaves ``root``:
-        ``return``/``raise``/``sys.exit()`` always, ``continue``/``break`` when no loop
-        inside ``root`` catches them. With ``breaks_only`` (a loop's own body), the
-        exits that end the loop early: ``break``/``return``/``raise``."""
+        ``return`` always, ``continue``/``break`` when no loop inside ``root`` catches
+        them (``raise``/``sys.exit()`` are error paths, not counted). With
+        ``breaks_only`` (a loop's own body), the exits that end the loop early:
+        ``break``/``return``."""
         key = (root, breaks_only)
         if key in self._leaving:
             return self._leaving[key]
