@@ -32,6 +32,8 @@ class Rule:
     fix_applicability: ClassVar[Applicability | None] = None
     #: Text pre-filter: a file is parsed for this rule only if it contains one of these.
     needles: ClassVar[tuple[str, ...]] = ()
+    #: A second pre-filter, when set: the file must also contain one of these.
+    also_needles: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str]
 
     @classmethod
@@ -40,7 +42,18 @@ class Rule:
 
     @classmethod
     def could_match(cls, text: str) -> bool:
-        return not cls.needles or any(needle in text for needle in cls.needles)
+        return all(
+            not needles or any(needle in text for needle in needles)
+            for needles in (cls.needles, cls.also_needles)
+        )
+
+    @classmethod
+    def could_match_bytes(cls, raw: bytes) -> bool:
+        """``could_match`` on a file's raw bytes (the engine's pre-filter)."""
+        return all(
+            not needles or any(needle.encode() in raw for needle in needles)
+            for needles in (cls.needles, cls.also_needles)
+        )
 
 
 class CodeRule(Rule):

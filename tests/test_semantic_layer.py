@@ -92,6 +92,9 @@ def test_non_collectives(code: str) -> None:
         "is_global_rank_zero()",
         "is_main",
         "rank == 0 and epoch > 2",
+        "args['local_rank'] == 0",
+        "kwargs.get('rank') == 0",
+        "env['LOCAL_RANK'] == '0'",
     ],
 )
 def test_rank_predicates(condition: str) -> None:
@@ -107,11 +110,23 @@ def test_rank_predicates(condition: str) -> None:
 
 @pytest.mark.parametrize(
     "condition",
-    ["dist.get_world_size() > 1", "dist.is_initialized()", "world_size > 1", "epoch == 0", "ready"],
+    [
+        "dist.get_world_size() > 1",
+        "dist.is_initialized()",
+        "world_size > 1",
+        "epoch == 0",
+        "ready",
+        "sizes[dist.get_rank()] > 0",
+        "dist.get_rank() is None",
+        "check(rank=0)",
+        "self.world_size > 1",
+        "broadcast_flag",
+    ],
 )
 def test_not_rank_predicates(condition: str) -> None:
     code = (
         "import torch.distributed as dist\nready = dist.is_available()\n"
+        "broadcast_flag = dist.get_rank() == 0\ndist.broadcast_object_list(broadcast_flag)\n"
         f"if {condition}:\n    pass\n"
     )
     ctx = context(code)
@@ -146,3 +161,23 @@ def test_forward_paths_follow_calls_and_bases() -> None:
     assert ctx.forward_paths.functions[names["helper"]].describe() == (
         "`helper` (called from `Net.forward`)"
     )
+
+
+def test_collective_needles_cover_the_catalogue() -> None:
+    """Every name the catalogue recognises holds a pre-filter needle, so the text
+    pre-filter never skips a file that holds a collective."""
+    from lint.code import collectives as catalogue
+
+    names = [
+        *catalogue.TORCH_COLLECTIVES,
+        *catalogue.DEVICE_MESH_CREATORS,
+        *catalogue.CHECKPOINT_FUNCTIONS,
+        *catalogue.FSDP_COLLECTIVES,
+        *(f"{kind}.{method}" for kind, method in catalogue._CHECKPOINT_METHODS),
+        *catalogue._STRATEGY_METHODS,
+        *catalogue._ACCELERATE_METHODS,
+        *catalogue._LIGHTNING_MODULE_METHODS,
+        "self.log(sync_dist=True)",
+    ]
+    for name in names:
+        assert any(needle in name for needle in catalogue.COLLECTIVE_NEEDLES), name

@@ -54,6 +54,29 @@ TORCH_DIST_MODULES = (
 DEVICE_MESH_CREATORS = frozenset(
     {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
 )
+#: Distributed checkpointing and FSDP full state dicts: every rank takes part.
+_FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
+_DCP = "torch.distributed.checkpoint"
+CHECKPOINT_FUNCTIONS: dict[str, str] = {
+    f"{_DCP}.save": f"{_DCP}.save",
+    f"{_DCP}.async_save": f"{_DCP}.async_save",
+    f"{_DCP}.save_state_dict": f"{_DCP}.save_state_dict",
+    f"{_DCP}.state_dict_saver.save": f"{_DCP}.save",
+    f"{_DCP}.state_dict_saver.async_save": f"{_DCP}.async_save",
+    f"{_DCP}.state_dict.get_state_dict": f"{_DCP}.state_dict.get_state_dict",
+    f"{_DCP}.state_dict.get_model_state_dict": f"{_DCP}.state_dict.get_model_state_dict",
+    f"{_DCP}.state_dict.get_optimizer_state_dict": f"{_DCP}.state_dict.get_optimizer_state_dict",
+    f"{_FSDP}.full_optim_state_dict": "FSDP.full_optim_state_dict",
+    f"{_FSDP}.optim_state_dict": "FSDP.optim_state_dict",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
+    ".full_optim_state_dict": "FSDP.full_optim_state_dict",
+}
+#: FSDP calls that all-gather parameters.
+FSDP_COLLECTIVES: dict[str, str] = {
+    f"{_FSDP}.summon_full_params": "FSDP.summon_full_params",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
+    ".summon_full_params": "FSDP.summon_full_params",
+}
 
 # Framework methods that communicate, keyed by what the receiver's last name says it is.
 _STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
@@ -72,6 +95,51 @@ _ACCELERATE_METHODS = frozenset(
 _DEEPSPEED_ENGINE_METHODS = frozenset({"save_checkpoint"})
 _LIGHTNING_MODULE_METHODS = frozenset({"all_gather"})
 _LOG_METHODS = frozenset({"log", "log_dict"})
+#: Operations after which every rank holds the same value.
+_UNIFORM_OPS = frozenset(
+    {
+        "broadcast",
+        "broadcast_object_list",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "reduce_boolean_decision",
+        "gather_for_metrics",
+    }
+)
+#: Receiver kind and method of the framework calls that save a checkpoint.
+_CHECKPOINT_METHODS = frozenset(
+    {
+        ("trainer", "save_checkpoint"),
+        ("accelerator", "save_state"),
+        ("engine", "save_checkpoint"),
+        ("fabric", "save"),
+    }
+)
+
+
+#: Text every file holding a collective of this catalogue contains (the name of the
+#: function or method, its import, or the receiver's name): a rule's pre-filter.
+COLLECTIVE_NEEDLES = (
+    "barrier",
+    "reduce",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "new_group",
+    "new_subgroups",
+    "device_mesh",
+    "checkpoint",
+    "save_state",
+    "wait_for_everyone",
+    "sync_dist",
+    "fabric",
+    "state_dict",
+    "summon_full_params",
+    "pad_across",
+)
 
 
 @dataclass(frozen=True)
@@ -84,9 +152,27 @@ class Collective:
     op: str
     family: str
     creates_group: bool = False
+    #: Saves a checkpoint (and synchronises while doing it): must run on every rank.
+    saves_checkpoint: bool = False
 
     def same_operation(self, other: Collective) -> bool:
         return self.api == other.api
+
+    @property
+    def result_is_uniform(self) -> bool:
+        """Whether every rank ends up with the same value: what it returns, or its first
+        argument in place (``broadcast_object_list(objs)``, ``all_reduce(t)``)."""
+        if self.op in _UNIFORM_OPS:
+            return True
+        return self.family not in ("torch.distributed", "deepspeed") and self.op in (
+            "reduce",
+            "gather",
+        )
+
+    @property
+    def syncs_logged_metric(self) -> bool:
+        """Lightning's ``self.log``/``self.log_dict`` with ``sync_dist=True``."""
+        return self.family == "lightning" and self.op == "all_reduce"
 
 
 def _receiver_kind(receiver: str) -> str | None:
@@ -102,7 +188,7 @@ def _receiver_kind(receiver: str) -> str | None:
         return "accelerator"
     if last == "engine" or last.endswith("_engine"):
         return "engine"
-    if last == "self":
+    if last in ("self", "pl_module"):  # `pl_module`: the module a Lightning callback gets
         return "self"
     return None
 
@@ -133,6 +219,14 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
             return Collective(
                 call, "init_device_mesh", "init_device_mesh", "torch.distributed", True
             )
+        if qualified in CHECKPOINT_FUNCTIONS:
+            api = CHECKPOINT_FUNCTIONS[qualified]
+            return Collective(
+                call, api, api.rsplit(".", 1)[-1], "checkpoint", saves_checkpoint=True
+            )
+        if qualified in FSDP_COLLECTIVES:
+            api = FSDP_COLLECTIVES[qualified]
+            return Collective(call, api, api.rsplit(".", 1)[-1], "fsdp")
     if not isinstance(call.func, cst.Attribute):
         return None
     method = call.func.attr.value
@@ -141,7 +235,12 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
         return None
     kind = _receiver_kind(receiver)
     if kind == "self":
-        if method in _LOG_METHODS and keyword_is_true(call, "sync_dist"):
+        # ``rank_zero_only=True`` turns Lightning's sync into a no-op: no collective.
+        if (
+            method in _LOG_METHODS
+            and keyword_is_true(call, "sync_dist")
+            and not keyword_is_true(call, "rank_zero_only")
+        ):
             return Collective(call, f"self.{method}(sync_dist=True)", "all_reduce", "lightning")
         if method in _LIGHTNING_MODULE_METHODS:
             return Collective(call, f"self.{method}", method, "lightning")
@@ -154,5 +253,11 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
         "engine": _DEEPSPEED_ENGINE_METHODS,
     }
     if kind is not None and method in table[kind]:
-        return Collective(call, f"{kind}.{method}", method, kind)
+        return Collective(
+            call,
+            f"{kind}.{method}",
+            method,
+            kind,
+            saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS,
+        )
     return None

@@ -14,6 +14,7 @@ from lint.code.forward_paths import ForwardPaths
 from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable
 from lint.code.rank_predicates import RankPredicates
+from lint.code.rank_reachability import RankReachability
 from lint.finding import Finding, Fix
 from lint.source import SourceFile
 
@@ -60,6 +61,18 @@ class CodeContext:
     @cached_property
     def rank_predicates(self) -> RankPredicates:
         return RankPredicates(self.index, self.names)
+
+    @cached_property
+    def rank_reachability(self) -> RankReachability:
+        """Which nodes run on some ranks only; which collectives each function reaches."""
+        return RankReachability(
+            self.index,
+            self.names,
+            self.collectives,
+            self.rank_predicates,
+            self.module.code_for_node,
+            lambda node: self.range_of(node)[0],
+        )
 
     @cached_property
     def _positions(self) -> dict[cst.CSTNode, CodeRange]:

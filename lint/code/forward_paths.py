@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from lint.code.call_graph import LocalFunctions
 from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable, dotted_name
 
@@ -67,7 +68,8 @@ class ForwardPaths:
     def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
         self._index = index
         self._names = names
-        self.classes: dict[str, cst.ClassDef] = {c.name.value: c for c in index.nodes(cst.ClassDef)}
+        self._local = LocalFunctions(index)
+        self.classes = self._local.classes
         self.functions: dict[cst.FunctionDef, PathReason] = {}
         self._module_like_cache: dict[str, bool] = {}
         self._compute()
@@ -93,24 +95,10 @@ class ForwardPaths:
         return result
 
     def _methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-        methods: dict[str, cst.FunctionDef] = {}
-        bases = [
-            self.classes[d]
-            for b in cls.bases
-            if (d := dotted_name(b.value)) in self.classes and d != cls.name.value
-        ]
-        for base in reversed(bases):
-            methods.update(self._methods(base))
-        if isinstance(cls.body, cst.IndentedBlock):
-            for statement in cls.body.body:
-                if isinstance(statement, cst.FunctionDef):
-                    methods[statement.name.value] = statement
-        return methods
+        return self._local.methods(cls)
 
     def _compute(self) -> None:
-        module_functions = {
-            s.name.value: s for s in self._index.module.body if isinstance(s, cst.FunctionDef)
-        }
+        module_functions = self._local.module_functions
         work: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
         for owner in self.classes.values():
             if not self.is_module_class(owner):
