@@ -156,3 +156,19 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
     if kind is not None and method in table[kind]:
         return Collective(call, f"{kind}.{method}", method, kind)
     return None
+
+
+#: Text one of which every module with a catalogued collective contains (the import of
+#: ``torch.distributed`` / ``deepspeed``, or the framework receiver's name): a cheap
+#: pre-filter for rules that need a collective in the module (``Rule.needles``).
+COLLECTIVE_NEEDLES = (
+    "torch.distributed",
+    "import distributed",
+    "deepspeed",
+    "strategy",
+    "save_checkpoint",
+    "fabric",
+    "accelerator",
+    "all_gather",
+    "sync_dist",
+)

@@ -92,7 +92,8 @@ class ForwardPaths:
         self._module_like_cache[name] = result
         return result
 
-    def _methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """Methods of ``cls`` by name, with those inherited from classes of this module."""
         methods: dict[str, cst.FunctionDef] = {}
         bases = [
             self.classes[d]
@@ -100,7 +101,7 @@ class ForwardPaths:
             if (d := dotted_name(b.value)) in self.classes and d != cls.name.value
         ]
         for base in reversed(bases):
-            methods.update(self._methods(base))
+            methods.update(self.methods_of(base))
         if isinstance(cls.body, cst.IndentedBlock):
             for statement in cls.body.body:
                 if isinstance(statement, cst.FunctionDef):
@@ -115,7 +116,7 @@ class ForwardPaths:
         for owner in self.classes.values():
             if not self.is_module_class(owner):
                 continue
-            for method_name, method in self._methods(owner).items():
+            for method_name, method in self.methods_of(owner).items():
                 if method_name in FORWARD_METHODS:
                     entry = PathReason(f"{owner.name.value}.{method_name}", ())
                     work.append((method, owner, entry))
@@ -124,7 +125,7 @@ class ForwardPaths:
             if function in self.functions:
                 continue
             self.functions[function] = reason
-            methods = self._methods(cls) if cls is not None else {}
+            methods = self.methods_of(cls) if cls is not None else {}
             for node in self._index.walk_within(function):
                 if not isinstance(node, cst.Call):
                     continue
