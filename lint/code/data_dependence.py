@@ -129,17 +129,6 @@ class DataDependence:
         flow = self._flow(scope)
         return self._reads_taint(flow, expr, self._index.order[expr])
 
-    def rank_local_names(self, expr: cst.CSTNode) -> list[str]:
-        """The rank-local names ``expr`` reads, in order, for messages."""
-        scope: Scope = self._index.enclosing_function(expr) or self._index.module
-        flow = self._flow(scope)
-        position = self._index.order[expr]
-        found: list[str] = []
-        for name in value_names_read(expr, flow.seeds):
-            if self._is_tainted_at(flow, name.value, position) and name.value not in found:
-                found.append(name.value)
-        return found
-
     def _reads_taint(self, flow: _ScopeFlow, expr: cst.CSTNode, position: int) -> bool:
         return any(
             self._is_tainted_at(flow, n.value, position) for n in value_names_read(expr, flow.seeds)
@@ -173,7 +162,7 @@ class DataDependence:
         while changed:
             changed = False
             for name, value, at in flow.bindings:
-                if name in flow.tainted or self._is_collective_result(value):
+                if name in flow.tainted:
                     continue
                 if self._reads_taint(flow, value, self._index.order[at]):
                     flow.tainted.add(name)
@@ -193,10 +182,9 @@ class DataDependence:
                 self._bind(flow, node.target, node.value, node)
         elif isinstance(node, cst.WithItem) and node.asname is not None:
             self._bind(flow, node.asname.name, node.item, node)
-        elif isinstance(node, (cst.For, cst.While)):
-            if isinstance(node, cst.For):
-                self._bind(flow, node.target, node.iter, node)
-            if self._steps.is_training_loop(node) and isinstance(node, cst.For):
+        elif isinstance(node, cst.For):
+            self._bind(flow, node.target, node.iter, node)
+            if self._steps.is_training_loop(node):
                 flow.seeds.update(_loop_data_names(node))
         elif isinstance(node, cst.Call):
             collective = self._collectives.get(node)
@@ -208,8 +196,13 @@ class DataDependence:
             if loss is not None:
                 flow.seeds.add(loss)
 
-    @staticmethod
-    def _bind(flow: _ScopeFlow, target: cst.CSTNode, value: cst.CSTNode, at: cst.CSTNode) -> None:
+    def _bind(
+        self, flow: _ScopeFlow, target: cst.CSTNode, value: cst.CSTNode, at: cst.CSTNode
+    ) -> None:
+        """Record ``target = value``; a value that went through a collective is the same
+        on every rank and binds nothing rank-local."""
+        if self._is_collective_result(value):
+            return
         for name in bound_names(target):
             flow.bindings.append((name, value, at))
 

@@ -1,13 +1,13 @@
-"""Rank-local skips of a training step: the facts behind DDP204.
+"""Rank-local skips of a training step: the facts behind DDP204 (and DDP208's exits).
 
-A skip is a ``continue`` / ``break`` / ``return`` in a training loop or a
-``training_step`` whose condition reads this rank's batch or loss (``torch.isnan(loss)``,
-``loss.item() > x``, ``batch is None``), or an exception handler there (``except
-RuntimeError`` / ``OutOfMemoryError``) that does not re-raise. It matters only when it
-comes before ``backward()`` or a collective on the same path: the skipping rank misses
-that call while its peers make it. A skip decided collectively (the condition went through
-``all_reduce``/``broadcast`` first) or on a rank-independent value (``batch_idx <
-start_step``, the epoch) is not rank-local and is not reported.
+In a training loop or a ``training_step``, a skip is a ``continue`` / ``break`` /
+``return`` whose condition reads this rank's batch or loss (``torch.isnan(loss)``,
+``loss.item() > x``, ``batch is None``) placed before ``backward()`` or a collective; a
+``backward()`` or collective itself under such a condition; or an exception handler
+(``except RuntimeError`` / ``OutOfMemoryError``) that swallows the failure of a step. The
+skipping rank misses the call while its peers make it. A skip decided collectively (the
+condition went through ``all_reduce``/``broadcast`` first) or on a value every rank
+shares (``batch_idx < start_step``, the epoch) is not rank-local and is not reported.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ class StepSkips:
             found.append(StepSkip(SkipKind.GUARDED, call, reached, guard=guard))
         return found
 
-    def _step_owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The training loop or ``training_step`` holding ``node``."""
+    def _step_owner(self, node: cst.CSTNode) -> cst.For | cst.While | cst.FunctionDef | None:
+        """The innermost training loop, or else the ``training_step``, holding ``node``."""
         loop = self._steps.training_loop_of(node)
         if loop is not None:
             return loop
@@ -135,19 +135,17 @@ class StepSkips:
         )
 
     def _region(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The body whose later backward/collective calls ``node`` skips, or None when
-        ``node`` is not in a training step."""
-        function = self._index.enclosing_function(node)
+        """The body whose later backward/collective calls the exit ``node`` skips: the
+        loop it leaves, or for ``return`` its function; None outside a training step."""
         if isinstance(node, (cst.Continue, cst.Break)):
             loop = self._steps.loop_of(node)
             if loop is None or not self._steps.is_training_loop(loop):
                 return None
             return loop.body
-        if function is None:
+        function = self._index.enclosing_function(node)
+        if function is None or self._step_owner(node) is None:
             return None
-        if self._steps.training_loop_of(node) is not None or self._steps.is_training_step(function):
-            return function.body
-        return None
+        return function.body
 
     def is_left_to_ddp205(self, node: cst.CSTNode) -> bool:
         """A ``return None`` or constant-tensor return from an automatically optimised
@@ -198,14 +196,10 @@ class StepSkips:
         return False
 
     def _swallowed_failures(self, try_node: cst.Try | cst.TryStar) -> list[StepSkip]:
-        function = self._index.enclosing_function(try_node)
-        loop = self._steps.training_loop_of(try_node)
-        if loop is not None:
-            region: cst.CSTNode = loop.body
-        elif function is not None and self._steps.is_training_step(function):
-            region = function.body
-        else:
+        owner = self._step_owner(try_node)
+        if owner is None:
             return []
+        region = owner.body
         found = []
         for handler in try_node.handlers:
             if not isinstance(handler, cst.ExceptHandler):

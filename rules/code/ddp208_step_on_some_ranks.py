@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from lint.code.call_reach import SYNCING, StepEvent
-from lint.code.conditions import Guard, guarding_conditions
+from lint.code.conditions import guarding_conditions
 from lint.code.context import CodeContext
 from lint.code.messages import snippet
 from lint.code.step_skips import SkipKind
@@ -15,6 +15,7 @@ from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 
 _STEP = frozenset({StepEvent.OPTIMIZER_STEP})
+_SHARE_DECISION = "decide on every rank alike (all_reduce the flag first)"
 _CONSEQUENCE = "replicas silently diverge under plain DDP (no error) and ZeRO/FSDP steps hang"
 
 
@@ -85,54 +86,37 @@ class StepOnSomeRanks(CodeRule):
             reached = ctx.call_reach.reached(call, _STEP)
             if reached is None:
                 continue
+            why = self._why_some_ranks(ctx, call, reported)
+            if why is None:
+                continue
+            reason, on_data = why
             through = f" (it reaches `{reached.label}`)" if reached.chain else ""
-            for guard in guarding_conditions(ctx.index, call):
-                if guard.owner in reported:
-                    break
-                reason = self._guard_reason(ctx, guard)
-                if reason is not None:
-                    step = snippet(ctx, call)
-                    message = (
-                        f"`{step}`{through} runs only {reason}: the other ranks skip it, so "
-                        f"{_CONSEQUENCE}"
-                    )
-                    yield ctx.finding(self, call, message + self._advice(reason))
-                    break
-            else:
-                rank_zero = self._rank_zero_only_function(ctx, call)
-                if rank_zero is not None:
-                    step = snippet(ctx, call)
-                    message = (
-                        f"`{step}`{through} is in `@rank_zero_only` `{rank_zero}`, which runs "
-                        f"on rank 0 only: the other ranks skip it, so {_CONSEQUENCE}; step on "
-                        "every rank"
-                    )
-                    yield ctx.finding(self, call, message)
+            remedy = _SHARE_DECISION if on_data else "step on every rank"
+            message = (
+                f"`{snippet(ctx, call)}`{through} runs only {reason}: the other ranks skip it, "
+                f"so {_CONSEQUENCE}; {remedy}"
+            )
+            yield ctx.finding(self, call, message)
 
-    @staticmethod
-    def _guard_reason(ctx: CodeContext, guard: Guard) -> str | None:
-        if ctx.rank_predicates.is_rank_dependent(guard.test):
-            kind = "a rank predicate"
-        elif ctx.data_dependence.is_data_dependent(guard.test):
-            kind = "this rank's batch/loss"
-        else:
-            return None
-        when = "where" if not guard.negated else "where it is false that"
-        return f"{when} `{snippet(ctx, guard.test)}` ({kind})"
-
-    @staticmethod
-    def _advice(reason: str) -> str:
-        if reason.endswith("(a rank predicate)"):
-            return "; step on every rank"
-        return "; decide on every rank alike (all_reduce the flag first)"
-
-    @staticmethod
-    def _rank_zero_only_function(ctx: CodeContext, call: cst.Call) -> str | None:
+    def _why_some_ranks(
+        self, ctx: CodeContext, call: cst.Call, reported: set[cst.If | cst.IfExp | cst.While]
+    ) -> tuple[str, bool] | None:
+        """Why ``call`` runs on some ranks only, for a message, and whether the reason is
+        rank-local data: the innermost rank or data condition on it, or the
+        ``@rank_zero_only`` function holding it."""
+        for guard in guarding_conditions(ctx.index, call):
+            if guard.owner in reported:
+                return None
+            on_rank = ctx.rank_predicates.is_rank_dependent(guard.test)
+            if on_rank or ctx.data_dependence.is_data_dependent(guard.test):
+                when = "where" if not guard.negated else "where it is false that"
+                kind = "a rank predicate" if on_rank else "this rank's batch/loss"
+                return f"{when} `{snippet(ctx, guard.test)}` ({kind})", not on_rank
         for ancestor in ctx.index.ancestors(call):
             if isinstance(ancestor, cst.FunctionDef) and ctx.rank_predicates.is_rank_zero_only(
                 ancestor
             ):
-                return ancestor.name.value
+                return f"on rank 0 (`{ancestor.name.value}` is `@rank_zero_only`)", False
         return None
 
     def _skipped_steps(self, ctx: CodeContext) -> Iterator[Finding]:
@@ -146,6 +130,6 @@ class StepOnSomeRanks(CodeRule):
             message = (
                 f"`{statement}` {when} `{snippet(ctx, skip.guard.test)}` (this rank's "
                 f"batch/loss) skips {skip.skipped.describe()} on this rank only, so "
-                f"{_CONSEQUENCE}; decide on every rank alike (all_reduce the flag first)"
+                f"{_CONSEQUENCE}; {_SHARE_DECISION}"
             )
             yield ctx.finding(self, skip.statement, message)
