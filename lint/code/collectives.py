@@ -119,29 +119,6 @@ _CHECKPOINT_METHODS = frozenset(
 )
 
 
-#: Text every file holding a collective of this catalogue contains (the name of the
-#: function or method, its import, or the receiver's name): a rule's pre-filter.
-COLLECTIVE_NEEDLES = (
-    "barrier",
-    "reduce",
-    "gather",
-    "broadcast",
-    "scatter",
-    "all_to_all",
-    "new_group",
-    "new_subgroups",
-    "device_mesh",
-    "checkpoint",
-    "save_state",
-    "wait_for_everyone",
-    "sync_dist",
-    "fabric",
-    "state_dict",
-    "summon_full_params",
-    "pad_across",
-)
-
-
 @dataclass(frozen=True)
 class Collective:
     """A call every rank of a group must make. ``api`` is a stable label for messages
@@ -261,3 +238,19 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
             saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS,
         )
     return None
+
+
+#: Text one of which every module with a catalogued collective contains (the import of
+#: ``torch.distributed`` / ``deepspeed``, or the framework receiver's name): a cheap
+#: pre-filter for rules that need a collective in the module (``Rule.needles``).
+COLLECTIVE_NEEDLES = (
+    "torch.distributed",
+    "import distributed",
+    "deepspeed",
+    "strategy",
+    "save_checkpoint",
+    "fabric",
+    "accelerator",
+    "all_gather",
+    "sync_dist",
+)

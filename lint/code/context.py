@@ -9,12 +9,16 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from lint.code.call_reach import CallReach
 from lint.code.collectives import Collective, classify_call
+from lint.code.data_dependence import DataDependence
 from lint.code.forward_paths import ForwardPaths
 from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable
 from lint.code.rank_predicates import RankPredicates
 from lint.code.rank_reachability import RankReachability
+from lint.code.step_skips import StepSkips
+from lint.code.training_steps import TrainingSteps
 from lint.finding import Finding, Fix
 from lint.source import SourceFile
 
@@ -72,6 +76,24 @@ class CodeContext:
             self.rank_predicates,
             self.module.code_for_node,
             lambda node: self.range_of(node)[0],
+        )
+
+    @cached_property
+    def call_reach(self) -> CallReach:
+        return CallReach(self.index, self.forward_paths, self.collectives)
+
+    @cached_property
+    def training_steps(self) -> TrainingSteps:
+        return TrainingSteps(self.index, self.forward_paths, self.call_reach)
+
+    @cached_property
+    def data_dependence(self) -> DataDependence:
+        return DataDependence(self.index, self.collectives, self.training_steps)
+
+    @cached_property
+    def step_skips(self) -> StepSkips:
+        return StepSkips(
+            self.index, self.names, self.call_reach, self.training_steps, self.data_dependence
         )
 
     @cached_property

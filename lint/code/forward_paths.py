@@ -94,7 +94,8 @@ class ForwardPaths:
         self._module_like_cache[name] = result
         return result
 
-    def _methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """Methods of ``cls`` by name, with those inherited from classes of this module."""
         return self._local.methods(cls)
 
     def _compute(self) -> None:
@@ -103,7 +104,7 @@ class ForwardPaths:
         for owner in self.classes.values():
             if not self.is_module_class(owner):
                 continue
-            for method_name, method in self._methods(owner).items():
+            for method_name, method in self.methods_of(owner).items():
                 if method_name in FORWARD_METHODS:
                     entry = PathReason(f"{owner.name.value}.{method_name}", ())
                     work.append((method, owner, entry))
@@ -112,7 +113,7 @@ class ForwardPaths:
             if function in self.functions:
                 continue
             self.functions[function] = reason
-            methods = self._methods(cls) if cls is not None else {}
+            methods = self.methods_of(cls) if cls is not None else {}
             for node in self._index.walk_within(function):
                 if not isinstance(node, cst.Call):
                     continue

@@ -1,0 +1,140 @@
+"""DDP204: a rank-local skip of a training step before backward or a collective."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lint.code.call_reach import Reached, StepEvent
+from lint.code.context import CodeContext
+from lint.code.messages import except_clause, snippet
+from lint.code.step_skips import SkipKind, StepSkip
+from lint.finding import Finding, Severity
+from lint.rule import CodeRule
+
+
+def skipped_text(ctx: CodeContext, reached: Reached) -> str:
+    """``loss.backward()`` / ``torch.distributed.all_reduce``, with the call chain."""
+    label = snippet(ctx, reached.target) if reached.kind is StepEvent.BACKWARD else reached.label
+    if reached.chain:
+        return f"`{label}` (through `{'` -> `'.join(reached.chain)}`)"
+    return f"`{label}`"
+
+
+def skip_consequence(reached: Reached) -> str:
+    """What the peers of a rank that skipped ``reached`` run into."""
+    if reached.kind is StepEvent.BACKWARD:
+        return (
+            "the other ranks' gradient all-reduce pairs with this rank's next one "
+            "(silently mixed gradients) or hangs"
+        )
+    return (
+        "the other ranks' call pairs with this rank's next collective (silently wrong data) "
+        "or hangs"
+    )
+
+
+class DataDependentSkip(CodeRule):
+    """
+    ## What it does
+    Flags, in a training loop (a `for`/`while` whose body reaches `backward()`,
+    `manual_backward()`, `accelerator.backward(loss)` or `scaler.scale(loss).backward()`,
+    directly or through a function of the same module) or a Lightning `training_step`:
+    - a `continue` / `break` / `return` whose condition reads this rank's batch or loss
+      (`torch.isnan(loss)`, `loss.item() > 1e4`, `batch is None`, values computed from
+      them) placed before `backward()` or a collective on the same path;
+    - `backward()` or a collective itself under such a condition
+      (`if torch.isfinite(loss): loss.backward()`);
+    - an `except RuntimeError` / `torch.cuda.OutOfMemoryError` (or broader) handler that
+      swallows the failure of a `try` holding backward or a collective, or that leaves the
+      step before one.
+
+    Not flagged: a skip after backward and the optimizer step; a skip decided
+    collectively (the flag went through `dist.all_reduce` / `broadcast` /
+    `accelerator.reduce` first); a skip on a value every rank shares (`batch_idx <
+    start_step` when resuming, the epoch, a loop over a literal list of settings); a
+    question about the batch's structure (`isinstance(batch, dict)`, `"key" in batch`,
+    `batch.keys()`). A `return None` or constant loss from an automatically optimised
+    `training_step` is DDP205's.
+
+    ## Why is this bad?
+    Each rank decides on its own batch, so one rank skips while the others do not.
+    DDP's gradient all-reduce runs inside `backward()`: the skipping rank's next
+    backward pairs with its peers' current one, so gradients of different steps are
+    averaged together with no error (every later all-reduce is shifted by one), or the
+    job hangs when the calls no longer match (BatchNorm buffers, ZeRO, a different
+    collective). A swallowed out-of-memory error does the same on the rank that hit it.
+
+    ## Example
+    ```python
+    for batch in loader:
+        loss = model(batch)
+        if torch.isnan(loss):
+            continue
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for batch in loader:
+        loss = model(batch)
+        bad = torch.isnan(loss).float()
+        dist.all_reduce(bad, op=dist.ReduceOp.MAX)  # every rank decides alike
+        if bad.item():
+            continue
+        loss.backward()
+        optimizer.step()
+    ```
+    or keep every rank in step with a zero loss tied to the parameters,
+    `loss = sum(p.sum() for p in model.parameters()) * 0.0`, before `loss.backward()`
+    (multiplying a NaN loss by zero still gives NaN).
+
+    ## Fix safety
+    No automatic fix: whether to skip collectively or to back-propagate a zero loss is a
+    training decision.
+
+    ## References
+    - pytorch/pytorch#44353; NeMo PR 578; NVIDIA-NeMo/Automodel PR 2468.
+    - ddplint HAZARDS.md, DDP204.
+    """
+
+    code = "DDP204"
+    name = "data-dependent-skip"
+    summary = "continue/return on this rank's loss or batch before backward or a collective"
+    severity = Severity.ERROR
+    needles = ("backward(", "training_step")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        skips = ctx.step_skips
+        for skip in skips.find():
+            yield ctx.finding(self, skip.statement, self._message(ctx, skip))
+
+    @staticmethod
+    def _message(ctx: CodeContext, skip: StepSkip) -> str:
+        skipped = skipped_text(ctx, skip.skipped)
+        consequence = skip_consequence(skip.skipped)
+        if skip.handler is not None:
+            caught = except_clause(ctx, skip.handler)
+            return (
+                f"`{caught}` swallows a failure on this rank only and skips {skipped}: "
+                f"{consequence}; re-raise, or all_reduce a failure flag so every rank skips "
+                "together"
+            )
+        assert skip.guard is not None
+        condition = snippet(ctx, skip.guard.test)
+        when = "unless" if skip.guard.negated else "when"
+        remedy = "decide on every rank alike (all_reduce the flag with MAX) or " + (
+            "back-propagate a zero loss tied to the parameters instead"
+            if skip.skipped.kind is StepEvent.BACKWARD
+            else "make the call on every rank"
+        )
+        if skip.kind is SkipKind.GUARDED:
+            return (
+                f"{skipped} runs only {when} `{condition}` (this rank's batch/loss): on a "
+                f"rank that skips it, {consequence}; {remedy}"
+            )
+        statement = snippet(ctx, skip.statement)
+        return (
+            f"`{statement}` {when} `{condition}` (this rank's batch/loss) skips {skipped} "
+            f"on this rank only: {consequence}; {remedy}"
+        )

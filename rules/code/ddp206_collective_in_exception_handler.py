@@ -1,0 +1,129 @@
+"""DDP206: a collective inside an exception handler or a ``finally`` block."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.call_reach import StepEvent
+from lint.code.collectives import COLLECTIVE_NEEDLES, TORCH_DIST_MODULES
+from lint.code.context import CodeContext
+from lint.code.messages import except_clause
+from lint.code.step_skips import try_statements
+from lint.finding import Finding, Severity
+from lint.rule import CodeRule
+
+_COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
+_HANDLER_EFFECT = (
+    "only the ranks that raised reach it; the others pair it with a different collective "
+    "or never arrive (a hang)"
+)
+
+
+class CollectiveInExceptionHandler(CodeRule):
+    """
+    ## What it does
+    Flags a collective (`dist.barrier()`, `all_reduce`, `trainer.save_checkpoint`,
+    `accelerator.wait_for_everyone()`, ... from ddplint's catalogue) inside an `except`
+    handler, directly or through a function of the same module the handler calls.
+
+    Not flagged: a `finally` block (every rank runs it, raised or not; the usual
+    `finally: dist.barrier()` releases peers waiting in a barrier, and the raising rank
+    re-raises afterwards, so the failure stays loud), and a fallback around a single
+    distributed call (`try: dist.barrier()` / a mesh constructor, `except RuntimeError:`
+    an equivalent): a back-end or capability error from that call is raised on every
+    rank alike, so every rank runs the fallback.
+
+    ## Why is this bad?
+    An exception is a per-rank event: only the ranks that raised run the handler. Their
+    collective pairs with whatever collective the other ranks reach next (a different
+    operation, shapes or group: wrong data or an error), or waits for peers that never
+    come (a hang until the process-group timeout). Out-of-memory errors, bad samples and
+    timeouts are raised on some ranks only.
+
+    ## Example
+    ```python
+    try:
+        loss = model(batch)
+        loss.backward()
+    except RuntimeError:
+        dist.barrier()  # only the ranks that failed get here
+        raise
+    ```
+
+    ## Use instead
+    ```python
+    failed = torch.zeros(1, device=device)
+    try:
+        loss = model(batch)
+        loss.backward()
+    except RuntimeError:
+        failed.fill_(1)
+    dist.all_reduce(failed, op=dist.ReduceOp.MAX)  # every rank reaches this
+    if failed.item():
+        raise RuntimeError("a rank failed this step")
+    ```
+
+    ## Fix safety
+    No automatic fix: the failure has to be made known to every rank first.
+
+    ## References
+    - ddplint HAZARDS.md, "How collectives fail" and DDP206.
+    """
+
+    code = "DDP206"
+    name = "collective-in-exception-handler"
+    summary = "collective inside an except handler: only the ranks that raised reach it"
+    severity = Severity.ERROR
+    needles = COLLECTIVE_NEEDLES
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        if not ctx.collectives:
+            return
+        reported: set[cst.Call] = set()
+        for try_node in try_statements(ctx.index):
+            if self._is_fallback(ctx, try_node):
+                continue
+            for handler in try_node.handlers:
+                yield from self._in_handler(ctx, handler, reported)
+
+    @staticmethod
+    def _is_fallback(ctx: CodeContext, try_node: cst.Try | cst.TryStar) -> bool:
+        """A ``try`` around one distributed call (``dist.barrier()``, a mesh or group
+        constructor): when that call fails at dispatch (back-end or capability error),
+        it fails on every rank alike, and every rank runs the fallback."""
+        body = try_node.body
+        if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
+            return False
+        line = body.body[0]
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return False
+        statement = line.body[0]
+        value = getattr(statement, "value", None)
+        if not isinstance(value, cst.Call):
+            return False
+        if value in ctx.collectives:
+            return True
+        qualified = ctx.names.qualified_name(value.func) or ""
+        return qualified.startswith(TORCH_DIST_MODULES)
+
+    def _in_handler(
+        self,
+        ctx: CodeContext,
+        handler: cst.ExceptHandler | cst.ExceptStarHandler,
+        reported: set[cst.Call],
+    ) -> Iterator[Finding]:
+        for node in ctx.index.walk_within(handler.body):
+            if not isinstance(node, cst.Call) or node in reported:
+                continue
+            reached = ctx.call_reach.reached(node, _COLLECTIVE)
+            if reached is None:
+                continue
+            reported.add(node)
+            caught = except_clause(ctx, handler)
+            message = (
+                f"{reached.describe()} in an `{caught}` handler: {_HANDLER_EFFECT}; make the "
+                "failure known to every rank first (all_reduce a flag after the `try`)"
+            )
+            yield ctx.finding(self, node, message)

@@ -1,0 +1,271 @@
+"""The step-analysis layer: guards, call reach, rank-local data, training steps,
+lossless returns, set iteration, optimizer steps."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from lint.code.call_reach import StepEvent
+from lint.code.collectives import COLLECTIVE_NEEDLES
+from lint.code.conditions import guarding_conditions
+from lint.code.context import CodeContext
+from lint.code.lossless_returns import LossKind, lossless_returns
+from lint.code.optimizer_steps import is_optimizer_step
+from lint.code.set_iteration import SetValues
+from lint.settings import LintOptions
+from lint.source import SourceFile
+
+OPTIONS = LintOptions(selected=(), project_root=".")
+
+
+def context(code: str) -> CodeContext:
+    return CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
+
+
+def call_named(ctx: CodeContext, text: str) -> cst.Call:
+    return next(c for c in ctx.index.nodes(cst.Call) if ctx.module.code_for_node(c) == text)
+
+
+def test_guards_innermost_first_with_else_negated() -> None:
+    ctx = context(
+        "def f(a, b, c):\n"
+        "    if a:\n"
+        "        while b:\n"
+        "            pass\n"
+        "    elif c:\n"
+        "        x = g() if a else h()\n"
+    )
+    guards = guarding_conditions(ctx.index, call_named(ctx, "h()"))
+    assert [(ctx.module.code_for_node(g.test), g.negated) for g in guards] == [
+        ("a", True),
+        ("c", False),
+        ("a", True),
+    ]
+    assert guarding_conditions(ctx.index, ctx.index.nodes(cst.If)[0].test) == []
+
+
+def test_guards_stop_at_the_enclosing_def() -> None:
+    ctx = context("if a:\n    def f():\n        g()\n")
+    assert guarding_conditions(ctx.index, call_named(ctx, "g()")) == []
+
+
+def test_call_reach_follows_methods_and_functions_and_cuts_recursion() -> None:
+    ctx = context(
+        "import torch.distributed as dist\n"
+        "def sync(t):\n    sync(t)\n    dist.all_reduce(t)\n"
+        "class Base:\n    def _reduce(self, t):\n        return sync(t)\n"
+        "class Trainer(Base):\n"
+        "    def step(self, loss):\n        self.scaler.scale(loss).backward()\n"
+        "    def fit(self, t):\n        self._reduce(t)\n        self.step(t)\n"
+    )
+    reached = ctx.call_reach.reached(call_named(ctx, "self._reduce(t)"))
+    assert reached is not None and reached.label == "torch.distributed.all_reduce"
+    assert reached.chain == ("self._reduce", "sync")
+    backward = ctx.call_reach.reached(call_named(ctx, "self.step(t)"))
+    assert backward is not None and backward.kind is StepEvent.BACKWARD
+    assert backward.label == "self.scaler.scale(...).backward()"
+    assert ctx.call_reach.reached(call_named(ctx, "self.step(t)"), {StepEvent.COLLECTIVE}) is None
+
+
+def _dependent(code: str, test_index: int = -1) -> bool:
+    ctx = context(code)
+    return ctx.data_dependence.is_data_dependent(ctx.index.nodes(cst.If)[test_index].test)
+
+
+LOOP = (
+    "import torch\nimport torch.distributed as dist\n"
+    "def train(model, loader, opt, start):\n"
+    "    for step, batch in enumerate(loader):\n"
+    "        out = model(batch)\n"
+    "        loss = out.loss\n"
+    "        value = loss.item()\n"
+    "        {body}\n"
+    "        loss.backward()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "if torch.isnan(loss): pass",
+        "if value > 10: pass",
+        "if batch is None: pass",
+        "if out.logits.sum() == 0: pass",
+        "if len(batch) == 0: pass",
+        "if (bad := torch.isinf(loss)): pass",
+    ],
+)
+def test_rank_local_conditions(body: str) -> None:
+    assert _dependent(LOOP.format(body=body))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "if step < start: pass",
+        "if isinstance(batch, dict) and 'labels' in batch: pass",
+        "if out.aux_loss is not None: pass",
+        "flag = torch.isnan(loss).float(); dist.all_reduce(flag)\n        if flag.item(): pass",
+        "bad = accelerator.gather(loss)\n        if bad.isnan().any(): pass",
+    ],
+)
+def test_rank_shared_conditions(body: str) -> None:
+    assert not _dependent(LOOP.format(body=body))
+
+
+def test_seeds_skip_counters_literals_and_non_training_loops() -> None:
+    code = (
+        "def f(model, loader, settings):\n"
+        "    for epoch in range(3):\n"
+        "        for amp in [True, False]:\n"
+        "            if epoch or amp: pass\n"
+        "            model(1).backward()\n"
+        "    for batch in loader:\n"
+        "        if batch: pass\n"
+    )
+    assert not _dependent(code, 0)
+    assert not _dependent(code, 1)
+
+
+def test_training_step_batch_parameter_and_manual_optimization() -> None:
+    ctx = context(
+        "import lightning.pytorch as pl\n"
+        "class Base(pl.LightningModule):\n"
+        "    automatic_optimization = False\n"
+        "class Manual(Base):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        if batch_idx == 0 or batch is None: pass\n"
+        "class Auto(pl.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        if batch_idx == 0: pass\n"
+        "class ByCall(pl.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        self.manual_backward(batch)\n"
+    )
+    steps = ctx.training_steps
+    manual, auto, by_call = (
+        f for f in ctx.index.nodes(cst.FunctionDef) if f.name.value == "training_step"
+    )
+    assert all(steps.is_training_step(f) for f in (manual, auto, by_call))
+    assert steps.uses_manual_optimization(manual)
+    assert steps.uses_manual_optimization(by_call)
+    assert not steps.uses_manual_optimization(auto)
+    first, second = ctx.index.nodes(cst.If)
+    assert ctx.data_dependence.is_data_dependent(first.test)
+    assert not ctx.data_dependence.is_data_dependent(second.test)
+
+
+def test_lossless_returns() -> None:
+    ctx = context(
+        "import torch\n"
+        "def training_step(self, batch, i):\n"
+        "    if batch is None:\n"
+        "        return torch.zeros(1).to(self.device)\n"
+        "    try:\n"
+        "        loss = self(batch)\n"
+        "    except RuntimeError:\n"
+        "        return\n"
+        "    with ctx():\n"
+        "        if loss > 0:\n"
+        "            return {'loss': loss}\n"
+        "        elif i:\n"
+        "            return {'loss': torch.tensor(0.0)}\n"
+    )
+    (function,) = ctx.index.nodes(cst.FunctionDef)
+    paths = lossless_returns(ctx.index, ctx.names, function)
+    summary = [
+        (
+            p.kind,
+            p.falls_off,
+            p.handler is not None,
+            [ctx.module.code_for_node(g.test) for g in p.guards],
+        )
+        for p in paths
+    ]
+    assert summary == [
+        (LossKind.CONSTANT, False, False, ["batch is None"]),
+        (LossKind.NONE, False, True, []),
+        (LossKind.CONSTANT, False, False, ["i", "loss > 0"]),
+        (LossKind.NONE, True, False, ["i", "loss > 0"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("iterable", "orderable"),
+    [
+        ("{'a', 'b'}", True),
+        ("{f'x{i}' for i in n}", True),
+        ("set(x)", False),
+        ("frozenset(x) | {'a'}", False),
+        ("list(set(x))", False),
+        ("enumerate(set(x))", False),
+        ("names", False),
+        ("self.tracked", False),
+        ("set(x).union(y)", False),
+    ],
+)
+def test_set_iterations(iterable: str, orderable: bool) -> None:
+    ctx = context(
+        "class C:\n    def __init__(self):\n        self.tracked = set()\n"
+        "    def f(self, x, y, n, names: set[str]):\n"
+        f"        for k in {iterable}:\n            pass\n"
+    )
+    iteration = SetValues(ctx.index, ctx.names).set_iteration(ctx.index.nodes(cst.For)[0].iter)
+    assert iteration is not None and iteration.orderable is orderable
+
+
+@pytest.mark.parametrize(
+    "iterable",
+    ["{1, 2}", "set(range(3))", "d.keys()", "sorted(set(x))", "mixed", "[1, 2]", "s - t"],
+)
+def test_not_set_iterations(iterable: str) -> None:
+    ctx = context(
+        f"mixed = set()\nmixed = []\ndef f(d, x, s, t):\n    for k in {iterable}:\n        pass\n"
+    )
+    assert SetValues(ctx.index, ctx.names).set_iteration(ctx.index.nodes(cst.For)[0].iter) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("optimizer.step()", True),
+        ("self.optimizer.step()", True),
+        ("self.optimizers().step()", True),
+        ("opt.step()", True),
+        ("lr_scheduler.step()", True),
+        ("scaler.step(optimizer)", True),
+        ("model_engine.step()", True),
+        ("env.step(action)", False),
+        ("self.step()", False),
+        ("trainer.step()", False),
+        ("optimizer.zero_grad()", False),
+    ],
+)
+def test_optimizer_steps(code: str, expected: bool) -> None:
+    outermost = context(code).index.nodes(cst.Call)[0]
+    assert is_optimizer_step(outermost) is expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torch.distributed as dist\ndist.barrier()",
+        "from torch import distributed\ndistributed.all_reduce(t)",
+        "import deepspeed.comm as dc\ndc.broadcast(t, 0)",
+        "self.trainer.strategy.barrier()",
+        "trainer.save_checkpoint('x')",
+        "self.log('x', v, sync_dist=True)",
+        "self.all_gather(x)",
+        "accelerator.wait_for_everyone()",
+        "fabric.barrier()",
+        "engine.save_checkpoint(d)",
+        (
+            "from torch.distributed.device_mesh import init_device_mesh\n"
+            "init_device_mesh('cuda', (2,))"
+        ),
+    ],
+)
+def test_collective_needles_cover_the_catalogue(code: str) -> None:
+    assert context(code).collectives
+    assert any(needle in code for needle in COLLECTIVE_NEEDLES)
