@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from lint import __version__
+from lint.code.torch_floor import find_torch_floor
 from lint.engine import RunResult, default_jobs, lint_paths
 from lint.finding import Applicability
 from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
@@ -67,11 +68,14 @@ def build_settings(
 
 
 def build_options(settings: Settings) -> LintOptions:
+    config_name = settings.config_file.name if settings.config_file else None
+    floor = find_torch_floor(settings.project_root, settings.torch_version, config_name)
     return LintOptions(
         selected=select_rules(settings, all_rules()),
         project_root=str(settings.project_root),
-        torch_version=settings.torch_version,
+        torch_version=floor.version,
         max_file_size=settings.max_file_size,
+        facts=floor.facts(),
     )
 
 
