@@ -121,7 +121,7 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     candidates = [
         rule
         for rule in _rule_instances(options.selected)
-        if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
+        if rule.kind == kind and rule.prefilter(raw)
     ]
     if not candidates:
         outcome.prefiltered = True

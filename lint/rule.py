@@ -32,6 +32,8 @@ class Rule:
     fix_applicability: ClassVar[Applicability | None] = None
     #: Text pre-filter: a file is parsed for this rule only if it contains one of these.
     needles: ClassVar[tuple[str, ...]] = ()
+    #: ... and every one of these (e.g. a rule on ``DataLoader(persistent_workers=...)``).
+    required: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str]
 
     @classmethod
@@ -41,6 +43,15 @@ class Rule:
     @classmethod
     def could_match(cls, text: str) -> bool:
         return not cls.needles or any(needle in text for needle in cls.needles)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """Whether the engine should parse a file (its bytes) for this rule: by default,
+        when it holds one of the needles and all required strings. A rule may narrow
+        this with another cheap text test."""
+        if not all(word.encode() in raw for word in cls.required):
+            return False
+        return not cls.needles or any(needle.encode() in raw for needle in cls.needles)
 
 
 class CodeRule(Rule):

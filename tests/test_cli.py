@@ -224,3 +224,23 @@ def test_python_dash_m_and_example_project() -> None:
         "fixtures/example_project/speechnet/encoder.py:37:9",
         "fixtures/example_project/scripts/train.py:28:13",
     } <= locations
+
+
+def test_example_project_code_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fine-tuning script's hazards, on the torch floor its pyproject declares."""
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run(["check", "--no-cache", "fixtures/example_project"])
+    assert code == 1
+    found = {
+        (line.split(": ")[0], line.split()[1])
+        for line in out.splitlines()
+        if "scripts/finetune.py" in line
+    }
+    script = "fixtures/example_project/scripts/finetune.py"
+    assert found == {
+        (f"{script}:25:65", "DDP404"),
+        (f"{script}:39:16", "DDP401"),
+        (f"{script}:43:22", "DDP301"),
+    }
+    assert "admits torch 2.1 (pyproject.toml [project.dependencies]: `torch>=2.1`)" in out
+    assert "clean_" not in out

@@ -178,9 +178,12 @@ def _setup_cfg_requirements(path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _requirement_files(root: Path) -> list[Path]:
-    files = sorted(root.glob("requirements*.txt"))
-    if (root / "requirements").is_dir():
-        files += sorted((root / "requirements").glob("*.txt"))
+    """``requirements*.txt`` at the root and under ``requirements/``, each folder's
+    ``requirements.txt`` first (it names the source when several files agree)."""
+    files: list[Path] = []
+    for folder, pattern in ((root, "requirements*.txt"), (root / "requirements", "*.txt")):
+        found = sorted(folder.glob(pattern)) if folder.is_dir() else []
+        files += sorted(found, key=lambda path: path.name != "requirements.txt")
     return [f for f in files if f.is_file()]
 
 

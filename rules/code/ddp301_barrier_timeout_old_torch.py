@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -21,6 +22,7 @@ from lint.rule import CodeRule
 BARRIER_TIMEOUT_SINCE = (2, 12)
 _SINCE_TEXT = ".".join(map(str, BARRIER_TIMEOUT_SINCE))
 _VERSION_WORDS = ("version", "signature", "parameters")
+_FOURTH_ARGUMENT = re.compile(rb"barrier\([^()]*,[^()]*,[^()]*,")
 
 
 class BarrierTimeoutOnOldTorch(CodeRule):
@@ -73,6 +75,13 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
     needles = ("barrier",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """``timeout`` spelled out, or a barrier with four positional arguments."""
+        return super().prefilter(raw) and (
+            b"timeout" in raw or _FOURTH_ARGUMENT.search(raw) is not None
+        )
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         version = ctx.options.torch_version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -15,6 +16,10 @@ from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
 _CONVERTERS = {"int": int, "float": float}
+_SECOND_ARGUMENT = re.compile(
+    rb"(?:init_process_group|new_group|new_subgroups\w*|barrier|init_distributed|"
+    rb"InitProcessGroupKwargs)\([^()]*,"
+)
 
 
 class TimeoutNotTimedelta(CodeRule):
@@ -62,7 +67,23 @@ class TimeoutNotTimedelta(CodeRule):
     summary = "process-group timeout given as a number, not a timedelta"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    needles = ("timeout",)
+    needles = (
+        "init_process_group",
+        "new_group",
+        "new_subgroups",
+        "barrier",
+        "Strategy",
+        "InitProcessGroupKwargs",
+        "init_distributed",
+    )
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """One of the APIs, and ``timeout`` spelled out or a second argument to an API
+        that takes the timeout positionally (``new_group(ranks, 1800)``)."""
+        return super().prefilter(raw) and (
+            b"timeout" in raw or _SECOND_ARGUMENT.search(raw) is not None
+        )
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

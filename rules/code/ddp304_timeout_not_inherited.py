@@ -59,7 +59,7 @@ class TimeoutNotInherited(CodeRule):
     name = "timeout-not-inherited"
     summary = "new_group / monitored_barrier do not inherit init_process_group's timeout"
     severity = Severity.INFO
-    needles = ("timeout",)
+    needles = ("new_group", "new_subgroups", "monitored_barrier")
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         groups = ProcessGroups(ctx.index, ctx.names)

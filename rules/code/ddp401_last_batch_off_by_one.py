@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -21,6 +22,11 @@ from lint.finding import Applicability, Edit, Finding, Fix, Severity
 from lint.rule import CodeRule
 
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Pass)
+# Text pre-filter: the counter of ``for i, x in enumerate(...)``, then ``i == <not a
+# number>`` / ``i + 1 != ...`` / ``== i`` and ``(i + 1) %``.
+_ENUMERATE_COUNTER = re.compile(rb"\bfor\s+[(\[]?\s*([A-Za-z_]\w*)\s*,[^\n]*?\bin\s+enumerate\(")
+_COMPARED = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*[=!]=(?!\s*-?\d+\b)|[=!]=\s*\(?\s*%s\b"
+_MODULO = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*%%"
 
 
 class LastBatchOffByOne(CodeRule):
@@ -92,6 +98,23 @@ class LastBatchOffByOne(CodeRule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
     needles = ("enumerate",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """Parse only files where an enumerate counter is compared (``i == ...``,
+        ``... != i``, not ``i == 0``) next to a ``len(``, or taken modulo next to
+        ``backward`` and an optimizer ``step(``."""
+        if b"enumerate" not in raw:
+            return False
+        lengths = b"len(" in raw
+        steps = b"step(" in raw and b"backward" in raw
+        for counter in set(_ENUMERATE_COUNTER.findall(raw)):
+            name = re.escape(counter)
+            if lengths and re.search(_COMPARED % (name, name), raw):
+                return True
+            if steps and re.search(_MODULO % name, raw):
+                return True
+        return False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for loop in enumerate_loops(ctx):

@@ -83,6 +83,7 @@ class SamplerWithoutSetEpoch(CodeRule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
     needles = ("DistributedSampler",)
+    required = ("DataLoader",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if _calls_set_epoch(ctx):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -15,6 +16,7 @@ from lint.code.torch_collectives import is_torch_collective
 from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 
+_ITERABLE_CLASS = re.compile(rb"\bclass\s+\w+\s*\([^)]*(?:IterableDataset|IterDataPipe)")
 #: Imports that say the module runs on several ranks.
 DISTRIBUTED_MODULES = ("torch.distributed", "torch.nn.parallel", "lightning", "pytorch_lightning")
 
@@ -79,6 +81,12 @@ class UnevenBatchesAcrossRanks(CodeRule):
     summary = "IterableDataset feeding several ranks without a rank split"
     severity = Severity.WARNING
     needles = ("IterableDataset", "IterDataPipe")
+    required = ("DataLoader",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """The module defines a class on an iterable-dataset base."""
+        return super().prefilter(raw) and _ITERABLE_CLASS.search(raw) is not None
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         datasets = IterableDatasets(ctx.index, ctx.names)

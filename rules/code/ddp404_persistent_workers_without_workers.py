@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -14,14 +15,16 @@ from lint.code.edits import replace_node
 from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
+_PERSISTENT_TRUE = re.compile(rb"persistent_workers\s*=\s*(?:True\b|[A-Z_][A-Z0-9_]*\b)")
+
 
 class PersistentWorkersWithoutWorkers(CodeRule):
     """
     ## What it does
-    Flags `DataLoader(..., persistent_workers=True)` whose `num_workers` is `0`: written
-    as `0`, bound once to `0` in the same scope, or left out (the default is `0`). A call
-    that passes `**kwargs` and no `num_workers` is not flagged: the workers may come
-    from there.
+    Flags `DataLoader(..., persistent_workers=True)` (or `=` a constant bound to `True`)
+    whose `num_workers` is `0`: written as `0`, bound once to `0` in the same scope, or
+    left out (the default is `0`). A call that passes `**kwargs` and no `num_workers` is
+    not flagged: the workers may come from there.
 
     ## Why is this bad?
     `DataLoader` raises `ValueError: persistent_workers option needs num_workers > 0`
@@ -55,6 +58,12 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = ("persistent_workers",)
+    required = ("DataLoader",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """``persistent_workers=True`` or ``=`` a constant's name (``KEEP_WORKERS``)."""
+        return super().prefilter(raw) and _PERSISTENT_TRUE.search(raw) is not None
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

@@ -80,6 +80,7 @@ class NcclWithoutDevice(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = ("nccl", "NCCL")
+    required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if any(ctx.names.imports_module(framework) for framework in FRAMEWORKS):
