@@ -58,20 +58,34 @@ class DataParallelWrapper:
     call: cst.Call
     #: True / False when known; None when it cannot be seen (a variable, ``**kwargs``).
     find_unused_parameters: bool | None
+    #: The model expressions it wraps: DDP's first argument; for Lightning, the model
+    #: passed to every ``.fit(...)`` of the module.
+    models: tuple[cst.BaseExpression, ...]
     #: The ``strategy="ddp"`` argument of a Trainer, when that is how DDP is chosen.
     strategy: cst.Arg | None = None
 
 
 def data_parallel_wrappers(names: ImportTable, calls: list[cst.Call]) -> list[DataParallelWrapper]:
+    fitted = tuple(
+        model.value
+        for call in calls
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"
+        for model in (argument(call, "model", 0),)
+        if model is not None
+    )
     wrappers = []
     for call in calls:
         qualified = names.qualified_name(call.func)
-        if qualified in DDP_WRAPPERS or qualified in LIGHTNING_DDP_STRATEGIES:
-            wrappers.append(DataParallelWrapper(call, _flag(call)))
+        if qualified in DDP_WRAPPERS:
+            module = argument(call, "module", 0)
+            models = (module.value,) if module is not None else ()
+            wrappers.append(DataParallelWrapper(call, _flag(call), models))
+        elif qualified in LIGHTNING_DDP_STRATEGIES:
+            wrappers.append(DataParallelWrapper(call, _flag(call), fitted))
         elif qualified in LIGHTNING_TRAINERS:
             strategy = argument(call, "strategy")
             if strategy is not None and literal_value(strategy.value) in DDP_STRATEGY_NAMES:
-                wrappers.append(DataParallelWrapper(call, False, strategy))
+                wrappers.append(DataParallelWrapper(call, False, fitted, strategy))
     return wrappers
 
 

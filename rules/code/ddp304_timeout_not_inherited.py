@@ -14,6 +14,7 @@ from lint.code.timeouts import timeout_argument
 from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 
+_SHOWN = 4
 _NOT_INHERITING = frozenset(
     {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "monitored_barrier"}
 )
@@ -22,14 +23,17 @@ _NOT_INHERITING = frozenset(
 class TimeoutNotInherited(CodeRule):
     """
     ## What it does
-    In a module that passes `timeout=` to `init_process_group`, flags `new_group(...)`,
-    `new_subgroups(...)`, `new_subgroups_by_enumeration(...)` and
-    `monitored_barrier(...)` calls that pass no `timeout` of their own.
+    Flags the `timeout=` of `init_process_group` when the same module (the same
+    function, if it has its own `init_process_group`) calls `new_group(...)`,
+    `new_subgroups(...)`, `new_subgroups_by_enumeration(...)` or `monitored_barrier(...)`
+    without a `timeout` of their own. One finding per `init_process_group`, listing the
+    calls.
 
     ## Why is this bad?
     These calls do not inherit the default group's timeout (reproduced on torch 2.13):
     a new group uses the backend default (10 minutes for NCCL, 30 otherwise), and
-    `monitored_barrier` the backend default of its group. A short timeout set for
+    `monitored_barrier` without `timeout=` waits gloo's default of 30 minutes whatever
+    its group's timeout. A short timeout set for
     debugging leaves every collective on a subgroup on the long default, so a hang there
     sits for half an hour; a long timeout set for slow checkpoints does not protect the
     subgroup, which times out early. This is information, not a crash.
@@ -65,6 +69,7 @@ class TimeoutNotInherited(CodeRule):
         groups = ProcessGroups(ctx.index, ctx.names)
         if not groups.init_calls:
             return
+        missed: dict[int, list[str]] = {}
         for call in ctx.index.nodes(cst.Call):
             found = timeout_argument(ctx.names, call)
             if found is None or found[0].api not in _NOT_INHERITING:
@@ -73,22 +78,28 @@ class TimeoutNotInherited(CodeRule):
             if timeout is not None or has_star_arguments(call):
                 continue
             init = _governing_init(ctx, groups, call)
-            if init is None or init.timeout is None:
+            if init is None:
                 continue
-            if parameter.api == "monitored_barrier":
-                if groups.group_backend(call, argument(call, "group", 0)) == "nccl":
-                    continue  # DDP302: it raises before any timeout matters
-                effect = "waits the gloo default (30 min)"
-            else:
-                effect = "gets the backend default (10 min for NCCL, 30 min otherwise)"
-            init_line = ctx.range_of(init.call)[0]
-            init_timeout = ctx.node_text(init.timeout.value)
+            if (
+                parameter.api == "monitored_barrier"
+                and groups.group_backend(call, argument(call, "group", 0)) == "nccl"
+            ):
+                continue  # DDP302: it raises before any timeout matters
+            where = f"`{parameter.api}` at line {ctx.range_of(call)[0]}"
+            missed.setdefault(id(init), []).append(where)
+        for init in groups.init_calls:
+            calls = missed.get(id(init))
+            if not calls or init.timeout is None:
+                continue
+            shown = ", ".join(calls[:_SHOWN])
+            more = f" and {len(calls) - _SHOWN} more" if len(calls) > _SHOWN else ""
             message = (
-                f"`{parameter.api}()` does not inherit `timeout={init_timeout}` given to "
-                f"`init_process_group` at line {init_line}: it {effect}; pass `timeout=` "
-                "here too"
+                f"`timeout={ctx.node_text(init.timeout.value)}` applies to the default group "
+                f"only: {shown}{more} pass no `timeout=` and wait the backend default instead "
+                "(new groups: 10 min for NCCL, 30 min otherwise; `monitored_barrier`: 30 min); "
+                "pass the timeout there too"
             )
-            yield ctx.finding(self, call, message)
+            yield ctx.finding(self, init.timeout, message)
 
 
 def _governing_init(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> InitCall | None:

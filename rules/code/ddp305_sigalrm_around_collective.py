@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
@@ -82,7 +82,9 @@ class SigalrmAroundCollective(CodeRule):
                     continue
                 if _callee_name(item.item.func) not in alarm_managers:
                     continue
-                collective = _first_collective(ctx, with_node.body, functions)
+                collective = _first_collective(
+                    ctx, ctx.index.walk_within(with_node.body), functions
+                )
                 if collective is not None:
                     yield ctx.finding(self, item.item, _message(ctx, item.item, collective))
 
@@ -120,25 +122,25 @@ def _collective_after(
     """The first collective reached after ``alarm`` in its function, before a cancel."""
     scope = ctx.index.enclosing_function(alarm) or ctx.module
     start = ctx.index.order[alarm]
-    for node in ctx.index.walk_within(scope):
-        if not isinstance(node, cst.Call) or ctx.index.order[node] <= start:
+    later = (n for n in ctx.index.walk_within(scope) if ctx.index.order[n] > start)
+    return _first_collective(ctx, later, functions, stop_at_cancel=True)
+
+
+def _first_collective(
+    ctx: CodeContext,
+    nodes: Iterable[cst.CSTNode],
+    functions: dict[str, cst.FunctionDef],
+    *,
+    stop_at_cancel: bool = False,
+) -> cst.Call | None:
+    for node in nodes:
+        if not isinstance(node, cst.Call):
             continue
-        if _is_cancel(ctx, node):
+        if stop_at_cancel and _is_cancel(ctx, node):
             return None
         found = _collective_of_call(ctx, node, functions)
         if found is not None:
             return found
-    return None
-
-
-def _first_collective(
-    ctx: CodeContext, root: cst.CSTNode, functions: dict[str, cst.FunctionDef]
-) -> cst.Call | None:
-    for node in ctx.index.walk_within(root):
-        if isinstance(node, cst.Call):
-            found = _collective_of_call(ctx, node, functions)
-            if found is not None:
-                return found
     return None
 
 

@@ -18,7 +18,8 @@ from lint.code.data_loaders import (
     is_distributed_sampler,
 )
 from lint.code.loop_facts import iterated_name
-from lint.finding import Applicability, Edit, Finding, Fix, Severity
+from lint.code.statement_edits import insert_statement_before
+from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
 #: Position of ``shuffle`` among DistributedSampler's positional parameters.
@@ -164,13 +165,6 @@ def _fix(ctx: CodeContext, loops: _EpochLoop, receiver: str, anchor: cst.CSTNode
         and ctx.index.order[anchor] < ctx.index.order[epoch_loop]
     ):
         return None
-    first = epoch_loop.body.body[0]
-    line = ctx.range_of(first)[0]
-    text = ctx.source.line_text(line)
-    indent = text[: len(text) - len(text.lstrip())]
-    statement = f"{indent}{receiver}.set_epoch({epoch_loop.target.value}){ctx.source.newline()}"
-    return Fix(
-        Applicability.SAFE,
-        (Edit(line, 1, line, 1, statement),),
-        f"Call `{receiver}.set_epoch({epoch_loop.target.value})` at the start of each epoch",
-    )
+    call = f"{receiver}.set_epoch({epoch_loop.target.value})"
+    edit = insert_statement_before(ctx, epoch_loop.body.body[0], call)
+    return Fix(Applicability.SAFE, (edit,), f"Call `{call}` at the start of each epoch")

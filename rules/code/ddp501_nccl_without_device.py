@@ -11,8 +11,9 @@ from lint.code.context import CodeContext
 from lint.code.ddp_wrappers import is_ddp_wrapper
 from lint.code.names import dotted_name
 from lint.code.process_groups import InitCall, ProcessGroups
+from lint.code.statement_edits import insert_statement_before
 from lint.code.torch_collectives import is_torch_collective
-from lint.finding import Applicability, Edit, Finding, Fix, Severity
+from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
 #: Calls that choose this process's GPU (or make only one visible).
@@ -133,15 +134,9 @@ def _fix(ctx: CodeContext, init: InitCall) -> Fix | None:
     local_rank = _local_rank_name(ctx, init.call)
     if local_rank is None:
         return None
-    line = ctx.range_of(holder)[0]
-    text = ctx.source.line_text(line)
-    indent = text[: len(text) - len(text.lstrip())]
-    inserted = f"{indent}{torch_name}.cuda.set_device({local_rank}){ctx.source.newline()}"
-    return Fix(
-        Applicability.SAFE,
-        (Edit(line, 1, line, 1, inserted),),
-        f"Call `{torch_name}.cuda.set_device({local_rank})` before `init_process_group`",
-    )
+    call = f"{torch_name}.cuda.set_device({local_rank})"
+    edit = insert_statement_before(ctx, holder, call)
+    return Fix(Applicability.SAFE, (edit,), f"Call `{call}` before `init_process_group`")
 
 
 def _local_rank_name(ctx: CodeContext, init: cst.Call) -> str | None:

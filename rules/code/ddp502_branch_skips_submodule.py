@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lint.code.argument_edits import add_keyword_argument
-from lint.code.constants import literal_value
+from lint.code.constants import literal_value, single_assignment
 from lint.code.context import CodeContext
 from lint.code.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
 from lint.code.edits import replace_node
@@ -62,6 +62,8 @@ PARAMETER_FREE = frozenset(
 )
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torch.rand", "torch.bernoulli")
 _RANK_WORDS = frozenset({"rank", "global_rank", "local_rank", "get_rank", "is_global_zero"})
+#: Methods that return the same module on another device or dtype.
+_MOVES = frozenset({"cuda", "to", "cpu", "half", "float", "bfloat16", "double", "train"})
 
 
 @dataclass(frozen=True)
@@ -133,18 +135,17 @@ class BranchSkipsSubmodule(CodeRule):
     needles = ("DistributedDataParallel", "DDPStrategy", "strategy=")
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        wrappers = [
-            w
-            for w in data_parallel_wrappers(ctx.names, ctx.index.nodes(cst.Call))
-            if w.find_unused_parameters is False
-        ]
-        if not wrappers:
+        wrappers = data_parallel_wrappers(ctx.names, ctx.index.nodes(cst.Call))
+        if not any(w.find_unused_parameters is False for w in wrappers):
             return
-        fix = _fix(ctx, wrappers)
-        line = ctx.range_of(wrappers[0].call)[0]
         for cls in ctx.index.nodes(cst.ClassDef):
             if not ctx.forward_paths.is_module_class(cls):
                 continue
+            wrapping = [w for w in wrappers if _wraps(ctx, w, cls.name.value)]
+            if not wrapping or any(w.find_unused_parameters is not False for w in wrapping):
+                continue
+            fix = _fix(ctx, wrapping)
+            line = ctx.range_of(wrapping[0].call)[0]
             submodules = _parameterised_submodules(ctx, cls)
             for method in _methods(cls):
                 if method.name.value not in DDP_FORWARDS:
@@ -154,12 +155,35 @@ class BranchSkipsSubmodule(CodeRule):
                     verb = "runs" if len(branch.one_path_only) == 1 else "run"
                     message = (
                         f"{names} {verb} on only one path of this branch, whose condition "
-                        f"reads {branch.reason}, and DDP (line {line}) is set up without "
-                        "`find_unused_parameters=True`: an iteration that skips it fails "
-                        "at the next step (Expected to have finished reduction in the "
-                        "prior iteration)"
+                        f"reads {branch.reason}, and DDP (line {line}) wraps "
+                        f"`{cls.name.value}` without `find_unused_parameters=True`: an "
+                        "iteration that skips it fails at the next step (Expected to have "
+                        "finished reduction in the prior iteration)"
                     )
                     yield ctx.finding(self, branch.test, message, fix)
+
+
+def _wraps(ctx: CodeContext, wrapper: DataParallelWrapper, class_name: str) -> bool:
+    """Whether one of the models ``wrapper`` wraps is built from ``class_name``."""
+    return any(_built_class(ctx, model) == class_name for model in wrapper.models)
+
+
+def _built_class(ctx: CodeContext, expr: cst.BaseExpression, hops: int = 0) -> str | None:
+    """``Net`` for ``Net(...)``, ``Net(...).cuda()``, ``Net(...).to(device)``, or a name
+    bound once to one of those."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _MOVES
+    ):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        return dotted_name(expr.func)
+    if isinstance(expr, cst.Name) and hops < 3:
+        bound = single_assignment(ctx.index, expr, expr.value)
+        if bound is not None:
+            return _built_class(ctx, bound, hops + 1)
+    return None
 
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
