@@ -18,6 +18,7 @@ from lint.code.context import CodeContext
 from lint.code.names import dotted_name
 
 _PROGRESS_WRAPPERS = frozenset({"tqdm", "track"})
+_RESIZING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear"})
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,21 @@ def _unwrap_progress(ctx: CodeContext, expr: cst.BaseExpression) -> cst.BaseExpr
     return expr
 
 
+def _resized(ctx: CodeContext, scope: cst.CSTNode, iterable: str) -> bool:
+    """Whether ``scope`` grows, shrinks or rebinds ``iterable`` anywhere."""
+    for node in ctx.index.walk_within(scope):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _RESIZING_METHODS
+            and dotted_name(node.func.value) == iterable
+        ):
+            return True
+        if isinstance(node, cst.AugAssign) and dotted_name(node.target) == iterable:
+            return True
+    return False
+
+
 def _len_argument(expr: cst.BaseExpression) -> str | None:
     """``loader`` for ``len(loader)``."""
     if (
@@ -145,10 +161,13 @@ def _len_argument(expr: cst.BaseExpression) -> str | None:
 
 
 def _length_names(ctx: CodeContext, loop: cst.For, iterable: str | None) -> frozenset[str]:
-    """Names that the loop's scope binds once to ``len(<iterable>)``."""
+    """Names that the loop's scope binds once to ``len(<iterable>)``, when the scope
+    never changes the iterable's length (``args.append(...)`` after ``n = len(args)``)."""
     if iterable is None:
         return frozenset()
     scope = ctx.index.enclosing_function(loop) or ctx.module
+    if _resized(ctx, scope, iterable):
+        return frozenset()
     names = set()
     for node in ctx.index.walk_within(scope):
         if (

@@ -33,10 +33,10 @@ class TimeoutNotInherited(CodeRule):
     These calls do not inherit the default group's timeout (reproduced on torch 2.13):
     a new group uses the backend default (10 minutes for NCCL, 30 otherwise), and
     `monitored_barrier` without `timeout=` waits gloo's default of 30 minutes whatever
-    its group's timeout. A short timeout set for
-    debugging leaves every collective on a subgroup on the long default, so a hang there
-    sits for half an hour; a long timeout set for slow checkpoints does not protect the
-    subgroup, which times out early. This is information, not a crash.
+    its group's timeout. A short timeout set for debugging leaves every collective on a
+    subgroup on the long default, so a hang there sits for half an hour; a long timeout
+    set for slow checkpoints does not protect the subgroup, which times out early. This
+    is information, not a crash.
 
     ## Example
     ```python

@@ -142,14 +142,14 @@ class LastBatchOffByOne(CodeRule):
         if past == 1:
             what = "never true" if test.equal else "always true"
             message = (
-                f"`{text}` is {what}: `enumerate` counts from {loop.start}, so the last batch "
+                f"`{text}` is {what}: `enumerate` counts from {loop.start}, so the last pass "
                 f"is `{loop.counter} == {right}`; the code it guards silently "
-                f"{'never runs' if test.equal else 'runs on every batch'}"
+                f"{'never runs' if test.equal else 'runs on every pass'}"
             )
         else:
             message = (
-                f"`{text}` tests the batch before the last: with `enumerate(..., start="
-                f"{loop.start})` the last batch is `{loop.counter} == {right}`"
+                f"`{text}` tests the pass before the last: with `enumerate(..., start="
+                f"{loop.start})` the last pass is `{loop.counter} == {right}`"
             )
         edits = [_replace_parenthesised(ctx, test.length_side, right)]
         if not loop.is_counter(test.counter_side):
