@@ -39,9 +39,10 @@ class SamplerWithoutSetEpoch(CodeRule):
     ## What it does
     Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default) when the
     same function iterates a `DataLoader` built on it inside an outer (epoch) loop and
-    the module never calls `set_epoch`. Samplers handed to Lightning, accelerate or a
-    `Trainer` are not flagged: those call `set_epoch` themselves, and no hand-written
-    epoch loop iterates the loader here.
+    the module never calls `set_epoch` (any `set_epoch(...)` call in the module counts:
+    samplers are often reached through the loader or a helper). Samplers handed to
+    Lightning, accelerate or a `Trainer` are not flagged: those call `set_epoch`
+    themselves, and no hand-written epoch loop iterates the loader here.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`, and `epoch` changes only
