@@ -11,6 +11,7 @@ import click
 
 from lint import __version__
 from lint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
+from lint.code.torch_floor import find_torch_floor
 from lint.engine import RunResult, default_jobs, lint_paths
 from lint.finding import Applicability
 from lint.fixer import FixRun, fix_run, unified_diff
@@ -72,11 +73,14 @@ def build_settings(
 
 
 def build_options(settings: Settings) -> LintOptions:
+    config_name = settings.config_file.name if settings.config_file else None
+    floor = find_torch_floor(settings.project_root, settings.torch_version, config_name)
     return LintOptions(
         selected=select_rules(settings, all_rules()),
         project_root=str(settings.project_root),
-        torch_version=settings.torch_version,
+        torch_version=floor.version,
         max_file_size=settings.max_file_size,
+        facts=floor.facts(),
     )
 
 

@@ -148,7 +148,7 @@ def _candidate_rules(kind: str, raw: bytes, options: LintOptions) -> list[CodeRu
     return [
         rule
         for rule in _rule_instances(options.selected)
-        if rule.kind == kind and rule.could_match_bytes(raw)
+        if rule.kind == kind and rule.prefilter(raw)
     ]
 
 

@@ -34,6 +34,8 @@ class Rule:
     needles: ClassVar[tuple[str, ...]] = ()
     #: A second pre-filter, when set: the file must also contain one of these.
     also_needles: ClassVar[tuple[str, ...]] = ()
+    #: ... and every one of these (e.g. a rule on ``DataLoader(persistent_workers=...)``).
+    required: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str]
 
     @classmethod
@@ -41,15 +43,12 @@ class Rule:
         return inspect.cleandoc(cls.__doc__ or "")
 
     @classmethod
-    def could_match(cls, text: str) -> bool:
-        return all(
-            not needles or any(needle in text for needle in needles)
-            for needles in (cls.needles, cls.also_needles)
-        )
-
-    @classmethod
-    def could_match_bytes(cls, raw: bytes) -> bool:
-        """``could_match`` on a file's raw bytes (the engine's pre-filter)."""
+    def prefilter(cls, raw: bytes) -> bool:
+        """Whether the engine should parse a file (its bytes) for this rule: it holds one
+        of ``needles``, one of ``also_needles`` and all of ``required``. A rule may narrow
+        this with another cheap text test."""
+        if not all(word.encode() in raw for word in cls.required):
+            return False
         return all(
             not needles or any(needle.encode() in raw for needle in needles)
             for needles in (cls.needles, cls.also_needles)

@@ -272,3 +272,23 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
         "conf/broken.yaml:4:6: error: cannot load YAML: expected ',' or ']', but got ':' "
         "(while parsing a flow sequence)"
     ]
+
+
+def test_example_project_code_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fine-tuning script's hazards, on the torch floor its pyproject declares."""
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run(["check", "--no-cache", "fixtures/example_project"])
+    assert code == 1
+    found = {
+        (line.split(": ")[0], line.split()[1])
+        for line in out.splitlines()
+        if "scripts/pretrain.py" in line
+    }
+    script = "fixtures/example_project/scripts/pretrain.py"
+    assert found == {
+        (f"{script}:25:65", "DDP404"),
+        (f"{script}:39:16", "DDP401"),
+        (f"{script}:43:22", "DDP301"),
+    }
+    assert "admits torch 2.1 (pyproject.toml [project.dependencies]: `torch>=2.1`)" in out
+    assert "clean_" not in out

@@ -1,0 +1,174 @@
+"""DDP301: ``dist.barrier(timeout=...)`` on a torch that lacks the argument."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.argument_edits import remove_argument
+from lint.code.call_args import argument, has_star_arguments
+from lint.code.constants import literal_value
+from lint.code.context import CodeContext
+from lint.code.edits import replace_node
+from lint.code.process_groups import ProcessGroups
+from lint.code.torch_collectives import torch_distributed_call
+from lint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
+from lint.finding import Applicability, Finding, Fix, Severity
+from lint.rule import CodeRule
+
+#: The first torch release whose ``barrier`` takes ``timeout``.
+BARRIER_TIMEOUT_SINCE = (2, 12)
+_SINCE_TEXT = ".".join(map(str, BARRIER_TIMEOUT_SINCE))
+_VERSION_WORDS = ("version", "signature", "parameters")
+_FOURTH_ARGUMENT = re.compile(rb"barrier\([^()]*,[^()]*,[^()]*,")
+
+
+class BarrierTimeoutOnOldTorch(CodeRule):
+    """
+    ## What it does
+    Flags `torch.distributed.barrier(..., timeout=...)` when the project admits a torch
+    older than 2.12, or when its torch version is unknown. The torch floor is read from
+    `pyproject.toml` (`project.dependencies`, optional dependencies, dependency groups,
+    Poetry), `setup.cfg` (`install_requires`, `extras_require`) and `requirements*.txt`;
+    the `torch-version` setting in `[tool.ddplint]` overrides them.
+
+    A call under a version check (`if torch.__version__ >= ...`, an
+    `inspect.signature(...)` test) or inside `try:` with an `except TypeError:` fallback
+    is not flagged.
+
+    ## Why is this bad?
+    `barrier` accepts `timeout` only from torch 2.12. On an older torch every rank
+    crashes at this line with
+    `TypeError: barrier() got an unexpected keyword argument 'timeout'`, typically deep
+    into a run, after the first epoch.
+
+    ## Example
+    ```python
+    # pyproject.toml: dependencies = ["torch>=2.1"]
+    dist.barrier(timeout=timedelta(minutes=5))
+    ```
+
+    ## Use instead
+    ```python
+    dist.init_process_group("nccl", timeout=timedelta(minutes=5))
+    ...
+    dist.barrier()
+    ```
+    On a gloo group, `dist.monitored_barrier(timeout=timedelta(minutes=5))` also reports
+    which ranks did not arrive.
+
+    ## Fix safety
+    The fix is unsafe: it changes how long the barrier waits. On a gloo group it calls
+    `monitored_barrier` with the same timeout; otherwise it drops the argument, and the
+    process group's timeout applies (set it in `init_process_group` or `new_group`).
+
+    ## References
+    - PyTorch docs: `torch.distributed.barrier`, `torch.distributed.monitored_barrier`.
+    - ddplint HAZARDS.md, DDP301.
+    """
+
+    code = "DDP301"
+    name = "barrier-timeout-old-torch"
+    summary = "dist.barrier(timeout=...) on a torch older than 2.12"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    needles = ("barrier",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """``timeout`` spelled out, or a barrier with four positional arguments."""
+        return super().prefilter(raw) and (
+            b"timeout" in raw or _FOURTH_ARGUMENT.search(raw) is not None
+        )
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        version = ctx.options.torch_version
+        if version is not None and at_least(version, BARRIER_TIMEOUT_SINCE):
+            return
+        groups = ProcessGroups(ctx.index, ctx.names)
+        for call in ctx.index.nodes(cst.Call):
+            if torch_distributed_call(ctx.names, call) != "barrier":
+                continue
+            timeout = argument(call, "timeout", 3)
+            if timeout is None or literal_value(timeout.value) is None:
+                continue
+            if _guarded(ctx, call):
+                continue
+            yield ctx.finding(self, timeout, _message(ctx), _fix(ctx, groups, call, timeout))
+
+
+def _message(ctx: CodeContext) -> str:
+    source = ctx.options.fact(TORCH_VERSION_SOURCE)
+    crash = "TypeError: barrier() got an unexpected keyword argument 'timeout'"
+    version = ctx.options.torch_version
+    if version is not None:
+        return (
+            f"`barrier(timeout=...)` needs torch >= {_SINCE_TEXT}, but this project admits "
+            f"torch {version} ({source}); there it crashes every rank with {crash}"
+        )
+    why = f" ({source})" if source else ""
+    return (
+        f"`barrier(timeout=...)` needs torch >= {_SINCE_TEXT} and this project's torch "
+        f"version is unknown{why}; it may be older, where this crashes with {crash} "
+        "(set `torch-version` in [tool.ddplint] to say which torch you use)"
+    )
+
+
+def _guarded(ctx: CodeContext, call: cst.Call) -> bool:
+    """Inside a version check, or a ``try`` that falls back on ``TypeError``."""
+    for ancestor in ctx.index.ancestors(call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and _mentions_version(ctx, ancestor.test):
+            return True
+        if (
+            isinstance(ancestor, cst.Try)
+            and ctx.index.is_inside(call, ancestor.body)
+            and any(_catches_type_error(h) for h in ancestor.handlers)
+        ):
+            return True
+    return False
+
+
+def _mentions_version(ctx: CodeContext, test: cst.BaseExpression) -> bool:
+    for node in (test, *ctx.index.walk_within(test)):
+        word = ""
+        if isinstance(node, cst.Name):
+            word = node.value
+        elif isinstance(node, cst.Attribute):
+            word = node.attr.value
+        if any(w in word.lower() for w in _VERSION_WORDS):
+            return True
+    return False
+
+
+def _catches_type_error(handler: cst.ExceptHandler) -> bool:
+    caught = handler.type
+    if caught is None:
+        return False
+    candidates = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(isinstance(c, cst.Name) and c.value == "TypeError" for c in candidates)
+
+
+def _fix(ctx: CodeContext, groups: ProcessGroups, call: cst.Call, timeout: cst.Arg) -> Fix:
+    group = argument(call, "group", 0)
+    others = [a for a in call.args if a is not timeout and a is not group]
+    gloo = groups.group_backend(call, group) == "gloo"
+    if (
+        gloo
+        and timeout.keyword is not None
+        and not others
+        and not has_star_arguments(call)
+        and isinstance(call.func, cst.Attribute)
+    ):
+        edit = replace_node(ctx, call.func.attr, "monitored_barrier")
+        return Fix(
+            Applicability.UNSAFE, (edit,), "Use `monitored_barrier` (gloo) with this timeout"
+        )
+    return Fix(
+        Applicability.UNSAFE,
+        (remove_argument(ctx, call, timeout),),
+        "Drop `timeout=`; set the timeout on the process group instead",
+    )

@@ -1,0 +1,114 @@
+"""DDP304: a group or monitored barrier that does not get ``init_process_group``'s timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.call_args import argument, has_star_arguments
+from lint.code.constants import literal_value
+from lint.code.context import CodeContext
+from lint.code.process_groups import InitCall, ProcessGroups
+from lint.code.timeouts import timeout_argument
+from lint.finding import Finding, Severity
+from lint.rule import CodeRule
+
+_SHOWN = 4
+_NOT_INHERITING = frozenset(
+    {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "monitored_barrier"}
+)
+
+
+class TimeoutNotInherited(CodeRule):
+    """
+    ## What it does
+    Flags the `timeout=` of `init_process_group` when the same module (the same
+    function, if it has its own `init_process_group`) calls `new_group(...)`,
+    `new_subgroups(...)`, `new_subgroups_by_enumeration(...)` or `monitored_barrier(...)`
+    without a `timeout` of their own. One finding per `init_process_group`, listing the
+    calls.
+
+    ## Why is this bad?
+    These calls do not inherit the default group's timeout (reproduced on torch 2.13):
+    a new group uses the backend default (10 minutes for NCCL, 30 otherwise), and
+    `monitored_barrier` without `timeout=` waits gloo's default of 30 minutes whatever
+    its group's timeout. A short timeout set for debugging leaves every collective on a
+    subgroup on the long default, so a hang there sits for half an hour; a long timeout
+    set for slow checkpoints does not protect the subgroup, which times out early. This
+    is information, not a crash.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl", timeout=timedelta(minutes=2))
+    tp_group = dist.new_group(ranks=[0, 1])
+    ```
+
+    ## Use instead
+    ```python
+    timeout = timedelta(minutes=2)
+    dist.init_process_group("nccl", timeout=timeout)
+    tp_group = dist.new_group(ranks=[0, 1], timeout=timeout)
+    ```
+
+    ## Fix safety
+    No automatic fix: which timeout the group should have is the author's choice.
+
+    ## References
+    - PyTorch docs: `torch.distributed.new_group` (`timeout`), `monitored_barrier`.
+    - ddplint HAZARDS.md, DDP304.
+    """
+
+    code = "DDP304"
+    name = "timeout-not-inherited"
+    summary = "new_group / monitored_barrier do not inherit init_process_group's timeout"
+    severity = Severity.INFO
+    needles = ("new_group", "new_subgroups", "monitored_barrier")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        groups = ProcessGroups(ctx.index, ctx.names)
+        if not groups.init_calls:
+            return
+        missed: dict[int, list[str]] = {}
+        for call in ctx.index.nodes(cst.Call):
+            found = timeout_argument(ctx.names, call)
+            if found is None or found[0].api not in _NOT_INHERITING:
+                continue
+            parameter, timeout = found
+            if timeout is not None or has_star_arguments(call):
+                continue
+            init = _governing_init(ctx, groups, call)
+            if init is None:
+                continue
+            if (
+                parameter.api == "monitored_barrier"
+                and groups.group_backend(call, argument(call, "group", 0)) == "nccl"
+            ):
+                continue  # DDP302: it raises before any timeout matters
+            where = f"`{parameter.api}` at line {ctx.range_of(call)[0]}"
+            missed.setdefault(id(init), []).append(where)
+        for init in groups.init_calls:
+            calls = missed.get(id(init))
+            if not calls or init.timeout is None:
+                continue
+            shown = ", ".join(calls[:_SHOWN])
+            more = f" and {len(calls) - _SHOWN} more" if len(calls) > _SHOWN else ""
+            message = (
+                f"`timeout={ctx.node_text(init.timeout.value)}` applies to the default group "
+                f"only: {shown}{more} pass no `timeout=` and wait the backend default instead "
+                "(new groups: 10 min for NCCL, 30 min otherwise; `monitored_barrier`: 30 min); "
+                "pass the timeout there too"
+            )
+            yield ctx.finding(self, init.timeout, message)
+
+
+def _governing_init(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> InitCall | None:
+    """The ``init_process_group`` call whose timeout the author likely meant for ``call``:
+    the one in the same function, else the module's; None when that is ambiguous or
+    sets no timeout."""
+    function = ctx.index.enclosing_function(call)
+    local = [i for i in groups.init_calls if ctx.index.enclosing_function(i.call) is function]
+    candidates = local or groups.init_calls
+    if any(i.timeout is None or literal_value(i.timeout.value) is None for i in candidates):
+        return None
+    return candidates[0]

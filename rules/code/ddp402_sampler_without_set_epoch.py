@@ -1,0 +1,171 @@
+"""DDP402: a shuffling ``DistributedSampler`` in a hand-written epoch loop without
+``set_epoch``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from lint.code.call_args import argument
+from lint.code.constants import constant_value
+from lint.code.context import CodeContext
+from lint.code.data_loaders import (
+    DATALOADER_POSITIONS,
+    bound_name,
+    is_data_loader,
+    is_distributed_sampler,
+)
+from lint.code.loop_facts import iterated_name
+from lint.code.statement_edits import insert_statement_before
+from lint.finding import Applicability, Finding, Fix, Severity
+from lint.rule import CodeRule
+
+#: Position of ``shuffle`` among DistributedSampler's positional parameters.
+SHUFFLE_POSITION = 3
+
+
+@dataclass(frozen=True)
+class _EpochLoop:
+    """The loop over the data loader and the epoch loop around it."""
+
+    data_loop: cst.For
+    epoch_loop: cst.For | cst.While
+
+
+class SamplerWithoutSetEpoch(CodeRule):
+    """
+    ## What it does
+    Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default) when the
+    same function iterates a `DataLoader` built on it inside an outer (epoch) loop and
+    the module never calls `set_epoch` (any `set_epoch(...)` call in the module counts:
+    samplers are often reached through the loader or a helper). Samplers handed to
+    Lightning, accelerate or a `Trainer` are not flagged: those call `set_epoch`
+    themselves, and no hand-written epoch loop iterates the loader here.
+
+    ## Why is this bad?
+    `DistributedSampler` seeds its shuffle with `seed + epoch`, and `epoch` changes only
+    through `set_epoch`. Without it every epoch visits the data in the same order
+    (reproduced): training silently loses the benefit of shuffling, and results differ
+    from a single-process run with `shuffle=True`.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=32)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    When the epoch loop is `for <name> in ...` and the sampler (or the loader) is bound
+    before it, the fix inserts `sampler.set_epoch(<name>)` (or
+    `loader.sampler.set_epoch(<name>)`) as the first statement of the epoch loop. It is
+    safe: it restores the documented use.
+
+    ## References
+    - PyTorch docs: `torch.utils.data.distributed.DistributedSampler` ("calling the
+      `set_epoch()` method at the beginning of each epoch ... is necessary").
+    - ddplint HAZARDS.md, DDP402.
+    """
+
+    code = "DDP402"
+    name = "sampler-without-set-epoch"
+    summary = "shuffling DistributedSampler in an epoch loop without set_epoch"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+    needles = ("DistributedSampler",)
+    required = ("DataLoader",)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        if _calls_set_epoch(ctx):
+            return
+        for call in ctx.index.nodes(cst.Call):
+            if not is_distributed_sampler(ctx.names, call) or not _shuffles(ctx, call):
+                continue
+            found = _loader_of(ctx, call)
+            if found is None:
+                continue
+            loader_call, loader, sampler = found
+            loops = _epoch_loop(ctx, loader_call, loader)
+            if loops is None:
+                continue
+            line = ctx.range_of(loops.data_loop)[0]
+            message = (
+                "`DistributedSampler` shuffles with the same seed every epoch unless "
+                f"`set_epoch(epoch)` is called: the epoch loop iterating `{loader}` "
+                f"(line {line}) silently sees the same order every epoch"
+            )
+            receiver = sampler or f"{loader}.sampler"
+            anchor = call if sampler else loader_call
+            yield ctx.finding(self, call, message, _fix(ctx, loops, receiver, anchor))
+
+
+def _calls_set_epoch(ctx: CodeContext) -> bool:
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == "set_epoch"
+        for c in ctx.index.nodes(cst.Call)
+    )
+
+
+def _shuffles(ctx: CodeContext, call: cst.Call) -> bool:
+    shuffle = argument(call, "shuffle", SHUFFLE_POSITION)
+    return shuffle is None or constant_value(ctx.index, shuffle.value) is True
+
+
+def _loader_of(ctx: CodeContext, sampler_call: cst.Call) -> tuple[cst.Call, str, str | None] | None:
+    """(DataLoader call, its bound name, the sampler's name or None when inline)."""
+    sampler = bound_name(ctx.index, sampler_call)
+    scope = ctx.index.enclosing_function(sampler_call) or ctx.module
+    for node in ctx.index.walk_within(scope):
+        if not isinstance(node, cst.Call) or not is_data_loader(ctx.names, node):
+            continue
+        arg = argument(node, "sampler", DATALOADER_POSITIONS["sampler"])
+        if arg is None:
+            continue
+        if arg.value is sampler_call or (
+            sampler is not None and isinstance(arg.value, cst.Name) and arg.value.value == sampler
+        ):
+            loader = bound_name(ctx.index, node)
+            if loader is not None:
+                return node, loader, sampler
+    return None
+
+
+def _epoch_loop(ctx: CodeContext, loader_call: cst.Call, loader: str) -> _EpochLoop | None:
+    """A loop over ``loader`` nested in another loop of the same function."""
+    scope = ctx.index.enclosing_function(loader_call) or ctx.module
+    for node in ctx.index.walk_within(scope):
+        if not isinstance(node, cst.For) or iterated_name(ctx, node) != loader:
+            continue
+        for ancestor in ctx.index.ancestors(node):
+            if ancestor is scope:
+                break
+            if isinstance(ancestor, (cst.For, cst.While)):
+                return _EpochLoop(node, ancestor)
+    return None
+
+
+def _fix(ctx: CodeContext, loops: _EpochLoop, receiver: str, anchor: cst.CSTNode) -> Fix | None:
+    epoch_loop = loops.epoch_loop
+    if not (
+        isinstance(epoch_loop, cst.For)
+        and isinstance(epoch_loop.target, cst.Name)
+        and not epoch_loop.target.value.startswith("_")
+        and isinstance(epoch_loop.body, cst.IndentedBlock)
+        and ctx.index.order[anchor] < ctx.index.order[epoch_loop]
+    ):
+        return None
+    call = f"{receiver}.set_epoch({epoch_loop.target.value})"
+    edit = insert_statement_before(ctx, epoch_loop.body.body[0], call)
+    return Fix(Applicability.SAFE, (edit,), f"Call `{call}` at the start of each epoch")

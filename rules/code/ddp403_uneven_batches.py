@@ -1,0 +1,162 @@
+"""DDP403: batch counts that can differ across ranks (iterable datasets)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.batch_conditions import last_batch_test
+from lint.code.context import CodeContext
+from lint.code.iterable_datasets import IterableDatasets, IterableLoader
+from lint.code.loop_facts import EnumerateLoop, enumerate_loops
+from lint.code.names import dotted_name
+from lint.code.torch_collectives import is_torch_collective
+from lint.finding import Finding, Severity
+from lint.rule import CodeRule
+
+_ITERABLE_CLASS = re.compile(rb"\bclass\s+\w+\s*\([^)]*(?:IterableDataset|IterDataPipe)")
+#: Imports that say the module runs on several ranks.
+DISTRIBUTED_MODULES = ("torch.distributed", "torch.nn.parallel", "lightning", "pytorch_lightning")
+
+
+class UnevenBatchesAcrossRanks(CodeRule):
+    """
+    ## What it does
+    Looks at `IterableDataset` subclasses defined in the module and the `DataLoader`s
+    built on them in the same module, and flags:
+
+    - in a module that uses `torch.distributed`, DDP or Lightning, a `DataLoader` over an
+      `IterableDataset` whose class never mentions a rank, world size, shard, replica or
+      node (no rank split of the stream);
+    - `len(loader)` on such a loader when the dataset class has no `__len__`;
+    - a `torch.distributed` collective under a last-batch test
+      (`if i == len(loader) - 1:`) of a loop over such a loader.
+
+    A `DistributedSampler` needs no check: it always gives every rank the same number of
+    batches (it pads or drops).
+
+    ## Why is this bad?
+    An iterable dataset is not split by `DistributedSampler`; each rank iterates what
+    `__iter__` yields. Without a rank split every rank reads the whole stream
+    (each sample is trained on world-size times), and when the per-rank streams differ in
+    length, one rank leaves the loop while the others wait in the next backward's
+    all-reduce: without `DDP.join()` the job hangs at the end of the epoch
+    (reproduced). A collective on a per-rank "last batch" is reached at different steps
+    on different ranks. `len()` of a loader over an iterable dataset without `__len__`
+    raises `TypeError`.
+
+    ## Example
+    ```python
+    class Shards(IterableDataset):
+        def __iter__(self):
+            for path in self.paths:
+                yield from read(path)
+
+    loader = DataLoader(Shards(paths), batch_size=8)
+    ```
+
+    ## Use instead
+    ```python
+    class Shards(IterableDataset):
+        def __iter__(self):
+            rank, world = dist.get_rank(), dist.get_world_size()
+            for path in self.paths[rank::world]:
+                yield from read(path)
+    ```
+    and make every rank run the same number of steps (equal shards, or `DDP.join()`).
+
+    ## Fix safety
+    No automatic fix: how to shard a stream depends on the data.
+
+    ## References
+    - PyTorch docs: `torch.utils.data.IterableDataset` (sharding by worker and rank),
+      `DistributedDataParallel.join`.
+    - ddplint HAZARDS.md, DDP403.
+    """
+
+    code = "DDP403"
+    name = "uneven-batches-across-ranks"
+    summary = "IterableDataset feeding several ranks without a rank split"
+    severity = Severity.WARNING
+    needles = ("IterableDataset", "IterDataPipe")
+    required = ("DataLoader",)
+
+    @classmethod
+    def prefilter(cls, raw: bytes) -> bool:
+        """The module defines a class on an iterable-dataset base."""
+        return super().prefilter(raw) and _ITERABLE_CLASS.search(raw) is not None
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        datasets = IterableDatasets(ctx.index, ctx.names)
+        if not datasets.classes or not datasets.loaders:
+            return
+        distributed = any(ctx.names.imports_module(m) for m in DISTRIBUTED_MODULES)
+        for loader in datasets.loaders:
+            if distributed and not datasets.splits_by_rank(loader.dataset_class):
+                yield ctx.finding(self, loader.call, _no_split_message(loader))
+        yield from self._len_without_len(ctx, datasets)
+        yield from self._gated_collectives(ctx, datasets)
+
+    def _len_without_len(self, ctx: CodeContext, datasets: IterableDatasets) -> Iterator[Finding]:
+        names = {
+            loader.name: loader
+            for loader in datasets.loaders
+            if loader.name and not datasets.defines_len(loader.dataset_class)
+        }
+        if not names:
+            return
+        for call in ctx.index.nodes(cst.Call):
+            if not (isinstance(call.func, cst.Name) and call.func.value == "len"):
+                continue
+            if len(call.args) != 1 or call.args[0].keyword is not None:
+                continue
+            loader = names.get(dotted_name(call.args[0].value) or "")
+            if loader is None:
+                continue
+            cls = loader.dataset_class.name.value
+            message = (
+                f"`len()` of a DataLoader over the IterableDataset `{cls}`, which has no "
+                "`__len__`: this raises TypeError; an iterable stream has no length known "
+                "before it is read, and its per-rank length may differ"
+            )
+            yield ctx.finding(self, call, message)
+
+    def _gated_collectives(self, ctx: CodeContext, datasets: IterableDatasets) -> Iterator[Finding]:
+        loaders = {loader.name: loader for loader in datasets.loaders if loader.name}
+        for loop in enumerate_loops(ctx):
+            loader = loaders.get(loop.iterable_name or "")
+            if loader is None:
+                continue
+            for branch in ctx.index.walk_within(loop.loop.body):
+                if isinstance(branch, cst.If) and _is_last_batch(loop, branch.test):
+                    for node in ctx.index.walk_within(branch.body):
+                        if isinstance(node, cst.Call) and is_torch_collective(ctx.names, node):
+                            yield ctx.finding(self, node, _gated_message(ctx, loader, node))
+
+
+def _is_last_batch(loop: EnumerateLoop, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _is_last_batch(loop, test.left) or _is_last_batch(loop, test.right)
+    return last_batch_test(loop, test) is not None
+
+
+def _no_split_message(loader: IterableLoader) -> str:
+    cls = loader.dataset_class.name.value
+    return (
+        f"DataLoader over the IterableDataset `{cls}`, which never splits its stream by "
+        "rank: every rank reads all of it (each sample trained world-size times), and if "
+        "the ranks' streams differ in length they stop at different steps and hang at the "
+        "end of the epoch"
+    )
+
+
+def _gated_message(ctx: CodeContext, loader: IterableLoader, call: cst.Call) -> str:
+    name = " ".join(ctx.node_text(call.func).split())
+    cls = loader.dataset_class.name.value
+    return (
+        f"`{name}()` runs on each rank's own last batch of an IterableDataset (`{cls}`) "
+        "loader: when the ranks' batch counts differ, they reach it at different steps "
+        "and the collectives pair wrongly or hang"
+    )

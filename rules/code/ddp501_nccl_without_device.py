@@ -1,0 +1,169 @@
+"""DDP501: an NCCL process group in a script that never picks a GPU per rank."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from lint.code.call_args import argument, keyword_argument
+from lint.code.context import CodeContext
+from lint.code.ddp_wrappers import is_ddp_wrapper
+from lint.code.names import dotted_name
+from lint.code.process_groups import InitCall, ProcessGroups
+from lint.code.statement_edits import insert_statement_before
+from lint.code.torch_collectives import is_torch_collective
+from lint.finding import Applicability, Finding, Fix, Severity
+from lint.rule import CodeRule
+
+#: Calls that choose this process's GPU (or make only one visible).
+DEVICE_CHOICES = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.cuda.device",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.set_device_idx",
+        "torch.set_default_device",
+    }
+)
+#: Frameworks that pick the device for each rank themselves.
+FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "deepspeed")
+_ENV_READERS = frozenset({"os.environ", "os.environ.get", "os.getenv"})
+
+
+class NcclWithoutDevice(CodeRule):
+    """
+    ## What it does
+    Flags `init_process_group("nccl")` (or `backend="nccl"` / `Backend.NCCL`) in a
+    module that then wraps a model in `DistributedDataParallel` or calls a collective,
+    when the module never chooses a GPU for the rank: no `torch.cuda.set_device(...)`,
+    `torch.cuda.device(...)`, `init_process_group(device_id=...)`,
+    `DistributedDataParallel(..., device_ids=[...])` and no `CUDA_VISIBLE_DEVICES`
+    assignment. Modules that use Lightning, Fabric, accelerate or DeepSpeed are not
+    flagged: those set the device themselves.
+
+    ## Why is this bad?
+    Every rank starts on `cuda:0`. NCCL then fails with a duplicate-GPU error
+    (`Duplicate GPU detected: rank 1 and rank 0 both on CUDA device ...`), or a barrier
+    runs on the wrong GPU and hangs, and all ranks allocate memory on GPU 0.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(model.cuda())
+    ```
+
+    ## Use instead
+    ```python
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    model = DDP(model.cuda(), device_ids=[local_rank])
+    ```
+
+    ## Fix safety
+    When the same function reads `LOCAL_RANK` into a name before the
+    `init_process_group` call, the fix inserts `torch.cuda.set_device(<name>)` just
+    before it. It is safe: it is the documented set-up and changes nothing else.
+    Otherwise there is no fix: which GPU a rank owns is the launcher's convention.
+
+    ## References
+    - PyTorch docs: "Getting Started with Distributed Data Parallel";
+      `torch.distributed.init_process_group` (`device_id`).
+    - pytorch/pytorch#15051, #124714.
+    - ddplint HAZARDS.md, DDP501.
+    """
+
+    code = "DDP501"
+    name = "nccl-without-device"
+    summary = "NCCL process group with no GPU chosen per rank"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    needles = ("nccl", "NCCL")
+    required = ("init_process_group",)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        if any(ctx.names.imports_module(framework) for framework in FRAMEWORKS):
+            return
+        groups = ProcessGroups(ctx.index, ctx.names)
+        nccl = [init for init in groups.init_calls if init.backend and "nccl" in init.backend]
+        if not nccl or _chooses_device(ctx, groups) or not _uses_ranks(ctx):
+            return
+        for init in nccl:
+            message = (
+                "NCCL process group, but no GPU is chosen for this rank (no "
+                "`torch.cuda.set_device(local_rank)`, `device_id=` or `device_ids=[...]`): "
+                "every rank runs on cuda:0 — a duplicate-GPU error, or a barrier on the "
+                "wrong GPU that hangs"
+            )
+            yield ctx.finding(self, init.call, message, _fix(ctx, init))
+
+
+def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:
+    if any(keyword_argument(init.call, "device_id") for init in groups.init_calls):
+        return True
+    for call in ctx.index.nodes(cst.Call):
+        name = ctx.names.qualified_name(call.func)
+        if name in DEVICE_CHOICES:
+            return True
+        if is_ddp_wrapper(ctx.names, call) and argument(call, "device_ids", 1) is not None:
+            return True
+    # A script that sets (or reads) CUDA_VISIBLE_DEVICES manages GPUs per rank itself.
+    return any(
+        s.evaluated_value == "CUDA_VISIBLE_DEVICES" for s in ctx.index.nodes(cst.SimpleString)
+    )
+
+
+def _uses_ranks(ctx: CodeContext) -> bool:
+    """The module wraps a model in DDP or calls a collective."""
+    return any(
+        is_ddp_wrapper(ctx.names, call) or is_torch_collective(ctx.names, call)
+        for call in ctx.index.nodes(cst.Call)
+    )
+
+
+def _fix(ctx: CodeContext, init: InitCall) -> Fix | None:
+    statement = ctx.index.parent.get(init.call)
+    holder = ctx.index.parent.get(statement) if isinstance(statement, cst.Expr) else None
+    torch_name = next(
+        (local for local, full in ctx.names.bindings.items() if full == "torch"), None
+    )
+    if not isinstance(holder, cst.SimpleStatementLine) or torch_name is None:
+        return None
+    local_rank = _local_rank_name(ctx, init.call)
+    if local_rank is None:
+        return None
+    call = f"{torch_name}.cuda.set_device({local_rank})"
+    edit = insert_statement_before(ctx, holder, call)
+    return Fix(Applicability.SAFE, (edit,), f"Call `{call}` before `init_process_group`")
+
+
+def _local_rank_name(ctx: CodeContext, init: cst.Call) -> str | None:
+    """A name assigned from ``os.environ["LOCAL_RANK"]`` (or ``.get``/``getenv``) in the
+    scope of ``init``, before it."""
+    scope = ctx.index.enclosing_function(init) or ctx.module
+    position = ctx.index.order[init]
+    for node in ctx.index.walk_within(scope):
+        if ctx.index.order[node] >= position:
+            return None
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and _reads_local_rank(ctx, node.value)
+        ):
+            return node.targets[0].target.value
+    return None
+
+
+def _reads_local_rank(ctx: CodeContext, value: cst.BaseExpression) -> bool:
+    reads_env = False
+    names_local_rank = False
+    for node in (value, *ctx.index.walk_within(value)):
+        if isinstance(node, cst.SimpleString) and node.evaluated_value == "LOCAL_RANK":
+            names_local_rank = True
+        elif isinstance(node, (cst.Attribute, cst.Name)):
+            qualified = ctx.names.qualified_name(node) or dotted_name(node)
+            reads_env = reads_env or qualified in _ENV_READERS
+    return reads_env and names_local_rank

@@ -1,0 +1,307 @@
+"""DDP502: a forward branch that skips a submodule while DDP expects every parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from lint.code.argument_edits import add_keyword_argument
+from lint.code.constants import literal_value, single_assignment
+from lint.code.context import CodeContext
+from lint.code.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
+from lint.code.edits import replace_node
+from lint.code.names import dotted_name
+from lint.finding import Applicability, Edit, Finding, Fix, Severity
+from lint.rule import CodeRule
+
+#: Methods DDP runs as the forward (Lightning wraps ``training_step``).
+DDP_FORWARDS = frozenset({"forward", "training_step"})
+#: Layers without parameters: skipping them leaves nothing unused.
+PARAMETER_FREE = frozenset(
+    {
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "Identity",
+        "ReLU",
+        "ReLU6",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Tanh",
+        "Sigmoid",
+        "Softmax",
+        "LogSoftmax",
+        "LeakyReLU",
+        "ELU",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "CrossEntropyLoss",
+        "MSELoss",
+        "L1Loss",
+        "BCELoss",
+        "BCEWithLogitsLoss",
+        "NLLLoss",
+        "CTCLoss",
+    }
+)
+_RANDOM_PREFIXES = ("random.", "numpy.random.", "torch.rand", "torch.bernoulli")
+_RANK_WORDS = frozenset({"rank", "global_rank", "local_rank", "get_rank", "is_global_zero"})
+#: Methods that return the same module on another device or dtype.
+_MOVES = frozenset({"cuda", "to", "cpu", "half", "float", "bfloat16", "double", "train"})
+
+
+@dataclass(frozen=True)
+class _Branch:
+    """One conditional in a DDP forward and the submodules only one of its paths uses."""
+
+    test: cst.BaseExpression
+    one_path_only: tuple[str, ...]
+    reason: str
+
+
+class BranchSkipsSubmodule(CodeRule):
+    """
+    ## What it does
+    Flags an `if` in `forward` (or a LightningModule's `training_step`) of a module
+    class whose condition reads the inputs, a rank or a random draw, when one path calls
+    a submodule with parameters (`self.head(x)`) that the other path does not, and the
+    same file wraps models with DDP without `find_unused_parameters=True`:
+    `DistributedDataParallel(...)`, `DDPStrategy(...)` or `Trainer(strategy="ddp")`.
+
+    Branches on the module's own settings (`if self.use_head:`) are not flagged: they
+    take the same path every step. Parameter-free layers (dropout, activations,
+    pooling, losses) do not count.
+
+    ## Why is this bad?
+    DDP reduces gradients of every parameter it expects to see. In an iteration where
+    the branch skips a submodule, its parameters get no gradient, the reduction never
+    finishes, and the next iteration fails with `RuntimeError: Expected to have finished
+    reduction in the prior iteration` (reproduced) — one iteration late, so the stack
+    trace points at the wrong step. When the condition differs across ranks, they can
+    also hang.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def forward(self, x, use_aux: bool):
+            y = self.body(x)
+            if use_aux:
+                y = y + self.aux_head(x)
+            return y
+
+    model = DDP(Net().cuda(), device_ids=[local_rank])
+    ```
+
+    ## Use instead
+    ```python
+    model = DDP(Net().cuda(), device_ids=[local_rank], find_unused_parameters=True)
+    ```
+    or make every path use every submodule (`y + 0 * self.aux_head(x)`).
+
+    ## Fix safety
+    The fix adds `find_unused_parameters=True` to the wrapper (for
+    `Trainer(strategy="ddp")`: `strategy="ddp_find_unused_parameters_true"`). It is
+    unsafe and opt-in: it costs an extra graph traversal every step, and the finding
+    is a medium-confidence reading of the branch.
+
+    ## References
+    - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
+    - Lightning docs: "ddp_find_unused_parameters_true".
+    - ddplint HAZARDS.md, DDP502.
+    """
+
+    code = "DDP502"
+    name = "branch-skips-submodule"
+    summary = "forward branch leaves parameters unused without find_unused_parameters"
+    severity = Severity.WARNING
+    default_enabled = False
+    fix_applicability = Applicability.UNSAFE
+    needles = ("DistributedDataParallel", "DDPStrategy", "strategy=")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        wrappers = data_parallel_wrappers(ctx.names, ctx.index.nodes(cst.Call))
+        if not any(w.find_unused_parameters is False for w in wrappers):
+            return
+        for cls in ctx.index.nodes(cst.ClassDef):
+            if not ctx.forward_paths.is_module_class(cls):
+                continue
+            wrapping = [w for w in wrappers if _wraps(ctx, w, cls.name.value)]
+            if not wrapping or any(w.find_unused_parameters is not False for w in wrapping):
+                continue
+            fix = _fix(ctx, wrapping)
+            line = ctx.range_of(wrapping[0].call)[0]
+            submodules = _parameterised_submodules(ctx, cls)
+            for method in _methods(cls):
+                if method.name.value not in DDP_FORWARDS:
+                    continue
+                for branch in _branches(ctx, method, submodules):
+                    names = ", ".join(f"`self.{n}`" for n in branch.one_path_only)
+                    verb = "runs" if len(branch.one_path_only) == 1 else "run"
+                    message = (
+                        f"{names} {verb} on only one path of this branch, whose condition "
+                        f"reads {branch.reason}, and DDP (line {line}) wraps "
+                        f"`{cls.name.value}` without `find_unused_parameters=True`: an "
+                        "iteration that skips it fails at the next step (Expected to have "
+                        "finished reduction in the prior iteration)"
+                    )
+                    yield ctx.finding(self, branch.test, message, fix)
+
+
+def _wraps(ctx: CodeContext, wrapper: DataParallelWrapper, class_name: str) -> bool:
+    """Whether one of the models ``wrapper`` wraps is built from ``class_name``."""
+    return any(_built_class(ctx, model) == class_name for model in wrapper.models)
+
+
+def _built_class(ctx: CodeContext, expr: cst.BaseExpression, hops: int = 0) -> str | None:
+    """``Net`` for ``Net(...)``, ``Net(...).cuda()``, ``Net(...).to(device)``, or a name
+    bound once to one of those."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _MOVES
+    ):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        return dotted_name(expr.func)
+    if isinstance(expr, cst.Name) and hops < 3:
+        bound = single_assignment(ctx.index, expr, expr.value)
+        if bound is not None:
+            return _built_class(ctx, bound, hops + 1)
+    return None
+
+
+def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return []
+    return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+
+
+def _parameterised_submodules(ctx: CodeContext, cls: cst.ClassDef) -> frozenset[str]:
+    """``x`` for every ``self.x = SomeLayer(...)`` in the class whose layer may hold
+    parameters."""
+    found = set()
+    for node in ctx.index.walk_within(cls, into_functions=True):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+            continue
+        layer = (dotted_name(node.value.func) or "").rsplit(".", 1)[-1]
+        if not layer[:1].isupper() or layer in PARAMETER_FREE:
+            continue
+        for target in node.targets:
+            dotted = dotted_name(target.target) or ""
+            if dotted.startswith("self.") and dotted.count(".") == 1:
+                found.add(dotted[5:])
+    return frozenset(found)
+
+
+def _called_submodules(ctx: CodeContext, roots: list[cst.CSTNode]) -> set[str]:
+    called = set()
+    for root in roots:
+        for node in (root, *ctx.index.walk_within(root)):
+            if isinstance(node, cst.Call):
+                dotted = dotted_name(node.func) or ""
+                if dotted.startswith("self.") and dotted.count(".") == 1:
+                    called.add(dotted[5:])
+    return called
+
+
+def _branches(
+    ctx: CodeContext, method: cst.FunctionDef, submodules: frozenset[str]
+) -> Iterator[_Branch]:
+    parameters = {p.name.value for p in method.params.params[1:]} | {
+        p.name.value for p in method.params.kwonly_params
+    }
+    for node in ctx.index.walk_within(method):
+        if not isinstance(node, cst.If):
+            continue
+        reason = _dynamic_reason(ctx, node.test, parameters)
+        if reason is None:
+            continue
+        taken = _called_submodules(ctx, [node.body])
+        other_roots: list[cst.CSTNode] = (
+            [node.orelse] if node.orelse else _rest_after_return(ctx, node)
+        )
+        other = _called_submodules(ctx, other_roots)
+        elsewhere = _called_outside(ctx, method, node, other_roots)
+        one_path = ((taken ^ other) & submodules) - elsewhere
+        if one_path:
+            yield _Branch(node.test, tuple(sorted(one_path)), reason)
+
+
+def _rest_after_return(ctx: CodeContext, branch: cst.If) -> list[cst.CSTNode]:
+    """When the ``if`` body ends in ``return``, the statements after it are the other path."""
+    body = branch.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return []
+    last = body.body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
+        return []
+    block = ctx.index.parent.get(branch)
+    if not isinstance(block, cst.IndentedBlock):
+        return []
+    statements = list(block.body)
+    position = next(i for i, s in enumerate(statements) if s is branch)
+    return list(statements[position + 1 :])
+
+
+def _called_outside(
+    ctx: CodeContext, method: cst.FunctionDef, branch: cst.If, other_roots: list[cst.CSTNode]
+) -> set[str]:
+    """Submodules the method calls outside ``branch`` and its other path."""
+    excluded = [branch, *other_roots]
+    called = set()
+    for node in ctx.index.walk_within(method):
+        if not isinstance(node, cst.Call) or any(ctx.index.is_inside(node, r) for r in excluded):
+            continue
+        dotted = dotted_name(node.func) or ""
+        if dotted.startswith("self.") and dotted.count(".") == 1:
+            called.add(dotted[5:])
+    return called
+
+
+def _dynamic_reason(ctx: CodeContext, test: cst.BaseExpression, parameters: set[str]) -> str | None:
+    """What makes the condition change between steps or ranks, in words; None when it
+    reads only the module's own settings."""
+    for node in (test, *ctx.index.walk_within(test)):
+        if isinstance(node, cst.Name) and node.value in parameters:
+            return f"the input `{node.value}`"
+        if isinstance(node, cst.Call):
+            qualified = ctx.names.qualified_name(node.func) or ""
+            if qualified.startswith(_RANDOM_PREFIXES):
+                return "a random draw"
+        word = ""
+        if isinstance(node, cst.Name):
+            word = node.value
+        elif isinstance(node, cst.Attribute):
+            word = node.attr.value
+        if word in _RANK_WORDS:
+            return "the rank"
+    return None
+
+
+def _fix(ctx: CodeContext, wrappers: list[DataParallelWrapper]) -> Fix:
+    edits: list[Edit] = []
+    for wrapper in wrappers:
+        if wrapper.strategy is not None:
+            old = str(literal_value(wrapper.strategy.value))
+            new = old.removesuffix("_find_unused_parameters_false") + "_find_unused_parameters_true"
+            quote = "'" if ctx.node_text(wrapper.strategy.value).startswith("'") else '"'
+            edits.append(replace_node(ctx, wrapper.strategy.value, f"{quote}{new}{quote}"))
+        else:
+            edits.append(add_keyword_argument(ctx, wrapper.call, "find_unused_parameters=True"))
+    return Fix(Applicability.UNSAFE, tuple(edits), "Set `find_unused_parameters=True` on DDP")

@@ -1,0 +1,111 @@
+"""Import and argument edits that fixes build on, applied to real text."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from lint.code.argument_edits import add_keyword_argument, remove_argument
+from lint.code.call_args import keyword_argument
+from lint.code.context import CodeContext
+from lint.code.imports import import_edit
+from lint.finding import Edit
+from lint.fix import apply_edits
+from lint.settings import LintOptions
+from lint.source import SourceFile
+
+
+def _context(text: str) -> CodeContext:
+    source = SourceFile.decode("example.py", text.encode())
+    return CodeContext.parse(source, LintOptions(selected=(), project_root="."))
+
+
+def _apply(ctx: CodeContext, edit: Edit | None) -> str:
+    return apply_edits(ctx.source, [edit]) if edit is not None else ctx.source.text
+
+
+@pytest.mark.parametrize(
+    ("text", "expression", "after"),
+    [
+        (
+            "from datetime import timedelta as td\nx = 1\n",
+            "td",
+            "from datetime import timedelta as td\nx = 1\n",
+        ),
+        ("import datetime as dt\n", "dt.timedelta", "import datetime as dt\n"),
+        (
+            '"""Doc."""\nfrom __future__ import annotations\n\nimport os\n\nx = 1\n',
+            "timedelta",
+            '"""Doc."""\nfrom __future__ import annotations\n\nimport os\n'
+            "from datetime import timedelta\n\nx = 1\n",
+        ),
+        (
+            "from datetime import datetime\n",
+            "timedelta",
+            "from datetime import datetime\nfrom datetime import timedelta\n",
+        ),
+        (
+            "#!/usr/bin/env python\n# comment\nx = 1\n",
+            "timedelta",
+            "#!/usr/bin/env python\n# comment\nfrom datetime import timedelta\nx = 1\n",
+        ),
+        ("import os", "timedelta", "import os\nfrom datetime import timedelta"),
+        (
+            "timedelta = 5\nimport os\n",
+            "datetime.timedelta",
+            "import datetime\ntimedelta = 5\nimport os\n",
+        ),
+        (
+            "import os\r\nx = 1\r\n",
+            "timedelta",
+            "import os\r\nfrom datetime import timedelta\r\nx = 1\r\n",
+        ),
+    ],
+)
+def test_import_edit(text: str, expression: str, after: str) -> None:
+    ctx = _context(text)
+    found = import_edit(ctx, "datetime", "timedelta")
+    assert found is not None
+    assert found[0] == expression
+    assert _apply(ctx, found[1]) == after
+
+
+def test_import_edit_gives_up_when_both_names_are_taken() -> None:
+    ctx = _context("from datetime import datetime\ntimedelta = 5\n")
+    assert import_edit(ctx, "datetime", "timedelta") is None
+
+
+def _call(ctx: CodeContext) -> cst.Call:
+    return ctx.index.nodes(cst.Call)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        ("f(a, timeout=5, b=2)\n", "f(a, b=2)\n"),
+        ("f(a, timeout=5)\n", "f(a)\n"),
+        ("f(a, timeout=5,)\n", "f(a,)\n"),
+        ("f(timeout=5)\n", "f()\n"),
+        ("f(\n    timeout=5,\n)\n", "f()\n"),
+    ],
+)
+def test_remove_argument(text: str, after: str) -> None:
+    ctx = _context(text)
+    call = _call(ctx)
+    arg = keyword_argument(call, "timeout")
+    assert arg is not None
+    assert _apply(ctx, remove_argument(ctx, call, arg)) == after
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        ("DDP(m)\n", "DDP(m, find_unused_parameters=True)\n"),
+        ("DDP()\n", "DDP(find_unused_parameters=True)\n"),
+        ("DDP(\n    m,\n)\n", "DDP(\n    m, find_unused_parameters=True,\n)\n"),
+    ],
+)
+def test_add_keyword_argument(text: str, after: str) -> None:
+    ctx = _context(text)
+    edit = add_keyword_argument(ctx, _call(ctx), "find_unused_parameters=True")
+    assert _apply(ctx, edit) == after

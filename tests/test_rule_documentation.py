@@ -1,0 +1,36 @@
+"""Every rule documents itself with ruff's headings, and its name and code are unique."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rules import all_rules
+
+HEADINGS = (
+    "## What it does",
+    "## Why is this bad?",
+    "## Example",
+    "## Use instead",
+    "## Fix safety",
+    "## References",
+)
+
+
+@pytest.mark.parametrize("code", sorted(all_rules()))
+def test_documentation_has_every_heading_in_order(code: str) -> None:
+    text = all_rules()[code].documentation()
+    positions = [text.find(heading) for heading in HEADINGS]
+    assert -1 not in positions, f"{code} lacks {HEADINGS[positions.index(-1)]}"
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("code", sorted(all_rules()))
+def test_metadata(code: str) -> None:
+    rule = all_rules()[code]
+    assert rule.code == code and re.fullmatch(r"DDP\d{3}", code)
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
+    assert rule.summary and not rule.summary.endswith(".")
+    names = [r.name for r in all_rules().values()]
+    assert names.count(rule.name) == 1
