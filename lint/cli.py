@@ -193,7 +193,11 @@ def check(
     if not machine and not quiet:
         report += _summary(result) + "\n"
     if output_file:
-        Path(output_file).write_text(report, encoding="utf-8")
+        try:
+            Path(output_file).write_text(report, encoding="utf-8")
+        except OSError as exc:
+            click.echo(f"ddplint: error: cannot write {output_file}: {exc.strerror}", err=True)
+            sys.exit(EXIT_ERROR)
     else:
         click.echo(report, nl=False)
     if not machine:

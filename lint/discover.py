@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint.settings import Settings
@@ -26,6 +27,8 @@ class Target:
 class Discovery:
     targets: list[Target]
     missing: list[str]
+    #: Paths given that exist but cannot be linted (a FIFO, a symlink loop), with why.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
 def display_path(path: Path) -> str:
@@ -62,9 +65,12 @@ def is_excluded(relative: str, patterns: tuple[str, ...]) -> bool:
 
 def _git_files(directory: Path) -> list[Path] | None:
     """Tracked and untracked-not-ignored files below ``directory``, or None outside git."""
+    # The linted repository's own config must not run anything: core.fsmonitor names a
+    # command that git would start for ls-files.
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others"]
     try:
         result = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            [*command, "--exclude-standard", "--", "."],
             cwd=directory,
             capture_output=True,
             timeout=60,
@@ -96,6 +102,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
     """Files to lint under ``paths``, each once, in a stable order."""
     targets: dict[Path, Target] = {}
     missing: list[str] = []
+    unreadable: list[tuple[str, str]] = []
     root = settings.project_root
     for raw in paths:
         path = Path(raw)
@@ -107,7 +114,11 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 )
             continue
         if not path.is_dir():
-            missing.append(raw)
+            problem = _not_lintable(path)
+            if problem is None:
+                missing.append(raw)
+            else:
+                unreadable.append((raw, problem))
             continue
         candidates = _git_files(path)
         if candidates is None:
@@ -123,4 +134,17 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
             key = candidate.resolve()
             targets.setdefault(key, Target(candidate, display_path(candidate), relative))
     ordered = sorted(targets.values(), key=lambda t: t.display)
-    return Discovery(ordered, missing)
+    return Discovery(ordered, missing, unreadable)
+
+
+def _not_lintable(path: Path) -> str | None:
+    """Why an existing path that is neither a file nor a folder cannot be linted; None
+    when nothing is there."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None
+        return f"cannot read: {exc.strerror or exc}"  # a symlink loop or dangling link
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket or device"
+    return f"cannot read: not a regular file ({kind})"

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from lint.cache import ResultCache, content_hash
+from lint.code.safe_parse import ParseLimitExceeded
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
 from lint.rule import CodeRule, ConfigRule
 from lint.settings import LintOptions, Settings, ignored_for_path
-from lint.source import SourceError, SourceFile, file_kind
+from lint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
 from lint.suppress import Suppressions
 from rules import all_rules
 
@@ -107,6 +110,28 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
+def _size_notice(size: int, limit: int) -> str:
+    return f"skipped: {size} bytes is above max-file-size ({limit})"
+
+
+LintFunction = Callable[[str, bytes, LintOptions], FileOutcome]
+
+
+def _never_raises(lint: LintFunction) -> LintFunction:
+    """A bug of ours outside any one rule becomes an error entry for the file."""
+
+    @wraps(lint)
+    def guarded(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
+        try:
+            return lint(path, raw, options)
+        except Exception as exc:
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            return FileOutcome(errors=[FileError(path, message)], internal_error=True)
+
+    return guarded
+
+
+@_never_raises
 def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     """Lint one file's bytes. Never raises: every failure becomes an error entry."""
     outcome = FileOutcome()
@@ -114,9 +139,7 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     if kind is None:
         return outcome
     if len(raw) > options.max_file_size:
-        outcome.notices.append(
-            f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"
-        )
+        outcome.notices.append(_size_notice(len(raw), options.max_file_size))
         return outcome
     candidates = [
         rule
@@ -137,6 +160,9 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
         return outcome
     except RecursionError:
         outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
+        return outcome
+    except ParseLimitExceeded as exc:
+        outcome.notices.append(f"skipped: {exc}")
         return outcome
     except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
@@ -169,8 +195,59 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     return outcome
 
 
-def _lint_job(job: tuple[str, bytes, LintOptions]) -> FileOutcome:
+Job = tuple[str, bytes, LintOptions]
+
+
+def _lint_job(job: Job) -> FileOutcome:
     return lint_source(*job)
+
+
+def _lint_chunk(jobs: list[Job]) -> list[FileOutcome]:
+    return [lint_source(*job) for job in jobs]
+
+
+def _lint_in_pool(work: list[Job], jobs: int) -> list[FileOutcome]:
+    """Lint ``work`` in worker processes, in order.
+
+    A worker that dies (a native crash, the out-of-memory killer) breaks its pool and
+    every file the pool had not finished. Those are retried in halves, each in a fresh
+    pool, until the file that kills a worker is alone: it gets an error entry, every
+    other file its real result.
+    """
+    results: dict[int, FileOutcome] = {}
+    batches = [list(range(len(work)))]
+    while batches:
+        batch = batches.pop()
+        failed = _run_batch(work, batch, jobs, results)
+        if not failed:
+            continue
+        if len(batch) == 1:
+            path = work[batch[0]][0]
+            message = "internal error: the worker process died while linting this file"
+            results[batch[0]] = FileOutcome(errors=[FileError(path, message)], internal_error=True)
+        elif len(failed) == 1:
+            batches.append(failed)
+        else:
+            middle = len(failed) // 2
+            batches += [failed[middle:], failed[:middle]]
+    return [results[position] for position in range(len(work))]
+
+
+def _run_batch(
+    work: list[Job], batch: list[int], jobs: int, results: dict[int, FileOutcome]
+) -> list[int]:
+    """Lint ``batch`` (positions in ``work``) in one pool; the positions left unfinished."""
+    size = max(1, len(batch) // (jobs * 8))
+    chunks = [batch[start : start + size] for start in range(0, len(batch), size)]
+    failed: list[int] = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(batch))) as pool:
+        futures = [pool.submit(_lint_chunk, [work[i] for i in chunk]) for chunk in chunks]
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                results.update(zip(chunk, future.result(), strict=True))
+            except BrokenProcessPool:
+                failed.extend(chunk)
+    return failed
 
 
 def default_jobs() -> int:
@@ -180,6 +257,17 @@ def default_jobs() -> int:
 def cache_directory(settings: Settings) -> Path:
     override = os.environ.get("DDPLINT_CACHE_DIR")
     return Path(override) if override else settings.project_root / ".ddplint_cache"
+
+
+def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
+    """The cached outcome, or None when absent or damaged (then the file is re-linted)."""
+    hit = cache.get(key)
+    if hit is None:
+        return None
+    try:
+        return FileOutcome.from_cache(hit)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def lint_targets(
@@ -199,16 +287,20 @@ def lint_targets(
     hashes: dict[int, str] = {}
     for position, target in enumerate(targets):
         try:
-            raw = target.path.read_bytes()
+            raw = read_source_bytes(target.path, options.max_file_size)
+        except FileTooLarge as exc:
+            notice = _size_notice(exc.size, options.max_file_size)
+            outcomes[position] = FileOutcome(notices=[notice])
+            continue
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
             continue
         if cache is not None:
             key = content_hash(raw)
             hashes[position] = key
-            hit = cache.get(key)
+            hit = _cached_outcome(cache, key)
             if hit is not None:
-                outcomes[position] = FileOutcome.from_cache(hit)
+                outcomes[position] = hit
                 stats.cached += 1
                 continue
         pending.append((position, target.display, raw))
@@ -216,9 +308,7 @@ def lint_targets(
     jobs = jobs or default_jobs()
     work = [(display, raw, options) for _, display, raw in pending]
     if jobs > 1 and len(work) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, len(work) // (jobs * 8))
-            results = list(pool.map(_lint_job, work, chunksize=chunk))
+        results = _lint_in_pool(work, jobs)
     else:
         results = [_lint_job(job) for job in work]
     for (position, _, _), outcome in zip(pending, results, strict=True):
@@ -256,6 +346,8 @@ def lint_paths(
     """Discover files under ``paths`` and lint them; missing paths become errors."""
     found = discover(paths, settings)
     result = lint_targets(found.targets, settings, options, jobs=jobs, use_cache=use_cache)
+    for path, reason in reversed(found.unreadable):
+        result.errors.insert(0, FileError(path, reason))
     for missing in found.missing:
         result.errors.insert(0, FileError(missing, "no such file or directory"))
     return result

@@ -14,6 +14,7 @@ from lint.code.forward_paths import ForwardPaths
 from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable
 from lint.code.rank_predicates import RankPredicates
+from lint.code.safe_parse import parse_module
 from lint.finding import Finding, Fix
 from lint.source import SourceFile
 
@@ -32,8 +33,9 @@ class CodeContext:
 
     @classmethod
     def parse(cls, source: SourceFile, options: LintOptions) -> CodeContext:
-        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code."""
-        return cls(source, cst.parse_module(source.text), options)
+        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code and what
+        ``safe_parse.parse_module`` raises on pathological nesting."""
+        return cls(source, parse_module(source.text), options)
 
     @cached_property
     def index(self) -> ModuleIndex:
