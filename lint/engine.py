@@ -18,6 +18,7 @@ import libcst as cst
 
 from lint.cache import ResultCache, content_hash
 from lint.code.safe_parse import ParseLimitExceeded
+from lint.deep_stack import call_with_deep_stack
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
 from lint.rule import CodeRule, ConfigRule
@@ -117,21 +118,32 @@ def _size_notice(size: int, limit: int) -> str:
 LintFunction = Callable[[str, bytes, LintOptions], FileOutcome]
 
 
-def _never_raises(lint: LintFunction) -> LintFunction:
-    """A bug of ours outside any one rule becomes an error entry for the file."""
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, short; arguments that are not plain values (a CST node in a
+    KeyError) are named by type: their repr can be huge, or too deep to print."""
+    plain = all(isinstance(arg, (str, int, float)) for arg in exc.args)
+    text = str(exc) if plain else ", ".join(f"<{type(arg).__name__}>" for arg in exc.args)
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _contained(lint: LintFunction) -> LintFunction:
+    """Run ``lint`` on a deep stack (see ``lint.deep_stack``); an exception that escapes
+    it (a bug of ours outside any one rule) becomes an error entry for the file."""
 
     @wraps(lint)
-    def guarded(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
+    def contained(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
         try:
-            return lint(path, raw, options)
+            return call_with_deep_stack(lint, path, raw, options)
         except Exception as exc:
-            message = f"internal error: {type(exc).__name__}: {exc}"
+            message = f"internal error: {_describe(exc)}"
             return FileOutcome(errors=[FileError(path, message)], internal_error=True)
 
-    return guarded
+    return contained
 
 
-@_never_raises
+@_contained
 def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     """Lint one file's bytes. Never raises: every failure becomes an error entry."""
     outcome = FileOutcome()
@@ -166,9 +178,7 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
         return outcome
     except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
-        outcome.errors.append(
-            FileError(path, f"internal error while parsing: {type(exc).__name__}: {exc}")
-        )
+        outcome.errors.append(FileError(path, f"internal error while parsing: {_describe(exc)}"))
         return outcome
     outcome.parsed = True
     findings: list[Finding] = []
@@ -184,7 +194,7 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
             outcome.errors.append(
                 FileError(
                     path,
-                    f"internal error in rule {rule.code}: {type(exc).__name__}: {exc}",
+                    f"internal error in rule {rule.code}: {_describe(exc)}",
                     rule=rule.code,
                 )
             )

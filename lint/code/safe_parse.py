@@ -4,15 +4,14 @@ LibCST's native parser recurses once per nesting level (a few thousand levels ov
 the default 8 MiB stack: a segfault, not an exception) and takes time quadratic in the
 nesting depth of a statement (``f(f(f(...)))`` 200 deep: about 0.6 s; ``a[0][0]...``
 1,000 long: about 3 s). So before LibCST sees a file, CPython's own parser (C, runs no
-code) checks it and the nesting of every statement is measured; LibCST then runs on a
-thread with a large stack.
+code) checks it and the nesting of every statement is measured. The engine runs LibCST
+on a large stack (``lint.deep_stack``) for what is let through.
 """
 
 from __future__ import annotations
 
 import ast
 import io
-import threading
 import tokenize
 import warnings
 from collections.abc import Iterator
@@ -26,8 +25,6 @@ from lint.source import SourceError
 #: (Lightning, NeMo, transformers, accelerate, DeepSpeed: 6,022 files) peaks at 50,250
 #: (deepspeed/runtime/engine.py); its deepest statement nests 22 levels.
 MAX_NESTING_COST = 500_000
-#: Stack for the LibCST parse: enough for tens of thousands of levels.
-PARSER_STACK_BYTES = 256 * 1024 * 1024
 
 #: CPython's parser refuses these outright; Python could not run such a file either.
 _CPYTHON_NESTING_LIMITS = ("too many nested parentheses", "too many levels of indentation")
@@ -43,14 +40,14 @@ class ParseLimitExceeded(Exception):
 
 
 def parse_module(text: str) -> cst.Module:
-    """``libcst.parse_module(text)``, after the nesting checks, on a large stack.
+    """``libcst.parse_module(text)``, after the nesting checks.
 
     Raises ``SourceError`` when Python's own parser rejects the nesting,
     ``ParseLimitExceeded`` when the nesting is beyond ``MAX_NESTING_COST``, and
     ``libcst.ParserSyntaxError`` for invalid code.
     """
     check_nesting(text)
-    return _parse_on_large_stack(text)
+    return cst.parse_module(text)
 
 
 def check_nesting(text: str) -> None:
@@ -87,7 +84,8 @@ def _check_cost(depths: Iterator[tuple[int, int]]) -> None:
 
 def statement_nesting(tree: ast.AST) -> Iterator[tuple[int, int]]:
     """(line, depth) of every statement: how deep the expressions below it nest, in
-    LibCST's shape (``a and b and c`` nests there). Nested statements count on their own."""
+    LibCST's shape (``a and b and c`` and dotted import names nest there). Nested
+    statements count on their own."""
     statements: list[ast.AST] = [tree]
     while statements:
         statement = statements.pop()
@@ -97,6 +95,10 @@ def statement_nesting(tree: ast.AST) -> Iterator[tuple[int, int]]:
             node, depth = stack.pop()
             if isinstance(node, ast.BoolOp):
                 depth += len(node.values) - 2
+            elif isinstance(node, (ast.alias, ast.ImportFrom)):
+                depth += (node.name if isinstance(node, ast.alias) else node.module or "").count(
+                    "."
+                )
             deepest = max(deepest, depth)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
@@ -134,29 +136,3 @@ def _token_nesting(text: str) -> Iterator[tuple[int, int]]:
     except (tokenize.TokenError, SyntaxError):
         pass  # the file is invalid: LibCST will say where
     yield start, worst
-
-
-def _parse_on_large_stack(text: str) -> cst.Module:
-    """``libcst.parse_module(text)`` on a thread with ``PARSER_STACK_BYTES`` of stack."""
-    outcome: list[cst.Module] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(cst.parse_module(text))
-        except BaseException as exc:  # handed to the calling thread, raised there
-            failure.append(exc)
-
-    previous = threading.stack_size()
-    try:
-        threading.stack_size(PARSER_STACK_BYTES)
-        thread = threading.Thread(target=run, name="ddplint-parse", daemon=True)
-        thread.start()
-    except (RuntimeError, ValueError, MemoryError):  # no big stack on this platform
-        return cst.parse_module(text)
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    if failure:
-        raise failure[0]
-    return outcome[0]
