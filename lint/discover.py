@@ -3,6 +3,7 @@ explicit file arguments always linted."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
@@ -31,22 +32,30 @@ class Discovery:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _resolve(path: Path) -> Path:
+    """``path.resolve()``; the absolute path, unresolved, where symbolic links loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError before Python 3.13
+        return Path(os.path.abspath(path))
+
+
 def display_path(path: Path) -> str:
     """Relative to the working directory when below it, else absolute."""
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return _resolve(path).relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
 
 def _relative(path: Path, root: Path, fallback: Path | None = None) -> str:
     """Posix path below ``root``; below ``fallback`` (the scanned folder) otherwise."""
-    resolved = path.resolve()
+    resolved = _resolve(path)
     for base in (root, fallback):
         if base is None:
             continue
         try:
-            return resolved.relative_to(base.resolve()).as_posix()
+            return resolved.relative_to(_resolve(base)).as_posix()
         except ValueError:
             continue
     return path.as_posix()
@@ -110,7 +119,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
             # An explicit file is always linted (pre-commit passes files one by one).
             if file_kind(path.name) is not None:
                 targets.setdefault(
-                    path.resolve(), Target(path, display_path(path), _relative(path, root))
+                    _resolve(path), Target(path, display_path(path), _relative(path, root))
                 )
             continue
         if not path.is_dir():
@@ -131,7 +140,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 continue
             if not candidate.is_file():
                 continue  # deleted since git listed it, or a dangling link
-            key = candidate.resolve()
+            key = _resolve(candidate)
             targets.setdefault(key, Target(candidate, display_path(candidate), relative))
     ordered = sorted(targets.values(), key=lambda t: t.display)
     return Discovery(ordered, missing, unreadable)
@@ -145,6 +154,8 @@ def _not_lintable(path: Path) -> str | None:
     except OSError as exc:
         if not os.path.lexists(path):
             return None
-        return f"cannot read: {exc.strerror or exc}"  # a symlink loop or dangling link
+        if exc.errno == errno.ENOENT:
+            return f"cannot read: dangling symbolic link to {os.readlink(path)}"
+        return f"cannot read: {exc.strerror or exc}"  # a symbolic link loop
     kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket or device"
     return f"cannot read: not a regular file ({kind})"

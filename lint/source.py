@@ -47,12 +47,17 @@ def read_source_bytes(path: Path, max_size: int) -> bytes:
     ``max_size`` bytes: nothing read).
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         if info.st_size > max_size:
             raise FileTooLarge(info.st_size)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
         data = handle.read(max_size + 1)
     if len(data) > max_size:  # it grew since fstat
         raise FileTooLarge(len(data))
