@@ -74,12 +74,12 @@ def _check_cost(depths: Iterator[tuple[int, int]]) -> None:
     for line, depth in depths:
         cost += depth * depth
         deepest = max(deepest, (depth, -line))
-        if cost > MAX_NESTING_COST:
-            depth, line = deepest[0], -deepest[1]
-            raise ParseLimitExceeded(
-                f"expressions nested too deeply to parse in bounded time (line {line} nests "
-                f"{depth} levels; nesting cost above the limit of {MAX_NESTING_COST:,})"
-            )
+    if cost > MAX_NESTING_COST:
+        depth, line = deepest[0], -deepest[1]
+        raise ParseLimitExceeded(
+            f"expressions nested too deeply to parse in bounded time (line {line} nests "
+            f"{depth} levels; nesting cost above the limit of {MAX_NESTING_COST:,})"
+        )
 
 
 def statement_nesting(tree: ast.AST) -> Iterator[tuple[int, int]]:
