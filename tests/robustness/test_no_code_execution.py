@@ -55,11 +55,11 @@ def trapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
 
 
 def test_the_traps_are_armed(trapped: tuple[Path, Path]) -> None:
-    """Running the code or plain git does leave markers: the test below can fail."""
+    """Running the code or plain git does leave markers: the tests below can fail."""
     tree, markers = trapped
-    subprocess.run([sys.executable, "train.py"], cwd=tree, check=True)
+    subprocess.run([sys.executable, "conftest.py"], cwd=tree, check=True)
     subprocess.run(["git", "ls-files"], cwd=tree, check=True, capture_output=True)
-    assert sorted(os.listdir(markers)) == ["git-fsmonitor", "module"]
+    assert sorted(os.listdir(markers)) == ["conftest", "git-fsmonitor"]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
