@@ -128,13 +128,26 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _candidates(kind: str, raw: bytes, options: LintOptions) -> list[CodeRule | ConfigRule]:
+    """The selected rules of this kind whose needles the file holds (the text pre-filter)."""
+    return [
+        rule
+        for rule in _rule_instances(options.selected)
+        if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
+    ]
+
+
 def _contained(lint: LintFunction) -> LintFunction:
-    """Run ``lint`` on a deep stack (see ``lint.deep_stack``); an exception that escapes
-    it (a bug of ours outside any one rule) becomes an error entry for the file."""
+    """Run ``lint`` on a deep stack (see ``lint.deep_stack``) when it will parse the file;
+    an exception that escapes it (a bug of ours outside any one rule) becomes an error
+    entry for the file."""
 
     @wraps(lint)
     def contained(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
         try:
+            kind = file_kind(path)
+            if kind is None or not _candidates(kind, raw, options):
+                return lint(path, raw, options)  # nothing to parse: no thread needed
             return call_with_deep_stack(lint, path, raw, options)
         except Exception as exc:
             message = f"internal error: {_describe(exc)}"
@@ -153,11 +166,7 @@ def lint_source(path: str, raw: bytes, options: LintOptions) -> FileOutcome:
     if len(raw) > options.max_file_size:
         outcome.notices.append(_size_notice(len(raw), options.max_file_size))
         return outcome
-    candidates = [
-        rule
-        for rule in _rule_instances(options.selected)
-        if rule.kind == kind and any(n.encode() in raw for n in rule.needles or ("",))
-    ]
+    candidates = _candidates(kind, raw, options)
     if not candidates:
         outcome.prefiltered = True
         return outcome
