@@ -196,7 +196,9 @@ def check(
         try:
             Path(output_file).write_text(report, encoding="utf-8")
         except OSError as exc:
-            click.echo(f"ddplint: error: cannot write {output_file}: {exc.strerror}", err=True)
+            click.echo(
+                f"ddplint: error: cannot write {output_file}: {exc.strerror or exc}", err=True
+            )
             sys.exit(EXIT_ERROR)
     else:
         click.echo(report, nl=False)

@@ -5,6 +5,7 @@ notice; the rest of the run goes on."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -233,3 +234,23 @@ def test_file_without_read_permission(project: Path) -> None:
     assert run.code == 2
     assert run.errors_by_path() == {"secret.py": ["cannot read: Permission denied"]}
     assert run.findings_by_path() == {"net.py": [(7, 9)]}
+
+
+def test_damaged_cache_entries_are_relinted(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD)
+    first = run_cli("check", "--format", "json")
+    (cache_file,) = (project / ".ddplint_cache").glob("results-*.json")
+    entries = json.loads(cache_file.read_text())["entries"]
+    cache_file.write_text(json.dumps({"entries": {key: {"findings": 5} for key in entries}}))
+    assert run_cli("check", "--format", "json").out == first.out
+    cache_file.write_bytes(b"\x00not json")
+    assert run_cli("check", "--format", "json").out == first.out
+
+
+def test_unwritable_report_file_is_an_error(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD)
+    run = run_cli("check", "--no-cache", "-o", "missing/folder/report.txt")
+    assert run.code == 2
+    assert run.err == (
+        "ddplint: error: cannot write missing/folder/report.txt: No such file or directory\n"
+    )
