@@ -58,14 +58,14 @@ class Fuzzer:
         self.options = all_rules_options()
         self.tallies: dict[str, Tally] = {}
 
-    def run_case(self, source: str, suffix: str, raw: bytes) -> None:
+    def run_case(self, source: str, suffix: str, raw: bytes, *, valid: bool = False) -> None:
         tally = self.tallies.setdefault(source, Tally())
         number = tally.counts["cases"]
         path = f"{source}-{number}{suffix}"
         started = time.perf_counter()
         try:
             outcome = lint_source(path, raw, self.options)
-            problems = problems_with(path, raw, outcome, self.options)
+            problems = problems_with(path, raw, outcome, self.options, valid=valid)
         except Exception:
             outcome = None
             problems = [traceback.format_exc()]
@@ -82,6 +82,11 @@ class Fuzzer:
             tally.counts["skipped (notice)"] += bool(outcome.notices)
         if elapsed > SLOW_SECONDS:
             problems.append(f"slow: {elapsed:.1f} s")
+        if tally.counts["cases"] % 1000 == 0:
+            print(
+                f"  {tally.counts['cases']:,} {source} cases, {len(tally.crashes)} crashes",
+                flush=True,
+            )
         if problems:
             tally.crashes.append(path)
             (self.out / path).write_bytes(raw)
@@ -102,7 +107,7 @@ class Fuzzer:
         )
         @given(strategy)
         def case(raw: bytes) -> None:
-            self.run_case(source, ".py", raw)
+            self.run_case(source, ".py", raw, valid=True)  # generated: valid Python
 
         case()
 

@@ -279,12 +279,17 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 # --- What must hold -------------------------------------------------------------------
 
 
-def problems_with(path: str, raw: bytes, outcome: FileOutcome, options: LintOptions) -> list[str]:
+def problems_with(
+    path: str, raw: bytes, outcome: FileOutcome, options: LintOptions, *, valid: bool = False
+) -> list[str]:
     """Everything wrong with ``outcome`` as the result of linting ``raw``: an internal
-    error, a finding or edit outside the file, a fix that does not parse or does not
-    remove its finding, an outcome the cache or the process pool would mangle."""
+    error (any error at all when the input is ``valid`` Python), a finding or edit outside
+    the file, a fix that does not parse or does not remove its finding, an outcome the
+    cache or the process pool would mangle."""
     problems = [
-        f"internal error: {e.message}" for e in outcome.errors if "internal error" in e.message
+        f"error on valid code: {e.message}" if valid else f"internal error: {e.message}"
+        for e in outcome.errors
+        if valid or "internal error" in e.message
     ]
     if outcome.internal_error and not problems:
         problems.append("internal_error set without an error entry")

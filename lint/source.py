@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import io
 import os
 import re
 import stat
@@ -17,6 +16,7 @@ PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_RAW_LINE_RE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class SourceError(Exception):
@@ -109,7 +109,9 @@ class SourceFile:
         bom = raw.startswith(codecs.BOM_UTF8)
         if kind == "code":
             try:
-                encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+                lines = (match.group() for match in _RAW_LINE_RE.finditer(raw))
+                # Lines end at a lone \r too, as for Python (BytesIO.readline would not).
+                encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
             except SyntaxError as exc:
                 raise SourceError(f"bad encoding declaration: {exc}") from None
             if encoding == "utf-8-sig":

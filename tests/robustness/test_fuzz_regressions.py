@@ -30,3 +30,19 @@ def test_fix_removing_the_last_line_stays_inside_the_file() -> None:
     assert apply_edits(source, last.fix.edits) == raw.decode().removesuffix(
         "        T.cuda.synchronize()\n"
     )
+
+
+def test_coding_declaration_in_a_file_with_lone_cr_line_ends() -> None:
+    """bench/fuzz.py (composed modules, 92 of 3,333): a latin-1 file whose lines end in a
+    lone \\r was "bad encoding declaration: invalid or missing encoding declaration".
+    Python runs it: its tokenizer ends lines at \\r, BytesIO.readline does not, so the
+    whole file was read as line 1 and checked as UTF-8."""
+    text = "# -*- coding: latin-1 -*-\r" + "\r".join(
+        ["import torch", "from torch import nn", "class Net(nn.Module):",
+         "    def forward(self, x):", "        y = 'café'; torch.cuda.synchronize()",
+         "        return x", ""]
+    )  # fmt: skip
+    raw = text.encode("latin-1")
+    outcome = lint_source("legacy.py", raw, OPTIONS)
+    assert problems_with("legacy.py", raw, outcome, OPTIONS, valid=True) == []
+    assert [(f.rule, f.line, f.column) for f in outcome.findings] == [("DDP101", 6, 21)]
