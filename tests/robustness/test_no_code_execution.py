@@ -70,6 +70,7 @@ def test_linting_runs_none_of_it_in_process(trapped: tuple[Path, Path], jobs: st
     assert os.listdir(markers) == []
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P is new in 3.11")
 def test_linting_runs_none_of_it_from_the_command_line(trapped: tuple[Path, Path]) -> None:
     """As a user runs it, from inside the project (``-P``: the installed console script
     does not put the working directory on sys.path either)."""
