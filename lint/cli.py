@@ -264,7 +264,13 @@ def check(
     if not machine and not quiet:
         report += _summary(result, fixed, known) + "\n"
     if output_file:
-        Path(output_file).write_text(report, encoding="utf-8")
+        try:
+            Path(output_file).write_text(report, encoding="utf-8")
+        except OSError as exc:
+            click.echo(
+                f"ddplint: error: cannot write {output_file}: {exc.strerror or exc}", err=True
+            )
+            sys.exit(EXIT_ERROR)
     else:
         click.echo(report, nl=False)
     if not machine:

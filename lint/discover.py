@@ -3,10 +3,12 @@ explicit file arguments always linted."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint.settings import Settings
@@ -26,24 +28,34 @@ class Target:
 class Discovery:
     targets: list[Target]
     missing: list[str]
+    #: Paths given that exist but cannot be linted (a FIFO, a symlink loop), with why.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _resolve(path: Path) -> Path:
+    """``path.resolve()``; the absolute path, unresolved, where symbolic links loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError before Python 3.13
+        return Path(os.path.abspath(path))
 
 
 def display_path(path: Path) -> str:
     """Relative to the working directory when below it, else absolute."""
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return _resolve(path).relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
 
 def _relative(path: Path, root: Path, fallback: Path | None = None) -> str:
     """Posix path below ``root``; below ``fallback`` (the scanned folder) otherwise."""
-    resolved = path.resolve()
+    resolved = _resolve(path)
     for base in (root, fallback):
         if base is None:
             continue
         try:
-            return resolved.relative_to(base.resolve()).as_posix()
+            return resolved.relative_to(_resolve(base)).as_posix()
         except ValueError:
             continue
     return path.as_posix()
@@ -62,9 +74,12 @@ def is_excluded(relative: str, patterns: tuple[str, ...]) -> bool:
 
 def _git_files(directory: Path) -> list[Path] | None:
     """Tracked and untracked-not-ignored files below ``directory``, or None outside git."""
+    # The linted repository's own config must not run anything: core.fsmonitor names a
+    # command that git would start for ls-files.
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others"]
     try:
         result = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            [*command, "--exclude-standard", "--", "."],
             cwd=directory,
             capture_output=True,
             timeout=60,
@@ -96,6 +111,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
     """Files to lint under ``paths``, each once, in a stable order."""
     targets: dict[Path, Target] = {}
     missing: list[str] = []
+    unreadable: list[tuple[str, str]] = []
     root = settings.project_root
     for raw in paths:
         path = Path(raw)
@@ -103,11 +119,15 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
             # An explicit file is always linted (pre-commit passes files one by one).
             if file_kind(path.name) is not None:
                 targets.setdefault(
-                    path.resolve(), Target(path, display_path(path), _relative(path, root))
+                    _resolve(path), Target(path, display_path(path), _relative(path, root))
                 )
             continue
         if not path.is_dir():
-            missing.append(raw)
+            problem = _not_lintable(path)
+            if problem is None:
+                missing.append(raw)
+            else:
+                unreadable.append((raw, problem))
             continue
         candidates = _git_files(path)
         if candidates is None:
@@ -120,7 +140,22 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 continue
             if not candidate.is_file():
                 continue  # deleted since git listed it, or a dangling link
-            key = candidate.resolve()
+            key = _resolve(candidate)
             targets.setdefault(key, Target(candidate, display_path(candidate), relative))
     ordered = sorted(targets.values(), key=lambda t: t.display)
-    return Discovery(ordered, missing)
+    return Discovery(ordered, missing, unreadable)
+
+
+def _not_lintable(path: Path) -> str | None:
+    """Why an existing path that is neither a file nor a folder cannot be linted; None
+    when nothing is there."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None
+        if exc.errno == errno.ENOENT:
+            return f"cannot read: dangling symbolic link to {os.readlink(path)}"
+        return f"cannot read: {exc.strerror or exc}"  # a symbolic link loop
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket or device"
+    return f"cannot read: not a regular file ({kind})"

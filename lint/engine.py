@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import lru_cache, partial, wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import libcst as cst
 
 from lint import code_facts
 from lint.cache import ResultCache, content_hash
 from lint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
+from lint.code.safe_parse import ParseLimitExceeded
+from lint.deep_stack import call_with_deep_stack
 from lint.discover import Target, discover
 from lint.finding import FileError, Finding
 from lint.rule import CodeRule, ConfigRule
 from lint.settings import LintOptions, Settings, ignored_for_path
-from lint.source import SourceError, SourceFile, file_kind
+from lint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
 from lint.suppress import Suppressions
 from rules import all_rules
 
@@ -126,6 +129,20 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
+def _size_notice(size: int, limit: int) -> str:
+    return f"skipped: {size} bytes is above max-file-size ({limit})"
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, short; arguments that are not plain values (a CST node in a
+    KeyError) are named by type: their repr can be huge, or too deep to print."""
+    plain = all(isinstance(arg, (str, int, float)) for arg in exc.args)
+    text = str(exc) if plain else ", ".join(f"<{type(arg).__name__}>" for arg in exc.args)
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def prefilter(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
 ) -> FileOutcome | None:
@@ -135,9 +152,7 @@ def prefilter(
     if kind is None:
         return FileOutcome()
     if len(raw) > options.max_file_size:
-        return FileOutcome(
-            notices=[f"skipped: {len(raw)} bytes is above max-file-size ({options.max_file_size})"]
-        )
+        return FileOutcome(notices=[_size_notice(len(raw), options.max_file_size)])
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
     if not _candidate_rules(kind, raw, options) and not collectors:
         return FileOutcome(prefiltered=True)
@@ -152,6 +167,33 @@ def _candidate_rules(kind: str, raw: bytes, options: LintOptions) -> list[CodeRu
     ]
 
 
+class LintFunction(Protocol):
+    def __call__(
+        self, path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ...
+    ) -> FileOutcome: ...
+
+
+def _contained(lint: LintFunction) -> LintFunction:
+    """Run ``lint`` on a deep stack (see ``lint.deep_stack``) when it will parse the file;
+    an exception that escapes it (a bug of ours outside any one rule) becomes an error
+    entry for the file."""
+
+    @wraps(lint)
+    def contained(
+        path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+    ) -> FileOutcome:
+        try:
+            if prefilter(path, raw, options, collect) is not None:
+                return lint(path, raw, options, collect)  # nothing to parse: no thread
+            return call_with_deep_stack(lint, path, raw, options, collect)
+        except Exception as exc:
+            message = f"internal error: {_describe(exc)}"
+            return FileOutcome(errors=[FileError(path, message)], internal_error=True)
+
+    return contained
+
+
+@_contained
 def lint_source(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
 ) -> FileOutcome:
@@ -178,11 +220,12 @@ def lint_source(
     except RecursionError:
         outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
         return outcome
+    except ParseLimitExceeded as exc:
+        outcome.notices.append(f"skipped: {exc}")
+        return outcome
     except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
-        outcome.errors.append(
-            FileError(path, f"internal error while parsing: {type(exc).__name__}: {exc}")
-        )
+        outcome.errors.append(FileError(path, f"internal error while parsing: {_describe(exc)}"))
         return outcome
     if collectors:
         facts = _guarded(
@@ -220,9 +263,7 @@ def _guarded(outcome: FileOutcome, path: str, what: str, run: Callable[[], T]) -
     except Exception as exc:  # one rule's crash must not stop the others
         outcome.internal_error = True
         outcome.errors.append(
-            FileError(
-                path, f"internal error in rule {what}: {type(exc).__name__}: {exc}", rule=what
-            )
+            FileError(path, f"internal error in rule {what}: {_describe(exc)}", rule=what)
         )
     return None
 
@@ -235,20 +276,76 @@ def run_jobs(
     job: Callable[[J], R],
     work: list[J],
     jobs: int,
-    pool: Callable[[], ProcessPoolExecutor] | None = None,
-) -> Iterator[R]:
-    """``job`` over each item of ``work``, results in order; a process pool for big
-    batches (``job`` must then be a picklable module-level function). ``pool`` supplies
-    a pool kept by the caller; without it one is made for this batch."""
+    crashed: Callable[[J], R] | None = None,
+    done: Callable[[int], None] | None = None,
+) -> list[R]:
+    """``job`` over each item of ``work``, results in order; worker processes for big
+    batches (``job`` must then be a picklable module-level function).
+
+    A worker that dies (a native crash, the out-of-memory killer) breaks its pool and
+    every item the pool had not finished. Those are retried in halves, each in a fresh
+    pool, until the item that kills a worker is alone: it gets ``crashed(item)`` (or the
+    error is raised when there is no ``crashed``), every other item its real result.
+    ``done(n)`` is told as items finish.
+    """
     if jobs <= 1 or len(work) < POOL_THRESHOLD:
-        yield from map(job, work)
-        return
-    chunk = max(1, len(work) // (jobs * 8))
-    if pool is not None:
-        yield from pool().map(job, work, chunksize=chunk)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as own:
-        yield from own.map(job, work, chunksize=chunk)
+        results = []
+        for item in work:
+            results.append(job(item))
+            if done is not None:
+                done(1)
+        return results
+    finished: dict[int, R] = {}
+    batches = [list(range(len(work)))]
+    while batches:
+        batch = batches.pop()
+        failed = _run_batch(job, work, batch, jobs, finished, done)
+        if not failed:
+            continue
+        if len(batch) == 1:
+            if crashed is None:
+                raise BrokenProcessPool("a worker process died")
+            finished[batch[0]] = crashed(work[batch[0]])
+        elif len(failed) == 1:
+            batches.append(failed)
+        else:
+            middle = len(failed) // 2
+            batches += [failed[middle:], failed[:middle]]
+    return [finished[position] for position in range(len(work))]
+
+
+def _apply(job: Callable[[J], R], items: list[J]) -> list[R]:
+    return [job(item) for item in items]
+
+
+def _run_batch(
+    job: Callable[[J], R],
+    work: list[J],
+    batch: list[int],
+    jobs: int,
+    finished: dict[int, R],
+    done: Callable[[int], None] | None,
+) -> list[int]:
+    """Run ``batch`` (positions in ``work``) in one pool; the positions left unfinished."""
+    size = max(1, len(batch) // (jobs * 8))
+    chunks = [batch[start : start + size] for start in range(0, len(batch), size)]
+    failed: list[int] = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(batch))) as pool:
+        futures = [pool.submit(_apply, job, [work[i] for i in chunk]) for chunk in chunks]
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                finished.update(zip(chunk, future.result(), strict=True))
+            except BrokenProcessPool:
+                failed.extend(chunk)
+            else:
+                if done is not None:
+                    done(len(chunk))
+    return failed
+
+
+def _worker_died(job: Job) -> FileOutcome:
+    message = "internal error: the worker process died while linting this file"
+    return FileOutcome(errors=[FileError(job[0], message)], internal_error=True)
 
 
 def default_jobs() -> int:
@@ -262,8 +359,7 @@ def cache_directory(settings: Settings) -> Path:
 
 @dataclass
 class _Run:
-    """The state of one run: file contents, outcomes so far, cache, and one process pool
-    shared by its phases."""
+    """The state of one run: file contents, outcomes so far, the cache."""
 
     targets: list[Target]
     contents: dict[int, bytes]
@@ -272,7 +368,6 @@ class _Run:
     stats: RunStats
     outcomes: dict[int, FileOutcome] = field(default_factory=dict)
     progress: ProgressCallback | None = None
-    _pool: ProcessPoolExecutor | None = None
 
     def lint(
         self, positions: list[int], options: LintOptions, collect: tuple[str, ...], key_suffix: str
@@ -281,9 +376,9 @@ class _Run:
         pending: list[tuple[int, str]] = []
         for position in positions:
             key = content_hash(self.contents[position]) + key_suffix
-            hit = self.cache.get(key) if self.cache is not None else None
+            hit = _cached_outcome(self.cache, key) if self.cache is not None else None
             if hit is not None:
-                self.outcomes[position] = FileOutcome.from_cache(hit)
+                self.outcomes[position] = hit
                 self.stats.cached += 1
                 continue
             skipped = prefilter(
@@ -294,22 +389,31 @@ class _Run:
             else:
                 pending.append((position, key))
         work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
-        results = run_jobs(_lint_job, work, self.jobs, pool=self._shared_pool)
+        before = len(self.outcomes)
+        finished = 0
+
+        def done(count: int) -> None:
+            nonlocal finished
+            finished += count
+            if self.progress is not None:
+                self.progress(before + finished, len(self.targets))
+
+        results = run_jobs(_lint_job, work, self.jobs, crashed=_worker_died, done=done)
         for (position, key), outcome in zip(pending, results, strict=True):
             self.outcomes[position] = outcome
             if self.cache is not None and not outcome.internal_error:
                 self.cache.put(key, outcome.to_cache())
-            if self.progress is not None:
-                self.progress(len(self.outcomes), len(self.targets))
 
-    def _shared_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs)
-        return self._pool
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
+def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
+    """The cached outcome, or None when absent or damaged (then the file is re-linted)."""
+    hit = cache.get(key)
+    if hit is None:
+        return None
+    try:
+        return FileOutcome.from_cache(hit)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
@@ -341,30 +445,30 @@ def lint_targets(
     errors: list[FileError] = []
     cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
     contents: dict[int, bytes] = {}
+    too_large: dict[int, FileOutcome] = {}
     for position, target in enumerate(targets):
         try:
-            contents[position] = target.path.read_bytes()
+            contents[position] = read_source_bytes(target.path, options.max_file_size)
+        except FileTooLarge as exc:
+            too_large[position] = FileOutcome(
+                notices=[_size_notice(exc.size, options.max_file_size)]
+            )
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
-    run = _Run(targets, contents, cache, jobs or default_jobs(), stats, progress=progress)
-    try:
-        run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
-        config_options, suffix = options, ""
-        if wanted:
-            merged = code_facts.merge(
-                (targets[p].display, run.outcomes[p].facts) for p in others if run.outcomes[p].facts
-            )
-            encoded = code_facts.encode(merged)
-            config_options = replace(
-                options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded))
-            )
-            suffix = ":" + code_facts.digest(encoded)
-        run.lint(configs, config_options, (), suffix)
-    finally:
-        run.close()
+    run = _Run(targets, contents, cache, jobs or default_jobs(), stats, dict(too_large), progress)
+    run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
+    config_options, suffix = options, ""
+    if wanted:
+        merged = code_facts.merge(
+            (targets[p].display, run.outcomes[p].facts) for p in others if run.outcomes[p].facts
+        )
+        encoded = code_facts.encode(merged)
+        config_options = replace(options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded)))
+        suffix = ":" + code_facts.digest(encoded)
+    run.lint(configs, config_options, (), suffix)
     if cache is not None:
         cache.save()
 
@@ -399,6 +503,8 @@ def lint_paths(
     result = lint_targets(
         found.targets, settings, options, jobs=jobs, use_cache=use_cache, progress=progress
     )
+    for path, reason in reversed(found.unreadable):
+        result.errors.insert(0, FileError(path, reason))
     for missing in found.missing:
         result.errors.insert(0, FileError(missing, "no such file or directory"))
     return result

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import codecs
-import io
+import errno
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_RAW_LINE_RE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class SourceError(Exception):
@@ -24,6 +28,48 @@ class SourceError(Exception):
         self.message = message
         self.line = line
         self.column = column
+
+
+class FileTooLarge(Exception):
+    """A file above the size limit: skipped unread."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_source_bytes(path: Path, max_size: int) -> bytes:
+    """The bytes of the regular file at ``path``.
+
+    Opened without blocking and checked after opening, so a FIFO or device put where a
+    file was listed fails at once instead of hanging the run. Raises ``OSError`` (a
+    missing, unreadable or non-regular file) and ``FileTooLarge`` (more than
+    ``max_size`` bytes: nothing read).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > max_size:
+            raise FileTooLarge(info.st_size)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        data = handle.read(max_size + 1)
+    if len(data) > max_size:  # it grew since fstat
+        raise FileTooLarge(len(data))
+    return data
+
+
+def _position(body: bytes, index: int, encoding: str) -> tuple[int, int]:
+    """1-based line and character column of byte ``index`` of ``body``."""
+    head = body[:index].removeprefix(codecs.BOM_UTF8)
+    line_start = max(head.rfind(b"\n"), head.rfind(b"\r")) + 1
+    line = len(split_lines(head[:line_start].decode(encoding, "replace"))) + 1
+    return line, len(head[line_start:].decode(encoding, "replace")) + 1
 
 
 def file_kind(path: str) -> str | None:
@@ -58,11 +104,14 @@ class SourceFile:
     def decode(cls, path: str, raw: bytes) -> SourceFile:
         kind = file_kind(path) or "code"
         if b"\x00" in raw:
-            raise SourceError("file contains NUL bytes (binary content?)")
+            line, column = _position(raw, raw.index(b"\x00"), "utf-8")
+            raise SourceError("file contains NUL bytes (binary content?)", line, column)
         bom = raw.startswith(codecs.BOM_UTF8)
         if kind == "code":
             try:
-                encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+                lines = (match.group() for match in _RAW_LINE_RE.finditer(raw))
+                # Lines end at a lone \r too, as for Python (BytesIO.readline would not).
+                encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
             except SyntaxError as exc:
                 raise SourceError(f"bad encoding declaration: {exc}") from None
             if encoding == "utf-8-sig":
@@ -72,8 +121,14 @@ class SourceFile:
         body = raw[len(codecs.BOM_UTF8) :] if bom else raw
         try:
             text = body.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise SourceError(f"cannot decode as {encoding}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            line, column = _position(body, exc.start, encoding)
+            bad = body[exc.start : exc.end].hex(" ")
+            raise SourceError(
+                f"cannot decode as {encoding}: {exc.reason} (byte {bad})", line, column
+            ) from None
+        except LookupError as exc:
+            raise SourceError(f"cannot decode: {exc}") from None
         return cls(path=path, raw=raw, text=text, encoding=encoding, bom=bom, kind=kind)
 
     def encode(self, text: str) -> bytes:

@@ -17,6 +17,7 @@ from lint.code.module_index import ModuleIndex
 from lint.code.names import ImportTable
 from lint.code.rank_predicates import RankPredicates
 from lint.code.rank_reachability import RankReachability
+from lint.code.safe_parse import parse_module
 from lint.code.step_skips import StepSkips
 from lint.code.training_steps import TrainingSteps
 from lint.finding import Finding, Fix
@@ -37,8 +38,9 @@ class CodeContext:
 
     @classmethod
     def parse(cls, source: SourceFile, options: LintOptions) -> CodeContext:
-        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code."""
-        return cls(source, cst.parse_module(source.text), options)
+        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code and what
+        ``safe_parse.parse_module`` raises on pathological nesting."""
+        return cls(source, parse_module(source.text), options)
 
     @cached_property
     def index(self) -> ModuleIndex:

@@ -42,9 +42,9 @@ def remove_small_statement(ctx: CodeContext, statement: cst.BaseSmallStatement) 
     if alone:
         return replace_node(ctx, statement, "pass")
     line, _, end_line, _ = ctx.range_of(holder)
-    if end_line < len(ctx.source.lines):
-        return Edit(line, 1, end_line + 1, 1, "")
     last = ctx.source.lines[end_line - 1]
+    if end_line < len(ctx.source.lines) or last.endswith(("\n", "\r")):
+        return Edit(line, 1, end_line + 1, 1, "")  # the line end goes too
     return Edit(line, 1, end_line, len(last) + 1, "")
 
 

@@ -1,0 +1,71 @@
+"""Shared by the robustness tests: a hazardous module, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from click.testing import CliRunner
+
+from lint.cli import cli
+
+#: A module with one DDP101 finding at 7:9 (``torch.cuda.synchronize()``, 24 columns).
+HAZARD = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        torch.cuda.synchronize()
+        return x
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.out)
+        return data
+
+    def findings_by_path(self) -> dict[str, list[tuple[int, int]]]:
+        found: dict[str, list[tuple[int, int]]] = {}
+        for finding in self.json()["findings"]:
+            found.setdefault(finding["path"], []).append((finding["line"], finding["column"]))
+        return found
+
+    def errors_by_path(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for error in self.json()["errors"]:
+            found.setdefault(error["path"], []).append(error["message"])
+        return found
+
+
+def run_cli(*args: str) -> Run:
+    """``ddplint ARGS`` in this process; an exception escaping the CLI fails the test."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail instead of hanging: SIGALRM interrupts a blocking call (an open() of a FIFO)."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,123 @@
+"""Pathological nesting. What CPython itself refuses is a parse error; what is valid but
+too deep for LibCST to parse in bounded time is skipped with a notice; everything else
+is linted in full. Never a crash (LibCST's native parser overflows its stack on a few
+thousand levels: a segfault), never a hang (its parse time grows with depth squared)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.fuzz_cases import all_rules_options, needle_comment
+from lint.code.safe_parse import MAX_NESTING_COST
+from lint.engine import POOL_THRESHOLD, lint_source
+
+from .support import HAZARD, deadline, run_cli
+
+OPTIONS = all_rules_options()
+HEADER = needle_comment("code") + "\n"  # every rule runs: the file is really parsed
+
+HOSTILE = {
+    "parentheses-5000": "x = " + "(" * 5000 + "1" + ")" * 5000,
+    "nested-lists-3000": "x = " + "[" * 3000 + "]" * 3000,
+    "nested-calls-2000": "x = " + "f(" * 2000 + ")" * 2000,
+    "sum-of-100k-terms": "x = " + "+".join(["a"] * 100_000),
+    "attribute-chain-5000": "x = a" + ".b" * 5000,
+    "lambdas-5000": "x = " + "lambda: " * 5000 + "1",
+    "unary-minus-100k": "x = " + "-" * 100_000 + "a",
+    "and-chain-50k": "x = " + " and ".join(["a"] * 50_000),
+    "dotted-import-10k": "import " + ".".join(["a"] * 10_000),
+    "40-calls-150-deep": "\n".join("x = " + "f(" * 150 + ")" * 150 for _ in range(40)),
+    "invalid-and-deep": "def f(:\nx = a" + ".b" * 100_000,
+}
+
+
+@pytest.mark.parametrize("body", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_nesting_is_one_error_or_notice(body: str) -> None:
+    with deadline(60):
+        outcome = lint_source("deep.py", (HEADER + body + "\n").encode(), OPTIONS)
+    assert not outcome.internal_error and not outcome.parsed and not outcome.findings
+    reports = [e.message for e in outcome.errors] + outcome.notices
+    assert len(reports) == 1, reports
+    (report,) = reports
+    assert report.startswith(
+        ("cannot parse: ", "skipped: expressions nested too deeply to parse in bounded time")
+    )
+
+
+def test_cpython_limits_are_reported_where_they_are_hit() -> None:
+    outcome = lint_source("deep.py", (HEADER + HOSTILE["parentheses-5000"]).encode(), OPTIONS)
+    (error,) = outcome.errors
+    assert (error.message, error.line, error.column) == (
+        "cannot parse: too many nested parentheses",
+        2,
+        205,
+    )
+
+
+def test_the_skip_notice_names_the_deepest_statement() -> None:
+    body = "ok = 1\n" + HOSTILE["40-calls-150-deep"]
+    outcome = lint_source("deep.py", (HEADER + body).encode(), OPTIONS)
+    (notice,) = outcome.notices
+    assert notice == (
+        "skipped: expressions nested too deeply to parse in bounded time (line 3 nests 152 "
+        f"levels; nesting cost above the limit of {MAX_NESTING_COST:,})"
+    )
+
+
+def test_the_nesting_budget_is_the_documented_one() -> None:
+    """A 500-term sum nests 501 levels (cost 251,001): one is linted, two are skipped."""
+    statement = "y = " + "+".join(["x"] * 500) + "\n"
+    one = HAZARD.replace("        return x\n", f"        {statement}        return x\n")
+    outcome = lint_source("one.py", one.encode(), OPTIONS)
+    assert outcome.parsed and [f.rule for f in outcome.findings] == ["DDP101"]
+    two = one.replace(statement, statement * 2)
+    assert lint_source("two.py", two.encode(), OPTIONS).notices != []
+    assert 501**2 <= MAX_NESTING_COST < 2 * 501**2
+
+
+DEEP_BUT_ADMITTED = {
+    "sum-of-700-terms": "+".join(["x"] * 700),
+    "calls-199-deep": "f(" * 199 + ")" * 199,
+    "lists-199-deep": "[" * 199 + "]" * 199,
+    "subscripts-700": "x" + "[0]" * 700,
+    "lambdas-700": "lambda: " * 700 + "1",
+}
+
+
+@pytest.mark.parametrize("expression", DEEP_BUT_ADMITTED.values(), ids=DEEP_BUT_ADMITTED.keys())
+def test_deep_code_within_the_limits_is_linted_in_full(expression: str) -> None:
+    """Positions of findings come from LibCST's recursive printer: with Python's default
+    recursion limit these trees would fail; on the deep stack they are linted."""
+    source = HAZARD.replace("        return x\n", f"        y = {expression}\n        return y\n")
+    with deadline(60):
+        outcome = lint_source("deep.py", source.encode(), OPTIONS)
+    assert outcome.errors == [] and outcome.notices == []
+    assert [(f.rule, f.line, f.column) for f in outcome.findings] == [("DDP101", 7, 9)]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="this Python parses 3.12 syntax itself")
+def test_syntax_newer_than_this_python_is_still_linted() -> None:
+    """Python's own parser rejects ``type X = ...`` before 3.12; LibCST parses it."""
+    source = "type Batch = list[int]\n" + HAZARD
+    outcome = lint_source("new.py", source.encode(), OPTIONS)
+    assert outcome.errors == [] and [(f.rule, f.line) for f in outcome.findings] == [("DDP101", 8)]
+
+
+@pytest.mark.slow
+def test_hostile_files_in_the_process_pool(project: Path) -> None:
+    for number in range(POOL_THRESHOLD):
+        (project / f"net_{number:02}.py").write_text(HAZARD)
+    for name, body in HOSTILE.items():
+        (project / f"{name}.py").write_text(HEADER + body + "\n")
+    with deadline(300):
+        run = run_cli("check", "--no-cache", "-j", "2")
+    assert run.code == 2 and "Traceback" not in run.err
+    assert run.out.count(": DDP101 ") == POOL_THRESHOLD
+    reported = {line.split(":")[0] for line in run.err.splitlines() if "error:" in line}
+    reported |= {
+        line.split(": ")[2].split(":")[0] for line in run.err.splitlines() if "notice:" in line
+    }
+    assert reported == {f"{name}.py" for name in HOSTILE}
