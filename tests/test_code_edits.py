@@ -42,7 +42,7 @@ def _apply(ctx: CodeContext, edit: Edit | None) -> str:
         (
             "from datetime import datetime\n",
             "timedelta",
-            "from datetime import datetime\nfrom datetime import timedelta\n",
+            "from datetime import datetime, timedelta\n",
         ),
         (
             "#!/usr/bin/env python\n# comment\nx = 1\n",

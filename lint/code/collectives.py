@@ -254,3 +254,29 @@ COLLECTIVE_NEEDLES = (
     "all_gather",
     "sync_dist",
 )
+
+
+_TORCH_DISTRIBUTED_PREFIXES = (
+    "torch.distributed.",
+    "torch.distributed.distributed_c10d.",
+    "torch.distributed.c10d.",
+)
+
+
+def torch_distributed_function(qualified: str | None) -> str | None:
+    """``barrier`` for ``torch.distributed.barrier`` (or its ``distributed_c10d``
+    spelling); None for anything outside ``torch.distributed``'s top level. Any
+    function, not only collectives (``init_process_group``, ``get_backend``)."""
+    if qualified is None:
+        return None
+    for prefix in _TORCH_DISTRIBUTED_PREFIXES:
+        if qualified.startswith(prefix):
+            rest = qualified[len(prefix) :]
+            if rest.isidentifier():
+                return rest
+    return None
+
+
+def torch_distributed_call(names: ImportTable, call: cst.Call) -> str | None:
+    """The ``torch.distributed`` function ``call`` calls, by its short name."""
+    return torch_distributed_function(names.qualified_name(call.func))

@@ -76,7 +76,7 @@ def ensure_import(ctx: CodeContext, module: str, name: str) -> Edit | None:
         return None
     if not can_import(ctx, module, name):
         raise ImportConflict(f"`{name}` is already bound in {ctx.source.path}")
-    imports, docstring = _leading_imports(ctx.module)
+    imports, _ = _leading_imports(ctx.module)
     for import_line in imports:
         for statement in import_line.body:
             if _extends(statement, module):
@@ -86,7 +86,13 @@ def ensure_import(ctx: CodeContext, module: str, name: str) -> Edit | None:
                 end = last.asname.name if last.asname is not None else last.name
                 _, _, end_line, end_column = ctx.range_of(end)
                 return Edit(end_line, end_column, end_line, end_column, f", {name}")
-    text = f"from {module} import {name}"
+    return insert_import_line(ctx, f"from {module} import {name}")
+
+
+def insert_import_line(ctx: CodeContext, text: str) -> Edit:
+    """Insert the import statement ``text`` after the last leading import (or after the
+    docstring, or before the first statement), with the file's line ending."""
+    imports, docstring = _leading_imports(ctx.module)
     anchor = imports[-1] if imports else docstring
     if anchor is not None:
         return _insert_after(ctx, anchor, text)

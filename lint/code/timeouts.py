@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lint.code.call_args import argument
+from lint.code.collectives import torch_distributed_function
 from lint.code.names import ImportTable
-from lint.code.torch_collectives import torch_distributed_function
 
 
 @dataclass(frozen=True)

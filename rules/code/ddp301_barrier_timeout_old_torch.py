@@ -9,11 +9,11 @@ import libcst as cst
 
 from lint.code.argument_edits import remove_argument
 from lint.code.call_args import argument, has_star_arguments
+from lint.code.collectives import torch_distributed_call
 from lint.code.constants import literal_value
 from lint.code.context import CodeContext
 from lint.code.edits import replace_node
 from lint.code.process_groups import ProcessGroups
-from lint.code.torch_collectives import torch_distributed_call
 from lint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
 from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from lint.code.call_args import argument
+from lint.code.collectives import torch_distributed_call
 from lint.code.context import CodeContext
 from lint.code.process_groups import ProcessGroups
-from lint.code.torch_collectives import torch_distributed_call
 from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 

@@ -10,7 +10,6 @@ from lint.code.call_args import argument
 from lint.code.constants import literal_value
 from lint.code.context import CodeContext
 from lint.code.names import dotted_name
-from lint.code.torch_collectives import is_torch_collective
 from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 
@@ -149,13 +148,13 @@ def _collective_of_call(
 ) -> cst.Call | None:
     """``call`` itself when it is a collective, or the first collective in the body of
     the same-module function it calls (one level)."""
-    if is_torch_collective(ctx.names, call):
+    if call in ctx.collectives:
         return call
     callee = functions.get(_callee_name(call.func) or "")
     if callee is None:
         return None
     for node in ctx.index.walk_within(callee):
-        if isinstance(node, cst.Call) and is_torch_collective(ctx.names, node):
+        if isinstance(node, cst.Call) and node in ctx.collectives:
             return node
     return None
 

@@ -12,7 +12,6 @@ from lint.code.context import CodeContext
 from lint.code.iterable_datasets import IterableDatasets, IterableLoader
 from lint.code.loop_facts import EnumerateLoop, enumerate_loops
 from lint.code.names import dotted_name
-from lint.code.torch_collectives import is_torch_collective
 from lint.finding import Finding, Severity
 from lint.rule import CodeRule
 
@@ -132,7 +131,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
             for branch in ctx.index.walk_within(loop.loop.body):
                 if isinstance(branch, cst.If) and _is_last_batch(loop, branch.test):
                     for node in ctx.index.walk_within(branch.body):
-                        if isinstance(node, cst.Call) and is_torch_collective(ctx.names, node):
+                        if isinstance(node, cst.Call) and node in ctx.collectives:
                             yield ctx.finding(self, node, _gated_message(ctx, loader, node))
 
 

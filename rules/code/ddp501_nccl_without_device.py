@@ -12,7 +12,6 @@ from lint.code.ddp_wrappers import is_ddp_wrapper
 from lint.code.names import dotted_name
 from lint.code.process_groups import InitCall, ProcessGroups
 from lint.code.statement_edits import insert_statement_before
-from lint.code.torch_collectives import is_torch_collective
 from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
 
@@ -118,7 +117,7 @@ def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:
 def _uses_ranks(ctx: CodeContext) -> bool:
     """The module wraps a model in DDP or calls a collective."""
     return any(
-        is_ddp_wrapper(ctx.names, call) or is_torch_collective(ctx.names, call)
+        is_ddp_wrapper(ctx.names, call) or call in ctx.collectives
         for call in ctx.index.nodes(cst.Call)
     )
 
