@@ -34,6 +34,8 @@ class Rule:
     needles: ClassVar[tuple[str, ...]] = ()
     #: A second pre-filter, when set: the file must also contain one of these.
     also_needles: ClassVar[tuple[str, ...]] = ()
+    #: ... and one of each of these groups (a third, fourth ... pre-filter).
+    more_needles: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: ... and every one of these (e.g. a rule on ``DataLoader(persistent_workers=...)``).
     required: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str]
@@ -45,13 +47,13 @@ class Rule:
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
         """Whether the engine should parse a file (its bytes) for this rule: it holds one
-        of ``needles``, one of ``also_needles`` and all of ``required``. A rule may narrow
-        this with another cheap text test."""
+        of ``needles``, one of ``also_needles``, one of each ``more_needles`` group and all
+        of ``required``. A rule may narrow this with another cheap text test."""
         if not all(word.encode() in raw for word in cls.required):
             return False
         return all(
             not needles or any(needle.encode() in raw for needle in needles)
-            for needles in (cls.needles, cls.also_needles)
+            for needles in (cls.needles, cls.also_needles, *cls.more_needles)
         )
 
 

@@ -183,3 +183,24 @@ def test_collective_needles_cover_the_catalogue() -> None:
     for kind, method in catalogue._CHECKPOINT_METHODS:
         assert kind in receivers or method in needles or "save_checkpoint" in needles, kind
     assert {"all_gather", "sync_dist", "save_checkpoint"} <= set(needles)
+
+
+def test_collective_call_needles_cover_the_catalogue() -> None:
+    """Every spelling of a catalogued collective names its function or method somewhere
+    in the file (an aliased import names it in the import), so one of these needles is
+    always there."""
+    from lint.code import collectives as catalogue
+
+    names = [
+        *catalogue.TORCH_COLLECTIVES,
+        *(name.rsplit(".", 1)[-1] for name in catalogue.DEVICE_MESH_CREATORS),
+        *(name.rsplit(".", 1)[-1] + "(" for name in catalogue.CHECKPOINT_FUNCTIONS),
+        *(name.rsplit(".", 1)[-1] for name in catalogue.FSDP_COLLECTIVES),
+        *(f"{method}(" for _, method in catalogue._CHECKPOINT_METHODS),
+        *catalogue._STRATEGY_METHODS,
+        *catalogue._ACCELERATE_METHODS,
+        *catalogue._LIGHTNING_MODULE_METHODS,
+        "sync_dist",
+    ]
+    for name in names:
+        assert any(needle in name for needle in catalogue.COLLECTIVE_CALL_NEEDLES), name

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_NEEDLES
+from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.rank_predicates import RANK_NEEDLES
 from lint.code.rank_reachability import ReachedCollective
@@ -88,6 +88,7 @@ class CollectiveOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
+    more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability

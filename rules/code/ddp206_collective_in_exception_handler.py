@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from lint.code.call_reach import StepEvent
-from lint.code.collectives import COLLECTIVE_NEEDLES, TORCH_DIST_MODULES
+from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, TORCH_DIST_MODULES
 from lint.code.context import CodeContext
 from lint.code.messages import except_clause
 from lint.code.step_skips import try_statements
@@ -76,7 +76,8 @@ class CollectiveInExceptionHandler(CodeRule):
     name = "collective-in-exception-handler"
     summary = "collective inside an except handler: only the ranks that raised reach it"
     severity = Severity.ERROR
-    needles = COLLECTIVE_NEEDLES
+    needles = COLLECTIVE_CALL_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if not ctx.collectives:

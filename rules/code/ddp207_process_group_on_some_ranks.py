@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_NEEDLES
+from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from lint.code.context import CodeContext
 from lint.code.edits import (
     insert_before,
@@ -100,6 +100,7 @@ class ProcessGroupOnSomeRanks(CodeRule):
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
+    more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from lint.code.call_reach import Reached, StepEvent
-from lint.code.collectives import COLLECTIVE_NEEDLES
+from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from lint.code.conditions import guarding_conditions
 from lint.code.context import CodeContext
 from lint.code.data_dependence import bound_names, value_names_read
@@ -70,7 +70,8 @@ class CollectivesInSetLoop(CodeRule):
     summary = "collectives issued while iterating a set: the order differs per rank"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    needles = COLLECTIVE_NEEDLES
+    needles = COLLECTIVE_CALL_NEEDLES
+    also_needles = COLLECTIVE_NEEDLES
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if not ctx.collectives:
