@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -26,6 +26,28 @@ _FIELD_ORDER_OVERRIDES: dict[type, tuple[str, ...]] = {
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
+# Fields that only ever hold whitespace, comments or punctuation: never visited.
+_TOKEN_FIELDS = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "comma",
+    "semicolon",
+    "colon",
+    "equal",
+    "leading_lines",
+    "lines_after_decorators",
+    "header",
+    "footer",
+    "newline",
+    "trailing_whitespace",
+    "default_indent",
+    "default_newline",
+)
+_SKIP, _NODE, _SEQUENCE = 0, 1, 2
+_KINDS: dict[type, int] = {tuple: _SEQUENCE, list: _SEQUENCE}
+
+
 def _fields_of(node_type: type) -> tuple[str, ...] | None:
     """The child-bearing fields of a node type, or None to skip the node entirely."""
     if node_type in _FIELDS:
@@ -35,10 +57,21 @@ def _fields_of(node_type: type) -> tuple[str, ...] | None:
         fields = None
     else:
         fields = _FIELD_ORDER_OVERRIDES.get(node_type) or tuple(
-            f.name for f in dataclasses.fields(node_type)
+            f.name for f in dataclasses.fields(node_type) if not f.name.startswith(_TOKEN_FIELDS)
         )
     _FIELDS[node_type] = fields
     return fields
+
+
+def _kind(value_type: type) -> int:
+    """Whether a field value of this type is a node to visit, a sequence, or neither
+    (decided once per type: ``isinstance`` on LibCST's abstract base is slow)."""
+    kind = _KINDS.get(value_type)
+    if kind is None:
+        visitable = issubclass(value_type, cst.CSTNode) and _fields_of(value_type) is not None
+        kind = _NODE if visitable else _SKIP
+        _KINDS[value_type] = kind
+    return kind
 
 
 def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -48,16 +81,12 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
         return []
     children: list[cst.CSTNode] = []
     for name in fields:
-        value = getattr(node, name, None)
-        if isinstance(value, cst.CSTNode):
-            if _fields_of(type(value)) is not None:
-                children.append(value)
-        elif isinstance(value, (tuple, list)):
-            children.extend(
-                item
-                for item in value
-                if isinstance(item, cst.CSTNode) and _fields_of(type(item)) is not None
-            )
+        value: Any = getattr(node, name, None)
+        kind = _kind(type(value))
+        if kind == _NODE:
+            children.append(value)
+        elif kind == _SEQUENCE:
+            children.extend(item for item in value if _kind(type(item)) == _NODE)
     return children
 
 
