@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import glob
 import os
 import stat
 import tempfile
@@ -242,10 +243,46 @@ def _options_for(settings: Settings, options: LintOptions, relative: str) -> Lin
     return replace(options, selected=selected)
 
 
+#: Temporary files of a fix are ``.NAME.ddplint-PID-RANDOM.tmp`` next to the file: never
+#: linted (not .py / .yaml), and removed by the next fix of that file if a killed
+#: process (PID gone) left one behind.
+TEMPORARY_TAG = ".ddplint-"
+
+
+def _temporary_prefix(real: Path) -> str:
+    return f".{real.name}{TEMPORARY_TAG}"
+
+
+def remove_stale_temporaries(real: Path) -> list[Path]:
+    """Delete the temporary files of earlier fixes of ``real`` whose process is gone
+    (killed between writing and renaming); returns them."""
+    prefix = _temporary_prefix(real)
+    removed = []
+    for candidate in real.parent.glob(glob.escape(prefix) + "*.tmp"):
+        pid = candidate.name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or (int(pid) != os.getpid() and _process_exists(int(pid))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()
+            removed.append(candidate)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
     """Replace the file's bytes with ``data`` through a temporary file and a rename, so
-    a reader never sees half a file; permissions (and, where allowed, ownership) are
-    kept, and a symlink's target is written. Returns why it was not written, or None.
+    a reader never sees half a file and a killed fix leaves the file as it was;
+    permissions (and, where allowed, ownership) are kept, and a symlink's target is
+    written. Returns why it was not written, or None.
 
     A read-only file is not written (even for root), nor one whose bytes are no longer
     ``expected`` (changed on disk since it was read).
@@ -257,8 +294,9 @@ def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
             return "the file is read-only"
         if real.read_bytes() != expected:
             return "the file changed on disk while it was being fixed"
+        remove_stale_temporaries(real)
         handle, temporary = tempfile.mkstemp(
-            dir=real.parent, prefix=f".{real.name}.", suffix=".tmp"
+            dir=real.parent, prefix=f"{_temporary_prefix(real)}{os.getpid()}-", suffix=".tmp"
         )
     except OSError as exc:
         return exc.strerror or str(exc)

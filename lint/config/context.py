@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from lint.rule import Rule
     from lint.settings import LintOptions
 
+#: Characters of fixed text re-loaded to check the fixes of one file. Each check loads
+#: the whole file again, so a file with hundreds of fixable findings would take minutes;
+#: past the budget findings come without a fix (``--fix`` takes them pass by pass).
+FIX_CHECK_BUDGET = 200_000
+#: Fix checks always allowed, whatever the file's size.
+MIN_FIX_CHECKS = 2
+
 
 class ConfigContext:
     """One YAML file: every document, and the ones that are training configs."""
@@ -32,6 +39,7 @@ class ConfigContext:
         self.documents = documents
         self.options = options
         self._world: dict[int, WorldSize] = {}
+        self._fix_checks_left = max(MIN_FIX_CHECKS, FIX_CHECK_BUDGET // max(1, len(source.text)))
 
     @classmethod
     def load(cls, source: SourceFile, options: LintOptions) -> ConfigContext:
@@ -96,9 +104,11 @@ class ConfigContext:
         message: str,
     ) -> Fix | None:
         """A fix made of ``edits`` if, re-parsed, the file differs from the original only
-        by ``changes`` (key path -> new raw value); None otherwise."""
-        if not edits or any(e is None for e in edits):
+        by ``changes`` (key path -> new raw value); None otherwise, and None once the
+        file's fix checks are used up (``FIX_CHECK_BUDGET``)."""
+        if not edits or any(e is None for e in edits) or self._fix_checks_left <= 0:
             return None
+        self._fix_checks_left -= 1
         chosen = [e for e in edits if e is not None]
         try:
             roots = load_documents(apply_edits(self.source, chosen))

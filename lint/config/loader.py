@@ -9,33 +9,35 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
 from lint.source import SourceError
 
-#: Deeper flow nesting (``[[[[...]]]]``) is refused before ruamel sees it: its scanner
-#: slows down quadratically with the flow level, and no training config comes close.
+#: Deeper flow nesting (``[[[[...]]]]``) is refused as the scanner meets it: ruamel's
+#: scanner slows down quadratically with the flow level, and no training config comes close.
 MAX_FLOW_DEPTH = 100
 
 
-def _flow_depth(text: str) -> int:
-    """Deepest ``[``/``{`` nesting, counted over the raw text (an over-estimate is
-    harmless: only absurd depths are refused)."""
-    if text.count("[") + text.count("{") <= MAX_FLOW_DEPTH:
-        return 0  # cannot be deeper: skip the character loop
-    depth = deepest = 0
-    for char in text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}" and depth:
-            depth -= 1
-    return deepest
+class _BoundedScanner(RoundTripScanner):
+    """ruamel's round-trip scanner, stopping at the first flow collection opened deeper
+    than ``MAX_FLOW_DEPTH`` (brackets in comments and quoted strings do not count)."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
+        if len(self.flow_context) >= MAX_FLOW_DEPTH:
+            raise ScannerError(
+                None,
+                None,
+                f"collections nested more than {MAX_FLOW_DEPTH} deep",
+                self.reader.get_mark(),
+            )
+        super().fetch_flow_collection_start(TokenClass, to_push)
 
 
 def _yaml() -> YAML:
     # Round-trip mode builds plain containers: an unknown or ``!!python/...`` tag becomes
     # a tagged map/sequence/scalar, never an object; aliases stay shared references.
     yaml = YAML(typ="rt", pure=True)
+    yaml.Scanner = _BoundedScanner
     yaml.allow_duplicate_keys = False
     return yaml
 
@@ -57,8 +59,6 @@ def load_documents(text: str) -> list[Any]:
     Raises ``SourceError`` with the 1-based line and column of the problem for invalid
     YAML, duplicate keys included.
     """
-    if _flow_depth(text) > MAX_FLOW_DEPTH:
-        raise SourceError(f"cannot load YAML: collections nested more than {MAX_FLOW_DEPTH} deep")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

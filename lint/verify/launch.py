@@ -1,23 +1,32 @@
 """Start the ranks with PyTorch's own launcher (``python -m torch.distributed.run``) and
 stop them: torchrun runs in a session of its own and starts every rank in its own
 session too, so stopping kills each rank's process group (its DataLoader workers
-included) and then the launcher's."""
+included) and then the launcher's. At the end, any process of the run that left its
+group (a daemonised child) is found by its environment and killed, and the run's
+temporary folder (``TMPDIR`` of the launcher and the ranks) is removed."""
 
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from lint.verify import layout
+from lint.verify import layout, reaper
 
 BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
+#: Longest temporary folder given to the ranks as ``TMPDIR``: multiprocessing puts Unix
+#: sockets below it (``pymp-XXXXXXXX/listener-XXXXXXXX``), and their paths must stay
+#: under 108 bytes. A longer one is not given (the user's ``TMPDIR`` stays).
+MAX_SCRATCH_PATH = 64
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,10 @@ class LaunchSpec:
         return min(1.0, max(0.1, self.timeout / 10))
 
 
-def torchrun_command(spec: LaunchSpec) -> list[str]:
+def torchrun_command(spec: LaunchSpec, log_dir: str | None = None) -> list[str]:
+    """``python -m torch.distributed.run ...``; torchrun's own files go to ``log_dir``
+    (by default it makes a ``torchelastic_*`` folder in the temporary folder and leaves
+    it there)."""
     command = [
         spec.python,
         "-m",
@@ -77,12 +89,23 @@ def torchrun_command(spec: LaunchSpec) -> list[str]:
             command += ["--rdzv-id", spec.rdzv_id]
         if spec.node_rank is not None:
             command += ["--node-rank", str(spec.node_rank)]
+    if log_dir is not None:
+        command += ["--log-dir", log_dir]
     command += ["--max-restarts", "0", BOOTSTRAP, spec.entry, *spec.args]
     return command
 
 
-def rank_environment(spec: LaunchSpec) -> dict[str, str]:
+def rank_environment(spec: LaunchSpec, scratch: str | None = None) -> dict[str, str]:
+    """The launcher's and ranks' environment; ``scratch`` becomes their temporary folder
+    (multiprocessing's folders, left behind by a killed rank, go with it) when its path
+    is short enough (``MAX_SCRATCH_PATH``)."""
     env = dict(os.environ)
+    if scratch is not None and len(scratch) <= MAX_SCRATCH_PATH:
+        with contextlib.suppress(KeyError, OSError):  # no user name in some containers
+            # torch.compile's cache stays where it is by default, across runs
+            default = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+            env.setdefault("TORCHINDUCTOR_CACHE_DIR", default)
+        env.update({"TMPDIR": scratch, "TMP": scratch, "TEMP": scratch})
     env.update(
         {
             layout.ENV_DIR: spec.run_dir,
@@ -91,6 +114,7 @@ def rank_environment(spec: LaunchSpec) -> dict[str, str]:
             layout.ENV_FORCE_BACKEND: "1" if spec.backend != "auto" else "0",
             layout.ENV_CHECKSUM: "1" if spec.checksum else "0",
             layout.ENV_INTERVAL: str(spec.sample_interval),
+            layout.ENV_VERIFIER_PID: str(os.getpid()),
         }
     )
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -103,21 +127,23 @@ class Launched:
     started: float  # monotonic
     log: IO[bytes] | None
     started_wall: float = 0.0
+    scratch: str = ""
 
 
 def start(spec: LaunchSpec) -> Launched:
     os.makedirs(spec.run_dir, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="ddplint-tmp-")
     log = open(spec.log_path, "wb") if spec.log_path else None  # noqa: SIM115
     process = subprocess.Popen(
-        torchrun_command(spec),
-        env=rank_environment(spec),
+        torchrun_command(spec, log_dir=scratch),
+        env=rank_environment(spec, scratch),
         stdin=subprocess.DEVNULL,
         # Shown output goes to stderr: stdout carries the report (JSON for programs).
         stdout=log if log else _stderr_fd(),
         stderr=subprocess.STDOUT if log else None,
         start_new_session=True,
     )
-    return Launched(process, time.monotonic(), log, time.time())
+    return Launched(process, time.monotonic(), log, time.time(), scratch)
 
 
 def _stderr_fd() -> int | None:
@@ -154,3 +180,14 @@ def release_groups(rank_pids: list[int]) -> None:
     for pid in rank_pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+
+
+def clean_up(launched: Launched, run_dir: str) -> None:
+    """After the run: kill what is left of it anywhere (the launcher, a rank, a child
+    that left its rank's process group), reap the launcher, remove the temporary folder."""
+    reaper.kill_marked(run_dir)
+    launched.process.wait()
+    if launched.log is not None:
+        launched.log.close()
+    if launched.scratch:
+        shutil.rmtree(launched.scratch, ignore_errors=True)

@@ -11,6 +11,8 @@ ENV_BACKEND = "DDPLINT_VERIFY_BACKEND"
 ENV_FORCE_BACKEND = "DDPLINT_VERIFY_FORCE_BACKEND"
 ENV_CHECKSUM = "DDPLINT_VERIFY_CHECKSUM"
 ENV_INTERVAL = "DDPLINT_VERIFY_INTERVAL"
+#: The ``ddplint verify`` process: a rank whose verifier is gone (killed) ends the run.
+ENV_VERIFIER_PID = "DDPLINT_VERIFY_PID"
 
 #: Signal on which each rank writes all its threads' Python stacks (faulthandler).
 #: Not SIGUSR1: Lightning uses that one for SLURM requeueing.

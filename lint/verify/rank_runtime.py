@@ -28,6 +28,7 @@ from .layout import (
     ENV_FORCE_BACKEND,
     ENV_INTERVAL,
     ENV_PG_TIMEOUT,
+    ENV_VERIFIER_PID,
     FLIGHT_RECORDER_PREFIX,
     STACK_SIGNAL_NAME,
     flight_recorder_dir,
@@ -35,6 +36,7 @@ from .layout import (
     status_file,
     trace_file,
 )
+from .reaper import is_alive, kill_marked
 
 
 class StallWatch(threading.Thread):
@@ -78,6 +80,24 @@ class StallWatch(threading.Thread):
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(status, handle)
         os.replace(temporary, self.path)
+
+
+class VerifierWatch(threading.Thread):
+    """Ends the whole run when the ``ddplint verify`` process that launched it is gone
+    (killed with SIGKILL, it could stop nothing): every process of the run is killed,
+    this rank last."""
+
+    def __init__(self, pid: int, run_dir: str, interval: float) -> None:
+        super().__init__(name="ddplint-verifier-watch", daemon=True)
+        self.pid = pid
+        self.run_dir = run_dir
+        self.interval = interval
+
+    def run(self) -> None:
+        while is_alive(self.pid):
+            time.sleep(self.interval)
+        kill_marked(self.run_dir)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _position(frame: types.FrameType | None) -> tuple[int, int, int] | None:
@@ -175,6 +195,9 @@ def main(argv: list[str]) -> None:
     interval = float(os.environ.get(ENV_INTERVAL, "0.5"))
     stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder)
     stall_watch.start()
+    verifier = os.environ.get(ENV_VERIFIER_PID, "")
+    if verifier.isdigit():
+        VerifierWatch(int(verifier), run_dir, interval).start()
 
     checksum = os.environ.get(ENV_CHECKSUM) == "1"
     try:

@@ -184,12 +184,25 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
         spec = replace(spec, run_dir=tempfile.mkdtemp(prefix="ddplint-verify-"))
     elif spec.standalone:
         clear_run_files(spec.run_dir)
+    try:
+        return _run_and_analyse(spec, settings, options, entry, temporary)
+    except BaseException:  # a bug of ours, or a second Ctrl-C: no folder left unnamed
+        if temporary:
+            shutil.rmtree(spec.run_dir, ignore_errors=True)
+        raise
+
+
+def _run_and_analyse(
+    spec: LaunchSpec, settings: Settings, options: LintOptions, entry: Path, temporary: bool
+) -> VerifyResult:
     launched = launch.start(spec)
     try:
         watched = watch.watch(launched, spec)
     except BaseException:  # a bug of ours: never leave the ranks running
         launch.stop(launched, list(watch.read_rank_pids(spec.run_dir).values()))
         raise
+    finally:
+        launch.clean_up(launched, spec.run_dir)
     frames = FrameFilter()
     traces = load_run(spec.run_dir, frames)
     if not traces:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from lint.verify import layout
 from lint.verify.launch import Launched, LaunchSpec, release_groups, stop
+from lint.verify.reaper import is_alive
 
 POLL_SECONDS = 0.2
 STACK_DUMP_WAIT = 3.0
@@ -95,20 +96,6 @@ def read_rank_pids(run_dir: str) -> dict[int, int]:
         if first.get("kind") == "start" and first.get("host") == host:
             pids[int(first["rank"])] = int(first["pid"])
     return pids
-
-
-def is_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (macOS): ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
 
 
 def decide(
