@@ -370,13 +370,14 @@ def rules_command(output_format: str) -> None:
         ]
         click.echo(json.dumps(rows, indent=2))
         return
-    header = f"{'code':<8}{'name':<36}{'default':<9}{'fix':<8}summary"
+    width = max(len(rule.name) for rule in catalogue.values()) + 2
+    header = f"{'code':<8}{'name':<{width}}{'default':<9}{'fix':<8}summary"
     click.echo(header)
     click.echo("-" * len(header))
     for code, rule in catalogue.items():
         default = "on" if rule.default_enabled else "preview"
         fix = rule.fix_applicability.value if rule.fix_applicability else "-"
-        click.echo(f"{code:<8}{rule.name:<36}{default:<9}{fix:<8}{rule.summary}")
+        click.echo(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{rule.summary}")
 
 
 @cli.command()

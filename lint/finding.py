@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lint.rule import Rule
 
 
 class Severity(str, Enum):
@@ -93,6 +96,34 @@ class Finding:
     # Lines of the enclosing statement: a suppression comment on any of them applies.
     # Internal: not part of the JSON output.
     statement_lines: tuple[int, int] | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        rule: type[Rule] | Rule,
+        path: str,
+        span: tuple[int, int, int, int],
+        message: str,
+        fix: Fix | None = None,
+        key_path: str | None = None,
+        statement_lines: tuple[int, int] | None = None,
+    ) -> Finding:
+        """A finding of ``rule`` over ``span`` = (line, column, end_line, end_column)."""
+        line, column, end_line, end_column = span
+        return cls(
+            rule=rule.code,
+            name=rule.name,
+            severity=rule.severity,
+            path=path,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            message=message,
+            fix=fix,
+            key_path=key_path,
+            statement_lines=statement_lines,
+        )
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -142,16 +142,7 @@ class CodeContext:
                 # A compound statement's suppression lives on its header, not its body.
                 s_end_line = max(end_line, s_line)
             statement_lines = (min(s_line, line), max(s_end_line, end_line))
-        return Finding(
-            rule=rule.code,
-            name=rule.name,
-            severity=rule.severity,
-            path=self.source.path,
-            line=line,
-            column=column,
-            end_line=end_line,
-            end_column=end_column,
-            message=message,
-            fix=fix,
-            statement_lines=statement_lines,
+        span = (line, column, end_line, end_column)
+        return Finding.of(
+            rule, self.source.path, span, message, fix, statement_lines=statement_lines
         )

@@ -76,23 +76,18 @@ class ConfigContext:
         """A finding on the key of ``at``. The message follows the dotted key path
         (``key_path``, or the entry's own): "`trainer.sync_batchnorm` <message>". A
         suppression comment on the key's line or on its value's line applies."""
-        line, column, end_line, end_column = doc.key_span(at)
+        span = doc.key_span(at)
         value_span = doc.value_span(at)
-        last_line = value_span[2] if value_span else end_line
+        last_line = value_span[2] if value_span else span[2]
         path = dotted(key_path if key_path is not None else at.path)
-        return Finding(
-            rule=rule.code,
-            name=rule.name,
-            severity=rule.severity,
-            path=self.source.path,
-            line=line,
-            column=column,
-            end_line=end_line,
-            end_column=end_column,
-            message=f"`{path}` {message}",
-            fix=fix,
+        return Finding.of(
+            rule,
+            self.source.path,
+            span,
+            f"`{path}` {message}",
+            fix,
             key_path=path,
-            statement_lines=(line, max(line, last_line)),
+            statement_lines=(span[0], max(span[0], last_line)),
         )
 
     def checked_fix(

@@ -53,7 +53,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     """
 
     code = "DDP404"
-    name = "dataloader-persistent-workers-without-workers"
+    name = "dataloader-persistent-no-workers"
     summary = "DataLoader(persistent_workers=True) with num_workers=0"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
