@@ -386,6 +386,8 @@ class _Run:
             )
             if skipped is not None:
                 self.outcomes[position] = skipped
+                if self.cache is not None:
+                    self.cache.put(key, skipped.to_cache())
             else:
                 pending.append((position, key))
         work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
