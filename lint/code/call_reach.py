@@ -18,10 +18,12 @@ from enum import Enum
 import libcst as cst
 
 from lint.code.collectives import Collective
-from lint.code.forward_paths import BACKWARD_CALLS, ForwardPaths
+from lint.code.forward_paths import ForwardPaths
 from lint.code.module_index import ModuleIndex
 from lint.code.names import dotted_name
 from lint.code.optimizer_steps import is_optimizer_step
+
+BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
 
 
 class StepEvent(str, Enum):

@@ -4,7 +4,8 @@ A forward path is ``forward`` / ``*_step`` of a class deriving from ``nn.Module`
 ``LightningModule``, NeMo's ``ModelPT``/``NeuralModule`` (directly, through other
 classes of the module, or through an imported base whose name says it is a module),
 plus every function those reach through calls inside the same module (``self.helper()``,
-``helper()``). The body of a loop that calls ``backward()`` is a per-step path too.
+``helper()``). The body of a loop that calls ``backward()`` is a per-step path too:
+``lint.code.training_steps`` finds those.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ MODULE_BASES = frozenset(
 )
 # An imported base we cannot see into still names itself: ``ASRModel``, ``MegatronModule``.
 _MODULE_LIKE_NAME = re.compile(r"(Module|ModelPT|Model|Layer|Block|Encoder|Decoder)$")
-BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
 
 
 @dataclass(frozen=True)
@@ -136,30 +136,9 @@ class ForwardPaths:
                     )
 
     def reason_for(self, node: cst.CSTNode) -> PathReason | None:
-        """Why ``node`` runs every step, or None if it does not (as far as we can see)."""
+        """Why the function holding ``node`` runs every step, or None if it does not (as
+        far as we can see). Training-loop bodies are ``TrainingSteps``' answer."""
         function = self._index.enclosing_function(node)
         if function is not None and function in self.functions:
             return self.functions[function]
-        loop = self.training_loop_of(node)
-        if loop is not None:
-            return PathReason("a training loop that calls backward()", ())
         return None
-
-    def training_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
-        """The innermost enclosing loop (same function) whose body calls ``backward``."""
-        for ancestor in self._index.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return None
-            if isinstance(ancestor, (cst.For, cst.While)) and self.loop_calls_backward(ancestor):
-                return ancestor
-        return None
-
-    def loop_calls_backward(self, loop: cst.For | cst.While) -> bool:
-        for node in self._index.walk_within(loop.body):
-            if (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value in BACKWARD_CALLS
-            ):
-                return True
-        return False

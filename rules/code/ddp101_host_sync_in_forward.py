@@ -9,6 +9,7 @@ import libcst as cst
 
 from lint.code.context import CodeContext
 from lint.code.edits import remove_small_statement
+from lint.code.forward_paths import PathReason
 from lint.code.names import dotted_name
 from lint.finding import Applicability, Finding, Fix, Severity
 from lint.rule import CodeRule
@@ -121,6 +122,8 @@ class HostSyncInForward(CodeRule):
             if not self._is_host_sync(ctx, call):
                 continue
             reason = ctx.forward_paths.reason_for(call)
+            if reason is None and ctx.training_steps.training_loop_of(call) is not None:
+                reason = PathReason("a training loop that calls backward()", ())
             if reason is None or _under_diagnostic_flag(ctx, call):
                 continue
             text = " ".join(ctx.node_text(call.func).split()) + "()"
