@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial, wraps
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -143,74 +143,65 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def prefilter(
-    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
-) -> FileOutcome | None:
+@dataclass(frozen=True)
+class _Plan:
+    """What a file that must be parsed is parsed for."""
+
+    kind: str
+    rules: list[CodeRule | ConfigRule]
+    collectors: list[FactCollector]
+
+
+def _triage(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str]
+) -> FileOutcome | _Plan:
     """The outcome of a file that needs no parse (too big, or no rule or fact collector
-    could fire on it), or None when it must be parsed. Cheap: substring tests on bytes."""
+    could fire on it), or the plan for parsing it. Cheap: substring tests on bytes."""
     kind = file_kind(path)
     if kind is None:
         return FileOutcome()
     if len(raw) > options.max_file_size:
         return FileOutcome(notices=[_size_notice(len(raw), options.max_file_size)])
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
-    if not _candidate_rules(kind, raw, options) and not collectors:
+    rules = [r for r in _rule_instances(options.selected) if r.kind == kind and r.prefilter(raw)]
+    if not rules and not collectors:
         return FileOutcome(prefiltered=True)
-    return None
+    return _Plan(kind, rules, collectors)
 
 
-def _candidate_rules(kind: str, raw: bytes, options: LintOptions) -> list[CodeRule | ConfigRule]:
-    return [
-        rule
-        for rule in _rule_instances(options.selected)
-        if rule.kind == kind and rule.prefilter(raw)
-    ]
+def prefilter(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+) -> FileOutcome | None:
+    """The outcome of a file that needs no parse, or None when it must be parsed."""
+    plan = _triage(path, raw, options, collect)
+    return plan if isinstance(plan, FileOutcome) else None
 
 
-class LintFunction(Protocol):
-    def __call__(
-        self, path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ...
-    ) -> FileOutcome: ...
-
-
-def _contained(lint: LintFunction) -> LintFunction:
-    """Run ``lint`` on a deep stack (see ``lint.deep_stack``) when it will parse the file;
-    an exception that escapes it (a bug of ours outside any one rule) becomes an error
-    entry for the file."""
-
-    @wraps(lint)
-    def contained(
-        path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
-    ) -> FileOutcome:
-        try:
-            if prefilter(path, raw, options, collect) is not None:
-                return lint(path, raw, options, collect)  # nothing to parse: no thread
-            return call_with_deep_stack(lint, path, raw, options, collect)
-        except Exception as exc:
-            message = f"internal error: {_describe(exc)}"
-            return FileOutcome(errors=[FileError(path, message)], internal_error=True)
-
-    return contained
-
-
-@_contained
 def lint_source(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
 ) -> FileOutcome:
     """Lint one file's bytes. Never raises: every failure becomes an error entry.
 
     ``collect`` names code-fact kinds to gather from a Python file for the config rules.
+    A file that will be parsed is linted on a deep stack (see ``lint.deep_stack``); an
+    exception that escapes (a bug of ours outside any one rule) is an error entry.
     """
-    skipped = prefilter(path, raw, options, collect)
-    if skipped is not None:
-        return skipped
+    try:
+        plan = _triage(path, raw, options, collect)
+        if isinstance(plan, FileOutcome):
+            return plan
+        return call_with_deep_stack(_lint_planned, path, raw, options, plan)
+    except Exception as exc:
+        message = f"internal error: {_describe(exc)}"
+        return FileOutcome(errors=[FileError(path, message)], internal_error=True)
+
+
+def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> FileOutcome:
+    """Parse the file once and run the planned rules and fact collectors on it."""
     outcome = FileOutcome()
-    kind = file_kind(path) or "code"
-    candidates = _candidate_rules(kind, raw, options)
-    collectors = _fact_collectors(collect, raw) if kind == "code" else []
     try:
         source = SourceFile.decode(path, raw)
-        context = _build_context(source, options) if candidates else None
+        context = _build_context(source, options) if plan.rules else None
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
@@ -227,19 +218,19 @@ def lint_source(
         outcome.internal_error = True
         outcome.errors.append(FileError(path, f"internal error while parsing: {_describe(exc)}"))
         return outcome
-    if collectors:
+    if plan.collectors:
         facts = _guarded(
-            outcome, path, "code facts", lambda: collect_facts(source.text, collectors)
+            outcome, path, "code facts", lambda: collect_facts(source.text, plan.collectors)
         )
         outcome.facts = facts or {}
     if context is None:
         return outcome
     outcome.parsed = True
     findings: list[Finding] = []
-    for rule in candidates:
+    for rule in plan.rules:
         findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
     if findings:
-        suppressions = Suppressions.for_text(source.text, kind)
+        suppressions = Suppressions.for_text(source.text, plan.kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]
     outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
     return outcome

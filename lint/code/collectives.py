@@ -132,9 +132,6 @@ class Collective:
     #: Saves a checkpoint (and synchronises while doing it): must run on every rank.
     saves_checkpoint: bool = False
 
-    def same_operation(self, other: Collective) -> bool:
-        return self.api == other.api
-
     @property
     def result_is_uniform(self) -> bool:
         """Whether every rank ends up with the same value: what it returns, or its first

@@ -120,9 +120,6 @@ class CodeContext:
             self.source.offset(line, column) : self.source.offset(end_line, end_column)
         ]
 
-    def qualified_call_name(self, call: cst.Call) -> str | None:
-        return self.names.qualified_name(call.func)
-
     def finding(
         self,
         rule: type[Rule] | Rule,

@@ -85,8 +85,3 @@ class ImportTable:
     def imports_module(self, prefix: str) -> bool:
         """Whether any import binds a name from ``prefix`` (e.g. ``"torch"``)."""
         return any(v == prefix or v.startswith(prefix + ".") for v in self.bindings.values())
-
-
-def call_name(table: ImportTable, call: cst.Call) -> str | None:
-    """The qualified name of the called function, or None if it is not import-rooted."""
-    return table.qualified_name(call.func)

@@ -1,20 +1,22 @@
 """Is a call reached on one rank only? The small form the code facts need, over Python's
-own ``ast`` (cheap: facts are wanted from files no code rule parses): inside an
-``if`` / ``else`` whose test reads a rank (``trainer.is_global_zero``,
-``global_rank == 0``, ``dist.get_rank()``, ``os.environ["RANK"]``), or in a function
-decorated ``@rank_zero_only``. Early exits (``if not is_global_zero: return``) are not
-followed."""
+own ``ast`` (cheap: facts are wanted from files no code rule parses), with the rank
+names of ``rank_predicates``: inside an ``if`` / ``else`` whose test reads a rank
+(``trainer.is_global_zero``, ``global_rank == 0``, ``dist.get_rank()``,
+``os.environ["RANK"]``), or in a function decorated ``@rank_zero_only`` (or
+accelerate's ``@on_main_process``). Early exits (``if not is_global_zero: return``)
+are not followed."""
 
 from __future__ import annotations
 
 import ast
 
-RANK_ATTRIBUTES = frozenset(
-    {"global_rank", "local_rank", "is_global_zero", "is_main_process", "is_local_main_process"}
+from lint.code.rank_predicates import (
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+    RANK_ONLY_DECORATORS,
 )
-RANK_FUNCTIONS = frozenset({"get_rank", "get_local_rank", "is_global_rank_zero"})
-RANK_NAMES = frozenset({"rank", "local_rank", "global_rank"})
-RANK_ENVIRONMENT = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID"})
+
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})
 
 Parents = dict[ast.AST, ast.AST]
@@ -33,7 +35,7 @@ def dotted(expr: ast.AST) -> str | None:
 
 
 def _is_rank_variable(name: str) -> bool:
-    return name.rsplit(".", 1)[-1] in RANK_FUNCTIONS
+    return name.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES
 
 
 def _reads_environment_rank(node: ast.AST) -> bool:
@@ -42,7 +44,7 @@ def _reads_environment_rank(node: ast.AST) -> bool:
         key = node.slice
     elif isinstance(node, ast.Call) and dotted(node.func) in _ENVIRONMENT_READERS and node.args:
         key = node.args[0]
-    return isinstance(key, ast.Constant) and key.value in RANK_ENVIRONMENT
+    return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
 
 
 def reads_rank(expression: ast.AST) -> bool:
@@ -50,7 +52,7 @@ def reads_rank(expression: ast.AST) -> bool:
     for node in ast.walk(expression):
         if isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES:
             return True
-        if isinstance(node, ast.Name) and node.id in RANK_NAMES:
+        if isinstance(node, ast.Name) and node.id in RANK_ATTRIBUTES:
             return True
         if isinstance(node, ast.Call) and _is_rank_variable(dotted(node.func) or ""):
             return True
@@ -62,7 +64,7 @@ def reads_rank(expression: ast.AST) -> bool:
 def _rank_zero_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for decorator in function.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if (dotted(target) or "").rsplit(".", 1)[-1] == "rank_zero_only":
+        if (dotted(target) or "").rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
             return True
     return False
 
