@@ -72,8 +72,8 @@ def measure(
 def ddplint_counts(tree: Path) -> str:
     """Files seen / pre-filtered / parsed and findings per rule, from the engine itself."""
     sys.path.insert(0, str(ROOT))
-    from lint.cli import build_options, build_settings
-    from lint.engine import lint_paths
+    from ddplint.cli import build_options, build_settings
+    from ddplint.engine import lint_paths
 
     settings = build_settings((str(tree),), None, (), (), (), False)
     options = build_options(settings)
@@ -107,11 +107,15 @@ def main() -> None:
     )
 
     cache = Path(tempfile.mkdtemp(prefix="ddplint-bench-cache-"))
-    env = {**os.environ, "DDPLINT_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DDPLINT_CACHE_DIR": str(cache),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }
     ddplint = [
         sys.executable,
         "-m",
-        "lint",
+        "ddplint",
         "check",
         str(tree),
         "-q",

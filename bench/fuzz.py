@@ -36,7 +36,7 @@ from bench.fuzz_cases import (
     seed_python_files,
     seed_yaml_files,
 )
-from lint.engine import lint_source
+from ddplint.engine import lint_source
 
 #: A case slower than this is kept as a reproducer too.
 SLOW_SECONDS = 10.0

@@ -20,13 +20,13 @@ from pathlib import Path
 import libcst as cst
 from hypothesis import strategies as st
 
-from lint.deep_stack import call_with_deep_stack
-from lint.engine import FileOutcome, lint_source
-from lint.finding import Finding
-from lint.fix import apply_edits
-from lint.settings import LintOptions
-from lint.source import SourceError, SourceFile
-from rules import all_rules
+from ddplint.deep_stack import call_with_deep_stack
+from ddplint.engine import FileOutcome, lint_source
+from ddplint.finding import Finding
+from ddplint.fix import apply_edits
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions
+from ddplint.source import SourceError, SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent
 NEMO_CONFIGS = Path("/work/shared/nemo_real_configs")

@@ -1,6 +1,6 @@
-"""Entry point for ``python -m lint``."""
+"""Entry point for ``python -m ddplint``."""
 
-from lint.cli import main
+from ddplint.cli import main
 
 if __name__ == "__main__":
     main()

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lint.engine import RunResult
-from lint.finding import Finding
+from ddplint.engine import RunResult
+from ddplint.finding import Finding
 
 BASELINE_VERSION = 1
 

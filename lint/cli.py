@@ -9,18 +9,18 @@ from typing import NoReturn
 
 import click
 
-from lint import __version__
-from lint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
-from lint.code.torch_floor import find_torch_floor
-from lint.engine import RunResult, default_jobs, lint_paths
-from lint.finding import Applicability
-from lint.fixer import FixRun, fix_run, unified_diff
-from lint.progress import Progress
-from lint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
-from lint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
-from lint.source import SourceError, SourceFile
-from lint.verify.command import verify as verify_command
-from rules import all_rules
+from ddplint import __version__
+from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
+from ddplint.code.torch_floor import find_torch_floor
+from ddplint.engine import RunResult, default_jobs, lint_paths
+from ddplint.finding import Applicability
+from ddplint.fixer import FixRun, fix_run, unified_diff
+from ddplint.progress import Progress
+from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
+from ddplint.source import SourceError, SourceFile
+from ddplint.verify.command import verify as verify_command
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

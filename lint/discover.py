@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lint.settings import Settings
-from lint.source import file_kind
+from ddplint.settings import Settings
+from ddplint.source import file_kind
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,18 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from lint import code_facts
-from lint.cache import ResultCache, content_hash
-from lint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
-from lint.code.safe_parse import ParseLimitExceeded
-from lint.deep_stack import call_with_deep_stack
-from lint.discover import Target, discover
-from lint.finding import FileError, Finding
-from lint.rule import CodeRule, ConfigRule
-from lint.settings import LintOptions, Settings, ignored_for_path
-from lint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
-from lint.suppress import Suppressions
-from rules import all_rules
+from ddplint import code_facts
+from ddplint.cache import ResultCache, content_hash
+from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
+from ddplint.code.safe_parse import ParseLimitExceeded
+from ddplint.deep_stack import call_with_deep_stack
+from ddplint.discover import Target, discover
+from ddplint.finding import FileError, Finding
+from ddplint.rule import CodeRule, ConfigRule
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions, Settings, ignored_for_path
+from ddplint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
+from ddplint.suppress import Suppressions
 
 T = TypeVar("T")
 #: Below this many files to parse, a process pool costs more than it saves.
@@ -49,7 +49,7 @@ class FileOutcome:
     parsed: bool = False
     prefiltered: bool = False
     internal_error: bool = False
-    #: Code facts for config rules (``lint.code_facts``), by kind; code files only.
+    #: Code facts for config rules (``ddplint.code_facts``), by kind; code files only.
     facts: dict[str, list[code_facts.Record]] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
@@ -121,10 +121,10 @@ def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
 
 def _build_context(source: SourceFile, options: LintOptions) -> Any:
     if source.kind == "code":
-        from lint.code.context import CodeContext
+        from ddplint.code.context import CodeContext
 
         return CodeContext.parse(source, options)
-    from lint.config.context import ConfigContext
+    from ddplint.config.context import ConfigContext
 
     return ConfigContext.load(source, options)
 
@@ -183,7 +183,7 @@ def lint_source(
     """Lint one file's bytes. Never raises: every failure becomes an error entry.
 
     ``collect`` names code-fact kinds to gather from a Python file for the config rules.
-    A file that will be parsed is linted on a deep stack (see ``lint.deep_stack``); an
+    A file that will be parsed is linted on a deep stack (see ``ddplint.deep_stack``); an
     exception that escapes (a bug of ours outside any one rule) is an error entry.
     """
     try:

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lint.rule import Rule
+    from ddplint.rule import Rule
 
 
 class Severity(str, Enum):

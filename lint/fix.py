@@ -13,8 +13,8 @@ import libcst as cst
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from lint.finding import Applicability, Edit, Finding
-from lint.source import SourceFile
+from ddplint.finding import Applicability, Edit, Finding
+from ddplint.source import SourceFile
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

@@ -12,11 +12,11 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lint.engine import FileOutcome, RunResult, default_jobs, lint_source, run_jobs
-from lint.finding import FileError, Finding
-from lint.fix import applicable, apply_edits, choose_fixes, edits_of, syntax_problem, with_text
-from lint.settings import LintOptions, Settings, ignored_for_path
-from lint.source import SourceError, SourceFile, split_lines
+from ddplint.engine import FileOutcome, RunResult, default_jobs, lint_source, run_jobs
+from ddplint.finding import FileError, Finding
+from ddplint.fix import applicable, apply_edits, choose_fixes, edits_of, syntax_problem, with_text
+from ddplint.settings import LintOptions, Settings, ignored_for_path
+from ddplint.source import SourceError, SourceFile, split_lines
 
 #: Passes of apply + re-lint before giving up on a file whose fixes keep offering more.
 MAX_PASSES = 20

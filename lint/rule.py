@@ -12,11 +12,11 @@ import inspect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-from lint.finding import Applicability, Finding, Severity
+from ddplint.finding import Applicability, Finding, Severity
 
 if TYPE_CHECKING:
-    from lint.code.context import CodeContext
-    from lint.config.context import ConfigContext
+    from ddplint.code.context import CodeContext
+    from ddplint.config.context import ConfigContext
 
 
 class Rule:
@@ -86,7 +86,7 @@ class ConfigRule(Rule):
     """A rule over one YAML training config (``ConfigContext``)."""
 
     kind = "config"
-    #: Code-fact kinds (``lint.code_facts``) the rule reads: the engine collects them
+    #: Code-fact kinds (``ddplint.code_facts``) the rule reads: the engine collects them
     #: from the Python files of the same run before it lints YAML.
     code_facts: ClassVar[tuple[str, ...]] = ()
 

@@ -17,8 +17,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from lint import __version__
-from lint.rule import Rule
+from ddplint import __version__
+from ddplint.rule import Rule
 
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 DEFAULT_EXCLUDE = (

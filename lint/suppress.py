@@ -13,8 +13,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from lint.finding import Finding
-from lint.source import split_lines
+from ddplint.finding import Finding
+from ddplint.source import split_lines
 
 _NOQA = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
 _DIRECTIVE = re.compile(

@@ -9,9 +9,9 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from lint.rule import CodeRule, ConfigRule, Rule
+from ddplint.rule import CodeRule, ConfigRule, Rule
 
-_PACKAGES = ("rules.code", "rules.config")
+_PACKAGES = ("ddplint.rules.code", "ddplint.rules.config")
 
 
 @lru_cache(maxsize=1)

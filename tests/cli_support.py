@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from lint.cli import cli
+from ddplint.cli import cli
 
 #: A forward pass with one host sync (DDP101, unsafe fix) on line 7, column 9.
 HAZARD = """\

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from lint.engine import FileOutcome, lint_source
-from lint.fix import apply_edits, choose_fixes
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.engine import FileOutcome, lint_source
+from ddplint.fix import apply_edits, choose_fixes
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 import libcst as cst
 import pytest
 
-import lint.cli
-import lint.engine
-import lint.report.sarif
-from lint.code.context import CodeContext
-from lint.code.edits import ensure_import, replace_node
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule, Rule
-from rules import all_rules
+import ddplint.cli
+import ddplint.engine
+import ddplint.report.sarif
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import ensure_import, replace_node
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule, Rule
+from ddplint.rules import all_rules
 
 DOC = """
     ## What it does
@@ -159,7 +159,9 @@ def use_synthetic_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     for rule in SYNTHETIC:
         monkeypatch.setattr(rule, "default_enabled", False)
         catalogue[rule.code] = rule
-    for module in (lint.engine, lint.cli, lint.report.sarif):
+    for module in (ddplint.engine, ddplint.cli, ddplint.report.sarif):
         monkeypatch.setattr(module, "all_rules", lambda: dict(sorted(catalogue.items())))
     # The engine caches rule instances by selection; bypass the cache while patched.
-    monkeypatch.setattr(lint.engine, "_rule_instances", lint.engine._rule_instances.__wrapped__)
+    monkeypatch.setattr(
+        ddplint.engine, "_rule_instances", ddplint.engine._rule_instances.__wrapped__
+    )

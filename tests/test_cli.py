@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lint import __version__
-from lint.cli import cli
+from ddplint import __version__
+from ddplint.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "example_project"
@@ -208,7 +208,7 @@ def test_rules_and_explain() -> None:
 
 def test_python_dash_m_and_example_project() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "lint", "check", "--no-cache", str(EXAMPLE)],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", str(EXAMPLE)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -228,7 +228,7 @@ def test_python_dash_m_and_example_project() -> None:
 
 def test_example_project_config_findings() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "lint", "check", "--no-cache", "--format", "json", str(EXAMPLE)],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--format", "json", str(EXAMPLE)],
         capture_output=True,
         text=True,
         cwd=ROOT,

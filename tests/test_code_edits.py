@@ -5,14 +5,14 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from lint.code.argument_edits import add_keyword_argument, remove_argument
-from lint.code.call_args import keyword_argument
-from lint.code.context import CodeContext
-from lint.code.imports import import_edit
-from lint.finding import Edit
-from lint.fix import apply_edits
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.code.argument_edits import add_keyword_argument, remove_argument
+from ddplint.code.call_args import keyword_argument
+from ddplint.code.context import CodeContext
+from ddplint.code.imports import import_edit
+from ddplint.finding import Edit
+from ddplint.fix import apply_edits
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 
 def _context(text: str) -> CodeContext:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lint.code.fact_collectors import COLLECTORS, collect_facts
-from lint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS
-from lint.engine import lint_paths
-from lint.settings import LintOptions, Settings
+from ddplint.code.fact_collectors import COLLECTORS, collect_facts
+from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS
+from ddplint.engine import lint_paths
+from ddplint.settings import LintOptions, Settings
 
 LIGHTNING_CONFIG = """\
 trainer:

@@ -10,19 +10,19 @@ import pytest
 from fixture_harness import fixed_path, fixture_files, lint_fixture
 from omegaconf import OmegaConf
 
-from lint.config.braces import count_expansions
-from lint.config.checkpoint_names import metrics, without_group
-from lint.config.context import ConfigContext
-from lint.config.edits import add_key, set_or_add
-from lint.config.loader import load_documents
-from lint.config.nemo import shard_counts
-from lint.config.training import is_training_config
-from lint.config.values import ABSENT, UNKNOWN, expanded_size
-from lint.engine import lint_source
-from lint.finding import Applicability
-from lint.settings import LintOptions
-from lint.source import SourceError, SourceFile
-from rules import all_rules
+from ddplint.config.braces import count_expansions
+from ddplint.config.checkpoint_names import metrics, without_group
+from ddplint.config.context import ConfigContext
+from ddplint.config.edits import add_key, set_or_add
+from ddplint.config.loader import load_documents
+from ddplint.config.nemo import shard_counts
+from ddplint.config.training import is_training_config
+from ddplint.config.values import ABSENT, UNKNOWN, expanded_size
+from ddplint.engine import lint_source
+from ddplint.finding import Applicability
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions
+from ddplint.source import SourceError, SourceFile
 
 CONFIG_RULES = tuple(code for code, rule in all_rules().items() if rule.kind == "config")
 
@@ -297,7 +297,7 @@ def test_checkpoint_name_groups() -> None:
 
 # -- edits -------------------------------------------------------------------------------
 def _apply(ctx: ConfigContext, edit: object) -> str:
-    from lint.fix import apply_edits
+    from ddplint.fix import apply_edits
 
     return apply_edits(ctx.source, [edit])  # type: ignore[list-item]
 
@@ -397,7 +397,7 @@ def test_deep_nesting_is_refused_quickly() -> None:
     assert time.perf_counter() - started < 3
     (error,) = outcome.errors
     assert "nested more than 100 deep" in error.message and not outcome.internal_error
-    # Block nesting 1,500 deep loads on the engine's deep stack (lint.deep_stack).
+    # Block nesting 1,500 deep loads on the engine's deep stack (ddplint.deep_stack).
     started = time.perf_counter()
     outcome = lint_text(block)
     assert time.perf_counter() - started < 3

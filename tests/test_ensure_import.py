@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lint.code.context import CodeContext
-from lint.code.edits import ImportConflict, can_import, ensure_import
-from lint.fix import apply_edits
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import ImportConflict, can_import, ensure_import
+from ddplint.fix import apply_edits
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 OPTIONS = LintOptions(selected=(), project_root=".")
 

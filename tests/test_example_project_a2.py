@@ -16,7 +16,7 @@ CODES = "DDP204,DDP205,DDP206,DDP208,DDP209"
 
 def _findings(*args: str) -> list[dict[str, object]]:
     result = subprocess.run(
-        [sys.executable, "-m", "lint", "check", "--no-cache", "--format", "json", *args],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--format", "json", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

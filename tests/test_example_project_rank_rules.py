@@ -17,7 +17,7 @@ def test_rank_rules_on_example_project() -> None:
         [
             sys.executable,
             "-m",
-            "lint",
+            "ddplint",
             "check",
             "--no-cache",
             "--select",

@@ -15,7 +15,7 @@ from cli_support import SYNC
 from cli_support import check as run
 from click.testing import CliRunner
 
-from lint.cli import cli
+from ddplint.cli import cli
 
 #: The hazard with a comment (non-ASCII in some tests) that must survive the fix.
 HAZARD = PLAIN.replace("def forward(self, x):", "def forward(self, x):  # {comment}")

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 from fixture_harness import fixture_files, rule_of
 
-from lint.cli import EXIT_ERROR, cli
-from lint.fix import syntax_problem
-from lint.source import SourceFile
+from ddplint.cli import EXIT_ERROR, cli
+from ddplint.fix import syntax_problem
+from ddplint.source import SourceFile
 
 ALL_FIXTURES = fixture_files()
 

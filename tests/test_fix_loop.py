@@ -10,10 +10,10 @@ import pytest
 from cli_support import HAZARD, check
 from synthetic_rules import use_synthetic_rules
 
-from lint.engine import lint_source
-from lint.fix import choose_fixes
-from lint.fixer import MAX_PASSES, fix_source
-from lint.settings import LintOptions
+from ddplint.engine import lint_source
+from ddplint.fix import choose_fixes
+from ddplint.fixer import MAX_PASSES, fix_source
+from ddplint.settings import LintOptions
 
 
 @pytest.fixture(autouse=True)

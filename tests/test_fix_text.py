@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lint.finding import Edit
-from lint.fix import apply_edits, syntax_problem
-from lint.source import SourceFile
+from ddplint.finding import Edit
+from ddplint.fix import apply_edits, syntax_problem
+from ddplint.source import SourceFile
 
 
 @pytest.mark.parametrize(

@@ -232,5 +232,5 @@ def test_hook_environment_has_no_torch(hooks_built: Path) -> None:
     site_packages = [p for p in hooks_built.glob("repo*/py_env-*/lib/python*/site-packages")]
     assert site_packages, f"no hook environment under {hooks_built}"
     for folder in site_packages:
-        assert (folder / "libcst").is_dir() and (folder / "lint").is_dir()
+        assert (folder / "libcst").is_dir() and (folder / "ddplint").is_dir()
         assert not (folder / "torch").exists()

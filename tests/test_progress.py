@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lint.progress import Progress
+from ddplint.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = "fixtures/example_project"
@@ -58,7 +58,7 @@ def _check_with_stderr_on_terminal(*args: str) -> tuple[str, str]:
     master, slave = os.openpty()
     environment = {**os.environ, "DDPLINT_PROGRESS_DELAY": "0", "TERM": "xterm"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "lint", "check", "--no-cache", *args, EXAMPLE],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args, EXAMPLE],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=slave,
@@ -81,7 +81,7 @@ def test_cli_shows_progress_on_a_terminal_only_for_human_formats() -> None:
 
 def test_cli_shows_no_progress_in_a_pipe() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "lint", "check", "--no-cache", EXAMPLE],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", EXAMPLE],
         cwd=ROOT,
         capture_output=True,
         text=True,

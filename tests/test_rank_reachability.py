@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lint.code.context import CodeContext
-from lint.code.rank_conditions import GLOBAL_ZERO, Atom, Not, Shared, evaluate
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.code.context import CodeContext
+from ddplint.code.rank_conditions import GLOBAL_ZERO, Atom, Not, Shared, evaluate
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 OPTIONS = LintOptions(selected=(), project_root=".")
 HEADER = (

@@ -13,7 +13,7 @@ from cli_support import HAZARD, SYNC
 from cli_support import check as run
 from sarif_schema import load_schema
 
-from lint.report.github import escape_data, escape_property
+from ddplint.report.github import escape_data, escape_property
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rules import all_rules
+from ddplint.rules import all_rules
 
 HEADINGS = (
     "## What it does",

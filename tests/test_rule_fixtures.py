@@ -25,10 +25,10 @@ from fixture_harness import (
     unified_diff,
 )
 
-from lint.engine import RunResult, RunStats
-from lint.report import ReportContext
-from lint.report.text import render_full
-from rules import all_rules
+from ddplint.engine import RunResult, RunStats
+from ddplint.report import ReportContext
+from ddplint.report.text import render_full
+from ddplint.rules import all_rules
 
 ALL_FIXTURES = fixture_files()
 

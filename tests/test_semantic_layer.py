@@ -6,9 +6,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from lint.code.context import CodeContext
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.code.context import CodeContext
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 OPTIONS = LintOptions(selected=(), project_root=".")
 
@@ -167,7 +167,7 @@ def test_collective_needles_cover_the_catalogue() -> None:
     """A file holding a catalogued collective always contains a pre-filter needle: the
     qualified names need an import of ``torch.distributed`` or ``deepspeed``, and the
     framework forms name their receiver (or the method itself is a needle)."""
-    from lint.code import collectives as catalogue
+    from ddplint.code import collectives as catalogue
 
     needles = catalogue.COLLECTIVE_NEEDLES
     qualified = [
@@ -189,7 +189,7 @@ def test_collective_call_needles_cover_the_catalogue() -> None:
     """Every spelling of a catalogued collective names its function or method somewhere
     in the file (an aliased import names it in the import), so one of these needles is
     always there."""
-    from lint.code import collectives as catalogue
+    from ddplint.code import collectives as catalogue
 
     names = [
         *catalogue.TORCH_COLLECTIVES,

@@ -6,15 +6,15 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from lint.code.call_reach import StepEvent
-from lint.code.collectives import COLLECTIVE_NEEDLES
-from lint.code.conditions import guarding_conditions
-from lint.code.context import CodeContext
-from lint.code.lossless_returns import LossKind, lossless_returns
-from lint.code.optimizer_steps import is_optimizer_step
-from lint.code.set_iteration import SetValues
-from lint.settings import LintOptions
-from lint.source import SourceFile
+from ddplint.code.call_reach import StepEvent
+from ddplint.code.collectives import COLLECTIVE_NEEDLES
+from ddplint.code.conditions import guarding_conditions
+from ddplint.code.context import CodeContext
+from ddplint.code.lossless_returns import LossKind, lossless_returns
+from ddplint.code.optimizer_steps import is_optimizer_step
+from ddplint.code.set_iteration import SetValues
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
 
 OPTIONS = LintOptions(selected=(), project_root=".")
 

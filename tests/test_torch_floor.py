@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 from fixture_harness import FIXTURES, lint_fixture
 
-from lint.cli import cli
-from lint.code.torch_floor import (
+from ddplint.cli import cli
+from ddplint.code.torch_floor import (
     at_least,
     find_torch_floor,
     poetry_floor,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.finding import Edit
+from ddplint.code.context import CodeContext
+from ddplint.finding import Edit
 
 
 def _start(ctx: CodeContext, node: cst.CSTNode) -> tuple[int, int]:

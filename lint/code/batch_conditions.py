@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.constants import literal_value
-from lint.code.loop_facts import EnumerateLoop
+from ddplint.code.constants import literal_value
+from ddplint.code.loop_facts import EnumerateLoop
 
 
 def counter_offset(loop: EnumerateLoop, expr: cst.BaseExpression) -> int | None:

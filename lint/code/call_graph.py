@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.module_index import ModuleIndex
-from lint.code.names import dotted_name
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import dotted_name
 
 
 class LocalFunctions:

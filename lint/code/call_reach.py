@@ -17,11 +17,11 @@ from enum import Enum
 
 import libcst as cst
 
-from lint.code.collectives import Collective
-from lint.code.forward_paths import ForwardPaths
-from lint.code.module_index import ModuleIndex
-from lint.code.names import dotted_name
-from lint.code.optimizer_steps import is_optimizer_step
+from ddplint.code.collectives import Collective
+from ddplint.code.forward_paths import ForwardPaths
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import dotted_name
+from ddplint.code.optimizer_steps import is_optimizer_step
 
 BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
 

@@ -16,8 +16,8 @@ from typing import Protocol
 
 import libcst as cst
 
-from lint.code.module_index import children_of
-from lint.code.rank_conditions import Formula, evaluate
+from ddplint.code.module_index import children_of
+from ddplint.code.rank_conditions import Formula, evaluate
 
 Event = tuple[object, ...]
 Trace = tuple[Event, ...]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.names import ImportTable, dotted_name
 
 #: Collective functions of ``torch.distributed`` (p2p send/recv are not collectives).
 TORCH_COLLECTIVES = frozenset(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.module_index import ModuleIndex
+from ddplint.code.module_index import ModuleIndex
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 

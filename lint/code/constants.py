@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.module_index import ModuleIndex
+from ddplint.code.module_index import ModuleIndex
 
 #: The evaluator's answer for "not a constant it can see".
 UNKNOWN = object()

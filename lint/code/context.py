@@ -9,23 +9,23 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from lint.code.call_reach import CallReach
-from lint.code.collectives import Collective, classify_call
-from lint.code.data_dependence import DataDependence
-from lint.code.forward_paths import ForwardPaths
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable
-from lint.code.rank_predicates import RankPredicates
-from lint.code.rank_reachability import RankReachability
-from lint.code.safe_parse import parse_module
-from lint.code.step_skips import StepSkips
-from lint.code.training_steps import TrainingSteps
-from lint.finding import Finding, Fix
-from lint.source import SourceFile
+from ddplint.code.call_reach import CallReach
+from ddplint.code.collectives import Collective, classify_call
+from ddplint.code.data_dependence import DataDependence
+from ddplint.code.forward_paths import ForwardPaths
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable
+from ddplint.code.rank_predicates import RankPredicates
+from ddplint.code.rank_reachability import RankReachability
+from ddplint.code.safe_parse import parse_module
+from ddplint.code.step_skips import StepSkips
+from ddplint.code.training_steps import TrainingSteps
+from ddplint.finding import Finding, Fix
+from ddplint.source import SourceFile
 
 if TYPE_CHECKING:
-    from lint.rule import Rule
-    from lint.settings import LintOptions
+    from ddplint.rule import Rule
+    from ddplint.settings import LintOptions
 
 
 class CodeContext:

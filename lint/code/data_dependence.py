@@ -16,10 +16,10 @@ from collections.abc import Collection, Iterator
 
 import libcst as cst
 
-from lint.code.collectives import Collective
-from lint.code.module_index import ModuleIndex, children_of
-from lint.code.names import dotted_name
-from lint.code.training_steps import TrainingSteps
+from ddplint.code.collectives import Collective
+from ddplint.code.module_index import ModuleIndex, children_of
+from ddplint.code.names import dotted_name
+from ddplint.code.training_steps import TrainingSteps
 
 #: Collectives whose first argument holds the same result on every rank afterwards.
 IN_PLACE_SYNCED = frozenset(

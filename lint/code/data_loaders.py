@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable, dotted_name
 
 DATA_LOADERS = frozenset(
     {

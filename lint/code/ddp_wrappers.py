@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_args import argument, has_star_arguments, keyword_argument
-from lint.code.constants import literal_value
-from lint.code.names import ImportTable
+from ddplint.code.call_args import argument, has_star_arguments, keyword_argument
+from ddplint.code.constants import literal_value
+from ddplint.code.names import ImportTable
 
 DDP_WRAPPERS = frozenset(
     {

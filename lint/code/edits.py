@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.code.names import dotted_name
-from lint.finding import Edit
+from ddplint.code.context import CodeContext
+from ddplint.code.names import dotted_name
+from ddplint.finding import Edit
 
 
 def replace_node(ctx: CodeContext, node: cst.CSTNode, content: str) -> Edit:

@@ -1,4 +1,4 @@
-"""Collect the code facts config rules cross-check (see ``lint.code_facts``): metrics
+"""Collect the code facts config rules cross-check (see ``ddplint.code_facts``): metrics
 logged with or without ``sync_dist``, and encoder / ``transcribe`` calls on rank 0 only.
 
 Collectors read Python's own ``ast`` (a C parser, line numbers included): facts are
@@ -11,8 +11,8 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from lint.code.rank_guard import Parents, dotted, rank_guard
-from lint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
+from ddplint.code.rank_guard import Parents, dotted, rank_guard
+from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
 
 RANK_ZERO_METHODS = frozenset({"transcribe", "encoder"})
 #: Receivers of ``.log`` that are a LightningModule (``self``, a callback's ``pl_module``).

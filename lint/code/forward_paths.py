@@ -5,7 +5,7 @@ A forward path is ``forward`` / ``*_step`` of a class deriving from ``nn.Module`
 classes of the module, or through an imported base whose name says it is a module),
 plus every function those reach through calls inside the same module (``self.helper()``,
 ``helper()``). The body of a loop that calls ``backward()`` is a per-step path too:
-``lint.code.training_steps`` finds those.
+``ddplint.code.training_steps`` finds those.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_graph import LocalFunctions
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.call_graph import LocalFunctions
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable, dotted_name
 
 FORWARD_METHODS = frozenset(
     {"forward", "training_step", "validation_step", "test_step", "predict_step"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.code.edits import can_import, ensure_import, insert_import_line
-from lint.code.names import dotted_name
-from lint.finding import Edit
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import can_import, ensure_import, insert_import_line
+from ddplint.code.names import dotted_name
+from ddplint.finding import Edit
 
 
 def _alias(alias: cst.ImportAlias) -> str | None:

@@ -14,11 +14,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.constants import single_assignment
-from lint.code.data_loaders import DATALOADER_POSITIONS, bound_name, is_data_loader
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.call_args import argument
+from ddplint.code.constants import single_assignment
+from ddplint.code.data_loaders import DATALOADER_POSITIONS, bound_name, is_data_loader
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable, dotted_name
 
 ITERABLE_DATASET_BASES = frozenset(
     {

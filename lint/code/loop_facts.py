@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.constants import literal_value, single_assignment
-from lint.code.context import CodeContext
-from lint.code.names import dotted_name
+from ddplint.code.call_args import argument
+from ddplint.code.constants import literal_value, single_assignment
+from ddplint.code.context import CodeContext
+from ddplint.code.names import dotted_name
 
 _PROGRESS_WRAPPERS = frozenset({"tqdm", "track"})
 _RESIZING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear"})

@@ -16,9 +16,9 @@ from enum import Enum
 
 import libcst as cst
 
-from lint.code.conditions import Guard, guarding_conditions
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable
+from ddplint.code.conditions import Guard, guarding_conditions
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable
 
 #: Tensor constructors whose result has no autograd history.
 CONSTANT_TENSORS = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.context import CodeContext
+from ddplint.code.context import CodeContext
 
 MAX_SNIPPET = 60
 

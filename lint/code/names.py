@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.module_index import ModuleIndex
+from ddplint.code.module_index import ModuleIndex
 
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:

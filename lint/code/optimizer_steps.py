@@ -11,7 +11,7 @@ import re
 
 import libcst as cst
 
-from lint.code.names import dotted_name
+from ddplint.code.names import dotted_name
 
 _STEPPER = re.compile(r"(optim|^opt$|^opt_|_opt$|sched|scaler|^engine$|_engine$)", re.IGNORECASE)
 

@@ -13,11 +13,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.collectives import torch_distributed_call, torch_distributed_function
-from lint.code.constants import constant_value, single_assignment
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable
+from ddplint.code.call_args import argument
+from ddplint.code.collectives import torch_distributed_call, torch_distributed_function
+from ddplint.code.constants import constant_value, single_assignment
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable
 
 _WORLD_GROUPS = ("group.WORLD", "GroupMember.WORLD")
 #: Where ``backend`` sits among the positional parameters of the group creators.

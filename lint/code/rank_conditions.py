@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.names import dotted_name
-from lint.code.rank_predicates import RankPredicates
+from ddplint.code.names import dotted_name
+from ddplint.code.rank_predicates import RankPredicates
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from lint.code.rank_predicates import (
+from ddplint.code.rank_predicates import (
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,

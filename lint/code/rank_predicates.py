@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from lint.code.collectives import classify_call
-from lint.code.module_index import ModuleIndex, children_of
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.collectives import classify_call
+from ddplint.code.module_index import ModuleIndex, children_of
+from ddplint.code.names import ImportTable, dotted_name
 
 RANK_FUNCTIONS = frozenset(
     {

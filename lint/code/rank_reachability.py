@@ -21,8 +21,8 @@ from typing import Literal
 
 import libcst as cst
 
-from lint.code.call_graph import LocalFunctions
-from lint.code.collective_traces import (
+from ddplint.code.call_graph import LocalFunctions
+from ddplint.code.collective_traces import (
     ERROR_ENDINGS,
     Trace,
     Tracer,
@@ -31,10 +31,10 @@ from lint.code.collective_traces import (
     orelse_statements,
     statements_of,
 )
-from lint.code.collectives import Collective, classify_call
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable
-from lint.code.rank_conditions import (
+from ddplint.code.collectives import Collective, classify_call
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable
+from ddplint.code.rank_conditions import (
     GLOBAL_ZERO,
     LOCAL_ZERO,
     Atom,
@@ -46,7 +46,7 @@ from lint.code.rank_conditions import (
     int_set,
     members_of,
 )
-from lint.code.rank_predicates import RankPredicates
+from ddplint.code.rank_predicates import RankPredicates
 
 #: Beyond this many rank atoms in one function, traces are not enumerated (2**n).
 MAX_ATOMS = 8

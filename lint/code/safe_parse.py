@@ -5,7 +5,7 @@ the default 8 MiB stack: a segfault, not an exception) and takes time quadratic 
 nesting depth of a statement (``f(f(f(...)))`` 200 deep: about 0.6 s; ``a[0][0]...``
 1,000 long: about 3 s). So before LibCST sees a file, CPython's own parser (C, runs no
 code) checks it and the nesting of every statement is measured. The engine runs LibCST
-on a large stack (``lint.deep_stack``) for what is let through.
+on a large stack (``ddplint.deep_stack``) for what is let through.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.source import SourceError
+from ddplint.source import SourceError
 
 #: The sum over statements of (nesting depth)^2. LibCST costs about 0.02 ms per unit
 #: in its worst shapes, so this bounds a file's parse at about 10 s. The real corpus

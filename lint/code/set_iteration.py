@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.data_dependence import bound_names
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable, dotted_name
+from ddplint.code.data_dependence import bound_names
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable, dotted_name
 
 _SET_BUILDERS = frozenset({"set", "frozenset"})
 _SET_METHODS = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})

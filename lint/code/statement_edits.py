@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.finding import Edit
+from ddplint.code.context import CodeContext
+from ddplint.finding import Edit
 
 
 def insert_statement_before(ctx: CodeContext, statement: cst.CSTNode, code: str) -> Edit:

@@ -18,13 +18,13 @@ from enum import Enum
 
 import libcst as cst
 
-from lint.code.call_reach import SYNCING, CallReach, Reached, StepEvent
-from lint.code.conditions import Guard, guarding_conditions
-from lint.code.data_dependence import DataDependence
-from lint.code.lossless_returns import is_constant_tensor, is_none_return
-from lint.code.module_index import ModuleIndex
-from lint.code.names import ImportTable, dotted_name
-from lint.code.training_steps import TrainingSteps
+from ddplint.code.call_reach import SYNCING, CallReach, Reached, StepEvent
+from ddplint.code.conditions import Guard, guarding_conditions
+from ddplint.code.data_dependence import DataDependence
+from ddplint.code.lossless_returns import is_constant_tensor, is_none_return
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import ImportTable, dotted_name
+from ddplint.code.training_steps import TrainingSteps
 
 #: Exceptions whose handler swallows an out-of-memory or a failed step.
 STEP_FAILURES = frozenset(

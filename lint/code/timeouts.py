@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.collectives import torch_distributed_function
-from lint.code.names import ImportTable
+from ddplint.code.call_args import argument
+from ddplint.code.collectives import torch_distributed_function
+from ddplint.code.names import ImportTable
 
 
 @dataclass(frozen=True)

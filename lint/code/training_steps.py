@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint.code.call_reach import CallReach, StepEvent
-from lint.code.forward_paths import ForwardPaths
-from lint.code.module_index import ModuleIndex
-from lint.code.names import dotted_name
+from ddplint.code.call_reach import CallReach, StepEvent
+from ddplint.code.forward_paths import ForwardPaths
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import dotted_name
 
 _BACKWARD = frozenset({StepEvent.BACKWARD})
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)

@@ -7,19 +7,19 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from lint.code_facts import OPTIONS_KEY, CodeFacts
-from lint.config.document import ConfigDocument, Entry, KeyPath, dotted
-from lint.config.loader import load_documents
-from lint.config.training import TRAINING_NEEDLES, is_training_config
-from lint.config.values import expanded_size, plain_tree
-from lint.config.world_size import WorldSize, world_size
-from lint.finding import Applicability, Edit, Finding, Fix
-from lint.fix import apply_edits
-from lint.source import SourceError, SourceFile
+from ddplint.code_facts import OPTIONS_KEY, CodeFacts
+from ddplint.config.document import ConfigDocument, Entry, KeyPath, dotted
+from ddplint.config.loader import load_documents
+from ddplint.config.training import TRAINING_NEEDLES, is_training_config
+from ddplint.config.values import expanded_size, plain_tree
+from ddplint.config.world_size import WorldSize, world_size
+from ddplint.finding import Applicability, Edit, Finding, Fix
+from ddplint.fix import apply_edits
+from ddplint.source import SourceError, SourceFile
 
 if TYPE_CHECKING:
-    from lint.rule import Rule
-    from lint.settings import LintOptions
+    from ddplint.rule import Rule
+    from ddplint.settings import LintOptions
 
 #: Characters of fixed text re-loaded to check the fixes of one file. Each check loads
 #: the whole file again, so a file with hundreds of fixable findings would take minutes;

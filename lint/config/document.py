@@ -7,10 +7,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lint.config.resolve import Resolver, has_interpolation
-from lint.config.spans import token_end
-from lint.config.values import ABSENT, UNKNOWN, plain_scalar
-from lint.source import SourceFile
+from ddplint.config.resolve import Resolver, has_interpolation
+from ddplint.config.spans import token_end
+from ddplint.config.values import ABSENT, UNKNOWN, plain_scalar
+from ddplint.source import SourceFile
 
 Key = str | int
 KeyPath = tuple[Key, ...]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lint.config.document import ConfigDocument, Entry, KeyPath
-from lint.finding import Edit
+from ddplint.config.document import ConfigDocument, Entry, KeyPath
+from ddplint.finding import Edit
 
 
 def replace_value(doc: ConfigDocument, found: Entry, content: str) -> Edit | None:

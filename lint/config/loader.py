@@ -11,7 +11,7 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
-from lint.source import SourceError
+from ddplint.source import SourceError
 
 #: Deeper flow nesting (``[[[[...]]]]``) is refused as the scanner meets it: ruamel's
 #: scanner slows down quadratically with the flow level, and no training config comes close.

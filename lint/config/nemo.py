@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lint.config.braces import count_expansions
-from lint.config.document import ConfigDocument, KeyPath, dotted
-from lint.config.values import ABSENT, UNKNOWN
+from ddplint.config.braces import count_expansions
+from ddplint.config.document import ConfigDocument, KeyPath, dotted
+from ddplint.config.values import ABSENT, UNKNOWN
 
 #: ``ConformerEncoder`` and the classes that build one from the same keyword arguments
 #: (``sync_max_audio_length``, ``conv_norm_type``, ``pos_emb_max_len``).

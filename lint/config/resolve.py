@@ -21,7 +21,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from lint.config.values import UNKNOWN, expanded_size, plain_scalar, plain_tree
+from ddplint.config.values import UNKNOWN, expanded_size, plain_scalar, plain_tree
 
 # ``${name:`` opens a resolver call; node interpolations never hold a colon.
 _RESOLVER_CALL = re.compile(r"\$\{\s*[A-Za-z_][\w.\-]*\s*:")

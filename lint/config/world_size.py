@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lint.config.document import ConfigDocument
-from lint.config.values import ABSENT, UNKNOWN
+from ddplint.config.document import ConfigDocument
+from ddplint.config.values import ABSENT, UNKNOWN
 
 
 @dataclass(frozen=True)

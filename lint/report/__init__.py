@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lint.engine import RunResult
-from lint.report.github import render_github
-from lint.report.json_format import render_json
-from lint.report.junit import render_junit
-from lint.report.sarif import render_sarif
-from lint.report.text import render_concise, render_full
+from ddplint.engine import RunResult
+from ddplint.report.github import render_github
+from ddplint.report.json_format import render_json
+from ddplint.report.junit import render_junit
+from ddplint.report.sarif import render_sarif
+from ddplint.report.text import render_concise, render_full
 
 
 @dataclass(frozen=True)

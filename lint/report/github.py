@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lint.engine import RunResult
-from lint.finding import FileError, Finding, Severity
+from ddplint.engine import RunResult
+from ddplint.finding import FileError, Finding, Severity
 
 if TYPE_CHECKING:
-    from lint.report import ReportContext
+    from ddplint.report import ReportContext
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from lint.engine import RunResult
+from ddplint.engine import RunResult
 
 if TYPE_CHECKING:
-    from lint.report import ReportContext
+    from ddplint.report import ReportContext
 
 JSON_VERSION = 1
 

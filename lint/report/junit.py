@@ -8,12 +8,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from lint.engine import RunResult
-from lint.finding import FileError, Finding
-from lint.report.text import concise_line
+from ddplint.engine import RunResult
+from ddplint.finding import FileError, Finding
+from ddplint.report.text import concise_line
 
 if TYPE_CHECKING:
-    from lint.report import ReportContext
+    from ddplint.report import ReportContext
 
 # Characters XML 1.0 cannot hold at all, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from lint import __version__
-from lint.baseline import entries_for
-from lint.engine import RunResult
-from lint.finding import Edit, FileError, Finding, Severity
-from rules import all_rules
+from ddplint import __version__
+from ddplint.baseline import entries_for
+from ddplint.engine import RunResult
+from ddplint.finding import Edit, FileError, Finding, Severity
+from ddplint.rules import all_rules
 
 if TYPE_CHECKING:
-    from lint.report import ReportContext
+    from ddplint.report import ReportContext
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lint.engine import RunResult
-from lint.finding import Finding
+from ddplint.engine import RunResult
+from ddplint.finding import Finding
 
 if TYPE_CHECKING:
-    from lint.report import ReportContext
+    from ddplint.report import ReportContext
 
 FRAME_CONTEXT = 2
 

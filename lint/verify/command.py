@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from lint.verify.launch import LaunchSpec
+from ddplint.verify.launch import LaunchSpec
 
 
 @click.command(name="verify")
@@ -78,10 +78,10 @@ def verify(
     every collective of every rank, stop a hang with every rank's stack, and tell where
     the ranks diverged and which static findings that confirms. Arguments for ENTRY go
     after `--`."""
-    from lint.cli import EXIT_ERROR, build_options, build_settings
-    from lint.settings import SettingsError
-    from lint.verify import verifier
-    from lint.verify.report import render_json, render_text
+    from ddplint.cli import EXIT_ERROR, build_options, build_settings
+    from ddplint.settings import SettingsError
+    from ddplint.verify import verifier
+    from ddplint.verify.report import render_json, render_text
 
     spec = LaunchSpec(
         entry=entry,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lint.verify.frames import Frame
-from lint.verify.trace import Collective, RankTrace
+from ddplint.verify.frames import Frame
+from ddplint.verify.trace import Collective, RankTrace
 
 #: Ops whose tensors must have the same shape and dtype on every rank.
 SAME_SHAPE_OPS = frozenset(

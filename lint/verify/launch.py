@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from lint.verify import layout, reaper
+from ddplint.verify import layout, reaper
 
 BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
 #: Longest temporary folder given to the ranks as ``TMPDIR``: multiprocessing puts Unix

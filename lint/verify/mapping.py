@@ -22,9 +22,9 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lint.finding import Finding
-from lint.verify.compare import RuntimeProblem
-from lint.verify.frames import Frame
+from ddplint.finding import Finding
+from ddplint.verify.compare import RuntimeProblem
+from ddplint.verify.frames import Frame
 
 EXITS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lint.discover import display_path
-from lint.verify.compare import Divergence, RankAt, rank_state
-from lint.verify.frames import Frame
-from lint.verify.trace import Collective
-from lint.verify.verifier import VerifyResult
+from ddplint.discover import display_path
+from ddplint.verify.compare import Divergence, RankAt, rank_state
+from ddplint.verify.frames import Frame
+from ddplint.verify.trace import Collective
+from ddplint.verify.verifier import VerifyResult
 
 JSON_VERSION = 1
 DETAIL_NOTE = "TORCH_DISTRIBUTED_DEBUG=DETAIL checks op, shape and dtype only: it does not see this"

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lint.verify.frames import Frame, FrameFilter
-from lint.verify.layout import stacks_file
+from ddplint.verify.frames import Frame, FrameFilter
+from ddplint.verify.layout import stacks_file
 
 _THREAD_HEADER = re.compile(
     r"^(?:Current thread|Thread) (0x[0-9a-fA-F]+) .*\(most recent call first\):"

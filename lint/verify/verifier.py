@@ -11,14 +11,14 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lint.engine import RunResult, lint_paths
-from lint.settings import LintOptions, Settings
-from lint.verify import launch, watch
-from lint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
-from lint.verify.frames import FrameFilter
-from lint.verify.launch import LaunchSpec
-from lint.verify.mapping import Mapping, map_findings
-from lint.verify.trace import RankTrace, load_run
+from ddplint.engine import RunResult, lint_paths
+from ddplint.settings import LintOptions, Settings
+from ddplint.verify import launch, watch
+from ddplint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
+from ddplint.verify.frames import FrameFilter
+from ddplint.verify.launch import LaunchSpec
+from ddplint.verify.mapping import Mapping, map_findings
+from ddplint.verify.trace import RankTrace, load_run
 
 INSTALL_HINT = "pip install 'ddplint[verify]'"
 

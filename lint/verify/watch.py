@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from lint.verify import layout
-from lint.verify.launch import Launched, LaunchSpec, release_groups, stop
-from lint.verify.reaper import is_alive
+from ddplint.verify import layout
+from ddplint.verify.launch import Launched, LaunchSpec, release_groups, stop
+from ddplint.verify.reaper import is_alive
 
 POLL_SECONDS = 0.2
 STACK_DUMP_WAIT = 3.0

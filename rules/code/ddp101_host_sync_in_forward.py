@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.code.edits import remove_small_statement
-from lint.code.forward_paths import PathReason
-from lint.code.names import dotted_name
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import remove_small_statement
+from ddplint.code.forward_paths import PathReason
+from ddplint.code.names import dotted_name
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 SYNC_FUNCTIONS = frozenset(
     {

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
-from lint.code.context import CodeContext
-from lint.code.rank_predicates import RANK_NEEDLES
-from lint.code.rank_reachability import ReachedCollective
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.code.rank_predicates import RANK_NEEDLES
+from ddplint.code.rank_reachability import ReachedCollective
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 
 def _has_own_rule(reached: ReachedCollective) -> bool:

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
-from lint.code.context import CodeContext
-from lint.code.names import dotted_name
-from lint.code.rank_conditions import Not, admitted_ranks
-from lint.code.rank_predicates import RANK_NEEDLES
-from lint.code.rank_reachability import RankGuard
-from lint.finding import Applicability, Edit, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.code.names import dotted_name
+from ddplint.code.rank_conditions import Not, admitted_ranks
+from ddplint.code.rank_predicates import RANK_NEEDLES
+from ddplint.code.rank_reachability import RankGuard
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 #: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.
 _MONITORING_CALLBACKS = ("ModelCheckpoint", "EarlyStopping")

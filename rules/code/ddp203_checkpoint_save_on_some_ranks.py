@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
-from lint.code.context import CodeContext
-from lint.code.edits import replace_node, shift_continuation_lines
-from lint.code.rank_predicates import RANK_NEEDLES
-from lint.code.rank_reachability import RankGuard
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import replace_node, shift_continuation_lines
+from ddplint.code.rank_predicates import RANK_NEEDLES
+from ddplint.code.rank_reachability import RankGuard
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 
 def conjuncts(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lint.code.call_reach import Reached, StepEvent
-from lint.code.context import CodeContext
-from lint.code.messages import except_clause, snippet
-from lint.code.step_skips import SkipKind, StepSkip
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_reach import Reached, StepEvent
+from ddplint.code.context import CodeContext
+from ddplint.code.messages import except_clause, snippet
+from ddplint.code.step_skips import SkipKind, StepSkip
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 
 def skipped_text(ctx: CodeContext, reached: Reached) -> str:

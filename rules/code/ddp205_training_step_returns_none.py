@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.context import CodeContext
-from lint.code.lossless_returns import LossKind, LosslessReturn, lossless_returns
-from lint.code.messages import except_clause, snippet
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.context import CodeContext
+from ddplint.code.lossless_returns import LossKind, LosslessReturn, lossless_returns
+from ddplint.code.messages import except_clause, snippet
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 
 class TrainingStepReturnsNone(CodeRule):

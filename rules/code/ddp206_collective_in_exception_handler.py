@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_reach import StepEvent
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, TORCH_DIST_MODULES
-from lint.code.context import CodeContext
-from lint.code.messages import except_clause
-from lint.code.step_skips import try_statements
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_reach import StepEvent
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, TORCH_DIST_MODULES
+from ddplint.code.context import CodeContext
+from ddplint.code.messages import except_clause
+from ddplint.code.step_skips import try_statements
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 _COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
 _HANDLER_EFFECT = (

@@ -6,19 +6,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
-from lint.code.context import CodeContext
-from lint.code.edits import (
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import (
     insert_before,
     remove_small_statement,
     replace_node,
     shift_continuation_lines,
 )
-from lint.code.names import dotted_name
-from lint.code.rank_predicates import RANK_NEEDLES
-from lint.code.rank_reachability import RankGuard
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.names import dotted_name
+from ddplint.code.rank_predicates import RANK_NEEDLES
+from ddplint.code.rank_reachability import RankGuard
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 
 def _assigned_names(statement: cst.CSTNode, ctx: CodeContext) -> set[str]:

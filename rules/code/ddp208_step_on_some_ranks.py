@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_reach import SYNCING, StepEvent
-from lint.code.conditions import guarding_conditions
-from lint.code.context import CodeContext
-from lint.code.messages import snippet
-from lint.code.step_skips import SkipKind
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_reach import SYNCING, StepEvent
+from ddplint.code.conditions import guarding_conditions
+from ddplint.code.context import CodeContext
+from ddplint.code.messages import snippet
+from ddplint.code.step_skips import SkipKind
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 _STEP = frozenset({StepEvent.OPTIMIZER_STEP})
 _SHARE_DECISION = "decide on every rank alike (all_reduce the flag first)"

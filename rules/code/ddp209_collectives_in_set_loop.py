@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_reach import Reached, StepEvent
-from lint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
-from lint.code.conditions import guarding_conditions
-from lint.code.context import CodeContext
-from lint.code.data_dependence import bound_names, value_names_read
-from lint.code.edits import replace_node
-from lint.code.messages import snippet
-from lint.code.set_iteration import SetIteration, SetValues
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_reach import Reached, StepEvent
+from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.conditions import guarding_conditions
+from ddplint.code.context import CodeContext
+from ddplint.code.data_dependence import bound_names, value_names_read
+from ddplint.code.edits import replace_node
+from ddplint.code.messages import snippet
+from ddplint.code.set_iteration import SetIteration, SetValues
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 _COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)

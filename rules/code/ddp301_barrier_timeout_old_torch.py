@@ -7,16 +7,16 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.argument_edits import remove_argument
-from lint.code.call_args import argument, has_star_arguments
-from lint.code.collectives import torch_distributed_call
-from lint.code.constants import literal_value
-from lint.code.context import CodeContext
-from lint.code.edits import replace_node
-from lint.code.process_groups import ProcessGroups
-from lint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.argument_edits import remove_argument
+from ddplint.code.call_args import argument, has_star_arguments
+from ddplint.code.collectives import torch_distributed_call
+from ddplint.code.constants import literal_value
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import replace_node
+from ddplint.code.process_groups import ProcessGroups
+from ddplint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 #: The first torch release whose ``barrier`` takes ``timeout``.
 BARRIER_TIMEOUT_SINCE = (2, 12)

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.collectives import torch_distributed_call
-from lint.code.context import CodeContext
-from lint.code.process_groups import ProcessGroups
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_args import argument
+from ddplint.code.collectives import torch_distributed_call
+from ddplint.code.context import CodeContext
+from ddplint.code.process_groups import ProcessGroups
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 
 class MonitoredBarrierOnNccl(CodeRule):

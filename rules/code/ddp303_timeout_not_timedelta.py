@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.constants import constant_value
-from lint.code.context import CodeContext
-from lint.code.edits import replace_node
-from lint.code.imports import import_edit
-from lint.code.timeouts import TimeoutParameter, timeout_argument
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.constants import constant_value
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import replace_node
+from ddplint.code.imports import import_edit
+from ddplint.code.timeouts import TimeoutParameter, timeout_argument
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 _CONVERTERS = {"int": int, "float": float}
 _SECOND_ARGUMENT = re.compile(

@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_args import argument, has_star_arguments
-from lint.code.constants import literal_value
-from lint.code.context import CodeContext
-from lint.code.process_groups import InitCall, ProcessGroups
-from lint.code.timeouts import timeout_argument
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_args import argument, has_star_arguments
+from ddplint.code.constants import literal_value
+from ddplint.code.context import CodeContext
+from ddplint.code.process_groups import InitCall, ProcessGroups
+from ddplint.code.timeouts import timeout_argument
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 _SHOWN = 4
 _NOT_INHERITING = frozenset(

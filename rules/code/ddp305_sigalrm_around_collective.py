@@ -6,12 +6,12 @@ from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.constants import literal_value
-from lint.code.context import CodeContext
-from lint.code.names import dotted_name
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_args import argument
+from ddplint.code.constants import literal_value
+from ddplint.code.context import CodeContext
+from ddplint.code.names import dotted_name
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 _CONTEXT_MANAGER_DECORATORS = frozenset({"contextlib.contextmanager", "contextmanager"})
 

@@ -7,19 +7,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.batch_conditions import (
+from ddplint.code.batch_conditions import (
     LastBatchTest,
     PeriodicTest,
     last_batch_test,
     periodic_test,
 )
-from lint.code.constants import literal_value
-from lint.code.context import CodeContext
-from lint.code.edits import replace_node
-from lint.code.loop_facts import EnumerateLoop, enumerate_loops
-from lint.code.names import dotted_name
-from lint.finding import Applicability, Edit, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.constants import literal_value
+from ddplint.code.context import CodeContext
+from ddplint.code.edits import replace_node
+from ddplint.code.loop_facts import EnumerateLoop, enumerate_loops
+from ddplint.code.names import dotted_name
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Pass)
 # Text pre-filter: the counter of ``for i, x in enumerate(...)``, then ``i == <not a

@@ -8,19 +8,19 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.call_args import argument
-from lint.code.constants import constant_value
-from lint.code.context import CodeContext
-from lint.code.data_loaders import (
+from ddplint.code.call_args import argument
+from ddplint.code.constants import constant_value
+from ddplint.code.context import CodeContext
+from ddplint.code.data_loaders import (
     DATALOADER_POSITIONS,
     bound_name,
     is_data_loader,
     is_distributed_sampler,
 )
-from lint.code.loop_facts import iterated_name
-from lint.code.statement_edits import insert_statement_before
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.loop_facts import iterated_name
+from ddplint.code.statement_edits import insert_statement_before
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 #: Position of ``shuffle`` among DistributedSampler's positional parameters.
 SHUFFLE_POSITION = 3

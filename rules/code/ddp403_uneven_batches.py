@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.batch_conditions import last_batch_test
-from lint.code.context import CodeContext
-from lint.code.iterable_datasets import IterableDatasets, IterableLoader
-from lint.code.loop_facts import EnumerateLoop, enumerate_loops
-from lint.code.names import dotted_name
-from lint.finding import Finding, Severity
-from lint.rule import CodeRule
+from ddplint.code.batch_conditions import last_batch_test
+from ddplint.code.context import CodeContext
+from ddplint.code.iterable_datasets import IterableDatasets, IterableLoader
+from ddplint.code.loop_facts import EnumerateLoop, enumerate_loops
+from ddplint.code.names import dotted_name
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
 
 _ITERABLE_CLASS = re.compile(rb"\bclass\s+\w+\s*\([^)]*(?:IterableDataset|IterDataPipe)")
 #: Imports that say the module runs on several ranks.

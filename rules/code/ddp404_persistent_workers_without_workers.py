@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_args import argument, has_star_arguments, keyword_argument
-from lint.code.constants import constant_value
-from lint.code.context import CodeContext
-from lint.code.data_loaders import DATALOADER_POSITIONS, is_data_loader
-from lint.code.edits import replace_node
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_args import argument, has_star_arguments, keyword_argument
+from ddplint.code.constants import constant_value
+from ddplint.code.context import CodeContext
+from ddplint.code.data_loaders import DATALOADER_POSITIONS, is_data_loader
+from ddplint.code.edits import replace_node
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 _PERSISTENT_TRUE = re.compile(rb"persistent_workers\s*=\s*(?:True\b|[A-Z_][A-Z0-9_]*\b)")
 

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from lint.code.call_args import argument, keyword_argument
-from lint.code.context import CodeContext
-from lint.code.ddp_wrappers import is_ddp_wrapper
-from lint.code.names import dotted_name
-from lint.code.process_groups import InitCall, ProcessGroups
-from lint.code.statement_edits import insert_statement_before
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.call_args import argument, keyword_argument
+from ddplint.code.context import CodeContext
+from ddplint.code.ddp_wrappers import is_ddp_wrapper
+from ddplint.code.names import dotted_name
+from ddplint.code.process_groups import InitCall, ProcessGroups
+from ddplint.code.statement_edits import insert_statement_before
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 #: Calls that choose this process's GPU (or make only one visible).
 DEVICE_CHOICES = frozenset(

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from lint.code.argument_edits import add_keyword_argument
-from lint.code.constants import literal_value, single_assignment
-from lint.code.context import CodeContext
-from lint.code.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
-from lint.code.edits import replace_node
-from lint.code.names import dotted_name
-from lint.finding import Applicability, Edit, Finding, Fix, Severity
-from lint.rule import CodeRule
+from ddplint.code.argument_edits import add_keyword_argument
+from ddplint.code.constants import literal_value, single_assignment
+from ddplint.code.context import CodeContext
+from ddplint.code.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
+from ddplint.code.edits import replace_node
+from ddplint.code.names import dotted_name
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
+from ddplint.rule import CodeRule
 
 #: Methods DDP runs as the forward (Lightning wraps ``training_step``).
 DDP_FORWARDS = frozenset({"forward", "training_step"})

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lint.config.context import ConfigContext
-from lint.config.edits import bool_text, replace_value
-from lint.config.values import ABSENT, plain_scalar
-from lint.finding import Applicability, Finding, Severity
-from lint.rule import ConfigRule
+from ddplint.config.context import ConfigContext
+from ddplint.config.edits import bool_text, replace_value
+from ddplint.config.values import ABSENT, plain_scalar
+from ddplint.finding import Applicability, Finding, Severity
+from ddplint.rule import ConfigRule
 
 
 class PersistentWorkersWithoutWorkers(ConfigRule):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lint.config.context import ConfigContext
-from lint.config.edits import bool_text, set_or_add
-from lint.config.nemo import batchnorm_modules
-from lint.config.values import ABSENT
-from lint.config.world_size import on_cpu
-from lint.finding import Applicability, Finding, Severity
-from lint.rule import ConfigRule
+from ddplint.config.context import ConfigContext
+from ddplint.config.edits import bool_text, set_or_add
+from ddplint.config.nemo import batchnorm_modules
+from ddplint.config.values import ABSENT
+from ddplint.config.world_size import on_cpu
+from ddplint.finding import Applicability, Finding, Severity
+from ddplint.rule import ConfigRule
 
 TRAINER = ("trainer",)
 SYNC_KEY = ("trainer", "sync_batchnorm")

@@ -7,11 +7,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lint.code_facts import RANK_ZERO_CALLS
-from lint.config.context import ConfigContext
-from lint.config.document import ConfigDocument, dotted
-from lint.config.edits import bool_text, set_or_add_many
-from lint.config.nemo import (
+from ddplint.code_facts import RANK_ZERO_CALLS
+from ddplint.config.context import ConfigContext
+from ddplint.config.document import ConfigDocument, dotted
+from ddplint.config.edits import bool_text, set_or_add_many
+from ddplint.config.nemo import (
     CONFORMER_CLASSES,
     DEFAULT_POS_EMB_MAX_LEN,
     DEFAULT_WINDOW_STRIDE,
@@ -22,9 +22,9 @@ from lint.config.nemo import (
     modules,
     uneven_batches_reason,
 )
-from lint.config.values import ABSENT
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import ConfigRule
+from ddplint.config.values import ABSENT
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import ConfigRule
 
 SYNC = "sync_max_audio_length"
 POS_LEN = "pos_emb_max_len"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lint.config.context import ConfigContext
-from lint.config.nemo import dataset_sections, is_lhotse, is_tarred, shard_counts, shard_strategy
-from lint.finding import Finding, Severity
-from lint.rule import ConfigRule
+from ddplint.config.context import ConfigContext
+from ddplint.config.nemo import dataset_sections, is_lhotse, is_tarred, shard_counts, shard_strategy
+from ddplint.finding import Finding, Severity
+from ddplint.rule import ConfigRule
 
 SHARD_PATHS = "tarred_audio_filepaths"
 

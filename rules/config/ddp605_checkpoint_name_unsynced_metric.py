@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from lint.code_facts import METRIC_LOGS
-from lint.config.checkpoint_names import metrics, without_group
-from lint.config.context import ConfigContext
-from lint.config.document import ConfigDocument, Entry, KeyPath
-from lint.config.edits import replace_value
-from lint.config.nemo import class_name, is_megatron
-from lint.finding import Applicability, Finding, Fix, Severity
-from lint.rule import ConfigRule
+from ddplint.code_facts import METRIC_LOGS
+from ddplint.config.checkpoint_names import metrics, without_group
+from ddplint.config.context import ConfigContext
+from ddplint.config.document import ConfigDocument, Entry, KeyPath
+from ddplint.config.edits import replace_value
+from ddplint.config.nemo import class_name, is_megatron
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import ConfigRule
 
 NEMO_PARAMS = ("exp_manager", "checkpoint_callback_params")
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from lint.config.context import ConfigContext
-from lint.config.document import ConfigDocument
-from lint.config.nemo import (
+from ddplint.config.context import ConfigContext
+from ddplint.config.document import ConfigDocument
+from ddplint.config.nemo import (
     ALWAYS_BATCHNORM,
     CONV_NORM_CLASSES,
     JASPER_CLASSES,
     batchnorm_modules,
     class_name,
 )
-from lint.config.world_size import on_cpu
-from lint.finding import Finding, Severity
-from lint.rule import ConfigRule
+from ddplint.config.world_size import on_cpu
+from ddplint.finding import Finding, Severity
+from ddplint.rule import ConfigRule
 
 SYNC_KEY = ("trainer", "sync_batchnorm")
 #: Lightning strategies that convert BatchNorm to SyncBatchNorm when fitting.

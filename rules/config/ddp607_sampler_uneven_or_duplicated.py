@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from lint.config.context import ConfigContext
-from lint.config.document import ConfigDocument, KeyPath, dotted
-from lint.config.nemo import class_name, dataset_sections, is_lhotse, is_megatron, is_tarred
-from lint.config.values import ABSENT
-from lint.finding import Finding, Severity
-from lint.rule import ConfigRule
+from ddplint.config.context import ConfigContext
+from ddplint.config.document import ConfigDocument, KeyPath, dotted
+from ddplint.config.nemo import class_name, dataset_sections, is_lhotse, is_megatron, is_tarred
+from ddplint.config.values import ABSENT
+from ddplint.finding import Finding, Severity
+from ddplint.rule import ConfigRule
 
 SAMPLER_SWITCHES = ("use_distributed_sampler", "replace_sampler_ddp")
 #: Batch samplers that size batches dynamically (Lhotse's ``DynamicCutSampler`` /

@@ -11,7 +11,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from lint.cli import cli
+from ddplint.cli import cli
 
 #: A module with one DDP101 finding at 7:9 (``torch.cuda.synchronize()``, 24 columns).
 HAZARD = """\

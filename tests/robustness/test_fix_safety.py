@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from cli_support import HAZARD
 
-from lint.fixer import TEMPORARY_TAG, remove_stale_temporaries
+from ddplint.fixer import TEMPORARY_TAG, remove_stale_temporaries
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "example_project"
@@ -55,7 +55,7 @@ def lethal(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(*args, **kwargs)
 setattr(os, call, lethal)
-from lint.cli import main
+from ddplint.cli import main
 sys.argv = ["ddplint", "check", "--no-cache", *sys.argv[3:]]
 main()
 """
@@ -67,7 +67,7 @@ def environment() -> dict[str, str]:
 
 def ddplint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lint", "check", "--no-cache", *args],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args],
         cwd=cwd,
         env=environment(),
         capture_output=True,

@@ -26,7 +26,7 @@ from bench.fuzz_cases import (
     seed_python_files,
     seed_yaml_files,
 )
-from lint.engine import lint_source
+from ddplint.engine import lint_source
 
 OPTIONS = all_rules_options()
 QUICK = settings(

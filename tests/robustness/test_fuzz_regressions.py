@@ -4,9 +4,9 @@ fuzzer that found it and what went wrong)."""
 from __future__ import annotations
 
 from bench.fuzz_cases import all_rules_options, problems_with
-from lint.engine import lint_source
-from lint.fix import apply_edits
-from lint.source import SourceFile
+from ddplint.engine import lint_source
+from ddplint.fix import apply_edits
+from ddplint.source import SourceFile
 
 OPTIONS = all_rules_options()
 

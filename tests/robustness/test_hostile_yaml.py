@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from lint.config.context import ConfigContext
-from lint.config.loader import MAX_FLOW_DEPTH, load_documents
-from lint.config.resolve import MAX_RESOLUTION_STEPS, Resolver
-from lint.config.values import UNKNOWN
-from lint.engine import FileOutcome, lint_source
-from lint.settings import LintOptions
-from lint.source import SourceError, SourceFile
-from rules import all_rules
+from ddplint.config.context import ConfigContext
+from ddplint.config.loader import MAX_FLOW_DEPTH, load_documents
+from ddplint.config.resolve import MAX_RESOLUTION_STEPS, Resolver
+from ddplint.config.values import UNKNOWN
+from ddplint.engine import FileOutcome, lint_source
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions
+from ddplint.source import SourceError, SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_RULES = tuple(code for code, rule in all_rules().items() if rule.kind == "config")
@@ -41,7 +41,7 @@ MEASURED_CLI = """
 import atexit, resource, sys
 atexit.register(lambda: print(f"maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
                               file=sys.stderr))
-from lint.cli import main
+from ddplint.cli import main
 sys.argv = ["ddplint", *sys.argv[1:]]
 main()
 """
@@ -364,7 +364,7 @@ def test_brackets_in_comments_and_strings_are_not_nesting() -> None:
 @pytest.mark.parametrize("depth", [120, 200])
 def test_deep_block_nesting_with_interpolations_is_no_error(depth: int) -> None:
     """Regression: OmegaConf's recursion overflowed on a deep (but loadable) config and
-    the rule reported an error. On the engine's deep stack (lint.deep_stack) the
+    the rule reported an error. On the engine's deep stack (ddplint.deep_stack) the
     interpolation now resolves, so ``other`` is judged too."""
     text = "w: 0\n" + TRAINING + "  other:\n    num_workers: ${w}\n    persistent_workers: true\n"
     text += "  deep:\n" + "".join("  " * (i + 2) + f"k{i}:\n" for i in range(depth))

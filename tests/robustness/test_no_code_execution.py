@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lint.engine import POOL_THRESHOLD
+from ddplint.engine import POOL_THRESHOLD
 
 from .support import HAZARD, run_cli
 
@@ -77,7 +77,7 @@ def test_linting_runs_none_of_it_from_the_command_line(trapped: tuple[Path, Path
     tree, markers = trapped
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(
-        [sys.executable, "-P", "-m", "lint", "check", "--no-cache", "."],
+        [sys.executable, "-P", "-m", "ddplint", "check", "--no-cache", "."],
         cwd=tree,
         env=environment,
         capture_output=True,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lint.cli import build_options
-from lint.discover import discover
-from lint.engine import lint_targets
-from lint.settings import DEFAULT_MAX_FILE_SIZE, load_settings
+from ddplint.cli import build_options
+from ddplint.discover import discover
+from ddplint.engine import lint_targets
+from ddplint.settings import DEFAULT_MAX_FILE_SIZE, load_settings
 
 from .support import HAZARD, deadline, run_cli
 

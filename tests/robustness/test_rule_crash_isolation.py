@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import lint.cli
-import lint.code.safe_parse
-import lint.engine
-from lint.code.context import CodeContext
-from lint.engine import POOL_THRESHOLD
-from lint.finding import Finding
-from lint.rule import CodeRule
-from rules import all_rules
+import ddplint.cli
+import ddplint.code.safe_parse
+import ddplint.engine
+from ddplint.code.context import CodeContext
+from ddplint.engine import POOL_THRESHOLD
+from ddplint.finding import Finding
+from ddplint.rule import CodeRule
+from ddplint.rules import all_rules
 
 from .support import HAZARD, run_cli
 
@@ -52,11 +52,11 @@ class CrashingRule(CodeRule):
 @pytest.fixture
 def crashing_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[CrashingRule]]:
     catalogue = {**all_rules(), CrashingRule.code: CrashingRule}
-    monkeypatch.setattr(lint.engine, "all_rules", lambda: catalogue)
-    monkeypatch.setattr(lint.cli, "all_rules", lambda: catalogue)
-    lint.engine._rule_instances.cache_clear()
+    monkeypatch.setattr(ddplint.engine, "all_rules", lambda: catalogue)
+    monkeypatch.setattr(ddplint.cli, "all_rules", lambda: catalogue)
+    ddplint.engine._rule_instances.cache_clear()
     yield CrashingRule
-    lint.engine._rule_instances.cache_clear()
+    ddplint.engine._rule_instances.cache_clear()
 
 
 def _write(project: Path, count: int, special: dict[str, str]) -> None:
@@ -143,9 +143,9 @@ def test_native_parser_crash_becomes_an_error_entry(
     if faulthandler.is_enabled():  # the dying worker would print its stack into the log
         faulthandler.disable()
         request.addfinalizer(faulthandler.enable)
-    monkeypatch.setattr(lint.code.safe_parse, "check_nesting", lambda text: None)
+    monkeypatch.setattr(ddplint.code.safe_parse, "check_nesting", lambda text: None)
     monkeypatch.setattr(
-        lint.engine, "call_with_deep_stack", lambda function, *args: function(*args)
+        ddplint.engine, "call_with_deep_stack", lambda function, *args: function(*args)
     )
     _write(project, FILES_FOR_POOL - 1, {})
     (project / "deep.py").write_text(

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from lint.verify.launch import MAX_SCRATCH_PATH, LaunchSpec, rank_environment
-from lint.verify.reaper import is_alive, marked_processes
+from ddplint.verify.launch import MAX_SCRATCH_PATH, LaunchSpec, rank_environment
+from ddplint.verify.reaper import is_alive, marked_processes
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -54,7 +54,7 @@ class Run:
         self.tmpdir = tmp / name / "tmp"
         self.pids_dir.mkdir(parents=True)
         self.tmpdir.mkdir(parents=True)
-        command = [sys.executable, "-m", "lint", "verify", SCRIPT, "--format", "json", *options]
+        command = [sys.executable, "-m", "ddplint", "verify", SCRIPT, "--format", "json", *options]
         command += ["--", str(self.pids_dir), *script_args]
         self.process = subprocess.Popen(
             command,

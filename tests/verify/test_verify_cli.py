@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lint.cli import cli
-from lint.verify.launch import LaunchSpec, torchrun_command
+from ddplint.cli import cli
+from ddplint.verify.launch import LaunchSpec, torchrun_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ class NoTorch(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NoTorch())
 sys.argv = ["ddplint", "verify", "fixtures/verify/clean_ddp.py"]
-from lint.cli import main
+from ddplint.cli import main
 main()
 """
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from lint.verify.compare import compare, runtime_problems
-from lint.verify.frames import Frame
-from lint.verify.trace import Collective, RankExit, RankTrace
+from ddplint.verify.compare import compare, runtime_problems
+from ddplint.verify.frames import Frame
+from ddplint.verify.trace import Collective, RankExit, RankTrace
 
 WORLD = (0, 1)
 
@@ -128,7 +128,7 @@ def test_hang_without_divergence_and_failures_become_problems() -> None:
     run = traces([call(0, 1)], [call(1, 1)])
     run[0].exit = None
     run[1].exit = None
-    from lint.verify.trace import ThreadStack
+    from ddplint.verify.trace import ThreadStack
 
     run[0].main_thread = 7
     run[0].threads = [ThreadStack(7, (Frame("/project/train.py", 40, "main"),))]

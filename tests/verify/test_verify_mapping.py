@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from lint.engine import lint_paths
-from lint.finding import Finding, Severity
-from lint.settings import LintOptions, load_settings, select_rules
-from lint.verify.compare import RuntimeProblem
-from lint.verify.frames import Frame
-from lint.verify.mapping import map_findings
-from rules import all_rules
+from ddplint.engine import lint_paths
+from ddplint.finding import Finding, Severity
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions, load_settings, select_rules
+from ddplint.verify.compare import RuntimeProblem
+from ddplint.verify.frames import Frame
+from ddplint.verify.mapping import map_findings
 
 TRAIN = """\
 import torch

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from lint.finding import Finding, Severity
-from lint.verify.compare import compare, runtime_problems
-from lint.verify.layout import ENV_DIR
-from lint.verify.mapping import map_findings
-from lint.verify.trace import load_run
-from rules import all_rules
+from ddplint.finding import Finding, Severity
+from ddplint.rules import all_rules
+from ddplint.verify.compare import compare, runtime_problems
+from ddplint.verify.layout import ENV_DIR
+from ddplint.verify.mapping import map_findings
+from ddplint.verify.trace import load_run
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def verify(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         key = (entry, *options)
         if key not in _RUNS:
             trace_dir = tmp_path_factory.mktemp("verify")
-            command = [sys.executable, "-m", "lint", "verify", entry, "--format", "json"]
+            command = [sys.executable, "-m", "ddplint", "verify", entry, "--format", "json"]
             command += ["--trace-dir", str(trace_dir), *options]
             done = subprocess.run(
                 command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT, check=False

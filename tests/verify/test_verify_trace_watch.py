@@ -8,9 +8,9 @@ import json
 import threading
 from pathlib import Path
 
-from lint.verify.frames import FrameFilter
-from lint.verify.trace import load_rank, parse_stack_dump
-from lint.verify.watch import RankStatus, decide
+from ddplint.verify.frames import FrameFilter
+from ddplint.verify.trace import load_rank, parse_stack_dump
+from ddplint.verify.watch import RankStatus, decide
 
 
 def test_faulthandler_dump_parses_to_the_main_threads_user_frames(tmp_path: Path) -> None:
