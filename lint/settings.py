@@ -19,8 +19,13 @@ else:  # pragma: no cover
 
 from ddplint import __version__
 from ddplint.rule import Rule
+from ddplint.source import FileTooLarge, read_source_bytes
 
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+#: The largest ``max-file-size`` accepted (1 GiB): beyond it a file is never worth reading.
+MAX_FILE_SIZE_LIMIT = 1024 * 1024 * 1024
+#: A settings file larger than this (1 MiB) is refused unread (``/dev/zero``, a huge file).
+MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_EXCLUDE = (
     ".git",
     ".hg",
@@ -104,20 +109,64 @@ class LintOptions:
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``; a ``SettingsError`` saying why when it cannot be had.
+
+    Read like a linted file (no blocking on a FIFO, regular files only, at most
+    ``MAX_CONFIG_BYTES``), so a settings path never hangs or exhausts the run.
+    """
+    try:
+        raw = read_source_bytes(path, MAX_CONFIG_BYTES)
+    except FileTooLarge as exc:
+        raise SettingsError(
+            f"cannot read {path}: {exc.size} bytes, more than a settings file may hold "
+            f"({MAX_CONFIG_BYTES})"
+        ) from None
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise SettingsError(f"{path} is not valid TOML: {exc}") from None
+
+
+def ddplint_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any] | None:
+    """``[tool.ddplint]`` of a parsed pyproject.toml, None when it has none.
+
+    A ``tool`` or ``tool.ddplint`` that is not a table is a ``SettingsError``.
+    """
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise SettingsError(f"`tool` in {path} must be a table, got {_shown(tool)}")
+    table = tool.get("ddplint")
+    if table is not None and not isinstance(table, dict):
+        raise SettingsError(f"`tool.ddplint` in {path} must be a table, got {_shown(table)}")
+    return table
+
+
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a ``[tool.ddplint]`` table, searching upward."""
+    """The nearest pyproject.toml with a ``[tool.ddplint]`` table, searching upward.
+
+    A pyproject.toml met on the way that cannot be read or parsed is a ``SettingsError``
+    (its settings must not silently give way to a parent's), as with ``--config``.
+    """
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if "ddplint" in data.get("tool", {}):
-                return candidate
+        if _exists(candidate) and ddplint_table(read_toml(candidate), candidate) is not None:
+            return candidate
     return None
+
+
+def _exists(path: Path) -> bool:
+    """``path`` exists; an unreadable parent folder counts as absent (nothing to read)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def find_project_root(start: Path) -> Path:
@@ -125,16 +174,16 @@ def find_project_root(start: Path) -> Path:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for candidate in (directory, *directory.parents):
-        if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
+        if _exists(candidate / "pyproject.toml") or _exists(candidate / ".git"):
             return candidate
     return directory
 
 
 def _str_list(key: str, value: Any) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, list):
-        raise SettingsError(f"`{key}` must be a list of strings, got {value!r}")
+        raise SettingsError(f"`{key}` must be a list of strings, got {_shown(value)}")
     if not all(isinstance(v, str) for v in value):
-        raise SettingsError(f"`{key}` must be a list of strings, got {value!r}")
+        raise SettingsError(f"`{key}` must be a list of strings, got {_shown(value)}")
     return tuple(value)
 
 
@@ -144,13 +193,8 @@ def load_settings(config_file: Path | None, start: Path) -> Settings:
         config_file = find_config(start)
     if config_file is None:
         return Settings(project_root=find_project_root(start))
-    try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SettingsError(f"cannot read {config_file}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"{config_file} is not valid TOML: {exc}") from None
-    table = data.get("tool", {}).get("ddplint", {})
+    data = read_toml(config_file)
+    table = ddplint_table(data, config_file) or {}
     if config_file.name != "pyproject.toml" and not table:
         table = data
     return settings_from_table(table, config_file)
@@ -183,19 +227,32 @@ def settings_from_table(table: Mapping[str, Any], config_file: Path) -> Settings
         version = table["torch-version"]
         if not isinstance(version, str) or not _looks_like_version(version):
             raise SettingsError(
-                f'`torch-version` must be a version string like "2.4", got {version!r}'
+                f'`torch-version` must be a version string like "2.4", got {_shown(version)}'
             )
         kwargs["torch_version"] = version
     if "max-file-size" in table:
         size = table["max-file-size"]
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise SettingsError(f"`max-file-size` must be a positive number of bytes, got {size!r}")
+        if (
+            not isinstance(size, int)
+            or isinstance(size, bool)
+            or not 0 < size <= MAX_FILE_SIZE_LIMIT
+        ):
+            raise SettingsError(
+                f"`max-file-size` must be a number of bytes from 1 to {MAX_FILE_SIZE_LIMIT}, "
+                f"got {_shown(size)}"
+            )
         kwargs["max_file_size"] = size
     if "preview" in table:
         if not isinstance(table["preview"], bool):
             raise SettingsError("`preview` must be true or false")
         kwargs["preview"] = table["preview"]
     return Settings(**kwargs)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` cut to one short line for a message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _looks_like_version(text: str) -> bool:
@@ -216,6 +273,10 @@ def validate_selectors(
 ) -> None:
     """Every selector must match at least one rule code."""
     for selector in selectors:
+        if not selector.strip():
+            raise SettingsError(
+                f"empty rule selector in {origin}; name a rule code, a prefix of one, or ALL"
+            )
         if selector != "ALL" and not any(code.startswith(selector) for code in rules):
             raise SettingsError(
                 f"unknown rule selector `{selector}` in {origin}; "
