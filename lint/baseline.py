@@ -17,8 +17,11 @@ from pathlib import Path
 
 from ddplint.engine import RunResult
 from ddplint.finding import Finding
+from ddplint.source import FileTooLarge, read_source_bytes
 
 BASELINE_VERSION = 1
+#: A baseline larger than this (64 MiB) is refused unread (``/dev/zero``, a huge file).
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
 
 ReadLines = Callable[[str], "list[str] | None"]
 
@@ -47,7 +50,7 @@ def flagged_text(finding: Finding, lines: list[str] | None) -> str:
 
 def fingerprint(rule: str, path: str, text: str, occurrence: int) -> str:
     payload = "\0".join((rule, path, text, str(occurrence)))
-    return hashlib.blake2b(payload.encode("utf-8"), digest_size=10).hexdigest()
+    return hashlib.blake2b(payload.encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
 
 
 def entries_for(
@@ -101,11 +104,19 @@ def write_baseline(
 
 
 def load_baseline(file: Path) -> list[BaselineEntry]:
+    """The entries of the baseline ``file``; a ``BaselineError`` saying why when the file
+    cannot be read (a FIFO or device is refused unread, at most ``MAX_BASELINE_BYTES``)
+    or is not a ddplint baseline."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_source_bytes(file, MAX_BASELINE_BYTES).decode("utf-8"))
+    except FileTooLarge as exc:
+        raise BaselineError(
+            f"cannot read baseline {file}: {exc.size} bytes, more than a baseline may hold "
+            f"({MAX_BASELINE_BYTES})"
+        ) from None
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {file}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BaselineError(f"baseline {file} is not valid JSON: {exc}") from None
     if not (
         isinstance(data, dict)
@@ -116,10 +127,18 @@ def load_baseline(file: Path) -> list[BaselineEntry]:
             f"{file} is not a ddplint baseline (version {BASELINE_VERSION}); "
             "write one with --write-baseline"
         )
-    try:
-        return [BaselineEntry(e["path"], e["rule"], e["fingerprint"]) for e in data["findings"]]
-    except (TypeError, KeyError) as exc:
-        raise BaselineError(f"baseline {file} has a malformed entry: {exc}") from None
+    return [_entry(file, number, raw) for number, raw in enumerate(data["findings"], start=1)]
+
+
+def _entry(file: Path, number: int, raw: object) -> BaselineEntry:
+    """Entry ``number`` (1-based) of ``file``: an object of three strings."""
+    fields = ("path", "rule", "fingerprint")
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(key), str) for key in fields):
+        raise BaselineError(
+            f"baseline {file} has a malformed entry (number {number}): each must be an "
+            f"object with string {', '.join(fields)}"
+        )
+    return BaselineEntry(raw["path"], raw["rule"], raw["fingerprint"])
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ddplint.finding import Applicability
 from ddplint.fixer import FixRun, fix_run, unified_diff
 from ddplint.progress import Progress
 from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
+from ddplint.report.printable import printable
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
 from ddplint.source import SourceError, SourceFile
@@ -277,7 +278,7 @@ def check(
         _print_errors(result)
         if not quiet:
             for notice in result.notices:
-                click.echo(f"ddplint: notice: {notice}", err=True)
+                click.echo(f"ddplint: notice: {printable(notice)}", err=True)
     sys.exit(exit_code(result, exit_zero))
 
 
@@ -290,7 +291,7 @@ def _fail(message: str) -> NoReturn:
 def _print_errors(result: RunResult) -> None:
     for error in result.errors:
         where = f":{error.line}:{error.column}" if error.line is not None else ""
-        click.echo(f"{error.path}{where}: error: {error.message}", err=True)
+        click.echo(printable(f"{error.path}{where}: error: {error.message}"), err=True)
 
 
 def _print_diff(run: FixRun, quiet: bool) -> int:
@@ -338,7 +339,7 @@ def _apply_baseline(
             err=True,
         )
         for entry in outcome.stale:
-            click.echo(f"  {entry.path}: {entry.rule} ({entry.fingerprint})", err=True)
+            click.echo(printable(f"  {entry.path}: {entry.rule} ({entry.fingerprint})"), err=True)
     return outcome.result, outcome.known
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
+from ddplint.report.printable import json_document
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext
@@ -19,4 +19,4 @@ def render_json(result: RunResult, _context: ReportContext) -> str:
         "findings": [f.to_json() for f in result.findings],
         "errors": [e.to_json() for e in result.errors],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_document(document)

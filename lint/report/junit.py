@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
 from ddplint.finding import FileError, Finding
+from ddplint.report.printable import printable
 from ddplint.report.text import concise_line
 
 if TYPE_CHECKING:
@@ -20,7 +21,8 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+    """``text`` as XML 1.0 can hold it: controls and undecodable bytes escaped."""
+    return _NOT_XML.sub("\ufffd", printable(text))
 
 
 def _suite(parent: ET.Element, name: str) -> ET.Element:

@@ -9,7 +9,7 @@ SARIF. Paths relative to the working directory use the ``SRCROOT`` base.
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -18,6 +18,7 @@ from ddplint import __version__
 from ddplint.baseline import entries_for
 from ddplint.engine import RunResult
 from ddplint.finding import Edit, FileError, Finding, Severity
+from ddplint.report.printable import json_document
 from ddplint.rules import all_rules
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def artifact_location(path: str) -> dict[str, str]:
     """An absolute ``file:`` URI, or a relative one against ``SRCROOT`` (the cwd)."""
     if Path(path).is_absolute():
         return {"uri": Path(path).as_uri()}
-    return {"uri": quote(Path(path).as_posix()), "uriBaseId": SOURCE_ROOT}
+    return {"uri": quote(os.fsencode(Path(path).as_posix())), "uriBaseId": SOURCE_ROOT}
 
 
 def _directory_uri(directory: Path) -> str:
@@ -152,4 +153,4 @@ def render_sarif(result: RunResult, context: ReportContext) -> str:
         ],
     }
     document = {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_document(document)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
 from ddplint.finding import Finding
+from ddplint.report.printable import printable
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext
@@ -15,7 +16,8 @@ FRAME_CONTEXT = 2
 
 
 def concise_line(finding: Finding) -> str:
-    return f"{finding.path}:{finding.line}:{finding.column}: {finding.rule} {finding.message}"
+    where = f"{printable(finding.path)}:{finding.line}:{finding.column}"
+    return f"{where}: {finding.rule} {printable(finding.message)}"
 
 
 def render_concise(result: RunResult, _context: ReportContext) -> str:

@@ -92,7 +92,7 @@ def test_pyproject_without_ddplint_table_is_passed_over(project: Path) -> None:
 
 
 def test_valid_settings_still_apply(project: Path) -> None:
-    (project / "pyproject.toml").write_text('[tool.ddplint]\nmax-file-size = 1073741824\n')
+    (project / "pyproject.toml").write_text("[tool.ddplint]\nmax-file-size = 1073741824\n")
     (project / "net.py").write_text(HAZARD)
     run = run_cli("check", "--no-cache", "-q", "net.py")
     assert run.code == 1 and "DDP101" in run.out
