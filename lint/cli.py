@@ -15,6 +15,7 @@ from ddplint.code.torch_floor import find_torch_floor
 from ddplint.engine import RunResult, default_jobs, lint_paths
 from ddplint.finding import Applicability
 from ddplint.fixer import FixRun, fix_run, unified_diff
+from ddplint.interrupt import ending_on_signals
 from ddplint.progress import Progress
 from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from ddplint.report.printable import printable
@@ -208,6 +209,7 @@ def cli() -> None:
     type=click.Path(dir_okay=False),
     help="Record the current findings in this file (a baseline) and exit.",
 )
+@ending_on_signals
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],

@@ -23,6 +23,7 @@ from ddplint.code.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover
 from ddplint.finding import FileError, Finding
+from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
 from ddplint.rule import CodeRule, ConfigRule
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, ignored_for_path
@@ -280,12 +281,7 @@ def run_jobs(
     ``done(n)`` is told as items finish.
     """
     if jobs <= 1 or len(work) < POOL_THRESHOLD:
-        results = []
-        for item in work:
-            results.append(job(item))
-            if done is not None:
-                done(1)
-        return results
+        return _run_in_process(job, work, done)
     finished: dict[int, R] = {}
     batches = [list(range(len(work)))]
     while batches:
@@ -305,6 +301,19 @@ def run_jobs(
     return [finished[position] for position in range(len(work))]
 
 
+def _run_in_process(
+    job: Callable[[J], R], work: list[J], done: Callable[[int], None] | None
+) -> list[R]:
+    """``job`` over ``work`` here; a signal ends the process even inside a native parse."""
+    results = []
+    with native_work_ends_on_signals():
+        for item in work:
+            results.append(job(item))
+            if done is not None:
+                done(1)
+    return results
+
+
 def _apply(job: Callable[[J], R], items: list[J]) -> list[R]:
     return [job(item) for item in items]
 
@@ -321,7 +330,10 @@ def _run_batch(
     size = max(1, len(batch) // (jobs * 8))
     chunks = [batch[start : start + size] for start in range(0, len(batch), size)]
     failed: list[int] = []
-    with ProcessPoolExecutor(max_workers=min(jobs, len(batch))) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(batch)), initializer=quiet_worker, initargs=(os.getpid(),)
+    )
+    try:
         futures = [pool.submit(_apply, job, [work[i] for i in chunk]) for chunk in chunks]
         for chunk, future in zip(chunks, futures, strict=True):
             try:
@@ -331,6 +343,10 @@ def _run_batch(
             else:
                 if done is not None:
                     done(len(chunk))
+    except BaseException:  # an interrupt (or a bug): no worker may outlive the run
+        stop_pool(pool)
+        raise
+    pool.shutdown()
     return failed
 
 

@@ -1,0 +1,127 @@
+"""Ctrl-C and SIGTERM end a run at once: no worker left, exit status 130 / 143.
+
+``check`` runs under ``ending_on_signals``: SIGINT and SIGTERM raise ``Interrupted``, the
+engine stops its pool (``stop_pool``: workers killed, queued work dropped), and the
+process then ends by the same signal with its default action, so a shell sees 130 / 143
+and a parent sees a process killed by SIGINT / SIGTERM (never 1, the findings code).
+
+Pool workers ignore SIGINT (the terminal sends it to the whole process group: only the
+main process decides) and die with the main process, however it ends (Linux).
+
+LibCST parses natively without releasing the GIL, so a Python handler cannot run during
+a long parse in the main process; while such work runs in-process
+(``native_work_ends_on_signals``), SIGINT and SIGTERM take their default action and end
+the process at once. Nothing is written during that work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from types import FrameType
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The signals that end a run: Ctrl-C, and CI cancellation / ``timeout`` / ``docker stop``.
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: How long a terminated worker gets to exit before it is killed.
+WORKER_EXIT_SECONDS = 1.0
+_PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was asked to stop by signal ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def ending_on_signals(command: F) -> F:
+    """Run ``command`` so that SIGINT / SIGTERM stop it, say so, and end the process by
+    that signal. Outside the main thread (handlers cannot be set) it runs unchanged."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not _in_main_thread():
+            return command(*args, **kwargs)
+        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in ENDING_SIGNALS}
+        try:
+            return command(*args, **kwargs)
+        except Interrupted as stop:
+            _end_by_signal(stop.signum)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    return run  # type: ignore[return-value]
+
+
+def _end_by_signal(signum: int) -> None:
+    """Say the run stopped, then end the process by ``signum``'s default action."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError, ValueError):
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"ddplint: interrupted ({name}); nothing more was linted or written\n")
+        sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # where the default action does not end the process
+
+
+@contextlib.contextmanager
+def native_work_ends_on_signals() -> Iterator[None]:
+    """While the body runs, SIGINT / SIGTERM end the process at once (default action),
+    if ``ending_on_signals`` handles them now; otherwise nothing changes."""
+    if not _in_main_thread() or signal.getsignal(signal.SIGINT) is not _raise_interrupted:
+        yield
+        return
+    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in ENDING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def quiet_worker(parent: int) -> None:
+    """Pool worker initializer: ignore SIGINT, die of SIGTERM, die with ``parent``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Drop ``pool``'s queued work and end its workers now (terminate, then kill)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        with contextlib.suppress(OSError, ValueError):
+            worker.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            worker.join(WORKER_EXIT_SECONDS)
+            if worker.is_alive():
+                worker.kill()
+                worker.join(WORKER_EXIT_SECONDS)
