@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -55,7 +56,7 @@ def build_settings(
 ) -> Settings:
     """File settings, with the command line on top."""
     start = Path(paths[0]) if paths else Path.cwd()
-    if not start.exists():
+    if not os.path.exists(start):  # missing, or below a folder that cannot be read
         start = Path.cwd()
     settings = load_settings(Path(config) if config else None, start)
     changes: dict[str, object] = {}

@@ -11,8 +11,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddplint.gitignore import IgnoreRule, is_ignored, read_rules
 from ddplint.settings import Settings
 from ddplint.source import file_kind
+
+#: How long git may take to list a repository's files.
+GIT_TIMEOUT_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class Discovery:
     missing: list[str]
     #: Paths given that exist but cannot be linted (a FIFO, a symlink loop), with why.
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: What the reader should know about the listing (git failed, a folder unreadable).
+    notices: list[str] = field(default_factory=list)
 
 
 def _resolve(path: Path) -> Path:
@@ -72,39 +78,144 @@ def is_excluded(relative: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def _git_files(directory: Path) -> list[Path] | None:
-    """Tracked and untracked-not-ignored files below ``directory``, or None outside git."""
-    # The linted repository's own config must not run anything: core.fsmonitor names a
-    # command that git would start for ls-files.
-    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others"]
+@dataclass
+class _Listing:
+    """The files below a folder, and what the reader should know about how they were found."""
+
+    files: list[Path] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def _repository_root(directory: Path) -> Path | None:
+    """The nearest folder at or above ``directory`` holding a ``.git``."""
+    resolved = _resolve(directory)
+    for candidate in (resolved, *resolved.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return None
+
+
+def _unreadable_excludes_file(directory: Path) -> str | None:
+    """The configured (or default) global excludes file when it is not a regular file:
+    git would block reading a FIFO there until its timeout."""
     try:
-        result = subprocess.run(
-            [*command, "--exclude-standard", "--", "."],
+        answer = subprocess.run(
+            ["git", "config", "--path", "--get", "core.excludesFile"],
             cwd=directory,
             capture_output=True,
-            timeout=60,
+            timeout=GIT_TIMEOUT_SECONDS,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if result.returncode != 0:
+    configured = answer.stdout.decode("utf-8", "surrogateescape").strip()
+    if configured:
+        candidate = Path(configured)
+    else:
+        config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        candidate = Path(config_home) / "git" / "ignore"
+    try:
+        mode = candidate.stat().st_mode
+    except OSError:
         return None
+    return None if stat.S_ISREG(mode) else str(candidate)
+
+
+def _git_files(directory: Path) -> _Listing | str:
+    """Tracked and untracked-not-ignored files below ``directory``, or why git could not
+    list them (not a repository, git missing, damaged or refusing the checkout)."""
+    # The linted repository's own config must not run anything: core.fsmonitor names a
+    # command that git would start for ls-files.
+    command = ["git", "-c", "core.fsmonitor=false"]
+    notices = []
+    excludes = _unreadable_excludes_file(directory)
+    if excludes is not None:
+        command += ["-c", "core.excludesFile="]
+        notices.append(f"git: the global excludes file {excludes} is not a regular file: not read")
+    command += ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
+    try:
+        result = subprocess.run(
+            command, cwd=directory, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
+        )
+    except OSError as exc:
+        return f"git cannot be run ({exc.strerror or exc})"
+    except subprocess.TimeoutExpired:
+        return f"git ls-files gave no answer in {GIT_TIMEOUT_SECONDS} s"
+    messages = result.stderr.decode("utf-8", "replace").splitlines()
+    if result.returncode != 0:
+        reason = next((m for m in messages if m.startswith(("fatal:", "error:"))), None)
+        return f"git ls-files failed ({reason or f'exit {result.returncode}'})"
+    notices += [f"git: {m}" for m in messages if m.startswith("warning:")]
     names = [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-    return [directory / name for name in names]
+    return _Listing([directory / name for name in names], notices)
 
 
-def _walk_files(directory: Path, settings: Settings) -> list[Path]:
-    found: list[Path] = []
+def _walk_files(directory: Path, settings: Settings, repository: Path | None) -> _Listing:
+    """Every file below ``directory`` outside the excludes; inside a git repository (that
+    git could not list) its ``.gitignore`` files and ``.git/info/exclude`` apply too."""
+    listing = _Listing()
     root = settings.project_root
-    for current, dirs, files in os.walk(directory, followlinks=False):
+    rules = _inherited_ignore_rules(directory, repository)
+
+    def unreadable(error: OSError) -> None:
+        where = display_path(Path(error.filename)) if error.filename else directory.as_posix()
+        listing.notices.append(f"{where}: cannot read folder ({error.strerror}): not linted")
+
+    for current, dirs, files in os.walk(directory, onerror=unreadable, followlinks=False):
         here = Path(current)
+        in_repo = _relative(here, repository) if repository is not None else ""
+        if repository is not None:
+            rules = rules + read_rules(here / ".gitignore", "" if in_repo == "." else in_repo)
+
         dirs[:] = sorted(
             d
             for d in dirs
-            if not is_excluded(_relative(here / d, root, directory), settings.all_excludes)
+            if not (repository is not None and _ignored(rules, in_repo, d, True))
+            and not is_excluded(_relative(here / d, root, directory), settings.all_excludes)
         )
-        found.extend(here / f for f in sorted(files))
-    return found
+        listing.files.extend(
+            here / f
+            for f in sorted(files)
+            if not (repository is not None and _ignored(rules, in_repo, f, False))
+        )
+    return listing
+
+
+def _ignored(rules: list[IgnoreRule], folder: str, name: str, is_folder: bool) -> bool:
+    """Whether ``name`` in ``folder`` (relative to the repository, "." for its root) is
+    ignored; ``.git`` always is."""
+    if name == ".git":
+        return True
+    return is_ignored(rules, name if folder == "." else f"{folder}/{name}", is_folder)
+
+
+def _inherited_ignore_rules(directory: Path, repository: Path | None) -> list[IgnoreRule]:
+    """The ignore rules of ``repository`` that apply above ``directory``: its
+    ``.git/info/exclude`` and the ``.gitignore`` of each folder from the root down."""
+    if repository is None:
+        return []
+    rules = read_rules(repository / ".git" / "info" / "exclude", "")
+    above = _relative(directory, repository)
+    parts = [] if above == "." else above.split("/")
+    for depth in range(len(parts)):  # the walk reads ``directory``'s own
+        base = "/".join(parts[:depth])
+        rules += read_rules(repository.joinpath(*parts[:depth], ".gitignore"), base)
+    return rules
+
+
+def _listing(path: Path, settings: Settings) -> _Listing:
+    """The files git lists below ``path``; else a walk, which inside a repository (git
+    failed there) applies its ignore files and says why git was not used."""
+    listed = _git_files(path)
+    if isinstance(listed, _Listing):
+        return listed
+    repository = _repository_root(path)
+    walked = _walk_files(path, settings, repository)
+    if repository is not None:
+        walked.notices.insert(
+            0, f"{display_path(path)}: {listed}; walked the folder instead, .gitignore applied"
+        )
+    return walked
 
 
 def discover(paths: list[str], settings: Settings) -> Discovery:
@@ -112,38 +223,51 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
     targets: dict[Path, Target] = {}
     missing: list[str] = []
     unreadable: list[tuple[str, str]] = []
+    notices: list[str] = []
     root = settings.project_root
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        mode = _mode(path)
+        if mode is not None and stat.S_ISREG(mode):
             # An explicit file is always linted (pre-commit passes files one by one).
             if file_kind(path.name) is not None:
                 targets.setdefault(
                     _resolve(path), Target(path, display_path(path), _relative(path, root))
                 )
             continue
-        if not path.is_dir():
+        if mode is None or not stat.S_ISDIR(mode):
             problem = _not_lintable(path)
             if problem is None:
                 missing.append(raw)
             else:
                 unreadable.append((raw, problem))
             continue
-        candidates = _git_files(path)
-        if candidates is None:
-            candidates = _walk_files(path, settings)
-        for candidate in candidates:
+        listing = _listing(path, settings)
+        notices += listing.notices
+        for candidate in listing.files:
             if file_kind(candidate.name) is None:
                 continue
             relative = _relative(candidate, root, path)
             if is_excluded(relative, settings.all_excludes):
                 continue
-            if not candidate.is_file():
+            candidate_mode = _mode(candidate)
+            if candidate_mode is None or not stat.S_ISREG(candidate_mode):
+                problem = _not_lintable(candidate)
+                if problem is not None and candidate_mode is None:
+                    unreadable.append((display_path(candidate), problem))
                 continue  # deleted since git listed it, or a dangling link
             key = _resolve(candidate)
             targets.setdefault(key, Target(candidate, display_path(candidate), relative))
     ordered = sorted(targets.values(), key=lambda t: t.display)
-    return Discovery(ordered, missing, unreadable)
+    return Discovery(ordered, missing, unreadable, notices)
+
+
+def _mode(path: Path) -> int | None:
+    """``path``'s file type and mode (links followed); None when it cannot be had."""
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return None
 
 
 def _not_lintable(path: Path) -> str | None:
@@ -152,6 +276,8 @@ def _not_lintable(path: Path) -> str | None:
     try:
         mode = path.stat().st_mode
     except OSError as exc:
+        if exc.errno == errno.EACCES:
+            return f"cannot read: {exc.strerror}"
         if not os.path.lexists(path):
             return None
         if exc.errno == errno.ENOENT:

@@ -512,6 +512,7 @@ def lint_paths(
     result = lint_targets(
         found.targets, settings, options, jobs=jobs, use_cache=use_cache, progress=progress
     )
+    result.notices[:0] = found.notices
     for path, reason in reversed(found.unreadable):
         result.errors.insert(0, FileError(path, reason))
     for missing in found.missing:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -153,28 +154,20 @@ def find_config(start: Path) -> Path | None:
     (its settings must not silently give way to a parent's), as with ``--config``.
     """
     start = start.resolve()
-    directory = start if start.is_dir() else start.parent
+    directory = start if os.path.isdir(start) else start.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if _exists(candidate) and ddplint_table(read_toml(candidate), candidate) is not None:
+        if os.path.exists(candidate) and ddplint_table(read_toml(candidate), candidate) is not None:
             return candidate
     return None
-
-
-def _exists(path: Path) -> bool:
-    """``path`` exists; an unreadable parent folder counts as absent (nothing to read)."""
-    try:
-        return path.exists()
-    except OSError:
-        return False
 
 
 def find_project_root(start: Path) -> Path:
     """The nearest directory with pyproject.toml or .git, else ``start`` itself."""
     start = start.resolve()
-    directory = start if start.is_dir() else start.parent
+    directory = start if os.path.isdir(start) else start.parent
     for candidate in (directory, *directory.parents):
-        if _exists(candidate / "pyproject.toml") or _exists(candidate / ".git"):
+        if os.path.exists(candidate / "pyproject.toml") or os.path.exists(candidate / ".git"):
             return candidate
     return directory
 
