@@ -252,14 +252,25 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 continue
             candidate_mode = _mode(candidate)
             if candidate_mode is None or not stat.S_ISREG(candidate_mode):
-                problem = _not_lintable(candidate)
-                if problem is not None and candidate_mode is None:
-                    unreadable.append((display_path(candidate), problem))
-                continue  # deleted since git listed it, or a dangling link
+                # Deleted since git listed it, a dangling link or a loop: skipped. Below a
+                # folder that cannot be read: said.
+                if candidate_mode is None and _permission_denied(candidate):
+                    unreadable.append((display_path(candidate), "cannot read: Permission denied"))
+                continue
             key = _resolve(candidate)
             targets.setdefault(key, Target(candidate, display_path(candidate), relative))
     ordered = sorted(targets.values(), key=lambda t: t.display)
     return Discovery(ordered, missing, unreadable, notices)
+
+
+def _permission_denied(path: Path) -> bool:
+    try:
+        path.stat()
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _mode(path: Path) -> int | None:
