@@ -117,6 +117,17 @@ def test_signal_stops_a_pool_run_at_once(tree: Path, send: str, signum: int) -> 
     assert f"ddplint: interrupted ({signal.Signals(signum).name})".encode() in err
 
 
+def test_ctrl_c_stops_an_in_process_run(tree: Path) -> None:
+    """``-j 1``: every file is linted in the main process."""
+    process = _start(tree, "-j", "1", ".")
+    time.sleep(3)
+    assert process.poll() is None, "the run ended before the interrupt"
+    took, err = _stop(process, "group", signal.SIGINT)
+    assert process.returncode == -signal.SIGINT, err.decode(errors="replace")
+    assert took < STOP_SECONDS
+    assert b"Traceback" not in err and b"Aborted" not in err
+
+
 def test_workers_die_with_a_killed_main_process(tree: Path) -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("parent-death signal is Linux only")
