@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
 from ddplint.finding import FileError, Finding, Severity
+from ddplint.report.printable import printable
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext
@@ -16,8 +17,9 @@ COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO:
 
 
 def escape_data(text: str) -> str:
-    """The message part: ``%``, CR and LF are percent-encoded."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """The message part: ``%``, CR and LF are percent-encoded; other control characters
+    and a file name's undecodable bytes are escaped (``\\x1b``, ``\\xff``)."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -35,13 +35,27 @@ def odd_project(project: Path) -> Path:
     return project
 
 
-def _ddplint(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """The real executable's bytes on stdout and stderr (no text decoding in between)."""
+def _ddplint(*args: str, strict: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """The real executable's bytes on stdout and stderr (no text decoding in between);
+    ``strict``: stdout refuses what is not UTF-8, as under most UTF-8 locales."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"} if strict else None
     return subprocess.run(
         [sys.executable, "-m", "ddplint", "check", "--no-cache", *args],
         capture_output=True,
         timeout=120,
+        env=env,
     )
+
+
+@pytest.mark.parametrize("output_format", ["concise", "full", "json", "sarif", "junit", "github"])
+def test_every_format_writes_valid_utf8_for_odd_names(
+    odd_project: Path, output_format: str
+) -> None:
+    done = _ddplint("--format", output_format, ".", strict=True)
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr
+    out = done.stdout.decode("utf-8")
+    assert "\x1b" not in out  # no raw escape character reaches the terminal or CI log
 
 
 def test_undecodable_name_in_sarif_junit_and_json(odd_project: Path) -> None:
