@@ -61,7 +61,12 @@ def ending_on_signals(command: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Any:
         if not _in_main_thread():
             return command(*args, **kwargs)
-        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in ENDING_SIGNALS}
+        # A signal the caller ignores (a background job's SIGINT) stays ignored.
+        previous = {
+            signum: signal.signal(signum, _raise_interrupted)
+            for signum in ENDING_SIGNALS
+            if signal.getsignal(signum) is not signal.SIG_IGN
+        }
         try:
             return command(*args, **kwargs)
         except Interrupted as stop:
@@ -89,11 +94,13 @@ def _end_by_signal(signum: int) -> None:
 @contextlib.contextmanager
 def native_work_ends_on_signals() -> Iterator[None]:
     """While the body runs, SIGINT / SIGTERM end the process at once (default action),
-    if ``ending_on_signals`` handles them now; otherwise nothing changes."""
-    if not _in_main_thread() or signal.getsignal(signal.SIGINT) is not _raise_interrupted:
-        yield
-        return
-    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in ENDING_SIGNALS}
+    where ``ending_on_signals`` handles them now; otherwise nothing changes."""
+    ours = (
+        [s for s in ENDING_SIGNALS if signal.getsignal(s) is _raise_interrupted]
+        if _in_main_thread()
+        else []
+    )
+    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in ours}
     try:
         yield
     finally:

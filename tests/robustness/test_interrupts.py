@@ -20,6 +20,11 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 #: Enough files that a 2-worker run is still busy when the test signals it.
 TREE_FILES = 3000
+#: Code after the hazard, so that each file takes a while to lint: the pool stays busy
+#: for far longer than the test takes to signal it, even on a loaded machine.
+FILLER = "".join(
+    f"\n\ndef helper_{n}(x):\n    return [x + {n} for _ in range(3)]\n" for n in range(60)
+)
 #: Generous for a loaded CI machine; an unfixed run takes a minute to drain its queue.
 STOP_SECONDS = 10.0
 
@@ -79,7 +84,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder = root / f"pkg{package:03}"
         folder.mkdir()
         for number in range(100):
-            (folder / f"m{number:03}.py").write_text(HAZARD.replace("Net", f"Net{number}"))
+            (folder / f"m{number:03}.py").write_text(HAZARD.replace("Net", f"Net{number}") + FILLER)
     return root
 
 
