@@ -60,7 +60,12 @@ def render_text(result: VerifyResult) -> str:
     ]
     out.extend(f"note: {note}" for note in result.notes())
     hang = result.watch.hang
-    if hang:
+    if hang and result.watch.interrupted:
+        out.append(
+            f"interrupted {hang.detected_after:.1f}s after launch: stacks dumped, ranks "
+            "stopped; what follows is where each rank was, not a diagnosis"
+        )
+    elif hang:
         out.append(
             f"hang: {hang.reason}; diagnosed {hang.detected_after:.1f}s after launch, "
             "stacks dumped, ranks stopped"
@@ -176,8 +181,9 @@ def render_json(result: VerifyResult) -> str:
         "timeout_s": result.spec.timeout,
         "timings": result.timings(),
         "notes": result.notes(),
+        "interrupted": result.watch.interrupted,
         "hang": None
-        if hang is None
+        if hang is None or result.watch.interrupted
         else {"reason": hang.reason, "detected_after_s": round(hang.detected_after, 3)},
         "divergences": [_divergence_json(d) for d in result.comparison.divergences],
         "call_site_mismatches": [
@@ -214,6 +220,7 @@ def render_json(result: VerifyResult) -> str:
             {"kind": p.kind, "summary": p.summary, "location": _frame_json(p.location)}
             for p in result.mapping.new
         ],
+        "leftovers": [{"pid": p.pid, "command": p.command} for p in result.leftovers],
         "checksums": result.checksum_spread,
         "flight_recorder_dumps": result.watch.flight_recorder_dumps,
         "run_dir": result.spec.run_dir if result.kept else None,

@@ -57,7 +57,11 @@ def verify(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
                 command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT, check=False
             )
             assert done.stdout, done.stderr
-            _RUNS[key] = Run(done.returncode, json.loads(done.stdout), trace_dir, done.stderr)
+            report = json.loads(done.stdout)
+            # the run's files are in a fresh sub-folder of --trace-dir, named by the report
+            run_dir = Path(report["run_dir"])
+            assert run_dir.parent == trace_dir
+            _RUNS[key] = Run(done.returncode, report, run_dir, done.stderr)
         return _RUNS[key]
 
     return run
