@@ -237,6 +237,10 @@ class RuntimeProblem:
     summary: str
     location: Frame | None
     evidence: tuple[Frame, ...]
+    #: For a missed collective: (ranks that issued it, ranks that never did).
+    apart: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: When the divergent collective was issued (wall clock).
+    time: float | None = None
 
 
 def runtime_problems(
@@ -250,8 +254,20 @@ def runtime_problems(
             f"{_KIND_TEXT[divergence.kind]} at collective #{divergence.position} "
             f"on the {_group_text(divergence)}: {divergence.detail}"
         )
+        apart = None
+        if divergence.kind == "missing":
+            issued = tuple(at.rank for at in divergence.ranks if at.call is not None)
+            absent = tuple(at.rank for at in divergence.ranks if at.call is None)
+            apart = (issued, absent)
         problems.append(
-            RuntimeProblem(kind, summary, sites[0] if sites else None, evidence(divergence, traces))
+            RuntimeProblem(
+                kind,
+                summary,
+                sites[0] if sites else None,
+                evidence(divergence, traces),
+                apart,
+                divergence.time if divergence.time != float("inf") else None,
+            )
         )
     if comparison.divergences:
         return problems

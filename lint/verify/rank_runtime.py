@@ -21,6 +21,7 @@ from typing import Any
 
 from .frames import Frame, FrameFilter
 from .instrument import Instrumentation, Recorder, TraceWriter, choose_backend
+from .probes import PROBES_NAME, LineProbe, load_targets
 from .layout import (
     ENV_BACKEND,
     ENV_CHECKSUM,
@@ -51,6 +52,28 @@ class StallWatch(threading.Thread):
         self.recorder = recorder
         self._lock = threading.Lock()
         self._finished = False
+        self._modules = 0
+        self._files: set[str] = set()
+
+    def record_loaded_files(self) -> None:
+        """Write the user files imported since the last call (the code that can run)."""
+        if len(sys.modules) == self._modules:
+            return
+        self._modules = len(sys.modules)
+        try:
+            modules = list(sys.modules.values())
+        except RuntimeError:  # changed while copied: next time
+            self._modules = 0
+            return
+        new = set()
+        for module in modules:
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and file not in self._files:
+                self._files.add(file)
+                if file.endswith(".py") and self.recorder.frames.is_user(file):
+                    new.add(os.path.realpath(file))
+        if new:
+            self.recorder.writer.write({"kind": "files", "files": sorted(new)})
 
     def run(self) -> None:
         main = threading.main_thread().ident or 0
@@ -58,6 +81,7 @@ class StallWatch(threading.Thread):
         since = time.time()
         while True:
             position = _position(sys._current_frames().get(main))
+            self.record_loaded_files()
             now = time.time()
             if position != last:
                 last, since = position, now
@@ -70,6 +94,7 @@ class StallWatch(threading.Thread):
             time.sleep(self.interval)
 
     def finish(self) -> None:
+        self.record_loaded_files()
         with self._lock:
             self._finished = True
             now = time.time()
@@ -200,14 +225,19 @@ def main(argv: list[str]) -> None:
         VerifierWatch(int(verifier), run_dir, interval).start()
 
     checksum = os.environ.get(ENV_CHECKSUM) == "1"
+    probe = LineProbe(load_targets(os.path.join(run_dir, PROBES_NAME)), writer.write)
     try:
         instrumentation = _instrument(recorder, run_dir, local_rank, checksum)
+        mechanism = probe.install()
+        writer.write({"kind": "probes", "mechanism": mechanism, "files": len(probe.targets)})
         _run_and_record(entry, args, writer, instrumentation, frames, checksum)
     except BaseException as exc:
+        probe.stop()
         if not isinstance(exc, SystemExit):
             writer.write(_failure(exc, frames))
         raise
     finally:
+        probe.stop()
         stall_watch.finish()
 
 

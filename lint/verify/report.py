@@ -93,11 +93,15 @@ def render_text(result: VerifyResult) -> str:
     out += ["", f"Static check ({len(result.static.findings)} finding(s) in the code that ran):"]
     for c in result.mapping.confirmed:
         out.append(f"  confirmed       {_finding(c.finding)}  [{c.reason}: {where(c.frame)}]")
+    for finding in result.mapping.ran_not_cause:
+        out.append(f"  ran, not the cause  {_finding(finding)}")
+    for finding in result.mapping.not_reached:
+        out.append(f"  not reached     {_finding(finding)}")
     for finding in result.mapping.not_reproduced:
-        out.append(f"  not reproduced  {_finding(finding)}")
+        out.append(f"  not reproduced  {_finding(finding)}  [not probed: no evidence either way]")
     for problem in result.mapping.new:
         out.append(f"  new             {problem.summary} (at {where(problem.location)})")
-    if not (result.mapping.confirmed or result.mapping.not_reproduced or result.mapping.new):
+    if not result.static.findings and not result.mapping.new:
         out.append("  nothing flagged, nothing found at run time")
     if result.checksum_spread:
         out += ["", "Parameter checksums at exit:"]
@@ -215,6 +219,8 @@ def render_json(result: VerifyResult) -> str:
             }
             for c in result.mapping.confirmed
         ]
+        + [{"status": "ran_not_cause", **f.to_json()} for f in result.mapping.ran_not_cause]
+        + [{"status": "not_reached", **f.to_json()} for f in result.mapping.not_reached]
         + [{"status": "not_reproduced", **f.to_json()} for f in result.mapping.not_reproduced],
         "new": [
             {"kind": p.kind, "summary": p.summary, "location": _frame_json(p.location)}

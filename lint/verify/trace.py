@@ -133,6 +133,11 @@ class RankTrace:
     threads: list[ThreadStack] = field(default_factory=list)
     fatal: str | None = None
     unreadable_lines: int = 0
+    #: (real file, line) -> when this rank first executed that probed line (wall clock).
+    lines_run: dict[tuple[str, int], float] = field(default_factory=dict)
+    #: User files the rank imported (real paths), and how its lines were probed.
+    loaded_files: set[str] = field(default_factory=set)
+    probe_mechanism: str | None = None
 
     @property
     def main_stack(self) -> tuple[Frame, ...]:
@@ -174,6 +179,13 @@ def load_rank(path: str, rank: int) -> RankTrace:
                 calls[call.seq] = call
             elif kind == "done":
                 done[int(data["seq"])] = data.get("error")
+            elif kind == "line":
+                key = (str(data.get("file")), int(data.get("line", 0)))
+                trace.lines_run.setdefault(key, float(data.get("t", 0.0)))
+            elif kind == "files":
+                trace.loaded_files.update(str(f) for f in data.get("files", ()))
+            elif kind == "probes":
+                trace.probe_mechanism = str(data.get("mechanism"))
             elif kind == "checksum":
                 trace.checksums = list(data.get("models", []))
             elif kind == "exit":

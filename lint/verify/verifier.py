@@ -20,7 +20,9 @@ from ddplint.verify.entry import EntryError, check_entry
 from ddplint.verify.frames import FrameFilter
 from ddplint.verify.launch import LaunchSpec
 from ddplint.verify.mapping import Mapping, map_findings
+from ddplint.verify.mapping import Execution
 from ddplint.verify.reaper import Leftover
+from ddplint.verify.scope import files_that_ran, lines_run, probe_targets, write_probes
 from ddplint.verify.trace import RankTrace, load_run
 
 EXIT_INTERRUPTED = 130
@@ -147,18 +149,6 @@ def run_folder(trace_dir: str, spec: LaunchSpec) -> str:
     return shared
 
 
-def traced_files(traces: dict[int, RankTrace]) -> set[str]:
-    """The user files the run passed through at its collectives, hang or failure."""
-    files: set[str] = set()
-    for trace in traces.values():
-        for call in trace.calls:
-            files.update(f.file for f in call.stack)
-        files.update(f.file for f in trace.main_stack)
-        if trace.exit is not None:
-            files.update(f.file for f in trace.exit.stack)
-    return {f for f in files if os.path.isfile(f)}
-
-
 def checksum_spread(traces: dict[int, RankTrace]) -> list[dict[str, object]]:
     """Per model: each rank's parameter hash and sum, and whether all ranks agree."""
     names: dict[str, dict[int, dict[str, object]]] = {}
@@ -203,6 +193,10 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
 def _run_and_analyse(
     spec: LaunchSpec, settings: Settings, options: LintOptions, entry: Path, temporary: bool
 ) -> VerifyResult:
+    near_entry = lint_paths([str(entry.parent)], settings, options, use_cache=False)
+    probed = probe_targets(near_entry.findings, os.getcwd())
+    os.makedirs(spec.run_dir, exist_ok=True)
+    write_probes(spec.run_dir, probed)
     launched = launch.start(spec)
     try:
         watched = watch.watch(launched, spec)
@@ -221,9 +215,10 @@ def _run_and_analyse(
     comparison = compare(traces, all_ranks_local=spec.standalone)
     hung = watched.hang is not None and not watched.interrupted
     problems = runtime_problems(comparison, traces, hung=hung)
-    scope = sorted({str(entry), *traced_files(traces)})
+    scope = sorted({str(entry), *files_that_ran(traces)})
     static = lint_paths(scope, settings, options, use_cache=False)
-    mapping = map_findings(static.findings, problems, os.getcwd())
+    execution = Execution(lines_run(traces), frozenset(probed), _probing(traces))
+    mapping = map_findings(static.findings, problems, os.getcwd(), execution)
     result = VerifyResult(
         spec,
         watched,
@@ -239,6 +234,13 @@ def _run_and_analyse(
         shutil.rmtree(spec.run_dir, ignore_errors=True)
         result.kept = False
     return result
+
+
+def _probing(traces: dict[int, RankTrace]) -> bool:
+    """Every rank probed its lines (a rank that never got that far proves nothing)."""
+    return bool(traces) and all(
+        t.probe_mechanism not in (None, "none") for t in traces.values()
+    )
 
 
 def _tail(spec: LaunchSpec, lines: int = 30) -> str:
