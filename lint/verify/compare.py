@@ -237,10 +237,10 @@ class RuntimeProblem:
     summary: str
     location: Frame | None
     evidence: tuple[Frame, ...]
-    #: For a missed collective: (ranks that issued it, ranks that never did).
+    #: The two sides of a missed or mismatched collective (by what each rank issued).
     apart: tuple[tuple[int, ...], tuple[int, ...]] | None = None
-    #: When the divergent collective was issued (wall clock).
-    time: float | None = None
+    #: When each rank issued its divergent collective (wall clock).
+    issued_at: tuple[tuple[int, float], ...] = ()
 
 
 def runtime_problems(
@@ -254,11 +254,7 @@ def runtime_problems(
             f"{_KIND_TEXT[divergence.kind]} at collective #{divergence.position} "
             f"on the {_group_text(divergence)}: {divergence.detail}"
         )
-        apart = None
-        if divergence.kind == "missing":
-            issued = tuple(at.rank for at in divergence.ranks if at.call is not None)
-            absent = tuple(at.rank for at in divergence.ranks if at.call is None)
-            apart = (issued, absent)
+        apart = _two_sides(divergence)
         problems.append(
             RuntimeProblem(
                 kind,
@@ -266,7 +262,7 @@ def runtime_problems(
                 sites[0] if sites else None,
                 evidence(divergence, traces),
                 apart,
-                divergence.time if divergence.time != float("inf") else None,
+                tuple((at.rank, at.call.time) for at in divergence.ranks if at.call),
             )
         )
     if comparison.divergences:
@@ -291,6 +287,20 @@ def runtime_problems(
         frames = tuple(dict.fromkeys(f for t in failed if t.exit for f in t.exit.stack))
         problems.append(RuntimeProblem("error", summary, site, frames))
     return problems
+
+
+def _two_sides(divergence: Divergence) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The ranks split in two by what they did at a missed or mismatched collective
+    (none, or one op against another); None for other splits."""
+    if divergence.kind not in ("missing", "op"):
+        return None
+    sides: dict[str | None, list[int]] = {}
+    for at in divergence.ranks:
+        sides.setdefault(at.call.op if at.call else None, []).append(at.rank)
+    if len(sides) != 2:
+        return None
+    first, second = sorted(sides.values())
+    return tuple(first), tuple(second)
 
 
 _KIND_TEXT = {

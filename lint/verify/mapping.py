@@ -10,9 +10,9 @@ by a runtime problem when the flagged code ran and explains it, in one of these 
    loop or decorated function encloses it);
 3. such a frame lies in the code a flagged early exit skips (the rest of its loop or
    function), *and* the exit itself ran on some rank;
-4. the flagged lines ran on exactly the ranks on one side of the divergence (those that
-   issued the unmatched collective, or those that never did) and on none of the other,
-   before it: how a rank-0-only ``self.log(sync_dist=True)`` is tied to the all-reduce
+4. a flagged line ran, before the divergence, on exactly the ranks on one side of it
+   (those that issued a collective the others did not, or a different one) and on none
+   of the other: how a rank-0-only ``self.log(sync_dist=True)`` is tied to the all-reduce
    Lightning issues later from its own frames.
 
 Otherwise a finding in a probed file **ran, not the cause** (some flagged line ran) or
@@ -26,12 +26,12 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ddplint.finding import Finding
 from ddplint.verify.compare import RuntimeProblem
 from ddplint.verify.frames import Frame
-from ddplint.verify.scope import finding_lines
+from ddplint.verify.scope import Execution, finding_lines
 
 EXITS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -53,25 +53,6 @@ class Mapping:
     new: tuple[RuntimeProblem, ...]
     ran_not_cause: tuple[Finding, ...] = ()
     not_reached: tuple[Finding, ...] = ()
-
-
-@dataclass(frozen=True)
-class Execution:
-    """What the line probes saw: (real file, line) -> {rank: first time it ran}."""
-
-    lines: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
-    probed_files: frozenset[str] = frozenset()
-    #: Every rank probed (a rank that never got to its entry proves nothing).
-    complete: bool = False
-
-    def knows(self, path: str) -> bool:
-        return self.complete and path in self.probed_files
-
-    def ranks_at(self, path: str, line: int) -> dict[int, float]:
-        return self.lines.get((path, line), {})
-
-    def ran(self, path: str, lines: Iterable[int]) -> bool:
-        return any(self.ranks_at(path, line) for line in lines)
 
 
 def _start(node: ast.AST) -> int:
@@ -184,17 +165,24 @@ def _rank_split(
     """Rule 4: a flagged line ran on exactly one side of the divergence, before it."""
     if problem.apart is None or not execution.knows(path):
         return None
-    issued, absent = (frozenset(side) for side in problem.apart)
+    sides = [frozenset(side) for side in problem.apart]
+    issued_at = dict(problem.issued_at)
     for line in finding_lines(finding):
         ran = execution.ranks_at(path, line)
-        if problem.time is not None and any(t > problem.time for t in ran.values()):
-            continue
+        if any(t > issued_at.get(rank, t) for rank, t in ran.items()):
+            continue  # it ran on some rank only after that rank's divergent collective
         ranks = frozenset(ran)
-        for side, role in ((issued, "issued the unmatched collective"), (absent, "never did")):
-            if ranks and ranks == side:
-                shown = ", ".join(map(str, sorted(ranks)))
-                return f"line {line} ran on rank {shown} only, the rank(s) that {role}"
+        if ranks and ranks in sides:
+            others = next(side for side in sides if side != ranks)
+            return (
+                f"line {line} ran on rank {_ranks(ranks)} and never on rank {_ranks(others)}, "
+                "before the ranks split"
+            )
     return None
+
+
+def _ranks(ranks: frozenset[int]) -> str:
+    return ", ".join(map(str, sorted(ranks)))
 
 
 def _confirm(
@@ -211,7 +199,7 @@ def _confirm(
                 return Confirmation(finding, problem, frame, reason)
     reason = _rank_split(finding, problem, path, execution)
     if reason:
-        return Confirmation(finding, problem, Frame(path, finding.line, ""), reason)
+        return Confirmation(finding, problem, Frame(path, finding.line, "(line probe)"), reason)
     return None
 
 

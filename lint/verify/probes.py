@@ -112,7 +112,7 @@ class LineProbe:
             monitoring.free_tool_id(MONITORING_TOOL)
             return
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)  # type: ignore[arg-type,unused-ignore]
 
     def _install_monitoring(self, monitoring: Any) -> None:
         disable = monitoring.DISABLE

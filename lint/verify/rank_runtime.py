@@ -21,7 +21,6 @@ from typing import Any
 
 from .frames import Frame, FrameFilter
 from .instrument import Instrumentation, Recorder, TraceWriter, choose_backend
-from .probes import PROBES_NAME, LineProbe, load_targets
 from .layout import (
     ENV_BACKEND,
     ENV_CHECKSUM,
@@ -37,6 +36,7 @@ from .layout import (
     status_file,
     trace_file,
 )
+from .probes import PROBES_NAME, LineProbe, load_targets
 from .reaper import is_alive, kill_marked
 
 

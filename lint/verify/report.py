@@ -33,6 +33,9 @@ def _rank_line(at: RankAt) -> list[str]:
     lines = [f"  rank {at.rank}  {at.call.describe()}  at {where(at.call.site)}  [{at.state}]"]
     if at.call.label:
         lines.append(f"          {at.call.label}")
+    if at.call.issued_by:
+        more = " <- ..." if len(at.call.issued_by) > 4 else ""
+        lines.append(f"          issued by {' <- '.join(at.call.issued_by[:4])}{more}")
     if at.call.via:
         lines.append(f"          via {at.call.via}")
     if len(at.call.stack) > 1:
@@ -147,6 +150,7 @@ def _call_json(call: Collective) -> dict[str, Any]:
         "async": call.asynchronous,
         "label": call.label,
         "via": call.via,
+        "issued_by": list(call.issued_by),
         "site": _frame_json(call.site),
         "stack": [_frame_json(f) for f in call.stack],
         "completed": call.completed,

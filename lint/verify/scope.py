@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ddplint.finding import Finding
 from ddplint.verify.probes import PROBES_NAME
@@ -44,6 +45,39 @@ def files_that_ran(traces: dict[int, RankTrace]) -> set[str]:
         if trace.exit is not None:
             files.update(f.file for f in trace.exit.stack)
     return {os.path.realpath(f) for f in files if os.path.isfile(f)}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What the line probes saw: (real file, line) -> {rank: first time it ran}."""
+
+    lines: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
+    probed_files: frozenset[str] = frozenset()
+    #: Every rank probed (a rank that never got to its entry proves nothing).
+    complete: bool = False
+
+    def knows(self, path: str) -> bool:
+        return self.complete and path in self.probed_files
+
+    def ranks_at(self, path: str, line: int) -> dict[int, float]:
+        return self.lines.get((path, line), {})
+
+    def ran(self, path: str, lines: Iterable[int]) -> bool:
+        return any(self.ranks_at(path, line) for line in lines)
+
+
+def load_execution(run_dir: str, traces: dict[int, RankTrace]) -> Execution:
+    """What the probes of a finished run saw (the probed files from the run folder)."""
+    try:
+        with open(os.path.join(run_dir, PROBES_NAME), encoding="utf-8") as handle:
+            probed = json.load(handle)
+    except (OSError, ValueError):
+        probed = {}
+    files = frozenset(probed) if isinstance(probed, dict) else frozenset()
+    complete = bool(traces) and all(
+        t.probe_mechanism not in (None, "none") for t in traces.values()
+    )
+    return Execution(lines_run(traces), files, complete)
 
 
 def lines_run(traces: dict[int, RankTrace]) -> dict[tuple[str, int], dict[int, float]]:

@@ -38,6 +38,8 @@ class Collective:
     asynchronous: bool = False
     label: str | None = None
     via: str | None = None
+    #: Framework frames that issued it, innermost first (``_ResultCollection.compute``).
+    issued_by: tuple[str, ...] = ()
     stack: tuple[Frame, ...] = ()
     completed: bool = False
     error: str | None = None
@@ -78,6 +80,7 @@ class Collective:
             asynchronous=bool(data.get("async", False)),
             label=data.get("label"),
             via=data.get("via"),
+            issued_by=tuple(str(f) for f in data.get("issued_by") or ()),
             stack=tuple(Frame.from_json(f) for f in data.get("stack", ())),
         )
 

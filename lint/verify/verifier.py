@@ -20,9 +20,8 @@ from ddplint.verify.entry import EntryError, check_entry
 from ddplint.verify.frames import FrameFilter
 from ddplint.verify.launch import LaunchSpec
 from ddplint.verify.mapping import Mapping, map_findings
-from ddplint.verify.mapping import Execution
 from ddplint.verify.reaper import Leftover
-from ddplint.verify.scope import files_that_ran, lines_run, probe_targets, write_probes
+from ddplint.verify.scope import files_that_ran, load_execution, probe_targets, write_probes
 from ddplint.verify.trace import RankTrace, load_run
 
 EXIT_INTERRUPTED = 130
@@ -217,7 +216,7 @@ def _run_and_analyse(
     problems = runtime_problems(comparison, traces, hung=hung)
     scope = sorted({str(entry), *files_that_ran(traces)})
     static = lint_paths(scope, settings, options, use_cache=False)
-    execution = Execution(lines_run(traces), frozenset(probed), _probing(traces))
+    execution = load_execution(spec.run_dir, traces)
     mapping = map_findings(static.findings, problems, os.getcwd(), execution)
     result = VerifyResult(
         spec,
@@ -234,13 +233,6 @@ def _run_and_analyse(
         shutil.rmtree(spec.run_dir, ignore_errors=True)
         result.kept = False
     return result
-
-
-def _probing(traces: dict[int, RankTrace]) -> bool:
-    """Every rank probed its lines (a rank that never got that far proves nothing)."""
-    return bool(traces) and all(
-        t.probe_mechanism not in (None, "none") for t in traces.values()
-    )
 
 
 def _tail(spec: LaunchSpec, lines: int = 30) -> str:

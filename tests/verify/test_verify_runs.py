@@ -17,6 +17,7 @@ from ddplint.rules import all_rules
 from ddplint.verify.compare import compare, runtime_problems
 from ddplint.verify.layout import ENV_DIR
 from ddplint.verify.mapping import map_findings
+from ddplint.verify.scope import load_execution
 from ddplint.verify.trace import load_run
 
 pytest.importorskip("torch")
@@ -96,7 +97,9 @@ def mapped_reasons(run: Run, findings: list[Finding]) -> list[str]:
     traces = load_run(str(run.trace_dir))
     comparison = compare(traces)
     problems = runtime_problems(comparison, traces, hung=run.report["hang"] is not None)
-    mapping = map_findings(findings, problems, str(ROOT))
+    mapping = map_findings(
+        findings, problems, str(ROOT), load_execution(str(run.trace_dir), traces)
+    )
     return [c.reason for c in mapping.confirmed]
 
 
@@ -179,7 +182,8 @@ def test_nan_continue_before_backward_shifts_the_all_reduces(verify) -> None:  #
     assert metric["site"]["line"] == line_of("nan_skip.py", "dist.all_reduce(total)")
     assert_mapped(run, "DDP204", "nan_skip.py", backward["site"]["line"])
     skip = mapped_reasons(run, [constructed("nan_skip.py", "continue")])
-    assert skip == ["the flagged early exit skips the call path"]
+    # the probes saw the `continue` run on rank 1 (the rank with the NaN) only
+    assert skip == ["the flagged early exit ran on rank 1 and skips the call path"]
 
 
 def test_reduce_op_mismatch_is_found_without_a_hang(verify) -> None:  # type: ignore[no-untyped-def]
