@@ -36,6 +36,7 @@ COLLECTIVES = (
     "all_gather_into_tensor",
     "all_gather_coalesced",
     "all_gather_object",
+    "all_gather_single",  # torch 2.13+: FSDP2 (fully_shard) all-gathers through it
     "_all_gather_base",
     "all_to_all",
     "all_to_all_single",
@@ -48,6 +49,7 @@ COLLECTIVES = (
     "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
+    "reduce_scatter_single",  # torch 2.13+: FSDP2's gradient reduce-scatter
     "_reduce_scatter_base",
     "scatter",
     "scatter_object_list",
