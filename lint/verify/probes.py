@@ -53,9 +53,13 @@ class LineProbe:
     def __init__(self, targets: dict[str, frozenset[int]], record: Record) -> None:
         self.targets = targets
         self.record = record
-        self.seen: set[tuple[str, int]] = set()
+        self.seen: set[tuple[str | None, int]] = set()
         self._files: dict[str, str | None] = {}  # co_filename -> probed real path
-        self._codes: dict[types.CodeType, frozenset[int]] = {}
+        #: id(code) -> (code, its probed lines): by id, as hashing a code object hashes
+        #: its whole body; the code is held so that its id is never reused.
+        self._codes: dict[int, tuple[types.CodeType, frozenset[int]]] = {}
+        #: ids of codes whose probed lines have all run: no more tracing there.
+        self._done: set[int] = set()
         self._lock = threading.Lock()
         self._active = False
 
@@ -69,12 +73,12 @@ class LineProbe:
         return known
 
     def _probed_lines(self, code: types.CodeType) -> frozenset[int]:
-        lines = self._codes.get(code)
-        if lines is None:
+        known = self._codes.get(id(code))
+        if known is None:
             file = self._file(code.co_filename)
             lines = self.targets[file] & _code_lines(code) if file else frozenset()
-            self._codes[code] = lines
-        return lines
+            known = self._codes[id(code)] = (code, lines)
+        return known[1]
 
     def hit(self, code: types.CodeType, line: int) -> None:
         file = self._file(code.co_filename)
@@ -126,15 +130,27 @@ class LineProbe:
         monitoring.register_callback(MONITORING_TOOL, monitoring.events.LINE, on_line)
         monitoring.set_events(MONITORING_TOOL, monitoring.events.LINE)
 
+    def _all_seen(self, code: types.CodeType, lines: frozenset[int]) -> bool:
+        file = self._file(code.co_filename)
+        if all((file, line) in self.seen for line in lines):
+            self._done.add(id(code))
+            return True
+        return False
+
     def _global_trace(self, frame: types.FrameType, event: str, arg: object) -> Any:
-        lines = self._probed_lines(frame.f_code)
-        if not lines or not self._active:
-            return None
         code = frame.f_code
+        if id(code) in self._done or not self._active:
+            return None
+        lines = self._probed_lines(code)
+        if not lines:
+            self._done.add(id(code))
+            return None
 
         def local_trace(frame: types.FrameType, event: str, arg: object) -> Any:
             if event == "line" and frame.f_lineno in lines:
                 self.hit(code, frame.f_lineno)
+                if self._all_seen(code, lines):
+                    return None  # every probed line here has run: stop tracing the frame
             return local_trace
 
         return local_trace
