@@ -218,12 +218,16 @@ class Recorder:
         return seq
 
     def end(self, seq: int, asynchronous: bool, error: BaseException | None) -> None:
-        if not asynchronous:
-            self.open_calls.pop(threading.get_ident(), None)
-            record: dict[str, Any] = {"kind": "done", "seq": seq, "t": time.time()}
-            if error is not None:
-                record["error"] = f"{type(error).__name__}: {error}"[:500]
-            self.writer.write(record)
+        """A synchronous call is done; an asynchronous one only returned (its work may
+        still be pending), which bounds the c10d ops it issued in time."""
+        if asynchronous:
+            self.writer.write({"kind": "returned", "seq": seq, "t": time.time()})
+            return
+        self.open_calls.pop(threading.get_ident(), None)
+        record: dict[str, Any] = {"kind": "done", "seq": seq, "t": time.time()}
+        if error is not None:
+            record["error"] = f"{type(error).__name__}: {error}"[:500]
+        self.writer.write(record)
 
     def wrap(
         self, name: str, original: Callable[..., Any], parameters: tuple[str, ...] | None

@@ -19,6 +19,7 @@ import traceback
 import types
 from typing import Any
 
+from . import flight_recorder
 from .frames import Frame, FrameFilter
 from .instrument import Instrumentation, Recorder, TraceWriter, choose_backend
 from .layout import (
@@ -45,9 +46,14 @@ class StallWatch(threading.Thread):
     moved and which synchronous collective it is inside, so the launcher can tell a
     hang from a long step. ``finish`` marks the rank done (its entry returned)."""
 
-    def __init__(self, path: str, interval: float, recorder: Recorder) -> None:
+    def __init__(
+        self, path: str, interval: float, recorder: Recorder, run_dir: str, rank: int
+    ) -> None:
         super().__init__(name="ddplint-stall-watch", daemon=True)
         self.path = path
+        self.request = os.path.join(run_dir, flight_recorder.REQUEST_NAME)
+        self.dump = flight_recorder.dump_path(run_dir, rank)
+        self._dumped = False
         self.interval = interval
         self.recorder = recorder
         self._lock = threading.Lock()
@@ -82,6 +88,9 @@ class StallWatch(threading.Thread):
         while True:
             position = _position(sys._current_frames().get(main))
             self.record_loaded_files()
+            if not self._dumped and os.path.exists(self.request):
+                self._dumped = True
+                flight_recorder.dump(self.dump)
             now = time.time()
             if position != last:
                 last, since = position, now
@@ -95,6 +104,7 @@ class StallWatch(threading.Thread):
 
     def finish(self) -> None:
         self.record_loaded_files()
+        flight_recorder.dump(self.dump)
         with self._lock:
             self._finished = True
             now = time.time()
@@ -218,7 +228,7 @@ def main(argv: list[str]) -> None:
     frames = FrameFilter()
     recorder = Recorder(writer, frames)
     interval = float(os.environ.get(ENV_INTERVAL, "0.5"))
-    stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder)
+    stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder, run_dir, rank)
     stall_watch.start()
     verifier = os.environ.get(ENV_VERIFIER_PID, "")
     if verifier.isdigit():
@@ -245,6 +255,7 @@ def _instrument(
     recorder: Recorder, run_dir: str, local_rank: int, checksum: bool
 ) -> Instrumentation:
     """Pick the backend, give NCCL its GPU, wrap torch.distributed."""
+    flight_recorder.enable()
     backend = choose_backend(os.environ.get(ENV_BACKEND, "auto"))
     if backend == "nccl":
         configure_nccl(run_dir, local_rank)

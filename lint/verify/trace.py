@@ -7,7 +7,7 @@ import glob
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddplint.verify.frames import Frame, FrameFilter
@@ -43,6 +43,8 @@ class Collective:
     stack: tuple[Frame, ...] = ()
     completed: bool = False
     error: str | None = None
+    #: When the Python call returned (None: it never did).
+    returned: float | None = None
 
     @property
     def site(self) -> Frame | None:
@@ -157,6 +159,7 @@ def load_rank(path: str, rank: int) -> RankTrace:
     trace = RankTrace(rank=rank)
     calls: dict[int, Collective] = {}
     done: dict[int, str | None] = {}
+    returned: dict[int, float] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
@@ -182,6 +185,9 @@ def load_rank(path: str, rank: int) -> RankTrace:
                 calls[call.seq] = call
             elif kind == "done":
                 done[int(data["seq"])] = data.get("error")
+                returned[int(data["seq"])] = float(data.get("t", 0.0))
+            elif kind == "returned":
+                returned[int(data["seq"])] = float(data.get("t", 0.0))
             elif kind == "line":
                 key = (str(data.get("file")), int(data.get("line", 0)))
                 trace.lines_run.setdefault(key, float(data.get("t", 0.0)))
@@ -199,17 +205,11 @@ def load_rank(path: str, rank: int) -> RankTrace:
                     stack=tuple(Frame.from_json(f) for f in data.get("stack", ())),
                 )
     for seq in sorted(calls):
-        call = calls[seq]
+        call = replace(calls[seq], returned=returned.get(seq))
         if seq in done:
-            call = _completed(call, done[seq])
+            call = replace(call, completed=True, error=done[seq])
         trace.calls.append(call)
     return trace
-
-
-def _completed(call: Collective, error: str | None) -> Collective:
-    from dataclasses import replace
-
-    return replace(call, completed=True, error=error)
 
 
 def parse_stack_dump(

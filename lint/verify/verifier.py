@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ddplint.engine import RunResult, lint_paths
 from ddplint.settings import LintOptions, Settings
-from ddplint.verify import launch, watch
+from ddplint.verify import c10d_ops, launch, watch
 from ddplint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
 from ddplint.verify.entry import EntryError, check_entry
 from ddplint.verify.frames import FrameFilter
@@ -45,6 +45,8 @@ class VerifyResult:
     kept: bool = True
     #: Processes of the run still alive after it ended (killed by the final sweep).
     leftovers: list[Leftover] = field(default_factory=list)
+    #: Collectives only the flight recorder saw (merged into the traces).
+    c10d_only: int = 0
 
     def notes(self) -> list[str]:
         """What the reader should know to trust the report."""
@@ -65,6 +67,11 @@ class VerifyResult:
             notes.append(
                 f"ranks {', '.join(map(str, absent))} have no trace in {self.spec.run_dir}: "
                 "they ran on other machines (a shared --trace-dir lets one report see them)"
+            )
+        if self.c10d_only:
+            notes.append(
+                f"{self.c10d_only} c10d op(s) (functional collectives, DTensor, C++ hooks) "
+                "were seen by the flight recorder only; they are compared with the rest"
             )
         if self.leftovers:
             shown = "; ".join(f"pid {p.pid}: {p.command[:80]}" for p in self.leftovers[:5])
@@ -206,6 +213,7 @@ def _run_and_analyse(
     leftovers = launch.clean_up(launched, spec.run_dir)
     frames = FrameFilter()
     traces = load_run(spec.run_dir, frames)
+    c10d_only = c10d_ops.merge(spec.run_dir, traces, frames)
     if not traces:
         raise VerifyError(
             f"no rank started (launcher exit code {watched.returncode}); "
@@ -228,6 +236,7 @@ def _run_and_analyse(
         static,
         checksum_spread(traces),
         leftovers=leftovers,
+        c10d_only=c10d_only,
     )
     if temporary and result.outcome == "clean":
         shutil.rmtree(spec.run_dir, ignore_errors=True)

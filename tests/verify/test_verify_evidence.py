@@ -145,3 +145,25 @@ def test_an_fsdp2_forward_on_rank_zero_only_is_diagnosed_at_the_forward() -> Non
     assert any("fully_shard" in frame for frame in calls[0]["issued_by"])
     assert calls[1]["op"] == "barrier"
     assert calls[1]["site"]["line"] == line_of(fixture, "dist.barrier()")
+
+
+@pytest.mark.slow
+def test_a_functional_collective_is_seen_through_the_flight_recorder() -> None:
+    fixture = "functional_rank0.py"
+    report = verify(f"fixtures/verify/{fixture}")
+    assert report["outcome"] == "hang"
+    assert any("flight recorder only" in note for note in report["notes"])
+    first = report["divergences"][0]
+    calls = {r["rank"]: r["call"] for r in first["ranks"]}
+    assert calls[0]["op"] == "all_reduce" and "flight recorder" in calls[0]["label"]
+    assert calls[0]["site"]["line"] == line_of(fixture, "funcol.all_reduce(")
+    assert "_functional_collectives" in calls[0]["via"]
+    assert calls[1]["op"] == "barrier"
+
+
+@pytest.mark.slow
+def test_a_clean_run_gains_nothing_from_the_flight_recorder() -> None:
+    """Every c10d op of a DDP run belongs to a Python-level call: none is added twice."""
+    report = verify("fixtures/verify/clean_ddp.py", timeout="20")
+    assert report["outcome"] == "clean", report
+    assert not any("flight recorder" in note for note in report["notes"])
