@@ -70,9 +70,8 @@ class VerifyResult:
             )
         if self.c10d_only:
             notes.append(
-                f"{self.c10d_only} c10d op(s) issued outside torch.distributed's Python "
-                "functions (from C++, or functional collectives) were seen by the flight "
-                "recorder only; they are compared with the rest"
+                f"{self.c10d_only} c10d op(s) (functional collectives, DTensor, C++ hooks) "
+                "were seen by the flight recorder only; they are compared with the rest"
             )
         if self.leftovers:
             shown = "; ".join(f"pid {p.pid}: {p.command[:80]}" for p in self.leftovers[:5])
