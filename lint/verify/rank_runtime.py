@@ -62,7 +62,8 @@ class StallWatch(threading.Thread):
         self._files: set[str] = set()
 
     def record_loaded_files(self) -> None:
-        """Write the user files imported since the last call (the code that can run)."""
+        """Write the project files imported since the last call (the code that can
+        run; installed packages are not the user's to fix)."""
         if len(sys.modules) == self._modules:
             return
         self._modules = len(sys.modules)
@@ -76,7 +77,7 @@ class StallWatch(threading.Thread):
             file = getattr(module, "__file__", None)
             if isinstance(file, str) and file not in self._files:
                 self._files.add(file)
-                if file.endswith(".py") and self.recorder.frames.is_user(file):
+                if file.endswith(".py") and self.recorder.frames.is_project(file):
                     new.add(os.path.realpath(file))
         if new:
             self.recorder.writer.write({"kind": "files", "files": sorted(new)})
