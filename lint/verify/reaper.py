@@ -22,6 +22,8 @@ from .layout import ENV_DIR
 
 #: Scans after a kill: a process may fork while the previous scan runs.
 SWEEPS = 5
+#: The command line of a process that has none left (it is exiting).
+UNKNOWN_COMMAND = "?"
 #: ``prctl`` option that makes orphaned descendants re-parent to the caller.
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -81,8 +83,9 @@ def command_line(pid: int) -> str:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             raw = handle.read(4096)
     except OSError:
-        return "?"
-    return raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip() or "?"
+        return UNKNOWN_COMMAND
+    text = raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip()
+    return text or UNKNOWN_COMMAND
 
 
 def _reap_adopted(spare: set[int]) -> None:

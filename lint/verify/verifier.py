@@ -20,7 +20,7 @@ from ddplint.verify.entry import EntryError, check_entry
 from ddplint.verify.frames import FrameFilter
 from ddplint.verify.launch import LaunchSpec
 from ddplint.verify.mapping import Mapping, map_findings
-from ddplint.verify.reaper import Leftover
+from ddplint.verify.reaper import UNKNOWN_COMMAND, Leftover
 from ddplint.verify.scope import files_that_ran, load_execution, probe_targets, write_probes
 from ddplint.verify.trace import RankTrace, load_run
 
@@ -210,7 +210,14 @@ def _run_and_analyse(
         launch.stop(launched, list(watch.read_rank_pids(spec.run_dir).values()))
         launch.clean_up(launched, spec.run_dir)
         raise
-    leftovers = launch.clean_up(launched, spec.run_dir)
+    # the ranks themselves, killed after a hang and re-parented while they exit, and
+    # processes already exiting (no command line left) are not leftovers
+    ranks = set(watched.rank_pids.values())
+    leftovers = [
+        left
+        for left in launch.clean_up(launched, spec.run_dir)
+        if left.pid not in ranks and left.command != UNKNOWN_COMMAND
+    ]
     frames = FrameFilter()
     traces = load_run(spec.run_dir, frames)
     c10d_only = c10d_ops.merge(spec.run_dir, traces, frames)
