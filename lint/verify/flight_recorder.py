@@ -7,9 +7,11 @@ Standard library and torch only: this module runs inside the user's processes.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+from collections.abc import Iterator
 from typing import Any
 
 #: Entries kept by torch (the oldest are dropped first).
@@ -54,6 +56,26 @@ def _entry(data: dict[str, Any]) -> dict[str, Any]:
 
 def dump(path: str) -> bool:
     """Write the recorder's entries to ``path`` (JSON); False when torch has none."""
+    with _no_stray_cache_dir():
+        return _dump(path)
+
+
+@contextlib.contextmanager
+def _no_stray_cache_dir() -> Iterator[None]:
+    """Symbolising the recorder's stacks imports torch's compiler, which creates its
+    cache folder (``TORCHINDUCTOR_CACHE_DIR``) though nothing is compiled: an empty one
+    it created is removed again."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    existed = cache is None or os.path.exists(cache)
+    try:
+        yield
+    finally:
+        if not existed and cache is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(cache)  # only when empty
+
+
+def _dump(path: str) -> bool:
     try:
         import torch._C._distributed_c10d as c10d
 
