@@ -3,12 +3,13 @@ trace (which keeps the user's call site and the call's arguments). An op created
 one of the rank's recorded Python calls was running belongs to that call and is dropped;
 every other op (a functional collective, a DTensor redistribution, a C++ comm hook) is
 added as a collective of its own, placed by time, with the user frames and framework
-frames the recorder captured."""
+frames the recorder captured. Nothing is merged unless every rank left a dump."""
 
 from __future__ import annotations
 
 import bisect
 import json
+import os
 from typing import Any
 
 from ddplint.verify.flight_recorder import dump_path
@@ -95,7 +96,11 @@ def _collective(
 
 
 def merge(run_dir: str, traces: dict[int, RankTrace], frames: FrameFilter) -> int:
-    """Add every rank's c10d ops that no Python-level call explains; how many."""
+    """Add every rank's c10d ops that no Python-level call explains; how many. Only when
+    every rank left a dump: ops added to some ranks alone would make false divergences
+    (a rank that crashed writes none)."""
+    if not all(os.path.exists(dump_path(run_dir, rank)) for rank in traces):
+        return 0
     added = 0
     for rank, trace in traces.items():
         covered = _Intervals(trace.calls)
