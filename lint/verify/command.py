@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
 import click
 
 from ddplint.verify.launch import LaunchSpec
+
+#: Longest hang window accepted (a week): torch turns the process-group timeout into
+#: whole milliseconds, so an unbounded one (``inf``, ``1e308``) crashes every rank.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def _finite(value: float) -> float:
+    """``FloatRange`` lets NaN through (every comparison with NaN is false)."""
+    if math.isnan(value):
+        raise click.BadParameter("must be a number of seconds, not nan")
+    return value
 
 
 @click.command(name="verify")
@@ -35,7 +47,8 @@ from ddplint.verify.launch import LaunchSpec
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0.5),
+    type=click.FloatRange(min=0.5, max=MAX_TIMEOUT),
+    callback=lambda _context, _parameter, value: _finite(value),
     default=60.0,
     show_default=True,
     help="Seconds without progress that make a hang; the process-group timeout is set "
@@ -47,8 +60,9 @@ from ddplint.verify.launch import LaunchSpec
 @click.option(
     "--trace-dir",
     type=click.Path(file_okay=False),
-    help="Keep the run's traces here (default: a temporary folder, removed when clean). "
-    "On several machines, a shared folder lets one report see every rank.",
+    help="Keep the run's traces in a new sub-folder of this folder (default: a temporary "
+    "folder, removed when clean); nothing already there is touched. On several machines, "
+    "a shared folder (with the same --rdzv-id) lets one report see every rank.",
 )
 @click.option("--show-output", is_flag=True, help="Let the ranks print to the terminal.")
 @click.option(
@@ -107,4 +121,6 @@ def verify(
         click.echo(f"ddplint: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_json(result) if output_format == "json" else render_text(result), nl=False)
+    if result.outcome == "interrupted":
+        click.echo("ddplint: verify interrupted: the ranks were stopped", err=True)
     sys.exit(result.exit_code)

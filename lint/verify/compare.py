@@ -20,8 +20,10 @@ SAME_SHAPE_OPS = frozenset(
         "reduce",
         "all_gather",
         "all_gather_into_tensor",
+        "all_gather_single",
         "_all_gather_base",
         "reduce_scatter_tensor",
+        "reduce_scatter_single",
         "_reduce_scatter_base",
         "_broadcast_coalesced",
         "_verify_params_across_processes",
@@ -237,6 +239,10 @@ class RuntimeProblem:
     summary: str
     location: Frame | None
     evidence: tuple[Frame, ...]
+    #: The two sides of a missed or mismatched collective (by what each rank issued).
+    apart: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: When each rank issued its divergent collective (wall clock).
+    issued_at: tuple[tuple[int, float], ...] = ()
 
 
 def runtime_problems(
@@ -250,8 +256,16 @@ def runtime_problems(
             f"{_KIND_TEXT[divergence.kind]} at collective #{divergence.position} "
             f"on the {_group_text(divergence)}: {divergence.detail}"
         )
+        apart = _two_sides(divergence)
         problems.append(
-            RuntimeProblem(kind, summary, sites[0] if sites else None, evidence(divergence, traces))
+            RuntimeProblem(
+                kind,
+                summary,
+                sites[0] if sites else None,
+                evidence(divergence, traces),
+                apart,
+                tuple((at.rank, at.call.time) for at in divergence.ranks if at.call),
+            )
         )
     if comparison.divergences:
         return problems
@@ -275,6 +289,20 @@ def runtime_problems(
         frames = tuple(dict.fromkeys(f for t in failed if t.exit for f in t.exit.stack))
         problems.append(RuntimeProblem("error", summary, site, frames))
     return problems
+
+
+def _two_sides(divergence: Divergence) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The ranks split in two by what they did at a missed or mismatched collective
+    (none, or one op against another); None for other splits."""
+    if divergence.kind not in ("missing", "op"):
+        return None
+    sides: dict[str | None, list[int]] = {}
+    for at in divergence.ranks:
+        sides.setdefault(at.call.op if at.call else None, []).append(at.rank)
+    if len(sides) != 2:
+        return None
+    first, second = sorted(sides.values())
+    return tuple(first), tuple(second)
 
 
 _KIND_TEXT = {

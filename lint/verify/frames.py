@@ -82,6 +82,13 @@ class FrameFilter:
         installed = f"{os.sep}site-packages{os.sep}" in path or "dist-packages" in path
         return installed or not path.startswith(self._stdlib)
 
+    def is_project(self, filename: str) -> bool:
+        """A user file that is not an installed package (the code the user works on)."""
+        if not self.is_user(filename):
+            return False
+        path = os.path.realpath(filename)
+        return f"{os.sep}site-packages{os.sep}" not in path and "dist-packages" not in path
+
     @staticmethod
     def display_name(filename: str) -> str:
         """``lightning/pytorch/core/module.py`` for an installed file, else the path."""

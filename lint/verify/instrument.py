@@ -36,6 +36,7 @@ COLLECTIVES = (
     "all_gather_into_tensor",
     "all_gather_coalesced",
     "all_gather_object",
+    "all_gather_single",  # torch 2.13+: FSDP2 (fully_shard) all-gathers through it
     "_all_gather_base",
     "all_to_all",
     "all_to_all_single",
@@ -48,6 +49,7 @@ COLLECTIVES = (
     "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
+    "reduce_scatter_single",  # torch 2.13+: FSDP2's gradient reduce-scatter
     "_reduce_scatter_base",
     "scatter",
     "scatter_object_list",
@@ -73,6 +75,10 @@ OBJECT_ARGUMENTS = frozenset(
     }
 )
 MAX_STACK = 16
+#: Framework frames kept per collective (the ones nearest to it).
+MAX_FRAMEWORK_STACK = 10
+#: torch's own wrappers around every collective: never worth naming.
+PLUMBING_FILES = ("distributed_c10d.py", "c10d_logger.py", "_functional_collectives.py")
 
 
 class TraceWriter:
@@ -141,21 +147,25 @@ class Recorder:
             self._local.label = previous
 
     # -- call sites ---------------------------------------------------------------
-    def _stack(self) -> tuple[list[Frame], str | None]:
-        """User frames (innermost first) and the framework function the user called."""
+    def _stack(self) -> tuple[list[Frame], str | None, list[str]]:
+        """User frames (innermost first), the framework function the user called, and
+        the framework frames that issued the collective (innermost first)."""
         frame: types.FrameType | None = sys._getframe(2)
-        frames, via = self._user_frames(frame)
+        frames, via, issuers = self._user_frames(frame)
         if not frames and threading.get_ident() != self.main_thread:
             # A backward hook on an autograd device thread: the user's frames are those
             # of the main thread, which is blocked in loss.backward().
             main = sys._current_frames().get(self.main_thread or 0)
-            frames, via = self._user_frames(main)
-        return frames, via
+            frames, via, _ = self._user_frames(main)
+        return frames, via, issuers
 
-    def _user_frames(self, frame: types.FrameType | None) -> tuple[list[Frame], str | None]:
+    def _user_frames(
+        self, frame: types.FrameType | None
+    ) -> tuple[list[Frame], str | None, list[str]]:
         frames: list[Frame] = []
         callee: types.FrameType | None = None
         via: str | None = None
+        issuers: list[str] = []
         while frame is not None and len(frames) < MAX_STACK:
             code = frame.f_code
             if self.frames.is_user(code.co_filename):
@@ -164,21 +174,31 @@ class Recorder:
                 frames.append(Frame(code.co_filename, frame.f_lineno or 0, _qualname(code)))
             elif not frames and not self.frames.is_verifier(code.co_filename):
                 callee = frame
+                if len(issuers) < MAX_FRAMEWORK_STACK and not code.co_filename.endswith(
+                    PLUMBING_FILES
+                ):
+                    issuers.append(self._describe(frame))
             frame = frame.f_back
-        return frames, via
+        if issuers and issuers[-1] == via:  # named as "via" already
+            issuers.pop()
+        return frames, via, issuers
+
+    def _describe(self, frame: types.FrameType) -> str:
+        name = self.frames.display_name(frame.f_code.co_filename)
+        return f"{name}:{frame.f_lineno} in {_qualname(frame.f_code)}"
 
     def _describe_callee(self, frame: types.FrameType) -> str | None:
         name = self.frames.display_name(frame.f_code.co_filename)
         if name.startswith(("torch/distributed/", "torch\\distributed\\")):
             return None  # the user called torch.distributed directly
-        return f"{name}:{frame.f_lineno} in {_qualname(frame.f_code)}"
+        return self._describe(frame)
 
     # -- records ------------------------------------------------------------------
     def begin(self, op: str, arguments: dict[str, Any], asynchronous: bool) -> int:
         with self._seq_lock:
             self._seq += 1
             seq = self._seq
-        frames, via = self._stack()
+        frames, via, issuers = self._stack()
         record: dict[str, Any] = {"kind": "call", "seq": seq, "op": op, "t": time.time()}
         record.update(describe_arguments(arguments))
         record["async"] = asynchronous
@@ -189,6 +209,8 @@ class Recorder:
             record["label"] = label
         if via:
             record["via"] = via
+        if issuers and via:  # a framework issued it (not the user calling torch directly)
+            record["issued_by"] = issuers
         record["stack"] = [f.to_json() for f in frames]
         self.writer.write(record)
         if not asynchronous:
@@ -196,12 +218,16 @@ class Recorder:
         return seq
 
     def end(self, seq: int, asynchronous: bool, error: BaseException | None) -> None:
-        if not asynchronous:
-            self.open_calls.pop(threading.get_ident(), None)
-            record: dict[str, Any] = {"kind": "done", "seq": seq, "t": time.time()}
-            if error is not None:
-                record["error"] = f"{type(error).__name__}: {error}"[:500]
-            self.writer.write(record)
+        """A synchronous call is done; an asynchronous one only returned (its work may
+        still be pending), which bounds the c10d ops it issued in time."""
+        if asynchronous:
+            self.writer.write({"kind": "returned", "seq": seq, "t": time.time()})
+            return
+        self.open_calls.pop(threading.get_ident(), None)
+        record: dict[str, Any] = {"kind": "done", "seq": seq, "t": time.time()}
+        if error is not None:
+            record["error"] = f"{type(error).__name__}: {error}"[:500]
+        self.writer.write(record)
 
     def wrap(
         self, name: str, original: Callable[..., Any], parameters: tuple[str, ...] | None

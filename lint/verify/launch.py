@@ -2,8 +2,9 @@
 stop them: torchrun runs in a session of its own and starts every rank in its own
 session too, so stopping kills each rank's process group (its DataLoader workers
 included) and then the launcher's. At the end, any process of the run that left its
-group (a daemonised child) is found by its environment and killed, and the run's
-temporary folder (``TMPDIR`` of the launcher and the ranks) is removed."""
+group (a daemonised child) is found by its environment or by ancestry (the verifier is
+the run's subreaper, see ``reaper``) and killed, and the run's temporary folder
+(``TMPDIR`` of the launcher and the ranks) is removed."""
 
 from __future__ import annotations
 
@@ -128,12 +129,17 @@ class Launched:
     log: IO[bytes] | None
     started_wall: float = 0.0
     scratch: str = ""
+    #: Children the verifier had before the launch: never swept.
+    spare: tuple[int, ...] = ()
+    subreaper: bool = False
 
 
 def start(spec: LaunchSpec) -> Launched:
     os.makedirs(spec.run_dir, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="ddplint-tmp-")
     log = open(spec.log_path, "wb") if spec.log_path else None  # noqa: SIM115
+    spare = tuple(reaper.descendants(os.getpid()))
+    subreaper = reaper.set_subreaper(True)
     process = subprocess.Popen(
         torchrun_command(spec, log_dir=scratch),
         env=rank_environment(spec, scratch),
@@ -143,7 +149,7 @@ def start(spec: LaunchSpec) -> Launched:
         stderr=subprocess.STDOUT if log else None,
         start_new_session=True,
     )
-    return Launched(process, time.monotonic(), log, time.time(), scratch)
+    return Launched(process, time.monotonic(), log, time.time(), scratch, spare, subreaper)
 
 
 def _stderr_fd() -> int | None:
@@ -182,12 +188,19 @@ def release_groups(rank_pids: list[int]) -> None:
             os.killpg(pid, signal.SIGKILL)
 
 
-def clean_up(launched: Launched, run_dir: str) -> None:
+def clean_up(launched: Launched, run_dir: str) -> list[reaper.Leftover]:
     """After the run: kill what is left of it anywhere (the launcher, a rank, a child
-    that left its rank's process group), reap the launcher, remove the temporary folder."""
-    reaper.kill_marked(run_dir)
-    launched.process.wait()
+    that left its rank's process group or cleared its environment), reap the launcher,
+    remove the temporary folder. Returns what had to be killed."""
+    if launched.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(launched.process.pid, signal.SIGKILL)
+        launched.process.wait()
+    leftovers = reaper.sweep(run_dir, launched.spare)
+    if launched.subreaper:
+        reaper.set_subreaper(False)
     if launched.log is not None:
         launched.log.close()
     if launched.scratch:
         shutil.rmtree(launched.scratch, ignore_errors=True)
+    return leftovers

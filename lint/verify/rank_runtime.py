@@ -19,6 +19,7 @@ import traceback
 import types
 from typing import Any
 
+from . import flight_recorder
 from .frames import Frame, FrameFilter
 from .instrument import Instrumentation, Recorder, TraceWriter, choose_backend
 from .layout import (
@@ -36,6 +37,7 @@ from .layout import (
     status_file,
     trace_file,
 )
+from .probes import PROBES_NAME, LineProbe, load_targets
 from .reaper import is_alive, kill_marked
 
 
@@ -44,13 +46,41 @@ class StallWatch(threading.Thread):
     moved and which synchronous collective it is inside, so the launcher can tell a
     hang from a long step. ``finish`` marks the rank done (its entry returned)."""
 
-    def __init__(self, path: str, interval: float, recorder: Recorder) -> None:
+    def __init__(
+        self, path: str, interval: float, recorder: Recorder, run_dir: str, rank: int
+    ) -> None:
         super().__init__(name="ddplint-stall-watch", daemon=True)
         self.path = path
+        self.request = os.path.join(run_dir, flight_recorder.REQUEST_NAME)
+        self.dump = flight_recorder.dump_path(run_dir, rank)
+        self._dumped = False
         self.interval = interval
         self.recorder = recorder
         self._lock = threading.Lock()
         self._finished = False
+        self._modules = 0
+        self._files: set[str] = set()
+
+    def record_loaded_files(self) -> None:
+        """Write the project files imported since the last call (the code that can
+        run; installed packages are not the user's to fix)."""
+        if len(sys.modules) == self._modules:
+            return
+        self._modules = len(sys.modules)
+        try:
+            modules = list(sys.modules.values())
+        except RuntimeError:  # changed while copied: next time
+            self._modules = 0
+            return
+        new = set()
+        for module in modules:
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and file not in self._files:
+                self._files.add(file)
+                if file.endswith(".py") and self.recorder.frames.is_project(file):
+                    new.add(os.path.realpath(file))
+        if new:
+            self.recorder.writer.write({"kind": "files", "files": sorted(new)})
 
     def run(self) -> None:
         main = threading.main_thread().ident or 0
@@ -58,6 +88,10 @@ class StallWatch(threading.Thread):
         since = time.time()
         while True:
             position = _position(sys._current_frames().get(main))
+            self.record_loaded_files()
+            if not self._dumped and os.path.exists(self.request):
+                self._dumped = True
+                flight_recorder.dump(self.dump)
             now = time.time()
             if position != last:
                 last, since = position, now
@@ -70,6 +104,8 @@ class StallWatch(threading.Thread):
             time.sleep(self.interval)
 
     def finish(self) -> None:
+        self.record_loaded_files()
+        flight_recorder.dump(self.dump)
         with self._lock:
             self._finished = True
             now = time.time()
@@ -193,21 +229,26 @@ def main(argv: list[str]) -> None:
     frames = FrameFilter()
     recorder = Recorder(writer, frames)
     interval = float(os.environ.get(ENV_INTERVAL, "0.5"))
-    stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder)
+    stall_watch = StallWatch(status_file(run_dir, rank), interval, recorder, run_dir, rank)
     stall_watch.start()
     verifier = os.environ.get(ENV_VERIFIER_PID, "")
     if verifier.isdigit():
         VerifierWatch(int(verifier), run_dir, interval).start()
 
     checksum = os.environ.get(ENV_CHECKSUM) == "1"
+    probe = LineProbe(load_targets(os.path.join(run_dir, PROBES_NAME)), writer.write)
     try:
         instrumentation = _instrument(recorder, run_dir, local_rank, checksum)
+        mechanism = probe.install()
+        writer.write({"kind": "probes", "mechanism": mechanism, "files": len(probe.targets)})
         _run_and_record(entry, args, writer, instrumentation, frames, checksum)
     except BaseException as exc:
+        probe.stop()
         if not isinstance(exc, SystemExit):
             writer.write(_failure(exc, frames))
         raise
     finally:
+        probe.stop()
         stall_watch.finish()
 
 
@@ -215,6 +256,7 @@ def _instrument(
     recorder: Recorder, run_dir: str, local_rank: int, checksum: bool
 ) -> Instrumentation:
     """Pick the backend, give NCCL its GPU, wrap torch.distributed."""
+    flight_recorder.enable()
     backend = choose_backend(os.environ.get(ENV_BACKEND, "auto"))
     if backend == "nccl":
         configure_nccl(run_dir, local_rank)

@@ -33,6 +33,9 @@ def _rank_line(at: RankAt) -> list[str]:
     lines = [f"  rank {at.rank}  {at.call.describe()}  at {where(at.call.site)}  [{at.state}]"]
     if at.call.label:
         lines.append(f"          {at.call.label}")
+    if at.call.issued_by:
+        more = " <- ..." if len(at.call.issued_by) > 4 else ""
+        lines.append(f"          issued by {' <- '.join(at.call.issued_by[:4])}{more}")
     if at.call.via:
         lines.append(f"          via {at.call.via}")
     if len(at.call.stack) > 1:
@@ -60,7 +63,12 @@ def render_text(result: VerifyResult) -> str:
     ]
     out.extend(f"note: {note}" for note in result.notes())
     hang = result.watch.hang
-    if hang:
+    if hang and result.watch.interrupted:
+        out.append(
+            f"interrupted {hang.detected_after:.1f}s after launch: stacks dumped, ranks "
+            "stopped; what follows is where each rank was, not a diagnosis"
+        )
+    elif hang:
         out.append(
             f"hang: {hang.reason}; diagnosed {hang.detected_after:.1f}s after launch, "
             "stacks dumped, ranks stopped"
@@ -88,11 +96,15 @@ def render_text(result: VerifyResult) -> str:
     out += ["", f"Static check ({len(result.static.findings)} finding(s) in the code that ran):"]
     for c in result.mapping.confirmed:
         out.append(f"  confirmed       {_finding(c.finding)}  [{c.reason}: {where(c.frame)}]")
+    for finding in result.mapping.ran_not_cause:
+        out.append(f"  ran, not the cause  {_finding(finding)}")
+    for finding in result.mapping.not_reached:
+        out.append(f"  not reached     {_finding(finding)}")
     for finding in result.mapping.not_reproduced:
-        out.append(f"  not reproduced  {_finding(finding)}")
+        out.append(f"  not reproduced  {_finding(finding)}  [not probed: no evidence either way]")
     for problem in result.mapping.new:
         out.append(f"  new             {problem.summary} (at {where(problem.location)})")
-    if not (result.mapping.confirmed or result.mapping.not_reproduced or result.mapping.new):
+    if not result.static.findings and not result.mapping.new:
         out.append("  nothing flagged, nothing found at run time")
     if result.checksum_spread:
         out += ["", "Parameter checksums at exit:"]
@@ -138,6 +150,7 @@ def _call_json(call: Collective) -> dict[str, Any]:
         "async": call.asynchronous,
         "label": call.label,
         "via": call.via,
+        "issued_by": list(call.issued_by),
         "site": _frame_json(call.site),
         "stack": [_frame_json(f) for f in call.stack],
         "completed": call.completed,
@@ -176,8 +189,9 @@ def render_json(result: VerifyResult) -> str:
         "timeout_s": result.spec.timeout,
         "timings": result.timings(),
         "notes": result.notes(),
+        "interrupted": result.watch.interrupted,
         "hang": None
-        if hang is None
+        if hang is None or result.watch.interrupted
         else {"reason": hang.reason, "detected_after_s": round(hang.detected_after, 3)},
         "divergences": [_divergence_json(d) for d in result.comparison.divergences],
         "call_site_mismatches": [
@@ -209,11 +223,14 @@ def render_json(result: VerifyResult) -> str:
             }
             for c in result.mapping.confirmed
         ]
+        + [{"status": "ran_not_cause", **f.to_json()} for f in result.mapping.ran_not_cause]
+        + [{"status": "not_reached", **f.to_json()} for f in result.mapping.not_reached]
         + [{"status": "not_reproduced", **f.to_json()} for f in result.mapping.not_reproduced],
         "new": [
             {"kind": p.kind, "summary": p.summary, "location": _frame_json(p.location)}
             for p in result.mapping.new
         ],
+        "leftovers": [{"pid": p.pid, "command": p.command} for p in result.leftovers],
         "checksums": result.checksum_spread,
         "flight_recorder_dumps": result.watch.flight_recorder_dumps,
         "run_dir": result.spec.run_dir if result.kept else None,

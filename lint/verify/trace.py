@@ -7,7 +7,7 @@ import glob
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddplint.verify.frames import Frame, FrameFilter
@@ -38,9 +38,13 @@ class Collective:
     asynchronous: bool = False
     label: str | None = None
     via: str | None = None
+    #: Framework frames that issued it, innermost first (``_ResultCollection.compute``).
+    issued_by: tuple[str, ...] = ()
     stack: tuple[Frame, ...] = ()
     completed: bool = False
     error: str | None = None
+    #: When the Python call returned (None: it never did).
+    returned: float | None = None
 
     @property
     def site(self) -> Frame | None:
@@ -78,6 +82,7 @@ class Collective:
             asynchronous=bool(data.get("async", False)),
             label=data.get("label"),
             via=data.get("via"),
+            issued_by=tuple(str(f) for f in data.get("issued_by") or ()),
             stack=tuple(Frame.from_json(f) for f in data.get("stack", ())),
         )
 
@@ -133,6 +138,11 @@ class RankTrace:
     threads: list[ThreadStack] = field(default_factory=list)
     fatal: str | None = None
     unreadable_lines: int = 0
+    #: (real file, line) -> when this rank first executed that probed line (wall clock).
+    lines_run: dict[tuple[str, int], float] = field(default_factory=dict)
+    #: User files the rank imported (real paths), and how its lines were probed.
+    loaded_files: set[str] = field(default_factory=set)
+    probe_mechanism: str | None = None
 
     @property
     def main_stack(self) -> tuple[Frame, ...]:
@@ -149,6 +159,7 @@ def load_rank(path: str, rank: int) -> RankTrace:
     trace = RankTrace(rank=rank)
     calls: dict[int, Collective] = {}
     done: dict[int, str | None] = {}
+    returned: dict[int, float] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
@@ -174,6 +185,16 @@ def load_rank(path: str, rank: int) -> RankTrace:
                 calls[call.seq] = call
             elif kind == "done":
                 done[int(data["seq"])] = data.get("error")
+                returned[int(data["seq"])] = float(data.get("t", 0.0))
+            elif kind == "returned":
+                returned[int(data["seq"])] = float(data.get("t", 0.0))
+            elif kind == "line":
+                key = (str(data.get("file")), int(data.get("line", 0)))
+                trace.lines_run.setdefault(key, float(data.get("t", 0.0)))
+            elif kind == "files":
+                trace.loaded_files.update(str(f) for f in data.get("files", ()))
+            elif kind == "probes":
+                trace.probe_mechanism = str(data.get("mechanism"))
             elif kind == "checksum":
                 trace.checksums = list(data.get("models", []))
             elif kind == "exit":
@@ -184,17 +205,11 @@ def load_rank(path: str, rank: int) -> RankTrace:
                     stack=tuple(Frame.from_json(f) for f in data.get("stack", ())),
                 )
     for seq in sorted(calls):
-        call = calls[seq]
+        call = replace(calls[seq], returned=returned.get(seq))
         if seq in done:
-            call = _completed(call, done[seq])
+            call = replace(call, completed=True, error=done[seq])
         trace.calls.append(call)
     return trace
-
-
-def _completed(call: Collective, error: str | None) -> Collective:
-    from dataclasses import replace
-
-    return replace(call, completed=True, error=error)
 
 
 def parse_stack_dump(

@@ -8,18 +8,23 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ddplint.engine import RunResult, lint_paths
 from ddplint.settings import LintOptions, Settings
-from ddplint.verify import launch, watch
+from ddplint.verify import c10d_ops, launch, watch
 from ddplint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
+from ddplint.verify.entry import EntryError, check_entry
 from ddplint.verify.frames import FrameFilter
 from ddplint.verify.launch import LaunchSpec
 from ddplint.verify.mapping import Mapping, map_findings
+from ddplint.verify.reaper import UNKNOWN_COMMAND, Leftover
+from ddplint.verify.scope import files_that_ran, load_execution, probe_targets, write_probes
 from ddplint.verify.trace import RankTrace, load_run
 
+EXIT_INTERRUPTED = 130
 INSTALL_HINT = "pip install 'ddplint[verify]'"
 
 
@@ -38,6 +43,10 @@ class VerifyResult:
     static: RunResult
     checksum_spread: list[dict[str, object]] = field(default_factory=list)
     kept: bool = True
+    #: Processes of the run still alive after it ended (killed by the final sweep).
+    leftovers: list[Leftover] = field(default_factory=list)
+    #: Collectives only the flight recorder saw (merged into the traces).
+    c10d_only: int = 0
 
     def notes(self) -> list[str]:
         """What the reader should know to trust the report."""
@@ -59,11 +68,25 @@ class VerifyResult:
                 f"ranks {', '.join(map(str, absent))} have no trace in {self.spec.run_dir}: "
                 "they ran on other machines (a shared --trace-dir lets one report see them)"
             )
+        if self.c10d_only:
+            notes.append(
+                f"{self.c10d_only} c10d op(s) (functional collectives, DTensor, C++ hooks) "
+                "were seen by the flight recorder only; they are compared with the rest"
+            )
+        if self.leftovers:
+            shown = "; ".join(f"pid {p.pid}: {p.command[:80]}" for p in self.leftovers[:5])
+            more = f" (and {len(self.leftovers) - 5} more)" if len(self.leftovers) > 5 else ""
+            notes.append(
+                f"{len(self.leftovers)} process(es) of the run outlived it and were killed: "
+                f"{shown}{more}"
+            )
         return notes
 
     @property
     def outcome(self) -> str:
-        """clean, hang, divergence, failed or params-differ."""
+        """interrupted, hang, divergence, failed or params-differ, or clean."""
+        if self.watch.interrupted:
+            return "interrupted"
         if self.watch.hang is not None:
             return "hang"
         if self.comparison.divergences or self.comparison.call_site_mismatches:
@@ -76,7 +99,8 @@ class VerifyResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.outcome == "clean" else 1
+        """0 clean, 130 interrupted (as other tools on Ctrl-C), 1 anything else."""
+        return {"clean": 0, "interrupted": EXIT_INTERRUPTED}.get(self.outcome, 1)
 
     def timings(self) -> dict[str, float | None]:
         """Seconds after launch: all ranks started, torch ready, first collective, hang."""
@@ -119,40 +143,16 @@ def check_environment(backend: str) -> None:
             )
 
 
-def entry_file(entry: str) -> Path:
-    """The file behind a script or ``module[:function]`` entry, found without importing."""
-    if entry.endswith(".py") or os.path.isfile(entry):
-        path = Path(entry)
-        if not path.is_file():
-            raise VerifyError(f"no such script: {entry}")
-        return path.resolve()
-    module = entry.partition(":")[0]
-    parts = module.split(".")
-    for root in (os.getcwd(), *sys.path):
-        base = Path(root or os.curdir).joinpath(*parts)
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate.resolve()
-    raise VerifyError(f"cannot find module `{module}` (entry `{entry}`) from {os.getcwd()}")
-
-
-def clear_run_files(run_dir: str) -> None:
-    """Drop an earlier run's rank files from a reused trace folder (nothing else)."""
-    for pattern in ("rank-*.jsonl", "rank-*.stacks", "rank-*.status", "launcher*.log"):
-        for path in Path(run_dir).glob(pattern):
-            path.unlink()
-
-
-def traced_files(traces: dict[int, RankTrace]) -> set[str]:
-    """The user files the run passed through at its collectives, hang or failure."""
-    files: set[str] = set()
-    for trace in traces.values():
-        for call in trace.calls:
-            files.update(f.file for f in call.stack)
-        files.update(f.file for f in trace.main_stack)
-        if trace.exit is not None:
-            files.update(f.file for f in trace.exit.stack)
-    return {f for f in files if os.path.isfile(f)}
+def run_folder(trace_dir: str, spec: LaunchSpec) -> str:
+    """A new sub-folder of the user's ``--trace-dir`` for this run: nothing already there
+    is read, replaced or deleted. Machines sharing the folder meet in one sub-folder
+    named by the rendezvous id."""
+    os.makedirs(trace_dir, exist_ok=True)
+    if spec.standalone:
+        return tempfile.mkdtemp(prefix=time.strftime("verify-%Y%m%d-%H%M%S-"), dir=trace_dir)
+    shared = os.path.join(trace_dir, f"verify-{spec.rdzv_id or 'shared'}")
+    os.makedirs(shared, exist_ok=True)
+    return shared
 
 
 def checksum_spread(traces: dict[int, RankTrace]) -> list[dict[str, object]]:
@@ -177,13 +177,17 @@ def checksum_spread(traces: dict[int, RankTrace]) -> list[dict[str, object]]:
 
 
 def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyResult:
+    """``spec.run_dir`` is the user's ``--trace-dir`` (empty: a temporary folder)."""
     check_environment(spec.backend)
-    entry = entry_file(spec.entry)
+    try:
+        entry = check_entry(spec.entry)
+    except EntryError as exc:
+        raise VerifyError(str(exc)) from exc
     temporary = not spec.run_dir
     if temporary:
         spec = replace(spec, run_dir=tempfile.mkdtemp(prefix="ddplint-verify-"))
-    elif spec.standalone:
-        clear_run_files(spec.run_dir)
+    else:
+        spec = replace(spec, run_dir=run_folder(spec.run_dir, spec))
     try:
         return _run_and_analyse(spec, settings, options, entry, temporary)
     except BaseException:  # a bug of ours, or a second Ctrl-C: no folder left unnamed
@@ -195,28 +199,51 @@ def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyRes
 def _run_and_analyse(
     spec: LaunchSpec, settings: Settings, options: LintOptions, entry: Path, temporary: bool
 ) -> VerifyResult:
+    near_entry = lint_paths([str(entry.parent)], settings, options, use_cache=False)
+    probed = probe_targets(near_entry.findings, os.getcwd())
+    os.makedirs(spec.run_dir, exist_ok=True)
+    write_probes(spec.run_dir, probed)
     launched = launch.start(spec)
     try:
         watched = watch.watch(launched, spec)
     except BaseException:  # a bug of ours: never leave the ranks running
         launch.stop(launched, list(watch.read_rank_pids(spec.run_dir).values()))
-        raise
-    finally:
         launch.clean_up(launched, spec.run_dir)
+        raise
+    # the ranks themselves, killed after a hang and re-parented while they exit, and
+    # processes already exiting (no command line left) are not leftovers
+    ranks = set(watched.rank_pids.values())
+    leftovers = [
+        left
+        for left in launch.clean_up(launched, spec.run_dir)
+        if left.pid not in ranks and left.command != UNKNOWN_COMMAND
+    ]
     frames = FrameFilter()
     traces = load_run(spec.run_dir, frames)
+    c10d_only = c10d_ops.merge(spec.run_dir, traces, frames)
     if not traces:
         raise VerifyError(
             f"no rank started (launcher exit code {watched.returncode}); "
             f"launcher output:\n{_tail(spec)}"
         )
     comparison = compare(traces, all_ranks_local=spec.standalone)
-    problems = runtime_problems(comparison, traces, hung=watched.hang is not None)
-    scope = sorted({str(entry), *traced_files(traces)})
+    hung = watched.hang is not None and not watched.interrupted
+    problems = runtime_problems(comparison, traces, hung=hung)
+    scope = sorted({str(entry), *files_that_ran(traces)})
     static = lint_paths(scope, settings, options, use_cache=False)
-    mapping = map_findings(static.findings, problems, os.getcwd())
+    execution = load_execution(spec.run_dir, traces)
+    mapping = map_findings(static.findings, problems, os.getcwd(), execution)
     result = VerifyResult(
-        spec, watched, traces, comparison, problems, mapping, static, checksum_spread(traces)
+        spec,
+        watched,
+        traces,
+        comparison,
+        problems,
+        mapping,
+        static,
+        checksum_spread(traces),
+        leftovers=leftovers,
+        c10d_only=c10d_only,
     )
     if temporary and result.outcome == "clean":
         shutil.rmtree(spec.run_dir, ignore_errors=True)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ddplint.verify import layout
+from ddplint.verify import flight_recorder, layout
 from ddplint.verify.launch import Launched, LaunchSpec, release_groups, stop
 from ddplint.verify.reaper import is_alive
 
@@ -140,6 +140,21 @@ def dump_stacks(run_dir: str, pids: dict[int, int]) -> None:
     time.sleep(0.1)  # let the last writer finish its dump
 
 
+def dump_c10d_ops(run_dir: str, pids: dict[int, int], interval: float) -> None:
+    """Ask every live rank for its flight recorder (its watch thread polls for the
+    request file) and wait until each has written it, or its watch would have."""
+    path = os.path.join(run_dir, flight_recorder.REQUEST_NAME)
+    with open(path, "w", encoding="utf-8"):
+        pass
+    deadline = time.monotonic() + 2 * interval + STACK_DUMP_WAIT
+    waiting = dict(pids)
+    while waiting and time.monotonic() < deadline:
+        time.sleep(0.05)
+        for rank, pid in list(waiting.items()):
+            if os.path.exists(flight_recorder.dump_path(run_dir, rank)) or not is_alive(pid):
+                waiting.pop(rank)
+
+
 def flight_recorder_dumps(run_dir: str) -> list[str]:
     pattern = os.path.join(layout.flight_recorder_dir(run_dir), layout.FLIGHT_RECORDER_PREFIX + "*")
     return sorted(glob.glob(pattern))
@@ -224,6 +239,7 @@ def _watch(launched: Launched, spec: LaunchSpec) -> WatchResult:
         pids = read_rank_pids(spec.run_dir)
         live = {r: pid for r, pid in pids.items() if is_alive(pid)}
         dump_stacks(spec.run_dir, live)
+        dump_c10d_ops(spec.run_dir, live, spec.sample_interval)
         if _uses_nccl(spec.run_dir) and not interrupted:
             _wait_for_flight_recorder(spec, live)
         stop(launched, list(pids.values()))

@@ -1,0 +1,91 @@
+"""Rank side: torch's flight recorder as a second, complete source of collectives. It
+records every c10d operation at the C++ level (gloo and NCCL), so collectives the Python
+wrappers never see are there too: functional collectives (DTensor, ``torch.ops.
+_c10d_functional``), and collectives issued from C++. The rank dumps it when the
+verifier asks (a request file in the run folder, during a hang) and when its entry ends.
+Standard library and torch only: this module runs inside the user's processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+#: Entries kept by torch (the oldest are dropped first).
+BUFFER_SIZE = "2000"
+#: The verifier creates this file in the run folder to ask every rank for a dump.
+REQUEST_NAME = "dump-flight-recorder"
+
+
+def dump_path(run_dir: str, rank: int) -> str:
+    return os.path.join(run_dir, f"rank-{rank}.c10d.json")
+
+
+def enable() -> None:
+    """Before any process group exists: torch reads the buffer size when it makes one."""
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", BUFFER_SIZE)
+
+
+def _frame(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "file": str(data.get("filename", "")),
+        "line": int(data.get("line", 0) or 0),
+        "function": str(data.get("name", "")),
+    }
+
+
+def _entry(data: dict[str, Any]) -> dict[str, Any]:
+    group = data.get("process_group") or ("", "")
+    return {
+        "pg_name": str(group[0]),
+        "pg_desc": str(group[1]) if len(group) > 1 else "",
+        "seq": int(data.get("collective_seq_id", 0) or 0),
+        "op": str(data.get("profiling_name", "")),
+        "p2p": bool(data.get("is_p2p", False)),
+        "t": int(data.get("time_created_ns", 0) or 0) / 1e9,
+        "state": str(data.get("state", "")),
+        "retired": bool(data.get("retired", False)),
+        "input_sizes": data.get("input_sizes") or [],
+        "input_dtypes": data.get("input_dtypes") or [],
+        "frames": [_frame(f) for f in data.get("frames") or []],
+    }
+
+
+def dump(path: str) -> bool:
+    """Write the recorder's entries to ``path`` (JSON); False when torch has none."""
+    with _no_stray_cache_dir():
+        return _dump(path)
+
+
+@contextlib.contextmanager
+def _no_stray_cache_dir() -> Iterator[None]:
+    """Symbolising the recorder's stacks imports torch's compiler, which creates its
+    cache folder (``TORCHINDUCTOR_CACHE_DIR``) though nothing is compiled: an empty one
+    it created is removed again."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    existed = cache is None or os.path.exists(cache)
+    try:
+        yield
+    finally:
+        if not existed and cache is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(cache)  # only when empty
+
+
+def _dump(path: str) -> bool:
+    try:
+        import torch._C._distributed_c10d as c10d
+
+        raw = getattr(c10d, "_dump_fr_trace")()  # noqa: B009 (private, absent before 2.6)
+        data = pickle.loads(raw) if isinstance(raw, bytes) else raw
+        entries = [_entry(e) for e in data.get("entries", [])]
+    except Exception:  # an older torch, or a recorder that is off: nothing to add
+        return False
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump({"entries": entries}, handle)
+    os.replace(temporary, path)
+    return True
