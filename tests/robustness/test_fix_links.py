@@ -7,8 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-HAZARD = "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
-CONFIG = "trainer:\n  devices: 8\nmodel:\n  train_ds:\n    num_workers: 0\n    persistent_workers: true\n"
+HAZARD = (
+    "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+    "        torch.cuda.synchronize()\n        return x\n"
+)
+CONFIG = (
+    "trainer:\n  devices: 8\nmodel:\n  train_ds:\n"
+    "    num_workers: 0\n    persistent_workers: true\n"
+)
 
 
 def _fix(repo: Path) -> subprocess.CompletedProcess[str]:
