@@ -73,6 +73,15 @@ def fix_source(path: str, raw: bytes, options: LintOptions, unsafe: bool) -> Fil
     result.remaining = outcome
     if not any(applicable(f, unsafe) for f in outcome.findings):
         return result
+    if source.encode(source.text) != source.raw:
+        result.errors.append(
+            FileError(
+                path,
+                f"not fixed: its encoding ({source.encoding}) does not store the same text as "
+                "the same bytes, so any edit would rewrite the whole file",
+            )
+        )
+        return result
     original_problem = syntax_problem(source.kind, source.text)
     if original_problem is not None:
         result.errors.append(
