@@ -230,6 +230,9 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     findings: list[Finding] = []
     for rule in plan.rules:
         findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
+    if findings and plan.kind == "config":
+        settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
+        findings = settled if settled is not None else [replace(f, fix=None) for f in findings]
     if findings:
         suppressions = Suppressions.for_text(source.text, plan.kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]

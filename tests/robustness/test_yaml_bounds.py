@@ -82,3 +82,23 @@ def test_generated_table_literal_is_skipped_with_a_notice(tmp_path: Path) -> Non
     assert time.monotonic() - started < 20
     assert "table.py: skipped: too large to analyse in bounded memory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_many_fixes_in_a_big_config_settle(tmp_path: Path) -> None:
+    """L1: past the per-file budget of fix checks, fixes are checked together in one
+    re-load instead of being dropped (100 fixes used to end in "did not settle")."""
+    out = ["trainer:\n  devices: 8\nmodel:\n"]
+    for i in range(1000):
+        out.append(
+            f"  ds_{i}:\n    manifest_filepath: /data/train/manifest_{i}.json\n"
+            f"    batch_size: 16\n    num_workers: {0 if i % 10 == 0 else 4}\n"
+            "    persistent_workers: true\n    pin_memory: true\n"
+        )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("".join(out))
+    result = _check(tmp_path, "--fix", "sweep.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "100 fixed, 0 remaining" in result.stdout
+    fixed = sweep.read_text()
+    assert fixed.count("persistent_workers: false") == 100
+    assert fixed.count("persistent_workers: true") == 900
