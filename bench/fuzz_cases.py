@@ -17,13 +17,11 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-import libcst as cst
 from hypothesis import strategies as st
 
-from ddplint.deep_stack import call_with_deep_stack
 from ddplint.engine import FileOutcome, lint_source
 from ddplint.finding import Finding
-from ddplint.fix import apply_edits
+from ddplint.fix import apply_edits, syntax_problem
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceError, SourceFile
@@ -352,10 +350,9 @@ def _fix_problems(
         raw = source.encode(fixed)
     except UnicodeEncodeError as exc:
         return [f"{where}: the fixed text does not encode as {source.encoding}: {exc}"]
-    try:
-        call_with_deep_stack(cst.parse_module, fixed)
-    except cst.ParserSyntaxError as exc:
-        return [f"{where}: the fixed file does not parse: {exc.message}"]
+    problem = syntax_problem(source.kind, fixed)
+    if problem is not None:
+        return [f"{where}: the fixed file does not parse: {problem}"]
     again = lint_source(path, raw, options)
     before = sum(1 for f in outcome.findings if f.rule == finding.rule)
     after = sum(1 for f in again.findings if f.rule == finding.rule)

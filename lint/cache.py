@@ -1,39 +1,121 @@
-"""Content-hash cache: findings per file content, keyed by file bytes, tool version and
-settings, so an unchanged tree re-lints almost instantly."""
+"""Content-hash cache: findings per file content, keyed by file bytes, file kind, tool
+version and settings, so an unchanged tree re-lints almost instantly.
+
+The cache lives in the project, so it is never trusted as it is found: the entries are
+signed with a key kept outside the project (a cache committed to a repository, or edited
+by hand, does not verify and is ignored), every entry is checked for shape before use,
+and the cache file is read only when it is a regular file of bounded size reached
+without a symbolic link.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 MAX_ENTRIES = 200_000
+#: A results file larger than this is not read (a link to /dev/zero, a forged giant).
+MAX_CACHE_BYTES = 512 * 1024 * 1024
+FORMAT = 2
 
 
 def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
+def cache_key(kind: str, raw: bytes, suffix: str = "") -> str:
+    """The key of a file's outcome: what the file is linted as, and its bytes (a ``.py``
+    file and a YAML file with the same bytes are different entries)."""
+    return f"{kind}:{content_hash(raw)}{suffix}"
+
+
+def signing_key() -> bytes | None:
+    """This machine's key for cache entries, kept outside every project (created on first
+    use, readable by its owner only); None when it can be neither read nor made."""
+    override = os.environ.get("DDPLINT_CACHE_KEY_FILE")
+    if override:
+        path = Path(override)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+        path = Path(base) / "ddplint" / "cache-key"
+    data = _read_regular(path, 1024)
+    if data is not None and len(data) >= 32:
+        return data
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        data = _read_regular(path, 1024)  # another run made it meanwhile
+        return data if data is not None and len(data) >= 32 else None
+    except OSError:
+        return None
+    key = secrets.token_bytes(32)
+    with os.fdopen(fd, "wb") as stream:
+        stream.write(key)
+    return key
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not through a link) of at most
+    ``limit`` bytes; None otherwise. Never blocks on a FIFO or reads a device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = stream.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def _signature(key: bytes, payload: bytes) -> str:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
 class ResultCache:
-    """One JSON file per settings fingerprint under the cache folder."""
+    """One signed JSON file per settings fingerprint under the cache folder."""
 
     def __init__(self, directory: Path, fingerprint: str) -> None:
         self.directory = directory
         self.file = directory / f"results-{fingerprint}.json"
         self.entries: dict[str, dict[str, Any]] = {}
         self._dirty = False
+        self._key = signing_key()
+        #: False when the folder is a link or not a folder: nothing is read or written.
+        self.usable = self._key is not None and not directory.is_symlink()
+        if self.usable:
+            self.entries = self._load()
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        assert self._key is not None
+        raw = _read_regular(self.file, MAX_CACHE_BYTES)
+        if raw is None:
+            return {}
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and isinstance(data.get("entries"), dict):
-                self.entries = data["entries"]
-        except (OSError, ValueError):
-            self.entries = {}  # no cache yet, or a damaged one: start afresh
+            data = json.loads(raw)
+            payload = data["entries"].encode("utf-8")
+            if data.get("format") != FORMAT or not hmac.compare_digest(
+                str(data["signature"]), _signature(self._key, payload)
+            ):
+                return {}  # written elsewhere (committed, edited, another machine)
+            entries = json.loads(payload)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            return {}  # damaged: start afresh
+        return entries if isinstance(entries, dict) else {}
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return self.entries.get(key)
+        entry = self.entries.get(key)
+        return entry if isinstance(entry, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.entries[key] = value
@@ -41,19 +123,100 @@ class ResultCache:
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently not kept."""
-        if not self._dirty:
+        if not self._dirty or not self.usable or self._key is None:
             return
         if len(self.entries) > MAX_ENTRIES:
             keep = list(self.entries.items())[-MAX_ENTRIES:]
             self.entries = dict(keep)
+        payload = json.dumps(self.entries, separators=(",", ":"))
+        document = {
+            "format": FORMAT,
+            "signature": _signature(self._key, payload.encode("utf-8")),
+            "entries": payload,
+        }
         try:
+            created = not self.directory.exists()
             self.directory.mkdir(parents=True, exist_ok=True)
+            if self.directory.is_symlink() or not self.directory.is_dir():
+                return
             ignore = self.directory / ".gitignore"
-            if not ignore.exists():
+            if created and not ignore.exists():
                 ignore.write_text("# created by ddplint\n*\n", encoding="utf-8")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"entries": self.entries}, handle, separators=(",", ":"))
-            os.replace(tmp, self.file)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(document, handle, separators=(",", ":"))
+                os.replace(tmp, self.file)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         except OSError:
             return
+
+
+def valid_outcome_entry(entry: Any) -> bool:
+    """Whether a cached outcome has the shape ddplint writes (anything else is re-linted)."""
+    if not isinstance(entry, dict):
+        return False
+    lists = ("findings", "errors", "notices")
+    if not all(isinstance(entry.get(name), list) for name in lists):
+        return False
+    if not all(isinstance(entry.get(name), (bool, int)) for name in ("parsed", "prefiltered")):
+        return False
+    if not isinstance(entry.get("facts", {}), dict):
+        return False
+    if not all(isinstance(notice, str) for notice in entry["notices"]):
+        return False
+    return all(_valid_finding(f) for f in entry["findings"]) and all(
+        _valid_error(e) for e in entry["errors"]
+    )
+
+
+_FINDING_FIELDS = {
+    "rule": str,
+    "name": str,
+    "severity": str,
+    "path": str,
+    "line": int,
+    "column": int,
+    "end_line": int,
+    "end_column": int,
+    "message": str,
+}
+_EDIT_FIELDS = {"line": int, "column": int, "end_line": int, "end_column": int, "content": str}
+
+
+def _has_fields(data: Any, fields: dict[str, type]) -> bool:
+    return isinstance(data, dict) and all(
+        isinstance(data.get(name), kind) and not isinstance(data.get(name), bool)
+        if kind is int
+        else isinstance(data.get(name), kind)
+        for name, kind in fields.items()
+    )
+
+
+def _valid_finding(data: Any) -> bool:
+    if not _has_fields(data, _FINDING_FIELDS):
+        return False
+    if data.get("key_path") is not None and not isinstance(data["key_path"], str):
+        return False
+    fix = data.get("fix")
+    if fix is None:
+        return True
+    return (
+        isinstance(fix, dict)
+        and isinstance(fix.get("applicability"), str)
+        and isinstance(fix.get("message", ""), str)
+        and isinstance(fix.get("edits"), list)
+        and all(_has_fields(edit, _EDIT_FIELDS) for edit in fix["edits"])
+    )
+
+
+def _valid_error(data: Any) -> bool:
+    if not isinstance(data, dict) or not isinstance(data.get("message"), str):
+        return False
+    return all(
+        data.get(name) is None or (isinstance(data[name], int) and not isinstance(data[name], bool))
+        for name in ("line", "column")
+    )

@@ -258,7 +258,11 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                     unreadable.append((display_path(candidate), "cannot read: Permission denied"))
                 continue
             key = _resolve(candidate)
-            targets.setdefault(key, Target(candidate, display_path(candidate), relative))
+            known = targets.get(key)
+            if known is None or (known.path.is_symlink() and not candidate.is_symlink()):
+                # A file and a link to it are one target: the file itself, which a fix
+                # may write (never the link).
+                targets[key] = Target(candidate, display_path(candidate), relative)
     ordered = sorted(targets.values(), key=lambda t: t.display)
     return Discovery(ordered, missing, unreadable, notices)
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from ddplint import code_facts
-from ddplint.cache import ResultCache, content_hash
+from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
 from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
 from ddplint.code.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
@@ -230,6 +230,9 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     findings: list[Finding] = []
     for rule in plan.rules:
         findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
+    if findings and plan.kind == "config":
+        settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
+        findings = settled if settled is not None else [replace(f, fix=None) for f in findings]
     if findings:
         suppressions = Suppressions.for_text(source.text, plan.kind)
         findings = [f for f in findings if not suppressions.suppresses(f)]
@@ -382,7 +385,8 @@ class _Run:
         """Lint the files at ``positions`` (cache first, under content hash + suffix)."""
         pending: list[tuple[int, str]] = []
         for position in positions:
-            key = content_hash(self.contents[position]) + key_suffix
+            kind = file_kind(self.targets[position].display) or "code"
+            key = cache_key(kind, self.contents[position], key_suffix)
             hit = _cached_outcome(self.cache, key) if self.cache is not None else None
             if hit is not None:
                 self.outcomes[position] = hit
@@ -417,7 +421,7 @@ class _Run:
 def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
     """The cached outcome, or None when absent or damaged (then the file is re-linted)."""
     hit = cache.get(key)
-    if hit is None:
+    if hit is None or not valid_outcome_entry(hit):
         return None
     try:
         return FileOutcome.from_cache(hit)

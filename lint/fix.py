@@ -13,6 +13,7 @@ import libcst as cst
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from ddplint.deep_stack import call_with_deep_stack
 from ddplint.finding import Applicability, Edit, Finding
 from ddplint.source import SourceFile
 
@@ -103,6 +104,11 @@ def with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), _lines=None)
 
 
+def _load_all_yaml(text: str) -> None:
+    for _ in YAML(typ="rt").load_all(text):
+        pass
+
+
 def syntax_problem(kind: str, text: str) -> str | None:
     """Why ``text`` does not parse as Python (``kind="code"``) or YAML, or None.
 
@@ -125,8 +131,9 @@ def syntax_problem(kind: str, text: str) -> str | None:
             return "nesting too deep"
         return None
     try:
-        for _ in YAML(typ="rt").load_all(text):
-            pass
+        call_with_deep_stack(_load_all_yaml, text)
+    except RecursionError:
+        return "nesting too deep"
     except YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         mark = getattr(exc, "problem_mark", None)

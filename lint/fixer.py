@@ -73,6 +73,15 @@ def fix_source(path: str, raw: bytes, options: LintOptions, unsafe: bool) -> Fil
     result.remaining = outcome
     if not any(applicable(f, unsafe) for f in outcome.findings):
         return result
+    if source.encode(source.text) != source.raw:
+        result.errors.append(
+            FileError(
+                path,
+                f"not fixed: its encoding ({source.encoding}) does not store the same text as "
+                "the same bytes, so any edit would rewrite the whole file",
+            )
+        )
+        return result
     original_problem = syntax_problem(source.kind, source.text)
     if original_problem is not None:
         result.errors.append(
@@ -213,7 +222,10 @@ def fix_run(
         if not fix.changed:
             continue
         if write:
-            problem = write_atomic(targets[fix.path].path, fix.raw_after, expected=fix.raw_before)
+            path = targets[fix.path].path
+            problem = write_refusal(path, Path(options.project_root)) or write_atomic(
+                path, fix.raw_after, expected=fix.raw_before
+            )
             if problem is not None:
                 errors.append(FileError(fix.path, f"cannot write fixes: {problem}"))
                 fix.after, fix.raw_after, fix.fixed = fix.before, fix.raw_before, []
@@ -278,11 +290,24 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
+def write_refusal(path: Path, root: Path) -> str | None:
+    """Why ``path`` must not be written by a fix, or None: ddplint never writes through a
+    symbolic link, nor anywhere outside the project root (a tracked link or a linked
+    folder could otherwise carry a fix out of the repository)."""
+    if path.is_symlink():
+        return "it is a symbolic link (fixes never write through a link)"
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, real_root]) != real_root:
+        return f"it lies outside the project root {root} (through a linked folder)"
+    return None
+
+
 def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
     """Replace the file's bytes with ``data`` through a temporary file and a rename, so
     a reader never sees half a file and a killed fix leaves the file as it was;
-    permissions (and, where allowed, ownership) are kept, and a symlink's target is
-    written. Returns why it was not written, or None.
+    permissions (and, where allowed, ownership) are kept. Callers check
+    ``write_refusal`` first (no links, nothing outside the project). Returns why it was
+    not written, or None.
 
     A read-only file is not written (even for root), nor one whose bytes are no longer
     ``expected`` (changed on disk since it was read).

@@ -167,5 +167,9 @@ class SourceFile:
     def newline(self) -> str:
         """The file's dominant line end, for text a fix inserts."""
         crlf = self.text.count("\r\n")
-        lf = self.text.count("\n") - crlf
-        return "\r\n" if crlf > lf else "\n"
+        counts = {
+            "\n": self.text.count("\n") - crlf,
+            "\r\n": crlf,
+            "\r": self.text.count("\r") - crlf,
+        }
+        return max(counts, key=lambda end: counts[end])  # ties: \n first

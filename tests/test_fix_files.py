@@ -133,10 +133,15 @@ def test_permissions_are_kept_and_no_temporary_file_is_left() -> None:
     assert sorted(p.name for p in Path().iterdir()) == ["net.py"]
 
 
-def test_symlink_target_is_fixed_and_link_kept() -> None:
+def test_symlink_is_never_written_through() -> None:
+    """A link named on its own is not fixed (fixes never follow a link, H2); linting the
+    folder fixes the file itself and keeps the link."""
     target = write("real.py", HAZARD.format(comment="c").encode())
     link = Path("link.py")
     link.symlink_to(target)
-    assert run("--unsafe-fixes", "link.py")[0] == 0
+    code, _, err = run("--unsafe-fixes", "link.py")
+    assert code == 2 and "it is a symbolic link" in err
+    assert target.read_text() == HAZARD.format(comment="c")
+    assert run("--unsafe-fixes", ".")[0] == 0
     assert link.is_symlink() and os.readlink(link) == "real.py"
     assert target.read_text() == FIXED.format(comment="c")

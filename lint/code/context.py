@@ -11,6 +11,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ddplint.code.call_reach import CallReach
 from ddplint.code.collectives import Collective, classify_call
+from ddplint.code.column_map import ColumnMap
 from ddplint.code.data_dependence import DataDependence
 from ddplint.code.forward_paths import ForwardPaths
 from ddplint.code.module_index import ModuleIndex
@@ -104,14 +105,23 @@ class CodeContext:
         wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         return dict(wrapper.resolve(PositionProvider))
 
+    @cached_property
+    def column_map(self) -> ColumnMap:
+        """LibCST's columns on the file's own text (they differ on lines that start with
+        a form feed, which LibCST leaves out of the code it regenerates)."""
+        return ColumnMap(self.source.text, self.module.code)
+
     def range_of(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
-        """1-based (line, column, end_line, end_column) of ``node``, end exclusive."""
+        """1-based (line, column, end_line, end_column) of ``node`` in the file's text,
+        end exclusive."""
         code_range = self._positions[node]
+        start, end = code_range.start, code_range.end
+        columns = self.column_map
         return (
-            code_range.start.line,
-            code_range.start.column + 1,
-            code_range.end.line,
-            code_range.end.column + 1,
+            start.line,
+            columns.column(start.line, start.column) + 1,
+            end.line,
+            columns.column(end.line, end.column) + 1,
         )
 
     def node_text(self, node: cst.CSTNode) -> str:
@@ -140,6 +150,8 @@ class CodeContext:
                 s_end_line = max(end_line, s_line)
             statement_lines = (min(s_line, line), max(s_end_line, end_line))
         span = (line, column, end_line, end_column)
+        if fix is not None and not self.column_map.aligned:
+            fix = None  # positions on some line are not exact: an edit could land wrong
         return Finding.of(
             rule, self.source.path, span, message, fix, statement_lines=statement_lines
         )

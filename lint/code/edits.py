@@ -203,7 +203,7 @@ def shift_continuation_lines(text: str, delta: int) -> str:
     shifted = [lines[0]]
     for line in lines[1:]:
         if delta >= 0:
-            cut = len(line) - len(line.lstrip(" "))
+            cut = len(line) - len(line.lstrip(" \t"))
             shifted.append(line[min(delta, cut) :])
         else:
             shifted.append(" " * -delta + line if line else line)

@@ -3,7 +3,9 @@ positions, OmegaConf values, world size, code facts, and checked fixes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +13,7 @@ from ddplint.code_facts import OPTIONS_KEY, CodeFacts
 from ddplint.config.document import ConfigDocument, Entry, KeyPath, dotted
 from ddplint.config.loader import load_documents
 from ddplint.config.training import TRAINING_NEEDLES, is_training_config
-from ddplint.config.values import expanded_size, plain_tree
+from ddplint.config.values import MAX_EXPANDED_NODES, expanded_size, plain_tree
 from ddplint.config.world_size import WorldSize, world_size
 from ddplint.finding import Applicability, Edit, Finding, Fix
 from ddplint.fix import apply_edits
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 #: Characters of fixed text re-loaded to check the fixes of one file. Each check loads
 #: the whole file again, so a file with hundreds of fixable findings would take minutes;
-#: past the budget findings come without a fix (``--fix`` takes them pass by pass).
+#: past the budget the fixes of a file are checked together, with one re-load.
 FIX_CHECK_BUDGET = 200_000
 #: Fix checks always allowed, whatever the file's size.
 MIN_FIX_CHECKS = 2
@@ -40,6 +42,7 @@ class ConfigContext:
         self.options = options
         self._world: dict[int, WorldSize] = {}
         self._fix_checks_left = max(MIN_FIX_CHECKS, FIX_CHECK_BUDGET // max(1, len(source.text)))
+        self._unchecked: list[tuple[Fix, int, dict[KeyPath, Any]]] = []
 
     @classmethod
     def load(cls, source: SourceFile, options: LintOptions) -> ConfigContext:
@@ -99,29 +102,66 @@ class ConfigContext:
         message: str,
     ) -> Fix | None:
         """A fix made of ``edits`` if, re-parsed, the file differs from the original only
-        by ``changes`` (key path -> new raw value); None otherwise, and None once the
-        file's fix checks are used up (``FIX_CHECK_BUDGET``)."""
-        if not edits or any(e is None for e in edits) or self._fix_checks_left <= 0:
+        by ``changes`` (key path -> new raw value); None otherwise. Once the file's own
+        checks are used up (``FIX_CHECK_BUDGET``) the fix is checked later, together with
+        every other such fix of the file, by ``settle_fixes``."""
+        if not edits or any(e is None for e in edits):
             return None
+        chosen = tuple(e for e in edits if e is not None)
+        fix = Fix(applicability, chosen, message)
+        if self._fix_checks_left <= 0:
+            self._unchecked.append((fix, doc.index, dict(changes)))
+            return fix
         self._fix_checks_left -= 1
-        chosen = [e for e in edits if e is not None]
+        return fix if self._only_changes(chosen, {doc.index: dict(changes)}) else None
+
+    def settle_fixes(self, findings: list[Finding]) -> list[Finding]:
+        """Check the fixes made past the budget all at once (one re-load of the file):
+        kept if together they change exactly what they say, else all taken away."""
+        if not self._unchecked:
+            return findings
+        unchecked, self._unchecked = self._unchecked, []
+        pending = {id(fix) for fix, _, _ in unchecked}
+        edits = [edit for fix, _, _ in unchecked for edit in fix.edits]
+        changes: dict[int, dict[KeyPath, Any]] = {}
+        for _, index, change in unchecked:
+            changes.setdefault(index, {}).update(change)
+        if not _overlapping(edits) and self._only_changes(edits, changes):
+            return findings
+        return [
+            replace(f, fix=None) if f.fix is not None and id(f.fix) in pending else f
+            for f in findings
+        ]
+
+    def _only_changes(
+        self, edits: Sequence[Edit], changes: Mapping[int, Mapping[KeyPath, Any]]
+    ) -> bool:
+        """Whether the file with ``edits`` applied re-loads with exactly ``changes`` (per
+        document index: key path -> new raw value) and nothing else changed."""
         try:
-            roots = load_documents(apply_edits(self.source, chosen))
+            roots = load_documents(apply_edits(self.source, edits))
         except SourceError:
-            return None
+            return False
         if len(roots) != len(self.documents):
-            return None
+            return False
+        # Without aliases a document has at most a node per two characters: the copy
+        # below stays linear in the file (an alias bomb still stops at the limit).
+        limit = MAX_EXPANDED_NODES + len(self.source.text) // 2
         for other, after in zip(self.documents, roots, strict=True):
             before = other.root
-            if expanded_size(before) is None or expanded_size(after) is None:
-                return None
+            if expanded_size(before, limit) is None or expanded_size(after, limit) is None:
+                return False
             expected = plain_tree(before)
-            if other.index == doc.index:
-                for path, value in changes.items():
-                    _set_in(expected, path, value)
+            for path, value in changes.get(other.index, {}).items():
+                _set_in(expected, path, value)
             if plain_tree(after) != expected:
-                return None
-        return Fix(applicability, tuple(chosen), message)
+                return False
+        return True
+
+
+def _overlapping(edits: Sequence[Edit]) -> bool:
+    spans = sorted((e.line, e.column, e.end_line, e.end_column) for e in edits)
+    return any((b[0], b[1]) < (a[2], a[3]) for a, b in itertools.pairwise(spans))
 
 
 def _set_in(tree: Any, path: KeyPath, value: Any) -> None:

@@ -7,7 +7,7 @@ import warnings
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.constructor import ConstructorError, DuplicateKeyError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
@@ -33,11 +33,45 @@ class _BoundedScanner(RoundTripScanner):
         super().fetch_flow_collection_start(TokenClass, to_push)
 
 
+#: Entries merge keys (``<<: *base``) may copy into mappings, over one file. A chain of
+#: mappings each merging the previous one grows with the square of its length; real
+#: configs merge a few hundred entries at most.
+MAX_MERGED_ENTRIES = 200_000
+
+
+class _BoundedConstructor(RoundTripConstructor):
+    """ruamel's round-trip constructor, counting what merge keys bring into mappings and
+    stopping with a load error past ``MAX_MERGED_ENTRIES`` (bounded by work, not size)."""
+
+    merged_entries = 0
+
+    def flatten_mapping(self, node: Any) -> Any:
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" and value_node is node:
+                raise ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "a mapping merges itself (`<<:` names the mapping's own anchor)",
+                    key_node.start_mark,
+                )
+        merged = super().flatten_mapping(node)
+        self.merged_entries += sum(len(m) for m in merged if hasattr(m, "__len__"))
+        if self.merged_entries > MAX_MERGED_ENTRIES:
+            raise ConstructorError(
+                None,
+                None,
+                f"merge keys (`<<:`) expand to more than {MAX_MERGED_ENTRIES:,} entries",
+                node.start_mark,
+            )
+        return merged
+
+
 def _yaml() -> YAML:
     # Round-trip mode builds plain containers: an unknown or ``!!python/...`` tag becomes
     # a tagged map/sequence/scalar, never an object; aliases stay shared references.
     yaml = YAML(typ="rt", pure=True)
     yaml.Scanner = _BoundedScanner
+    yaml.Constructor = _BoundedConstructor
     yaml.allow_duplicate_keys = False
     return yaml
 

@@ -144,21 +144,23 @@ class ProcessGroupOnSomeRanks(CodeRule):
         bound = set().union(*(_assigned_names(s, ctx) for s in earlier)) if earlier else set()
         if any(isinstance(n, cst.Name) and n.value in bound for n in ctx.index.walk_within(call)):
             return None
-        indent = ctx.range_of(holder)[1]
+        holder_line, indent = ctx.range_of(holder)[:2]
         delta = ctx.range_of(line)[1] - indent
+        # The `if`'s own indentation, tabs included, then the file's line end.
+        below = ctx.source.newline() + ctx.source.line_text(holder_line)[: indent - 1]
         if isinstance(small, cst.Expr) and small.value is call and len(line.body) == 1:
             text = shift_continuation_lines(ctx.node_text(small), delta)
             removal = remove_small_statement(ctx, small)
             if removal is None:
                 return None
-            edits = (insert_before(ctx, holder, f"{text}\n{' ' * (indent - 1)}"), removal)
+            edits = (insert_before(ctx, holder, f"{text}{below}"), removal)
         elif isinstance(small, cst.Assign) and small.value is call:
             target = small.targets[-1].target
             base = (dotted_name(target) or "group").rsplit(".", 1)[-1]
             fresh = _fresh_name(ctx, base)
             text = shift_continuation_lines(ctx.node_text(call), delta)
             edits = (
-                insert_before(ctx, holder, f"{fresh} = {text}\n{' ' * (indent - 1)}"),
+                insert_before(ctx, holder, f"{fresh} = {text}{below}"),
                 replace_node(ctx, call, fresh),
             )
         else:

@@ -460,16 +460,15 @@ def sections(count: int) -> str:
 
 
 def test_many_fixable_findings_stay_fast() -> None:
-    """Regression: each fix is checked by re-loading the whole file, so 200 findings
-    took ~40 s and 400 documents minutes; checks now stop at a budget per file."""
+    """Regression: each fix was checked by re-loading the whole file, so 200 findings
+    took ~40 s and 400 documents minutes; past a budget per file the fixes are now
+    checked together, with one re-load, and every finding keeps its fix."""
     for text, count in ((sections(300), 300), ((TRAINING + "---\n") * 400, 400)):
         started = time.perf_counter()
         outcome = lint_text(text)
         assert time.perf_counter() - started < 8
         assert [f.rule for f in outcome.findings] == ["DDP601"] * count
-        fixable = [f for f in outcome.findings if f.fix is not None]
-        assert 2 <= len(fixable) < count
-        assert fixable == outcome.findings[: len(fixable)]  # the first ones, in order
+        assert all(f.fix is not None for f in outcome.findings)
 
 
 def test_fix_takes_many_findings_pass_by_pass(tmp_path: Path) -> None:
