@@ -12,7 +12,7 @@ import click
 
 from ddplint import __version__
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
-from ddplint.code.torch_floor import find_torch_floor
+from ddplint.code.torch_floor import find_torch_floor, lightning_facts
 from ddplint.engine import RunResult, default_jobs, lint_paths
 from ddplint.finding import Applicability
 from ddplint.fixer import FixRun, fix_run, unified_diff
@@ -83,7 +83,7 @@ def build_options(settings: Settings) -> LintOptions:
         project_root=str(settings.project_root),
         torch_version=floor.version,
         max_file_size=settings.max_file_size,
-        facts=floor.facts(),
+        facts=floor.facts() + lightning_facts(settings.project_root),
     )
 
 

@@ -148,3 +148,19 @@ def test_cli_reads_floor_once_for_the_project(
     assert result.exit_code == expected_code, result.stdout
     if phrase:
         assert "sync.py:5:14: DDP301" in result.stdout and phrase in result.stdout
+
+
+def test_lightning_pinned_before_2_1_is_a_fact(tmp_path: Path) -> None:
+    """Trainer.save_checkpoint synchronises only from Lightning 2.1: a project that pins
+    an older one (conda environment file, requirements) says so to DDP203."""
+    from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1, lightning_facts
+
+    (tmp_path / "environment.yaml").write_text(
+        "dependencies:\n  - python=3.8\n  - pytorch=1.11.0\n  - pip:\n"
+        "    - pytorch-lightning==1.4.2\n"
+    )
+    assert dict(lightning_facts(tmp_path)) == {
+        LIGHTNING_BEFORE_2_1: "environment.yaml: `pytorch-lightning==1.4.2`"
+    }
+    (tmp_path / "requirements.txt").write_text("lightning>=2.0,<3\n")
+    assert lightning_facts(tmp_path) == ()  # 2.1+ admitted by one of them

@@ -36,6 +36,25 @@ IN_PLACE_SYNCED = frozenset(
 )
 _COUNTERS = frozenset({"range", "trange", "count"})
 _STRUCTURE_FUNCTIONS = frozenset({"isinstance", "hasattr", "type", "callable", "issubclass"})
+#: Attributes whose value is the same on every rank whatever the tensor's data: whether
+#: autograd tracks it (training vs a ``no_grad`` evaluation), its rank and type.
+_UNIFORM_ATTRIBUTES = frozenset({"requires_grad", "ndim", "dtype", "is_leaf", "is_sparse"})
+#: Methods that list a model's structure, identical on every rank (the same model).
+_STRUCTURE_METHODS = frozenset(
+    {
+        "keys",
+        "dim",
+        "is_floating_point",
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+    }
+)
 # Literal iterables hold configurations, not batches.
 _LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString)
 # Receivers whose ``.backward(x)`` takes the loss as an argument, not as the receiver.
@@ -44,24 +63,36 @@ _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "autograd", "strategy", "
 Scope = cst.FunctionDef | cst.Module
 
 
-def value_names_read(expr: cst.CSTNode, seeds: Collection[str] = frozenset()) -> Iterator[cst.Name]:
+def value_names_read(
+    expr: cst.CSTNode, seeds: Collection[str] = frozenset(), *, rank_view: bool = False
+) -> Iterator[cst.Name]:
     """Names whose values an expression reads. Attribute names and keyword labels are
     not reads, and neither is asking about a value's structure, which every rank's batch
     shares: ``isinstance(batch, dict)``, ``hasattr``, ``type(batch)``, ``"key" in batch``,
     ``batch.keys()``. A ``None`` test reads only a name in ``seeds`` (``batch is None``):
-    derived values are optional mostly by configuration (``aux_loss is not None``)."""
+    derived values are optional mostly by configuration (``aux_loss is not None``).
+
+    With ``rank_view`` (does the value differ between ranks?) reading what is the same on
+    every rank whatever the data is no read either: ``loss.requires_grad``, ``x.ndim``,
+    ``model.parameters()``."""
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name):
             yield node
+        elif (
+            rank_view and isinstance(node, cst.Attribute) and node.attr.value in _UNIFORM_ATTRIBUTES
+        ):
+            continue
         elif isinstance(node, (cst.Attribute, cst.Arg)):
             stack.append(node.value)
-        elif isinstance(node, cst.Call) and _asks_structure(node):
+        elif isinstance(node, cst.Call) and _asks_structure(node, rank_view):
             continue
         elif isinstance(node, cst.Comparison) and _is_none_test(node):
             if isinstance(node.left, cst.Name) and node.left.value in seeds:
                 yield node.left
+            # Other None tests (``p.grad is None``, ``aux is not None``) ask about structure
+            # or configuration, the same on every rank.
         elif isinstance(node, cst.Comparison) and any(
             isinstance(t.operator, (cst.In, cst.NotIn)) for t in node.comparisons
         ):
@@ -79,11 +110,14 @@ def _is_none_test(comparison: cst.Comparison) -> bool:
     )
 
 
-def _asks_structure(call: cst.Call) -> bool:
+def _asks_structure(call: cst.Call, rank_view: bool) -> bool:
     name = dotted_name(call.func)
     if name in _STRUCTURE_FUNCTIONS:
         return True
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "keys"
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    method = call.func.attr.value
+    return method == "keys" or (rank_view and method in _STRUCTURE_METHODS)
 
 
 def bound_names(target: cst.CSTNode) -> Iterator[str]:
@@ -131,7 +165,8 @@ class DataDependence:
 
     def _reads_taint(self, flow: _ScopeFlow, expr: cst.CSTNode, position: int) -> bool:
         return any(
-            self._is_tainted_at(flow, n.value, position) for n in value_names_read(expr, flow.seeds)
+            self._is_tainted_at(flow, n.value, position)
+            for n in value_names_read(expr, flow.seeds, rank_view=True)
         )
 
     @staticmethod
@@ -184,7 +219,7 @@ class DataDependence:
             self._bind(flow, node.asname.name, node.item, node)
         elif isinstance(node, cst.For):
             self._bind(flow, node.target, node.iter, node)
-            if self._steps.is_training_loop(node):
+            if self._is_batch_loop(flow, node):
                 flow.seeds.update(_loop_data_names(node))
         elif isinstance(node, cst.Call):
             collective = self._collectives.get(node)
@@ -196,6 +231,28 @@ class DataDependence:
             if loss is not None:
                 flow.seeds.add(loss)
 
+    def _is_batch_loop(self, flow: _ScopeFlow, loop: cst.For) -> bool:
+        """A training loop whose targets are batches: not an outer loop around another
+        training loop (folds, epochs, configurations), nor a loop over names bound from
+        the keys of a mapping or a literal (``keys = datasets.keys(); for k in keys``)."""
+        if not self._steps.is_training_loop(loop):
+            return False
+        inner = (
+            n
+            for n in self._index.walk_within(loop.body)
+            if isinstance(n, (cst.For, cst.While)) and n is not loop
+        )
+        if any(self._steps.is_training_loop(n) for n in inner):
+            return False
+        if isinstance(loop.iter, cst.Name):
+            bound = [v for name, v, _ in flow.bindings if name == loop.iter.value]
+            if bound and all(
+                isinstance(v, _LITERALS) or _called_name(v) in _COUNTERS or _is_keys_call(v)
+                for v in bound
+            ):
+                return False
+        return True
+
     def _bind(
         self, flow: _ScopeFlow, target: cst.CSTNode, value: cst.CSTNode, at: cst.CSTNode
     ) -> None:
@@ -205,6 +262,14 @@ class DataDependence:
             return
         for name in bound_names(target):
             flow.bindings.append((name, value, at))
+
+    def is_synchronising(self, call: cst.Call) -> bool:
+        """A collective that leaves its first argument the same on every rank (by the
+        catalogue, or a project wrapper named like one: ``dist.all_reduce``)."""
+        collective = self._collectives.get(call)
+        if collective is not None:
+            return collective.op in IN_PLACE_SYNCED
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in IN_PLACE_SYNCED
 
     def _is_collective_result(self, value: cst.CSTNode) -> bool:
         return any(
@@ -224,12 +289,21 @@ def _called_name(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _is_keys_call(expr: cst.CSTNode) -> bool:
+    """``anything.keys()``, whatever the receiver (``self.datasets["train"].keys()``)."""
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "keys"
+    )
+
+
 def _loop_data_names(loop: cst.For) -> set[str]:
     """Names a training loop binds from its data: not ``range()`` counters, not the
     index of ``enumerate``."""
     iterable = loop.iter
     called = _called_name(iterable)
-    if called in _COUNTERS or called == "keys" or isinstance(iterable, _LITERALS):
+    if called in _COUNTERS or _is_keys_call(iterable) or isinstance(iterable, _LITERALS):
         return set()
     if (
         isinstance(iterable, cst.Call)

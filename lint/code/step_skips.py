@@ -20,7 +20,7 @@ import libcst as cst
 
 from ddplint.code.call_reach import SYNCING, CallReach, Reached, StepEvent
 from ddplint.code.conditions import Guard, guarding_conditions
-from ddplint.code.data_dependence import DataDependence
+from ddplint.code.data_dependence import DataDependence, bound_names, value_names_read
 from ddplint.code.lossless_returns import is_constant_tensor, is_none_return
 from ddplint.code.module_index import ModuleIndex
 from ddplint.code.names import ImportTable, dotted_name
@@ -207,6 +207,8 @@ class StepSkips:
             if not _catches_step_failure(handler) or _always_raises(handler):
                 continue
             exit_node = self._exit_in(handler)
+            if exit_node is None and self._agreed_after(try_node, handler):
+                continue
             skipped = self._first_after(try_node.body, SYNCING, None)
             if skipped is None and exit_node is not None:
                 skipped = self._first_after(region, SYNCING, try_node)
@@ -216,11 +218,39 @@ class StepSkips:
             found.append(StepSkip(SkipKind.HANDLER, where, skipped, handler=handler))
         return found
 
+    def _agreed_after(self, try_node: cst.Try | cst.TryStar, handler: cst.ExceptHandler) -> bool:
+        """The handler only records the failure in a flag, and right after the ``try``
+        the first collective every rank runs carries that flag (``all_reduce(flag,
+        MAX)``): the ranks then decide the skip together."""
+        derived = {
+            name
+            for node in self._index.walk_within(handler.body)
+            if isinstance(node, cst.Assign)
+            for target in node.targets
+            for name in bound_names(target.target)
+        }
+        block = self._index.parent.get(try_node)
+        statements = list(getattr(block, "body", ()))
+        if not derived or try_node not in statements:
+            return False
+        for statement in statements[statements.index(try_node) + 1 :]:
+            for node in (statement, *self._index.walk_within(statement)):
+                if isinstance(node, cst.Assign) and _reads_any(node.value, derived):
+                    for target in node.targets:
+                        derived.update(bound_names(target.target))
+                elif isinstance(node, cst.Call) and self._data.is_synchronising(node):
+                    return any(_reads_any(arg.value, derived) for arg in node.args)
+        return False
+
     def _exit_in(self, handler: cst.ExceptHandler) -> cst.CSTNode | None:
         for node in self._index.walk_within(handler.body):
             if isinstance(node, _EXITS):
                 return node
         return None
+
+
+def _reads_any(expr: cst.CSTNode, names: Collection[str]) -> bool:
+    return any(n.value in names for n in value_names_read(expr, rank_view=True))
 
 
 def try_statements(index: ModuleIndex) -> list[cst.Try | cst.TryStar]:

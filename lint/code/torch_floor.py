@@ -26,6 +26,9 @@ else:  # pragma: no cover
 
 #: ``LintOptions.facts`` key: where the torch version came from, in words.
 TORCH_VERSION_SOURCE = "torch-version-source"
+#: Distribution names, normalised, whose floor ``find_floor`` reads.
+TORCH = frozenset({"torch", "pytorch"})  # ``pytorch`` in conda environment files
+LIGHTNING = frozenset({"lightning", "pytorch-lightning"})
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$", re.S)
 _CLAUSE = re.compile(r"^\s*(===|==|~=|>=|<=|!=|>|<)\s*v?([0-9][0-9A-Za-z.*+!_-]*)\s*$")
@@ -58,12 +61,12 @@ def at_least(version: str, minimum: tuple[int, ...]) -> bool:
     return have + (0,) * (width - len(have)) >= minimum + (0,) * (width - len(minimum))
 
 
-def requirement_floor(requirement: str) -> str | None:
-    """The lower bound a PEP 508 requirement puts on torch: ``"2.1"`` for
-    ``torch>=2.1,<3``; ``""`` when it names torch without a lower bound; None when it
-    is not a torch requirement."""
+def requirement_floor(requirement: str, packages: frozenset[str] = TORCH) -> str | None:
+    """The lower bound a PEP 508 requirement puts on one of ``packages``: ``"2.1"`` for
+    ``torch>=2.1,<3``; ``""`` when it names the package without a lower bound; None when
+    it names another package."""
     match = _NAME.match(requirement.split(";", 1)[0])
-    if match is None or _normalise(match.group(1)) != "torch":
+    if match is None or _normalise(match.group(1)) not in packages:
         return None
     spec = match.group(3).strip()
     if spec.startswith("@"):
@@ -75,6 +78,48 @@ def requirement_floor(requirement: str) -> str | None:
         if parsed and parsed.group(1) in _LOWER_BOUNDS:
             bounds.append(parsed.group(2))
     return _highest(bounds)
+
+
+#: Fact key: where the project pins Lightning below 2.1 (absent: it does not).
+LIGHTNING_BEFORE_2_1 = "lightning-before-2.1"
+
+
+def lightning_facts(root: Path) -> tuple[tuple[str, str], ...]:
+    """Facts on the project's Lightning for the rules: Trainer.save_checkpoint only
+    synchronises (ends in a barrier) from Lightning 2.1."""
+    where = admits_only_below(root, LIGHTNING, (2, 1))
+    return ((LIGHTNING_BEFORE_2_1, where),) if where else ()
+
+
+def admits_only_below(root: Path, packages: frozenset[str], limit: tuple[int, ...]) -> str | None:
+    """Where the project pins ``packages`` below ``limit`` (``pytorch-lightning==1.4.2``,
+    ``lightning<2.1``), when every requirement on them that it declares does; else None."""
+    pins = [
+        (where, requirement)
+        for where, requirement in _declared_requirements(root)
+        if requirement_floor(requirement, packages) is not None
+    ]
+    if not pins or not all(_ceiling_below(requirement, limit) for _, requirement in pins):
+        return None
+    where, requirement = pins[0]
+    return f"{where}: `{requirement.strip()}`"
+
+
+def _ceiling_below(requirement: str, limit: tuple[int, ...]) -> bool:
+    match = _NAME.match(requirement.split(";", 1)[0])
+    spec = match.group(3).strip().strip("()") if match else ""
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        parsed = _CLAUSE.match(clause)
+        if parsed is None or "*" in parsed.group(2):
+            continue
+        operator, version = parsed.group(1), version_tuple(parsed.group(2))
+        if operator in ("==", "===", "<=") and not at_least(parsed.group(2), limit):
+            return True
+        if operator == "<" and version <= limit:
+            return True
+        if operator == "~=" and len(version) >= 3 and version[:2] < limit[:2]:
+            return True
+    return False
 
 
 def poetry_floor(constraint: str) -> str:
@@ -104,20 +149,27 @@ def find_torch_floor(
     if setting:
         where = f" in {setting_origin}" if setting_origin else ""
         return TorchFloor(setting, f"the `torch-version` setting{where}")
+    return find_floor(root, TORCH, "torch")
+
+
+def find_floor(root: Path, packages: frozenset[str], label: str) -> TorchFloor:
+    """The lowest version of ``packages`` the project at ``root`` admits, from
+    pyproject.toml, setup.cfg, requirements files and conda environment files."""
     found: list[tuple[str, str]] = []  # (floor or "", where)
     for where, requirement in _declared_requirements(root):
-        floor = requirement_floor(requirement)
+        floor = requirement_floor(requirement, packages)
         if floor is not None:
             found.append((floor, f"{where}: `{requirement.strip()}`"))
-    for where, constraint in _poetry_constraints(root):
-        found.append((poetry_floor(constraint), f'{where}: torch = "{constraint}"'))
+    for where, name, constraint in _poetry_constraints(root):
+        if name in packages:
+            found.append((poetry_floor(constraint), f'{where}: {name} = "{constraint}"'))
     bounded = [(floor, where) for floor, where in found if floor]
     if bounded:
         floor, where = min(bounded, key=lambda item: version_tuple(item[0]))
         return TorchFloor(floor, where)
     if found:
         return TorchFloor(None, f"{found[0][1]} sets no lower bound")
-    return TorchFloor(None, "no torch requirement found")
+    return TorchFloor(None, f"no {label} requirement found")
 
 
 def _declared_requirements(root: Path) -> Iterator[tuple[str, str]]:
@@ -134,13 +186,14 @@ def _declared_requirements(root: Path) -> Iterator[tuple[str, str]]:
             for requirement in _strings(requirements):
                 yield f"pyproject.toml [dependency-groups.{group}]", requirement
     yield from _setup_cfg_requirements(root / "setup.cfg")
+    yield from _conda_requirements(root)
     for path in _requirement_files(root):
         where = path.relative_to(root).as_posix()
         for requirement in _requirement_lines(path):
             yield where, requirement
 
 
-def _poetry_constraints(root: Path) -> Iterator[tuple[str, str]]:
+def _poetry_constraints(root: Path) -> Iterator[tuple[str, str, str]]:
     pyproject = _load_toml(root / "pyproject.toml")
     if pyproject is None:
         return
@@ -151,13 +204,31 @@ def _poetry_constraints(root: Path) -> Iterator[tuple[str, str]]:
         tables.append((f"tool.poetry.group.{group}.dependencies", _table(body).get("dependencies")))
     for name, table in tables:
         for key, value in _table(table).items():
-            if _normalise(key) != "torch":
-                continue
             specs = value if isinstance(value, list) else [value]
             for spec in specs:
                 constraint = spec.get("version", "") if isinstance(spec, dict) else spec
                 if isinstance(constraint, str):
-                    yield f"pyproject.toml [{name}]", constraint
+                    yield f"pyproject.toml [{name}]", _normalise(key), constraint
+
+
+#: A package line of a conda environment file (``- pytorch-lightning==1.4.2`` under
+#: ``pip:``, or conda's own ``- pytorch-lightning=1.4.2``).
+_CONDA_LINE = re.compile(r"^\s*-\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(={1,2}|>=|~=)\s*([0-9][^\s#]*)")
+
+
+def _conda_requirements(root: Path) -> Iterator[tuple[str, str]]:
+    """Requirements pinned in ``environment.yaml`` / ``environment.yml`` at the root."""
+    for name in ("environment.yaml", "environment.yml"):
+        path = root / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        except OSError:
+            continue
+        for line in _lines(text):
+            match = _CONDA_LINE.match(line)
+            if match:
+                operator = "==" if match.group(2) == "=" else match.group(2)
+                yield name, f"{match.group(1)}{operator}{match.group(3)}"
 
 
 def _setup_cfg_requirements(path: Path) -> Iterator[tuple[str, str]]:

@@ -122,9 +122,12 @@ class HostSyncInForward(CodeRule):
             if not self._is_host_sync(ctx, call):
                 continue
             reason = ctx.forward_paths.reason_for(call)
-            if reason is None and ctx.training_steps.training_loop_of(call) is not None:
+            loop = ctx.training_steps.training_loop_of(call)
+            if reason is None and loop is not None:
+                if _few_iterations(loop) or _reads_event_timings(ctx, loop):
+                    continue  # a unit test, warm-up or benchmark loop
                 reason = PathReason("a training loop that calls backward()", ())
-            if reason is None or _under_diagnostic_flag(ctx, call):
+            if reason is None or _under_diagnostic_flag(ctx, call) or _costs_nothing(ctx, call):
                 continue
             text = " ".join(ctx.node_text(call.func).split()) + "()"
             message = (
@@ -178,6 +181,51 @@ class HostSyncInForward(CodeRule):
         if edit is None:
             return None
         return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+
+
+#: Calls that wait for the device themselves: a synchronisation right before one of
+#: them adds no wait of its own.
+_HOST_READS = frozenset({"item", "cpu", "tolist", "numpy", "elapsed_time"})
+#: A loop of at most this many constant iterations is a test or a warm-up, not training.
+_FEW_ITERATIONS = 10
+
+
+def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
+    """The next statement of the same block reads a tensor on the host (``loss.item()``),
+    which waits for the same queued work: removing the synchronisation saves nothing."""
+    statement = ctx.index.enclosing_statement(call)
+    block = ctx.index.parent.get(statement)
+    body = list(getattr(block, "body", ()))
+    if statement not in body or body.index(statement) + 1 >= len(body):
+        return False
+    following = body[body.index(statement) + 1]
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _HOST_READS
+        for node in (following, *ctx.index.walk_within(following))
+    )
+
+
+def _few_iterations(loop: cst.For | cst.While) -> bool:
+    """``for _ in range(3):`` (a unit test or warm-up): no per-step cost to speak of."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return False
+    if dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
+        return False
+    count = loop.iter.args[0].value
+    return isinstance(count, cst.Integer) and int(count.value) <= _FEW_ITERATIONS
+
+
+def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
+    """The loop times GPU work with CUDA events (``start.elapsed_time(end)``), which
+    needs the synchronisation: a benchmark, not a training loop to speed up."""
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "elapsed_time"
+        for node in ctx.index.walk_within(loop)
+    )
 
 
 def _bound_to_stream(ctx: CodeContext, call: cst.Call, name: str) -> bool:

@@ -11,6 +11,7 @@ from ddplint.code.context import CodeContext
 from ddplint.code.edits import replace_node, shift_continuation_lines
 from ddplint.code.rank_predicates import RANK_NEEDLES
 from ddplint.code.rank_reachability import RankGuard
+from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -97,13 +98,17 @@ class CheckpointSaveOnSomeRanks(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability
-        for call, _, guard in reachability.divergent_collectives(lambda c: c.saves_checkpoint):
+        old_lightning = _lightning_before_2_1(ctx)
+        for call, collective, guard in reachability.divergent_collectives(
+            lambda c: c.saves_checkpoint and not (c.family == "trainer" and old_lightning)
+        ):
             where = reachability.describe(guard)
             called = " ".join(ctx.node_text(call.func).split())
+            assumes = " from Lightning 2.1 on" if collective.family == "trainer" else ""
             message = (
                 f"`{called}()` runs {where}, but every rank must call it: it synchronises "
-                "the ranks (and already writes only where it should), so this rank waits "
-                "for the others until the timeout. Call it on every rank"
+                f"the ranks{assumes} (and already writes only where it should), so this "
+                "rank waits for the others until the timeout. Call it on every rank"
             )
             yield ctx.finding(self, call, message, self._fix(ctx, call, guard))
 
@@ -134,3 +139,31 @@ class CheckpointSaveOnSomeRanks(CodeRule):
             text = shift_continuation_lines(ctx.node_text(statement), body_indent - indent)
             edit = replace_node(ctx, holder, text)
         return Fix(Applicability.SAFE, (edit,), "Call it on every rank (remove the rank test)")
+
+
+#: Hooks Lightning 2.0 removed: a module that defines them is Lightning 1.x code.
+LIGHTNING_1X_HOOKS = frozenset(
+    {
+        "on_keyboard_interrupt",
+        "on_pretrain_routine_start",
+        "on_pretrain_routine_end",
+        "training_epoch_end",
+        "validation_epoch_end",
+        "test_epoch_end",
+        "on_epoch_start",
+        "on_epoch_end",
+        "on_batch_start",
+        "on_batch_end",
+        "on_init_start",
+        "on_init_end",
+    }
+)
+
+
+def _lightning_before_2_1(ctx: CodeContext) -> bool:
+    """``Trainer.save_checkpoint`` synchronises only from Lightning 2.1: before, plain DDP
+    writes on rank 0 without a barrier. The project pins an older Lightning, or the module
+    defines hooks that Lightning 2.0 removed."""
+    if ctx.options.fact(LIGHTNING_BEFORE_2_1):
+        return True
+    return any(f.name.value in LIGHTNING_1X_HOOKS for f in ctx.index.nodes(cst.FunctionDef))

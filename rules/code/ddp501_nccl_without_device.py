@@ -12,6 +12,7 @@ from ddplint.code.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.names import dotted_name
 from ddplint.code.process_groups import InitCall, ProcessGroups
 from ddplint.code.statement_edits import insert_statement_before
+from ddplint.code_facts import is_test_file
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -86,7 +87,11 @@ class NcclWithoutDevice(CodeRule):
         if any(ctx.names.imports_module(framework) for framework in FRAMEWORKS):
             return
         groups = ProcessGroups(ctx.index, ctx.names)
-        nccl = [init for init in groups.init_calls if init.backend and "nccl" in init.backend]
+        nccl = [
+            init
+            for init in groups.init_calls
+            if init.backend and "nccl" in init.backend and not _not_the_real_init(ctx, init)
+        ]
         if not nccl or _chooses_device(ctx, groups) or not _uses_ranks(ctx):
             return
         for init in nccl:
@@ -109,8 +114,52 @@ def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:
         if is_ddp_wrapper(ctx.names, call) and argument(call, "device_ids", 1) is not None:
             return True
     # A script that sets (or reads) CUDA_VISIBLE_DEVICES manages GPUs per rank itself.
+    if any(s.evaluated_value == "CUDA_VISIBLE_DEVICES" for s in ctx.index.nodes(cst.SimpleString)):
+        return True
+    return _places_per_call(ctx)
+
+
+def _places_per_call(ctx: CodeContext) -> bool:
+    """The GPU is named at each use instead: a collective given ``device_ids=[rank]``, or
+    tensors placed on ``f"cuda:{rank % n}"`` / ``torch.device("cuda", local_rank)``."""
+    for call in ctx.index.nodes(cst.Call):
+        if call in ctx.collectives and keyword_argument(call, "device_ids") is not None:
+            return True
+        if ctx.names.qualified_name(call.func) == "torch.device" and len(call.args) >= 2:
+            return True
+    return any(_is_rank_device_string(node) for node in ctx.index.nodes(cst.FormattedString))
+
+
+def _is_rank_device_string(node: cst.FormattedString) -> bool:
+    """``f"cuda:{...rank...}"``."""
+    text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    if not text.startswith("cuda:"):
+        return False
     return any(
-        s.evaluated_value == "CUDA_VISIBLE_DEVICES" for s in ctx.index.nodes(cst.SimpleString)
+        isinstance(part, cst.FormattedStringExpression)
+        and "rank" in (dotted_name(part.expression) or _first_name(part.expression)).lower()
+        for part in node.parts
+    )
+
+
+def _first_name(expr: cst.BaseExpression) -> str:
+    while isinstance(expr, (cst.BinaryOperation, cst.Attribute, cst.Subscript)):
+        expr = expr.left if isinstance(expr, cst.BinaryOperation) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
+
+def _not_the_real_init(ctx: CodeContext, init: InitCall) -> bool:
+    """A one-process group (``world_size=1``: cuda:0 is right), or, in a test module, a
+    fallback under ``if not dist.is_initialized()``: the test harness (a conftest
+    fixture, a setup utility) initialises the world and picks the GPU first."""
+    size = keyword_argument(init.call, "world_size")
+    if size is not None and isinstance(size.value, cst.Integer) and size.value.value == "1":
+        return True
+    if not is_test_file(ctx.source.path):
+        return False
+    return any(
+        isinstance(a, cst.If) and "is_initialized" in ctx.node_text(a.test)
+        for a in ctx.index.ancestors(init.call)
     )
 
 
