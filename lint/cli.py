@@ -53,6 +53,7 @@ def build_settings(
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     preview: bool,
+    force_exclude: bool = False,
 ) -> Settings:
     """File settings, with the command line on top."""
     start = Path(paths[0]) if paths else Path.cwd()
@@ -68,6 +69,8 @@ def build_settings(
         changes["ignore"] = settings.ignore + _split_codes(ignore)
     if preview:
         changes["preview"] = True
+    if force_exclude:
+        changes["force_exclude"] = True
     if changes:
         from dataclasses import replace
 
@@ -157,6 +160,11 @@ def cli() -> None:
     "--preview", is_flag=True, help="Let prefixes and ALL select opt-in (preview) rules too."
 )
 @click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Apply the excludes to files named on the command line too (pre-commit).",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(sorted(FORMATTERS)),
@@ -217,6 +225,7 @@ def check(
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     preview: bool,
+    force_exclude: bool,
     output_format: str,
     output_file: str | None,
     exit_zero: bool,
@@ -236,7 +245,9 @@ def check(
     if baseline_file and write_baseline_file:
         raise click.UsageError("--baseline and --write-baseline cannot be used together")
     try:
-        settings = build_settings(paths, config, select, extend_select, ignore, preview)
+        settings = build_settings(
+            paths, config, select, extend_select, ignore, preview, force_exclude
+        )
         options = build_options(settings)
     except SettingsError as exc:
         _fail(str(exc))

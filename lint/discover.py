@@ -229,8 +229,12 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
         path = Path(raw)
         mode = _mode(path)
         if mode is not None and stat.S_ISREG(mode):
-            # An explicit file is always linted (pre-commit passes files one by one).
-            if file_kind(path.name) is not None:
+            # A file named on its own is linted even where excluded, unless
+            # ``force-exclude`` is on (the pre-commit hook passes files one by one).
+            excluded = settings.force_exclude and is_excluded(
+                _relative(path, root), settings.all_excludes
+            )
+            if file_kind(path.name) is not None and not excluded:
                 targets.setdefault(
                     _resolve(path), Target(path, display_path(path), _relative(path, root))
                 )

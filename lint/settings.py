@@ -61,6 +61,7 @@ KNOWN_KEYS = (
     "torch-version",
     "max-file-size",
     "preview",
+    "force-exclude",
 )
 
 
@@ -83,6 +84,8 @@ class Settings:
     torch_version: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     preview: bool = False
+    #: Apply the excludes to files named one by one too (the pre-commit hook's way).
+    force_exclude: bool = False
 
     @property
     def all_excludes(self) -> tuple[str, ...]:
@@ -235,10 +238,11 @@ def settings_from_table(table: Mapping[str, Any], config_file: Path) -> Settings
                 f"got {_shown(size)}"
             )
         kwargs["max_file_size"] = size
-    if "preview" in table:
-        if not isinstance(table["preview"], bool):
-            raise SettingsError("`preview` must be true or false")
-        kwargs["preview"] = table["preview"]
+    for key in ("preview", "force-exclude"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise SettingsError(f"`{key}` must be true or false")
+            kwargs[key.replace("-", "_")] = table[key]
     return Settings(**kwargs)
 
 

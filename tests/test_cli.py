@@ -292,3 +292,18 @@ def test_example_project_code_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     }
     assert "admits torch 2.1 (pyproject.toml [project.dependencies]: `torch>=2.1`)" in out
     assert "clean_" not in out
+
+
+def test_force_exclude_applies_excludes_to_named_files(tmp_path: Path) -> None:
+    """Files named one by one are linted even in excluded folders, unless --force-exclude
+    (or `force-exclude = true`) is given, as pre-commit's hook does."""
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nextend-exclude = ["third_party"]\n')
+    (tmp_path / "third_party").mkdir()
+    (tmp_path / "third_party" / "vendored.py").write_text(HAZARD)
+    named = str(tmp_path / "third_party" / "vendored.py")
+    assert run(["check", "--no-cache", named])[0] == 1
+    assert run(["check", "--no-cache", "--force-exclude", named])[0] == 0
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ddplint]\nextend-exclude = ["third_party"]\nforce-exclude = true\n'
+    )
+    assert run(["check", "--no-cache", named])[0] == 0

@@ -126,8 +126,9 @@ def test_manifest_is_valid_and_lints_python_and_yaml() -> None:
     assert set(hooks) == {"ddplint", "ddplint-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["types_or"] == ["python", "yaml"]
-    assert hooks["ddplint"]["entry"] == "ddplint check"
-    assert hooks["ddplint-fix"]["entry"] == "ddplint check --fix"
+    assert hooks["ddplint"]["entry"] == "ddplint check --force-exclude"
+    assert hooks["ddplint-fix"]["entry"] == "ddplint check --fix --force-exclude"
+    assert all(hook["args"] == ["--"] for hook in hooks.values())
 
 
 def _user_repo(
@@ -234,3 +235,32 @@ def test_hook_environment_has_no_torch(hooks_built: Path) -> None:
     for folder in site_packages:
         assert (folder / "libcst").is_dir() and (folder / "ddplint").is_dir()
         assert not (folder / "torch").exists()
+
+
+@pytest.mark.slow
+def test_hook_honours_excludes_and_option_like_names(  # type: ignore[no-untyped-def]
+    repo_for, environment: dict[str, str]
+) -> None:
+    """L9: staged files in excluded folders are not linted by the hook (force-exclude),
+    and a staged file named like an option stays a file (the hook's `--`)."""
+    repo = repo_for("ddplint")
+    (repo / "pyproject.toml").write_text('[tool.ddplint]\nextend-exclude = ["third_party"]\n')
+    for folder in ("third_party", "build"):
+        (repo / folder).mkdir()
+        (repo / folder / "vendored.py").write_text(HAZARD)
+    (repo / "victim.py").write_text("x = 1\n")
+    (repo / "--output-file=victim.py").write_text("y = 2\n")
+    committed = _commit(
+        repo,
+        environment,
+        "pyproject.toml",
+        "third_party/vendored.py",
+        "build/vendored.py",
+        "victim.py",
+        "--",
+        "--output-file=victim.py",
+    )
+    output = committed.stdout + committed.stderr
+    assert committed.returncode == 0, output
+    assert "DDP101" not in output
+    assert (repo / "victim.py").read_text() == "x = 1\n"

@@ -9,6 +9,7 @@ import libcst as cst
 from ddplint.code.call_reach import SYNCING, StepEvent
 from ddplint.code.conditions import guarding_conditions
 from ddplint.code.context import CodeContext
+from ddplint.code.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.messages import snippet
 from ddplint.code.step_skips import SkipKind
 from ddplint.finding import Finding, Severity
@@ -72,6 +73,8 @@ class StepOnSomeRanks(CodeRule):
     needles = (".step(",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        if _rpc_roles(ctx):
+            return
         findings = [*self._guarded_steps(ctx), *self._skipped_steps(ctx)]
         yield from sorted(findings, key=lambda f: (f.line, f.column))
 
@@ -133,3 +136,11 @@ class StepOnSomeRanks(CodeRule):
                 f"{_CONSEQUENCE}; {_SHARE_DECISION}"
             )
             yield ctx.finding(self, skip.statement, message)
+
+
+def _rpc_roles(ctx: CodeContext) -> bool:
+    """A ``torch.distributed.rpc`` program with no data-parallel replicas (a parameter
+    server, trainers and workers with roles): ranks step different things by design."""
+    if not ctx.names.imports_module("torch.distributed.rpc"):
+        return False
+    return not any(is_ddp_wrapper(ctx.names, call) for call in ctx.index.nodes(cst.Call))
