@@ -72,8 +72,8 @@ def measure(
 def ddplint_counts(tree: Path) -> str:
     """Files seen / pre-filtered / parsed and findings per rule, from the engine itself."""
     sys.path.insert(0, str(ROOT))
-    from ddplint.cli import build_options, build_settings
     from ddplint.engine import lint_paths
+    from ddplint.invocation import build_options, build_settings
 
     settings = build_settings((str(tree),), None, (), (), (), False)
     options = build_options(settings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -12,30 +11,24 @@ import click
 
 from ddplint import __version__
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
-from ddplint.code.torch_floor import find_torch_floor, lightning_facts
 from ddplint.engine import RunResult, default_jobs, lint_paths
 from ddplint.finding import Applicability
 from ddplint.fixer import FixRun, fix_run, unified_diff
 from ddplint.interrupt import ending_on_signals
+from ddplint.invocation import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    build_options,
+    build_settings,
+)
 from ddplint.progress import Progress
 from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from ddplint.report.printable import printable
 from ddplint.rules import all_rules
-from ddplint.settings import LintOptions, Settings, SettingsError, load_settings, select_rules
+from ddplint.settings import LintOptions, Settings, SettingsError
 from ddplint.source import SourceError, SourceFile
 from ddplint.verify.command import verify as verify_command
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-def _split_codes(values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--select A,B --select C`` -> (A, B, C)."""
-    return tuple(
-        c.strip().upper() if c.strip() != "ALL" else "ALL"
-        for v in values
-        for c in v.split(",")
-        if c.strip()
-    )
 
 
 def _read_lines(path: str) -> list[str] | None:
@@ -44,50 +37,6 @@ def _read_lines(path: str) -> list[str] | None:
         return SourceFile.decode(path, raw).lines
     except (OSError, SourceError):
         return None
-
-
-def build_settings(
-    paths: tuple[str, ...],
-    config: str | None,
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    preview: bool,
-    force_exclude: bool = False,
-) -> Settings:
-    """File settings, with the command line on top."""
-    start = Path(paths[0]) if paths else Path.cwd()
-    if not os.path.exists(start):  # missing, or below a folder that cannot be read
-        start = Path.cwd()
-    settings = load_settings(Path(config) if config else None, start)
-    changes: dict[str, object] = {}
-    if select:
-        changes["select"] = _split_codes(select)
-    if extend_select:
-        changes["extend_select"] = settings.extend_select + _split_codes(extend_select)
-    if ignore:
-        changes["ignore"] = settings.ignore + _split_codes(ignore)
-    if preview:
-        changes["preview"] = True
-    if force_exclude:
-        changes["force_exclude"] = True
-    if changes:
-        from dataclasses import replace
-
-        settings = replace(settings, **changes)  # type: ignore[arg-type]
-    return settings
-
-
-def build_options(settings: Settings) -> LintOptions:
-    config_name = settings.config_file.name if settings.config_file else None
-    floor = find_torch_floor(settings.project_root, settings.torch_version, config_name)
-    return LintOptions(
-        selected=select_rules(settings, all_rules()),
-        project_root=str(settings.project_root),
-        torch_version=floor.version,
-        max_file_size=settings.max_file_size,
-        facts=floor.facts() + lightning_facts(settings.project_root),
-    )
 
 
 def _count(number: int, noun: str, plural: str | None = None) -> str:

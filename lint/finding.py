@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ddplint.rule import Rule
+
+class RuleIdentity(Protocol):
+    """What a finding takes from its rule (a rule class or instance): no more, so that
+    findings and the contexts that make them never need the rule classes."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def severity(self) -> Severity: ...
 
 
 class Severity(str, Enum):
@@ -100,7 +111,7 @@ class Finding:
     @classmethod
     def of(
         cls,
-        rule: type[Rule] | Rule,
+        rule: RuleIdentity,
         path: str,
         span: tuple[int, int, int, int],
         message: str,

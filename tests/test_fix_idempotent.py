@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 from fixture_harness import fixture_files, rule_of
 
-from ddplint.cli import EXIT_ERROR, cli
+from ddplint.cli import cli
 from ddplint.fix import syntax_problem
+from ddplint.invocation import EXIT_ERROR
 from ddplint.source import SourceFile
 
 ALL_FIXTURES = fixture_files()

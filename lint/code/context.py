@@ -21,11 +21,10 @@ from ddplint.code.rank_reachability import RankReachability
 from ddplint.code.safe_parse import parse_module
 from ddplint.code.step_skips import StepSkips
 from ddplint.code.training_steps import TrainingSteps
-from ddplint.finding import Finding, Fix
+from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 
 if TYPE_CHECKING:
-    from ddplint.rule import Rule
     from ddplint.settings import LintOptions
 
 
@@ -132,7 +131,7 @@ class CodeContext:
 
     def finding(
         self,
-        rule: type[Rule] | Rule,
+        rule: RuleIdentity,
         node: cst.CSTNode,
         message: str,
         fix: Fix | None = None,

@@ -246,10 +246,7 @@ class DataDependence:
             return False
         if isinstance(loop.iter, cst.Name):
             bound = [v for name, v, _ in flow.bindings if name == loop.iter.value]
-            if bound and all(
-                isinstance(v, _LITERALS) or _called_name(v) in _COUNTERS or _is_keys_call(v)
-                for v in bound
-            ):
+            if bound and all(_is_uniform_iterable(v) for v in bound):
                 return False
         return True
 
@@ -287,6 +284,13 @@ def _called_name(expr: cst.BaseExpression) -> str | None:
         name = dotted_name(expr.func)
         return name.rsplit(".", 1)[-1] if name else None
     return None
+
+
+def _is_uniform_iterable(expr: cst.CSTNode) -> bool:
+    """A literal, a counter (``range(n)``) or the keys of a mapping."""
+    if isinstance(expr, _LITERALS) or _is_keys_call(expr):
+        return True
+    return isinstance(expr, cst.Call) and _called_name(expr) in _COUNTERS
 
 
 def _is_keys_call(expr: cst.CSTNode) -> bool:

@@ -15,12 +15,11 @@ from ddplint.config.loader import load_documents
 from ddplint.config.training import TRAINING_NEEDLES, is_training_config
 from ddplint.config.values import MAX_EXPANDED_NODES, expanded_size, plain_tree
 from ddplint.config.world_size import WorldSize, world_size
-from ddplint.finding import Applicability, Edit, Finding, Fix
+from ddplint.finding import Applicability, Edit, Finding, Fix, RuleIdentity
 from ddplint.fix import apply_edits
 from ddplint.source import SourceError, SourceFile
 
 if TYPE_CHECKING:
-    from ddplint.rule import Rule
     from ddplint.settings import LintOptions
 
 #: Characters of fixed text re-loaded to check the fixes of one file. Each check loads
@@ -69,7 +68,7 @@ class ConfigContext:
 
     def finding(
         self,
-        rule: type[Rule] | Rule,
+        rule: RuleIdentity,
         doc: ConfigDocument,
         at: Entry,
         message: str,

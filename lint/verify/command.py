@@ -92,7 +92,7 @@ def verify(
     every collective of every rank, stop a hang with every rank's stack, and tell where
     the ranks diverged and which static findings that confirms. Arguments for ENTRY go
     after `--`."""
-    from ddplint.cli import EXIT_ERROR, build_options, build_settings
+    from ddplint.invocation import EXIT_ERROR, build_options, build_settings
     from ddplint.settings import SettingsError
     from ddplint.verify import verifier
     from ddplint.verify.report import render_json, render_text

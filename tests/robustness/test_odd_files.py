@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ddplint.cli import build_options
 from ddplint.discover import discover
 from ddplint.engine import lint_targets
+from ddplint.invocation import build_options
 from ddplint.settings import DEFAULT_MAX_FILE_SIZE, load_settings
 
 from .support import HAZARD, deadline, run_cli
