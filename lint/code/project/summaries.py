@@ -182,7 +182,15 @@ def _function(
 
 
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})
-_TEST_SHAPES = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Attribute, ast.Subscript)
+_TEST_SHAPES = (
+    ast.Compare,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.IfExp,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+)
 
 
 def is_rank_test(value: ast.expr) -> bool:
