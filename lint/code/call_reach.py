@@ -48,12 +48,15 @@ class Reached:
     target: cst.Call
     label: str
     chain: tuple[str, ...] = ()
+    #: Where a project function of another module reaches it (``Collective.via``).
+    via: str = ""
 
     def describe(self) -> str:
         """``torch.distributed.barrier`` or ``torch.distributed.barrier (through `_sync`)``."""
+        via = f" ({self.via})" if self.via else ""
         if not self.chain:
-            return f"`{self.label}`"
-        return f"`{self.label}` (through `{'` -> `'.join(self.chain)}`)"
+            return f"`{self.label}`{via}"
+        return f"`{self.label}`{via} (through `{'` -> `'.join(self.chain)}`)"
 
 
 def callee_text(func: cst.BaseExpression) -> str:
@@ -95,7 +98,7 @@ class CallReach:
         """The call itself, when it is a collective or a backward of the wanted kinds."""
         collective = self._collectives.get(call)
         if collective is not None and StepEvent.COLLECTIVE in kinds:
-            return Reached(StepEvent.COLLECTIVE, call, collective.api)
+            return Reached(StepEvent.COLLECTIVE, call, collective.api, via=collective.via)
         if StepEvent.BACKWARD in kinds and is_backward_call(call):
             return Reached(StepEvent.BACKWARD, call, f"{callee_text(call.func)}()")
         if StepEvent.OPTIMIZER_STEP in kinds and is_optimizer_step(call):
@@ -135,7 +138,7 @@ class CallReach:
         if inner is None:
             return None
         label = dotted_name(call.func) or function.name.value
-        return Reached(inner.kind, inner.target, inner.label, (label, *inner.chain))
+        return Reached(inner.kind, inner.target, inner.label, (label, *inner.chain), inner.via)
 
     def function_reaches(
         self, function: cst.FunctionDef, kinds: Collection[StepEvent] = SYNCING

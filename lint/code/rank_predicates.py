@@ -144,11 +144,17 @@ def _names_rank(key: str | None) -> bool:
 def _expression_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children whose rank-dependence makes ``node`` rank-dependent. Not an attribute's
     name (``x.rank`` is read as a whole), a keyword's name (``f(rank=0)`` reads ``0``),
-    an index (``sizes[rank]`` is per-rank data, not the rank: a condition on it is a
-    data condition), nor a test against None (the rank is never None: ``rank is None``
-    asks whether an argument was given)."""
+    an index (``sizes[rank]`` or ``sizes.get(rank)`` is per-rank data, not the rank: a
+    condition on it is a data condition), nor a test against None (the rank is never
+    None: ``rank is None`` asks whether an argument was given)."""
     if isinstance(node, (cst.Attribute, cst.Arg, cst.Subscript)):
         return [node.value]
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "get"
+    ):
+        return [node.func.value]
     if isinstance(node, cst.Comparison) and all(
         isinstance(c.operator, (cst.Is, cst.IsNot))
         and isinstance(c.comparator, cst.Name)

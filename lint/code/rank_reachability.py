@@ -445,7 +445,8 @@ class RankReachability:
 
     def _group_holds_guarded_ranks(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """``group=`` built from exactly the ranks the guard lets through (a subset will
-        do: ranks outside a group skip its collectives)."""
+        do: ranks outside a group skip its collectives), or a membership guard
+        (``rank in ranks``) on a group whose ranks are not known here."""
         if guard.kind not in ("branch", "and") or guard.condition is None:
             return False
         if not isinstance(node, cst.Call):
@@ -461,7 +462,9 @@ class RankReachability:
             return False
         ranks_arg = self._group_ranks_argument(group)
         if ranks_arg is None:
-            return False
+            # ``if rank in ranks: all_reduce(group=pg)`` with ``pg`` made elsewhere: the
+            # guard may well be the group's own membership; unknown stays quiet.
+            return members_of(formula) is not None
         admitted = admitted_ranks(formula)
         literal = int_set(ranks_arg)
         if admitted is not None and literal is not None and literal <= admitted:

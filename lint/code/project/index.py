@@ -5,8 +5,10 @@ Linking resolves what each summary spells (``utils.save_checkpoint``, ``self.bar
 (packages, ``src/`` layouts, relative imports, re-exports through ``__init__``, a
 script's sibling modules), class hierarchies across modules, module-level instances
 (``distr = Distributed()``). Two fixpoints follow: a function *reaches a collective*
-when it issues one or calls a project function that does (rank-zero-only functions are
-not entered: their collectives are reported inside them); a function *is a rank test*
+when it issues one on the default (world) group or calls a project function that does
+(rank-zero-only functions are not entered: their collectives are reported inside them;
+a collective on a named group is left out: whether a caller's rank guard selects that
+group's members is not known here); a function *is a rank test*
 when it returns one or returns what a rank test returns. What cannot be resolved (a
 receiver with no known class, a dynamic call, a name outside the project) stays unknown.
 
@@ -23,6 +25,10 @@ from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
 MAX_DEPTH = 12
+#: At most this many project functions between a call and the collective it reaches:
+#: each hop may hide a condition (a file test, a config flag) that decides whether the
+#: collective runs, so long chains are left unknown.
+MAX_CHAIN = 3
 #: Bound on fixpoint rounds (each round only adds facts).
 MAX_ROUNDS = 30
 
@@ -80,6 +86,7 @@ class ProjectIndex:
                 self.packages.add(name)
         self.reach: dict[FunctionKey, Reach] = {}
         self.rank_tests: set[FunctionKey] = set()
+        self.device_setters: set[FunctionKey] = set()
         self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
         self._solve()
 
@@ -223,12 +230,13 @@ class ProjectIndex:
                 self._calls[(module, name)] = resolved
         self._solve_reach()
         self._solve_rank_tests()
+        self._solve_device_setters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
-            function = self._function(key)
-            if function["collectives"]:
-                *kind, line = function["collectives"][0]
+            world = [c for c in self._function(key)["collectives"] if not c[5]]
+            if world:
+                *kind, _grouped, line = world[0]
                 self.reach[key] = Reach(tuple(kind), (), f"{self.paths[key[0]]}:{line}")
         for _ in range(MAX_ROUNDS):
             changed = False
@@ -238,6 +246,8 @@ class ProjectIndex:
                 for _line, target in calls:
                     inner = self.reach.get(target)
                     if inner is None or target == key or self._function(target)["zero_only"]:
+                        continue
+                    if len(inner.chain) + 1 >= MAX_CHAIN:
                         continue
                     chain = (self.label(target), *inner.chain)
                     self.reach[key] = Reach(inner.kind, chain, inner.where)
@@ -277,6 +287,20 @@ class ProjectIndex:
             for called in summary.get("attribute_calls", {}).get(attribute, ())
         )
 
+    def _solve_device_setters(self) -> None:
+        """A function chooses the rank's GPU when it, or a function it calls, does."""
+        self.device_setters = {k for k in self._calls if self._function(k)["sets_device"]}
+        for _ in range(MAX_ROUNDS):
+            found = {
+                key
+                for key, calls in self._calls.items()
+                if key not in self.device_setters
+                and any(target in self.device_setters for _line, target in calls)
+            }
+            if not found:
+                return
+            self.device_setters |= found
+
     def label(self, key: FunctionKey) -> str:
         """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
         module, name = key
@@ -288,7 +312,8 @@ class ProjectIndex:
         """Facts about the project names the file at ``path`` uses, keyed as it spells
         them (``Class:self.x`` inside a class): ``r`` the collective a function of
         another module reaches (kind, chain, where), ``k`` a rank test (a function that
-        returns one, or with ``p`` an attribute or property holding one), ``z`` runs on
+        returns one, or with ``p`` an attribute or property holding one), ``d`` chooses
+        the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``z`` runs on
         rank zero only, ``f`` a project function whose name looks like a framework
         collective but is not one."""
         module = self.module_of_path.get(path)
@@ -317,6 +342,8 @@ class ProjectIndex:
             fact["k"] = 1
             if function["property"]:
                 fact["p"] = 1
+        if key in self.device_setters:
+            fact["d"] = 1
         if key[0] == module:
             return fact  # the file's own functions: its own analysis reads them
         reach = self.reach.get(key)

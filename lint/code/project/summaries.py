@@ -13,11 +13,17 @@ import ast
 from typing import Any
 
 from ddplint.code.collectives import CollectiveKind, kind_of_function, kind_of_method
-from ddplint.code.rank_guard import dotted, reads_rank
-from ddplint.code.rank_predicates import RANK_FUNCTION_NAMES, RANK_ONLY_DECORATORS
+from ddplint.code.process_groups import DEVICE_CHOICES
+from ddplint.code.rank_guard import dotted
+from ddplint.code.rank_predicates import (
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+    RANK_ONLY_DECORATORS,
+)
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "1"
+SUMMARY_VERSION = "3"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -123,6 +129,21 @@ def _collective(call: ast.Call, imports: dict[str, str]) -> CollectiveKind | Non
     return kind_of_method(receiver, method) if receiver else None
 
 
+_GROUP_KEYWORDS = frozenset({"group", "pg", "process_group"})
+
+
+def _on_a_group(call: ast.Call) -> bool:
+    """The collective names a process group (``group=pg``): which ranks take part is
+    then a question of that group's membership, not decided here."""
+    for keyword in call.keywords:
+        if keyword.arg in _GROUP_KEYWORDS:
+            return not (isinstance(keyword.value, ast.Constant) and keyword.value.value is None)
+        if keyword.arg is None:
+            return True  # ``**kwargs`` may hold one
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return name in ("barrier", "monitored_barrier") and bool(call.args)
+
+
 def _decorator_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     names = []
     for decorator in function.decorator_list:
@@ -137,10 +158,12 @@ def _function(
     owner: str | None,
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
-    it returns a rank test, runs on rank zero only, is a property."""
+    it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
+    rank zero only, is a property."""
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
+    sets_device = False
     return_calls: list[str] = []
     for node in _own_nodes(function):
         if isinstance(node, ast.Call):
@@ -153,6 +176,7 @@ def _function(
                         kind.family,
                         kind.creates_group,
                         kind.saves_checkpoint,
+                        _on_a_group(node),
                         node.lineno,
                     ]
                 )
@@ -160,6 +184,7 @@ def _function(
             target = dotted(node.func)
             if target is not None:
                 calls.append([target, node.lineno])
+                sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
         elif isinstance(node, ast.Return) and node.value is not None:
             if is_rank_test(node.value):
                 returns_rank = True
@@ -174,6 +199,7 @@ def _function(
         "collectives": collectives,
         "calls": calls,
         "returns_rank": returns_rank,
+        "sets_device": sets_device,
         "return_calls": return_calls,
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
@@ -201,15 +227,48 @@ def is_rank_test(value: ast.expr) -> bool:
         name = dotted(value.func) or ""
         if name in ("int", "bool") and len(value.args) == 1:
             return is_rank_test(value.args[0])
-        reader = name.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES or name in _ENVIRONMENT_READERS
-        return reader and reads_rank(value)
+        return _global_rank_read(value)
     if not isinstance(value, _TEST_SHAPES):
         return False
     if isinstance(value, ast.Compare) and all(
         isinstance(c, ast.Constant) and c.value is None for c in value.comparators
     ):
         return False  # ``rank is None`` asks whether an argument was given
-    return reads_rank(value)
+    return reads_global_rank(value)
+
+
+def _global_rank_read(node: ast.AST) -> bool:
+    """``dist.get_rank()``, ``os.environ["RANK"]``: the process's own rank. A rank
+    asked of a group (``dist.get_rank(group=pg)``, ``tp_group.rank()``) is not: it
+    tests membership of that group, which the group's own collectives respect."""
+    if isinstance(node, ast.Call):
+        name = dotted(node.func) or ""
+        if name.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES:
+            return not node.args and not node.keywords
+        if name in _ENVIRONMENT_READERS and node.args:
+            key = node.args[0]
+            return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
+        return False
+    if isinstance(node, ast.Subscript) and dotted(node.value) in ("os.environ", "environ"):
+        return isinstance(node.slice, ast.Constant) and node.slice.value in RANK_ENV_VARS
+    if isinstance(node, ast.Attribute):
+        return node.attr in RANK_ATTRIBUTES
+    return isinstance(node, ast.Name) and node.id in RANK_ATTRIBUTES
+
+
+def reads_global_rank(expression: ast.AST) -> bool:
+    """Whether ``expression`` reads the process's own rank (see ``_global_rank_read``);
+    the arguments of a call and the method name of ``group.rank()`` are not followed."""
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        if _global_rank_read(node):
+            return True
+        if isinstance(node, ast.Call):
+            stack.append(node.func.value if isinstance(node.func, ast.Attribute) else node.func)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _whole_body_guarded(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -92,6 +92,10 @@ class ProjectView:
     def runs_on_rank_zero_only(self, call: cst.Call) -> bool:
         return bool(self._fact(call.func).get("z"))
 
+    def sets_device(self, call: cst.Call) -> bool:
+        """The call runs a project function that chooses the rank's GPU."""
+        return bool(self._fact(call.func).get("d"))
+
     def returns_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function that returns the rank or a test of it."""
         fact = self._fact(call.func)
