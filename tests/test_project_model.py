@@ -37,6 +37,7 @@ EXPECTED = {
         "where `self.is_rank_zero` (line 13)",
     ),
     "shadowed_save": (set(), ""),
+    "device_elsewhere": ({("train_bad.py", 7, "DDP501")}, ""),
 }
 
 
