@@ -478,9 +478,10 @@ def _model_sources(
         for p, raw in contents.items()
         if file_kind(targets[p].display) == "code"
     }
-    if not whole_root:
-        return sources
-    for target in discover([str(settings.project_root)], settings).targets:
+    root = settings.project_root.resolve()
+    if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
+        return sources  # no project around the files named: they are the model
+    for target in discover([str(root)], settings).targets:
         if target.relative in sources or file_kind(target.display) != "code":
             continue
         try:
