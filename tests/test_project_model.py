@@ -38,6 +38,7 @@ EXPECTED = {
     ),
     "shadowed_save": (set(), ""),
     "device_elsewhere": ({("train_bad.py", 7, "DDP501")}, ""),
+    "opt_in_barrier": ({("train_bad.py", 8, "DDP201")}, "(markers.py:10)"),
 }
 
 

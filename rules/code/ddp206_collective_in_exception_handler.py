@@ -122,7 +122,7 @@ class CollectiveInExceptionHandler(CodeRule):
             if not isinstance(node, cst.Call) or node in reported:
                 continue
             reached = ctx.call_reach.reached(node, _COLLECTIVE)
-            if reached is None:
+            if reached is None or _retries_itself(ctx, node):
                 continue
             reported.add(node)
             caught = except_clause(ctx, handler)
@@ -131,6 +131,14 @@ class CollectiveInExceptionHandler(CodeRule):
                 "failure known to every rank first (all_reduce a flag after the `try`)"
             )
             yield ctx.finding(self, node, message)
+
+
+def _retries_itself(ctx: CodeContext, call: cst.Call) -> bool:
+    """``except RuntimeError: return self.valid_step(sample, raise_oom=True)``: the
+    handler runs its own function again, whose collectives the other ranks issue in
+    their successful run."""
+    function = ctx.index.enclosing_function(call)
+    return function is not None and ctx.call_reach.callee(call) is function
 
 
 def _only_imports(body: cst.IndentedBlock) -> bool:

@@ -45,6 +45,9 @@ class Reach:
     kind: tuple[Any, ...]  # api, op, family, creates_group, saves_checkpoint
     chain: tuple[str, ...]
     where: str
+    #: ``[parameter, position]`` when the collective runs only if the caller switches
+    #: on a parameter that is off by default (``barrier_after=True``).
+    switch: list[Any] | None = None
 
 
 def module_name(relative: str) -> tuple[str, bool] | None:
@@ -235,9 +238,11 @@ class ProjectIndex:
     def _solve_reach(self) -> None:
         for key in self._calls:
             world = [c for c in self._function(key)["collectives"] if not c[5]]
-            if world:
-                *kind, _grouped, line = world[0]
-                self.reach[key] = Reach(tuple(kind), (), f"{self.paths[key[0]]}:{line}")
+            always = [c for c in world if not c[6]]
+            if always or world:
+                *kind, _grouped, switch, line = (always or world)[0]
+                where = f"{self.paths[key[0]]}:{line}"
+                self.reach[key] = Reach(tuple(kind), (), where, None if always else switch)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, calls in self._calls.items():
@@ -247,6 +252,8 @@ class ProjectIndex:
                     inner = self.reach.get(target)
                     if inner is None or target == key or self._function(target)["zero_only"]:
                         continue
+                    if inner.switch is not None:
+                        continue  # whether this call switches it on is not followed
                     if len(inner.chain) + 1 >= MAX_CHAIN:
                         continue
                     chain = (self.label(target), *inner.chain)
@@ -313,7 +320,8 @@ class ProjectIndex:
         them (``Class:self.x`` inside a class): ``r`` the collective a function of
         another module reaches (kind, chain, where), ``k`` a rank test (a function that
         returns one, or with ``p`` an attribute or property holding one), ``d`` chooses
-        the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``z`` runs on
+        the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``s`` the
+        parameter (name, position) a call must switch on for ``r`` to hold, ``z`` runs on
         rank zero only, ``f`` a project function whose name looks like a framework
         collective but is not one."""
         module = self.module_of_path.get(path)
@@ -351,6 +359,8 @@ class ProjectIndex:
             fact["z"] = 1
         elif reach is not None:
             fact["r"] = [*reach.kind, [self.label(key), *reach.chain], reach.where]
+            if reach.switch is not None:
+                fact["s"] = reach.switch
         receiver, _, method = spelled.rpartition(".")
         if reach is None and receiver and kind_of_method(receiver, method) is not None:
             fact["f"] = 1

@@ -23,7 +23,7 @@ from ddplint.code.rank_predicates import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "3"
+SUMMARY_VERSION = "4"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -129,6 +129,56 @@ def _collective(call: ast.Call, imports: dict[str, str]) -> CollectiveKind | Non
     return kind_of_method(receiver, method) if receiver else None
 
 
+def _falsy_default(default: ast.expr | None) -> bool:
+    return isinstance(default, ast.Constant) and default.value in (False, None, 0)
+
+
+def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """Parameters whose default is ``False`` / ``None`` / ``0``, with their position
+    among the positional arguments of a call (``self`` / ``cls`` not counted; -1 for
+    keyword-only ones)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    found: dict[str, int] = {}
+    for offset, default in enumerate(arguments.defaults):
+        index = len(positional) - len(arguments.defaults) + offset
+        if _falsy_default(default):
+            found[positional[index].arg] = index
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if _falsy_default(default):
+            found[argument.arg] = -1
+    return found
+
+
+def _opt_in_switches(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[int, list[Any]]:
+    """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
+    ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
+    default (``barrier_after=False``): they run only when a caller switches it on."""
+    parameters = _opt_in_parameters(function)
+    found: dict[int, list[Any]] = {}
+    if not parameters:
+        return found
+    for node in _own_nodes(function):
+        if not isinstance(node, ast.If):
+            continue
+        tests = (
+            node.test.values
+            if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
+            else [node.test]
+        )
+        switch = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in parameters), None)
+        if switch is None:
+            continue
+        for statement in node.body:
+            for inner in ast.walk(statement):
+                found.setdefault(id(inner), [switch, parameters[switch]])
+    return found
+
+
 _GROUP_KEYWORDS = frozenset({"group", "pg", "process_group"})
 
 
@@ -165,6 +215,7 @@ def _function(
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
+    switches = _opt_in_switches(function)
     for node in _own_nodes(function):
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
@@ -177,6 +228,7 @@ def _function(
                         kind.creates_group,
                         kind.saves_checkpoint,
                         _on_a_group(node),
+                        switches.get(id(node)),
                         node.lineno,
                     ]
                 )

@@ -69,8 +69,12 @@ class ProjectView:
     def collective(self, call: cst.Call) -> Collective | None:
         """The collective a call of another module's project function reaches, with
         the chain named in ``via``."""
-        reach = self._fact(call.func).get("r")
+        fact = self._fact(call.func)
+        reach = fact.get("r")
         if not isinstance(reach, list) or len(reach) != 7:
+            return None
+        switch = fact.get("s")
+        if isinstance(switch, list) and not _switches_on(call, *switch):
             return None
         api, op, family, creates_group, saves_checkpoint, chain, where = reach
         via = " -> ".join(f"`{step}`" for step in chain)
@@ -106,3 +110,18 @@ class ProjectView:
         test, or an attribute some method sets to one."""
         fact = self._fact(attribute)
         return bool(fact.get("k")) and bool(fact.get("p"))
+
+
+def _switches_on(call: cst.Call, name: str, position: int) -> bool:
+    """The call passes the parameter ``name`` (at ``position`` when positional) a value
+    that is not a literal ``False`` / ``None`` / ``0``."""
+    for index, argument in enumerate(call.args):
+        named = argument.keyword is not None and argument.keyword.value == name
+        placed = argument.keyword is None and not argument.star and index == position
+        if named or placed:
+            value = argument.value
+            off = (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
+                isinstance(value, cst.Integer) and value.value == "0"
+            )
+            return not off
+    return False
