@@ -21,6 +21,7 @@ from typing import Literal
 
 import libcst as cst
 
+from ddplint.code.call_args import runs_only_if, switched_off_parameters
 from ddplint.code.call_graph import LocalFunctions
 from ddplint.code.collective_traces import (
     ERROR_ENDINGS,
@@ -318,33 +319,14 @@ class RankReachability:
         callee = self.callee_of(call)
         if callee is None:
             return ()
-        switched_off = _switched_off_parameters(call, callee)
+        switched_off = switched_off_parameters(call, callee)
         return tuple(
             ReachedCollective(r.collective, (callee, *r.chain))
             for r in self.collectives_reached(callee)
-            if not (r.chain == () and self._gated_by(r.collective.node, callee, switched_off))
+            if not (
+                r.chain == () and runs_only_if(self._index, r.collective.node, callee, switched_off)
+            )
         )
-
-    def _gated_by(self, node: cst.CSTNode, function: cst.FunctionDef, names: set[str]) -> bool:
-        """``node`` runs only under ``if <name>:`` (or ``if <name> and ...:``) inside
-        ``function``, ``name`` one of ``names`` (parameters the call site switches off)."""
-        if not names:
-            return False
-        child = node
-        for ancestor in self._index.ancestors(node):
-            if ancestor is function:
-                return False
-            if isinstance(ancestor, cst.If) and child is ancestor.body:
-                test = ancestor.test
-                conjuncts = (
-                    [test.left, test.right]
-                    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)
-                    else [test]
-                )
-                if any(isinstance(c, cst.Name) and c.value in names for c in conjuncts):
-                    return True
-            child = ancestor
-        return False
 
     def divergent_collectives(
         self, wanted: Callable[[Collective], bool]
@@ -611,48 +593,6 @@ class RankReachability:
         if name is None and isinstance(call.func, cst.Name):
             name = call.func.value
         return name in _EXIT_CALLS
-
-
-_FALSY = frozenset({"False", "None"})
-
-
-def _switched_off_parameters(call: cst.Call, callee: cst.FunctionDef) -> set[str]:
-    """Parameters of ``callee`` that are off in this call: passed a literal ``False`` /
-    ``None`` / ``0`` (``save_state_dict(..., synchronize=False)``), or not passed and off
-    by default (``barrier_after=False``)."""
-    listed = [*callee.params.posonly_params, *callee.params.params]
-    if listed and listed[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        listed = listed[1:]
-    parameters = [p.name.value for p in listed]
-    if any(a.star for a in call.args):
-        return set()  # ``*args`` / ``**kwargs``: what is passed is not known
-    off = {
-        p.name.value
-        for p in (*listed, *callee.params.kwonly_params)
-        if p.default is not None and _is_falsy(p.default)
-    }
-    for position, argument in enumerate(call.args):
-        name = (
-            argument.keyword.value
-            if argument.keyword is not None
-            else parameters[position]
-            if position < len(parameters)
-            else None
-        )
-        if name is None:
-            continue
-        if _is_falsy(argument.value):
-            off.add(name)
-        else:
-            off.discard(name)
-    return off
-
-
-def _is_falsy(value: cst.BaseExpression) -> bool:
-    """A literal ``False`` / ``None`` / ``0``."""
-    return (isinstance(value, cst.Name) and value.value in _FALSY) or (
-        isinstance(value, cst.Integer) and value.value == "0"
-    )
 
 
 def _last_name(expr: cst.BaseExpression) -> str:
