@@ -4,7 +4,9 @@ Usage::
 
     python bench/bench_lint.py TREE [--repeat 3] [--jobs N] [--torchfix PATH]
 
-Times ``ddplint check`` cold (empty cache) and warm (cache filled), ``ruff check
+Times ``ddplint check`` cold (empty cache), warm (cache filled) and on one file of the
+tree with the warm cache (what a pre-commit run does: the project model still comes
+from the whole project), ``ruff check
 --no-cache`` (every ruff rule that ships by default) and, when given, TorchFix, all over
 TREE; reports wall time (median of ``--repeat`` runs), the peak RSS of the largest process
 of each command, and ddplint's own counts: files seen, skipped by the pre-filter, parsed,
@@ -89,6 +91,17 @@ def ddplint_counts(tree: Path) -> str:
     return "\n".join(lines)
 
 
+def _distributed_file(tree: Path) -> Path | None:
+    """The first Python file of ``tree`` (sorted) that imports torch.distributed."""
+    for path in sorted(tree.rglob("*.py")):
+        try:
+            if "torch.distributed" in path.read_text(encoding="utf-8", errors="replace"):
+                return path
+        except OSError:
+            continue
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", type=Path)
@@ -96,6 +109,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--torchfix", help="path to a torchfix executable (own venv: it pins libcst<1.6)"
+    )
+    parser.add_argument(
+        "--one-file",
+        type=Path,
+        help="the file of the one-file run on a warm cache (as pre-commit runs it); "
+        "default: the first file of TREE that imports torch.distributed",
     )
     args = parser.parse_args()
     tree = args.tree.resolve()
@@ -132,6 +151,10 @@ def main() -> None:
     ]
     subprocess.run(ddplint, env=env, stdout=subprocess.DEVNULL, check=False)  # fill the cache
     timings.append(measure("ddplint check (warm, cached)", ddplint, args.repeat, env))
+    one_file = args.one_file or _distributed_file(tree)
+    if one_file is not None:
+        single = [*ddplint[:4], str(one_file), *ddplint[5:]]
+        timings.append(measure("ddplint check FILE (warm)", single, args.repeat, env))
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if Path(ruff).exists():
         timings.append(

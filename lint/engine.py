@@ -17,11 +17,15 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from ddplint import code_facts
-from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
+from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
 from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
+from ddplint.code.project.index import ProjectIndex
+from ddplint.code.project.summaries import SUMMARY_VERSION, Summary, summarize
+from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
+from ddplint.code.project.view import encode_facts
 from ddplint.code.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
-from ddplint.discover import Target, discover
+from ddplint.discover import Target, discover, display_path
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
 from ddplint.rule import CodeRule, ConfigRule
@@ -164,7 +168,14 @@ def _triage(
     if len(raw) > options.max_file_size:
         return FileOutcome(notices=[_size_notice(len(raw), options.max_file_size)])
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
-    rules = [r for r in _rule_instances(options.selected) if r.kind == kind and r.prefilter(raw)]
+    # A file that uses project names reaching collectives or testing the rank may hold
+    # a hazard without any of the words the rules' pre-filters look for.
+    informed = kind == "code" and options.fact(PROJECT_KEY) is not None
+    rules = [
+        r
+        for r in _rule_instances(options.selected)
+        if r.kind == kind and (informed or r.prefilter(raw))
+    ]
     if not rules and not collectors:
         return FileOutcome(prefiltered=True)
     return _Plan(kind, rules, collectors)
@@ -378,22 +389,35 @@ class _Run:
     stats: RunStats
     outcomes: dict[int, FileOutcome] = field(default_factory=dict)
     progress: ProgressCallback | None = None
+    #: Encoded project facts per position (``ddplint.code.project``), where any.
+    project: dict[int, str] = field(default_factory=dict)
 
     def lint(
         self, positions: list[int], options: LintOptions, collect: tuple[str, ...], key_suffix: str
     ) -> None:
-        """Lint the files at ``positions`` (cache first, under content hash + suffix)."""
+        """Lint the files at ``positions`` (cache first, under content hash + suffix;
+        a file with project facts also under their digest)."""
         pending: list[tuple[int, str]] = []
+        per_file: dict[int, LintOptions] = {}
         for position in positions:
             kind = file_kind(self.targets[position].display) or "code"
             key = cache_key(kind, self.contents[position], key_suffix)
+            if position in self.project:
+                encoded = self.project[position]
+                per_file[position] = replace(
+                    options, facts=(*options.facts, (PROJECT_KEY, encoded))
+                )
+                key += ":p" + code_facts.digest(encoded)
             hit = _cached_outcome(self.cache, key) if self.cache is not None else None
             if hit is not None:
                 self.outcomes[position] = hit
                 self.stats.cached += 1
                 continue
             skipped = prefilter(
-                self.targets[position].display, self.contents[position], options, collect
+                self.targets[position].display,
+                self.contents[position],
+                per_file.get(position, options),
+                collect,
             )
             if skipped is not None:
                 self.outcomes[position] = skipped
@@ -401,7 +425,10 @@ class _Run:
                     self.cache.put(key, skipped.to_cache())
             else:
                 pending.append((position, key))
-        work = [(self.targets[p].display, self.contents[p], options, collect) for p, _ in pending]
+        work = [
+            (self.targets[p].display, self.contents[p], per_file.get(p, options), collect)
+            for p, _ in pending
+        ]
         before = len(self.outcomes)
         finished = 0
 
@@ -429,6 +456,78 @@ def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
         return None
 
 
+def _summary_job(raw: bytes) -> Summary | None:
+    """The module summary of a Python file's bytes; None for one ``ast`` cannot read
+    (its own lint run reports why)."""
+    try:
+        return summarize(SourceFile.decode("", raw).text)
+    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _summaries(
+    sources: dict[str, bytes], cache: ResultCache | None, jobs: int
+) -> dict[str, Summary]:
+    """Summaries of the project's Python files (relative path -> summary), from the
+    cache where it has them, the rest built in the pool."""
+    found: dict[str, Summary] = {}
+    missing: list[tuple[str, str]] = []
+    for relative, raw in sources.items():
+        key = f"summary:{SUMMARY_VERSION}:{content_hash(raw)}"
+        hit = cache.get(key) if cache is not None else None
+        if isinstance(hit, dict) and isinstance(hit.get("summary"), dict):
+            found[relative] = hit["summary"]
+        elif not (isinstance(hit, dict) and hit.get("summary", 0) is None):
+            missing.append((relative, key))
+    built = run_jobs(_summary_job, [sources[r] for r, _ in missing], jobs, crashed=lambda _: None)
+    for (relative, key), summary in zip(missing, built, strict=True):
+        if cache is not None:
+            cache.put(key, {"summary": summary})
+        if summary is not None:
+            found[relative] = summary
+    return found
+
+
+def _model_sources(
+    targets: list[Target], contents: dict[int, bytes], settings: Settings, whole_root: bool
+) -> dict[str, bytes]:
+    """The Python files the project model is built from, by relative path: the code
+    files linted, and with ``whole_root`` every Python file of the project root."""
+    sources = {
+        targets[p].relative: raw
+        for p, raw in contents.items()
+        if file_kind(targets[p].display) == "code"
+    }
+    root = settings.project_root.resolve()
+    if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
+        return sources  # no project around the files named: they are the model
+    for target in discover([str(root)], settings).targets:
+        if target.relative in sources or file_kind(target.display) != "code":
+            continue
+        try:
+            sources[target.relative] = read_source_bytes(target.path, settings.max_file_size)
+        except (FileTooLarge, OSError):
+            continue  # the model goes without it; this file is not reported on
+    return sources
+
+
+def _project_facts(
+    targets: list[Target],
+    positions: list[int],
+    sources: dict[str, bytes],
+    cache: ResultCache | None,
+    jobs: int,
+) -> dict[int, str]:
+    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position."""
+    index = ProjectIndex(_summaries(sources, cache, jobs))
+    found: dict[int, str] = {}
+    for position in positions:
+        facts = index.facts_for(targets[position].relative)
+        if facts:
+            found[position] = encode_facts(facts)
+    return found
+
+
 def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
     """Code-fact kinds some selected config rule could use on these YAML files."""
     kinds: set[str] = set()
@@ -448,11 +547,15 @@ def lint_targets(
     jobs: int | None = None,
     use_cache: bool = True,
     progress: ProgressCallback | None = None,
+    whole_project: bool = False,
 ) -> RunResult:
     """Lint the given files; results in a stable order.
 
     Python files go first: they may hand code facts to the YAML rules (one pass over
-    the repo); a YAML result is cached under its content and the facts' digest.
+    the repo); a YAML result is cached under its content and the facts' digest. The
+    project model is built from the Python files linted, and with ``whole_project``
+    from every Python file of the project root (files named one by one, as pre-commit
+    does, are analysed with their whole project).
     """
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
@@ -472,12 +575,15 @@ def lint_targets(
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
     run = _Run(targets, contents, cache, jobs or default_jobs(), stats, dict(too_large), progress)
+    sources = _model_sources(targets, contents, settings, whole_project)
+    code_files = [p for p in others if file_kind(targets[p].display) == "code"]
+    run.project = _project_facts(targets, code_files, sources, cache, run.jobs)
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
     config_options, suffix = options, ""
     if wanted:
-        merged = code_facts.merge(
-            (targets[p].display, run.outcomes[p].facts) for p in others if run.outcomes[p].facts
-        )
+        per_file = [(targets[p].display, run.outcomes[p].facts) for p in others]
+        per_file += _facts_of_others(targets, sources, settings, options, wanted, run)
+        merged = code_facts.merge((path, facts) for path, facts in per_file if facts)
         encoded = code_facts.encode(merged)
         config_options = replace(options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded)))
         suffix = ":" + code_facts.digest(encoded)
@@ -502,6 +608,35 @@ def lint_targets(
     return RunResult(findings, errors, notices, stats, internal, list(targets))
 
 
+def _facts_of_others(
+    targets: list[Target],
+    sources: dict[str, bytes],
+    settings: Settings,
+    options: LintOptions,
+    wanted: tuple[str, ...],
+    run: _Run,
+) -> list[tuple[str, dict[str, list[code_facts.Record]]]]:
+    """Code facts from the project's Python files that are not linted in this run (a
+    YAML file linted alone still sees what the whole project's code does)."""
+    linted = {targets[p].relative for p in run.contents}
+    others = [
+        Target(
+            settings.project_root / relative,
+            display_path(settings.project_root / relative),
+            relative,
+        )
+        for relative in sources
+        if relative not in linted
+    ]
+    if not others:
+        return []
+    contents = {position: sources[t.relative] for position, t in enumerate(others)}
+    side = _Run(others, contents, run.cache, run.jobs, RunStats())
+    facts_only = replace(options, selected=())
+    side.lint(list(contents), facts_only, wanted, ":facts:" + ",".join(wanted))
+    return [(others[p].display, side.outcomes[p].facts) for p in contents]
+
+
 def lint_paths(
     paths: list[str],
     settings: Settings,
@@ -514,7 +649,13 @@ def lint_paths(
     """Discover files under ``paths`` and lint them; missing paths become errors."""
     found = discover(paths, settings)
     result = lint_targets(
-        found.targets, settings, options, jobs=jobs, use_cache=use_cache, progress=progress
+        found.targets,
+        settings,
+        options,
+        jobs=jobs,
+        use_cache=use_cache,
+        progress=progress,
+        whole_project=any(Path(path).is_file() for path in paths),
     )
     result.notices[:0] = found.notices
     for path, reason in reversed(found.unreadable):

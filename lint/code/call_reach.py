@@ -17,6 +17,7 @@ from enum import Enum
 
 import libcst as cst
 
+from ddplint.code.call_args import runs_only_if, switched_off_parameters
 from ddplint.code.collectives import Collective
 from ddplint.code.forward_paths import ForwardPaths
 from ddplint.code.module_index import ModuleIndex
@@ -48,12 +49,15 @@ class Reached:
     target: cst.Call
     label: str
     chain: tuple[str, ...] = ()
+    #: Where a project function of another module reaches it (``Collective.via``).
+    via: str = ""
 
     def describe(self) -> str:
         """``torch.distributed.barrier`` or ``torch.distributed.barrier (through `_sync`)``."""
+        via = f" ({self.via})" if self.via else ""
         if not self.chain:
-            return f"`{self.label}`"
-        return f"`{self.label}` (through `{'` -> `'.join(self.chain)}`)"
+            return f"`{self.label}`{via}"
+        return f"`{self.label}`{via} (through `{'` -> `'.join(self.chain)}`)"
 
 
 def callee_text(func: cst.BaseExpression) -> str:
@@ -95,7 +99,7 @@ class CallReach:
         """The call itself, when it is a collective or a backward of the wanted kinds."""
         collective = self._collectives.get(call)
         if collective is not None and StepEvent.COLLECTIVE in kinds:
-            return Reached(StepEvent.COLLECTIVE, call, collective.api)
+            return Reached(StepEvent.COLLECTIVE, call, collective.api, via=collective.via)
         if StepEvent.BACKWARD in kinds and is_backward_call(call):
             return Reached(StepEvent.BACKWARD, call, f"{callee_text(call.func)}()")
         if StepEvent.OPTIMIZER_STEP in kinds and is_optimizer_step(call):
@@ -131,11 +135,35 @@ class CallReach:
         function = self.callee(call)
         if function is None:
             return None
-        inner = self.function_reaches(function, kinds)
+        switched_off = switched_off_parameters(call, function)
+        if switched_off:
+            inner = self._first_switched_on(function, kinds, switched_off)
+        else:
+            inner = self.function_reaches(function, kinds)
         if inner is None:
             return None
         label = dotted_name(call.func) or function.name.value
-        return Reached(inner.kind, inner.target, inner.label, (label, *inner.chain))
+        return Reached(inner.kind, inner.target, inner.label, (label, *inner.chain), inner.via)
+
+    def _first_switched_on(
+        self, function: cst.FunctionDef, kinds: Collection[StepEvent], off: set[str]
+    ) -> Reached | None:
+        """As ``function_reaches``, leaving out what runs only under a parameter this
+        call switches off (``if synchronize: barrier()`` with ``synchronize=False``)."""
+        if function in self._in_progress:
+            return None
+        self._in_progress.add(function)
+        try:
+            for node in self._index.walk_within(function.body):
+                if isinstance(node, cst.Call) and not runs_only_if(
+                    self._index, node, function, off
+                ):
+                    found = self.reached(node, kinds)
+                    if found is not None:
+                        return found
+        finally:
+            self._in_progress.discard(function)
+        return None
 
     def function_reaches(
         self, function: cst.FunctionDef, kinds: Collection[StepEvent] = SYNCING

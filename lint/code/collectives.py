@@ -131,6 +131,10 @@ class Collective:
     creates_group: bool = False
     #: Saves a checkpoint (and synchronises while doing it): must run on every rank.
     saves_checkpoint: bool = False
+    #: For a call of a project function defined in another module (see
+    #: ``ddplint.code.project``): where it reaches the collective, for messages
+    #: (``in `utils.save_checkpoint` (utils.py:40)``); empty for the collective itself.
+    via: str = ""
 
     @property
     def result_is_uniform(self) -> bool:
@@ -175,40 +179,80 @@ def keyword_is_true(call: cst.Call, name: str) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class CollectiveKind:
+    """What a collective is, apart from where it stands: the fields of ``Collective``
+    without the node, shared by the LibCST and the ``ast`` readers."""
+
+    api: str
+    op: str
+    family: str
+    creates_group: bool = False
+    saves_checkpoint: bool = False
+
+
+def kind_of_function(qualified: str) -> CollectiveKind | None:
+    """The collective a fully qualified function (``torch.distributed.barrier``) is."""
+    module, _, function = qualified.rpartition(".")
+    if module in TORCH_DIST_MODULES and function in TORCH_COLLECTIVES:
+        family = "deepspeed" if module.startswith("deepspeed") else "torch.distributed"
+        return CollectiveKind(
+            f"torch.distributed.{function}",
+            function,
+            family,
+            creates_group=function in GROUP_CREATORS,
+        )
+    if qualified in DEVICE_MESH_CREATORS:
+        return CollectiveKind("init_device_mesh", "init_device_mesh", "torch.distributed", True)
+    if qualified in CHECKPOINT_FUNCTIONS:
+        api = CHECKPOINT_FUNCTIONS[qualified]
+        return CollectiveKind(api, api.rsplit(".", 1)[-1], "checkpoint", saves_checkpoint=True)
+    if qualified in FSDP_COLLECTIVES:
+        api = FSDP_COLLECTIVES[qualified]
+        return CollectiveKind(api, api.rsplit(".", 1)[-1], "fsdp")
+    return None
+
+
+_FRAMEWORK_METHODS = {
+    "strategy": _STRATEGY_METHODS,
+    "trainer": _TRAINER_METHODS,
+    "fabric": _FABRIC_METHODS,
+    "accelerator": _ACCELERATE_METHODS,
+    "engine": _DEEPSPEED_ENGINE_METHODS,
+}
+
+
+def kind_of_method(receiver: str, method: str) -> CollectiveKind | None:
+    """The framework collective ``receiver.method()`` is, by what the receiver's name
+    says it is (``self.trainer.strategy.barrier``); ``self`` methods are not decided here."""
+    kind = _receiver_kind(receiver)
+    if kind is None or kind == "self" or method not in _FRAMEWORK_METHODS[kind]:
+        return None
+    return CollectiveKind(
+        f"{kind}.{method}", method, kind, saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS
+    )
+
+
+def _of_kind(call: cst.Call, kind: CollectiveKind) -> Collective:
+    return Collective(
+        call, kind.api, kind.op, kind.family, kind.creates_group, kind.saves_checkpoint
+    )
+
+
 def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
     """The collective this call is, or None."""
     qualified = names.qualified_name(call.func)
     if qualified is not None:
-        module, _, function = qualified.rpartition(".")
-        if module in TORCH_DIST_MODULES and function in TORCH_COLLECTIVES:
-            family = "deepspeed" if module.startswith("deepspeed") else "torch.distributed"
-            return Collective(
-                call,
-                f"torch.distributed.{function}",
-                function,
-                family,
-                creates_group=function in GROUP_CREATORS,
-            )
-        if qualified in DEVICE_MESH_CREATORS:
-            return Collective(
-                call, "init_device_mesh", "init_device_mesh", "torch.distributed", True
-            )
-        if qualified in CHECKPOINT_FUNCTIONS:
-            api = CHECKPOINT_FUNCTIONS[qualified]
-            return Collective(
-                call, api, api.rsplit(".", 1)[-1], "checkpoint", saves_checkpoint=True
-            )
-        if qualified in FSDP_COLLECTIVES:
-            api = FSDP_COLLECTIVES[qualified]
-            return Collective(call, api, api.rsplit(".", 1)[-1], "fsdp")
+        kind = kind_of_function(qualified)
+        if kind is not None:
+            return _of_kind(call, kind)
     if not isinstance(call.func, cst.Attribute):
         return None
     method = call.func.attr.value
     receiver = dotted_name(call.func.value)
     if receiver is None:
         return None
-    kind = _receiver_kind(receiver)
-    if kind == "self":
+    if _receiver_kind(receiver) == "self":
         # ``rank_zero_only=True`` turns Lightning's sync into a no-op: no collective.
         if (
             method in _LOG_METHODS
@@ -219,22 +263,8 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
         if method in _LIGHTNING_MODULE_METHODS:
             return Collective(call, f"self.{method}", method, "lightning")
         return None
-    table = {
-        "strategy": _STRATEGY_METHODS,
-        "trainer": _TRAINER_METHODS,
-        "fabric": _FABRIC_METHODS,
-        "accelerator": _ACCELERATE_METHODS,
-        "engine": _DEEPSPEED_ENGINE_METHODS,
-    }
-    if kind is not None and method in table[kind]:
-        return Collective(
-            call,
-            f"{kind}.{method}",
-            method,
-            kind,
-            saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS,
-        )
-    return None
+    framework = kind_of_method(receiver, method)
+    return _of_kind(call, framework) if framework is not None else None
 
 
 #: Text one of which every call of a catalogued collective holds, whatever the spelling

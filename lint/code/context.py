@@ -16,6 +16,7 @@ from ddplint.code.data_dependence import DataDependence
 from ddplint.code.forward_paths import ForwardPaths
 from ddplint.code.module_index import ModuleIndex
 from ddplint.code.names import ImportTable
+from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.rank_predicates import RankPredicates
 from ddplint.code.rank_reachability import RankReachability
 from ddplint.code.safe_parse import parse_module
@@ -55,18 +56,32 @@ class CodeContext:
         return ForwardPaths(self.index, self.names)
 
     @cached_property
+    def project(self) -> ProjectView:
+        """What the project model says about the names this file uses (empty when the
+        file is linted without its project)."""
+        return ProjectView.decode(self.options.fact(OPTIONS_KEY), self.index)
+
+    @cached_property
     def collectives(self) -> dict[cst.Call, Collective]:
-        """Every collective-bearing call of the module, keyed by its Call node."""
+        """Every collective-bearing call of the module, keyed by its Call node: the
+        catalogued ones, and calls of another module's project function that reaches
+        one (a project method that only looks like a framework collective is not)."""
         found: dict[cst.Call, Collective] = {}
+        project = self.project
         for call in self.index.nodes(cst.Call):
             collective = classify_call(call, self.names)
+            if project:
+                if collective is None:
+                    collective = project.collective(call)
+                elif project.is_project_function(call):
+                    collective = None
             if collective is not None:
                 found[call] = collective
         return found
 
     @cached_property
     def rank_predicates(self) -> RankPredicates:
-        return RankPredicates(self.index, self.names)
+        return RankPredicates(self.index, self.names, self.project)
 
     @cached_property
     def rank_reachability(self) -> RankReachability:

@@ -304,7 +304,7 @@ def _is_keys_call(expr: cst.CSTNode) -> bool:
 
 def _loop_data_names(loop: cst.For) -> set[str]:
     """Names a training loop binds from its data: not ``range()`` counters, not the
-    index of ``enumerate``."""
+    index of ``enumerate``, not what ``zip`` takes from a counter."""
     iterable = loop.iter
     called = _called_name(iterable)
     if called in _COUNTERS or _is_keys_call(iterable) or isinstance(iterable, _LITERALS):
@@ -321,6 +321,21 @@ def _loop_data_names(loop: cst.For) -> set[str]:
     target = loop.target
     if called == "enumerate" and isinstance(target, (cst.Tuple, cst.List)):
         return {n for e in target.elements[1:] for n in bound_names(e.value)}
+    if (
+        called == "zip"
+        and isinstance(iterable, cst.Call)
+        and isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == len(iterable.args)
+        and not any(a.star for a in iterable.args)
+    ):
+        # ``for data, iteration in zip(loader, range(n))``: each name comes from its own
+        # iterable; a counter stays a counter.
+        return {
+            n
+            for element, argument in zip(target.elements, iterable.args, strict=True)
+            if _called_name(argument.value) not in _COUNTERS
+            for n in bound_names(element.value)
+        }
     return set(bound_names(target))
 
 

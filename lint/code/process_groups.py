@@ -19,6 +19,16 @@ from ddplint.code.constants import constant_value, single_assignment
 from ddplint.code.module_index import ModuleIndex
 from ddplint.code.names import ImportTable
 
+#: Calls that choose this process's GPU (or make only one visible).
+DEVICE_CHOICES = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.cuda.device",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.set_device_idx",
+        "torch.set_default_device",
+    }
+)
 _WORLD_GROUPS = ("group.WORLD", "GroupMember.WORLD")
 #: Where ``backend`` sits among the positional parameters of the group creators.
 _BACKEND_POSITION = {"new_group": 2, "new_subgroups": 3}

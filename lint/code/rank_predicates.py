@@ -13,12 +13,16 @@ else. Functions decorated with ``@rank_zero_only`` (or accelerate's
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ddplint.code.collectives import classify_call
 from ddplint.code.module_index import ModuleIndex, children_of
 from ddplint.code.names import ImportTable, dotted_name
+
+if TYPE_CHECKING:
+    from ddplint.code.project.view import ProjectView
 
 RANK_FUNCTIONS = frozenset(
     {
@@ -140,11 +144,17 @@ def _names_rank(key: str | None) -> bool:
 def _expression_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children whose rank-dependence makes ``node`` rank-dependent. Not an attribute's
     name (``x.rank`` is read as a whole), a keyword's name (``f(rank=0)`` reads ``0``),
-    an index (``sizes[rank]`` is per-rank data, not the rank: a condition on it is a
-    data condition), nor a test against None (the rank is never None: ``rank is None``
-    asks whether an argument was given)."""
+    an index (``sizes[rank]`` or ``sizes.get(rank)`` is per-rank data, not the rank: a
+    condition on it is a data condition), nor a test against None (the rank is never
+    None: ``rank is None`` asks whether an argument was given)."""
     if isinstance(node, (cst.Attribute, cst.Arg, cst.Subscript)):
         return [node.value]
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "get"
+    ):
+        return [node.func.value]
     if isinstance(node, cst.Comparison) and all(
         isinstance(c.operator, (cst.Is, cst.IsNot))
         and isinstance(c.comparator, cst.Name)
@@ -161,9 +171,12 @@ _Binding = tuple[cst.CSTNode, cst.BaseExpression]
 class RankPredicates:
     """Answers "does this expression differ between ranks?" for one module."""
 
-    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+    def __init__(
+        self, index: ModuleIndex, names: ImportTable, project: ProjectView | None = None
+    ) -> None:
         self._index = index
         self._names = names
+        self._project = project
         self._assignments = self._collect_assignments()
         self._loop_targets = self._collect_loop_targets()
         self._synced = self._collect_synced_names()
@@ -256,12 +269,16 @@ class RankPredicates:
             dotted = dotted_name(node.func)
             if dotted is not None and dotted.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES:
                 return True
+            if self._project is not None and self._project.returns_rank_test(node):
+                return True
             return _env_key(node, self._names) in RANK_ENV_VARS or _names_rank(_config_key(node))
         if isinstance(node, cst.Subscript):
             return _env_key(node, self._names) in RANK_ENV_VARS or _names_rank(_config_key(node))
         if isinstance(node, cst.Attribute):
-            return node.attr.value in RANK_ATTRIBUTES or (
-                self._names.qualified_name(node) in RANK_FUNCTIONS
+            return (
+                node.attr.value in RANK_ATTRIBUTES
+                or self._names.qualified_name(node) in RANK_FUNCTIONS
+                or (self._project is not None and self._project.holds_rank_test(node))
             )
         if isinstance(node, cst.Name):
             return self._name_is_rank(node, scope, seen)

@@ -21,6 +21,7 @@ from typing import Literal
 
 import libcst as cst
 
+from ddplint.code.call_args import runs_only_if, switched_off_parameters
 from ddplint.code.call_graph import LocalFunctions
 from ddplint.code.collective_traces import (
     ERROR_ENDINGS,
@@ -318,9 +319,13 @@ class RankReachability:
         callee = self.callee_of(call)
         if callee is None:
             return ()
+        switched_off = switched_off_parameters(call, callee)
         return tuple(
             ReachedCollective(r.collective, (callee, *r.chain))
             for r in self.collectives_reached(callee)
+            if not (
+                r.chain == () and runs_only_if(self._index, r.collective.node, callee, switched_off)
+            )
         )
 
     def divergent_collectives(
@@ -445,7 +450,8 @@ class RankReachability:
 
     def _group_holds_guarded_ranks(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """``group=`` built from exactly the ranks the guard lets through (a subset will
-        do: ranks outside a group skip its collectives)."""
+        do: ranks outside a group skip its collectives), or a membership guard
+        (``rank in ranks``) on a group whose ranks are not known here."""
         if guard.kind not in ("branch", "and") or guard.condition is None:
             return False
         if not isinstance(node, cst.Call):
@@ -461,7 +467,9 @@ class RankReachability:
             return False
         ranks_arg = self._group_ranks_argument(group)
         if ranks_arg is None:
-            return False
+            # ``if rank in ranks: all_reduce(group=pg)`` with ``pg`` made elsewhere: the
+            # guard may well be the group's own membership; unknown stays quiet.
+            return members_of(formula) is not None
         admitted = admitted_ranks(formula)
         literal = int_set(ranks_arg)
         if admitted is not None and literal is not None and literal <= admitted:

@@ -116,6 +116,9 @@ class CollectiveOnSomeRanks(CodeRule):
                 f"`{called}()` reaches `{reached.collective.api}` (in `{through}`, line {line})"
                 f" and runs {where}"
             )
+        elif reached.collective.via:
+            collective = reached.collective
+            subject = f"`{called}()` reaches `{collective.api}` {collective.via} and runs {where}"
         else:
             subject = f"`{called}()` runs {where}"
         return (

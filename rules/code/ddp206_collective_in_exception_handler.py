@@ -93,8 +93,11 @@ class CollectiveInExceptionHandler(CodeRule):
     def _is_fallback(ctx: CodeContext, try_node: cst.Try | cst.TryStar) -> bool:
         """A ``try`` around one distributed call (``dist.barrier()``, a mesh or group
         constructor): when that call fails at dispatch (back-end or capability error),
-        it fails on every rank alike, and every rank runs the fallback."""
+        it fails on every rank alike, and every rank runs the fallback. So does a
+        ``try`` of imports only: every rank has the same environment."""
         body = try_node.body
+        if isinstance(body, cst.IndentedBlock) and _only_imports(body):
+            return True
         if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
             return False
         line = body.body[0]
@@ -119,7 +122,7 @@ class CollectiveInExceptionHandler(CodeRule):
             if not isinstance(node, cst.Call) or node in reported:
                 continue
             reached = ctx.call_reach.reached(node, _COLLECTIVE)
-            if reached is None:
+            if reached is None or _retries_itself(ctx, node):
                 continue
             reported.add(node)
             caught = except_clause(ctx, handler)
@@ -128,3 +131,20 @@ class CollectiveInExceptionHandler(CodeRule):
                 "failure known to every rank first (all_reduce a flag after the `try`)"
             )
             yield ctx.finding(self, node, message)
+
+
+def _retries_itself(ctx: CodeContext, call: cst.Call) -> bool:
+    """``except RuntimeError: return self.valid_step(sample, raise_oom=True)``: the
+    handler runs its own function again, whose collectives the other ranks issue in
+    their successful run."""
+    function = ctx.index.enclosing_function(call)
+    return function is not None and ctx.call_reach.callee(call) is function
+
+
+def _only_imports(body: cst.IndentedBlock) -> bool:
+    """``try: import transformer_engine``: the body imports and does nothing else."""
+    return all(
+        isinstance(line, cst.SimpleStatementLine)
+        and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body)
+        for line in body.body
+    )

@@ -10,22 +10,12 @@ from ddplint.code.call_args import argument, keyword_argument
 from ddplint.code.context import CodeContext
 from ddplint.code.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.names import dotted_name
-from ddplint.code.process_groups import InitCall, ProcessGroups
+from ddplint.code.process_groups import DEVICE_CHOICES, InitCall, ProcessGroups
 from ddplint.code.statement_edits import insert_statement_before
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
-#: Calls that choose this process's GPU (or make only one visible).
-DEVICE_CHOICES = frozenset(
-    {
-        "torch.cuda.set_device",
-        "torch.cuda.device",
-        "torch.accelerator.set_device_index",
-        "torch.accelerator.set_device_idx",
-        "torch.set_default_device",
-    }
-)
 #: Frameworks that pick the device for each rank themselves.
 FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "deepspeed")
 _ENV_READERS = frozenset({"os.environ", "os.environ.get", "os.getenv"})
@@ -109,7 +99,7 @@ def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:
         return True
     for call in ctx.index.nodes(cst.Call):
         name = ctx.names.qualified_name(call.func)
-        if name in DEVICE_CHOICES:
+        if name in DEVICE_CHOICES or ctx.project.sets_device(call):
             return True
         if is_ddp_wrapper(ctx.names, call) and argument(call, "device_ids", 1) is not None:
             return True

@@ -1,0 +1,367 @@
+"""The project index: module summaries linked into one picture of the project.
+
+Linking resolves what each summary spells (``utils.save_checkpoint``, ``self.barrier``,
+``..comm.is_main_process``) to a project definition: imports between project files
+(packages, ``src/`` layouts, relative imports, re-exports through ``__init__``, a
+script's sibling modules), class hierarchies across modules, module-level instances
+(``distr = Distributed()``). Two fixpoints follow: a function *reaches a collective*
+when it issues one on the default (world) group or calls a project function that does
+(rank-zero-only functions are not entered: their collectives are reported inside them;
+a collective on a named group is left out: whether a caller's rank guard selects that
+group's members is not known here); a function *is a rank test*
+when it returns one or returns what a rank test returns. What cannot be resolved (a
+receiver with no known class, a dynamic call, a name outside the project) stays unknown.
+
+``facts_for(path)`` gives one file the facts about the names it uses, as plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ddplint.code.collectives import kind_of_method
+from ddplint.code.project.summaries import Summary
+
+#: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
+MAX_DEPTH = 12
+#: At most this many project functions between a call and the collective it reaches:
+#: each hop may hide a condition (a file test, a config flag) that decides whether the
+#: collective runs, so long chains are left unknown.
+MAX_CHAIN = 3
+#: Bound on fixpoint rounds (each round only adds facts).
+MAX_ROUNDS = 30
+
+FunctionKey = tuple[str, str]  # (module, "f" or "Class.method")
+Symbol = tuple[str, ...]  # ("module", m) | ("function", m, key) | ("class", m, c) |
+# ("instance", m, c) | ("attribute", m, c, name)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A collective a function reaches: its kind, the functions in between (outermost
+    first, the one holding the collective last) and where the collective stands."""
+
+    kind: tuple[Any, ...]  # api, op, family, creates_group, saves_checkpoint
+    chain: tuple[str, ...]
+    where: str
+    #: ``[parameter, position]`` when the collective runs only if the caller switches
+    #: on a parameter that is off by default (``barrier_after=True``).
+    switch: list[Any] | None = None
+
+
+def module_name(relative: str) -> tuple[str, bool] | None:
+    """``(pkg.utils, False)`` for ``src/pkg/utils.py``, ``(pkg, True)`` for
+    ``pkg/__init__.py``; None for a file that is not Python."""
+    if not relative.endswith((".py", ".pyi")):
+        return None
+    parts = relative.rsplit(".", 1)[0].split("/")
+    if len(parts) > 1 and parts[0] == "src":
+        parts = parts[1:]
+    package = parts[-1] == "__init__"
+    if package:
+        parts = parts[:-1]
+    if not parts:
+        return None
+    return ".".join(parts), package
+
+
+class ProjectIndex:
+    """Summaries of every Python file of a project, linked; see the module docstring."""
+
+    def __init__(self, summaries: dict[str, Summary]) -> None:
+        """``summaries``: relative posix path -> summary."""
+        self.paths: dict[str, str] = {}
+        self.summaries: dict[str, Summary] = {}
+        self.packages: set[str] = set()
+        self.module_of_path: dict[str, str] = {}
+        for path in sorted(summaries):
+            named = module_name(path)
+            if named is None:
+                continue
+            name, package = named
+            if name in self.summaries and not package:
+                continue  # ``x.py`` next to ``x/__init__.py``: Python takes the package
+            self.summaries[name] = summaries[path]
+            self.paths[name] = path
+            self.module_of_path[path] = name
+            if package:
+                self.packages.add(name)
+        self.reach: dict[FunctionKey, Reach] = {}
+        self.rank_tests: set[FunctionKey] = set()
+        self.device_setters: set[FunctionKey] = set()
+        self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
+        self._solve()
+
+    # -- linking -----------------------------------------------------------------
+
+    def resolve_module(self, name: str, importer: str) -> str | None:
+        """The project module an import of ``name`` in ``importer`` reads: an absolute
+        name (``pkg.utils``), a relative one (``..utils``), or a sibling of a script
+        (``utils`` next to ``tools/train.py``: the script's folder is on sys.path)."""
+        if name.startswith("."):
+            name = self._absolute(name, importer)
+        if name in self.summaries:
+            return name
+        folder = importer if importer in self.packages else importer.rpartition(".")[0]
+        if folder and "." not in name and f"{folder}.{name}" in self.summaries:
+            sibling = f"{folder}.{name}"
+            if folder not in self.packages:  # a script folder, not a package
+                return sibling
+        return None
+
+    def _absolute(self, relative: str, importer: str) -> str:
+        level = len(relative) - len(relative.lstrip("."))
+        base = importer if importer in self.packages else importer.rpartition(".")[0]
+        for _ in range(level - 1):
+            base = base.rpartition(".")[0]
+        rest = relative[level:]
+        return f"{base}.{rest}" if base and rest else base or rest
+
+    def lookup(self, qualified: str, importer: str, depth: int = 0) -> Symbol | None:
+        """The project definition a fully qualified (or relative) dotted name names."""
+        if depth > MAX_DEPTH:
+            return None
+        if qualified.startswith("."):
+            qualified = self._absolute(qualified, importer)
+        parts = qualified.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = self.resolve_module(".".join(parts[:cut]), importer)
+            if module is None:
+                continue
+            symbol: Symbol | None = ("module", module)
+            for attribute in parts[cut:]:
+                if symbol is None:
+                    return None
+                symbol = self._member(symbol, attribute, depth + 1)
+            return symbol
+        return None
+
+    def spelled(self, name: str, module: str, owner: str | None = None) -> Symbol | None:
+        """What ``name``, as written in ``module`` (inside class ``owner``), names."""
+        head, _, rest = name.partition(".")
+        if head in ("self", "cls"):
+            if owner is None or not rest or "." in rest:
+                return None
+            return self._member(("class", module, owner), rest, 0)
+        return self._resolve_at_depth(name, module, 0)
+
+    def function_key(self, name: str, module: str, owner: str | None) -> FunctionKey | None:
+        """The project function ``name`` (as written in ``module``) runs, if known."""
+        symbol = self.spelled(name, module, owner)
+        return (symbol[1], symbol[2]) if symbol is not None and symbol[0] == "function" else None
+
+    def _member(self, symbol: Symbol, attribute: str, depth: int) -> Symbol | None:
+        if depth > MAX_DEPTH:
+            return None
+        if symbol[0] == "module":
+            return self._module_member(symbol[1], attribute, depth)
+        if symbol[0] in ("class", "instance"):
+            for module, cls in self.mro(symbol[1], symbol[2]):
+                summary = self.summaries[module]["classes"][cls]
+                if attribute in summary["methods"]:
+                    return ("function", module, f"{cls}.{attribute}")
+                if attribute in summary["rank_attributes"] or attribute in summary.get(
+                    "attribute_calls", {}
+                ):
+                    return ("attribute", module, cls, attribute)
+        return None
+
+    def _module_member(self, module: str, attribute: str, depth: int) -> Symbol | None:
+        summary = self.summaries[module]
+        if attribute in summary["functions"]:
+            return ("function", module, attribute)
+        if attribute in summary["classes"]:
+            return ("class", module, attribute)
+        made = summary["instances"].get(attribute)
+        if made is not None:
+            cls = self.spelled_class(made, module, depth + 1)
+            return ("instance", *cls[1:]) if cls is not None else None
+        bound = summary["imports"].get(attribute)
+        if bound is not None:
+            return self.lookup(bound, module, depth + 1)
+        submodule = f"{module}.{attribute}"
+        return ("module", submodule) if submodule in self.summaries else None
+
+    def spelled_class(self, name: str, module: str, depth: int = 0) -> Symbol | None:
+        """The project class ``name`` (as written in ``module``) names, if any."""
+        symbol = self._resolve_at_depth(name, module, depth)
+        return symbol if symbol is not None and symbol[0] == "class" else None
+
+    def _resolve_at_depth(self, name: str, module: str, depth: int) -> Symbol | None:
+        head, _, rest = name.partition(".")
+        bound = self.summaries[module]["imports"].get(head)
+        if bound is not None:
+            return self.lookup(f"{bound}.{rest}" if rest else bound, module, depth)
+        symbol: Symbol | None = ("module", module)
+        for attribute in name.split("."):
+            if symbol is None:
+                return None
+            symbol = self._member(symbol, attribute, depth)
+        return symbol
+
+    def mro(self, module: str, cls: str) -> list[tuple[str, str]]:
+        """The class and its project bases, depth first, left to right, each once."""
+        order: list[tuple[str, str]] = []
+        stack = [(module, cls, 0)]
+        while stack:
+            current_module, current, depth = stack.pop()
+            if (current_module, current) in order or depth > MAX_DEPTH:
+                continue
+            summary = self.summaries[current_module]["classes"].get(current)
+            if summary is None:
+                continue
+            order.append((current_module, current))
+            bases = summary["bases"]
+            found = [self.spelled_class(b, current_module, depth + 1) for b in bases]
+            stack.extend((s[1], s[2], depth + 1) for s in reversed(found) if s is not None)
+        return order
+
+    # -- fixpoints ---------------------------------------------------------------
+
+    def _function(self, key: FunctionKey) -> Summary:
+        return self.summaries[key[0]]["functions"][key[1]]
+
+    def _solve(self) -> None:
+        for module, summary in self.summaries.items():
+            for name, function in summary["functions"].items():
+                resolved: list[tuple[int, FunctionKey]] = []
+                for target, line in function["calls"]:
+                    callee = self.function_key(target, module, function["owner"])
+                    if callee is not None:
+                        resolved.append((line, callee))
+                self._calls[(module, name)] = resolved
+        self._solve_reach()
+        self._solve_rank_tests()
+        self._solve_device_setters()
+
+    def _solve_reach(self) -> None:
+        for key in self._calls:
+            world = [c for c in self._function(key)["collectives"] if not c[5]]
+            always = [c for c in world if not c[6]]
+            if always or world:
+                *kind, _grouped, switch, line = (always or world)[0]
+                where = f"{self.paths[key[0]]}:{line}"
+                self.reach[key] = Reach(tuple(kind), (), where, None if always else switch)
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, calls in self._calls.items():
+                if key in self.reach:
+                    continue
+                for _line, target in calls:
+                    inner = self.reach.get(target)
+                    if inner is None or target == key or self._function(target)["zero_only"]:
+                        continue
+                    if inner.switch is not None:
+                        continue  # whether this call switches it on is not followed
+                    if len(inner.chain) + 1 >= MAX_CHAIN:
+                        continue
+                    chain = (self.label(target), *inner.chain)
+                    self.reach[key] = Reach(inner.kind, chain, inner.where)
+                    changed = True
+                    break
+            if not changed:
+                return
+
+    def _solve_rank_tests(self) -> None:
+        for key in self._calls:
+            if self._function(key)["returns_rank"]:
+                self.rank_tests.add(key)
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for module, summary in self.summaries.items():
+                for name, function in summary["functions"].items():
+                    key = (module, name)
+                    if key in self.rank_tests:
+                        continue
+                    for called in function["return_calls"]:
+                        if self.function_key(called, module, function["owner"]) in self.rank_tests:
+                            self.rank_tests.add(key)
+                            changed = True
+                            break
+            if not changed:
+                return
+
+    def _attribute_is_rank_test(self, symbol: Symbol) -> bool:
+        """``self.x`` set to a rank test, or to what a project rank test returns."""
+        _, module, cls, attribute = symbol
+        summary = self.summaries[module]["classes"][cls]
+        if attribute in summary["rank_attributes"]:
+            return True
+        owner = cls
+        return any(
+            self.function_key(called, module, owner) in self.rank_tests
+            for called in summary.get("attribute_calls", {}).get(attribute, ())
+        )
+
+    def _solve_device_setters(self) -> None:
+        """A function chooses the rank's GPU when it, or a function it calls, does."""
+        self.device_setters = {k for k in self._calls if self._function(k)["sets_device"]}
+        for _ in range(MAX_ROUNDS):
+            found = {
+                key
+                for key, calls in self._calls.items()
+                if key not in self.device_setters
+                and any(target in self.device_setters for _line, target in calls)
+            }
+            if not found:
+                return
+            self.device_setters |= found
+
+    def label(self, key: FunctionKey) -> str:
+        """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
+        module, name = key
+        return name if "." in name else f"{module.rpartition('.')[2]}.{name}"
+
+    # -- what one file is told ---------------------------------------------------
+
+    def facts_for(self, path: str) -> dict[str, dict[str, Any]]:
+        """Facts about the project names the file at ``path`` uses, keyed as it spells
+        them (``Class:self.x`` inside a class): ``r`` the collective a function of
+        another module reaches (kind, chain, where), ``k`` a rank test (a function that
+        returns one, or with ``p`` an attribute or property holding one), ``d`` chooses
+        the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``s`` the
+        parameter (name, position) a call must switch on for ``r`` to hold, ``z`` runs on
+        rank zero only, ``f`` a project function whose name looks like a framework
+        collective but is not one."""
+        module = self.module_of_path.get(path)
+        if module is None:
+            return {}
+        facts: dict[str, dict[str, Any]] = {}
+        for use in self.summaries[module]["uses"]:
+            owner, _, spelled = use.rpartition(":")
+            symbol = self.spelled(spelled, module, owner or None)
+            if symbol is None:
+                continue
+            fact = self._fact(symbol, module, spelled)
+            if fact:
+                facts[use] = fact
+        return facts
+
+    def _fact(self, symbol: Symbol, module: str, spelled: str) -> dict[str, Any]:
+        if symbol[0] == "attribute":
+            return {"k": 1, "p": 1} if self._attribute_is_rank_test(symbol) else {}
+        if symbol[0] != "function":
+            return {}
+        key = (symbol[1], symbol[2])
+        function = self._function(key)
+        fact: dict[str, Any] = {}
+        if key in self.rank_tests:
+            fact["k"] = 1
+            if function["property"]:
+                fact["p"] = 1
+        if key in self.device_setters:
+            fact["d"] = 1
+        if key[0] == module:
+            return fact  # the file's own functions: its own analysis reads them
+        reach = self.reach.get(key)
+        if function["zero_only"]:
+            fact["z"] = 1
+        elif reach is not None:
+            fact["r"] = [*reach.kind, [self.label(key), *reach.chain], reach.where]
+            if reach.switch is not None:
+                fact["s"] = reach.switch
+        receiver, _, method = spelled.rpartition(".")
+        if reach is None and receiver and kind_of_method(receiver, method) is not None:
+            fact["f"] = 1
+        return fact

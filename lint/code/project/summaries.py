@@ -1,0 +1,393 @@
+"""Module summaries: what one Python file defines and what each of its functions does,
+as plain data (JSON-ready dicts and lists), read with CPython's ``ast``.
+
+A summary depends on the file's bytes only (never on its path), so it is cached by
+content hash. Names are kept as the file spells them (``utils.save_checkpoint``,
+``self.barrier``, ``..comm.is_main_process`` for a relative import); the project index
+resolves them when it links the summaries.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ddplint.code.collectives import CollectiveKind, kind_of_function, kind_of_method
+from ddplint.code.process_groups import DEVICE_CHOICES
+from ddplint.code.rank_guard import dotted
+from ddplint.code.rank_predicates import (
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+    RANK_ONLY_DECORATORS,
+)
+
+#: Version of the summary layout: part of the cache key.
+SUMMARY_VERSION = "4"
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+Summary = dict[str, Any]
+
+
+def summarize(text: str) -> Summary:
+    """The summary of a module's source; raises ``SyntaxError`` (and ``ValueError``,
+    ``RecursionError``) on what ``ast`` cannot read."""
+    tree = ast.parse(text)
+    imports = _imports(tree)
+    functions: dict[str, Summary] = {}
+    classes: dict[str, Summary] = {}
+    instances: dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, _FUNCTIONS):
+            functions[statement.name] = _function(statement, imports, None)
+        elif isinstance(statement, ast.ClassDef):
+            classes[statement.name] = _class(statement, imports, functions)
+        elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
+            made = dotted(statement.value.func)
+            for target in statement.targets:
+                if isinstance(target, ast.Name) and made is not None:
+                    instances[target.id] = made
+    return {
+        "imports": imports,
+        "functions": functions,
+        "classes": classes,
+        "instances": instances,
+        "uses": sorted(_uses(tree, {*imports, *functions, *classes, *instances})),
+    }
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted name it stands for (``"..comm"`` for a relative import),
+    plus module-level aliases (``dist = torch.distributed``)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bound[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name
+                separator = "" if module.endswith(".") or not module else "."
+                bound[local] = f"{module}{separator}{alias.name}"
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            value = dotted(statement.value)
+            if value is None:
+                continue
+            head, dot, rest = value.partition(".")
+            if head in bound:
+                bound[statement.targets[0].id] = bound[head] + dot + rest
+    return bound
+
+
+def qualify(name: str, imports: dict[str, str]) -> str | None:
+    """``torch.distributed.barrier`` for ``dist.barrier`` under ``import torch.distributed
+    as dist``; None when the head is not imported."""
+    head, _, rest = name.partition(".")
+    bound = imports.get(head)
+    if bound is None:
+        return None
+    return f"{bound}.{rest}" if rest else bound
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    """Nodes of a function body, nested defs, lambdas and classes left out, in source
+    order."""
+    found: list[ast.AST] = []
+    stack = list(reversed(getattr(function, "body", [])))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, _SCOPES):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
+
+
+def _collective(call: ast.Call, imports: dict[str, str]) -> CollectiveKind | None:
+    name = dotted(call.func)
+    if name is None:
+        return None
+    qualified = qualify(name, imports)
+    if qualified is not None:
+        kind = kind_of_function(qualified)
+        if kind is not None:
+            return kind
+    receiver, _, method = name.rpartition(".")
+    return kind_of_method(receiver, method) if receiver else None
+
+
+def _falsy_default(default: ast.expr | None) -> bool:
+    return isinstance(default, ast.Constant) and default.value in (False, None, 0)
+
+
+def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """Parameters whose default is ``False`` / ``None`` / ``0``, with their position
+    among the positional arguments of a call (``self`` / ``cls`` not counted; -1 for
+    keyword-only ones)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    found: dict[str, int] = {}
+    for offset, default in enumerate(arguments.defaults):
+        index = len(positional) - len(arguments.defaults) + offset
+        if _falsy_default(default):
+            found[positional[index].arg] = index
+    for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if _falsy_default(keyword_default):
+            found[argument.arg] = -1
+    return found
+
+
+def _opt_in_switches(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[int, list[Any]]:
+    """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
+    ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
+    default (``barrier_after=False``): they run only when a caller switches it on."""
+    parameters = _opt_in_parameters(function)
+    found: dict[int, list[Any]] = {}
+    if not parameters:
+        return found
+    for node in _own_nodes(function):
+        if not isinstance(node, ast.If):
+            continue
+        tests = (
+            node.test.values
+            if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
+            else [node.test]
+        )
+        switch = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in parameters), None)
+        if switch is None:
+            continue
+        for statement in node.body:
+            for inner in ast.walk(statement):
+                found.setdefault(id(inner), [switch, parameters[switch]])
+    return found
+
+
+_GROUP_KEYWORDS = frozenset({"group", "pg", "process_group"})
+
+
+def _on_a_group(call: ast.Call) -> bool:
+    """The collective names a process group (``group=pg``): which ranks take part is
+    then a question of that group's membership, not decided here."""
+    for keyword in call.keywords:
+        if keyword.arg in _GROUP_KEYWORDS:
+            return not (isinstance(keyword.value, ast.Constant) and keyword.value.value is None)
+        if keyword.arg is None:
+            return True  # ``**kwargs`` may hold one
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return name in ("barrier", "monitored_barrier") and bool(call.args)
+
+
+def _decorator_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    names = []
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        names.append((dotted(target) or "").rsplit(".", 1)[-1])
+    return names
+
+
+def _function(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    imports: dict[str, str],
+    owner: str | None,
+) -> Summary:
+    """What one function does: its direct collectives and calls in source order, whether
+    it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
+    rank zero only, is a property."""
+    collectives: list[list[Any]] = []
+    calls: list[list[Any]] = []
+    returns_rank = False
+    sets_device = False
+    return_calls: list[str] = []
+    switches = _opt_in_switches(function)
+    for node in _own_nodes(function):
+        if isinstance(node, ast.Call):
+            kind = _collective(node, imports)
+            if kind is not None:
+                collectives.append(
+                    [
+                        kind.api,
+                        kind.op,
+                        kind.family,
+                        kind.creates_group,
+                        kind.saves_checkpoint,
+                        _on_a_group(node),
+                        switches.get(id(node)),
+                        node.lineno,
+                    ]
+                )
+                continue
+            target = dotted(node.func)
+            if target is not None:
+                calls.append([target, node.lineno])
+                sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+        elif isinstance(node, ast.Return) and node.value is not None:
+            if is_rank_test(node.value):
+                returns_rank = True
+            elif isinstance(node.value, ast.Call):
+                called = dotted(node.value.func)
+                if called is not None:
+                    return_calls.append(called)
+    decorators = _decorator_names(function)
+    return {
+        "line": function.lineno,
+        "owner": owner,
+        "collectives": collectives,
+        "calls": calls,
+        "returns_rank": returns_rank,
+        "sets_device": sets_device,
+        "return_calls": return_calls,
+        "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
+        or _whole_body_guarded(function),
+        "property": any(d in _PROPERTY_DECORATORS for d in decorators),
+    }
+
+
+_ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})
+_TEST_SHAPES = (
+    ast.Compare,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.IfExp,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+)
+
+
+def is_rank_test(value: ast.expr) -> bool:
+    """Whether a returned or stored value is the rank or a test of it (``rank == 0``,
+    ``dist.get_rank()``, ``self.local_rank in (-1, 0)``); a container, a string or a
+    call that merely takes the rank as an argument is not."""
+    if isinstance(value, ast.Call):
+        name = dotted(value.func) or ""
+        if name in ("int", "bool") and len(value.args) == 1:
+            return is_rank_test(value.args[0])
+        return _global_rank_read(value)
+    if not isinstance(value, _TEST_SHAPES):
+        return False
+    if isinstance(value, ast.Compare) and all(
+        isinstance(c, ast.Constant) and c.value is None for c in value.comparators
+    ):
+        return False  # ``rank is None`` asks whether an argument was given
+    return reads_global_rank(value)
+
+
+def _global_rank_read(node: ast.AST) -> bool:
+    """``dist.get_rank()``, ``os.environ["RANK"]``: the process's own rank. A rank
+    asked of a group (``dist.get_rank(group=pg)``, ``tp_group.rank()``) is not: it
+    tests membership of that group, which the group's own collectives respect."""
+    if isinstance(node, ast.Call):
+        name = dotted(node.func) or ""
+        if name.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES:
+            return not node.args and not node.keywords
+        if name in _ENVIRONMENT_READERS and node.args:
+            key = node.args[0]
+            return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
+        return False
+    if isinstance(node, ast.Subscript) and dotted(node.value) in ("os.environ", "environ"):
+        return isinstance(node.slice, ast.Constant) and node.slice.value in RANK_ENV_VARS
+    if isinstance(node, ast.Attribute):
+        return node.attr in RANK_ATTRIBUTES
+    return isinstance(node, ast.Name) and node.id in RANK_ATTRIBUTES
+
+
+def reads_global_rank(expression: ast.AST) -> bool:
+    """Whether ``expression`` reads the process's own rank (see ``_global_rank_read``);
+    the arguments of a call and the method name of ``group.rank()`` are not followed."""
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        if _global_rank_read(node):
+            return True
+        if isinstance(node, ast.Call):
+            stack.append(node.func.value if isinstance(node.func, ast.Attribute) else node.func)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _whole_body_guarded(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The body (after a docstring) is one ``if <rank test>:`` with no ``else``."""
+    body = list(function.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.If)
+        and not body[0].orelse
+        and is_rank_test(body[0].test)
+    )
+
+
+def _class(cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summary]) -> Summary:
+    """Bases as spelled, methods (also recorded as ``Class.method`` functions), the
+    ``self.x`` attributes some method assigns a rank test to, and those assigned the
+    result of a call (a rank test when the callee returns one: the index decides)."""
+    methods: list[str] = []
+    rank_attributes: set[str] = set()
+    attribute_calls: dict[str, list[str]] = {}
+    for statement in cls.body:
+        if not isinstance(statement, _FUNCTIONS):
+            continue
+        methods.append(statement.name)
+        functions[f"{cls.name}.{statement.name}"] = _function(statement, imports, cls.name)
+        for node in _own_nodes(statement):
+            if not isinstance(node, ast.Assign):
+                continue
+            called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            for target in node.targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    continue
+                if is_rank_test(node.value):
+                    rank_attributes.add(target.attr)
+                elif called is not None:
+                    attribute_calls.setdefault(target.attr, []).append(called)
+    bases = [name for base in cls.bases if (name := dotted(base)) is not None]
+    return {
+        "bases": bases,
+        "methods": methods,
+        "rank_attributes": sorted(rank_attributes),
+        "attribute_calls": attribute_calls,
+    }
+
+
+def _uses(tree: ast.Module, known: set[str]) -> set[str]:
+    """Every dotted name the module reads (each prefix of an attribute chain), scoped
+    ``Class:self.x`` inside a class's methods: what the file may ask the project about.
+    Only names rooted in an import or a module-level definition (``known``)."""
+    found: set[str] = set()
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            owner = node.name
+        name = dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+        if name is not None:
+            head = name.split(".", 1)[0]
+            if head in ("self", "cls") and owner is not None and "." in name:
+                found.add(f"{owner}:{name}")
+            elif head in known:
+                found.add(name)
+        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+    return found

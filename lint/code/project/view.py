@@ -1,0 +1,127 @@
+"""What the semantic layer of one file asks the project model (``ProjectView``).
+
+The engine hands each file the facts the project index gives about the names it uses
+(``ProjectIndex.facts_for``), encoded in the lint options; this view answers the
+LibCST-side questions from them: is this call a project function of another module that
+reaches a collective, does it return a rank test, is this attribute a rank test.
+Without facts (a file linted on its own, a test) every answer is "unknown": no.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import libcst as cst
+
+from ddplint.code.collectives import Collective
+from ddplint.code.module_index import ModuleIndex
+from ddplint.code.names import dotted_name
+
+#: The key of the project facts in ``LintOptions.facts``.
+OPTIONS_KEY = "project"
+
+
+def encode_facts(facts: dict[str, dict[str, Any]]) -> str:
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
+
+
+class ProjectView:
+    """The project facts of one file, asked with its LibCST nodes."""
+
+    def __init__(self, facts: dict[str, dict[str, Any]], index: ModuleIndex) -> None:
+        self._facts = facts
+        self._index = index
+
+    @classmethod
+    def decode(cls, encoded: str | None, index: ModuleIndex) -> ProjectView:
+        """The view of encoded facts; an empty one when absent or unreadable."""
+        try:
+            facts = json.loads(encoded) if encoded else {}
+        except ValueError:
+            facts = {}
+        return cls(facts if isinstance(facts, dict) else {}, index)
+
+    def __bool__(self) -> bool:
+        return bool(self._facts)
+
+    def _fact(self, expr: cst.BaseExpression) -> dict[str, Any]:
+        name = dotted_name(expr)
+        if name is None:
+            return {}
+        if name.split(".", 1)[0] in ("self", "cls"):
+            owner = self._owner_class(expr)
+            if owner is None:
+                return {}
+            name = f"{owner}:{name}"
+        fact = self._facts.get(name)
+        return fact if isinstance(fact, dict) else {}
+
+    def _owner_class(self, node: cst.CSTNode) -> str | None:
+        function = self._index.enclosing_function(node)
+        while function is not None:
+            owner = self._index.enclosing_class(function)
+            if owner is not None:
+                return owner.name.value
+            function = self._index.enclosing_function(function)
+        return None
+
+    def collective(self, call: cst.Call) -> Collective | None:
+        """The collective a call of another module's project function reaches, with
+        the chain named in ``via``."""
+        fact = self._fact(call.func)
+        reach = fact.get("r")
+        if not isinstance(reach, list) or len(reach) != 7:
+            return None
+        switch = fact.get("s")
+        if isinstance(switch, list) and not _switches_on(call, *switch):
+            return None
+        api, op, family, creates_group, saves_checkpoint, chain, where = reach
+        via = " -> ".join(f"`{step}`" for step in chain)
+        return Collective(
+            call,
+            api,
+            op,
+            family,
+            bool(creates_group),
+            bool(saves_checkpoint),
+            via=f"through {via} ({where})",
+        )
+
+    def is_project_function(self, call: cst.Call) -> bool:
+        """The call runs a project function that only looks like a framework
+        collective (``trainer.save_checkpoint`` of the project's own ``Trainer``)."""
+        return bool(self._fact(call.func).get("f"))
+
+    def runs_on_rank_zero_only(self, call: cst.Call) -> bool:
+        return bool(self._fact(call.func).get("z"))
+
+    def sets_device(self, call: cst.Call) -> bool:
+        """The call runs a project function that chooses the rank's GPU."""
+        return bool(self._fact(call.func).get("d"))
+
+    def returns_rank_test(self, call: cst.Call) -> bool:
+        """The call runs a project function that returns the rank or a test of it."""
+        fact = self._fact(call.func)
+        return bool(fact.get("k")) and not fact.get("p")
+
+    def holds_rank_test(self, attribute: cst.Attribute) -> bool:
+        """``self.is_rank_zero`` / ``distr.is_global_main``: a property returning a rank
+        test, or an attribute some method sets to one."""
+        fact = self._fact(attribute)
+        return bool(fact.get("k")) and bool(fact.get("p"))
+
+
+def _switches_on(call: cst.Call, name: str, position: int) -> bool:
+    """The call passes the parameter ``name`` (at ``position`` when positional) a value
+    that is not a literal ``False`` / ``None`` / ``0``."""
+    for index, argument in enumerate(call.args):
+        named = argument.keyword is not None and argument.keyword.value == name
+        placed = argument.keyword is None and not argument.star and index == position
+        if named or placed:
+            value = argument.value
+            off = (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
+                isinstance(value, cst.Integer) and value.value == "0"
+            )
+            return not off
+    return False

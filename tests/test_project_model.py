@@ -1,0 +1,202 @@
+"""The project model (``ddplint.code.project``): module summaries, linking, fixpoints,
+and what the rules gain from them on small multi-file projects (``fixtures/project``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ddplint.code.project.index import ProjectIndex, module_name
+from ddplint.code.project.summaries import summarize
+from ddplint.engine import RunResult, lint_paths
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions, Settings
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "project"
+DEFAULT_RULES = tuple(sorted(code for code in all_rules() if code.startswith("DDP")))
+
+#: Per fixture project: the (file, line, rule) findings expected, and a piece of the
+#: message that names the chain across files.
+EXPECTED = {
+    "zero_first": (
+        {("train_bad.py", 6, "DDP201")},
+        "through `torch_utils.torch_distributed_zero_first` (torch_utils.py:10)",
+    ),
+    "save_checkpoint": (
+        {("train_bad.py", 10, "DDP201")},
+        "through `utils.save_checkpoint` -> `utils._wait_for_all` (utils.py:11)",
+    ),
+    "distr_object": (
+        {("src/project/train_bad.py", 8, "DDP201")},
+        "where `distr.is_global_main` (line 5)",
+    ),
+    "rank_helpers": (
+        {("train_bad.py", 8, "DDP201"), ("train_bad.py", 15, "DDP201")},
+        "where `self.is_rank_zero` (line 13)",
+    ),
+    "shadowed_save": (set(), ""),
+    "device_elsewhere": ({("train_bad.py", 7, "DDP501")}, ""),
+    "opt_in_barrier": ({("train_bad.py", 8, "DDP201")}, "(markers.py:10)"),
+}
+
+
+def run(root: Path, paths: list[Path], *, use_cache: bool = False) -> RunResult:
+    settings = Settings(project_root=root)
+    options = LintOptions(selected=DEFAULT_RULES, project_root=str(root))
+    return lint_paths([str(p) for p in paths], settings, options, jobs=1, use_cache=use_cache)
+
+
+def found(result: RunResult, root: Path) -> set[tuple[str, int, str]]:
+    return {
+        (Path(f.path).resolve().relative_to(root).as_posix(), f.line, f.rule)
+        for f in result.findings
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
+    """A copy of one fixture project in a folder of its own (its own project root)."""
+    root = tmp_path / request.param
+    shutil.copytree(FIXTURES / request.param, root)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / ".cache"))
+    return root
+
+
+@pytest.mark.parametrize("project", sorted(EXPECTED), indirect=True)
+def test_cross_module_hazards_fire_and_correct_forms_stay_quiet(project: Path) -> None:
+    expected, chain = EXPECTED[project.name]
+    result = run(project, [project])
+    assert not result.errors
+    assert found(result, project) == expected
+    if chain:
+        assert any(chain in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize("project", sorted(EXPECTED), indirect=True)
+def test_a_file_named_alone_gets_the_answer_of_the_whole_tree(project: Path) -> None:
+    whole = run(project, [project])
+    for path in sorted(project.rglob("train_*.py")):
+        alone = run(project, [path])
+        relative = path.relative_to(project).as_posix()
+        assert found(alone, project) == {f for f in found(whole, project) if f[0] == relative}
+        assert sorted(f.message for f in alone.findings) == sorted(
+            f.message for f in whole.findings if Path(f.path).resolve() == path
+        )
+
+
+@pytest.mark.parametrize("project", ["save_checkpoint"], indirect=True)
+def test_cached_findings_follow_an_edit_of_what_the_file_reaches(project: Path) -> None:
+    utils = project / "utils.py"
+    utils.write_text(utils.read_text().replace("    dist.barrier()\n", "    pass\n"))
+    first = run(project, [project], use_cache=True)
+    assert found(first, project) == set()
+    again = run(project, [project], use_cache=True)
+    assert found(again, project) == set() and again.stats.cached == again.stats.files
+    utils.write_text(utils.read_text().replace("    pass\n", "    dist.barrier()\n"))
+    after = run(project, [project], use_cache=True)
+    assert found(after, project) == {("train_bad.py", 10, "DDP201")}
+    # train_good.py's facts changed too (its call now reaches a barrier); nothing is stale.
+    assert after.stats.cached == 0
+
+
+MODEL = """\
+import lightning.pytorch as pl
+
+
+class SSLModel(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        loss = self(batch)
+        self.log("val_loss", loss{sync})
+        return loss
+"""
+CONFIG = """\
+trainer:
+  devices: 4
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args:
+        monitor: val_loss
+        filename: "{epoch}-{val_loss:.3f}"
+"""
+
+
+@pytest.mark.parametrize("sync", ["", ", sync_dist=True"])
+def test_a_yaml_linted_alone_and_the_tree_agree_on_ddp605(
+    sync: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / ".cache"))
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "train.yaml").write_text(CONFIG)
+    (tmp_path / "model.py").write_text(MODEL.format(sync=sync))
+    tree = [f for f in run(tmp_path, [tmp_path]).findings if f.rule == "DDP605"]
+    alone = run(tmp_path, [tmp_path / "configs" / "train.yaml"]).findings
+    assert [(f.rule, f.line, f.message) for f in alone] == [
+        (f.rule, f.line, f.message) for f in tree
+    ]
+    assert len(tree) == (0 if sync else 1)
+
+
+def index_of(files: dict[str, str]) -> ProjectIndex:
+    return ProjectIndex({path: summarize(text) for path, text in files.items()})
+
+
+def test_module_names_follow_packages_and_src_layouts() -> None:
+    assert module_name("src/pkg/utils.py") == ("pkg.utils", False)
+    assert module_name("pkg/__init__.py") == ("pkg", True)
+    assert module_name("train.py") == ("train", False)
+    assert module_name("configs/a.yaml") is None
+
+
+def test_relative_imports_and_reexports_resolve() -> None:
+    index = index_of(
+        {
+            "pkg/__init__.py": "from .comm import sync\n",
+            "pkg/comm.py": "import torch.distributed as dist\ndef sync():\n    dist.barrier()\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/run.py": "from ..comm import sync as s\nimport pkg\n",
+        }
+    )
+    assert index.function_key("s", "pkg.sub.run", None) == ("pkg.comm", "sync")
+    assert index.function_key("pkg.sync", "pkg.sub.run", None) == ("pkg.comm", "sync")
+    assert index.reach[("pkg.comm", "sync")].kind[0] == "torch.distributed.barrier"
+
+
+def test_recursion_ends_and_unknown_receivers_stay_unknown() -> None:
+    index = index_of(
+        {
+            "a.py": "import b\ndef f():\n    b.g()\n",
+            "b.py": "import a\ndef g():\n    a.f()\n",
+            "c.py": "def h(obj):\n    obj.barrier()\n",
+        }
+    )
+    assert ("a", "f") not in index.reach and ("b", "g") not in index.reach
+    assert ("c", "h") not in index.reach
+
+
+def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
+    index = index_of(
+        {
+            "comm.py": (
+                "import torch.distributed as dist\n"
+                "def get_rank():\n    return dist.get_rank() if dist.is_initialized() else 0\n"
+                "def is_main():\n    return get_rank() == 0\n"
+                "def world():\n    return dist.get_world_size()\n"
+            ),
+            "base.py": (
+                "import comm\nclass Base:\n    def __init__(self):\n"
+                "        self.main = comm.is_main()\n        self.size = comm.world()\n"
+            ),
+            "train.py": (
+                "import comm\nfrom base import Base\nclass T(Base):\n    def step(self):\n"
+                "        return self.main, self.size, comm.is_main(), comm.world()\n"
+            ),
+        }
+    )
+    facts = index.facts_for("train.py")
+    assert facts["comm.is_main"] == {"k": 1}
+    assert facts["T:self.main"] == {"k": 1, "p": 1}
+    assert "comm.world" not in facts and "T:self.size" not in facts
