@@ -655,7 +655,7 @@ def lint_paths(
         jobs=jobs,
         use_cache=use_cache,
         progress=progress,
-        whole_project=any(Path(path).is_file() for path in paths),
+        whole_project=any(os.path.isfile(path) for path in paths),
     )
     result.notices[:0] = found.notices
     for path, reason in reversed(found.unreadable):

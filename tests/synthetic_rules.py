@@ -11,6 +11,7 @@ import pytest
 
 import ddplint.cli
 import ddplint.engine
+import ddplint.invocation
 import ddplint.report.sarif
 from ddplint.code.context import CodeContext
 from ddplint.code.edits import ensure_import, replace_node
@@ -159,7 +160,7 @@ def use_synthetic_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     for rule in SYNTHETIC:
         monkeypatch.setattr(rule, "default_enabled", False)
         catalogue[rule.code] = rule
-    for module in (ddplint.engine, ddplint.cli, ddplint.report.sarif):
+    for module in (ddplint.engine, ddplint.cli, ddplint.invocation, ddplint.report.sarif):
         monkeypatch.setattr(module, "all_rules", lambda: dict(sorted(catalogue.items())))
     # The engine caches rule instances by selection; bypass the cache while patched.
     monkeypatch.setattr(

@@ -14,6 +14,7 @@ import pytest
 import ddplint.cli
 import ddplint.code.safe_parse
 import ddplint.engine
+import ddplint.invocation
 from ddplint.code.context import CodeContext
 from ddplint.engine import POOL_THRESHOLD
 from ddplint.finding import Finding
@@ -54,6 +55,7 @@ def crashing_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[CrashingRule
     catalogue = {**all_rules(), CrashingRule.code: CrashingRule}
     monkeypatch.setattr(ddplint.engine, "all_rules", lambda: catalogue)
     monkeypatch.setattr(ddplint.cli, "all_rules", lambda: catalogue)
+    monkeypatch.setattr(ddplint.invocation, "all_rules", lambda: catalogue)
     ddplint.engine._rule_instances.cache_clear()
     yield CrashingRule
     ddplint.engine._rule_instances.cache_clear()
