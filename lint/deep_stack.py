@@ -5,7 +5,7 @@ levels that overflows the default 8 MiB thread stack and kills the process) and 
 Python while printing code or resolving positions (past ~300 levels that exceeds
 Python's default recursion limit of 1,000). Linting a file runs on a thread with a
 large stack and a raised recursion limit, so every tree the nesting guard lets through
-(``ddplint.code.safe_parse``) is handled in full.
+(``ddplint.code.syntax.safe_parse``) is handled in full.
 """
 
 from __future__ import annotations

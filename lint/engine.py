@@ -23,7 +23,7 @@ from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.summaries import SUMMARY_VERSION, Summary, summarize
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.view import encode_facts
-from ddplint.code.safe_parse import ParseLimitExceeded
+from ddplint.code.syntax.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path
 from ddplint.finding import FileError, Finding

@@ -14,7 +14,7 @@ import ddplint.engine
 import ddplint.invocation
 import ddplint.report.sarif
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import ensure_import, replace_node
+from ddplint.code.edits.edits import ensure_import, replace_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule, Rule
 from ddplint.rules import all_rules

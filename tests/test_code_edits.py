@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from ddplint.code.argument_edits import add_keyword_argument, remove_argument
-from ddplint.code.call_args import keyword_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.imports import import_edit
+from ddplint.code.edits.argument_edits import add_keyword_argument, remove_argument
+from ddplint.code.edits.imports import import_edit
+from ddplint.code.syntax.call_args import keyword_argument
 from ddplint.finding import Edit
 from ddplint.fix import apply_edits
 from ddplint.settings import LintOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import ImportConflict, can_import, ensure_import
+from ddplint.code.edits.edits import ImportConflict, can_import, ensure_import
 from ddplint.fix import apply_edits
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile

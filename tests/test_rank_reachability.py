@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddplint.code.context import CodeContext
-from ddplint.code.rank_conditions import GLOBAL_ZERO, Atom, Not, Shared, evaluate
+from ddplint.code.ranks.rank_conditions import GLOBAL_ZERO, Atom, Not, Shared, evaluate
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 

@@ -167,7 +167,7 @@ def test_collective_needles_cover_the_catalogue() -> None:
     """A file holding a catalogued collective always contains a pre-filter needle: the
     qualified names need an import of ``torch.distributed`` or ``deepspeed``, and the
     framework forms name their receiver (or the method itself is a needle)."""
-    from ddplint.code import collectives as catalogue
+    from ddplint.code.collectives import catalogue
 
     needles = catalogue.COLLECTIVE_NEEDLES
     qualified = [
@@ -189,7 +189,7 @@ def test_collective_call_needles_cover_the_catalogue() -> None:
     """Every spelling of a catalogued collective names its function or method somewhere
     in the file (an aliased import names it in the import), so one of these needles is
     always there."""
-    from ddplint.code import collectives as catalogue
+    from ddplint.code.collectives import catalogue
 
     names = [
         *catalogue.TORCH_COLLECTIVES,

@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from ddplint.code.call_reach import CallReach
-from ddplint.code.collectives import Collective, classify_call
-from ddplint.code.column_map import ColumnMap
-from ddplint.code.data_dependence import DataDependence
-from ddplint.code.forward_paths import ForwardPaths
-from ddplint.code.module_index import ModuleIndex
-from ddplint.code.names import ImportTable
+from ddplint.code.collectives.call_reach import CallReach
+from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.project.view import OPTIONS_KEY, ProjectView
-from ddplint.code.rank_predicates import RankPredicates
-from ddplint.code.rank_reachability import RankReachability
-from ddplint.code.safe_parse import parse_module
-from ddplint.code.step_skips import StepSkips
-from ddplint.code.training_steps import TrainingSteps
+from ddplint.code.ranks.rank_predicates import RankPredicates
+from ddplint.code.ranks.rank_reachability import RankReachability
+from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.steps.step_skips import StepSkips
+from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.syntax.column_map import ColumnMap
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import ImportTable
+from ddplint.code.syntax.safe_parse import parse_module
+from ddplint.code.values.data_dependence import DataDependence
 from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 

@@ -11,7 +11,7 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ddplint.code.rank_guard import Parents, dotted, rank_guard
+from ddplint.code.ranks.rank_guard import Parents, dotted, rank_guard
 from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
 
 RANK_ZERO_METHODS = frozenset({"transcribe", "encoder"})

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import remove_small_statement
-from ddplint.code.forward_paths import PathReason
-from ddplint.code.names import dotted_name
+from ddplint.code.edits.edits import remove_small_statement
+from ddplint.code.steps.forward_paths import PathReason
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
-from ddplint.code.rank_predicates import RANK_NEEDLES
-from ddplint.code.rank_reachability import ReachedCollective
+from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
+from ddplint.code.ranks.rank_reachability import ReachedCollective
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ddplint.code.call_reach import Reached, StepEvent
+from ddplint.code.collectives.call_reach import Reached, StepEvent
 from ddplint.code.context import CodeContext
-from ddplint.code.messages import except_clause, snippet
-from ddplint.code.step_skips import SkipKind, StepSkip
+from ddplint.code.steps.step_skips import SkipKind, StepSkip
+from ddplint.code.syntax.messages import except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.lossless_returns import LossKind, LosslessReturn, lossless_returns
-from ddplint.code.messages import except_clause, snippet
+from ddplint.code.steps.lossless_returns import LossKind, LosslessReturn, lossless_returns
+from ddplint.code.syntax.messages import except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -6,17 +6,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import (
+from ddplint.code.edits.edits import (
     insert_before,
     remove_small_statement,
     replace_node,
     shift_continuation_lines,
 )
-from ddplint.code.names import dotted_name
-from ddplint.code.rank_predicates import RANK_NEEDLES
-from ddplint.code.rank_reachability import RankGuard
+from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
+from ddplint.code.ranks.rank_reachability import RankGuard
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.call_reach import SYNCING, StepEvent
-from ddplint.code.conditions import guarding_conditions
+from ddplint.code.collectives.call_reach import SYNCING, StepEvent
+from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.context import CodeContext
-from ddplint.code.ddp_wrappers import is_ddp_wrapper
-from ddplint.code.messages import snippet
-from ddplint.code.step_skips import SkipKind
+from ddplint.code.steps.step_skips import SkipKind
+from ddplint.code.syntax.conditions import guarding_conditions
+from ddplint.code.syntax.messages import snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.argument_edits import remove_argument
-from ddplint.code.call_args import argument, has_star_arguments
-from ddplint.code.collectives import torch_distributed_call
-from ddplint.code.constants import literal_value
+from ddplint.code.collectives.catalogue import torch_distributed_call
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import replace_node
-from ddplint.code.process_groups import ProcessGroups
+from ddplint.code.edits.argument_edits import remove_argument
+from ddplint.code.edits.edits import replace_node
+from ddplint.code.ranks.process_groups import ProcessGroups
+from ddplint.code.syntax.call_args import argument, has_star_arguments
+from ddplint.code.syntax.constants import literal_value
 from ddplint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.call_args import argument
-from ddplint.code.collectives import torch_distributed_call
+from ddplint.code.collectives.catalogue import torch_distributed_call
 from ddplint.code.context import CodeContext
-from ddplint.code.process_groups import ProcessGroups
+from ddplint.code.ranks.process_groups import ProcessGroups
+from ddplint.code.syntax.call_args import argument
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

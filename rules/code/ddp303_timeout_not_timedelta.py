@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.constants import constant_value
+from ddplint.code.collectives.timeouts import TimeoutParameter, timeout_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.edits import replace_node
-from ddplint.code.imports import import_edit
-from ddplint.code.timeouts import TimeoutParameter, timeout_argument
+from ddplint.code.edits.edits import replace_node
+from ddplint.code.edits.imports import import_edit
+from ddplint.code.syntax.constants import constant_value
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.call_args import argument, has_star_arguments
-from ddplint.code.constants import literal_value
+from ddplint.code.collectives.timeouts import timeout_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.process_groups import InitCall, ProcessGroups
-from ddplint.code.timeouts import timeout_argument
+from ddplint.code.ranks.process_groups import InitCall, ProcessGroups
+from ddplint.code.syntax.call_args import argument, has_star_arguments
+from ddplint.code.syntax.constants import literal_value
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -6,10 +6,10 @@ from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
-from ddplint.code.call_args import argument
-from ddplint.code.constants import literal_value
 from ddplint.code.context import CodeContext
-from ddplint.code.names import dotted_name
+from ddplint.code.syntax.call_args import argument
+from ddplint.code.syntax.constants import literal_value
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -7,17 +7,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.batch_conditions import (
+from ddplint.code.context import CodeContext
+from ddplint.code.edits.edits import replace_node
+from ddplint.code.steps.batch_conditions import (
     LastBatchTest,
     PeriodicTest,
     last_batch_test,
     periodic_test,
 )
-from ddplint.code.constants import literal_value
-from ddplint.code.context import CodeContext
-from ddplint.code.edits import replace_node
-from ddplint.code.loop_facts import EnumerateLoop, enumerate_loops
-from ddplint.code.names import dotted_name
+from ddplint.code.steps.loop_facts import EnumerateLoop, enumerate_loops
+from ddplint.code.syntax.constants import literal_value
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

@@ -8,17 +8,17 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ddplint.code.call_args import argument
-from ddplint.code.constants import constant_value
 from ddplint.code.context import CodeContext
-from ddplint.code.data_loaders import (
+from ddplint.code.edits.statement_edits import insert_statement_before
+from ddplint.code.steps.data_loaders import (
     DATALOADER_POSITIONS,
     bound_name,
     is_data_loader,
     is_distributed_sampler,
 )
-from ddplint.code.loop_facts import iterated_name
-from ddplint.code.statement_edits import insert_statement_before
+from ddplint.code.steps.loop_facts import iterated_name
+from ddplint.code.syntax.call_args import argument
+from ddplint.code.syntax.constants import constant_value
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

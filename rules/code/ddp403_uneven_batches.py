@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.batch_conditions import last_batch_test
 from ddplint.code.context import CodeContext
-from ddplint.code.iterable_datasets import IterableDatasets, IterableLoader
-from ddplint.code.loop_facts import EnumerateLoop, enumerate_loops
-from ddplint.code.names import dotted_name
+from ddplint.code.steps.batch_conditions import last_batch_test
+from ddplint.code.steps.iterable_datasets import IterableDatasets, IterableLoader
+from ddplint.code.steps.loop_facts import EnumerateLoop, enumerate_loops
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.call_args import argument, has_star_arguments, keyword_argument
-from ddplint.code.constants import constant_value
 from ddplint.code.context import CodeContext
-from ddplint.code.data_loaders import DATALOADER_POSITIONS, is_data_loader
-from ddplint.code.edits import replace_node
+from ddplint.code.edits.edits import replace_node
+from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, is_data_loader
+from ddplint.code.syntax.call_args import argument, has_star_arguments, keyword_argument
+from ddplint.code.syntax.constants import constant_value
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

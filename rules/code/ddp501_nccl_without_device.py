@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.call_args import argument, keyword_argument
+from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.context import CodeContext
-from ddplint.code.ddp_wrappers import is_ddp_wrapper
-from ddplint.code.names import dotted_name
-from ddplint.code.process_groups import DEVICE_CHOICES, InitCall, ProcessGroups
-from ddplint.code.statement_edits import insert_statement_before
+from ddplint.code.edits.statement_edits import insert_statement_before
+from ddplint.code.ranks.process_groups import DEVICE_CHOICES, InitCall, ProcessGroups
+from ddplint.code.syntax.call_args import argument, keyword_argument
+from ddplint.code.syntax.names import dotted_name
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ddplint.code.argument_edits import add_keyword_argument
-from ddplint.code.constants import literal_value, single_assignment
+from ddplint.code.collectives.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
 from ddplint.code.context import CodeContext
-from ddplint.code.ddp_wrappers import DataParallelWrapper, data_parallel_wrappers
-from ddplint.code.edits import replace_node
-from ddplint.code.names import dotted_name
+from ddplint.code.edits.argument_edits import add_keyword_argument
+from ddplint.code.edits.edits import replace_node
+from ddplint.code.syntax.constants import literal_value, single_assignment
+from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.fuzz_cases import all_rules_options, needle_comment
-from ddplint.code.safe_parse import MAX_NESTING_COST
+from ddplint.code.syntax.safe_parse import MAX_NESTING_COST
 from ddplint.engine import POOL_THRESHOLD, lint_source
 
 from .support import HAZARD, deadline, run_cli

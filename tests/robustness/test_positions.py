@@ -14,8 +14,8 @@ import libcst as cst
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddplint.code.column_map import ColumnMap
 from ddplint.code.context import CodeContext
+from ddplint.code.syntax.column_map import ColumnMap
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ddplint.cli
-import ddplint.code.safe_parse
+import ddplint.code.syntax.safe_parse
 import ddplint.engine
 import ddplint.invocation
 from ddplint.code.context import CodeContext
@@ -145,7 +145,7 @@ def test_native_parser_crash_becomes_an_error_entry(
     if faulthandler.is_enabled():  # the dying worker would print its stack into the log
         faulthandler.disable()
         request.addfinalizer(faulthandler.enable)
-    monkeypatch.setattr(ddplint.code.safe_parse, "check_nesting", lambda text: None)
+    monkeypatch.setattr(ddplint.code.syntax.safe_parse, "check_nesting", lambda text: None)
     monkeypatch.setattr(
         ddplint.engine, "call_with_deep_stack", lambda function, *args: function(*args)
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ddplint.code.collectives import kind_of_method
+from ddplint.code.collectives.catalogue import kind_of_method
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ddplint.code.collectives import CollectiveKind, kind_of_function, kind_of_method
-from ddplint.code.process_groups import DEVICE_CHOICES
-from ddplint.code.rank_guard import dotted
-from ddplint.code.rank_predicates import (
+from ddplint.code.collectives.catalogue import CollectiveKind, kind_of_function, kind_of_method
+from ddplint.code.ranks.process_groups import DEVICE_CHOICES
+from ddplint.code.ranks.rank_guard import dotted
+from ddplint.code.ranks.rank_predicates import (
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,

@@ -14,9 +14,9 @@ from typing import Any
 
 import libcst as cst
 
-from ddplint.code.collectives import Collective
-from ddplint.code.module_index import ModuleIndex
-from ddplint.code.names import dotted_name
+from ddplint.code.collectives.catalogue import Collective
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import dotted_name
 
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"

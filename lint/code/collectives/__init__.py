@@ -1,0 +1,3 @@
+"""Which calls communicate: the one catalogue of collectives, what a call reaches through
+functions, per-rank collective sequences, timeouts and DDP wrappers.
+"""

@@ -1,0 +1,144 @@
+"""Which functions run on every training step: the forward path.
+
+A forward path is ``forward`` / ``*_step`` of a class deriving from ``nn.Module``,
+``LightningModule``, NeMo's ``ModelPT``/``NeuralModule`` (directly, through other
+classes of the module, or through an imported base whose name says it is a module),
+plus every function those reach through calls inside the same module (``self.helper()``,
+``helper()``). The body of a loop that calls ``backward()`` is a per-step path too:
+``ddplint.code.steps.training_steps`` finds those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ddplint.code.syntax.call_graph import LocalFunctions
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import ImportTable, dotted_name
+
+FORWARD_METHODS = frozenset(
+    {"forward", "training_step", "validation_step", "test_step", "predict_step"}
+)
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "torch.autograd.Function",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
+        "pytorch_lightning.core.lightning.LightningModule",
+        "nemo.core.ModelPT",
+        "nemo.core.NeuralModule",
+        "nemo.core.classes.ModelPT",
+        "nemo.core.classes.NeuralModule",
+        "nemo.core.classes.modelPT.ModelPT",
+        "nemo.core.classes.module.NeuralModule",
+    }
+)
+# An imported base we cannot see into still names itself: ``ASRModel``, ``MegatronModule``.
+_MODULE_LIKE_NAME = re.compile(r"(Module|ModelPT|Model|Layer|Block|Encoder|Decoder)$")
+
+
+@dataclass(frozen=True)
+class PathReason:
+    """Why a function is on the forward path: the entry method and the call chain."""
+
+    entry: str
+    chain: tuple[str, ...]
+
+    def describe(self) -> str:
+        if not self.entry.isidentifier() and "." not in self.entry:
+            return self.entry
+        if not self.chain:
+            return f"`{self.entry}`"
+        return f"`{self.chain[-1]}` (called from `{self.entry}`)"
+
+
+class ForwardPaths:
+    """Forward-path functions of one module and per-step training loops."""
+
+    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+        self._index = index
+        self._names = names
+        self._local = LocalFunctions(index)
+        self.classes = self._local.classes
+        self.functions: dict[cst.FunctionDef, PathReason] = {}
+        self._module_like_cache: dict[str, bool] = {}
+        self._compute()
+
+    def is_module_class(self, cls: cst.ClassDef, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``cls`` derives from a torch/Lightning/NeMo module class."""
+        name = cls.name.value
+        if name in self._module_like_cache:
+            return self._module_like_cache[name]
+        result = False
+        for base in cls.bases:
+            qualified = self._names.qualified_name(base.value)
+            dotted = dotted_name(base.value) or ""
+            if qualified in MODULE_BASES:
+                result = True
+            elif dotted in self.classes and dotted not in _seen | {name}:
+                result = self.is_module_class(self.classes[dotted], _seen | {name})
+            elif qualified is not None and _MODULE_LIKE_NAME.search(qualified.split(".")[-1]):
+                result = True
+            if result:
+                break
+        self._module_like_cache[name] = result
+        return result
+
+    def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """Methods of ``cls`` by name, with those inherited from classes of this module."""
+        return self._local.methods(cls)
+
+    def _compute(self) -> None:
+        module_functions = self._local.module_functions
+        work: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
+        for owner in self.classes.values():
+            if not self.is_module_class(owner):
+                continue
+            for method_name, method in self.methods_of(owner).items():
+                if method_name in FORWARD_METHODS:
+                    entry = PathReason(f"{owner.name.value}.{method_name}", ())
+                    work.append((method, owner, entry))
+        while work:
+            function, cls, reason = work.pop()
+            if function in self.functions:
+                continue
+            self.functions[function] = reason
+            methods = self.methods_of(cls) if cls is not None else {}
+            for node in self._index.walk_within(function):
+                if not isinstance(node, cst.Call):
+                    continue
+                target = dotted_name(node.func)
+                if target is None:
+                    continue
+                callee: cst.FunctionDef | None = None
+                callee_cls = None
+                if target.startswith("self.") and target.count(".") == 1:
+                    callee = methods.get(target[5:])
+                    callee_cls = cls
+                elif "." not in target:
+                    callee = module_functions.get(target)
+                if callee is not None and callee not in self.functions:
+                    label = target[5:] if target.startswith("self.") else target
+                    if callee_cls is not None:
+                        label = f"{callee_cls.name.value}.{label}"
+                    work.append(
+                        (callee, callee_cls, PathReason(reason.entry, (*reason.chain, label)))
+                    )
+
+    def reason_for(self, node: cst.CSTNode) -> PathReason | None:
+        """Why the function holding ``node`` runs every step, or None if it does not (as
+        far as we can see). Training-loop bodies are ``TrainingSteps``' answer."""
+        function = self._index.enclosing_function(node)
+        if function is not None and function in self.functions:
+            return self.functions[function]
+        return None

@@ -1,0 +1,117 @@
+"""Where training steps run: training loops and Lightning ``training_step`` methods.
+
+A training loop is a ``for``/``while`` whose body reaches ``backward()`` (directly or
+through same-module calls: ``loss.backward()``, ``accelerator.backward(loss)``,
+``scaler.scale(loss).backward()``, ``self.training_step(...)`` that calls one). A
+``training_step`` is the method of that name on a module class; its first parameter
+after ``self`` is the batch. A LightningModule optimises manually when it sets
+``automatic_optimization = False`` (itself or a base in the same module) or its step
+calls ``manual_backward`` / ``self.optimizers()``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ddplint.code.collectives.call_reach import CallReach, StepEvent
+from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import dotted_name
+
+_BACKWARD = frozenset({StepEvent.BACKWARD})
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_MANUAL_OPTIMIZATION_CALLS = frozenset({"self.manual_backward", "self.optimizers"})
+
+
+class TrainingSteps:
+    """Training loops and ``training_step`` methods of one module."""
+
+    def __init__(
+        self, index: ModuleIndex, forward_paths: ForwardPaths, call_reach: CallReach
+    ) -> None:
+        self._index = index
+        self._forward_paths = forward_paths
+        self._call_reach = call_reach
+        self._loops: dict[cst.CSTNode, bool] = {}
+
+    def is_training_loop(self, loop: cst.For | cst.While) -> bool:
+        """Whether the loop body reaches ``backward()``."""
+        if loop not in self._loops:
+            self._loops[loop] = self._call_reach.first_in(loop.body, _BACKWARD) is not None
+        return self._loops[loop]
+
+    def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost loop (same function) whose body holds ``node``: the one a
+        ``continue`` or ``break`` there leaves."""
+        child = node
+        for ancestor in self._index.ancestors(node):
+            if isinstance(ancestor, _SCOPES):
+                return None
+            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
+                return ancestor
+            child = ancestor
+        return None
+
+    def training_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost enclosing training loop in the same function."""
+        child = node
+        for ancestor in self._index.ancestors(node):
+            if isinstance(ancestor, _SCOPES):
+                return None
+            if (
+                isinstance(ancestor, (cst.For, cst.While))
+                and child is ancestor.body
+                and self.is_training_loop(ancestor)
+            ):
+                return ancestor
+            child = ancestor
+        return None
+
+    def is_training_step(self, function: cst.FunctionDef | None) -> bool:
+        """``training_step`` defined on a module class (LightningModule, NeMo ModelPT)."""
+        if function is None or function.name.value != "training_step":
+            return False
+        owner = self._index.enclosing_class(function)
+        return owner is not None and self._forward_paths.is_module_class(owner)
+
+    @staticmethod
+    def batch_parameter(function: cst.FunctionDef) -> str | None:
+        """The batch: the first parameter after ``self``."""
+        params = function.params.params
+        return params[1].name.value if len(params) > 1 else None
+
+    def uses_manual_optimization(self, function: cst.FunctionDef) -> bool:
+        """Whether the module of this ``training_step`` optimises manually."""
+        for node in self._index.walk_within(function.body):
+            if isinstance(node, cst.Call) and dotted_name(node.func) in _MANUAL_OPTIMIZATION_CALLS:
+                return True
+        owner = self._index.enclosing_class(function)
+        return owner is not None and self._class_sets_manual(owner, frozenset())
+
+    def _class_sets_manual(self, cls: cst.ClassDef, seen: frozenset[str]) -> bool:
+        for node in self._index.walk_within(cls.body, into_functions=True):
+            if isinstance(node, cst.FunctionDef) and node.name.value == "automatic_optimization":
+                return True
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and _sets_automatic_off(node):
+                return True
+        classes = self._forward_paths.classes
+        for base in cls.bases:
+            name = dotted_name(base.value)
+            if (
+                name in classes
+                and name not in seen
+                and name != cls.name.value
+                and self._class_sets_manual(classes[name], seen | {cls.name.value})
+            ):
+                return True
+        return False
+
+
+def _sets_automatic_off(node: cst.Assign | cst.AnnAssign) -> bool:
+    """``self.automatic_optimization = False`` or a class attribute of that name."""
+    if node.value is None or not (isinstance(node.value, cst.Name) and node.value.value == "False"):
+        return False
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    return any(
+        (dotted_name(t) or "").rsplit(".", 1)[-1] == "automatic_optimization" for t in targets
+    )
