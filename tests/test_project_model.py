@@ -39,6 +39,9 @@ EXPECTED = {
     "shadowed_save": (set(), ""),
     "device_elsewhere": ({("train_bad.py", 7, "DDP501")}, ""),
     "opt_in_barrier": ({("train_bad.py", 8, "DDP201")}, "(markers.py:10)"),
+    # validation(model, rank, loader) returns an all-reduced loss: the rank argument
+    # does not make a condition on it rank-dependent; `rank == 0` does.
+    "uniform_result": ({("train_bad.py", 9, "DDP203")}, ""),
 }
 
 
@@ -199,4 +202,5 @@ def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
     facts = index.facts_for("train.py")
     assert facts["comm.is_main"] == {"k": 1}
     assert facts["T:self.main"] == {"k": 1, "p": 1}
-    assert "comm.world" not in facts and "T:self.size" not in facts
+    assert facts["comm.world"] == {"u": 1}  # known, and no rank test
+    assert "T:self.size" not in facts

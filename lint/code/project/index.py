@@ -352,6 +352,8 @@ class ProjectIndex:
                 fact["p"] = 1
         if key in self.device_setters:
             fact["d"] = 1
+        if "k" not in fact:
+            fact["u"] = 1  # a known function whose result is no rank test
         if key[0] == module:
             return fact  # the file's own functions: its own analysis reads them
         reach = self.reach.get(key)

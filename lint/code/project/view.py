@@ -105,6 +105,12 @@ class ProjectView:
         fact = self._fact(call.func)
         return bool(fact.get("k")) and not fact.get("p")
 
+    def returns_no_rank_test(self, call: cst.Call) -> bool:
+        """The call runs a project function known not to return the rank or a test of
+        it: its result does not differ by rank just because the rank is an argument
+        (``validation(model, rank, loader)`` returns an all-reduced loss)."""
+        return bool(self._fact(call.func).get("u"))
+
     def holds_rank_test(self, attribute: cst.Attribute) -> bool:
         """``self.is_rank_zero`` / ``distr.is_global_main``: a property returning a rank
         test, or an attribute some method sets to one."""

@@ -235,8 +235,13 @@ class RankPredicates:
                 continue
             if self._reads_rank(node, scope, _seen):
                 return True
+            if isinstance(node, cst.Call) and self._known_not_rank(node):
+                continue  # its arguments (the rank among them) do not make its result
             stack.extend(_expression_children(node))
         return False
+
+    def _known_not_rank(self, call: cst.Call) -> bool:
+        return self._project is not None and self._project.returns_no_rank_test(call)
 
     def truth_is_rank_dependent(self, expr: cst.BaseExpression) -> bool:
         """Whether the truth value of ``expr`` differs between ranks. As
