@@ -20,7 +20,11 @@ import libcst as cst
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
-from ddplint.code.syntax.call_args import runs_only_if, switched_off_parameters
+from ddplint.code.syntax.call_args import (
+    false_self_conditions,
+    runs_only_if,
+    switched_off_parameters,
+)
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
@@ -127,8 +131,14 @@ class CallReach:
                     return owner
         return None
 
-    def reached(self, call: cst.Call, kinds: Collection[StepEvent] = SYNCING) -> Reached | None:
-        """What running ``call`` reaches: itself, or the first event inside its callee."""
+    def reached(
+        self,
+        call: cst.Call,
+        kinds: Collection[StepEvent] = SYNCING,
+        false_here: frozenset[str] = frozenset(),
+    ) -> Reached | None:
+        """What running ``call`` reaches: itself, or the first event inside its callee.
+        ``false_here``: ``self.`` attributes known false on the path to ``call``."""
         found = self.direct(call, kinds)
         if found is not None:
             return found
@@ -136,6 +146,9 @@ class CallReach:
         if function is None:
             return None
         switched_off = switched_off_parameters(call, function)
+        if (dotted_name(call.func) or "").startswith("self."):
+            # The same object: what is false here is false in its method too.
+            switched_off |= false_here | false_self_conditions(self._index, call)
         if switched_off:
             inner = self._first_switched_on(function, kinds, switched_off)
         else:
@@ -154,11 +167,12 @@ class CallReach:
             return None
         self._in_progress.add(function)
         try:
+            carried = frozenset(name for name in off if name.startswith("self."))
             for node in self._index.walk_within(function.body):
                 if isinstance(node, cst.Call) and not runs_only_if(
                     self._index, node, function, off
                 ):
-                    found = self.reached(node, kinds)
+                    found = self.reached(node, kinds, carried)
                     if found is not None:
                         return found
         finally:

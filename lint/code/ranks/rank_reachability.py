@@ -44,10 +44,14 @@ from ddplint.code.ranks.rank_conditions import (
     members_of,
 )
 from ddplint.code.ranks.rank_predicates import RankPredicates
-from ddplint.code.syntax.call_args import runs_only_if, switched_off_parameters
+from ddplint.code.syntax.call_args import (
+    false_self_conditions,
+    runs_only_if,
+    switched_off_parameters,
+)
 from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
-from ddplint.code.syntax.names import ImportTable
+from ddplint.code.syntax.names import ImportTable, dotted_name
 
 #: Beyond this many rank atoms in one function, traces are not enumerated (2**n).
 MAX_ATOMS = 8
@@ -320,13 +324,33 @@ class RankReachability:
         if callee is None:
             return ()
         switched_off = switched_off_parameters(call, callee)
+        same_object = (dotted_name(call.func) or "").startswith("self.")
+        false_here = false_self_conditions(self._index, call) if same_object else set()
         return tuple(
             ReachedCollective(r.collective, (callee, *r.chain))
             for r in self.collectives_reached(callee)
-            if not (
-                r.chain == () and runs_only_if(self._index, r.collective.node, callee, switched_off)
-            )
+            if not self._off_on_this_path(r, callee, switched_off | false_here, false_here)
         )
+
+    def _off_on_this_path(
+        self,
+        reached: ReachedCollective,
+        callee: cst.FunctionDef,
+        off: set[str],
+        false_here: set[str],
+    ) -> bool:
+        """The collective runs only under a parameter this call switches off, or under a
+        ``self.`` attribute false where the call is made (through methods of the same
+        class: ``_update()`` in the ``else`` of ``if self.pipe:``, its all-reduce under
+        ``if self.pipe:`` in ``_sync()``)."""
+        if not reached.chain:
+            return runs_only_if(self._index, reached.collective.node, callee, off)
+        owner = self._index.enclosing_class(callee)
+        if not false_here or owner is None:
+            return False
+        if any(self._index.enclosing_class(f) is not owner for f in reached.chain):
+            return False
+        return runs_only_if(self._index, reached.collective.node, reached.chain[-1], false_here)
 
     def divergent_collectives(
         self, wanted: Callable[[Collective], bool]

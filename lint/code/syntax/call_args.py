@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import dotted_name
 
 
 def keyword_argument(call: cst.Call, name: str) -> cst.Arg | None:
@@ -87,7 +88,8 @@ def runs_only_if(
     index: ModuleIndex, node: cst.CSTNode, function: cst.FunctionDef, names: set[str]
 ) -> bool:
     """``node`` runs only under ``if <name>:`` (or ``if <name> and ...:``) inside
-    ``function``, ``name`` one of ``names`` (parameters a call switches off)."""
+    ``function``, ``name`` one of ``names`` (parameters a call switches off, or dotted
+    ``self.`` attributes known false where the call is made)."""
     if not names:
         return False
     child = node
@@ -101,7 +103,35 @@ def runs_only_if(
                 if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)
                 else [test]
             )
-            if any(isinstance(c, cst.Name) and c.value in names for c in conjuncts):
+            if any(dotted_name(c) in names for c in conjuncts):
                 return True
         child = ancestor
     return False
+
+
+def false_self_conditions(index: ModuleIndex, call: cst.Call) -> set[str]:
+    """``self.`` attributes (dotted) known false where ``call`` runs, inside its own
+    function: it sits in the ``else`` of ``if self.x.flag:`` or under ``if not
+    self.x.flag:``. A method of the same object called there does not run what it keeps
+    under ``if self.x.flag:`` (path sensitivity, for the same-object case only)."""
+    found: set[str] = set()
+    child: cst.CSTNode = call
+    for ancestor in index.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef):
+            break
+        if isinstance(ancestor, cst.If):
+            test = ancestor.test
+            if child is ancestor.orelse:
+                name = dotted_name(test)
+            elif (
+                child is ancestor.body
+                and isinstance(test, cst.UnaryOperation)
+                and isinstance(test.operator, cst.Not)
+            ):
+                name = dotted_name(test.expression)
+            else:
+                name = None
+            if name is not None and name.startswith("self."):
+                found.add(name)
+        child = ancestor
+    return found
