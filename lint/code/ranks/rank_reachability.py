@@ -393,7 +393,9 @@ class RankReachability:
         (``if not is_main: barrier()`` ... ``if is_main: barrier()``), or a ``group=``
         made of the guarded ranks only."""
         for guard in self._guards(node):
-            if self._group_holds_guarded_ranks(node, guard):
+            if self._group_holds_guarded_ranks(node, guard) or self._joins_world_first(
+                node, guard
+            ):
                 return None
             if guard.kind in ("decorator", "wrapper"):
                 return guard
@@ -402,6 +404,21 @@ class RankReachability:
             if self._changes_trace(node, guard):
                 return guard
         return None
+
+    def _joins_world_first(self, node: cst.CSTNode, guard: RankGuard) -> bool:
+        """The guarded block itself creates the process group before ``node``
+        (``if rank >= 0: init_process_group(...); barrier()``): the processes that skip
+        it are not in the world, so every member issues the collective."""
+        holder = guard.holder
+        if not isinstance(holder, cst.If) or not self._index.is_inside(node, holder.body):
+            return False
+        position = self._index.order[node]
+        return any(
+            isinstance(call, cst.Call)
+            and self._index.order[call] < position
+            and (self._names.qualified_name(call.func) or "").endswith("init_process_group")
+            for call in self._index.walk_within(holder.body)
+        )
 
     def _arms_match(self, guard: RankGuard) -> bool:
         """Both arms of the guard's ``if`` (or expression) issue the same collectives."""
