@@ -22,7 +22,7 @@ from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_fact
 from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.summaries import SUMMARY_VERSION, Summary, summarize
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
-from ddplint.code.project.view import encode_facts
+from ddplint.code.project.view import encode_facts, informs_rules
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path
@@ -170,7 +170,7 @@ def _triage(
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
-    informed = kind == "code" and options.fact(PROJECT_KEY) is not None
+    informed = kind == "code" and informs_rules(options.fact(PROJECT_KEY))
     rules = [
         r
         for r in _rule_instances(options.selected)

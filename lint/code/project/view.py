@@ -26,6 +26,17 @@ def encode_facts(facts: dict[str, dict[str, Any]]) -> str:
     return json.dumps(facts, sort_keys=True, separators=(",", ":"))
 
 
+def informs_rules(encoded: str | None) -> bool:
+    """Whether a file's project facts can make a rule fire without any of the words the
+    rules' pre-filters look for (a project name that reaches a collective, tests the
+    rank, ...). Facts that only clear a suspicion (``u``: a known function returning no
+    rank test) cannot: such a file keeps its pre-filters."""
+    if not encoded:
+        return False
+    facts = json.loads(encoded)
+    return any(set(fact) - {"u"} for fact in facts.values())
+
+
 class ProjectView:
     """The project facts of one file, asked with its LibCST nodes."""
 

@@ -393,9 +393,7 @@ class RankReachability:
         (``if not is_main: barrier()`` ... ``if is_main: barrier()``), or a ``group=``
         made of the guarded ranks only."""
         for guard in self._guards(node):
-            if self._group_holds_guarded_ranks(node, guard) or self._joins_world_first(
-                node, guard
-            ):
+            if self._group_holds_guarded_ranks(node, guard) or self._joins_world_first(node, guard):
                 return None
             if guard.kind in ("decorator", "wrapper"):
                 return guard
