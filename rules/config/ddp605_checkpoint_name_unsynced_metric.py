@@ -150,7 +150,8 @@ class CheckpointNameUnsyncedMetric(ConfigRule):
         if not logs and nemo and not _is_asr_model(doc):
             return (
                 "is logged without `sync_dist` by NeMo's `ModelPT.on_validation_epoch_end` "
-                "(its default; no code in this repository logs it with `sync_dist=True`)"
+                "(its default; none of the project's Python files read here logs it with "
+                "`sync_dist=True`)"
             )
         return None
 
