@@ -16,10 +16,11 @@ import hmac
 import json
 import os
 import secrets
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ddplint.source import FileTooLarge, read_source_bytes
 
 MAX_ENTRIES = 200_000
 #: A results file larger than this is not read (a link to /dev/zero, a forged giant).
@@ -64,18 +65,12 @@ def signing_key() -> bytes | None:
 
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file (not through a link) of at most
-    ``limit`` bytes; None otherwise. Never blocks on a FIFO or reads a device."""
+    """The bytes of ``path`` if it is a regular file, reached without a link, of at most
+    ``limit`` bytes; None otherwise (never blocks on a FIFO, never reads a device)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return read_source_bytes(path, limit, follow_links=False)
+    except (OSError, FileTooLarge):
         return None
-    with os.fdopen(fd, "rb") as stream:
-        info = os.fstat(stream.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        data = stream.read(limit + 1)
-    return data if len(data) <= limit else None
 
 
 def _signature(key: bytes, payload: bytes) -> str:

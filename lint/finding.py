@@ -104,6 +104,9 @@ class Finding:
     message: str
     fix: Fix | None = None
     key_path: str | None = None
+    #: One short clause (about ruff's length) for concise output; ``message`` is the whole
+    #: explanation (full output, JSON, SARIF). Empty: concise output shows ``message``.
+    summary: str = ""
     # Lines of the enclosing statement: a suppression comment on any of them applies.
     # Internal: not part of the JSON output.
     statement_lines: tuple[int, int] | None = field(default=None, compare=False)
@@ -118,6 +121,7 @@ class Finding:
         fix: Fix | None = None,
         key_path: str | None = None,
         statement_lines: tuple[int, int] | None = None,
+        summary: str = "",
     ) -> Finding:
         """A finding of ``rule`` over ``span`` = (line, column, end_line, end_column)."""
         line, column, end_line, end_column = span
@@ -133,6 +137,7 @@ class Finding:
             message=message,
             fix=fix,
             key_path=key_path,
+            summary=summary,
             statement_lines=statement_lines,
         )
 
@@ -155,6 +160,8 @@ class Finding:
         }
         if self.key_path is not None:
             data["key_path"] = self.key_path
+        if self.summary:
+            data["summary"] = self.summary
         return data
 
     @classmethod
@@ -172,7 +179,13 @@ class Finding:
             message=data["message"],
             fix=Fix.from_json(fix) if fix else None,
             key_path=data.get("key_path"),
+            summary=data.get("summary", ""),
         )
+
+    @property
+    def short_message(self) -> str:
+        """What concise output shows: the summary, or the whole message without one."""
+        return self.summary or self.message
 
     def with_path(self, path: str) -> Finding:
         return replace(self, path=path)

@@ -38,15 +38,18 @@ class FileTooLarge(Exception):
         self.size = size
 
 
-def read_source_bytes(path: Path, max_size: int) -> bytes:
+def read_source_bytes(path: Path, max_size: int, *, follow_links: bool = True) -> bytes:
     """The bytes of the regular file at ``path``.
 
     Opened without blocking and checked after opening, so a FIFO or device put where a
     file was listed fails at once instead of hanging the run. Raises ``OSError`` (a
-    missing, unreadable or non-regular file) and ``FileTooLarge`` (more than
-    ``max_size`` bytes: nothing read).
+    missing, unreadable or non-regular file, or a symbolic link when not
+    ``follow_links``) and ``FileTooLarge`` (more than ``max_size`` bytes: nothing read).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -150,9 +150,12 @@ class CodeContext:
         node: cst.CSTNode,
         message: str,
         fix: Fix | None = None,
+        *,
+        summary: str = "",
     ) -> Finding:
         """A finding of ``rule`` spanning ``node``; suppressions on any line of the
-        enclosing statement apply to it."""
+        enclosing statement apply to it. ``summary`` is the short clause concise output
+        shows (``message`` is the whole explanation)."""
         line, column, end_line, end_column = self.range_of(node)
         statement = self.index.enclosing_statement(node)
         if statement is self.module:
@@ -167,5 +170,11 @@ class CodeContext:
         if fix is not None and not self.column_map.aligned:
             fix = None  # positions on some line are not exact: an edit could land wrong
         return Finding.of(
-            rule, self.source.path, span, message, fix, statement_lines=statement_lines
+            rule,
+            self.source.path,
+            span,
+            message,
+            fix,
+            statement_lines=statement_lines,
+            summary=summary,
         )

@@ -74,10 +74,13 @@ class ConfigContext:
         message: str,
         fix: Fix | None = None,
         key_path: KeyPath | None = None,
+        *,
+        summary: str = "",
     ) -> Finding:
         """A finding on the key of ``at``. The message follows the dotted key path
-        (``key_path``, or the entry's own): "`trainer.sync_batchnorm` <message>". A
-        suppression comment on the key's line or on its value's line applies."""
+        (``key_path``, or the entry's own): "`trainer.sync_batchnorm` <message>"; so does
+        ``summary``, the short clause of concise output. A suppression comment on the
+        key's line or on its value's line applies."""
         span = doc.key_span(at)
         value_span = doc.value_span(at)
         last_line = value_span[2] if value_span else span[2]
@@ -90,6 +93,7 @@ class ConfigContext:
             fix,
             key_path=path,
             statement_lines=(span[0], max(span[0], last_line)),
+            summary=f"`{path}` {summary}" if summary else "",
         )
 
     def checked_fix(
