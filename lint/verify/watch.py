@@ -23,6 +23,9 @@ from ddplint.verify.reaper import is_alive
 
 POLL_SECONDS = 0.2
 STACK_DUMP_WAIT = 3.0
+#: Symbolising a flight recorder imports torch's compiler: seconds on a loaded machine.
+#: Only a rank that has not written its dump yet makes the verifier wait this long.
+C10D_DUMP_WAIT = 15.0
 FLIGHT_RECORDER_WAIT = 30.0
 #: After every rank's entry returned: how long torch's and Python's teardown may take.
 EXIT_GRACE = 10.0
@@ -146,7 +149,7 @@ def dump_c10d_ops(run_dir: str, pids: dict[int, int], interval: float) -> None:
     path = os.path.join(run_dir, flight_recorder.REQUEST_NAME)
     with open(path, "w", encoding="utf-8"):
         pass
-    deadline = time.monotonic() + 2 * interval + STACK_DUMP_WAIT
+    deadline = time.monotonic() + 2 * interval + C10D_DUMP_WAIT
     waiting = dict(pids)
     while waiting and time.monotonic() < deadline:
         time.sleep(0.05)
