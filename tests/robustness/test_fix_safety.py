@@ -185,9 +185,12 @@ def test_fix_touches_only_flagged_files_of_the_example_project(tmp_path: Path) -
     assert not any(Path(name).name.startswith("clean_") for name in changed)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus of package sources not installed")
+NEMO_ASR = CORPUS / "nemo_toolkit-2.7.3" / "nemo" / "collections" / "asr"
+
+
+@pytest.mark.skipif(not NEMO_ASR.is_dir(), reason="corpus of package sources not installed")
 def test_fix_touches_only_flagged_files_of_real_sources(tmp_path: Path) -> None:
-    source = CORPUS / "nemo_toolkit-2.7.3" / "nemo" / "collections" / "asr"
+    source = NEMO_ASR
     root = tmp_path / "asr"
     shutil.copytree(source, root)
     assert len(list(root.rglob("*.py"))) > 200
