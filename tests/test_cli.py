@@ -307,3 +307,22 @@ def test_force_exclude_applies_excludes_to_named_files(tmp_path: Path) -> None:
         '[tool.ddplint]\nextend-exclude = ["third_party"]\nforce-exclude = true\n'
     )
     assert run(["check", "--no-cache", named])[0] == 0
+
+
+def test_a_folder_named_on_its_own_is_linted_where_excluded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in ruff, the excludes apply below a named folder, never to the folder itself
+    (nor to its parents): `check .` skips `fixtures/`, `check fixtures/rules` lints it,
+    and an excluded folder inside it stays excluded; --force-exclude skips it all."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nextend-exclude = ["fixtures"]\n')
+    rules = tmp_path / "fixtures" / "rules"
+    (rules / "fixtures").mkdir(parents=True)
+    (rules / "net.py").write_text(HAZARD)
+    (rules / "fixtures" / "inner.py").write_text(HAZARD)
+    assert run(["check", "--no-cache", "."])[0] == 0
+    code, out, _ = run(["check", "--no-cache", "fixtures/rules"])
+    assert code == 1 and "fixtures/rules/net.py:7:9: DDP101" in out
+    assert "inner.py" not in out
+    assert run(["check", "--no-cache", "--force-exclude", "fixtures/rules"])[0] == 0
