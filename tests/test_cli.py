@@ -326,3 +326,19 @@ def test_a_folder_named_on_its_own_is_linted_where_excluded(
     assert code == 1 and "fixtures/rules/net.py:7:9: DDP101" in out
     assert "inner.py" not in out
     assert run(["check", "--no-cache", "--force-exclude", "fixtures/rules"])[0] == 0
+
+
+def test_malformed_pyproject_found_by_discovery_is_reported_like_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13: a pyproject.toml that is not TOML is never skipped for the defaults (its
+    ignores would vanish): found by discovery it is the same error as with --config, with
+    the file and the parser's line and column, and exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP101"]\nfoo = = 1\n')
+    (tmp_path / "net.py").write_text(HAZARD)
+    for args in (["net.py"], ["--config", "pyproject.toml", "net.py"], []):
+        code, out, err = run(["check", "--no-cache", *args])
+        assert code == 2 and out == "", (args, out, err)
+        assert "pyproject.toml is not valid TOML" in err
+        assert "(at line 3, column 7)" in err
