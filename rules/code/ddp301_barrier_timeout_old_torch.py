@@ -66,7 +66,6 @@ class BarrierTimeoutOnOldTorch(CodeRule):
 
     ## References
     - PyTorch docs: `torch.distributed.barrier`, `torch.distributed.monitored_barrier`.
-    - ddplint HAZARDS.md, DDP301.
     """
 
     code = "DDP301"
