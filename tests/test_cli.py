@@ -342,3 +342,30 @@ def test_malformed_pyproject_found_by_discovery_is_reported_like_config(
         assert code == 2 and out == "", (args, out, err)
         assert "pyproject.toml is not valid TOML" in err
         assert "(at line 3, column 7)" in err
+
+
+@pytest.mark.parametrize(
+    ("selector", "hint"),
+    [
+        ("DDP2011", "(did you mean DDP201?)"),
+        ("ddp21", "(did you mean DDP201?)"),
+        ("collective-on-some-ranks", "(that is the name of DDP201; rules are selected by code)"),
+        ("colective-on-some-rank", "(did you mean DDP201?)"),
+    ],
+)
+def test_unknown_selector_suggests_the_closest_code(
+    project: Path, selector: str, hint: str
+) -> None:
+    code, out, err = run(["check", "--no-cache", "--select", selector, "pkg"])
+    assert code == 2 and out == ""
+    assert f"unknown rule selector `{selector.upper()}` in select {hint}; valid codes:" in err
+
+
+def test_unknown_selector_far_from_every_code_gets_no_guess(project: Path) -> None:
+    code, _, err = run(["check", "--no-cache", "--ignore", "XYZ", "pkg"])
+    assert code == 2 and "unknown rule selector `XYZ` in ignore; valid codes:" in err
+
+
+def test_explain_suggests_the_closest_code() -> None:
+    code, _, err = run(["explain", "DDP2O1"])
+    assert code == 2 and "unknown rule `DDP2O1` (did you mean DDP201?)" in err
