@@ -269,8 +269,8 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
     assert "conf/train.yaml:4:5: DDP601 `model.train_ds.persistent_workers` is true" in out
     errors = [line for line in err.splitlines() if "error:" in line]
     assert errors == [
-        "conf/broken.yaml:4:6: error: cannot load YAML: expected ',' or ']', but got ':' "
-        "(while parsing a flow sequence)"
+        "conf/broken.yaml:3:19: error: cannot load YAML: a `[` list not closed with `]` "
+        "before a `key:`"
     ]
 
 
