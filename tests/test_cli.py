@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from ddplint import __version__
 from ddplint.cli import cli
+from ddplint.settings import read_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "example_project"
@@ -45,6 +47,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_version() -> None:
     code, out, _ = run(["--version"])
     assert code == 0 and __version__ in out
+
+
+def test_version_is_kept_in_one_place() -> None:
+    """pyproject.toml has no version of its own: setuptools reads `ddplint.__version__`,
+    so the installed distribution and `ddplint --version` cannot disagree."""
+    project = read_toml(ROOT / "pyproject.toml")
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    dynamic = project["tool"]["setuptools"]["dynamic"]["version"]
+    assert dynamic == {"attr": "ddplint.__version__"}
+    assert importlib.metadata.version("ddplint") == __version__
 
 
 def test_concise_positions_and_exit_code(project: Path) -> None:
