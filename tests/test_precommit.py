@@ -373,13 +373,8 @@ exp_manager:
 
 def _check_in(folder: Path, *args: str) -> tuple[int, str]:
     """``ddplint check ARGS`` run in ``folder`` (a process of its own, as a user runs it)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = _run(
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args], folder, {**os.environ}
     )
     return done.returncode, done.stdout + done.stderr
 
