@@ -26,7 +26,7 @@ from ddplint.progress import Progress
 from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
 from ddplint.report.printable import printable
 from ddplint.rules import all_rules
-from ddplint.settings import LintOptions, Settings, SettingsError
+from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
 from ddplint.source import SourceError, SourceFile
 from ddplint.verify.command import verify as verify_command
 
@@ -354,15 +354,14 @@ def explain(code: str) -> None:
         matches = [c for c, r in catalogue.items() if r.name == code]
         if not matches:
             click.echo(
-                f"ddplint: error: unknown rule `{code}`; valid codes: {', '.join(catalogue)}",
+                f"ddplint: error: unknown rule `{code}`{did_you_mean(code, catalogue)}; "
+                f"valid codes: {', '.join(catalogue)}",
                 err=True,
             )
             sys.exit(EXIT_ERROR)
         rule = catalogue[matches[0]]
-    default = "on by default" if rule.default_enabled else "preview (opt-in: select it by code)"
-    fix = f"{rule.fix_applicability.value} fix" if rule.fix_applicability else "no automatic fix"
     click.echo(f"# {rule.code} {rule.name}\n")
-    click.echo(f"{rule.summary}. Severity: {rule.severity.value}; {default}; {fix}.\n")
+    click.echo(f"{rule.status()}\n")
     click.echo(rule.documentation())
 
 

@@ -67,15 +67,31 @@ def _relative(path: Path, root: Path, fallback: Path | None = None) -> str:
     return path.as_posix()
 
 
-def is_excluded(relative: str, patterns: tuple[str, ...]) -> bool:
-    """A pattern matches the whole relative path, or any one of its components."""
+def is_excluded(relative: str, patterns: tuple[str, ...], named_depth: int = 0) -> bool:
+    """Whether ``relative`` (posix, below the project root) is excluded: a pattern matches
+    one of its leading paths (``a``, ``a/b``, ...) in full, or, without a ``/``, one of its
+    components. The first ``named_depth`` components (a folder named on the command line
+    and those above it) are not matched: a folder named on its own is linted, as a file
+    named on its own is (ruff's rule)."""
     parts = relative.split("/")
-    for pattern in patterns:
-        if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(relative, pattern + "/*"):
-            return True
-        if "/" not in pattern and any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-            return True
+    for depth in range(named_depth, len(parts)):
+        leading = "/".join(parts[: depth + 1])
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(leading, pattern):
+                return True
+            if "/" not in pattern and fnmatch.fnmatchcase(parts[depth], pattern):
+                return True
     return False
+
+
+def _named_depth(folder: Path, settings: Settings) -> int:
+    """How many leading components of the paths found below ``folder`` (named on the
+    command line) the excludes leave alone: all of ``folder``'s own, unless
+    ``force-exclude`` applies the excludes to named paths too."""
+    if settings.force_exclude:
+        return 0
+    relative = _relative(folder, settings.project_root, folder)
+    return 0 if relative == "." else len(relative.split("/"))
 
 
 @dataclass
@@ -155,6 +171,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
     git could not list) its ``.gitignore`` files and ``.git/info/exclude`` apply too."""
     listing = _Listing()
     root = settings.project_root
+    named_depth = _named_depth(directory, settings)
     rules = _inherited_ignore_rules(directory, repository)
 
     def unreadable(error: OSError) -> None:
@@ -171,7 +188,9 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
             d
             for d in dirs
             if not (repository is not None and _ignored(rules, in_repo, d, True))
-            and not is_excluded(_relative(here / d, root, directory), settings.all_excludes)
+            and not is_excluded(
+                _relative(here / d, root, directory), settings.all_excludes, named_depth
+            )
         )
         listing.files.extend(
             here / f
@@ -248,11 +267,12 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
             continue
         listing = _listing(path, settings)
         notices += listing.notices
+        named_depth = _named_depth(path, settings)
         for candidate in listing.files:
             if file_kind(candidate.name) is None:
                 continue
             relative = _relative(candidate, root, path)
-            if is_excluded(relative, settings.all_excludes):
+            if is_excluded(relative, settings.all_excludes, named_depth):
                 continue
             candidate_mode = _mode(candidate)
             if candidate_mode is None or not stat.S_ISREG(candidate_mode):

@@ -45,6 +45,13 @@ class Rule:
         return inspect.cleandoc(cls.__doc__ or "")
 
     @classmethod
+    def status(cls) -> str:
+        """One line for ``explain`` and the catalogue: summary, severity, default, fix."""
+        default = "on by default" if cls.default_enabled else "preview (opt-in: select it by code)"
+        fix = f"{cls.fix_applicability.value} fix" if cls.fix_applicability else "no automatic fix"
+        return f"{cls.summary}. Severity: {cls.severity.value}; {default}; {fix}."
+
+    @classmethod
     def prefilter(cls, raw: bytes) -> bool:
         """Whether the engine should parse a file (its bytes) for this rule: it holds one
         of ``needles``, one of ``also_needles``, one of each ``more_needles`` group and all

@@ -3,6 +3,7 @@ rule selection (select / extend-select / ignore with prefixes and ``ALL``)."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import hashlib
 import json
@@ -276,9 +277,22 @@ def validate_selectors(
             )
         if selector != "ALL" and not any(code.startswith(selector) for code in rules):
             raise SettingsError(
-                f"unknown rule selector `{selector}` in {origin}; "
+                f"unknown rule selector `{selector}` in {origin}{did_you_mean(selector, rules)}; "
                 f"valid codes: {', '.join(rules)} (or a prefix of one, or ALL)"
             )
+
+
+def did_you_mean(text: str, rules: Mapping[str, type[Rule]]) -> str:
+    """`` (did you mean DDP201?)`` for a mistyped code or a rule's name, else ``""``."""
+    by_name = {rule.name: code for code, rule in rules.items()}
+    wanted = text.strip().lower()
+    if wanted in by_name:
+        return f" (that is the name of {by_name[wanted]}; rules are selected by code)"
+    close = difflib.get_close_matches(text.strip().upper(), list(rules), n=1, cutoff=0.6)
+    close = close or [
+        by_name[name] for name in difflib.get_close_matches(wanted, list(by_name), n=1)
+    ]
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from ddplint import __version__
 from ddplint.cli import cli
+from ddplint.settings import read_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "fixtures" / "example_project"
@@ -45,6 +47,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_version() -> None:
     code, out, _ = run(["--version"])
     assert code == 0 and __version__ in out
+
+
+def test_version_is_kept_in_one_place() -> None:
+    """pyproject.toml has no version of its own: setuptools reads `ddplint.__version__`,
+    so the installed distribution and `ddplint --version` cannot disagree."""
+    project = read_toml(ROOT / "pyproject.toml")
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    dynamic = project["tool"]["setuptools"]["dynamic"]["version"]
+    assert dynamic == {"attr": "ddplint.__version__"}
+    assert importlib.metadata.version("ddplint") == __version__
 
 
 def test_concise_positions_and_exit_code(project: Path) -> None:
@@ -269,8 +281,8 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
     assert "conf/train.yaml:4:5: DDP601 `model.train_ds.persistent_workers` is true" in out
     errors = [line for line in err.splitlines() if "error:" in line]
     assert errors == [
-        "conf/broken.yaml:4:6: error: cannot load YAML: expected ',' or ']', but got ':' "
-        "(while parsing a flow sequence)"
+        "conf/broken.yaml:3:19: error: cannot load YAML: a `[` list not closed with `]` "
+        "before a `key:`"
     ]
 
 
@@ -307,3 +319,65 @@ def test_force_exclude_applies_excludes_to_named_files(tmp_path: Path) -> None:
         '[tool.ddplint]\nextend-exclude = ["third_party"]\nforce-exclude = true\n'
     )
     assert run(["check", "--no-cache", named])[0] == 0
+
+
+def test_a_folder_named_on_its_own_is_linted_where_excluded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in ruff, the excludes apply below a named folder, never to the folder itself
+    (nor to its parents): `check .` skips `fixtures/`, `check fixtures/rules` lints it,
+    and an excluded folder inside it stays excluded; --force-exclude skips it all."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nextend-exclude = ["fixtures"]\n')
+    rules = tmp_path / "fixtures" / "rules"
+    (rules / "fixtures").mkdir(parents=True)
+    (rules / "net.py").write_text(HAZARD)
+    (rules / "fixtures" / "inner.py").write_text(HAZARD)
+    assert run(["check", "--no-cache", "."])[0] == 0
+    code, out, _ = run(["check", "--no-cache", "fixtures/rules"])
+    assert code == 1 and "fixtures/rules/net.py:7:9: DDP101" in out
+    assert "inner.py" not in out
+    assert run(["check", "--no-cache", "--force-exclude", "fixtures/rules"])[0] == 0
+
+
+def test_malformed_pyproject_found_by_discovery_is_reported_like_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13: a pyproject.toml that is not TOML is never skipped for the defaults (its
+    ignores would vanish): found by discovery it is the same error as with --config, with
+    the file and the parser's line and column, and exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP101"]\nfoo = = 1\n')
+    (tmp_path / "net.py").write_text(HAZARD)
+    for args in (["net.py"], ["--config", "pyproject.toml", "net.py"], []):
+        code, out, err = run(["check", "--no-cache", *args])
+        assert code == 2 and out == "", (args, out, err)
+        assert "pyproject.toml is not valid TOML" in err
+        assert "(at line 3, column 7)" in err
+
+
+@pytest.mark.parametrize(
+    ("selector", "hint"),
+    [
+        ("DDP2011", "(did you mean DDP201?)"),
+        ("ddp21", "(did you mean DDP201?)"),
+        ("collective-on-some-ranks", "(that is the name of DDP201; rules are selected by code)"),
+        ("colective-on-some-rank", "(did you mean DDP201?)"),
+    ],
+)
+def test_unknown_selector_suggests_the_closest_code(
+    project: Path, selector: str, hint: str
+) -> None:
+    code, out, err = run(["check", "--no-cache", "--select", selector, "pkg"])
+    assert code == 2 and out == ""
+    assert f"unknown rule selector `{selector.upper()}` in select {hint}; valid codes:" in err
+
+
+def test_unknown_selector_far_from_every_code_gets_no_guess(project: Path) -> None:
+    code, _, err = run(["check", "--no-cache", "--ignore", "XYZ", "pkg"])
+    assert code == 2 and "unknown rule selector `XYZ` in ignore; valid codes:" in err
+
+
+def test_explain_suggests_the_closest_code() -> None:
+    code, _, err = run(["explain", "DDP2O1"])
+    assert code == 2 and "unknown rule `DDP2O1` (did you mean DDP201?)" in err

@@ -40,10 +40,15 @@ def lint_text(text: str, name: str = "conf.yaml"):
 @pytest.mark.parametrize(
     ("text", "line", "column", "words"),
     [
-        ("trainer:\n  devices: [1, 2\n  num_nodes: 1\n", 3, 12, "flow sequence"),
+        ("trainer:\n  devices: [1, 2\n  num_nodes: 1\n", 2, 12, "a `[` list not closed"),
         ("trainer:\n  devices: 2\n  devices: 4\n", 3, 3, "duplicate key"),
         ("model:\n  a: 1\n b: 2\n", 3, 2, ""),
-        ("trainer:\n  x: *nowhere\n", 2, 6, "alias"),
+        ("trainer:\n  x: *nowhere\n", 2, 6, "`*nowhere` names no anchor `&nowhere`"),
+        ("trainer:\n  name: 'open\n  devices: 2\n", 2, 9, "a quoted string that is never closed"),
+        ("trainer:\n\tdevices: 2\n", 2, 1, "a tab: YAML indents with spaces only"),
+        ("trainer:\n  devices: 2\n - 1\n", 3, 2, ""),
+        ("run: a: b\n", 1, 7, "a `: ` inside a plain value: quote the value"),
+        ("run: @x\n", 1, 6, "a plain value cannot start with `@`: quote it"),
     ],
 )
 def test_bad_yaml_is_one_source_error_with_position(

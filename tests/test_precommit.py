@@ -9,6 +9,7 @@ tests skip, saying so, only when that fails for lack of network.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,17 +130,26 @@ def test_manifest_is_valid_and_lints_python_and_yaml() -> None:
     assert hooks["ddplint"]["entry"] == "ddplint check --force-exclude"
     assert hooks["ddplint-fix"]["entry"] == "ddplint check --fix --force-exclude"
     assert all(hook["args"] == ["--"] for hook in hooks.values())
+    # One process for all staged files: one summary, the project read once (as ruff's).
+    assert all(hook["require_serial"] is True for hook in hooks.values())
 
 
 def _user_repo(
-    path: Path, source: str, environment: dict[str, str], hook: str, args: str = ""
+    path: Path,
+    source: str,
+    environment: dict[str, str],
+    hook: str,
+    args: str = "",
+    config: str | None = None,
 ) -> Path:
+    """A git repository with pre-commit installed, its config committed: ``config`` when
+    given, else ``hook`` from ``source`` at its HEAD (a full SHA as ``rev``)."""
     rev = _git(Path(source), environment, "rev-parse", "HEAD").stdout.strip()
     hook_args = f"\n    args: [{args}]" if args else ""
     path.mkdir()
     assert _git(path, environment, "init", "-q").returncode == 0
     (path / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {source}\n  rev: {rev}\n  hooks:\n  - id: {hook}{hook_args}\n"
+        config or f"repos:\n- repo: {source}\n  rev: {rev}\n  hooks:\n  - id: {hook}{hook_args}\n"
     )
     installed = _run(_pre_commit("install"), path, environment)
     assert installed.returncode == 0, installed.stdout + installed.stderr
@@ -170,8 +180,8 @@ def hooks_built(
 def repo_for(
     tmp_path: Path, hook_source: str, environment: dict[str, str], hooks_built: Path
 ) -> Iterator[object]:
-    def make(hook: str, args: str = "") -> Path:
-        return _user_repo(tmp_path / hook, hook_source, environment, hook, args)
+    def make(hook: str, args: str = "", config: str | None = None) -> Path:
+        return _user_repo(tmp_path / hook, hook_source, environment, hook, args, config)
 
     yield make
 
@@ -264,3 +274,140 @@ def test_hook_honours_excludes_and_option_like_names(  # type: ignore[no-untyped
     assert committed.returncode == 0, output
     assert "DDP101" not in output
     assert (repo / "victim.py").read_text() == "x = 1\n"
+
+
+def _readme_configs() -> dict[str, str]:
+    """The `.pre-commit-config.yaml` examples of the README's pre-commit section, by
+    kind: ``local`` (repo: local) and ``remote`` (a path or URL with a rev)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### pre-commit", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", section, re.DOTALL)
+    found = {("local" if "repo: local" in block else "remote"): block for block in blocks}
+    assert set(found) == {"local", "remote"}, blocks
+    return found
+
+
+@pytest.mark.slow
+def test_readme_example_with_a_path_and_a_full_sha_works(  # type: ignore[no-untyped-def]
+    repo_for, hook_source: str, environment: dict[str, str]
+) -> None:
+    rev = _git(Path(hook_source), environment, "rev-parse", "HEAD").stdout.strip()
+    config = _readme_configs()["remote"]
+    assert "repo: /path/to/ddplint" in config and "rev: <full commit SHA>" in config
+    config = config.replace("/path/to/ddplint", hook_source).replace("<full commit SHA>", rev)
+    repo = repo_for("ddplint", config=config)
+    (repo / "net.py").write_text(HAZARD)
+    committed = _commit(repo, environment, "net.py")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode != 0, output
+    assert "net.py:7:9: DDP101" in output
+
+
+@pytest.mark.slow
+def test_readme_example_with_repo_local_uses_the_installed_ddplint(
+    tmp_path: Path, hook_source: str, environment: dict[str, str]
+) -> None:
+    """`repo: local` with `language: system`: the ddplint on PATH (the activated venv's),
+    no hook environment built, so no network needed."""
+    active = {
+        **environment,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    repo = _user_repo(
+        tmp_path / "local", hook_source, active, "ddplint", config=_readme_configs()["local"]
+    )
+    (repo / "net.py").write_text(HAZARD)
+    committed = _commit(repo, active, "net.py")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode != 0, output
+    assert "net.py:7:9: DDP101" in output
+    (repo / "net.py").write_text(HAZARD.replace(SYNC, ""))
+    committed = _commit(repo, active, "net.py")
+    assert committed.returncode == 0, committed.stdout + committed.stderr
+
+
+@pytest.mark.slow
+def test_many_staged_files_give_one_report(  # type: ignore[no-untyped-def]
+    repo_for, environment: dict[str, str]
+) -> None:
+    """require_serial: pre-commit would otherwise split the files over one process per
+    CPU, each printing a summary of its own."""
+    repo = repo_for("ddplint")
+    names = [f"net{i}.py" for i in range(6)]
+    for name in names:
+        (repo / name).write_text(HAZARD)
+    _git(repo, environment, "add", *names)
+    ran = _run(_pre_commit("run", "--all-files"), repo, environment)
+    output = ran.stdout + ran.stderr
+    assert ran.returncode != 0, output
+    assert output.count("DDP101") == len(names), output
+    assert len([line for line in output.splitlines() if line.startswith("Found ")]) == 1, output
+
+
+MODEL_LOGGING_VAL_LOSS = """\
+import lightning.pytorch as pl
+import torch
+
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def validation_step(self, batch, batch_idx):
+        loss = self.layer(batch).mean()
+        self.log("val_loss", loss, sync_dist=True)
+        return loss
+"""
+NEMO_CONFIG = """\
+trainer:
+  devices: 4
+  num_nodes: 1
+  strategy: ddp
+exp_manager:
+  checkpoint_callback_params:
+    monitor: val_loss
+    filename: '{epoch}-{val_loss:.3f}'
+"""
+
+
+def _check_in(folder: Path, *args: str) -> tuple[int, str]:
+    """``ddplint check ARGS`` run in ``folder`` (a process of its own, as a user runs it)."""
+    done = _run(
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args], folder, {**os.environ}
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_yaml_linted_alone_agrees_with_the_whole_project(  # type: ignore[no-untyped-def]
+    repo_for, environment: dict[str, str]
+) -> None:
+    """DDP605 (issue 13): the model logs `val_loss` with `sync_dist=True`, the NeMo
+    config names checkpoints after it. `check .`, `check configs/train.yaml` and the
+    hook on a commit touching only the YAML all agree: clean. Without `sync_dist`, all
+    three report it (so the agreement is not three silent runs)."""
+    repo = repo_for("ddplint")
+    (repo / "src").mkdir()
+    (repo / "configs").mkdir()
+    (repo / "src" / "model.py").write_text(MODEL_LOGGING_VAL_LOSS)
+    (repo / "configs" / "train.yaml").write_text(NEMO_CONFIG)
+    committed = _commit(repo, environment, "src/model.py", "configs/train.yaml")
+    assert committed.returncode == 0, committed.stdout + committed.stderr
+
+    assert _check_in(repo, ".") == (0, "All checks passed.\n")
+    assert _check_in(repo, "configs/train.yaml") == (0, "All checks passed.\n")
+    (repo / "configs" / "train.yaml").write_text(NEMO_CONFIG.replace("3f", "4f"))
+    committed = _commit(repo, environment, "configs/train.yaml")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode == 0 and "DDP605" not in output, output
+
+    (repo / "src" / "model.py").write_text(MODEL_LOGGING_VAL_LOSS.replace(", sync_dist=True", ""))
+    _git(repo, environment, "commit", "-q", "--no-verify", "-am", "drop sync_dist")
+    for args in ((".",), ("configs/train.yaml",)):
+        code, output = _check_in(repo, "--select", "DDP605", *args)
+        assert code == 1 and "(src/model.py:12)" in output, output
+    (repo / "configs" / "train.yaml").write_text(NEMO_CONFIG)
+    committed = _commit(repo, environment, "configs/train.yaml")
+    output = committed.stdout + committed.stderr
+    assert committed.returncode != 0 and "DDP605" in output and "src/model.py:12" in output, output

@@ -3,6 +3,7 @@ comments kept, nothing constructed from tags, and every failure one ``SourceErro
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -76,15 +77,78 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _describe(exc: MarkedYAMLError) -> str:
+#: ruamel's parser messages in plain words: (pattern on "problem (context)", wording,
+#: whether the place to show is where the construct opened rather than where it failed).
+_PLAIN_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
+    (re.compile(pattern), wording, at_opening)
+    for pattern, wording, at_opening in (
+        (r"found character '\\t' that cannot start", "a tab: YAML indents with spaces only", False),
+        (
+            r"found character '(.)' that cannot start",
+            r"a plain value cannot start with `\1`: quote it",
+            False,
+        ),
+        (
+            r"^mapping values are not allowed here",
+            "a `: ` inside a plain value: quote the value, or start a nested mapping on a new line",
+            False,
+        ),
+        (r"found undefined alias '(.*)'", r"`*\1` names no anchor `&\1` defined above it", False),
+        (r"end of stream.*quoted scalar", "a quoted string that is never closed", True),
+        (r"expected ',' or '\]'.*<stream end>", "a `[` list that is never closed with `]`", True),
+        (
+            r"expected ',' or '\}'.*<stream end>",
+            "a `{` mapping that is never closed with `}`",
+            True,
+        ),
+        (
+            r"expected ',' or '\]', but got ':'",
+            "a `[` list not closed with `]` before a `key:`",
+            True,
+        ),
+        (
+            r"expected ',' or '\}', but got ':'",
+            "a `{` mapping not closed with `}` before a `key:`",
+            True,
+        ),
+        (
+            r"expected <block end>, but found '<block mapping start>'",
+            "this line's indentation does not line up with the keys around it",
+            False,
+        ),
+        (
+            r"expected <block end>, but found '\?'",
+            "a `key:` line where a `- ` list item at this indentation was expected",
+            False,
+        ),
+        (
+            r"expected <block end>, but found '-'",
+            "a `- ` list item where a `key:` at this indentation was expected",
+            False,
+        ),
+        (
+            r"expected <block end>, but found '<scalar>'",
+            "a value where a `key:` at this indentation was expected",
+            False,
+        ),
+    )
+)
+
+
+def _describe(exc: MarkedYAMLError) -> tuple[str, bool]:
+    """What went wrong, in plain words where the message is a known one, and whether to
+    point at where the construct opened (``context_mark``)."""
     problem = (exc.problem or "").strip()
     context = (exc.context or "").strip()
     if isinstance(exc, DuplicateKeyError):
         # ruamel's wording is long and mentions its own settings; keep the fact.
-        return f"duplicate key: {problem}" if problem else "duplicate key"
-    if problem and context:
-        return f"{problem} ({context})"
-    return problem or context or type(exc).__name__
+        return (f"duplicate key: {problem}" if problem else "duplicate key"), False
+    raw = f"{problem} ({context})" if problem and context else problem or context
+    for pattern, wording, at_opening in _PLAIN_WORDS:
+        found = pattern.search(raw)
+        if found:
+            return found.expand(wording), at_opening
+    return raw or type(exc).__name__, False
 
 
 def load_documents(text: str) -> list[Any]:
@@ -98,9 +162,11 @@ def load_documents(text: str) -> list[Any]:
             warnings.simplefilter("ignore")
             return list(_yaml().load_all(text))
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        description, at_opening = _describe(exc)
+        marks = (exc.context_mark, exc.problem_mark) if at_opening else (exc.problem_mark,)
+        mark = next((m for m in (*marks, exc.context_mark) if m is not None), None)
         line = mark.line + 1 if mark is not None else None
         column = mark.column + 1 if mark is not None else None
-        raise SourceError(f"cannot load YAML: {_describe(exc)}", line, column) from None
+        raise SourceError(f"cannot load YAML: {description}", line, column) from None
     except YAMLError as exc:
         raise SourceError(f"cannot load YAML: {exc}") from None

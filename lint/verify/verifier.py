@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -25,7 +26,8 @@ from ddplint.verify.scope import files_that_ran, load_execution, probe_targets, 
 from ddplint.verify.trace import RankTrace, load_run
 
 EXIT_INTERRUPTED = 130
-INSTALL_HINT = "pip install 'ddplint[verify]'"
+#: PyTorch's own index of CPU-only wheels: what a plain ``pip install torch`` is not.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 class VerifyError(Exception):
@@ -131,7 +133,10 @@ def check_environment(backend: str) -> None:
     if spec is None:
         raise VerifyError(
             "`ddplint verify` runs the ranks with torch.distributed, and torch is not "
-            f"installed for {sys.executable}. Install it with: {INSTALL_HINT}"
+            f"installed for {sys.executable}. Install the CPU build into that environment "
+            f"with: {shlex.quote(sys.executable)} -m pip install torch --index-url "
+            f"{TORCH_CPU_INDEX} (a plain `pip install torch` on Linux downloads the CUDA "
+            "build, several GB; for GPUs pick the build at https://pytorch.org/get-started/locally/)"
         )
     if backend == "nccl":
         import torch

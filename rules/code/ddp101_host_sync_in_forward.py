@@ -107,7 +107,6 @@ class HostSyncInForward(CodeRule):
 
     ## References
     - PyTorch docs: CUDA semantics, asynchronous execution and `torch.cuda.Event`.
-    - ddplint HAZARDS.md, DDP101.
     """
 
     code = "DDP101"

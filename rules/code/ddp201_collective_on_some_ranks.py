@@ -79,7 +79,6 @@ class CollectiveOnSomeRanks(CodeRule):
     - PyTorch docs: `torch.distributed`, "collective functions ... must be called by
       all processes in the group".
     - Lightning issues #19783, #19045, #16541; accelerate issue #1171.
-    - ddplint HAZARDS.md, DDP201.
     """
 
     code = "DDP201"

@@ -104,7 +104,6 @@ class LogSyncDistOnSomeRanks(CodeRule):
     ## References
     - Lightning docs: `LightningModule.log`, `sync_dist` and `rank_zero_only`.
     - Lightning issues #19783, #19604.
-    - ddplint HAZARDS.md, DDP202.
     """
 
     code = "DDP202"

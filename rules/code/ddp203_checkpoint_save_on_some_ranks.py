@@ -84,7 +84,6 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     - Lightning docs: `Trainer.save_checkpoint` ("This method needs to be called on all
       processes").
     - Lightning issue #19045; accelerate docs: `Accelerator.save_state`.
-    - ddplint HAZARDS.md, DDP203.
     """
 
     code = "DDP203"

@@ -95,7 +95,6 @@ class DataDependentSkip(CodeRule):
 
     ## References
     - pytorch/pytorch#44353; NeMo PR 578; NVIDIA-NeMo/Automodel PR 2468.
-    - ddplint HAZARDS.md, DDP204.
     """
 
     code = "DDP204"

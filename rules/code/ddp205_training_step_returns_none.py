@@ -74,7 +74,6 @@ class TrainingStepReturnsNone(CodeRule):
     ## References
     - Lightning 2.6 `loops/optimization/automatic.py` (`_training_step`,
       `ClosureResult.from_training_step_output`), Lightning #5243.
-    - ddplint HAZARDS.md, DDP205.
     """
 
     code = "DDP205"

@@ -73,7 +73,8 @@ class CollectiveInExceptionHandler(CodeRule):
     No automatic fix: the failure has to be made known to every rank first.
 
     ## References
-    - ddplint HAZARDS.md, "How collectives fail" and DDP206.
+    - PyTorch docs: `torch.distributed`, collective functions (every rank of the
+      group must make the same call) and `init_process_group(timeout=...)`.
     """
 
     code = "DDP206"

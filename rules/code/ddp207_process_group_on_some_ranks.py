@@ -90,7 +90,6 @@ class ProcessGroupOnSomeRanks(CodeRule):
     ## References
     - PyTorch docs: `torch.distributed.new_group` ("requires that all processes in the
       main group ... enter this function, even if they are not going to be members").
-    - ddplint HAZARDS.md, DDP207.
     """
 
     code = "DDP207"

@@ -63,7 +63,10 @@ class StepOnSomeRanks(CodeRule):
     No automatic fix: the decision has to be shared between ranks first.
 
     ## References
-    - ddplint HAZARDS.md, DDP208.
+    - PyTorch docs: `DistributedDataParallel` and the "Distributed Data Parallel" design
+      note (gradients are averaged in backward; every rank's optimizer then applies the
+      same update).
+    - DeepSpeed docs: `engine.step()` (ZeRO partitions and gathers parameters in it).
     """
 
     code = "DDP208"

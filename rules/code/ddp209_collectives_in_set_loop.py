@@ -62,7 +62,6 @@ class CollectivesInSetLoop(CodeRule):
 
     ## References
     - Python docs: `PYTHONHASHSEED`, `object.__hash__`; logix PR 68.
-    - ddplint HAZARDS.md, DDP209.
     """
 
     code = "DDP209"

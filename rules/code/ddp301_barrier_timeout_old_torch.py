@@ -11,11 +11,12 @@ from ddplint.code.collectives.catalogue import torch_distributed_call
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.argument_edits import remove_argument
 from ddplint.code.edits.edits import replace_node
+from ddplint.code.edits.unused_imports import orphaned_import_edits
 from ddplint.code.ranks.process_groups import ProcessGroups
 from ddplint.code.syntax.call_args import argument, has_star_arguments
 from ddplint.code.syntax.constants import literal_value
 from ddplint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
-from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
 #: The first torch release whose ``barrier`` takes ``timeout``.
@@ -63,10 +64,13 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     The fix is unsafe: it changes how long the barrier waits. On a gloo group it calls
     `monitored_barrier` with the same timeout; otherwise it drops the argument, and the
     process group's timeout applies (set it in `init_process_group` or `new_group`).
+    An import that only the dropped timeouts used (`from datetime import timedelta`,
+    `import datetime`) is removed with them, so no unused import is left behind; when
+    several barriers share it, each of their fixes carries the removal: apply them
+    together (`--fix` does).
 
     ## References
     - PyTorch docs: `torch.distributed.barrier`, `torch.distributed.monitored_barrier`.
-    - ddplint HAZARDS.md, DDP301.
     """
 
     code = "DDP301"
@@ -88,15 +92,26 @@ class BarrierTimeoutOnOldTorch(CodeRule):
         if version is not None and at_least(version, BARRIER_TIMEOUT_SINCE):
             return
         groups = ProcessGroups(ctx.index, ctx.names)
-        for call in ctx.index.nodes(cst.Call):
-            if torch_distributed_call(ctx.names, call) != "barrier":
-                continue
-            timeout = argument(call, "timeout", 3)
-            if timeout is None or literal_value(timeout.value) is None:
-                continue
-            if _guarded(ctx, call):
-                continue
-            yield ctx.finding(self, timeout, _message(ctx), _fix(ctx, groups, call, timeout))
+        flagged = [
+            (call, timeout)
+            for call in ctx.index.nodes(cst.Call)
+            if torch_distributed_call(ctx.names, call) == "barrier"
+            and (timeout := argument(call, "timeout", 3)) is not None
+            and literal_value(timeout.value) is not None
+            and not _guarded(ctx, call)
+        ]
+        monitored = {id(call) for call, timeout in flagged if _monitored_fix(groups, call, timeout)}
+        # The imports only the dropped timeouts use (`timedelta`) go with them: every fix
+        # that drops a use carries the same removal, applied once when they all apply.
+        orphaned = orphaned_import_edits(
+            ctx, [timeout for call, timeout in flagged if id(call) not in monitored]
+        )
+        for call, timeout in flagged:
+            if id(call) in monitored:
+                fix = _monitored_barrier(ctx, call)
+            else:
+                fix = _drop_timeout(ctx, call, timeout, orphaned)
+            yield ctx.finding(self, timeout, _message(ctx), fix)
 
 
 def _message(ctx: CodeContext) -> str:
@@ -152,23 +167,38 @@ def _catches_type_error(handler: cst.ExceptHandler) -> bool:
     return any(isinstance(c, cst.Name) and c.value == "TypeError" for c in candidates)
 
 
-def _fix(ctx: CodeContext, groups: ProcessGroups, call: cst.Call, timeout: cst.Arg) -> Fix:
+def _monitored_fix(groups: ProcessGroups, call: cst.Call, timeout: cst.Arg) -> bool:
+    """Whether the fix can call ``monitored_barrier`` with the same timeout: a gloo group,
+    the timeout by keyword, no other argument but the group."""
     group = argument(call, "group", 0)
     others = [a for a in call.args if a is not timeout and a is not group]
-    gloo = groups.group_backend(call, group) == "gloo"
-    if (
-        gloo
+    return (
+        groups.group_backend(call, group) == "gloo"
         and timeout.keyword is not None
         and not others
         and not has_star_arguments(call)
         and isinstance(call.func, cst.Attribute)
-    ):
-        edit = replace_node(ctx, call.func.attr, "monitored_barrier")
-        return Fix(
-            Applicability.UNSAFE, (edit,), "Use `monitored_barrier` (gloo) with this timeout"
-        )
+    )
+
+
+def _monitored_barrier(ctx: CodeContext, call: cst.Call) -> Fix:
+    assert isinstance(call.func, cst.Attribute)
+    edit = replace_node(ctx, call.func.attr, "monitored_barrier")
+    return Fix(Applicability.UNSAFE, (edit,), "Use `monitored_barrier` (gloo) with this timeout")
+
+
+def _drop_timeout(
+    ctx: CodeContext, call: cst.Call, timeout: cst.Arg, orphaned: dict[str, Edit]
+) -> Fix:
+    """Drop the argument, and the imports that only the dropped timeouts use."""
+    names = {
+        n.value
+        for n in ctx.index.walk_within(timeout, into_functions=True)
+        if isinstance(n, cst.Name)
+    }
+    imports = sorted({edit for name, edit in orphaned.items() if name in names})
     return Fix(
         Applicability.UNSAFE,
-        (remove_argument(ctx, call, timeout),),
+        (remove_argument(ctx, call, timeout), *imports),
         "Drop `timeout=`; set the timeout on the process group instead",
     )

@@ -47,7 +47,6 @@ class MonitoredBarrierOnNccl(CodeRule):
     ## References
     - PyTorch docs: `torch.distributed.monitored_barrier` ("only supported with the GLOO
       backend").
-    - ddplint HAZARDS.md, DDP302.
     """
 
     code = "DDP302"

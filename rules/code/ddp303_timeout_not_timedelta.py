@@ -59,7 +59,6 @@ class TimeoutNotTimedelta(CodeRule):
 
     ## References
     - PyTorch docs: `torch.distributed.init_process_group` (`timeout (timedelta)`).
-    - ddplint HAZARDS.md, DDP303.
     """
 
     code = "DDP303"

@@ -56,7 +56,6 @@ class TimeoutNotInherited(CodeRule):
 
     ## References
     - PyTorch docs: `torch.distributed.new_group` (`timeout`), `monitored_barrier`.
-    - ddplint HAZARDS.md, DDP304.
     """
 
     code = "DDP304"

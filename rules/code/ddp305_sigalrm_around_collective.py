@@ -54,7 +54,6 @@ class SigalrmAroundCollective(CodeRule):
     ## References
     - Python docs: `signal` ("handlers are executed ... between bytecode instructions").
     - PyTorch docs: `init_process_group(timeout=...)`, `monitored_barrier`.
-    - ddplint HAZARDS.md, DDP305.
     """
 
     code = "DDP305"

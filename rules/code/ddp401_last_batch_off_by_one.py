@@ -89,7 +89,6 @@ class LastBatchOffByOne(CodeRule):
 
     ## References
     - Python docs: `enumerate(iterable, start=0)`.
-    - ddplint HAZARDS.md, DDP401.
     """
 
     code = "DDP401"

@@ -76,7 +76,6 @@ class SamplerWithoutSetEpoch(CodeRule):
     ## References
     - PyTorch docs: `torch.utils.data.distributed.DistributedSampler` ("calling the
       `set_epoch()` method at the beginning of each epoch ... is necessary").
-    - ddplint HAZARDS.md, DDP402.
     """
 
     code = "DDP402"

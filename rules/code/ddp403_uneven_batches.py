@@ -72,7 +72,6 @@ class UnevenBatchesAcrossRanks(CodeRule):
     ## References
     - PyTorch docs: `torch.utils.data.IterableDataset` (sharding by worker and rank),
       `DistributedDataParallel.join`.
-    - ddplint HAZARDS.md, DDP403.
     """
 
     code = "DDP403"

@@ -49,7 +49,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
 
     ## References
     - PyTorch docs: `torch.utils.data.DataLoader` (`persistent_workers`).
-    - ddplint HAZARDS.md, DDP404 (and DDP601 for YAML configs).
+    - docs/hazards.md#ddp601: the same error in YAML configs.
     """
 
     code = "DDP404"

@@ -62,7 +62,6 @@ class NcclWithoutDevice(CodeRule):
     - PyTorch docs: "Getting Started with Distributed Data Parallel";
       `torch.distributed.init_process_group` (`device_id`).
     - pytorch/pytorch#15051, #124714.
-    - ddplint HAZARDS.md, DDP501.
     """
 
     code = "DDP501"

@@ -123,7 +123,6 @@ class BranchSkipsSubmodule(CodeRule):
     ## References
     - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
     - Lightning docs: "ddp_find_unused_parameters_true".
-    - ddplint HAZARDS.md, DDP502.
     """
 
     code = "DDP502"

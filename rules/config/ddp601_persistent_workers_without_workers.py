@@ -48,7 +48,7 @@ class PersistentWorkersWithoutWorkers(ConfigRule):
 
     ## References
     - PyTorch docs: `torch.utils.data.DataLoader` (`persistent_workers`).
-    - ddplint HAZARDS.md, DDP601 (same error as DDP404 in code).
+    - docs/hazards.md#ddp404: the same error in Python code.
     """
 
     code = "DDP601"

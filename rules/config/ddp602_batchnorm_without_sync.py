@@ -57,7 +57,6 @@ class BatchNormWithoutSync(ConfigRule):
     ## References
     - Lightning docs: `Trainer(sync_batchnorm=...)`; PyTorch `nn.SyncBatchNorm`.
     - NeMo `ConformerEncoder(conv_norm_type="batch_norm")`.
-    - ddplint HAZARDS.md, DDP602.
     """
 
     code = "DDP602"

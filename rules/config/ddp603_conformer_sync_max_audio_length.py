@@ -137,7 +137,6 @@ class ConformerSyncMaxAudioLength(ConfigRule):
     ## References
     - NeMo `ConformerEncoder.update_max_seq_length` / `set_max_audio_length`.
     - Lhotse `CutSampler.__next__` (one batch per rank per step; `drop_last`).
-    - ddplint HAZARDS.md, DDP603.
     """
 
     code = "DDP603"

@@ -62,7 +62,6 @@ class TarredShardsNotDivisible(ConfigRule):
 
     ## References
     - NeMo `nemo.collections.asr.data.audio_to_text.expand_sharded_filepaths`.
-    - ddplint HAZARDS.md, DDP604.
     """
 
     code = "DDP604"

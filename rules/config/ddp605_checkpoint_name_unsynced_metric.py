@@ -104,7 +104,6 @@ class CheckpointNameUnsyncedMetric(ConfigRule):
     ## References
     - Lightning docs: `LightningModule.log(sync_dist=...)`, `ModelCheckpoint(filename=...)`.
     - NeMo issue #13739, PR 14380; `ModelPT.on_validation_epoch_end(sync_metrics=False)`.
-    - ddplint HAZARDS.md, DDP605.
     """
 
     code = "DDP605"

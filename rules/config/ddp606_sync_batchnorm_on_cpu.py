@@ -80,7 +80,6 @@ class SyncBatchNormOnCpu(ConfigRule):
 
     ## References
     - PyTorch `torch.nn.SyncBatchNorm.forward`; Lightning `DDPStrategy` (`_layer_sync`).
-    - ddplint HAZARDS.md, DDP606.
     """
 
     code = "DDP606"

@@ -78,7 +78,6 @@ class SamplerUnevenOrDuplicated(ConfigRule):
     ## References
     - Lightning docs: `Trainer(use_distributed_sampler=...)`.
     - Lhotse `CutSampler.__next__` (one batch per rank per step; `drop_last`).
-    - ddplint HAZARDS.md, DDP607.
     """
 
     code = "DDP607"

@@ -411,9 +411,9 @@ def test_odd_but_valid_files(raw: bytes, found: list[tuple[str, int]]) -> None:
 @pytest.mark.parametrize(
     ("raw", "words", "line"),
     [
-        (TRAINING.replace("    num", "\tnum").encode(), "'\\t'", 5),
-        (TRAINING.encode() + b"    x: 'never closed\n", "end of stream", 8),
-        (TRAINING.encode() + b"    y: [1, 2\n", "flow sequence", 8),
+        (TRAINING.replace("    num", "\tnum").encode(), "a tab", 5),
+        (TRAINING.encode() + b"    x: 'never closed\n", "a quoted string that is never closed", 7),
+        (TRAINING.encode() + b"    y: [1, 2\n", "a `[` list that is never closed", 7),
         (b"trainer:\n  devices: 2\nmodel:\n  train_ds: {persistent_workers: true, num_wor", "", 4),
         (TRAINING.encode() + b"  name: caf\xe9\n", "cannot decode as utf-8", None),
         (b"\x00\x01persistent_workers trainer\x00", "NUL bytes", None),
