@@ -359,14 +359,18 @@ def explain(code: str) -> None:
             )
             sys.exit(EXIT_ERROR)
         rule = catalogue[matches[0]]
-    default = "on by default" if rule.default_enabled else "preview (opt-in: select it by code)"
-    fix = f"{rule.fix_applicability.value} fix" if rule.fix_applicability else "no automatic fix"
-    click.echo(f"# {rule.code} {rule.name}\n")
-    click.echo(f"{rule.summary}. Severity: {rule.severity.value}; {default}; {fix}.\n")
-    click.echo(rule.documentation())
+    click.echo(rule.explanation())
 
 
 cli.add_command(verify_command)
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
+    from ddplint.server import serve
+
+    sys.exit(serve())
 
 
 def main() -> None:
