@@ -125,7 +125,7 @@ class ServerSession:
 
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(ready), TIMEOUT)
-        return self.published[uri].diagnostics
+        return list(self.published[uri].diagnostics)
 
     async def message(self) -> types.ShowMessageParams:
         async with self._changed:

@@ -11,6 +11,7 @@ default settings.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -54,10 +55,10 @@ class DdplintServer(LanguageServer):
                 )
         return taken
 
-    def current_version(self, uri: str) -> int | None | bool:
-        """The open document's version; False when it is not open."""
-        document = self.workspace.text_documents.get(uri)
-        return False if document is None else document.version
+    def is_current(self, uri: str, version: int | None) -> bool:
+        """Whether the document is open and still at ``version``."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        return document is not None and document.version == version
 
     def publish(self, results: dict[str, DocumentResult]) -> None:
         """Diagnostics for each result whose document is still at the linted version."""
@@ -66,7 +67,7 @@ class DdplintServer(LanguageServer):
                 self._shown.add(problem)
                 self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
         for uri, result in results.items():
-            if self.current_version(uri) != result.snapshot.version:
+            if not self.is_current(uri, result.snapshot.version):
                 continue  # changed or closed since: a newer run is on its way
             self.results[uri] = result
             diagnostics = [
@@ -85,7 +86,7 @@ class DdplintServer(LanguageServer):
     def current_result(self, uri: str) -> DocumentResult | None:
         """The document's result if it is still at the version that was linted."""
         result = self.results.get(uri)
-        if result is None or self.current_version(uri) != result.snapshot.version:
+        if result is None or not self.is_current(uri, result.snapshot.version):
             return None
         return result
 
