@@ -87,6 +87,7 @@ def test_a_newer_request_supersedes_a_run_in_progress_and_its_result_is_dropped(
     started, release = threading.Event(), threading.Event()
     snapshots = iter([1, 2])
     published: list[int] = []
+    failures: list[Exception] = []
 
     def work(snapshot: int) -> int:
         if snapshot == 1:
@@ -101,7 +102,7 @@ def test_a_newer_request_supersedes_a_run_in_progress_and_its_result_is_dropped(
             published.append(result)
             done.set()
 
-        scheduler = LintScheduler(lambda: next(snapshots), work, publish, delay=0)
+        scheduler = LintScheduler(lambda: next(snapshots), work, publish, failures.append, delay=0)
         scheduler.request()
         await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
         scheduler.request()  # the first run is in its worker thread: superseded
@@ -111,6 +112,26 @@ def test_a_newer_request_supersedes_a_run_in_progress_and_its_result_is_dropped(
 
     asyncio.run(main())
     assert published == [2]
+    assert failures == []
+
+
+def test_a_run_that_raises_is_reported_and_publishes_nothing() -> None:
+    published: list[int] = []
+    failures: list[Exception] = []
+
+    def work(snapshot: int) -> int:
+        raise RuntimeError(f"bug on {snapshot}")
+
+    async def main() -> None:
+        scheduler = LintScheduler(lambda: 7, work, published.append, failures.append, delay=0)
+        scheduler.request()
+        while not failures:
+            await asyncio.sleep(0.01)
+        scheduler.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert [str(f) for f in failures] == ["bug on 7"]
+    assert published == []
 
 
 def test_a_buffer_stands_in_for_its_file_in_the_project_model(

@@ -5,7 +5,7 @@ engine run (``engine.lint_buffers``) per project over every open document of it,
 unsaved texts standing in for the files on disk, the project's other files read from
 disk. Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
 folder and kept until ``forget_settings`` (a ``pyproject.toml`` changed). A bad
-configuration is reported once and the project is linted with the default settings.
+configuration is reported and the project is linted with the default settings.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ddplint.cache import ResultCache
 from ddplint.discover import is_excluded
@@ -22,6 +23,9 @@ from ddplint.finding import FileError, Finding
 from ddplint.invocation import build_options, build_settings
 from ddplint.settings import LintOptions, Settings, SettingsError, find_project_root
 from ddplint.source import file_kind, split_lines
+
+#: The most result-cache entries a project keeps in a server session.
+SESSION_ENTRIES = 50_000
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class ProjectSetup:
 
     settings: Settings
     options: LintOptions
-    cache: ResultCache
+    cache: SessionCache
     #: Why the project's own settings could not be used (the defaults are), or None.
     problem: str | None = None
 
@@ -72,7 +76,7 @@ class ProjectSetup:
             problem = f"ddplint: bad settings ({exc}); linting with the default settings"
             settings = Settings(project_root=find_project_root(folder))
             options = build_options(settings)
-        cache = ResultCache(cache_directory(settings), options.fingerprint())
+        cache = SessionCache(cache_directory(settings), options.fingerprint())
         return cls(settings, options, cache, problem)
 
     def lints(self, snapshot: Snapshot) -> bool:
@@ -89,13 +93,35 @@ class ProjectSetup:
         return not is_excluded(relative, self.settings.all_excludes)
 
 
+@dataclass
+class LintRun:
+    """One run's results by URI, and the settings problems of the projects it linted."""
+
+    results: dict[str, DocumentResult]
+    problems: list[str]
+
+
+class SessionCache(ResultCache):
+    """A project's result cache for one server session: loaded from the project's cache,
+    kept in memory only (it gains entries for every text an edit makes), at most
+    ``SESSION_ENTRIES`` entries (the oldest go first)."""
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        super().put(key, value)
+        while len(self.entries) > SESSION_ENTRIES:
+            del self.entries[next(iter(self.entries))]
+
+
 class ProjectLinter:
-    """Lints snapshots of open documents, each with its project's settings."""
+    """Lints snapshots of open documents, each with its project's settings. ``lint``
+    runs in one thread at a time; ``forget_settings`` may be called from another and
+    takes effect when the next run starts."""
 
     def __init__(self) -> None:
         #: By folder of a document; folders of one project share their setup.
         self._by_folder: dict[Path, ProjectSetup] = {}
         self._projects: dict[tuple[Path, Path | None], ProjectSetup] = {}
+        self._forget = False
 
     def setup_for(self, path: Path) -> ProjectSetup:
         folder = path.parent
@@ -106,22 +132,16 @@ class ProjectLinter:
             setup = self._by_folder[folder] = self._projects.setdefault(key, found)
         return setup
 
-    def problems(self) -> list[str]:
-        """The settings problems of the projects seen, each once."""
-        return sorted({s.problem for s in self._projects.values() if s.problem})
-
     def forget_settings(self) -> None:
-        """Re-read every project's settings on the next lint (a config file changed)."""
-        self.save_caches()
-        self._by_folder.clear()
-        self._projects.clear()
+        """Read every project's settings again at the next run (a config file changed)."""
+        self._forget = True
 
-    def save_caches(self) -> None:
-        for setup in self._projects.values():
-            setup.cache.save()
-
-    def lint(self, snapshots: list[Snapshot]) -> dict[str, DocumentResult]:
+    def lint(self, snapshots: list[Snapshot]) -> LintRun:
         """Results by URI for every snapshot ddplint lints; one run per project."""
+        if self._forget:
+            self._forget = False
+            self._by_folder.clear()
+            self._projects.clear()
         groups: dict[int, tuple[ProjectSetup, list[Snapshot]]] = {}
         for snapshot in snapshots:
             setup = self.setup_for(snapshot.path)
@@ -130,7 +150,8 @@ class ProjectLinter:
         results: dict[str, DocumentResult] = {}
         for setup, members in groups.values():
             results.update(_lint_group(setup, members))
-        return results
+        problems = sorted({setup.problem for setup, _ in groups.values() if setup.problem})
+        return LintRun(results, problems)
 
 
 def _lint_group(setup: ProjectSetup, snapshots: list[Snapshot]) -> dict[str, DocumentResult]:

@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 from ddplint import __version__
 from ddplint.server.actions import FIX_ALL, code_actions, hover
 from ddplint.server.diagnostics import error_diagnostic, finding_diagnostic
-from ddplint.server.documents import DocumentResult, ProjectLinter, Snapshot
+from ddplint.server.documents import DocumentResult, LintRun, ProjectLinter, Snapshot
 from ddplint.server.scheduling import LintScheduler
 
 #: Files whose change on disk may change a lint result: settings, and project code.
@@ -35,8 +35,8 @@ class DdplintServer(LanguageServer):
         super().__init__("ddplint", __version__)
         self.linter = ProjectLinter()
         self.results: dict[str, DocumentResult] = {}
-        self.scheduler: LintScheduler[list[Snapshot], dict[str, DocumentResult]] = LintScheduler(
-            self.snapshot, self.linter.lint, self.publish
+        self.scheduler: LintScheduler[list[Snapshot], LintRun] = LintScheduler(
+            self.snapshot, self.linter.lint, self.publish, self.report_failure
         )
         self._shown: set[str] = set()
 
@@ -60,13 +60,12 @@ class DdplintServer(LanguageServer):
         document = self.workspace.text_documents.get(unquote(uri))
         return document is not None and document.version == version
 
-    def publish(self, results: dict[str, DocumentResult]) -> None:
-        """Diagnostics for each result whose document is still at the linted version."""
-        for problem in self.linter.problems():
-            if problem not in self._shown:
-                self._shown.add(problem)
-                self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
-        for uri, result in results.items():
+    def publish(self, run: LintRun) -> None:
+        """Diagnostics for each result whose document is still at the linted version;
+        each settings problem shown once (until the settings change)."""
+        for problem in run.problems:
+            self.show_once(problem)
+        for uri, result in run.results.items():
             if not self.is_current(uri, result.snapshot.version):
                 continue  # changed or closed since: a newer run is on its way
             self.results[uri] = result
@@ -77,6 +76,15 @@ class DdplintServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri, diagnostics, result.snapshot.version)
             )
+
+    def show_once(self, message: str) -> None:
+        if message not in self._shown:
+            self._shown.add(message)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
+
+    def report_failure(self, error: Exception) -> None:
+        """A run that failed (a bug of ours): said once; the next change tries again."""
+        self.show_once(f"ddplint: internal error while linting: {type(error).__name__}: {error}")
 
     def settings_changed(self) -> None:
         self.linter.forget_settings()
@@ -165,6 +173,5 @@ def build_server() -> DdplintServer:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DdplintServer, params: None) -> None:
         ls.scheduler.close()
-        ls.linter.save_caches()
 
     return server

@@ -24,18 +24,20 @@ T = TypeVar("T")
 class LintScheduler(Generic[S, T]):
     """Takes a ``snapshot`` (on the event loop), runs ``work`` on it (blocking) in one
     worker thread, debounced, and hands the result to ``publish`` unless a newer request
-    came meanwhile."""
+    came meanwhile (an exception to ``failed``)."""
 
     def __init__(
         self,
         snapshot: Callable[[], S],
         work: Callable[[S], T],
         publish: Callable[[T], None],
+        failed: Callable[[Exception], None],
         delay: float = DEBOUNCE_SECONDS,
     ) -> None:
         self._snapshot = snapshot
         self._work = work
         self._publish = publish
+        self._failed = failed
         self._delay = delay
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddplint-lint")
         self._pending: asyncio.Task[None] | None = None
@@ -52,7 +54,11 @@ class LintScheduler(Generic[S, T]):
         async with self._lock:  # the previous run's thread may still be busy
             taken = self._snapshot()
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self._executor, self._work, taken)
+            try:
+                result = await loop.run_in_executor(self._executor, self._work, taken)
+            except Exception as exc:  # a bug of ours: said, and the server goes on
+                self._failed(exc)
+                return
         self._publish(result)
 
     def close(self) -> None:
