@@ -215,6 +215,32 @@ def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: 
     drive(project, scenario)
 
 
+def test_a_training_yaml_is_linted_and_fix_all_clears_it(project: Path) -> None:
+    fixture = Path(__file__).parent.parent / "fixtures" / "rules" / "DDP601"
+    (project / "train.yaml").write_text((fixture / "bad_no_workers.yaml").read_text())
+
+    async def scenario(session: ServerSession) -> None:
+        uri = session.open("train.yaml")
+        found = await session.diagnostics(uri, lambda found: bool(found))
+        assert codes(found) == ["DDP601"] * 3
+        assert [(d.range.start.line, d.range.start.character) for d in found] == [
+            (7, 4),
+            (11, 4),
+            (13, 39),
+        ]
+        actions = await session.code_actions(
+            uri, types.Range(types.Position(0, 0), types.Position(0, 0)), only=["source.fixAll"]
+        )
+        [fix_all] = actions
+        assert fix_all.kind == "source.fixAll.ddplint"
+        assert fix_all.edit is not None
+        session.apply(fix_all.edit)
+        assert await session.diagnostics(uri) == []
+        assert session.texts[uri] == (fixture / "bad_no_workers.fixed.yaml").read_text()
+
+    drive(project, scenario)
+
+
 def test_without_pygls_the_command_says_how_to_install_it(tmp_path: Path) -> None:
     hide = (
         "import sys; sys.modules['pygls'] = None; sys.argv = ['ddplint', 'server']; "
