@@ -211,6 +211,12 @@ def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: 
         session.replace(uri, session.texts[uri] + "\n")
         assert await session.diagnostics(uri) == []
         assert len(session.messages) == 1
+        pyproject.write_text('[tool.ddplint]\nselect = "DDP402"\n')  # a string, not a list
+        session.save(pyproject.as_uri())  # saved in the editor: read again
+        session.replace(uri, session.texts[uri] + "\n")
+        assert codes(await session.diagnostics(uri)) == ["DDP402"]
+        assert len(session.messages) == 2
+        assert "`select` must be a list of strings" in session.messages[1].message
 
     drive(project, scenario)
 

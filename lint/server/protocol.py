@@ -3,13 +3,14 @@
 Documents are kept by pygls (incremental sync); every open/change/save/close asks the
 scheduler for a lint of all open documents (so a document whose dependency changed is
 refreshed too); diagnostics are published for documents still at the linted version.
-``pyproject.toml`` (saved, or changed on disk) makes every project's settings be read
-again; a bad one is one ``window/showMessage`` error, and linting goes on with the
-default settings.
+A settings file (``pyproject.toml``, requirements files: saved, or changed on disk) makes
+every project's settings be read again; a bad one is one ``window/showMessage`` error,
+and linting goes on with the default settings.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -23,9 +24,16 @@ from ddplint.server.diagnostics import error_diagnostic, finding_diagnostic
 from ddplint.server.documents import DocumentResult, LintRun, ProjectLinter, Snapshot
 from ddplint.server.scheduling import LintScheduler
 
-#: Files whose change on disk may change a lint result: settings, and project code.
-WATCHED = ("**/pyproject.toml", "**/*.py", "**/requirements*.txt")
-SETTINGS_FILES = ("pyproject.toml",)
+#: Files that shape the settings or the options (the torch floor, Lightning pins).
+SETTINGS_FILES = (
+    "pyproject.toml",
+    "setup.cfg",
+    "requirements*.txt",
+    "environment.yaml",
+    "environment.yml",
+)
+#: Files whose change on disk may change a lint result: those, and the project's code.
+WATCHED = ("**/*.py", *(f"**/{name}" for name in SETTINGS_FILES))
 
 
 class DdplintServer(LanguageServer):
@@ -100,7 +108,8 @@ class DdplintServer(LanguageServer):
 
 
 def _is_settings_file(uri: str) -> bool:
-    return uri.rsplit("/", 1)[-1] in SETTINGS_FILES
+    name = unquote(uri.rsplit("/", 1)[-1])
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SETTINGS_FILES)
 
 
 def build_server() -> DdplintServer:
