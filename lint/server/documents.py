@@ -4,7 +4,7 @@ Each open Python or YAML document is linted with its whole project: one in-proce
 engine run (``engine.lint_buffers``) per project over every open document of it, the
 unsaved texts standing in for the files on disk, the project's other files read from
 disk. Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
-folder and kept until ``forget_settings`` (a ``pyproject.toml`` changed). A bad
+folder and kept until ``forget_settings`` (a settings file changed). A bad
 configuration is reported and the project is linted with the default settings.
 """
 
