@@ -495,7 +495,7 @@ def _model_sources(
     contents: dict[int, bytes],
     settings: Settings,
     whole_root: bool,
-    read: Reader,
+    setup: _RunSetup,
 ) -> dict[str, bytes]:
     """The Python files the project model is built from, by relative path: the code
     files linted, and with ``whole_root`` every Python file of the project root."""
@@ -507,11 +507,16 @@ def _model_sources(
     root = settings.project_root.resolve()
     if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
         return sources  # no project around the files named: they are the model
-    for target in discover([str(root)], settings).targets:
+    listing = setup.memo.listing if setup.memo is not None else None
+    if listing is None:
+        listing = discover([str(root)], settings).targets
+        if setup.memo is not None:
+            setup.memo.listing = listing
+    for target in listing:
         if target.relative in sources or file_kind(target.display) != "code":
             continue
         try:
-            sources[target.relative] = read(target.path, settings.max_file_size)
+            sources[target.relative] = setup.read(target.path, settings.max_file_size)
         except (FileTooLarge, OSError):
             continue  # the model goes without it; this file is not reported on
     return sources
@@ -521,11 +526,11 @@ def _project_facts(
     targets: list[Target],
     positions: list[int],
     sources: dict[str, bytes],
-    cache: ResultCache | None,
-    jobs: int,
+    setup: _RunSetup,
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position."""
-    index = ProjectIndex(_summaries(sources, cache, jobs))
+    summaries = _summaries(sources, setup.cache, setup.jobs)
+    index = setup.memo.index(summaries) if setup.memo is not None else ProjectIndex(summaries)
     found: dict[int, str] = {}
     for position in positions:
         facts = index.facts_for(targets[position].relative)
@@ -576,11 +581,12 @@ def lint_buffers(
     settings: Settings,
     options: LintOptions,
     cache: ResultCache | None = None,
+    memo: ProjectMemo | None = None,
 ) -> RunResult:
     """Lint texts held in memory (an editor's unsaved buffers, by absolute path) in this
     process, as one run with their whole project: each buffer stands in for its file on
     disk, as a target and in the project model; the project's other files are read from
-    disk. ``cache`` is the caller's to keep between runs (and to save, or not).
+    disk. ``cache`` and ``memo`` are the caller's to keep between runs of the project.
     """
 
     def read(path: Path, limit: int) -> bytes:
@@ -592,7 +598,8 @@ def lint_buffers(
         return raw
 
     targets = [file_target(path, settings) for path in buffers]
-    return _lint_read(targets, _RunSetup(settings, options, read, cache, 1), whole_project=True)
+    setup = _RunSetup(settings, options, read, cache, 1, memo=memo)
+    return _lint_read(targets, setup, whole_project=True)
 
 
 @dataclass(frozen=True)
@@ -605,6 +612,32 @@ class _RunSetup:
     cache: ResultCache | None
     jobs: int
     progress: ProgressCallback | None = None
+    memo: ProjectMemo | None = None
+
+
+@dataclass
+class ProjectMemo:
+    """What a caller that lints one project again and again (the language server) keeps
+    between runs: the listing of the project's files (until it sets ``listing`` to None:
+    a file was created or deleted) and the last project index, used again while every
+    module summary is the same (an edit inside a function body seldom changes one)."""
+
+    listing: list[Target] | None = None
+    _summaries: dict[str, Summary] = field(default_factory=dict)
+    _index: ProjectIndex | None = None
+
+    def index(self, summaries: dict[str, Summary]) -> ProjectIndex:
+        if self._index is None or not self._unchanged(summaries):
+            self._index = ProjectIndex(summaries)
+        self._summaries = summaries
+        return self._index
+
+    def _unchanged(self, summaries: dict[str, Summary]) -> bool:
+        previous = self._summaries
+        return summaries.keys() == previous.keys() and all(
+            summary is previous[path] or summary == previous[path]
+            for path, summary in summaries.items()
+        )
 
 
 def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> RunResult:
@@ -627,9 +660,9 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
     run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
-    sources = _model_sources(targets, contents, settings, whole_project, setup.read)
+    sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    run.project = _project_facts(targets, code_files, sources, cache, run.jobs)
+    run.project = _project_facts(targets, code_files, sources, setup)
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
     config_options, suffix = options, ""
     if wanted:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ddplint.cache import ResultCache
-from ddplint.engine import lint_buffers
+from ddplint.code.project.summaries import summarize
+from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
@@ -150,13 +151,31 @@ def test_a_buffer_stands_in_for_its_file_in_the_project_model(
     settings = build_settings((str(root),), None, (), (), (), False)
     options = build_options(settings)
     cache = ResultCache(tmp_path / "cache", options.fingerprint())
+    memo = ProjectMemo()
     train = (root / "train.py").resolve()
-    on_disk = lint_buffers({train: train.read_bytes()}, settings, options, cache)
+    on_disk = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
     assert on_disk.findings == []
+    assert memo.listing is not None
+    assert sorted(t.relative for t in memo.listing) == ["train.py", "utils.py"]
     with_barrier = utils.replace("pass", "dist.barrier()").encode()
     buffers = {train: train.read_bytes(), (root / "utils.py").resolve(): with_barrier}
-    unsaved = lint_buffers(buffers, settings, options, cache)
+    unsaved = lint_buffers(buffers, settings, options, cache, memo)
     assert [(f.rule, f.line, Path(f.path).name) for f in unsaved.findings] == [
         ("DDP201", 8, "train.py")
     ]
     assert (root / "utils.py").read_text() == utils  # nothing written
+    again = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
+    assert again.findings == []  # the buffer closed: utils.py as on disk again
+
+
+def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> None:
+    memo = ProjectMemo()
+    summaries = {"a.py": summarize("def f():\n    print(1)\n")}
+    first = memo.index(summaries)
+    edited = {"a.py": summarize("def f():\n    print(2)\n")}  # the same summary
+    assert memo.index(edited) is first
+    changed = {
+        "a.py": summarize("import torch.distributed as dist\ndef f():\n    dist.barrier()\n")
+    }
+    assert memo.index(changed) is not first
+    assert memo.index({**changed, "b.py": summarize("x = 1\n")}) is not memo.index(changed)

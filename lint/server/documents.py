@@ -3,9 +3,10 @@
 Each open Python or YAML document is linted with its whole project: one in-process
 engine run (``engine.lint_buffers``) per project over every open document of it, the
 unsaved texts standing in for the files on disk, the project's other files read from
-disk. Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
-folder and kept until ``forget_settings`` (a settings file changed). A bad
-configuration is reported and the project is linted with the default settings.
+disk (their listing and the project index are kept between runs: ``ProjectMemo``).
+Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
+folder and kept until ``forget_settings`` (a settings file changed). A bad configuration
+is reported and the project is linted with the default settings.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from ddplint.cache import ResultCache
 from ddplint.discover import is_excluded
-from ddplint.engine import cache_directory, lint_buffers
+from ddplint.engine import ProjectMemo, cache_directory, lint_buffers
 from ddplint.finding import FileError, Finding
 from ddplint.invocation import build_options, build_settings
 from ddplint.settings import LintOptions, Settings, SettingsError, find_project_root
@@ -65,6 +66,7 @@ class ProjectSetup:
     cache: SessionCache
     #: Why the project's own settings could not be used (the defaults are), or None.
     problem: str | None = None
+    memo: ProjectMemo = field(default_factory=ProjectMemo)
 
     @classmethod
     def for_folder(cls, folder: Path) -> ProjectSetup:
@@ -136,6 +138,12 @@ class ProjectLinter:
         """Read every project's settings again at the next run (a config file changed)."""
         self._forget = True
 
+    def forget_files(self) -> None:
+        """List every project's files again at the next run (a file may have been
+        created or deleted)."""
+        for setup in list(self._projects.values()):
+            setup.memo.listing = None
+
     def lint(self, snapshots: list[Snapshot]) -> LintRun:
         """Results by URI for every snapshot ddplint lints; one run per project."""
         if self._forget:
@@ -156,7 +164,7 @@ class ProjectLinter:
 
 def _lint_group(setup: ProjectSetup, snapshots: list[Snapshot]) -> dict[str, DocumentResult]:
     buffers = {s.path: s.text.encode("utf-8") for s in snapshots}
-    run = lint_buffers(buffers, setup.settings, setup.options, setup.cache)
+    run = lint_buffers(buffers, setup.settings, setup.options, setup.cache, setup.memo)
     by_display = {
         target.display: snapshot for target, snapshot in zip(run.targets, snapshots, strict=True)
     }

@@ -134,6 +134,7 @@ def build_server() -> DdplintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: DdplintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.linter.forget_files()  # a new file, perhaps
         ls.scheduler.request(delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -145,6 +146,7 @@ def build_server() -> DdplintServer:
         if _is_settings_file(params.text_document.uri):
             ls.settings_changed()
         else:
+            ls.linter.forget_files()  # saved for the first time, perhaps
             ls.scheduler.request()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -158,8 +160,10 @@ def build_server() -> DdplintServer:
     def watched_files(ls: DdplintServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(_is_settings_file(change.uri) for change in params.changes):
             ls.settings_changed()
-        else:
-            ls.scheduler.request()
+            return
+        if any(change.type != types.FileChangeType.Changed for change in params.changes):
+            ls.linter.forget_files()
+        ls.scheduler.request()
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
