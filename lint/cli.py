@@ -360,12 +360,18 @@ def explain(code: str) -> None:
             )
             sys.exit(EXIT_ERROR)
         rule = catalogue[matches[0]]
-    click.echo(f"# {rule.code} {rule.name}\n")
-    click.echo(f"{rule.status()}\n")
-    click.echo(rule.documentation())
+    click.echo(rule.explanation())
 
 
 cli.add_command(verify_command)
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
+    from ddplint.server import serve
+
+    sys.exit(serve())
 
 
 def main() -> None:

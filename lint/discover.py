@@ -237,6 +237,11 @@ def _listing(path: Path, settings: Settings) -> _Listing:
     return walked
 
 
+def file_target(path: Path, settings: Settings) -> Target:
+    """The target of one file named on its own (it need not exist on disk yet)."""
+    return Target(path, display_path(path), _relative(path, settings.project_root))
+
+
 def discover(paths: list[str], settings: Settings) -> Discovery:
     """Files to lint under ``paths``, each once, in a stable order."""
     targets: dict[Path, Target] = {}
@@ -254,9 +259,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 _relative(path, root), settings.all_excludes
             )
             if file_kind(path.name) is not None and not excluded:
-                targets.setdefault(
-                    _resolve(path), Target(path, display_path(path), _relative(path, root))
-                )
+                targets.setdefault(_resolve(path), file_target(path, settings))
             continue
         if mode is None or not stat.S_ISDIR(mode):
             problem = _not_lintable(path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -25,7 +25,7 @@ from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.view import encode_facts, informs_rules
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
-from ddplint.discover import Target, discover, display_path
+from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
 from ddplint.rule import CodeRule, ConfigRule
@@ -101,6 +101,8 @@ class RunResult:
 
 #: Called as files are done: (files done, files in all).
 ProgressCallback = Callable[[int, int], None]
+#: Reads a file's bytes up to a size limit, raising as ``read_source_bytes`` does.
+Reader = Callable[[Path, int], bytes]
 
 
 @lru_cache(maxsize=8)
@@ -489,7 +491,11 @@ def _summaries(
 
 
 def _model_sources(
-    targets: list[Target], contents: dict[int, bytes], settings: Settings, whole_root: bool
+    targets: list[Target],
+    contents: dict[int, bytes],
+    settings: Settings,
+    whole_root: bool,
+    setup: _RunSetup,
 ) -> dict[str, bytes]:
     """The Python files the project model is built from, by relative path: the code
     files linted, and with ``whole_root`` every Python file of the project root."""
@@ -501,11 +507,16 @@ def _model_sources(
     root = settings.project_root.resolve()
     if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
         return sources  # no project around the files named: they are the model
-    for target in discover([str(root)], settings).targets:
+    listing = setup.memo.listing if setup.memo is not None else None
+    if listing is None:
+        listing = discover([str(root)], settings).targets
+        if setup.memo is not None:
+            setup.memo.listing = listing
+    for target in listing:
         if target.relative in sources or file_kind(target.display) != "code":
             continue
         try:
-            sources[target.relative] = read_source_bytes(target.path, settings.max_file_size)
+            sources[target.relative] = setup.read(target.path, settings.max_file_size)
         except (FileTooLarge, OSError):
             continue  # the model goes without it; this file is not reported on
     return sources
@@ -515,11 +526,11 @@ def _project_facts(
     targets: list[Target],
     positions: list[int],
     sources: dict[str, bytes],
-    cache: ResultCache | None,
-    jobs: int,
+    setup: _RunSetup,
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position."""
-    index = ProjectIndex(_summaries(sources, cache, jobs))
+    summaries = _summaries(sources, setup.cache, setup.jobs)
+    index = setup.memo.index(summaries) if setup.memo is not None else ProjectIndex(summaries)
     found: dict[int, str] = {}
     for position in positions:
         facts = index.facts_for(targets[position].relative)
@@ -557,14 +568,88 @@ def lint_targets(
     from every Python file of the project root (files named one by one, as pre-commit
     does, are analysed with their whole project).
     """
+    cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
+    run = _RunSetup(settings, options, read_source_bytes, cache, jobs or default_jobs(), progress)
+    result = _lint_read(targets, run, whole_project)
+    if cache is not None:
+        cache.save()
+    return result
+
+
+def lint_buffers(
+    buffers: Mapping[Path, bytes],
+    settings: Settings,
+    options: LintOptions,
+    cache: ResultCache | None = None,
+    memo: ProjectMemo | None = None,
+) -> RunResult:
+    """Lint texts held in memory (an editor's unsaved buffers, by absolute path) in this
+    process, as one run with their whole project: each buffer stands in for its file on
+    disk, as a target and in the project model; the project's other files are read from
+    disk. ``cache`` and ``memo`` are the caller's to keep between runs of the project.
+    """
+
+    def read(path: Path, limit: int) -> bytes:
+        raw = buffers.get(path)
+        if raw is None:
+            return read_source_bytes(path, limit)
+        if len(raw) > limit:
+            raise FileTooLarge(len(raw))
+        return raw
+
+    targets = [file_target(path, settings) for path in buffers]
+    setup = _RunSetup(settings, options, read, cache, 1, memo=memo)
+    return _lint_read(targets, setup, whole_project=True)
+
+
+@dataclass(frozen=True)
+class _RunSetup:
+    """What shapes a run besides its targets: settings, how files are read, the cache."""
+
+    settings: Settings
+    options: LintOptions
+    read: Reader
+    cache: ResultCache | None
+    jobs: int
+    progress: ProgressCallback | None = None
+    memo: ProjectMemo | None = None
+
+
+@dataclass
+class ProjectMemo:
+    """What a caller that lints one project again and again (the language server) keeps
+    between runs: the listing of the project's files (until it sets ``listing`` to None:
+    a file was created or deleted) and the last project index, used again while every
+    module summary is the same (an edit inside a function body seldom changes one)."""
+
+    listing: list[Target] | None = None
+    _summaries: dict[str, Summary] = field(default_factory=dict)
+    _index: ProjectIndex | None = None
+
+    def index(self, summaries: dict[str, Summary]) -> ProjectIndex:
+        if self._index is None or not self._unchanged(summaries):
+            self._index = ProjectIndex(summaries)
+        self._summaries = summaries
+        return self._index
+
+    def _unchanged(self, summaries: dict[str, Summary]) -> bool:
+        previous = self._summaries
+        return summaries.keys() == previous.keys() and all(
+            summary is previous[path] or summary == previous[path]
+            for path, summary in summaries.items()
+        )
+
+
+def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> RunResult:
+    """Read the targets and lint them (``lint_targets``)."""
+    settings, options, cache = setup.settings, setup.options, setup.cache
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
-    cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
     contents: dict[int, bytes] = {}
     too_large: dict[int, FileOutcome] = {}
     for position, target in enumerate(targets):
         try:
-            contents[position] = read_source_bytes(target.path, options.max_file_size)
+            contents[position] = setup.read(target.path, options.max_file_size)
         except FileTooLarge as exc:
             too_large[position] = FileOutcome(
                 notices=[_size_notice(exc.size, options.max_file_size)]
@@ -574,10 +659,10 @@ def lint_targets(
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
-    run = _Run(targets, contents, cache, jobs or default_jobs(), stats, dict(too_large), progress)
-    sources = _model_sources(targets, contents, settings, whole_project)
+    run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
+    sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    run.project = _project_facts(targets, code_files, sources, cache, run.jobs)
+    run.project = _project_facts(targets, code_files, sources, setup)
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
     config_options, suffix = options, ""
     if wanted:
@@ -588,8 +673,6 @@ def lint_targets(
         config_options = replace(options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded)))
         suffix = ":" + code_facts.digest(encoded)
     run.lint(configs, config_options, (), suffix)
-    if cache is not None:
-        cache.save()
 
     findings: list[Finding] = []
     notices: list[str] = []

@@ -90,10 +90,15 @@ def apply_edits(source: SourceFile, edits: Iterable[Edit]) -> str:
         start = source.offset(edit.line, edit.column)
         end = source.offset(edit.end_line, edit.end_column)
         pieces.append(text[cursor:start])
-        pieces.append(_LINE_END.sub(newline, edit.content))
+        pieces.append(with_line_ends(edit.content, newline))
         cursor = max(cursor, end)
     pieces.append(text[cursor:])
     return "".join(pieces)
+
+
+def with_line_ends(text: str, newline: str) -> str:
+    """``text`` with every line end made ``newline`` (inserted text takes the file's)."""
+    return _LINE_END.sub(newline, text)
 
 
 def with_text(source: SourceFile, text: str) -> SourceFile:

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from ddplint.config.context import ConfigContext
 
 
+#: Where the hazard catalogue lives; a rule's entry is ``#`` + its code in lower case.
+RULE_DOCS_URL = "https://github.com/ddplint/ddplint/blob/main/docs/hazards.md"
+
+
+def rule_docs_url(code: str) -> str:
+    """The link to rule ``code``'s entry in the hazard catalogue (``...#ddp201``)."""
+    return f"{RULE_DOCS_URL}#{code.lower()}"
+
+
 class Rule:
     """Metadata shared by code and config rules."""
 
@@ -50,6 +59,11 @@ class Rule:
         default = "on by default" if cls.default_enabled else "preview (opt-in: select it by code)"
         fix = f"{cls.fix_applicability.value} fix" if cls.fix_applicability else "no automatic fix"
         return f"{cls.summary}. Severity: {cls.severity.value}; {default}; {fix}."
+
+    @classmethod
+    def explanation(cls) -> str:
+        """What ``ddplint explain`` prints: title, status line, documentation."""
+        return f"# {cls.code} {cls.name}\n\n{cls.status()}\n\n{cls.documentation()}"
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:

@@ -7,7 +7,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
@@ -17,10 +16,11 @@ from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.step_skips import StepSkips
 from ddplint.code.steps.training_steps import TrainingSteps
-from ddplint.code.syntax.column_map import ColumnMap
+from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 from ddplint.code.syntax.safe_parse import parse_module
+from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
 from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
@@ -114,16 +114,15 @@ class CodeContext:
         )
 
     @cached_property
-    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
-        # Computed only for files with a finding: it regenerates the module's code.
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        return dict(wrapper.resolve(PositionProvider))
+    def _positions(self) -> StatementPositions:
+        # Asked only for files with a finding: it regenerates the statements asked about.
+        return StatementPositions(self.module, self.source.text, self.index)
 
     @cached_property
     def column_map(self) -> ColumnMap:
         """LibCST's columns on the file's own text (they differ on lines that start with
         a form feed, which LibCST leaves out of the code it regenerates)."""
-        return ColumnMap(self.source.text, self.module.code)
+        return ColumnMap(self.source.text, regenerated_code(self.module, self.source.text))
 
     def range_of(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
         """1-based (line, column, end_line, end_column) of ``node`` in the file's text,

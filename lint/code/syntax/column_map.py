@@ -10,11 +10,21 @@ aligned, its positions are unknown and fixes on it are refused (``aligned`` is F
 
 from __future__ import annotations
 
+import libcst as cst
+
 from ddplint.source import split_lines
 
 #: Whitespace Python's tokenizer skips; LibCST may leave it out of the code it regenerates
 #: (a form feed at the start of a line, and the spaces before it).
 SKIPPED_WHITESPACE = frozenset(" \t\x0c\x0b")
+
+
+def regenerated_code(module: cst.Module, text: str) -> str:
+    """``module.code``, the code LibCST regenerates; ``text`` itself, without regenerating
+    it, when it holds none of the whitespace LibCST may drop (LibCST keeps the rest)."""
+    if "\x0c" in text or "\x0b" in text:
+        return module.code
+    return text
 
 
 class ColumnMap:

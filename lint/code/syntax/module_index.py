@@ -98,6 +98,7 @@ class ModuleIndex:
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}
         self.by_type: defaultdict[type, list[cst.CSTNode]] = defaultdict(list)
+        self._functions: dict[cst.CSTNode, cst.FunctionDef | None] = {}
         self._walk(module)
 
     def _walk(self, root: cst.CSTNode) -> None:
@@ -133,8 +134,29 @@ class ModuleIndex:
         return None
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        """The innermost ``def`` holding ``node`` (lambdas do not count)."""
-        return self.enclosing(node, cst.FunctionDef)
+        """The innermost ``def`` holding ``node`` (lambdas do not count). Remembered for
+        every node on the way up: rules ask it of most calls of the module."""
+        parent = self.parent.get(node)
+        return None if parent is None else self._function_at(parent)
+
+    def _function_at(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """``node`` if it is a ``def``, else the innermost ``def`` holding it."""
+        known = self._functions
+        climbed: list[cst.CSTNode] = []
+        current: cst.CSTNode | None = node
+        found: cst.FunctionDef | None = None
+        while current is not None:
+            if current in known:
+                found = known[current]
+                break
+            if isinstance(current, cst.FunctionDef):
+                found = current
+                break
+            climbed.append(current)
+            current = self.parent.get(current)
+        for passed in climbed:
+            known[passed] = found
+        return found
 
     def enclosing_class(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         """The class whose body defines ``function`` directly, if any."""

@@ -1,0 +1,194 @@
+"""Latency of ``ddplint server``: from a change to its diagnostics, on a warm server.
+
+Usage::
+
+    python bench/bench_server.py [--lines 2000] [--edits 30] [--project DIR]
+
+Starts the real server (``python -m ddplint server``) with pygls's client, opens a
+generated training file of about ``--lines`` lines (in a fresh project, or written into
+``--project`` to lint it with that project's other files), waits for its first
+diagnostics (cold: imports, parse, project model), then makes ``--edits`` edits one
+after another, each changing one line to a text not seen before (so the result cache
+cannot answer), and times each change until ``publishDiagnostics`` for that version
+(wall clock, and the server process's CPU time, which a loaded machine does not
+inflate much).
+Then a burst: ``--burst`` changes sent back to back; only the last version may be
+published. Prints min / median / p95 / max. Not a test: numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+HEAD = """import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def save(model):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "model.pt")
+        dist.barrier()
+"""
+BLOCK = """
+
+class Block{i}(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x):
+        return self.norm(self.proj(x)) + x
+
+
+def train_epoch_{i}(model, loader, optimizer, epoch):
+    model.train()
+    total = 0.0
+    for step, batch in enumerate(loader):
+        loss = model(batch).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    if dist.get_rank() == 0:
+        print("epoch", epoch, total)
+    return total
+
+
+def evaluate_{i}(model, loader):
+    model.eval()
+    with torch.no_grad():
+        losses = [model(batch).mean() for batch in loader]
+    return sum(losses) / max(1, len(losses))
+"""
+#: The line each edit rewrites (in the first block): ``print("epoch", epoch, total)``.
+EDITED = '        print("epoch", epoch, total)'
+
+
+def training_file(lines: int) -> str:
+    """A training module of about ``lines`` lines with one DDP201 hazard."""
+    parts, index = [HEAD], 0
+    while sum(part.count("\n") for part in parts) < lines:
+        parts.append(BLOCK.format(i=index))
+        index += 1
+    return "".join(parts)
+
+
+class Bench:
+    def __init__(self) -> None:
+        self.client = LanguageClient("ddplint-bench", "1")
+        self.published: dict[int | None, float] = {}
+        self.versions_seen: list[int | None] = []
+        self.arrived = asyncio.Condition()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        async def diagnostics(params: types.PublishDiagnosticsParams) -> None:
+            async with self.arrived:
+                self.published[params.version] = time.perf_counter()
+                self.versions_seen.append(params.version)
+                self.arrived.notify_all()
+
+    async def until_published(self, version: int) -> float:
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: version in self.published), 300)
+        return self.published[version]
+
+    def change(self, uri: str, version: int, text: str) -> float:
+        document = types.VersionedTextDocumentIdentifier(version=version, uri=uri)
+        change = types.TextDocumentContentChangeWholeDocument(text)
+        sent = time.perf_counter()
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(document, [change]))
+        return sent
+
+
+async def run(lines: int, edits: int, burst: int, project: Path) -> None:
+    path = project / "bench_train.py"
+    text = training_file(lines)
+    path.write_text(text, encoding="utf-8")
+    bench = Bench()
+    await bench.client.start_io(sys.executable, "-m", "ddplint", "server", cwd=project)
+    params = types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=None)
+    await bench.client.initialize_async(params)
+    bench.client.initialized(types.InitializedParams())
+    uri = path.resolve().as_uri()
+    opened = time.perf_counter()
+    item = types.TextDocumentItem(uri, "python", 1, text)
+    bench.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
+    cold = await bench.until_published(1) - opened
+    print(f"file: {text.count(chr(10))} lines; first diagnostics (cold) {cold * 1000:.0f} ms")
+
+    version, delays, busy = 1, [], []
+    server_pid = bench.client._server.pid if bench.client._server is not None else None
+    for edit in range(edits):
+        version += 1
+        changed = text.replace(EDITED, f'        print("epoch {edit}", epoch, total)', 1)
+        before = cpu_seconds(server_pid)
+        sent = bench.change(uri, version, changed)
+        delays.append(await bench.until_published(version) - sent)
+        busy.append(cpu_seconds(server_pid) - before)
+    print(f"change -> publishDiagnostics over {edits} edits (wall): {spread(delays)}")
+    print(f"server CPU time per edit (what an idle core would take): {spread(busy)}")
+
+    first_of_burst = version + 1
+    for edit in range(burst):
+        version += 1
+        last = bench.change(uri, version, text.replace(EDITED, f"        print({edit})", 1))
+    settled = await bench.until_published(version) - last
+    stale = [v for v in bench.versions_seen if v is not None and first_of_burst <= v < version]
+    print(
+        f"burst of {burst} changes: last one published {settled * 1000:.0f} ms after it; "
+        f"earlier versions of the burst published: {len(stale)}"
+    )
+    await bench.client.shutdown_async(None)
+    bench.client.exit(None)
+    await bench.client.stop()
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux); 0 elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def spread(seconds: list[float]) -> str:
+    """min / median / p95 / max in milliseconds."""
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (
+        f"min {ordered[0] * 1000:.0f} ms, median {statistics.median(ordered) * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument("--burst", type=int, default=10)
+    parser.add_argument("--project", type=Path, help="lint the file inside this project")
+    args = parser.parse_args()
+    if args.project is not None:
+        asyncio.run(run(args.lines, args.edits, args.burst, args.project.resolve()))
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        (project / ".git").mkdir()
+        asyncio.run(run(args.lines, args.edits, args.burst, project))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""``ddplint server``: a language server (LSP over stdio) built on pygls.
+
+One module per job: ``protocol`` (the LSP wiring), ``scheduling`` (debounced runs in a
+worker thread, stale results dropped), ``documents`` (snapshots of the open documents
+linted with their project), ``diagnostics`` (findings as LSP diagnostics),
+``actions`` (fixes, "ignore for this line", "fix all", hover), ``positions``
+(ddplint's 1-based code-point columns to LSP's 0-based UTF-16/UTF-32/UTF-8 units).
+pygls is the optional extra ``server``: nothing here is imported by ``ddplint check``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+INSTALL_HINT = (
+    "ddplint: error: `ddplint server` needs pygls; install it with `pip install 'ddplint[server]'`"
+)
+
+
+def serve() -> int:
+    """Run the server on stdin/stdout until the client ends it; the exit code (2, with
+    how to install it, when pygls is missing)."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    from ddplint.server.protocol import build_server
+
+    build_server().start_io()
+    return 0

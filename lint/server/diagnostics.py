@@ -1,0 +1,55 @@
+"""Findings and file errors as LSP diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types
+
+from ddplint.finding import FileError, Finding, Severity
+from ddplint.rule import rule_docs_url
+from ddplint.server.positions import to_lsp
+
+SOURCE = "ddplint"
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+
+
+def lsp_range(lines: Sequence[str], span: tuple[int, int, int, int], encoding: str) -> types.Range:
+    """The LSP range of ddplint's 1-based (line, column, end_line, end_column)."""
+    line, column, end_line, end_column = span
+    start = to_lsp(lines, line, column, encoding)
+    end = to_lsp(lines, end_line, end_column, encoding)
+    return types.Range(types.Position(*start), types.Position(*end))
+
+
+def finding_range(lines: Sequence[str], finding: Finding, encoding: str) -> types.Range:
+    span = (finding.line, finding.column, finding.end_line, finding.end_column)
+    return lsp_range(lines, span, encoding)
+
+
+def finding_diagnostic(lines: Sequence[str], finding: Finding, encoding: str) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=finding_range(lines, finding, encoding),
+        message=finding.message,
+        severity=_SEVERITY[finding.severity],
+        code=finding.rule,
+        code_description=types.CodeDescription(href=rule_docs_url(finding.rule)),
+        source=SOURCE,
+    )
+
+
+def error_diagnostic(lines: Sequence[str], error: FileError, encoding: str) -> types.Diagnostic:
+    """A file ddplint could not analyse (a syntax error while typing): at the place
+    named, else at the start of the file."""
+    line = error.line or 1
+    column = error.column or 1
+    return types.Diagnostic(
+        range=lsp_range(lines, (line, column, line, column), encoding),
+        message=f"ddplint could not analyse this file: {error.message}",
+        severity=types.DiagnosticSeverity.Warning,
+        source=SOURCE,
+    )

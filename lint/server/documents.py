@@ -1,0 +1,181 @@
+"""The open documents and their linting.
+
+Each open Python or YAML document is linted with its whole project: one in-process
+engine run (``engine.lint_buffers``) per project over every open document of it, the
+unsaved texts standing in for the files on disk, the project's other files read from
+disk (their listing and the project index are kept between runs: ``ProjectMemo``).
+Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
+folder and kept until ``forget_settings`` (a settings file changed). A bad configuration
+is reported and the project is linted with the default settings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ddplint.cache import ResultCache
+from ddplint.discover import is_excluded
+from ddplint.engine import ProjectMemo, cache_directory, lint_buffers
+from ddplint.finding import FileError, Finding
+from ddplint.invocation import build_options, build_settings
+from ddplint.settings import LintOptions, Settings, SettingsError, find_project_root
+from ddplint.source import file_kind, split_lines
+
+#: The most result-cache entries a project keeps in a server session.
+SESSION_ENTRIES = 50_000
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One open document as it was when a lint started."""
+
+    uri: str
+    path: Path
+    version: int | None
+    text: str
+
+    @property
+    def kind(self) -> str | None:
+        """``code``, ``config``, or None for a file ddplint does not lint."""
+        return file_kind(self.path.name)
+
+
+@dataclass
+class DocumentResult:
+    """What linting one snapshot found."""
+
+    snapshot: Snapshot
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return split_lines(self.snapshot.text)
+
+
+@dataclass
+class ProjectSetup:
+    """The settings of one project and the result cache kept between its runs."""
+
+    settings: Settings
+    options: LintOptions
+    cache: SessionCache
+    #: Why the project's own settings could not be used (the defaults are), or None.
+    problem: str | None = None
+    memo: ProjectMemo = field(default_factory=ProjectMemo)
+
+    @classmethod
+    def for_folder(cls, folder: Path) -> ProjectSetup:
+        problem = None
+        try:
+            settings = build_settings((str(folder),), None, (), (), (), False)
+            options = build_options(settings)
+        except SettingsError as exc:
+            problem = f"ddplint: bad settings ({exc}); linting with the default settings"
+            settings = Settings(project_root=find_project_root(folder))
+            options = build_options(settings)
+        cache = SessionCache(cache_directory(settings), options.fingerprint())
+        return cls(settings, options, cache, problem)
+
+    def lints(self, snapshot: Snapshot) -> bool:
+        """Whether the document is linted: a Python or YAML file, not excluded by
+        ``force-exclude`` (as for a file named on the command line)."""
+        if snapshot.kind is None:
+            return False
+        if not self.settings.force_exclude:
+            return True
+        try:
+            relative = snapshot.path.relative_to(self.settings.project_root).as_posix()
+        except ValueError:
+            return True
+        return not is_excluded(relative, self.settings.all_excludes)
+
+
+@dataclass
+class LintRun:
+    """One run's results by URI, and the settings problems of the projects it linted."""
+
+    results: dict[str, DocumentResult]
+    problems: list[str]
+
+
+class SessionCache(ResultCache):
+    """A project's result cache for one server session: loaded from the project's cache,
+    kept in memory only (it gains entries for every text an edit makes), at most
+    ``SESSION_ENTRIES`` entries (the oldest go first)."""
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        super().put(key, value)
+        while len(self.entries) > SESSION_ENTRIES:
+            del self.entries[next(iter(self.entries))]
+
+
+class ProjectLinter:
+    """Lints snapshots of open documents, each with its project's settings. ``lint``
+    runs in one thread at a time; ``forget_settings`` may be called from another and
+    takes effect when the next run starts."""
+
+    def __init__(self) -> None:
+        #: By folder of a document; folders of one project share their setup.
+        self._by_folder: dict[Path, ProjectSetup] = {}
+        self._projects: dict[tuple[Path, Path | None], ProjectSetup] = {}
+        self._forget = False
+
+    def setup_for(self, path: Path) -> ProjectSetup:
+        folder = path.parent
+        setup = self._by_folder.get(folder)
+        if setup is None:
+            found = ProjectSetup.for_folder(folder)
+            key = (found.settings.project_root, found.settings.config_file)
+            setup = self._by_folder[folder] = self._projects.setdefault(key, found)
+        return setup
+
+    def forget_settings(self) -> None:
+        """Read every project's settings again at the next run (a config file changed)."""
+        self._forget = True
+
+    def forget_files(self) -> None:
+        """List every project's files again at the next run (a file may have been
+        created or deleted)."""
+        for setup in list(self._projects.values()):
+            setup.memo.listing = None
+
+    def lint(self, snapshots: list[Snapshot]) -> LintRun:
+        """Results by URI for every snapshot ddplint lints; one run per project."""
+        if self._forget:
+            self._forget = False
+            self._by_folder.clear()
+            self._projects.clear()
+        groups: dict[int, tuple[ProjectSetup, list[Snapshot]]] = {}
+        for snapshot in snapshots:
+            setup = self.setup_for(snapshot.path)
+            if setup.lints(snapshot):
+                groups.setdefault(id(setup), (setup, []))[1].append(snapshot)
+        results: dict[str, DocumentResult] = {}
+        for setup, members in groups.values():
+            results.update(_lint_group(setup, members))
+        problems = sorted({setup.problem for setup, _ in groups.values() if setup.problem})
+        return LintRun(results, problems)
+
+
+def _lint_group(setup: ProjectSetup, snapshots: list[Snapshot]) -> dict[str, DocumentResult]:
+    buffers = {s.path: s.text.encode("utf-8") for s in snapshots}
+    run = lint_buffers(buffers, setup.settings, setup.options, setup.cache, setup.memo)
+    by_display = {
+        target.display: snapshot for target, snapshot in zip(run.targets, snapshots, strict=True)
+    }
+    results = {s.uri: DocumentResult(s) for s in snapshots}
+    found: dict[str, list[Finding]] = defaultdict(list)
+    for finding in run.findings:
+        found[by_display[finding.path].uri].append(finding)
+    for error in run.errors:
+        snapshot = by_display.get(error.path)
+        if snapshot is not None:
+            results[snapshot.uri].errors.append(error)
+    for uri, findings in found.items():
+        results[uri].findings = findings
+    return results

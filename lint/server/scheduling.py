@@ -1,0 +1,67 @@
+"""When linting runs: debounced, one run at a time, stale results never published.
+
+A change asks for a lint after a short pause (``DEBOUNCE_SECONDS``); a newer request
+replaces one still waiting. The run lints a snapshot of the open documents in a worker
+thread (the server keeps reading messages meanwhile); a run that a newer request
+replaced is abandoned (its results are dropped when it ends), and of its results only
+those of documents still at the linted version are published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+#: The pause after a change before linting: typing bursts lint once.
+DEBOUNCE_SECONDS = 0.05
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+class LintScheduler(Generic[S, T]):
+    """Takes a ``snapshot`` (on the event loop), runs ``work`` on it (blocking) in one
+    worker thread, debounced, and hands the result to ``publish`` unless a newer request
+    came meanwhile (an exception to ``failed``)."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], S],
+        work: Callable[[S], T],
+        publish: Callable[[T], None],
+        failed: Callable[[Exception], None],
+        delay: float = DEBOUNCE_SECONDS,
+    ) -> None:
+        self._snapshot = snapshot
+        self._work = work
+        self._publish = publish
+        self._failed = failed
+        self._delay = delay
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddplint-lint")
+        self._pending: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    def request(self, delay: float | None = None) -> None:
+        """Lint after the pause; a run not yet finished is superseded."""
+        if self._pending is not None and not self._pending.done():
+            self._pending.cancel()
+        self._pending = asyncio.ensure_future(self._run(self._delay if delay is None else delay))
+
+    async def _run(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        async with self._lock:  # the previous run's thread may still be busy
+            taken = self._snapshot()
+            loop = asyncio.get_running_loop()
+            try:
+                result = await loop.run_in_executor(self._executor, self._work, taken)
+            except Exception as exc:  # a bug of ours: said, and the server goes on
+                self._failed(exc)
+                return
+        self._publish(result)
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,181 @@
+"""The language server's parts without a client: positions, ``# noqa`` edits, the
+scheduler's superseding, and the engine's in-memory entry ``lint_buffers``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from ddplint.cache import ResultCache
+from ddplint.code.project.summaries import summarize
+from ddplint.engine import ProjectMemo, lint_buffers
+from ddplint.finding import Edit
+from ddplint.invocation import build_options, build_settings
+from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
+from ddplint.server.scheduling import LintScheduler
+from ddplint.suppress import Suppressions, noqa_edit
+
+LINES = ['x = "🚀é"; y = 1\n', "z = 2\n"]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "units"),
+    [(UTF16, 11), (UTF32, 10), (UTF8, 14)],  # 🚀: 2 / 1 / 4 units, é: 1 / 1 / 2
+)
+def test_columns_after_non_ascii_count_in_the_encodings_units(encoding: str, units: int) -> None:
+    column = LINES[0].index("y") + 1  # ddplint: 1-based code points
+    assert to_lsp(LINES, 1, column, encoding) == (0, units)
+    assert to_lsp(LINES, 2, 1, encoding) == (1, 0)
+
+
+def test_a_position_past_the_end_is_the_end_of_the_text() -> None:
+    assert to_lsp(LINES, 3, 1, UTF16) == (2, 0)
+    assert to_lsp(["a = 1"], 2, 1, UTF16) == (0, 5)
+    assert to_lsp([], 1, 1, UTF16) == (0, 0)
+
+
+def _applied(text: str, edit: Edit) -> str:
+    lines = text.splitlines(keepends=True)
+    line = lines[edit.line - 1]
+    lines[edit.line - 1] = line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
+    return "".join(lines)
+
+
+def _silenced(text: str, kind: str, first: int, last: int, code: str) -> str:
+    edit = noqa_edit(text, kind, first, last, code)
+    assert edit is not None
+    fixed = _applied(text, edit)
+    assert Suppressions.for_text(fixed, kind).by_line  # the comment is read back
+    return fixed
+
+
+def test_noqa_goes_on_the_flagged_line_after_its_trailing_spaces() -> None:
+    text = "dist.barrier()   \nx = 1\n"
+    assert _silenced(text, "code", 1, 1, "DDP201") == "dist.barrier()  # noqa: DDP201\nx = 1\n"
+
+
+def test_noqa_joins_a_noqa_comment_already_there() -> None:
+    text = "dist.barrier()  # noqa: E501\n"
+    assert _silenced(text, "code", 1, 1, "DDP201") == "dist.barrier()  # noqa: E501, DDP201\n"
+    text = "dist.barrier()  # why it is fine\n"
+    assert (
+        _silenced(text, "code", 1, 1, "DDP201")
+        == "dist.barrier()  # why it is fine  # noqa: DDP201\n"
+    )
+
+
+def test_noqa_skips_lines_that_end_inside_a_string_or_after_a_continuation() -> None:
+    text = 'call(\n    """doc\n    more""", x) + \\\n    y\n'
+    fixed = _silenced(text, "code", 2, 4, "DDP201")
+    assert fixed.splitlines()[3] == "    y  # noqa: DDP201"
+    assert noqa_edit('s = """a\nb"""\n', "code", 1, 1, "DDP201") is None
+
+
+def test_noqa_in_yaml_ignores_a_hash_inside_a_value() -> None:
+    text = "name: run#3\ntrainer:\n  devices: 8 # all\n"
+    assert _silenced(text, "config", 1, 1, "DDP601").splitlines()[0] == (
+        "name: run#3  # noqa: DDP601"
+    )
+    assert _silenced(text, "config", 3, 3, "DDP601").splitlines()[2] == (
+        "  devices: 8 # all  # noqa: DDP601"
+    )
+
+
+def test_a_newer_request_supersedes_a_run_in_progress_and_its_result_is_dropped() -> None:
+    started, release = threading.Event(), threading.Event()
+    snapshots = iter([1, 2])
+    published: list[int] = []
+    failures: list[Exception] = []
+
+    def work(snapshot: int) -> int:
+        if snapshot == 1:
+            started.set()
+            release.wait(60)
+        return snapshot
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        def publish(result: int) -> None:
+            published.append(result)
+            done.set()
+
+        scheduler = LintScheduler(lambda: next(snapshots), work, publish, failures.append, delay=0)
+        scheduler.request()
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
+        scheduler.request()  # the first run is in its worker thread: superseded
+        release.set()
+        await asyncio.wait_for(done.wait(), 60)
+        scheduler.close()
+
+    asyncio.run(main())
+    assert published == [2]
+    assert failures == []
+
+
+def test_a_run_that_raises_is_reported_and_publishes_nothing() -> None:
+    published: list[int] = []
+    failures: list[Exception] = []
+
+    def work(snapshot: int) -> int:
+        raise RuntimeError(f"bug on {snapshot}")
+
+    async def main() -> None:
+        scheduler = LintScheduler(lambda: 7, work, published.append, failures.append, delay=0)
+        scheduler.request()
+        while not failures:
+            await asyncio.sleep(0.01)
+        scheduler.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert [str(f) for f in failures] == ["bug on 7"]
+    assert published == []
+
+
+def test_a_buffer_stands_in_for_its_file_in_the_project_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    utils = "import torch.distributed as dist\n\n\ndef save(model):\n    pass\n"
+    (root / "utils.py").write_text(utils)
+    (root / "train.py").write_text(
+        "import torch.distributed as dist\n\nimport utils\n\n\n"
+        "def main(model):\n    if dist.get_rank() == 0:\n        utils.save(model)\n"
+    )
+    settings = build_settings((str(root),), None, (), (), (), False)
+    options = build_options(settings)
+    cache = ResultCache(tmp_path / "cache", options.fingerprint())
+    memo = ProjectMemo()
+    train = (root / "train.py").resolve()
+    on_disk = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
+    assert on_disk.findings == []
+    assert memo.listing is not None
+    assert sorted(t.relative for t in memo.listing) == ["train.py", "utils.py"]
+    with_barrier = utils.replace("pass", "dist.barrier()").encode()
+    buffers = {train: train.read_bytes(), (root / "utils.py").resolve(): with_barrier}
+    unsaved = lint_buffers(buffers, settings, options, cache, memo)
+    assert [(f.rule, f.line, Path(f.path).name) for f in unsaved.findings] == [
+        ("DDP201", 8, "train.py")
+    ]
+    assert (root / "utils.py").read_text() == utils  # nothing written
+    again = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
+    assert again.findings == []  # the buffer closed: utils.py as on disk again
+
+
+def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> None:
+    memo = ProjectMemo()
+    summaries = {"a.py": summarize("def f():\n    print(1)\n")}
+    first = memo.index(summaries)
+    edited = {"a.py": summarize("def f():\n    print(2)\n")}  # the same summary
+    assert memo.index(edited) is first
+    changed = {
+        "a.py": summarize("import torch.distributed as dist\ndef f():\n    dist.barrier()\n")
+    }
+    assert memo.index(changed) is not first
+    assert memo.index({**changed, "b.py": summarize("x = 1\n")}) is not memo.index(changed)
