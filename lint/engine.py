@@ -85,6 +85,8 @@ class RunStats:
     cached: int = 0
     parsed: int = 0
     prefiltered: int = 0
+    #: Files not linted: too large, or too deeply nested (each has a notice).
+    skipped: int = 0
 
 
 @dataclass
@@ -134,8 +136,22 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
+#: How a notice about a file that was not linted begins.
+SKIPPED = "skipped: "
+
+
 def _size_notice(size: int, limit: int) -> str:
-    return f"skipped: {size} bytes is above max-file-size ({limit})"
+    return f"{SKIPPED}{size} bytes is above max-file-size ({limit})"
+
+
+def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
+    """An error outcome for bytes that cannot be text (NUL bytes, bad encoding), else
+    None: a file no rule needs is still checked, so binary content never passes."""
+    try:
+        SourceFile.decode(path, raw)
+    except SourceError as exc:
+        return FileOutcome(errors=[FileError(path, exc.message, line=exc.line, column=exc.column)])
+    return None
 
 
 def _describe(exc: BaseException) -> str:
@@ -177,7 +193,7 @@ def _triage(
         if r.kind == kind and (informed or r.prefilter(raw))
     ]
     if not rules and not collectors:
-        return FileOutcome(prefiltered=True)
+        return _unreadable(path, raw) or FileOutcome(prefiltered=True)
     return _Plan(kind, rules, collectors)
 
 
@@ -224,7 +240,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
         outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
         return outcome
     except ParseLimitExceeded as exc:
-        outcome.notices.append(f"skipped: {exc}")
+        outcome.notices.append(f"{SKIPPED}{exc}")
         return outcome
     except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
@@ -599,6 +615,7 @@ def lint_targets(
         ignored = ignored_for_path(settings, target.relative)
         stats.parsed += outcome.parsed
         stats.prefiltered += outcome.prefiltered
+        stats.skipped += any(n.startswith(SKIPPED) for n in outcome.notices)
         internal = internal or outcome.internal_error
         for finding in outcome.findings:
             if not any(finding.rule.startswith(code) for code in ignored):

@@ -53,7 +53,7 @@ def test_new_finding_is_reported(project: Path) -> None:
     path.write_text(HAZARD.replace(SYNC, SYNC + "        torch.cuda.synchronize()  # new\n"))
     code, out, _ = run("--baseline", "baseline.json")
     assert code == 1
-    first, summary = out.splitlines()
+    first, _hint, summary = out.splitlines()
     assert first.startswith("pkg/a.py:8:9: DDP101")
     assert summary.endswith(" 3 findings in the baseline not shown.")
 

@@ -19,6 +19,10 @@ class ReportContext:
 
     read_lines: Callable[[str], list[str] | None]
     show_fixes: bool = True
+    #: ``--unsafe-fixes``: unsafe fixes count as applicable (the ``[*]`` marker).
+    unsafe_fixes: bool = False
+    #: ANSI colour in the human formats.
+    colour: bool = False
 
 
 Formatter = Callable[[RunResult, ReportContext], str]
@@ -33,3 +37,5 @@ FORMATTERS: dict[str, Formatter] = {
 }
 #: Formats read by programs: no summary line, no progress, no colour.
 MACHINE_FORMATS = frozenset({"json", "sarif", "github", "junit"})
+#: The machine formats ``--statistics`` can be written in (the others refuse it).
+STATISTICS_FORMATS = frozenset({"json"})

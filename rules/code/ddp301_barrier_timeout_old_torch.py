@@ -96,7 +96,14 @@ class BarrierTimeoutOnOldTorch(CodeRule):
                 continue
             if _guarded(ctx, call):
                 continue
-            yield ctx.finding(self, timeout, _message(ctx), _fix(ctx, groups, call, timeout))
+            fix = _fix(ctx, groups, call, timeout)
+            yield ctx.finding(self, timeout, _message(ctx), fix, summary=_summary(ctx))
+
+
+def _summary(ctx: CodeContext) -> str:
+    version = ctx.options.torch_version
+    admits = f"the project admits torch {version}" if version else "the project's torch is unknown"
+    return f"`barrier(timeout=...)` needs torch >= {_SINCE_TEXT}; {admits}"
 
 
 def _message(ctx: CodeContext) -> str:
