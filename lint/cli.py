@@ -24,7 +24,14 @@ from ddplint.invocation import (
     build_settings,
 )
 from ddplint.progress import Progress
-from ddplint.report import FORMATTERS, MACHINE_FORMATS, STATISTICS_FORMATS, ReportContext, summary
+from ddplint.report import (
+    ERRORS_APART,
+    FORMATTERS,
+    MACHINE_FORMATS,
+    STATISTICS_FORMATS,
+    ReportContext,
+    summary,
+)
 from ddplint.report.printable import printable
 from ddplint.report.style import use_colour
 from ddplint.report.summary import count, statistics_json
@@ -289,44 +296,24 @@ def _report(
             report += summary.fixed_listing(fixed)
         if result.findings and output_format == "concise" and not statistics:
             report += WHY_HINT + "\n"
-    if output_file:
-        _write_report(output_file, report, result, machine, quiet, flags, fixed, known)
-        return
-    click.echo(report, nl=False, color=colour)
-    if not machine:
-        _print_errors(result)
-        if not quiet:
-            _print_notices(result)
-            fixed_count = sum(len(f) for f in fixed.values())
-            click.echo(
-                summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe)
-            )
-
-
-def _write_report(
-    output_file: str,
-    report: str,
-    result: RunResult,
-    machine: bool,
-    quiet: bool,
-    flags: FixFlags,
-    fixed: dict[str, list[Finding]],
-    known: int,
-) -> None:
-    """``-o FILE``: the report and its summary go to the file; errors stay on stderr."""
+    closing = ""
     if not machine and not quiet:
         fixed_count = sum(len(f) for f in fixed.values())
-        report += (
-            summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe) + "\n"
-        )
-    try:
-        Path(output_file).write_text(report, encoding="utf-8")
-    except OSError as exc:
-        _fail(f"cannot write {output_file}: {exc.strerror or exc}")
-    if not machine:
+        closing = summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe)
+        closing += "\n"
+    if output_file:
+        try:
+            Path(output_file).write_text(report + closing, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {output_file}: {exc.strerror or exc}")
+    else:
+        click.echo(report, nl=False, color=colour)
+    if not machine or output_format in ERRORS_APART:
         _print_errors(result)
-        if not quiet:
-            _print_notices(result)
+    if not machine and not quiet:
+        _print_notices(result)
+    if closing and not output_file:
+        click.echo(closing, nl=False)
 
 
 def _report_fix_only(
