@@ -280,7 +280,9 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
 def test_example_project_code_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fine-tuning script's hazards, on the torch floor its pyproject declares."""
     monkeypatch.chdir(ROOT)
-    code, out, _ = run(["check", "--no-cache", "--output-format", "full", "fixtures/example_project"])
+    code, out, _ = run(
+        ["check", "--no-cache", "--output-format", "full", "fixtures/example_project"]
+    )
     assert code == 1
     found = {
         (line.split(": ")[0], line.split()[1])

@@ -42,7 +42,11 @@ _POSITION = {
     "required": ["line", "column"],
     "properties": {"line": {"type": "integer"}, "column": {"type": "integer"}},
 }
-_RANGE = {"type": "object", "required": ["start"], "properties": {"start": _POSITION, "end": _POSITION}}
+_RANGE = {
+    "type": "object",
+    "required": ["start"],
+    "properties": {"start": _POSITION, "end": _POSITION},
+}
 #: reviewdog's DiagnosticResult (reviewdog.proto, rdf/jsonschema): the fields used here.
 RDJSON_SCHEMA = {
     "type": "object",
