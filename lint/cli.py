@@ -338,6 +338,15 @@ def _print_notices(result: RunResult) -> None:
         click.echo("ddplint: warning: No Python or YAML files found", err=True)
     for notice in result.notices:
         click.echo(f"ddplint: notice: {printable(notice)}", err=True)
+    for warning in result.warnings:
+        click.echo(f"ddplint: warning: {printable(warning)}", err=True)
+    if result.bare_noqa:
+        click.echo(
+            f"ddplint: note: {count(result.bare_noqa, 'finding')} reported on a line with a "
+            "bare `# noqa`, which ddplint does not honour: name the code (`# noqa: DDP201`), "
+            "so that a blanket noqa written for another tool never hides a hazard",
+            err=True,
+        )
 
 
 def _fail(message: str) -> NoReturn:

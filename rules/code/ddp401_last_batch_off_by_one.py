@@ -192,8 +192,8 @@ class LastBatchOffByOne(CodeRule):
                 "the next epoch); step on the last batch too"
             )
             summary = f"`{ctx.node_text(test.test)}` never steps the epoch's last partial group"
-            fix = _tail_fix(ctx, loop, test)
-            yield ctx.finding(self, test.test, message, fix, summary=summary)
+            tail_fix = _tail_fix(ctx, loop, test)
+            yield ctx.finding(self, test.test, message, tail_fix, summary=summary)
 
 
 def _replace_parenthesised(ctx: CodeContext, node: cst.BaseExpression, text: str) -> Edit:
