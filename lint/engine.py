@@ -53,7 +53,7 @@ class FileOutcome:
     notices: list[str] = field(default_factory=list)
     #: Problems with the file's suppression comments (unknown codes), ``line:col: text``.
     warnings: list[str] = field(default_factory=list)
-    #: Lines of findings left although their statement has a bare ``# noqa``.
+    #: Lines of findings left although their statement has a bare noqa comment.
     bare_noqa: list[int] = field(default_factory=list)
     parsed: bool = False
     prefiltered: bool = False
@@ -109,7 +109,7 @@ class RunResult:
     targets: list[Target] = field(default_factory=list)
     #: Problems with suppression comments, ``path:line:col: text``.
     warnings: list[str] = field(default_factory=list)
-    #: Findings reported although their statement has a bare ``# noqa``.
+    #: Findings reported although their statement has a bare noqa comment.
     bare_noqa: int = 0
 
 

@@ -120,7 +120,7 @@ class Review:
     kept: list[Finding]
     #: (directive, code) pairs that suppressed at least one finding.
     used: set[tuple[Directive, Code]]
-    #: Lines of kept findings whose statement carries a bare ``# noqa``.
+    #: Lines of kept findings whose statement carries a bare noqa comment.
     bare_noqa: list[int]
 
 
@@ -129,7 +129,7 @@ class Suppressions:
     """Suppression comments of one file."""
 
     directives: list[Directive] = field(default_factory=list)
-    #: Lines holding a bare ``# noqa`` (no codes): ddplint does not honour it.
+    #: Lines holding a bare noqa comment (no codes): ddplint does not honour it.
     bare_noqa_lines: set[int] = field(default_factory=set)
     lines: list[str] = field(default_factory=list)
 
@@ -189,12 +189,13 @@ class Suppressions:
 
     def unknown_codes(self, known: frozenset[str]) -> list[tuple[Directive, Code]]:
         """ddplint codes that name no rule (and are no prefix of one), once per place."""
-        return [
+        unknown = [
             (directive, code)
             for directive in self.directives
             for code in directive.own_codes
             if code.code != EVERY_RULE and not any(rule.startswith(code.code) for rule in known)
         ]
+        return sorted(unknown, key=lambda pair: (pair[0].line, pair[1].column))
 
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 1 <= line <= len(self.lines) else ""

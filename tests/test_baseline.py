@@ -70,7 +70,9 @@ def test_stale_entries_are_reported(project: Path) -> None:
     code, _, err = run("--baseline", "baseline.json")
     assert code == 0
     lines = err.splitlines()
-    assert lines[0].startswith("ddplint: notice: 1 baseline entry in baseline.json match")
+    assert lines[0].startswith(
+        "ddplint: notice: 1 baseline entry in baseline.json matches no finding"
+    )
     assert lines[1].startswith("  pkg/a.py: DDP101 (")
 
 

@@ -29,9 +29,14 @@ def run_summary(result: RunResult, *, fixed: int = 0, known: int = 0, unsafe: bo
         found = [count(fixed + remaining, "finding")] if remaining or fixed or not errors else []
         if errors:
             found.append(count(errors, "error"))
+        notes = [f"{fixed} fixed, {remaining} remaining"] if fixed else []
+        notes += _fixable(result.findings, unsafe)
         text = f"Found {' and '.join(found)}"
-        text += f" ({fixed} fixed, {remaining} remaining)." if fixed else "."
-        text += _fixable(result.findings, unsafe)
+        text += (
+            f" ({'; '.join(notes)})."
+            if fixed
+            else "." + (f" ({'; '.join(notes)})" if notes else "")
+        )
     if result.stats.skipped:
         text += f" {count(result.stats.skipped, 'file')} skipped (see the notices)."
     if known:
@@ -39,14 +44,15 @@ def run_summary(result: RunResult, *, fixed: int = 0, known: int = 0, unsafe: bo
     return text
 
 
-def _fixable(findings: list[Finding], unsafe: bool) -> str:
-    """`` (2 fixable with --fix; 1 more with --fix --unsafe-fixes)`` or nothing."""
+def _fixable(findings: list[Finding], unsafe: bool) -> list[str]:
+    """``2 fixable with --fix``, ``1 more fixable with --fix --unsafe-fixes``: the
+    findings whose fixes the flags apply, and those an unsafe fix would."""
     now = sum(1 for f in findings if applicable(f, unsafe))
     hidden = sum(1 for f in findings if f.fix and not applicable(f, unsafe))
     parts = [f"{now} fixable with --fix"] if now else []
     if hidden:
         parts.append(f"{hidden} {'more ' if now else ''}fixable with --fix --unsafe-fixes")
-    return f" ({'; '.join(parts)})" if parts else ""
+    return parts
 
 
 def _rule_counts(findings: Iterable[Finding]) -> list[tuple[tuple[str, str], int]]:
