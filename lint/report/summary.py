@@ -19,7 +19,8 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
 
 
 def run_summary(result: RunResult, *, fixed: int = 0, known: int = 0, unsafe: bool = False) -> str:
-    """``Found 3 findings and 1 error (2 fixed, 1 remaining). (1 fixable with --fix)``;
+    """``Found 3 findings and 1 error. (1 fixable with --fix)``, or after fixing
+    ``Found 3 findings (2 fixed, 1 remaining; 1 fixable with --fix --unsafe-fixes).``;
     ``All checks passed.`` only when there is neither a finding nor an error."""
     remaining = len(result.findings)
     errors = len(result.errors)
@@ -31,12 +32,9 @@ def run_summary(result: RunResult, *, fixed: int = 0, known: int = 0, unsafe: bo
             found.append(count(errors, "error"))
         notes = [f"{fixed} fixed, {remaining} remaining"] if fixed else []
         notes += _fixable(result.findings, unsafe)
+        listed = f" ({'; '.join(notes)})" if notes else ""
         text = f"Found {' and '.join(found)}"
-        text += (
-            f" ({'; '.join(notes)})."
-            if fixed
-            else "." + (f" ({'; '.join(notes)})" if notes else "")
-        )
+        text += f"{listed}." if fixed else f".{listed}"
     if result.stats.skipped:
         text += f" {count(result.stats.skipped, 'file')} skipped (see the notices)."
     if known:
