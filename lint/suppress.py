@@ -236,8 +236,10 @@ def _directive(
 def _python_comments(text: str) -> list[tuple[int, int, str]]:
     """Real comments only (not ``#`` inside strings); falls back to a line scan."""
     comments: list[tuple[int, int, str]] = []
+    # Lines end at \r too (``split_lines``); tokenize's reader splits at \n only.
+    unified = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(unified).readline):
             if token.type == tokenize.COMMENT:
                 comments.append((token.start[0], token.start[1] + 1, token.string))
     except (tokenize.TokenError, SyntaxError):

@@ -249,3 +249,14 @@ def test_top_level_help_keeps_summaries_whole() -> None:
     commands = out.split("Commands:")[1].strip().splitlines()
     assert len(commands) == 4
     assert all(line.rstrip().endswith(".") and "..." not in line for line in commands)
+
+
+def test_suppressions_in_a_file_with_cr_line_ends(project: Path) -> None:
+    """Comments are read at their own line when lines end at a lone CR (found by the
+    fuzzer: DDP900's edit landed past the end of the file)."""
+    text = HAZARD.replace("synchronize()", "synchronize()  # noqa: DDP101").replace("\n", "\r")
+    (project / "net.py").write_bytes(text.encode())
+    assert run("--extend-select", "DDP900")[0] == 0
+    (project / "net.py").write_bytes(text.replace("x\r", "x  # noqa: DDP101\r").encode())
+    assert run("--extend-select", "DDP900", "--fix")[0] == 0
+    assert (project / "net.py").read_bytes() == text.encode()
