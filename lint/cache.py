@@ -25,7 +25,7 @@ from ddplint.source import FileTooLarge, read_source_bytes
 MAX_ENTRIES = 200_000
 #: A results file larger than this is not read (a link to /dev/zero, a forged giant).
 MAX_CACHE_BYTES = 512 * 1024 * 1024
-FORMAT = 2
+FORMAT = 3
 
 
 def content_hash(raw: bytes) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -11,8 +11,9 @@ import click
 
 from ddplint import __version__
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
+from ddplint.discover import discover
 from ddplint.engine import RunResult, default_jobs, lint_paths
-from ddplint.finding import Applicability
+from ddplint.finding import Finding
 from ddplint.fixer import FixRun, fix_run, unified_diff
 from ddplint.interrupt import ending_on_signals
 from ddplint.invocation import (
@@ -23,12 +24,26 @@ from ddplint.invocation import (
     build_settings,
 )
 from ddplint.progress import Progress
-from ddplint.report import FORMATTERS, MACHINE_FORMATS, ReportContext
+from ddplint.report import (
+    ERRORS_APART,
+    FORMATTERS,
+    MACHINE_FORMATS,
+    STATISTICS_FORMATS,
+    ReportContext,
+    summary,
+)
 from ddplint.report.printable import printable
+from ddplint.report.style import use_colour
+from ddplint.report.summary import count, statistics_json
+from ddplint.report.text import WHY_HINT
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
+from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
 from ddplint.verify.command import verify as verify_command
+
+#: Sets ``--output-format`` when the flag is not given.
+OUTPUT_FORMAT_VARIABLE = "DDPLINT_OUTPUT_FORMAT"
 
 
 def _read_lines(path: str) -> list[str] | None:
@@ -39,45 +54,6 @@ def _read_lines(path: str) -> list[str] | None:
         return None
 
 
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    """``1 finding``, ``2 findings``."""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
-
-
-def _summary(result: RunResult, fixed: int = 0, known: int = 0) -> str:
-    text = _findings_summary(result, fixed)
-    if known:
-        text += f" {_count(known, 'finding')} in the baseline not shown."
-    return text
-
-
-def _findings_summary(result: RunResult, fixed: int) -> str:
-    if fixed:
-        remaining = len(result.findings)
-        return (
-            f"Found {_count(fixed + remaining, 'finding')} ({fixed} fixed, {remaining} remaining)."
-        )
-    if not result.findings:
-        return "All checks passed." if not result.errors else "No findings."
-    safe = sum(1 for f in result.findings if f.fix and f.fix.applicability is Applicability.SAFE)
-    unsafe = sum(
-        1 for f in result.findings if f.fix and f.fix.applicability is Applicability.UNSAFE
-    )
-    text = f"Found {_count(len(result.findings), 'finding')}."
-    extras = []
-    if safe:
-        extras.append(f"{safe} fixable with --fix")
-    if unsafe:
-        extras.append(f"{unsafe} {'more ' if safe else ''}fixable with --unsafe-fixes")
-    return text + (f" ({'; '.join(extras)})" if extras else "")
-
-
-def _statistics(result: RunResult) -> str:
-    counts = Counter((f.rule, f.name) for f in result.findings)
-    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return "".join(f"{n:>5}  {code}  {name}\n" for (code, name), n in rows)
-
-
 def exit_code(result: RunResult, exit_zero: bool) -> int:
     if result.errors or result.internal_error:
         return EXIT_ERROR
@@ -86,13 +62,31 @@ def exit_code(result: RunResult, exit_zero: bool) -> int:
     return EXIT_CLEAN
 
 
+@dataclass(frozen=True)
+class FixFlags:
+    """The fix options, resolved as ruff resolves them: ``--unsafe-fixes`` only widens
+    what ``--fix``/``--diff`` apply (alone it shows unsafe fixes as available);
+    ``--fix-only`` implies ``--fix``."""
+
+    fix: bool
+    unsafe: bool
+    diff: bool
+    fix_only: bool
+    show_fixes: bool
+    exit_non_zero_on_fix: bool
+
+    @property
+    def fixing(self) -> bool:
+        return self.fix or self.fix_only or self.diff
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ddplint")
 def cli() -> None:
     """ddplint: find distributed-training hazards before a multi-GPU job is launched."""
 
 
-@cli.command()
+@cli.command(short_help="Lint Python files and training YAML (default: the current folder).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option(
     "--select",
@@ -114,11 +108,15 @@ def cli() -> None:
     help="Apply the excludes to files named on the command line too (pre-commit).",
 )
 @click.option(
+    "--output-format",
     "--format",
     "output_format",
     type=click.Choice(sorted(FORMATTERS)),
     default="concise",
     show_default=True,
+    envvar=OUTPUT_FORMAT_VARIABLE,
+    show_envvar=True,
+    help="How to print the findings (--format is an alias).",
 )
 @click.option(
     "--output-file",
@@ -128,6 +126,11 @@ def cli() -> None:
 )
 @click.option(
     "--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2)."
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when a fix was applied, even if no finding is left.",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option(
@@ -144,11 +147,24 @@ def cli() -> None:
 )
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notices.")
-@click.option("--fix", is_flag=True, help="Apply safe fixes, then report the findings left.")
 @click.option(
-    "--unsafe-fixes",
-    is_flag=True,
-    help="Apply unsafe fixes too (implies --fix): review the result.",
+    "--fix/--no-fix", default=False, help="Apply safe fixes, then report the findings left."
+)
+@click.option(
+    "--unsafe-fixes/--no-unsafe-fixes",
+    default=False,
+    help="Let --fix and --diff apply unsafe fixes too (review them); alone, it only "
+    "shows them as fixable.",
+)
+@click.option(
+    "--fix-only/--no-fix-only",
+    default=False,
+    help="Apply fixes and report nothing that is left; exit 0 unless an error (implies --fix).",
+)
+@click.option(
+    "--show-fixes/--no-show-fixes",
+    default=False,
+    help="After fixing, list what was fixed, per file and rule.",
 )
 @click.option(
     "--diff",
@@ -167,6 +183,12 @@ def cli() -> None:
     type=click.Path(dir_okay=False),
     help="Record the current findings in this file (a baseline) and exit.",
 )
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings file used, the resolved settings and the rules selected; exit.",
+)
+@click.option("--show-files", is_flag=True, help="Print the files that would be linted; exit.")
 @ending_on_signals
 def check(
     paths: tuple[str, ...],
@@ -178,6 +200,7 @@ def check(
     output_format: str,
     output_file: str | None,
     exit_zero: bool,
+    exit_non_zero_on_fix: bool,
     no_cache: bool,
     jobs: int | None,
     config: str | None,
@@ -185,14 +208,25 @@ def check(
     quiet: bool,
     fix: bool,
     unsafe_fixes: bool,
+    fix_only: bool,
+    show_fixes: bool,
     diff: bool,
     baseline_file: str | None,
     write_baseline_file: str | None,
+    show_settings: bool,
+    show_files: bool,
 ) -> None:
     """Lint Python files and training YAML under PATHS (default: the current folder)."""
     paths = paths or (".",)
     if baseline_file and write_baseline_file:
         raise click.UsageError("--baseline and --write-baseline cannot be used together")
+    machine = output_format in MACHINE_FORMATS
+    if statistics and machine and output_format not in STATISTICS_FORMATS:
+        raise click.UsageError(
+            f"--statistics cannot be written as {output_format}; "
+            "use --output-format concise, full or json"
+        )
+    flags = FixFlags(fix, unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix)
     try:
         settings = build_settings(
             paths, config, select, extend_select, ignore, preview, force_exclude
@@ -200,7 +234,11 @@ def check(
         options = build_options(settings)
     except SettingsError as exc:
         _fail(str(exc))
-    machine = output_format in MACHINE_FORMATS
+    if show_settings or show_files:
+        text = settings_text(settings, options) if show_settings else ""
+        text += files_text(discover(list(paths), settings)) if show_files else ""
+        click.echo(text, nl=False)
+        sys.exit(EXIT_CLEAN)
     progress = Progress(sys.stderr, enabled=not machine and not quiet)
     result = lint_paths(
         list(paths),
@@ -211,38 +249,104 @@ def check(
         progress=progress.update,
     )
     progress.finish()
-    fixed = known = 0
-    if fix or unsafe_fixes or diff:
+    fixed: dict[str, list[Finding]] = {}
+    known = 0
+    if flags.fixing:
         run = fix_run(result, settings, options, unsafe=unsafe_fixes, write=not diff, jobs=jobs)
         if diff:
             sys.exit(_print_diff(run, quiet))
-        result, fixed = run.result, run.fixed_count
+        result = run.result
+        fixed = {f.path: f.fixed for f in run.changed_files}
     if write_baseline_file:
         sys.exit(_write_baseline(Path(write_baseline_file), result, settings, quiet))
     if baseline_file:
         result, known = _apply_baseline(Path(baseline_file), result, settings, options, quiet)
-    if statistics and not machine:
-        report = _statistics(result)
+    if fix_only:
+        sys.exit(_report_fix_only(result, fixed, flags, quiet))
+    _report(result, output_format, output_file, statistics, quiet, flags, fixed, known)
+    code = exit_code(result, exit_zero)
+    if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
+        code = EXIT_FINDINGS
+    sys.exit(code)
+
+
+def _report(
+    result: RunResult,
+    output_format: str,
+    output_file: str | None,
+    statistics: bool,
+    quiet: bool,
+    flags: FixFlags,
+    fixed: dict[str, list[Finding]],
+    known: int,
+) -> None:
+    """Print the report: findings (or counts), then errors and notices on stderr, then
+    the summary, so the summary is the last word and counts the errors."""
+    machine = output_format in MACHINE_FORMATS
+    stream = None if output_file else sys.stdout
+    colour = not machine and not output_file and use_colour(stream)
+    context = ReportContext(read_lines=_read_lines, unsafe_fixes=flags.unsafe, colour=colour)
+    if statistics:
+        render = statistics_json if machine else summary.statistics
+        report = render(result, flags.unsafe)
     else:
-        report = FORMATTERS[output_format](result, ReportContext(read_lines=_read_lines))
+        report = FORMATTERS[output_format](result, context)
     if not machine and not quiet:
-        report += _summary(result, fixed, known) + "\n"
+        if flags.show_fixes:
+            report += summary.fixed_listing(fixed)
+        if result.findings and output_format == "concise" and not statistics:
+            report += WHY_HINT + "\n"
+    closing = ""
+    if not machine and not quiet:
+        fixed_count = sum(len(f) for f in fixed.values())
+        closing = summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe)
+        closing += "\n"
     if output_file:
         try:
-            Path(output_file).write_text(report, encoding="utf-8")
+            Path(output_file).write_text(report + closing, encoding="utf-8")
         except OSError as exc:
-            click.echo(
-                f"ddplint: error: cannot write {output_file}: {exc.strerror or exc}", err=True
-            )
-            sys.exit(EXIT_ERROR)
+            _fail(f"cannot write {output_file}: {exc.strerror or exc}")
     else:
-        click.echo(report, nl=False)
-    if not machine:
+        click.echo(report, nl=False, color=colour)
+    if not machine or output_format in ERRORS_APART:
         _print_errors(result)
-        if not quiet:
-            for notice in result.notices:
-                click.echo(f"ddplint: notice: {printable(notice)}", err=True)
-    sys.exit(exit_code(result, exit_zero))
+    if not machine and not quiet:
+        _print_notices(result)
+    if closing and not output_file:
+        click.echo(closing, nl=False)
+
+
+def _report_fix_only(
+    result: RunResult, fixed: dict[str, list[Finding]], flags: FixFlags, quiet: bool
+) -> int:
+    """``--fix-only``: what was fixed, no remaining finding; the exit code."""
+    _print_errors(result)
+    fixed_count = sum(len(f) for f in fixed.values())
+    if not quiet:
+        if flags.show_fixes:
+            click.echo(summary.fixed_listing(fixed), nl=False)
+        _print_notices(result)
+        done = f"Fixed {count(fixed_count, 'finding')}." if fixed_count else "No fixes applied."
+        click.echo(done)
+    if result.errors or result.internal_error:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if flags.exit_non_zero_on_fix and fixed_count else EXIT_CLEAN
+
+
+def _print_notices(result: RunResult) -> None:
+    if not result.targets and not result.errors:
+        click.echo("ddplint: warning: No Python or YAML files found", err=True)
+    for notice in result.notices:
+        click.echo(f"ddplint: notice: {printable(notice)}", err=True)
+    for warning in result.warnings:
+        click.echo(f"ddplint: warning: {printable(warning)}", err=True)
+    if result.bare_noqa:
+        click.echo(
+            f"ddplint: note: {count(result.bare_noqa, 'finding')} reported on a line with a "
+            "bare `# noqa`, which ddplint does not honour: name the code (`# noqa: DDP201`), "
+            "so that a blanket noqa written for another tool never hides a hazard",
+            err=True,
+        )
 
 
 def _fail(message: str) -> NoReturn:
@@ -265,7 +369,7 @@ def _print_diff(run: FixRun, quiet: bool) -> int:
     _print_errors(run.result)
     if not quiet:
         click.echo(
-            f"Would fix {_count(run.fixed_count, 'finding')} in {_count(len(changed), 'file')}.",
+            f"Would fix {count(run.fixed_count, 'finding')} in {count(len(changed), 'file')}.",
             err=True,
         )
     if run.result.errors or run.result.internal_error:
@@ -280,7 +384,7 @@ def _write_baseline(file: Path, result: RunResult, settings: Settings, quiet: bo
     except BaselineError as exc:
         _fail(str(exc))
     if not quiet:
-        click.echo(f"ddplint: wrote {_count(len(entries), 'finding')} to baseline {file}", err=True)
+        click.echo(f"ddplint: wrote {count(len(entries), 'finding')} to baseline {file}", err=True)
     _print_errors(result)
     return EXIT_ERROR if result.errors or result.internal_error else EXIT_CLEAN
 
@@ -294,11 +398,12 @@ def _apply_baseline(
     except BaselineError as exc:
         _fail(str(exc))
     outcome = apply_baseline(result, entries, _read_lines, settings.project_root, options.selected)
-    if outcome.stale and not quiet:
+    stale = len(outcome.stale)
+    if stale and not quiet:
         click.echo(
-            f"ddplint: notice: {_count(len(outcome.stale), 'baseline entry', 'baseline entries')}"
-            f" in {file} match no finding any more (fixed, or the flagged line changed); "
-            "refresh it with --write-baseline:",
+            f"ddplint: notice: {count(stale, 'baseline entry', 'baseline entries')} in {file}"
+            f" {'matches' if stale == 1 else 'match'} no finding any more (fixed, or the "
+            "flagged line changed); refresh it with --write-baseline:",
             err=True,
         )
         for entry in outcome.stale:
@@ -306,7 +411,7 @@ def _apply_baseline(
     return outcome.result, outcome.known
 
 
-@cli.command(name="rules")
+@cli.command(name="rules", short_help="List every rule: code, name, default, fix class.")
 @click.option(
     "--format",
     "output_format",
@@ -344,7 +449,7 @@ def rules_command(output_format: str) -> None:
         click.echo(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{rule.summary}")
 
 
-@cli.command()
+@cli.command(short_help="Print a rule's documentation (e.g. DDP101).")
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of rule CODE (e.g. DDP101)."""
@@ -363,10 +468,13 @@ def explain(code: str) -> None:
     click.echo(rule.explanation())
 
 
+verify_command.short_help = verify_command.short_help or (
+    "Run a script on several ranks and report where they diverge."
+)
 cli.add_command(verify_command)
 
 
-@cli.command()
+@cli.command(short_help="Run the language server (LSP over stdio) for editors.")
 def server() -> None:
     """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
     from ddplint.server import serve

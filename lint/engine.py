@@ -28,11 +28,11 @@ from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
-from ddplint.rule import CodeRule, ConfigRule
+from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
-from ddplint.suppress import Suppressions
+from ddplint.suppress import Suppressions, mentions_own_codes
 
 T = TypeVar("T")
 #: Below this many files to parse, a process pool costs more than it saves.
@@ -51,6 +51,10 @@ class FileOutcome:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: Problems with the file's suppression comments (unknown codes), ``line:col: text``.
+    warnings: list[str] = field(default_factory=list)
+    #: Lines of findings left although their statement has a bare noqa comment.
+    bare_noqa: list[int] = field(default_factory=list)
     parsed: bool = False
     prefiltered: bool = False
     internal_error: bool = False
@@ -62,6 +66,8 @@ class FileOutcome:
             "findings": [f.to_json() for f in self.findings],
             "errors": [e.to_json() for e in self.errors],
             "notices": self.notices,
+            "warnings": self.warnings,
+            "bare_noqa": self.bare_noqa,
             "parsed": self.parsed,
             "prefiltered": self.prefiltered,
             "facts": self.facts,
@@ -73,6 +79,8 @@ class FileOutcome:
             findings=[Finding.from_json(f) for f in data["findings"]],
             errors=[FileError.from_json(e) for e in data["errors"]],
             notices=list(data.get("notices", [])),
+            warnings=list(data.get("warnings", [])),
+            bare_noqa=list(data.get("bare_noqa", [])),
             parsed=data["parsed"],
             prefiltered=data["prefiltered"],
             facts=dict(data.get("facts", {})),
@@ -85,6 +93,8 @@ class RunStats:
     cached: int = 0
     parsed: int = 0
     prefiltered: int = 0
+    #: Files not linted: too large, or too deeply nested (each has a notice).
+    skipped: int = 0
 
 
 @dataclass
@@ -97,6 +107,10 @@ class RunResult:
     internal_error: bool = False
     #: The files that were linted, in order.
     targets: list[Target] = field(default_factory=list)
+    #: Problems with suppression comments, ``path:line:col: text``.
+    warnings: list[str] = field(default_factory=list)
+    #: Findings reported although their statement has a bare noqa comment.
+    bare_noqa: int = 0
 
 
 #: Called as files are done: (files done, files in all).
@@ -110,6 +124,13 @@ def _rule_instances(selected: tuple[str, ...]) -> tuple[CodeRule | ConfigRule, .
     rules = all_rules()
     instances = (rules[code]() for code in selected if code in rules)
     return tuple(r for r in instances if isinstance(r, (CodeRule, ConfigRule)))
+
+
+@lru_cache(maxsize=8)
+def _suppression_rules(selected: tuple[str, ...]) -> tuple[SuppressionRule, ...]:
+    rules = all_rules()
+    instances = (rules[code]() for code in selected if code in rules)
+    return tuple(r for r in instances if isinstance(r, SuppressionRule))
 
 
 def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
@@ -136,8 +157,22 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
+#: How a notice about a file that was not linted begins.
+SKIPPED = "skipped: "
+
+
 def _size_notice(size: int, limit: int) -> str:
-    return f"skipped: {size} bytes is above max-file-size ({limit})"
+    return f"{SKIPPED}{size} bytes is above max-file-size ({limit})"
+
+
+def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
+    """An error outcome for bytes that cannot be text (NUL bytes, bad encoding), else
+    None: a file no rule needs is still checked, so binary content never passes."""
+    try:
+        SourceFile.decode(path, raw)
+    except SourceError as exc:
+        return FileOutcome(errors=[FileError(path, exc.message, line=exc.line, column=exc.column)])
+    return None
 
 
 def _describe(exc: BaseException) -> str:
@@ -179,7 +214,11 @@ def _triage(
         if r.kind == kind and (informed or r.prefilter(raw))
     ]
     if not rules and not collectors:
-        return FileOutcome(prefiltered=True)
+        outcome = _unreadable(path, raw) or FileOutcome(prefiltered=True)
+        if not outcome.errors and mentions_own_codes(raw):
+            text = SourceFile.decode(path, raw).text
+            _apply_suppressions(outcome, path, text, kind, [], options)
+        return outcome
     return _Plan(kind, rules, collectors)
 
 
@@ -226,7 +265,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
         outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
         return outcome
     except ParseLimitExceeded as exc:
-        outcome.notices.append(f"skipped: {exc}")
+        outcome.notices.append(f"{SKIPPED}{exc}")
         return outcome
     except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
@@ -238,6 +277,8 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
         )
         outcome.facts = facts or {}
     if context is None:
+        if mentions_own_codes(raw):
+            _apply_suppressions(outcome, path, source.text, plan.kind, [], options)
         return outcome
     outcome.parsed = True
     findings: list[Finding] = []
@@ -246,11 +287,40 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     if findings and plan.kind == "config":
         settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
         findings = settled if settled is not None else [replace(f, fix=None) for f in findings]
-    if findings:
-        suppressions = Suppressions.for_text(source.text, plan.kind)
-        findings = [f for f in findings if not suppressions.suppresses(f)]
-    outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
+    if findings or mentions_own_codes(raw):
+        _apply_suppressions(outcome, path, source.text, plan.kind, findings, options)
+    else:
+        outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
     return outcome
+
+
+def _apply_suppressions(
+    outcome: FileOutcome,
+    path: str,
+    text: str,
+    kind: str,
+    findings: list[Finding],
+    options: LintOptions,
+) -> None:
+    """The findings the file's suppression comments leave, and what the comments tell:
+    unknown codes (warnings), bare ``# noqa`` on a reported line, and the selected
+    suppression rules' findings (DDP900), themselves open to suppression."""
+    suppressions = Suppressions.for_text(text, kind)
+    review = suppressions.review(findings)
+    known = tuple(all_rules())
+    for directive, code in suppressions.unknown_codes(frozenset(known)):
+        outcome.warnings.append(
+            f"{directive.line}:{code.column}: unknown rule code `{code.text}` in "
+            f"`# {directive.text_kind}` (`ddplint rules` lists the codes)"
+        )
+    kept = review.kept
+    if not outcome.errors:
+        selected = frozenset(options.selected)
+        for rule in _suppression_rules(options.selected):
+            found = rule.check_suppressions(path, suppressions, review, selected, known)
+            kept += [f for f in found if not suppressions.suppresses(f)]
+    outcome.bare_noqa = review.bare_noqa
+    outcome.findings = sorted(set(kept), key=lambda f: f.sort_key)
 
 
 def _check(rule: CodeRule | ConfigRule, context: Any) -> list[Finding]:
@@ -676,19 +746,27 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
 
     findings: list[Finding] = []
     notices: list[str] = []
+    warnings: list[str] = []
+    bare_noqa = 0
     internal = False
     for position, outcome in sorted(run.outcomes.items()):
         target = targets[position]
         ignored = ignored_for_path(settings, target.relative)
         stats.parsed += outcome.parsed
         stats.prefiltered += outcome.prefiltered
+        stats.skipped += any(n.startswith(SKIPPED) for n in outcome.notices)
         internal = internal or outcome.internal_error
+        bare = set(outcome.bare_noqa)
         for finding in outcome.findings:
             if not any(finding.rule.startswith(code) for code in ignored):
                 findings.append(finding.with_path(target.display))
+                bare_noqa += finding.line in bare
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
-    return RunResult(findings, errors, notices, stats, internal, list(targets))
+        warnings.extend(f"{target.display}:{warning}" for warning in outcome.warnings)
+    result = RunResult(findings, errors, notices, stats, internal, list(targets), warnings)
+    result.bare_noqa = bare_noqa
+    return result
 
 
 def _facts_of_others(

@@ -17,6 +17,7 @@ from ddplint.finding import Applicability, Finding, Severity
 if TYPE_CHECKING:
     from ddplint.code.context import CodeContext
     from ddplint.config.context import ConfigContext
+    from ddplint.suppress import Review, Suppressions
 
 
 #: Where the hazard catalogue lives; a rule's entry is ``#`` + its code in lower case.
@@ -100,6 +101,25 @@ class CodeRule(Rule):
     kind = "code"
 
     def check(self, ctx: CodeContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+
+class SuppressionRule(Rule):
+    """A rule over a file's suppression comments (``ddplint.suppress``): the engine runs
+    it after the other rules, whose findings it needs, on Python and YAML alike."""
+
+    kind = "suppression"
+
+    def check_suppressions(
+        self,
+        path: str,
+        suppressions: Suppressions,
+        review: Review,
+        selected: frozenset[str],
+        known: tuple[str, ...],
+    ) -> Iterable[Finding]:
+        """Findings about the file's ``suppressions`` after ``review`` applied them to
+        the other rules' findings (``selected``: the codes that ran; ``known``: all)."""
         raise NotImplementedError
 
 

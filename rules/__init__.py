@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from ddplint.rule import CodeRule, ConfigRule, Rule
+from ddplint.rule import CodeRule, ConfigRule, Rule, SuppressionRule
 
 _PACKAGES = ("ddplint.rules.code", "ddplint.rules.config")
 
@@ -25,7 +25,7 @@ def all_rules() -> dict[str, type[Rule]]:
             for obj in vars(module).values():
                 if (
                     isinstance(obj, type)
-                    and issubclass(obj, (CodeRule, ConfigRule))
+                    and issubclass(obj, (CodeRule, ConfigRule, SuppressionRule))
                     and obj.__module__ == module.__name__
                     and hasattr(obj, "code")
                 ):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddplint.engine import FileOutcome, lint_source
 from ddplint.fix import apply_edits, choose_fixes
+from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 
@@ -30,9 +31,16 @@ def rule_of(path: Path) -> str:
     return path.parent.name
 
 
+#: Rules whose fixtures run with every rule selected: DDP900 judges the suppressions
+#: of the others, which must have run.
+WITH_EVERY_RULE = frozenset({"DDP900"})
+
+
 def lint_fixture(path: Path, **option_overrides: object) -> FileOutcome:
     display = path.relative_to(ROOT).as_posix()
-    options = LintOptions(selected=(rule_of(path),), project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
+    code = rule_of(path)
+    selected = tuple(all_rules()) if code in WITH_EVERY_RULE else (code,)
+    options = LintOptions(selected=selected, project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
     return lint_source(display, path.read_bytes(), options)
 
 

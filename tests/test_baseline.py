@@ -53,7 +53,7 @@ def test_new_finding_is_reported(project: Path) -> None:
     path.write_text(HAZARD.replace(SYNC, SYNC + "        torch.cuda.synchronize()  # new\n"))
     code, out, _ = run("--baseline", "baseline.json")
     assert code == 1
-    first, summary = out.splitlines()
+    first, _hint, summary = out.splitlines()
     assert first.startswith("pkg/a.py:8:9: DDP101")
     assert summary.endswith(" 3 findings in the baseline not shown.")
 
@@ -70,7 +70,9 @@ def test_stale_entries_are_reported(project: Path) -> None:
     code, _, err = run("--baseline", "baseline.json")
     assert code == 0
     lines = err.splitlines()
-    assert lines[0].startswith("ddplint: notice: 1 baseline entry in baseline.json match")
+    assert lines[0].startswith(
+        "ddplint: notice: 1 baseline entry in baseline.json matches no finding"
+    )
     assert lines[1].startswith("  pkg/a.py: DDP101 (")
 
 

@@ -63,7 +63,10 @@ def test_concise_positions_and_exit_code(project: Path) -> None:
     code, out, _ = run(["check", "--no-cache"])
     assert code == 1
     first = out.splitlines()[0]
-    assert first.startswith("pkg/net.py:7:9: DDP101 `torch.cuda.synchronize()` in `Net.forward`")
+    assert first == (
+        "pkg/net.py:7:9: DDP101 warning: `torch.cuda.synchronize()` blocks the host every step"
+        " in `Net.forward`"
+    )
     assert "Found 1 finding." in out
 
 
@@ -278,7 +281,7 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
     code, out, err = run(["check", "--no-cache"])
     assert code == 2
     assert "pkg/net.py:7:9: DDP101" in out
-    assert "conf/train.yaml:4:5: DDP601 `model.train_ds.persistent_workers` is true" in out
+    assert "conf/train.yaml:4:5: DDP601 [*] `model.train_ds.persistent_workers` is true" in out
     errors = [line for line in err.splitlines() if "error:" in line]
     assert errors == [
         "conf/broken.yaml:3:19: error: cannot load YAML: a `[` list not closed with `]` "
@@ -289,12 +292,14 @@ def test_malformed_yaml_is_one_error_and_the_run_goes_on(project: Path) -> None:
 def test_example_project_code_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fine-tuning script's hazards, on the torch floor its pyproject declares."""
     monkeypatch.chdir(ROOT)
-    code, out, _ = run(["check", "--no-cache", "fixtures/example_project"])
+    code, out, _ = run(
+        ["check", "--no-cache", "--output-format", "full", "fixtures/example_project"]
+    )
     assert code == 1
     found = {
         (line.split(": ")[0], line.split()[1])
         for line in out.splitlines()
-        if "scripts/pretrain.py" in line
+        if line.startswith("fixtures/example_project/scripts/pretrain.py")
     }
     script = "fixtures/example_project/scripts/pretrain.py"
     assert found == {

@@ -20,6 +20,8 @@ def test_rank_rules_on_example_project() -> None:
             "ddplint",
             "check",
             "--no-cache",
+            "--output-format",
+            "full",
             "--select",
             "DDP201,DDP202,DDP203,DDP207",
             str(EXAMPLE),

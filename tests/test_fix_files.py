@@ -37,7 +37,7 @@ def test_safe_fixes_only_without_unsafe_flag() -> None:
     path = write("net.py", HAZARD.format(comment="plain").encode())
     code, out, _ = run("--fix", "net.py")
     assert code == 1 and path.read_text() == HAZARD.format(comment="plain")
-    assert "net.py:7:9: DDP101" in out and "1 fixable with --unsafe-fixes" in out
+    assert "net.py:7:9: DDP101" in out and "1 fixable with --fix --unsafe-fixes" in out
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_encoding_bom_and_line_ends_survive(
         return codecs.BOM_UTF8 + data if bom else data
 
     path = write("net.py", stored(HAZARD.format(comment=comment)))
-    code, out, _ = run("--unsafe-fixes", "net.py")
+    code, out, _ = run("--fix", "--unsafe-fixes", "net.py")
     assert (code, out.strip()) == (0, "Found 1 finding (1 fixed, 0 remaining).")
     assert path.read_bytes() == stored(FIXED.format(comment=comment))
     if newline == "\r\n":
@@ -91,7 +91,7 @@ def test_diff_applies_with_git_apply_to_the_fixed_file() -> None:
     assert applied.returncode == 0, applied.stderr
     patched = path.read_bytes()
     path.write_bytes(original)
-    assert run("--unsafe-fixes", "net.py")[0] == 0
+    assert run("--fix", "--unsafe-fixes", "net.py")[0] == 0
     assert patched == path.read_bytes() != original
 
 
@@ -106,11 +106,12 @@ def test_remaining_findings_are_reported_at_their_new_place() -> None:
         "        return x\n", SYNC + "        y = torch.cuda.synchronize()\n        return x\n"
     )
     path = write("net.py", text.encode())
-    code, out, _ = run("--unsafe-fixes", "net.py")
+    code, out, _ = run("--fix", "--unsafe-fixes", "net.py")
     assert code == 1
     assert path.read_text().count("torch.cuda.synchronize()") == 1
-    first, summary = out.splitlines()
-    assert first.startswith("net.py:7:13: DDP101 `torch.cuda.synchronize()`")
+    first, hint, summary = out.splitlines()
+    assert first.startswith("net.py:7:13: DDP101 warning: `torch.cuda.synchronize()`")
+    assert "ddplint explain CODE" in hint
     assert summary == "Found 3 findings (2 fixed, 1 remaining)."
 
 
@@ -118,7 +119,7 @@ def test_read_only_file_is_an_error_and_untouched() -> None:
     original = HAZARD.format(comment="c").encode()
     path = write("net.py", original)
     path.chmod(0o444)
-    code, out, err = run("--unsafe-fixes", "net.py")
+    code, out, err = run("--fix", "--unsafe-fixes", "net.py")
     assert code == 2
     assert "net.py: error: cannot write fixes: the file is read-only" in err
     assert path.read_bytes() == original and stat.S_IMODE(path.stat().st_mode) == 0o444
@@ -128,7 +129,7 @@ def test_read_only_file_is_an_error_and_untouched() -> None:
 def test_permissions_are_kept_and_no_temporary_file_is_left() -> None:
     path = write("net.py", HAZARD.format(comment="c").encode())
     path.chmod(0o751)
-    assert run("--unsafe-fixes", "net.py")[0] == 0
+    assert run("--fix", "--unsafe-fixes", "net.py")[0] == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
     assert sorted(p.name for p in Path().iterdir()) == ["net.py"]
 
@@ -139,9 +140,9 @@ def test_symlink_is_never_written_through() -> None:
     target = write("real.py", HAZARD.format(comment="c").encode())
     link = Path("link.py")
     link.symlink_to(target)
-    code, _, err = run("--unsafe-fixes", "link.py")
+    code, _, err = run("--fix", "--unsafe-fixes", "link.py")
     assert code == 2 and "it is a symbolic link" in err
     assert target.read_text() == HAZARD.format(comment="c")
-    assert run("--unsafe-fixes", ".")[0] == 0
+    assert run("--fix", "--unsafe-fixes", ".")[0] == 0
     assert link.is_symlink() and os.readlink(link) == "real.py"
     assert target.read_text() == FIXED.format(comment="c")

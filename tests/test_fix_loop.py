@@ -89,7 +89,7 @@ def test_cli_breaking_fix_leaves_the_file_as_it_was(
     assert code == 2
     assert path.read_bytes() == original
     assert "job.py:3:1: error: fix for TST005 dropped: the result does not parse" in err
-    assert "job.py:3:1: TST005 `marker()` called" in out
+    assert "job.py:3:1: TST005 [*] warning: `marker()` called" in out
 
 
 def test_cli_fix_then_second_run_changes_nothing(
@@ -148,6 +148,6 @@ def test_per_file_ignores_hold_during_fix_passes(
     )
     path = tmp_path / "net.py"
     path.write_text(HAZARD.replace("return x", "return old_api(x)"))
-    code, out, _ = check("--unsafe-fixes", "--select", "DDP101,TST001", "net.py")
+    code, out, _ = check("--fix", "--unsafe-fixes", "--select", "DDP101,TST001", "net.py")
     assert (code, out.strip()) == (0, "Found 1 finding (1 fixed, 0 remaining).")
     assert path.read_text() == HAZARD.replace("return x", "return new_api(x)")

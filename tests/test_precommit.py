@@ -204,7 +204,7 @@ def test_hazardous_file_blocks_the_commit(repo_for, environment: dict[str, str])
     committed = _commit(repo, environment, "net.py")
     output = committed.stdout + committed.stderr
     assert committed.returncode != 0, output
-    assert "net.py:7:9: DDP101 `torch.cuda.synchronize()` in `Net.forward`" in output
+    assert "net.py:7:9: DDP101 warning: `torch.cuda.synchronize()` blocks the host" in output
     assert _commits(repo, environment) == 1, "only the config commit"
 
 

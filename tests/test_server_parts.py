@@ -48,7 +48,7 @@ def _silenced(text: str, kind: str, first: int, last: int, code: str) -> str:
     edit = noqa_edit(text, kind, first, last, code)
     assert edit is not None
     fixed = _applied(text, edit)
-    assert Suppressions.for_text(fixed, kind).by_line  # the comment is read back
+    assert Suppressions.for_text(fixed, kind).directives  # the comment is read back
     return fixed
 
 

@@ -144,7 +144,9 @@ def test_cli_reads_floor_once_for_the_project(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text(pyproject)
     (tmp_path / "sync.py").write_text(BARRIER)
-    result = CliRunner().invoke(cli, ["check", "--no-cache"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", "--output-format", "full"], catch_exceptions=False
+    )
     assert result.exit_code == expected_code, result.stdout
     if phrase:
         assert "sync.py:5:14: DDP301" in result.stdout and phrase in result.stdout

@@ -1,13 +1,16 @@
-"""Human formats: ``concise`` (``path:line:col: CODE message``) and ``full`` (the same
-with a code frame and the fix on offer)."""
+"""Human formats: ``concise`` (``path:line:col: CODE [*] summary``, one short clause per
+finding, as ruff prints) and ``full`` (the whole message, a code frame and the fix on
+offer)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
-from ddplint.finding import Finding
+from ddplint.finding import Finding, Severity
+from ddplint.fix import applicable
 from ddplint.report.printable import printable
+from ddplint.report.style import Styler
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext
@@ -15,13 +18,33 @@ if TYPE_CHECKING:
 FRAME_CONTEXT = 2
 
 
+#: After concise findings: where the explanation each short line leaves out is.
+WHY_HINT = "For why each finding matters: `ddplint explain CODE`, or `--output-format full`."
+
+
 def concise_line(finding: Finding) -> str:
+    """``path:line:col: CODE message``: the whole message on one plain line."""
     where = f"{printable(finding.path)}:{finding.line}:{finding.column}"
     return f"{where}: {finding.rule} {printable(finding.message)}"
 
 
-def render_concise(result: RunResult, _context: ReportContext) -> str:
-    return "".join(concise_line(f) + "\n" for f in result.findings)
+def short_line(finding: Finding, context: ReportContext) -> str:
+    """``path:line:col: CODE [*] summary``: ``[*]`` when the fix would be applied under
+    the current flags (unsafe ones only with ``--unsafe-fixes``); warnings and infos
+    say so before the summary; colour when the context has it."""
+    style = Styler(context.colour)
+    where = style.path(f"{printable(finding.path)}:{finding.line}:{finding.column}:")
+    parts = [where, style.code(finding.rule, finding.severity)]
+    if applicable(finding, context.unsafe_fixes):
+        parts.append(style.fixable("[*]"))
+    if finding.severity is not Severity.ERROR:
+        parts.append(style(f"{finding.severity.value}:", fg="yellow"))
+    parts.append(printable(finding.short_message))
+    return " ".join(parts)
+
+
+def render_concise(result: RunResult, context: ReportContext) -> str:
+    return "".join(short_line(f, context) + "\n" for f in result.findings)
 
 
 def code_frame(finding: Finding, lines: list[str]) -> list[str]:

@@ -136,7 +136,10 @@ class HostSyncInForward(CodeRule):
             )
             if self._times_with_host_clock(ctx, call):
                 message += "; to time GPU work use torch.cuda.Event(enable_timing=True)"
-            yield ctx.finding(self, call, message, self._fix(ctx, call))
+            entry = reason.entry
+            where = f"`{entry}`" if entry.replace(".", "").isidentifier() else "a training loop"
+            summary = f"`{text}` blocks the host every step in {where}"
+            yield ctx.finding(self, call, message, self._fix(ctx, call), summary=summary)
 
     @staticmethod
     def _is_host_sync(ctx: CodeContext, call: cst.Call) -> bool:

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
+from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import ReachedCollective
 from ddplint.finding import Finding, Severity
@@ -103,7 +104,9 @@ class CollectiveOnSomeRanks(CodeRule):
                 continue
             where = reachability.describe(guard)
             message = self._message(ctx, call, reached[0], where)
-            yield ctx.finding(self, call, f"{message}. {_SUGGESTIONS[guard.kind]}")
+            called = " ".join(ctx.node_text(call.func).split())
+            summary = f"`{called}()` reached {ranks_brief(ctx, guard)}"
+            yield ctx.finding(self, call, f"{message}. {_SUGGESTIONS[guard.kind]}", summary=summary)
 
     @staticmethod
     def _message(ctx: CodeContext, call: cst.Call, reached: ReachedCollective, where: str) -> str:

@@ -8,9 +8,8 @@ import libcst as cst
 
 from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.rank_conditions import Not, admitted_ranks
+from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
-from ddplint.code.ranks.rank_reachability import RankGuard
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
@@ -18,7 +17,6 @@ from ddplint.rule import CodeRule
 #: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.
 _MONITORING_CALLBACKS = ("ModelCheckpoint", "EarlyStopping")
 #: Decorators whose body runs on global rank 0 (so the value was only ever rank 0's).
-_RANK_ZERO_DECORATORS = frozenset({"rank_zero_only", "on_main_process"})
 
 
 def _string(expr: cst.BaseExpression | None) -> str | None:
@@ -123,6 +121,7 @@ class LogSyncDistOnSomeRanks(CodeRule):
                 monitored = monitored_keys(ctx)
             where = reachability.describe(guard)
             method = ctx.node_text(call.func)
+            summary = f"`{method}(..., sync_dist=True)` runs {ranks_brief(ctx, guard)}"
             message = (
                 f"`{method}(..., sync_dist=True)` runs {where}: its sync is an all-reduce "
                 "that the other ranks never join, so the logging ranks wait until the "
@@ -137,16 +136,16 @@ class LogSyncDistOnSomeRanks(CodeRule):
                     f"; `{clash}` is monitored by `{name}` (line {ctx.range_of(callback)[0]}), "
                     "which cannot monitor a rank-zero-only metric: log it on every rank"
                 )
-                yield ctx.finding(self, call, message)
+                yield ctx.finding(self, call, message, summary=summary)
             elif keys is None and monitored:
                 message += "; log it on every rank, or with rank_zero_only=True if unmonitored"
-                yield ctx.finding(self, call, message)
-            elif _runs_on_rank_zero(ctx, guard):
+                yield ctx.finding(self, call, message, summary=summary)
+            elif runs_on_rank_zero(ctx, guard):
                 message += "; to log rank 0's value alone, use rank_zero_only=True"
-                yield ctx.finding(self, call, message, self._fix(ctx, call))
+                yield ctx.finding(self, call, message, self._fix(ctx, call), summary=summary)
             else:
                 message += "; log it on every rank"
-                yield ctx.finding(self, call, message)
+                yield ctx.finding(self, call, message, summary=summary)
 
     @staticmethod
     def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
@@ -159,19 +158,3 @@ class LogSyncDistOnSomeRanks(CodeRule):
         end = ctx.range_of(sync.value)
         edit = Edit(start[0], start[1], end[2], end[3], "rank_zero_only=True")
         return Fix(Applicability.SAFE, (edit,), "Log rank 0's value with `rank_zero_only=True`")
-
-
-def _runs_on_rank_zero(ctx: CodeContext, guard: RankGuard) -> bool:
-    """Whether the guard lets global rank 0 through and no other rank."""
-    if guard.kind == "decorator" and isinstance(guard.node, cst.Decorator):
-        target = guard.node.decorator
-        target = target.func if isinstance(target, cst.Call) else target
-        return (dotted_name(target) or "").rsplit(".", 1)[-1] in _RANK_ZERO_DECORATORS
-    if guard.condition is None:
-        return False
-    formula = ctx.rank_reachability.conditions.formula(guard.condition)
-    if guard.kind == "early_exit" and isinstance(formula, Not):
-        formula = formula.operand  # `if not is_global_zero: return` lets rank 0 through
-    elif guard.kind not in ("branch", "and"):
-        return False
-    return formula is not None and admitted_ranks(formula) == frozenset({0})

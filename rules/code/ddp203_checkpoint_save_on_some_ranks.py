@@ -9,6 +9,7 @@ import libcst as cst
 from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node, shift_continuation_lines
+from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import RankGuard
 from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1
@@ -109,7 +110,8 @@ class CheckpointSaveOnSomeRanks(CodeRule):
                 f"the ranks{assumes} (and already writes only where it should), so this "
                 "rank waits for the others until the timeout. Call it on every rank"
             )
-            yield ctx.finding(self, call, message, self._fix(ctx, call, guard))
+            summary = f"`{called}()` runs {ranks_brief(ctx, guard)}, but every rank must call it"
+            yield ctx.finding(self, call, message, self._fix(ctx, call, guard), summary=summary)
 
     @staticmethod
     def _fix(ctx: CodeContext, call: cst.Call, guard: RankGuard) -> Fix | None:

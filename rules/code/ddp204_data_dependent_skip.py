@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from ddplint.code.collectives.call_reach import Reached, StepEvent
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.step_skips import SkipKind, StepSkip
-from ddplint.code.syntax.messages import except_clause, snippet
+from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -106,10 +106,12 @@ class DataDependentSkip(CodeRule):
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         skips = ctx.step_skips
         for skip in skips.find():
-            yield ctx.finding(self, skip.statement, self._message(ctx, skip))
+            message, summary = self._message(ctx, skip)
+            yield ctx.finding(self, skip.statement, message, summary=summary)
 
     @staticmethod
-    def _message(ctx: CodeContext, skip: StepSkip) -> str:
+    def _message(ctx: CodeContext, skip: StepSkip) -> tuple[str, str]:
+        """The whole message and its short summary."""
         skipped = skipped_text(ctx, skip.skipped)
         consequence = skip_consequence(skip.skipped)
         if skip.handler is not None:
@@ -118,9 +120,10 @@ class DataDependentSkip(CodeRule):
                 f"`{caught}` swallows a failure on this rank only and skips {skipped}: "
                 f"{consequence}; re-raise, or all_reduce a failure flag so every rank skips "
                 "together"
-            )
+            ), f"`{caught}` skips {skipped} on this rank only"
         assert skip.guard is not None
         condition = snippet(ctx, skip.guard.test)
+        short = snippet(ctx, skip.guard.test, SUMMARY_SNIPPET)
         when = "unless" if skip.guard.negated else "when"
         remedy = "decide on every rank alike (all_reduce the flag with MAX) or " + (
             "back-propagate a zero loss tied to the parameters instead"
@@ -131,9 +134,9 @@ class DataDependentSkip(CodeRule):
             return (
                 f"{skipped} runs only {when} `{condition}` (this rank's batch/loss): on a "
                 f"rank that skips it, {consequence}; {remedy}"
-            )
+            ), f"{skipped} runs only {when} `{short}` (this rank's data)"
         statement = snippet(ctx, skip.statement)
         return (
             f"`{statement}` {when} `{condition}` (this rank's batch/loss) skips {skipped} "
             f"on this rank only: {consequence}; {remedy}"
-        )
+        ), f"`{statement}` {when} `{short}` skips {skipped} on this rank only"

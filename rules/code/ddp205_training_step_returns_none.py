@@ -8,7 +8,7 @@ import libcst as cst
 
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.lossless_returns import LossKind, LosslessReturn, lossless_returns
-from ddplint.code.syntax.messages import except_clause, snippet
+from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -102,9 +102,11 @@ class TrainingStepReturnsNone(CodeRule):
             return None
         if data_guard is not None:
             when = "unless" if data_guard.negated else "when"
-            why = f"{when} `{snippet(ctx, data_guard.test)}` (this rank's batch/loss)"
+            short = f"{when} `{snippet(ctx, data_guard.test, SUMMARY_SNIPPET)}`"
+            why = f"{short} (this rank's batch/loss)"
         else:
             assert path.handler is not None
+            short = "after an exception"
             why = f"after `{except_clause(ctx, path.handler)}` (a failure on this rank only)"
         node: cst.CSTNode = path.node
         if path.falls_off:
@@ -128,4 +130,6 @@ class TrainingStepReturnsNone(CodeRule):
             "a zero loss tied to the parameters (`sum(p.sum() for p in self.parameters()) "
             "* 0.0`) so every rank runs backward"
         )
-        return ctx.finding(self, node, message)
+        returns = "falls off the end" if path.falls_off else f"returns {path.kind.value}"
+        summary = f"`training_step` {returns} {short}, on this rank only"
+        return ctx.finding(self, node, message, summary=summary)

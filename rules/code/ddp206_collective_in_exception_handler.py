@@ -14,7 +14,7 @@ from ddplint.code.collectives.catalogue import (
 )
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.step_skips import try_statements
-from ddplint.code.syntax.messages import except_clause
+from ddplint.code.syntax.messages import except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -135,7 +135,9 @@ class CollectiveInExceptionHandler(CodeRule):
                 f"{reached.describe()} in an `{caught}` handler: {_HANDLER_EFFECT}; make the "
                 "failure known to every rank first (all_reduce a flag after the `try`)"
             )
-            yield ctx.finding(self, node, message)
+            called = snippet(ctx, node.func)
+            summary = f"collective `{called}()` in an exception handler: the failing rank only"
+            yield ctx.finding(self, node, message, summary=summary)
 
 
 def _retries_itself(ctx: CodeContext, call: cst.Call) -> bool:

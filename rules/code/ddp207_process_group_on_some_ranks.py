@@ -14,6 +14,7 @@ from ddplint.code.edits.edits import (
     replace_node,
     shift_continuation_lines,
 )
+from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import RankGuard
 from ddplint.code.syntax.names import dotted_name
@@ -111,7 +112,8 @@ class ProcessGroupOnSomeRanks(CodeRule):
                 "the same order; the first collective on this group then hangs with no "
                 "error. Create it on every rank (hoist it out of the guard)"
             )
-            yield ctx.finding(self, call, message, self._fix(ctx, call, guard))
+            summary = f"process group `{called}()` created {ranks_brief(ctx, guard)}"
+            yield ctx.finding(self, call, message, self._fix(ctx, call, guard), summary=summary)
 
     def _fix(self, ctx: CodeContext, call: cst.Call, guard: RankGuard) -> Fix | None:
         """Hoist the call above the guard's ``if`` (not an ``elif``)."""

@@ -102,7 +102,8 @@ class StepOnSomeRanks(CodeRule):
                 f"`{snippet(ctx, call)}`{through} runs only {reason}: the other ranks skip it, "
                 f"so {_CONSEQUENCE}; {remedy}"
             )
-            yield ctx.finding(self, call, message)
+            summary = f"`{snippet(ctx, call)}` runs only {reason}"
+            yield ctx.finding(self, call, message, summary=summary)
 
     def _why_some_ranks(
         self, ctx: CodeContext, call: cst.Call, reported: set[cst.If | cst.IfExp | cst.While]
@@ -133,12 +134,14 @@ class StepOnSomeRanks(CodeRule):
                 continue
             statement = snippet(ctx, skip.statement)
             when = "unless" if skip.guard.negated else "when"
+            condition = snippet(ctx, skip.guard.test)
+            skipped = skip.skipped.describe()
             message = (
-                f"`{statement}` {when} `{snippet(ctx, skip.guard.test)}` (this rank's "
-                f"batch/loss) skips {skip.skipped.describe()} on this rank only, so "
-                f"{_CONSEQUENCE}; {_SHARE_DECISION}"
+                f"`{statement}` {when} `{condition}` (this rank's batch/loss) skips {skipped} "
+                f"on this rank only, so {_CONSEQUENCE}; {_SHARE_DECISION}"
             )
-            yield ctx.finding(self, skip.statement, message)
+            summary = f"`{statement}` {when} `{condition}` skips {skipped} on this rank only"
+            yield ctx.finding(self, skip.statement, message, summary=summary)
 
 
 def _rpc_roles(ctx: CodeContext) -> bool:

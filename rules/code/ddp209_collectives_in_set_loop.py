@@ -88,6 +88,8 @@ class CollectivesInSetLoop(CodeRule):
                 loop.iterable,
                 self._message(ctx, iteration.source, reached),
                 self._fix(ctx, iteration),
+                summary=f"collectives in a loop over the set `{snippet(ctx, iteration.source)}`"
+                ": order differs per rank",
             )
 
     @staticmethod

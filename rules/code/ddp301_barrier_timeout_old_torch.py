@@ -111,7 +111,13 @@ class BarrierTimeoutOnOldTorch(CodeRule):
                 fix = _monitored_barrier(ctx, call)
             else:
                 fix = _drop_timeout(ctx, call, timeout, orphaned)
-            yield ctx.finding(self, timeout, _message(ctx), fix)
+            yield ctx.finding(self, timeout, _message(ctx), fix, summary=_summary(ctx))
+
+
+def _summary(ctx: CodeContext) -> str:
+    version = ctx.options.torch_version
+    admits = f"the project admits torch {version}" if version else "the project's torch is unknown"
+    return f"`barrier(timeout=...)` needs torch >= {_SINCE_TEXT}; {admits}"
 
 
 def _message(ctx: CodeContext) -> str:

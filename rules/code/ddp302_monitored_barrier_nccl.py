@@ -72,4 +72,5 @@ class MonitoredBarrierOnNccl(CodeRule):
                 f"`monitored_barrier` is implemented for gloo only and {which}: every rank "
                 'raises ValueError here; monitor on a `new_group(backend="gloo")` instead'
             )
-            yield ctx.finding(self, call, message)
+            summary = "`monitored_barrier` on an NCCL group (it supports gloo only)"
+            yield ctx.finding(self, call, message, summary=summary)

@@ -95,7 +95,10 @@ class TimeoutNotTimedelta(CodeRule):
             kind = self._number_kind(ctx, arg.value)
             if kind is None or (kind is float and parameter.accepts_float):
                 continue
-            yield ctx.finding(self, arg, _message(ctx, parameter, arg), _fix(ctx, arg))
+            summary = f"`{parameter.api}(timeout=...)` is a number, not a `timedelta`"
+            yield ctx.finding(
+                self, arg, _message(ctx, parameter, arg), _fix(ctx, arg), summary=summary
+            )
 
     @staticmethod
     def _number_kind(ctx: CodeContext, value: cst.BaseExpression) -> type | None:

@@ -98,7 +98,8 @@ class TimeoutNotInherited(CodeRule):
                 "(new groups: 10 min for NCCL, 30 min otherwise; `monitored_barrier`: 30 min); "
                 "pass the timeout there too"
             )
-            yield ctx.finding(self, init.timeout, message)
+            summary = f"`init_process_group(timeout=...)` does not reach {len(calls)} later call(s)"
+            yield ctx.finding(self, init.timeout, message, summary=summary)
 
 
 def _governing_init(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> InitCall | None:

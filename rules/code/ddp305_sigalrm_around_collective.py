@@ -73,7 +73,7 @@ class SigalrmAroundCollective(CodeRule):
             if _alarm_seconds(ctx, call) is not None:
                 collective = _collective_after(ctx, call, functions)
                 if collective is not None:
-                    yield ctx.finding(self, call, _message(ctx, call, collective))
+                    yield _finding(self, ctx, call, collective)
         for with_node in ctx.index.nodes(cst.With):
             for item in with_node.items:
                 if not isinstance(item.item, cst.Call):
@@ -84,7 +84,7 @@ class SigalrmAroundCollective(CodeRule):
                     ctx, ctx.index.walk_within(with_node.body), functions
                 )
                 if collective is not None:
-                    yield ctx.finding(self, item.item, _message(ctx, item.item, collective))
+                    yield _finding(self, ctx, item.item, collective)
 
 
 def _alarm_seconds(ctx: CodeContext, call: cst.Call) -> cst.BaseExpression | None:
@@ -182,6 +182,12 @@ def _sets_alarm_in(ctx: CodeContext, function: cst.FunctionDef) -> bool:
         isinstance(node, cst.Call) and _alarm_seconds(ctx, node) is not None
         for node in ctx.index.walk_within(function)
     )
+
+
+def _finding(rule: CodeRule, ctx: CodeContext, alarm: cst.Call, collective: cst.Call) -> Finding:
+    name = " ".join(ctx.node_text(collective.func).split())
+    summary = f"a SIGALRM timeout cannot interrupt `{name}()`"
+    return ctx.finding(rule, alarm, _message(ctx, alarm, collective), summary=summary)
 
 
 def _message(ctx: CodeContext, alarm: cst.Call, collective: cst.Call) -> str:

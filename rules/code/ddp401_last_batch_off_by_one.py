@@ -145,16 +145,18 @@ class LastBatchOffByOne(CodeRule):
                 f"is `{loop.counter} == {right}`; the code it guards silently "
                 f"{'never runs' if test.equal else 'runs on every pass'}"
             )
+            summary = f"`{text}` is {what} (the last pass is `{loop.counter} == {right}`)"
         else:
             message = (
                 f"`{text}` tests the pass before the last: with `enumerate(..., start="
                 f"{loop.start})` the last pass is `{loop.counter} == {right}`"
             )
+            summary = f"`{text}` tests the pass before the last"
         edits = [_replace_parenthesised(ctx, test.length_side, right)]
         if not loop.is_counter(test.counter_side):
             edits.append(_replace_parenthesised(ctx, test.counter_side, loop.counter))
         fix = Fix(Applicability.SAFE, tuple(edits), f"Test `{loop.counter} == {right}`")
-        yield ctx.finding(self, test.comparison, message, fix)
+        yield ctx.finding(self, test.comparison, message, fix, summary=summary)
 
     def _stepping(self, ctx: CodeContext, loop: EnumerateLoop, branch: cst.If) -> Iterator[Finding]:
         test = periodic_test(loop, branch.test)
@@ -179,7 +181,8 @@ class LastBatchOffByOne(CodeRule):
             )
             edit = _replace_parenthesised(ctx, test.counter_side, counter)
             fix = Fix(Applicability.SAFE, (edit,), f"Test `{counter} % {period} == 0`")
-            yield ctx.finding(self, test.test, message, fix)
+            summary = f"`{ctx.node_text(test.test)}` steps the optimizer {when.split(',')[0]}"
+            yield ctx.finding(self, test.test, message, fix, summary=summary)
         elif off_by == 0 and not _flushed_after(ctx, loop):
             message = (
                 f"`{ctx.node_text(test.test)}` steps only after full groups of {period} "
@@ -187,7 +190,9 @@ class LastBatchOffByOne(CodeRule):
                 "gradients of its last batches are silently never stepped (they leak into "
                 "the next epoch); step on the last batch too"
             )
-            yield ctx.finding(self, test.test, message, _tail_fix(ctx, loop, test))
+            summary = f"`{ctx.node_text(test.test)}` never steps the epoch's last partial group"
+            tail_fix = _tail_fix(ctx, loop, test)
+            yield ctx.finding(self, test.test, message, tail_fix, summary=summary)
 
 
 def _replace_parenthesised(ctx: CodeContext, node: cst.BaseExpression, text: str) -> Edit:

@@ -107,7 +107,9 @@ class SamplerWithoutSetEpoch(CodeRule):
             )
             receiver = sampler or f"{loader}.sampler"
             anchor = call if sampler else loader_call
-            yield ctx.finding(self, call, message, _fix(ctx, loops, receiver, anchor))
+            summary = f"`DistributedSampler` of `{loader}` never gets `set_epoch(epoch)`"
+            fix = _fix(ctx, loops, receiver, anchor)
+            yield ctx.finding(self, call, message, fix, summary=summary)
 
 
 def _calls_set_epoch(ctx: CodeContext) -> bool:

@@ -93,7 +93,9 @@ class UnevenBatchesAcrossRanks(CodeRule):
         distributed = any(ctx.names.imports_module(m) for m in DISTRIBUTED_MODULES)
         for loader in datasets.loaders:
             if distributed and not datasets.splits_by_rank(loader.dataset_class):
-                yield ctx.finding(self, loader.call, _no_split_message(loader))
+                cls = loader.dataset_class.name.value
+                summary = f"IterableDataset `{cls}` is not split by rank: every rank reads it all"
+                yield ctx.finding(self, loader.call, _no_split_message(loader), summary=summary)
         yield from self._len_without_len(ctx, datasets)
         yield from self._gated_collectives(ctx, datasets)
 
@@ -119,7 +121,8 @@ class UnevenBatchesAcrossRanks(CodeRule):
                 "`__len__`: this raises TypeError; an iterable stream has no length known "
                 "before it is read, and its per-rank length may differ"
             )
-            yield ctx.finding(self, call, message)
+            summary = f"`len()` of a loader over `{cls}`, an IterableDataset without `__len__`"
+            yield ctx.finding(self, call, message, summary=summary)
 
     def _gated_collectives(self, ctx: CodeContext, datasets: IterableDatasets) -> Iterator[Finding]:
         loaders = {loader.name: loader for loader in datasets.loaders if loader.name}
@@ -131,7 +134,12 @@ class UnevenBatchesAcrossRanks(CodeRule):
                 if isinstance(branch, cst.If) and _is_last_batch(loop, branch.test):
                     for node in ctx.index.walk_within(branch.body):
                         if isinstance(node, cst.Call) and node in ctx.collectives:
-                            yield ctx.finding(self, node, _gated_message(ctx, loader, node))
+                            yield self._gated_finding(ctx, loader, node)
+
+    def _gated_finding(self, ctx: CodeContext, loader: IterableLoader, call: cst.Call) -> Finding:
+        name = " ".join(ctx.node_text(call.func).split())
+        summary = f"`{name}()` on each rank's own last batch of an IterableDataset"
+        return ctx.finding(self, call, _gated_message(ctx, loader, call), summary=summary)
 
 
 def _is_last_batch(loop: EnumerateLoop, test: cst.BaseExpression) -> bool:

@@ -90,4 +90,5 @@ class PersistentWorkersWithoutWorkers(CodeRule):
                 (replace_node(ctx, persistent.value, "False"),),
                 "Set `persistent_workers=False`",
             )
-            yield ctx.finding(self, persistent, message, fix)
+            summary = f"`persistent_workers=True` with {how}: DataLoader raises"
+            yield ctx.finding(self, persistent, message, fix, summary=summary)

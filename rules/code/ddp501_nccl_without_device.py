@@ -90,7 +90,8 @@ class NcclWithoutDevice(CodeRule):
                 "every rank runs on cuda:0 — a duplicate-GPU error, or a barrier on the "
                 "wrong GPU that hangs"
             )
-            yield ctx.finding(self, init.call, message, _fix(ctx, init))
+            summary = "NCCL process group, but no GPU chosen per rank: every rank uses cuda:0"
+            yield ctx.finding(self, init.call, message, _fix(ctx, init), summary=summary)
 
 
 def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:

@@ -159,7 +159,10 @@ class BranchSkipsSubmodule(CodeRule):
                         "iteration that skips it fails at the next step (Expected to have "
                         "finished reduction in the prior iteration)"
                     )
-                    yield ctx.finding(self, branch.test, message, fix)
+                    summary = (
+                        f"{names} {verb} on one branch path only, without `find_unused_parameters`"
+                    )
+                    yield ctx.finding(self, branch.test, message, fix, summary=summary)
 
 
 def _wraps(ctx: CodeContext, wrapper: DataParallelWrapper, class_name: str) -> bool:

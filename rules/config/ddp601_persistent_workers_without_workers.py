@@ -88,4 +88,5 @@ class PersistentWorkersWithoutWorkers(ConfigRule):
                     f"is true while {reason}: building the DataLoader raises "
                     "`ValueError: persistent_workers option needs num_workers > 0`"
                 )
-                yield ctx.finding(self, doc, found, message, fix)
+                summary = "is true with 0 workers: the DataLoader raises"
+                yield ctx.finding(self, doc, found, message, fix, summary=summary)

@@ -100,4 +100,6 @@ class BatchNormWithoutSync(ConfigRule):
                 "with its own batch statistics (silent: no error, noisier and rank-dependent "
                 "normalisation)"
             )
-            yield ctx.finding(self, doc, found, message, fix, key_path=SYNC_KEY)
+            on = f"{world.processes} processes" if world.processes else "several processes"
+            summary = f"{'is false' if sync is False else 'not set'} with BatchNorm on {on}"
+            yield ctx.finding(self, doc, found, message, fix, key_path=SYNC_KEY, summary=summary)

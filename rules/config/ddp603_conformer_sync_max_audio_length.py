@@ -188,9 +188,10 @@ class ConformerSyncMaxAudioLength(ConfigRule):
             f"{'; '.join(reasons)}. The rank with an extra forward waits for peers that "
             "never join (hang), or NCCL pairs it with a different collective"
         )
-        return ctx.finding(
-            self, doc, at, message, self._sync_off_fix(ctx, doc, encoder), (*encoder.path, SYNC)
-        )
+        default = "is true" if explicit else "defaults to true"
+        summary = f"{default}, but ranks can run unequal forward counts"
+        fix = self._sync_off_fix(ctx, doc, encoder)
+        return ctx.finding(self, doc, at, message, fix, (*encoder.path, SYNC), summary=summary)
 
     def _sync_off_fix(self, ctx: ConfigContext, doc: ConfigDocument, encoder: Module) -> Fix | None:
         frames = input_frames(doc)
@@ -237,4 +238,5 @@ class ConformerSyncMaxAudioLength(ConfigRule):
             f"{limit:g}`: each rank extends its positional-encoding buffer to its own "
             "longest input, so the ranks' buffers differ"
         )
-        return ctx.finding(self, doc, at, message, fix)
+        summary = f"is false; inputs reach {frames.frames} frames > `{POS_LEN}`"
+        return ctx.finding(self, doc, at, message, fix, summary=summary)

@@ -97,4 +97,6 @@ class TarredShardsNotDivisible(ConfigRule):
                     f"has {'; '.join(problems)} ({ctx.world(doc).describe}). Reshard to a "
                     "multiple of the world size, or set `tarred_shard_strategy: replicate`"
                 )
-                yield ctx.finding(self, doc, found, message)
+                shown = ", ".join(str(count) for count in counts)
+                summary = f"has {shown} shards, not a multiple of {ranks} ranks"
+                yield ctx.finding(self, doc, found, message, summary=summary)

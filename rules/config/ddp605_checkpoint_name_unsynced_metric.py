@@ -135,7 +135,8 @@ class CheckpointNameUnsyncedMetric(ConfigRule):
                         "waits in a barrier on some ranks only"
                     )
                     fix = self._fix(ctx, doc, found, template, metric)
-                    yield ctx.finding(self, doc, found, message, fix)
+                    summary = f"uses `{metric}`, which differs per rank"
+                    yield ctx.finding(self, doc, found, message, fix, summary=summary)
 
     @staticmethod
     def _unsynced(ctx: ConfigContext, doc: ConfigDocument, metric: str, nemo: bool) -> str | None:

@@ -108,4 +108,5 @@ class SyncBatchNormOnCpu(ConfigRule):
                 f"layers of {shown} into SyncBatchNorm, and DDP then fails at set-up with "
                 "`ValueError: SyncBatchNorm layers only work with GPU modules`"
             )
-            yield ctx.finding(self, doc, found, message)
+            summary = "is true with `accelerator: cpu`: DDP fails at set-up (SyncBatchNorm)"
+            yield ctx.finding(self, doc, found, message, summary=summary)

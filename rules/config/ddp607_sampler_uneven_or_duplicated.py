@@ -114,7 +114,9 @@ class SamplerUnevenOrDuplicated(ConfigRule):
                 f"DistributedSampler, so every rank iterates all of the data "
                 f"({ctx.world(doc).describe}; silent duplicated work)"
             )
-            yield ctx.finding(self, doc, found, message)
+            which = shown if len(sections) == 1 else f"{len(sections)} datasets"
+            summary = f"is false: every rank iterates all of {which}"
+            yield ctx.finding(self, doc, found, message, summary=summary)
 
     def _dynamic_without_drop_last(
         self, ctx: ConfigContext, doc: ConfigDocument
@@ -138,4 +140,6 @@ class SamplerUnevenOrDuplicated(ConfigRule):
                 "per-step collective there (DDP's gradient all-reduce, `sync_dist` logging) "
                 "then waits for ranks that have already finished the epoch"
             )
-            yield ctx.finding(self, doc, found, message, key_path=drop_key)
+            unset = "is false" if drop_last is False else "not set"
+            summary = f"{unset} for {name}: last step on some ranks only"
+            yield ctx.finding(self, doc, found, message, key_path=drop_key, summary=summary)

@@ -107,7 +107,7 @@ def test_killed_fix_leaves_the_file_intact(project: Path, call: str, target: str
     (project / "runner.py").write_text(RUNNER)
     before = snapshot(project)
     killed = subprocess.run(
-        [sys.executable, "runner.py", call, target, "--unsafe-fixes", "."],
+        [sys.executable, "runner.py", call, target, "--fix", "--unsafe-fixes", "."],
         cwd=project,
         env=environment(),
         capture_output=True,
@@ -129,7 +129,7 @@ def test_killed_fix_leaves_the_file_intact(project: Path, call: str, target: str
     listed = report(project, ".")
     assert {f["path"] for f in listed["findings"]} == unfixed
     assert listed["errors"] == []
-    again = ddplint(project, "--unsafe-fixes", ".")
+    again = ddplint(project, "--fix", "--unsafe-fixes", ".")
     assert again.returncode == 0, again.stdout + again.stderr
     final = snapshot(project)
     assert sorted(final) == sorted(before)
@@ -162,11 +162,11 @@ def _flagged_with_fix(data: dict[str, Any]) -> set[str]:
 
 
 def assert_only_flagged_files_change(root: Path, *args: str) -> set[str]:
-    """Run ``--unsafe-fixes`` over ``root``: every file without a fixable finding keeps
+    """Run ``--fix --unsafe-fixes`` over ``root``: every file without a fixable finding keeps
     its bytes and mtime, no file appears or disappears. Returns the changed files."""
     flagged = {Path(p).as_posix() for p in _flagged_with_fix(report(root, *args, "."))}
     before = snapshot(root)
-    done = ddplint(root, "--unsafe-fixes", *args, ".")
+    done = ddplint(root, "--fix", "--unsafe-fixes", *args, ".")
     assert done.returncode in (0, 1), done.stdout + done.stderr
     after = snapshot(root)
     assert sorted(after) == sorted(before)

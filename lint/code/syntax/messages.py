@@ -6,6 +6,8 @@ import libcst as cst
 
 from ddplint.code.context import CodeContext
 
+#: The longest code snippet a finding's short summary quotes.
+SUMMARY_SNIPPET = 32
 MAX_SNIPPET = 60
 
 
