@@ -12,6 +12,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
+from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
@@ -127,6 +128,10 @@ class CodeContext:
         return DivergentExits(
             self.index, self.call_reach, self.divergence, self.rank_reachability
         )
+
+    @cached_property
+    def wrapped_forwards(self) -> WrappedForwards:
+        return WrappedForwards(self.index, self.names, self.call_reach)
 
     @cached_property
     def step_skips(self) -> StepSkips:

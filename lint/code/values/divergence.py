@@ -72,6 +72,7 @@ _CONTRIBUTION_ARGUMENT = {
     "reduce_scatter_tensor": 1,
 }
 _CONTRIBUTION_KEYWORDS = frozenset({"tensor", "obj", "input_tensor", "data", "input"})
+_CONVERSIONS = frozenset({"len", "float", "int", "bool", "list", "tuple", "sorted", "sum"})
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim"})
@@ -281,34 +282,66 @@ class Divergence:
         operand = self._contribution(call, collective)
         if operand is None:
             return
-        tensor_op = collective.op not in _OBJECT_OPS
-        for name in value_names_read(operand, rank_view=True):
-            key = self._key_of(name)
+        key = self._principal(operand)
+        if key is None:
+            return
+        facts.contributed.setdefault(key, call)
+        if collective.op not in _OBJECT_OPS and _plain_key(operand) == key:
+            facts.shape_uniform.add(key)
+
+    def _principal(self, expr: cst.BaseExpression) -> str | None:
+        """The one value ``expr`` is a view or conversion of: ``x`` for ``x``,
+        ``x.detach().float()``, ``x[0]``, ``torch.tensor(len(x))``, ``self.x``; None for
+        anything that combines values (``a + b``, ``f(a, b)`` of this project)."""
+        while True:
+            key = _plain_key(expr)
             if key is not None:
-                facts.contributed.setdefault(key, call)
-        direct = _plain_key(operand)
-        if tensor_op and direct is not None:
-            facts.shape_uniform.add(direct)
+                return key
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+            elif isinstance(expr, cst.Attribute):
+                expr = expr.value
+            elif isinstance(expr, cst.Call):
+                positional = [a for a in expr.args if a.keyword is None and not a.star]
+                if self._is_library_function(expr.func):
+                    if not positional:
+                        return None
+                    expr = positional[0].value
+                elif isinstance(expr.func, cst.Attribute):
+                    expr = expr.func.value
+                else:
+                    return None
+            else:
+                return None
+
+    def _is_library_function(self, func: cst.BaseExpression) -> bool:
+        """An imported function or a builtin conversion (``torch.tensor``, ``len``)."""
+        if isinstance(func, cst.Name) and func.value in _CONVERSIONS:
+            return True
+        qualified = self._names.qualified_name(func)
+        return qualified is not None and "." in qualified
 
     @staticmethod
     def _contribution(call: cst.Call, collective: Collective) -> cst.BaseExpression | None:
         """The expression a rank contributes to a reducing or gathering collective."""
         if collective.syncs_logged_metric or collective.via:
             return None
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value in _CONTRIBUTION_KEYWORDS:
-                return arg.value
         if collective.family in ("torch.distributed", "deepspeed"):
             position = _CONTRIBUTION_ARGUMENT.get(collective.op)
         else:
             position = 0 if collective.op in _FRAMEWORK_GATHERS else None
+        if position is None:
+            return None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _CONTRIBUTION_KEYWORDS:
+                return arg.value
         positional = [a for a in call.args if a.keyword is None and not a.star]
-        if position is None or position >= len(positional):
+        if position >= len(positional):
             return None
         return positional[position].value
 
     def _close_contributions(self, facts: _ScopeFacts) -> None:
-        """What a contribution is computed from is contributed too
+        """The value a contribution converts is contributed too
         (``t = torch.tensor(len(self.queue))`` then ``all_reduce(t)``)."""
         pending = list(facts.contributed)
         while pending:
@@ -317,11 +350,10 @@ class Divergence:
             for at, value in facts.bindings.get(key, ()):
                 if self._index.order[at] > self._index.order[origin]:
                     continue
-                for name in value_names_read(value, rank_view=True):
-                    read = self._key_of(name)
-                    if read is not None and read not in facts.contributed:
-                        facts.contributed[read] = origin
-                        pending.append(read)
+                read = self._principal(value) if isinstance(value, cst.BaseExpression) else None
+                if read is not None and read not in facts.contributed:
+                    facts.contributed[read] = origin
+                    pending.append(read)
 
     def _synced_before(self, facts: _ScopeFacts, key: str, position: int) -> bool:
         """A collective made ``key`` common after its last binding before ``position``."""
