@@ -168,8 +168,20 @@ class DivergentExits:
         )
 
     def _other_arm_issues_collective(self, guard: Guard) -> bool:
+        """The ranks that do not take the guarded branch issue a collective too: in the
+        other arm, or after the ``if`` when the guarded branch leaves the function (``if
+        not stats: all_gather_object(out, None); return`` ... ``all_gather_object``)."""
         owner = guard.owner
-        if not isinstance(owner, cst.If) or owner.orelse is None:
+        if not isinstance(owner, cst.If):
             return False
         other = owner.body if guard.negated else owner.orelse
-        return self._reach.first_in(other, {StepEvent.COLLECTIVE}) is not None
+        if other is not None and self._reach.first_in(other, {StepEvent.COLLECTIVE}):
+            return True
+        branch = owner.orelse if guard.negated else owner.body
+        leaves = branch is not None and any(
+            isinstance(node, cst.Return) for node in self._index.walk_within(branch)
+        )
+        function = self._index.enclosing_function(owner)
+        if not leaves or function is None:
+            return False
+        return self._reach.first_in(function.body, {StepEvent.COLLECTIVE}, after=owner) is not None
