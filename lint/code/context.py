@@ -125,9 +125,7 @@ class CodeContext:
 
     @cached_property
     def divergent_exits(self) -> DivergentExits:
-        return DivergentExits(
-            self.index, self.call_reach, self.divergence, self.rank_reachability
-        )
+        return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
 
     @cached_property
     def wrapped_forwards(self) -> WrappedForwards:

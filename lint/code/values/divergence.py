@@ -77,7 +77,9 @@ _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim"})
 _SHAPE_METHODS = frozenset({"numel", "size", "dim", "nelement"})
-_FRAMEWORK_GATHERS = frozenset({"all_gather", "gather", "reduce", "all_reduce", "gather_for_metrics"})
+_FRAMEWORK_GATHERS = frozenset(
+    {"all_gather", "gather", "reduce", "all_reduce", "gather_for_metrics"}
+)
 
 
 class Source(str, Enum):
@@ -147,9 +149,7 @@ class Divergence:
     def is_divergent(self, expr: cst.CSTNode) -> bool:
         return self.source_of(expr) is not None
 
-    def _source(
-        self, expr: cst.CSTNode, position: int, seen: frozenset[str]
-    ) -> Divergent | None:
+    def _source(self, expr: cst.CSTNode, position: int, seen: frozenset[str]) -> Divergent | None:
         probe = self._probe_in(expr)
         if probe is not None:
             return Divergent(Source.PROBE, "", probe)
@@ -297,9 +297,7 @@ class Divergence:
             key = _plain_key(expr)
             if key is not None:
                 return key
-            if isinstance(expr, cst.Subscript):
-                expr = expr.value
-            elif isinstance(expr, cst.Attribute):
+            if isinstance(expr, (cst.Subscript, cst.Attribute)):
                 expr = expr.value
             elif isinstance(expr, cst.Call):
                 positional = [a for a in expr.args if a.keyword is None and not a.star]
@@ -379,7 +377,9 @@ class Divergence:
         """The rank-guarded assignment that last set ``key`` before ``position``, when
         a later unguarded assignment does not override it; for ``self.x`` also one in
         another method of the class (the flag lives on the object)."""
-        earlier = [(at, v) for at, v in facts.bindings.get(key, ()) if self._index.order[at] < position]
+        earlier = [
+            (at, v) for at, v in facts.bindings.get(key, ()) if self._index.order[at] < position
+        ]
         guarded = [at for at, _ in earlier if self._rank_guarded(at)]
         if guarded:
             last_guarded = max(guarded, key=self._index.order.__getitem__)
