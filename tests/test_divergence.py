@@ -112,3 +112,12 @@ def test_divergent_exits_point_at_the_exit_and_what_it_skips() -> None:
     assert found.skipped.label == "torch.distributed.all_gather_object"
     assert found.divergent.key == "stats"
     assert ctx.divergent_exits.find({Source.PROBE}) == []
+
+
+def test_an_augmented_assignment_does_not_make_its_operand_a_contribution() -> None:
+    code = (
+        "class G:\n    def f(self, grad):\n        self.buf += grad\n"
+        "        if self.step % self.n == 0:\n            self.buf /= self.n\n"
+        "            dist.all_reduce(self.buf)\n"
+    )
+    assert last_if_source(code) is None

@@ -358,8 +358,10 @@ class Divergence:
             key = pending.pop()
             origin = facts.contributed[key]
             for at, value in facts.bindings.get(key, ()):
-                if self._index.order[at] > self._index.order[origin]:
-                    continue
+                if self._index.order[at] > self._index.order[origin] or isinstance(
+                    at, cst.AugAssign
+                ):
+                    continue  # ``x /= n`` scales the contribution: ``n`` is not it
                 read = self._principal(value) if isinstance(value, cst.BaseExpression) else None
                 if read is not None and read not in facts.contributed:
                     facts.contributed[read] = origin
