@@ -121,3 +121,13 @@ def test_an_augmented_assignment_does_not_make_its_operand_a_contribution() -> N
         "            dist.all_reduce(self.buf)\n"
     )
     assert last_if_source(code) is None
+
+
+def test_a_probe_counts_one_binding_away_only() -> None:
+    near = "def f(start):\n    t = time.time()\n    if t - start > 5:\n        return\n"
+    assert last_if_source(near) is Source.PROBE
+    far = (
+        "def f():\n    dirs = [d.name for d in os.scandir('.')]\n    last = dirs[-1]\n"
+        "    step = int(last)\n    if step > 5:\n        return\n"
+    )
+    assert last_if_source(far) is None
