@@ -56,6 +56,8 @@ PROBE_FUNCTIONS = frozenset(
         "socket.gethostname",
     }
 )
+#: Lightning hooks whose first parameter after ``self`` is this rank's batch.
+STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 #: ``pathlib.Path`` methods that look at the file system.
 PROBE_METHODS = frozenset({"exists", "is_file", "is_dir"})
 #: Which argument a collective takes each rank's own contribution from, by operation
@@ -111,6 +113,8 @@ class _ScopeFacts:
     contributed: dict[str, cst.CSTNode] = field(default_factory=dict)
     shape_uniform: set[str] = field(default_factory=set)
     synced: dict[str, list[int]] = field(default_factory=dict)
+    #: The batch parameter of a Lightning step hook (``validation_step(self, batch, ...)``).
+    batch: str | None = None
 
 
 class Divergence:
@@ -174,6 +178,8 @@ class Divergence:
                 continue
             if key in facts.contributed:
                 return Divergent(Source.CONTRIBUTED, key, facts.contributed[key])
+            if key == facts.batch:
+                return Divergent(Source.DATA, key, expr)
             flag = self._decided_on_some_ranks(expr, facts, key, position)
             if flag is not None:
                 return Divergent(Source.DECIDED, key, flag)
@@ -251,6 +257,10 @@ class Divergence:
 
     def _build(self, scope: cst.CSTNode) -> _ScopeFacts:
         facts = _ScopeFacts()
+        if isinstance(scope, cst.FunctionDef) and scope.name.value in STEP_HOOKS:
+            params = scope.params.params
+            if len(params) > 1 and self._index.enclosing_class(scope) is not None:
+                facts.batch = params[1].name.value
         root = scope.body if isinstance(scope, cst.FunctionDef) else scope
         for node in self._index.walk_within(root):
             if isinstance(node, cst.Assign):
