@@ -131,3 +131,12 @@ def test_a_probe_counts_one_binding_away_only() -> None:
         "    step = int(last)\n    if step > 5:\n        return\n"
     )
     assert last_if_source(far) is None
+
+
+def test_a_value_placed_on_this_rank_s_device_is_not_the_rank() -> None:
+    code = (
+        "def f(rank, path):\n    device = f'cuda:{rank}'\n"
+        "    ckpt = torch.load(path, map_location=device)\n    step = ckpt['step']\n"
+        "    if step == 0:\n        return\n"
+    )
+    assert last_if_source(code) is None
