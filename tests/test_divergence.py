@@ -40,7 +40,7 @@ def last_if_source(code: str) -> Source | None:
             Source.CONTRIBUTED,
         ),
         ("def f(start):\n    if time.time() - start > 5:\n        return\n", Source.PROBE),
-        ("def f(p):\n    if os.path.exists(p):\n        return\n", Source.PROBE),
+        ("def f(p):\n    if os.path.exists(p):\n        return\n", Source.FILE_CHECK),
         (
             "def f(rank, x):\n    stop = False\n    if rank == 0:\n        stop = x > 1\n"
             "    if stop:\n        return\n",

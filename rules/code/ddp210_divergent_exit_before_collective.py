@@ -27,8 +27,8 @@ class DivergentExitBeforeCollective(CodeRule):
       (`if not local_stats: return {}` before `all_gather_object(out, local_stats)`;
       `if len(self.inflight) == 0: return 0` before an `all_reduce` of that count): a
       rank reduces or gathers a value precisely because it is its own;
-    - a local probe: the clock (`time.time() - start > limit`), a file-system check
-      (`os.path.exists`, `Path.exists()`), free memory.
+    - a local probe: the clock (`time.time() - start > limit`), free memory. (A
+      file-system check such as `os.path.exists` is DDP218's, opt-in.)
 
     Not flagged: conditions on values every rank shares (constants, configuration, the
     world size, a result of `all_reduce` / `all_gather_object` / `broadcast`); the shape
@@ -97,6 +97,12 @@ def _reason(ctx: CodeContext, found: DivergentExit) -> str:
         return f"`{divergent.key}` is this rank's own share of the collective on line {line}"
     if divergent.source is Source.PROBE:
         return f"`{snippet(ctx, divergent.origin)}` answers on each rank for itself"
+    if divergent.source is Source.FILE_CHECK:
+        return (
+            f"each rank asks `{snippet(ctx, divergent.origin)}` at its own moment (a rank "
+            "that asks after another one wrote the file, or on a node-local disk, answers "
+            "differently)"
+        )
     if divergent.source is Source.DECIDED:
         line = ctx.range_of(divergent.origin)[0]
         return f"`{divergent.key}` is set on some ranks only (line {line}) and never shared"
@@ -128,7 +134,8 @@ def divergent_exit_message(ctx: CodeContext, found: DivergentExit) -> str:
 
 _SUMMARY_REASONS = {
     Source.CONTRIBUTED: "this rank's own share",
-    Source.PROBE: "a local probe (clock, files)",
+    Source.PROBE: "a local probe (clock, memory)",
+    Source.FILE_CHECK: "a per-rank file-system check",
     Source.DECIDED: "a flag set on some ranks only",
 }
 

@@ -32,17 +32,9 @@ from ddplint.code.values.data_dependence import (
     value_names_read,
 )
 
-#: Calls whose result is this process's own observation of the machine.
+#: Calls whose result is this process's own observation of its clock or memory.
 PROBE_FUNCTIONS = frozenset(
     {
-        "os.path.exists",
-        "os.path.isfile",
-        "os.path.isdir",
-        "os.path.getsize",
-        "os.path.getmtime",
-        "os.listdir",
-        "os.scandir",
-        "glob.glob",
         "time.time",
         "time.time_ns",
         "time.perf_counter",
@@ -56,10 +48,23 @@ PROBE_FUNCTIONS = frozenset(
         "socket.gethostname",
     }
 )
+#: Calls that look at the file system: shared or not, each rank asks at its own moment.
+FILE_CHECK_FUNCTIONS = frozenset(
+    {
+        "os.path.exists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.listdir",
+        "os.scandir",
+        "glob.glob",
+    }
+)
 #: Lightning hooks whose first parameter after ``self`` is this rank's batch.
 STEP_HOOKS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 #: ``pathlib.Path`` methods that look at the file system.
-PROBE_METHODS = frozenset({"exists", "is_file", "is_dir"})
+FILE_CHECK_METHODS = frozenset({"exists", "is_file", "is_dir"})
 #: Which argument a collective takes each rank's own contribution from, by operation
 #: (``torch.distributed`` spelling); other families take it first.
 _CONTRIBUTION_ARGUMENT = {
@@ -90,7 +95,8 @@ class Source(str, Enum):
     RANK = "the rank"
     DATA = "this rank's batch or loss"
     CONTRIBUTED = "this rank's share of a later collective"
-    PROBE = "a local probe (clock, file system, memory)"
+    PROBE = "a local probe (clock, memory)"
+    FILE_CHECK = "a file-system check made by each rank at its own moment"
     DECIDED = "a flag set on some ranks only"
 
 
@@ -171,7 +177,7 @@ class Divergence:
         # mostly the same on every rank of a shared file system.
         probe = self._probe_in(expr) if len(seen) <= 1 else None
         if probe is not None:
-            return Divergent(Source.PROBE, "", probe)
+            return Divergent(probe[0], "", probe[1])
         facts = self._facts(expr)
         for key in self._keys_read(expr, facts):
             if key in seen or self._synced_before(facts, key, position):
@@ -229,20 +235,19 @@ class Divergence:
             return isinstance(call, cst.Call) and dotted_name(call.func) == "len"
         return False
 
-    def _probe_in(self, expr: cst.CSTNode) -> cst.Call | None:
-        nodes = (expr, *self._index.walk_within(expr))
-        for node in nodes:
+    def _probe_in(self, expr: cst.CSTNode) -> tuple[Source, cst.Call] | None:
+        for node in (expr, *self._index.walk_within(expr)):
             if not isinstance(node, cst.Call):
                 continue
             qualified = self._names.qualified_name(node.func) or ""
             if qualified in PROBE_FUNCTIONS:
-                return node
-            if (
+                return Source.PROBE, node
+            if qualified in FILE_CHECK_FUNCTIONS or (
                 isinstance(node.func, cst.Attribute)
-                and node.func.attr.value in PROBE_METHODS
+                and node.func.attr.value in FILE_CHECK_METHODS
                 and not node.args
             ):
-                return node
+                return Source.FILE_CHECK, node
         return None
 
     # -- per-scope facts -------------------------------------------------------------------
