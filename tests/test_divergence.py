@@ -140,3 +140,18 @@ def test_a_value_placed_on_this_rank_s_device_is_not_the_rank() -> None:
         "    if step == 0:\n        return\n"
     )
     assert last_if_source(code) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the size of a tensor-collective contribution matches on every rank
+        "def f(params):\n    grads = [p.grad for p in params]\n    if not grads:\n        return\n"
+        "    dist.all_reduce(torch.cat(grads))\n",
+        "def f(val):\n    if val[0].numel() == 2:\n        dist.all_reduce(val[0])\n",
+        # another attribute of the object whose attribute is reduced is not the contribution
+        "def f(entry):\n    if entry.needs_avg:\n        dist.all_reduce(entry.values)\n",
+    ],
+)
+def test_sizes_and_sibling_attributes_of_contributions_are_uniform(body: str) -> None:
+    assert last_if_source(body) is None

@@ -80,6 +80,8 @@ _CONTRIBUTION_ARGUMENT = {
 }
 _CONTRIBUTION_KEYWORDS = frozenset({"tensor", "obj", "input_tensor", "data", "input"})
 _CONVERSIONS = frozenset({"len", "float", "int", "bool", "list", "tuple", "sorted", "sum"})
+#: Conversions whose result is the size of their input.
+_SIZE_CONVERSIONS = frozenset({"len", "numel"})
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim"})
@@ -215,12 +217,14 @@ class Divergence:
         return None
 
     def _asks_shape(self, name: cst.Name, key: str, facts: _ScopeFacts) -> bool:
+        """A question about the size of a tensor-collective contribution (``t.numel()``,
+        ``len(grads)``, ``grads[0].shape``, ``if grads:``): every rank's matches."""
         if key not in facts.shape_uniform:
             return False
-        node: cst.CSTNode = name
-        if key.startswith("self."):
-            node = self._index.parent[name]
+        node: cst.CSTNode = self._index.parent[name] if key.startswith("self.") else name
         parent = self._index.parent.get(node)
+        while isinstance(parent, cst.Subscript) and parent.value is node:
+            node, parent = parent, self._index.parent.get(parent)
         if isinstance(parent, cst.Attribute) and parent.value is node:
             if parent.attr.value in _SHAPE_ATTRIBUTES:
                 return True
@@ -233,7 +237,7 @@ class Divergence:
         if isinstance(parent, cst.Arg):
             call = self._index.parent.get(parent)
             return isinstance(call, cst.Call) and dotted_name(call.func) == "len"
-        return False
+        return _tests_truth(node, parent)
 
     def _probe_in(self, expr: cst.CSTNode) -> tuple[Source, cst.Call] | None:
         for node in (expr, *self._index.walk_within(expr)):
@@ -312,30 +316,36 @@ class Divergence:
         operand = self._contribution(call, collective)
         if operand is None:
             return
-        key = self._principal(operand)
-        if key is None:
+        principal = self._principal(operand)
+        if principal is None:
             return
+        key, sized = principal
         facts.contributed.setdefault(key, call)
-        if collective.op not in _OBJECT_OPS and _plain_key(operand) == key:
+        if collective.op not in _OBJECT_OPS and not sized:
             facts.shape_uniform.add(key)
 
-    def _principal(self, expr: cst.BaseExpression) -> str | None:
-        """The one value ``expr`` is a view or conversion of: ``x`` for ``x``,
-        ``x.detach().float()``, ``x[0]``, ``torch.tensor(len(x))``, ``self.x``; None for
-        anything that combines values (``a + b``, ``f(a, b)`` of this project)."""
+    def _principal(self, expr: cst.BaseExpression) -> tuple[str, bool] | None:
+        """The one value ``expr`` is a view or conversion of, and whether its size
+        became the value on the way (``torch.tensor(len(x))``): ``x`` for ``x``,
+        ``x.detach().float()``, ``x[0]``, ``torch.cat(x)``, ``self.x``. None for what
+        combines values (``a + b``, a project function's result) or reads another
+        object's attribute (``entry.values``: ``entry.flag`` is not the contribution)."""
+        sized = False
         while True:
             key = _plain_key(expr)
             if key is not None:
-                return key
-            if isinstance(expr, (cst.Subscript, cst.Attribute)):
+                return key, sized
+            if isinstance(expr, cst.Subscript):
                 expr = expr.value
             elif isinstance(expr, cst.Call):
                 positional = [a for a in expr.args if a.keyword is None and not a.star]
                 if self._is_library_function(expr.func):
                     if not positional:
                         return None
+                    sized = sized or _last_part(expr.func) in _SIZE_CONVERSIONS
                     expr = positional[0].value
                 elif isinstance(expr.func, cst.Attribute):
+                    sized = sized or expr.func.attr.value in _SHAPE_METHODS
                     expr = expr.func.value
                 else:
                     return None
@@ -380,10 +390,16 @@ class Divergence:
                     at, cst.AugAssign
                 ):
                     continue  # ``x /= n`` scales the contribution: ``n`` is not it
-                read = self._principal(value) if isinstance(value, cst.BaseExpression) else None
-                if read is not None and read not in facts.contributed:
-                    facts.contributed[read] = origin
-                    pending.append(read)
+                if not isinstance(value, cst.BaseExpression):
+                    continue
+                principal = self._principal(value)
+                if principal is None or principal[0] in facts.contributed:
+                    continue
+                read, sized = principal
+                facts.contributed[read] = origin
+                if key in facts.shape_uniform and not sized:
+                    facts.shape_uniform.add(read)
+                pending.append(read)
 
     def _synced_before(self, facts: _ScopeFacts, key: str, position: int) -> bool:
         """A collective made ``key`` common after its last binding before ``position``."""
@@ -472,3 +488,17 @@ def _statement_parent(index: ModuleIndex, node: cst.CSTNode) -> cst.CSTNode:
         if isinstance(ancestor, (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.FunctionDef)):
             return ancestor
     return index.module
+
+
+def _last_part(func: cst.BaseExpression) -> str:
+    return (dotted_name(func) or "").rsplit(".", 1)[-1]
+
+
+def _tests_truth(node: cst.CSTNode, parent: cst.CSTNode | None) -> bool:
+    """``node`` is tested for truth: an ``if``/``while`` test, ``not node``, an operand
+    of ``and``/``or``."""
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
+        return parent.test is node
+    if isinstance(parent, cst.UnaryOperation):
+        return isinstance(parent.operator, cst.Not)
+    return isinstance(parent, cst.BooleanOperation)
