@@ -80,6 +80,44 @@ _CONTRIBUTION_ARGUMENT = {
 }
 _CONTRIBUTION_KEYWORDS = frozenset({"tensor", "obj", "input_tensor", "data", "input"})
 _CONVERSIONS = frozenset({"len", "float", "int", "bool", "list", "tuple", "sorted", "sum"})
+#: Methods whose result is a view, conversion or reduction of their receiver (not
+#: ``model.compute_loss(...)``, which computes something else).
+_VIEWS = frozenset(
+    {
+        "detach",
+        "clone",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "int",
+        "long",
+        "bool",
+        "to",
+        "cpu",
+        "cuda",
+        "contiguous",
+        "view",
+        "reshape",
+        "flatten",
+        "squeeze",
+        "unsqueeze",
+        "item",
+        "tolist",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "norm",
+        "abs",
+        "numel",
+        "size",
+        "values",
+        "items",
+        "copy",
+        "clamp",
+    }
+)
 #: Conversions whose result is the size of their input.
 _SIZE_CONVERSIONS = frozenset({"len", "numel"})
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
@@ -344,7 +382,7 @@ class Divergence:
                         return None
                     sized = sized or _last_part(expr.func) in _SIZE_CONVERSIONS
                     expr = positional[0].value
-                elif isinstance(expr.func, cst.Attribute):
+                elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEWS:
                     sized = sized or expr.func.attr.value in _SHAPE_METHODS
                     expr = expr.func.value
                 else:
