@@ -118,6 +118,25 @@ _VIEWS = frozenset(
         "clamp",
     }
 )
+#: torch / numpy functions that build a tensor from their first argument's data.
+_DATA_CONSTRUCTORS = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "stack",
+        "cat",
+        "concat",
+        "array",
+        "asarray",
+        "_flatten_dense_tensors",
+        "flatten_dense_tensors",
+        "square",
+        "norm",
+        "sum",
+        "mean",
+    }
+)
 #: Conversions whose result is the size of their input.
 _SIZE_CONVERSIONS = frozenset({"len", "numel"})
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
@@ -391,11 +410,14 @@ class Divergence:
                 return None
 
     def _is_library_function(self, func: cst.BaseExpression) -> bool:
-        """An imported function or a builtin conversion (``torch.tensor``, ``len``)."""
+        """A conversion of its first argument: a builtin (``len``, ``float``) or a
+        torch / numpy constructor from data (``torch.tensor``, ``torch.cat``), not one
+        from a shape (``torch.empty(n)``) nor any other imported function."""
         if isinstance(func, cst.Name) and func.value in _CONVERSIONS:
             return True
-        qualified = self._names.qualified_name(func)
-        return qualified is not None and "." in qualified
+        qualified = self._names.qualified_name(func) or ""
+        module, _, name = qualified.rpartition(".")
+        return module.split(".")[0] in ("torch", "numpy") and name in _DATA_CONSTRUCTORS
 
     @staticmethod
     def _contribution(call: cst.Call, collective: Collective) -> cst.BaseExpression | None:
@@ -451,9 +473,16 @@ class Divergence:
     def _reaching(
         self, facts: _ScopeFacts, key: str, position: int
     ) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
-        for at, value in facts.bindings.get(key, ()):
-            if self._index.order[at] < position:
-                yield at, value
+        """The bindings of ``key`` that may reach ``position``: the last one made on
+        every rank before it, and the rank-guarded ones after that (an earlier value was
+        overwritten everywhere)."""
+        order = self._index.order
+        earlier = sorted(
+            ((at, v) for at, v in facts.bindings.get(key, ()) if order[at] < position),
+            key=lambda pair: order[pair[0]],
+        )
+        plain = [i for i, (at, _) in enumerate(earlier) if not self._rank_guarded(at)]
+        yield from earlier[plain[-1] if plain else 0 :]
 
     # -- flags set on some ranks only -------------------------------------------------------
 
