@@ -155,3 +155,15 @@ def test_a_value_placed_on_this_rank_s_device_is_not_the_rank() -> None:
 )
 def test_sizes_and_sibling_attributes_of_contributions_are_uniform(body: str) -> None:
     assert last_if_source(body) is None
+
+
+def test_an_object_updated_on_some_ranks_only_decides_on_some_ranks() -> None:
+    code = (
+        "def fit(rank, loader, evaluate):\n    stopper = EarlyStopping(patience=3)\n"
+        "    for epoch in range(10):\n        dist.barrier()\n"
+        "        if rank == 0:\n            stopper(evaluate())\n"
+        "        if stopper.early_stop:\n            break\n"
+    )
+    assert last_if_source(code) is Source.DECIDED
+    everywhere = code.replace("        if rank == 0:\n            stopper(", "        stopper(")
+    assert last_if_source(everywhere) is None

@@ -178,6 +178,9 @@ class _ScopeFacts:
     contributed: dict[str, cst.CSTNode] = field(default_factory=dict)
     shape_uniform: set[str] = field(default_factory=set)
     synced: dict[str, list[int]] = field(default_factory=dict)
+    #: Calls on a local object (``stopper(val_loss)``, ``stats.append(x)``) by name: they
+    #: may change what its attributes hold.
+    updates: dict[str, list[cst.Call]] = field(default_factory=dict)
     #: The batch parameter of a Lightning step hook (``validation_step(self, batch, ...)``).
     batch: str | None = None
 
@@ -336,6 +339,11 @@ class Divergence:
                 self._bind(facts, node.target, node.value, node)
             elif isinstance(node, cst.Call):
                 self._note_collective(facts, node)
+        for call in self._index.walk_within(root):
+            if isinstance(call, cst.Call):
+                owner = _called_object(call)
+                if owner is not None and owner in facts.bindings:
+                    facts.updates.setdefault(owner, []).append(call)
         self._close_contributions(facts)
         return facts
 
@@ -489,12 +497,15 @@ class Divergence:
     def _decided_on_some_ranks(
         self, expr: cst.CSTNode, facts: _ScopeFacts, key: str, position: int
     ) -> cst.CSTNode | None:
-        """The rank-guarded assignment that last set ``key`` before ``position``, when
-        a later unguarded assignment does not override it; for ``self.x`` also one in
-        another method of the class (the flag lives on the object)."""
-        earlier = [
-            (at, v) for at, v in facts.bindings.get(key, ()) if self._index.order[at] < position
+        """The rank-guarded assignment (or call on the object: ``if rank == 0:
+        stopper(val_loss)``) that last changed ``key`` before ``position``, when no later
+        change on every rank overrides it; for ``self.x`` also one in another method of
+        the class (the flag lives on the object)."""
+        changes = [
+            *facts.bindings.get(key, ()),
+            *((call, call) for call in facts.updates.get(key, ())),
         ]
+        earlier = [(at, v) for at, v in changes if self._index.order[at] < position]
         guarded = [at for at, _ in earlier if self._rank_guarded(at)]
         if guarded:
             last_guarded = max(guarded, key=self._index.order.__getitem__)
@@ -569,3 +580,13 @@ def _tests_truth(node: cst.CSTNode, parent: cst.CSTNode | None) -> bool:
     if isinstance(parent, cst.UnaryOperation):
         return isinstance(parent.operator, cst.Not)
     return isinstance(parent, cst.BooleanOperation)
+
+
+def _called_object(call: cst.Call) -> str | None:
+    """``x`` for ``x(...)`` and ``x.method(...)`` (not ``self``)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        func = func.value
+    if isinstance(func, cst.Name) and func.value != "self":
+        return func.value
+    return None
