@@ -104,11 +104,20 @@ class WrappedForwards:
                 return WrappedForward(call, wrapper, key, inner)
         return None
 
-    def _wrapper_of(self, key: str, use: cst.CSTNode) -> cst.Call | None:
+    def _wrapper_of(self, key: str, use: cst.CSTNode, depth: int = 0) -> cst.Call | None:
         """The ``DistributedDataParallel(...)`` call ``key`` holds where ``use`` stands:
-        bound earlier in the same function (or at module level), or ``self.attr`` bound in
-        any method of the class."""
+        bound earlier in the same function (or at module level), ``self.attr`` bound in
+        any method of the class, or a parameter that every call of the function in this
+        module passes a wrapped model (``model = DDP(model); train(model)``)."""
         function = self._index.enclosing_function(use)
+        bound = self._bound_wrapper(key, use, function)
+        if bound is None and depth < 2 and function is not None and _is_parameter(function, key):
+            return self._passed_wrapper(function, key, depth)
+        return bound
+
+    def _bound_wrapper(
+        self, key: str, use: cst.CSTNode, function: cst.FunctionDef | None
+    ) -> cst.Call | None:
         for assign, value in self._wrapping_assignments:
             if not any(dotted_name(t.target) == key for t in assign.targets):
                 continue
@@ -120,6 +129,19 @@ class WrappedForwards:
             ):
                 return value
         return None
+
+    def _passed_wrapper(self, function: cst.FunctionDef, param: str, depth: int) -> cst.Call | None:
+        wrappers = []
+        for call in self._index.nodes(cst.Call):
+            if self._reach.callee(call) is not function:
+                continue
+            value = _argument_for(call, function, param)
+            key = dotted_name(value) if value is not None else None
+            wrapper = self._wrapper_of(key, call, depth + 1) if key is not None else None
+            if wrapper is None:
+                return None  # some caller passes something else: not known
+            wrappers.append(wrapper)
+        return wrappers[0] if wrappers else None
 
     def _same_class(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
         classes = []
@@ -140,3 +162,21 @@ def _keeps_buffers_local(call: cst.Call) -> bool:
     """``broadcast_buffers=False``: the forward does not broadcast buffers."""
     arg = keyword_argument(call, "broadcast_buffers")
     return arg is not None and literal_value(arg.value) is False
+
+
+def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    return any(p.name.value == name for p in function.params.params)
+
+
+def _argument_for(
+    call: cst.Call, function: cst.FunctionDef, param: str
+) -> cst.BaseExpression | None:
+    """The expression ``call`` passes for ``param`` of ``function`` (``self`` skipped)."""
+    params = [p.name.value for p in function.params.params if p.name.value not in ("self", "cls")]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if param in params and params.index(param) < len(positional):
+        return positional[params.index(param)].value
+    return None
