@@ -167,3 +167,11 @@ def test_an_object_updated_on_some_ranks_only_decides_on_some_ranks() -> None:
     assert last_if_source(code) is Source.DECIDED
     everywhere = code.replace("        if rank == 0:\n            stopper(", "        stopper(")
     assert last_if_source(everywhere) is None
+
+
+def test_a_one_element_display_carries_its_element() -> None:
+    code = (
+        "class S:\n    def f(self):\n        if len(self.queue) == 0:\n            return 0\n"
+        "        t = torch.tensor([len(self.queue)], device='cuda')\n        dist.all_reduce(t)\n"
+    )
+    assert last_if_source(code) is Source.CONTRIBUTED

@@ -402,6 +402,8 @@ class Divergence:
                 return key, sized
             if isinstance(expr, cst.Subscript):
                 expr = expr.value
+            elif isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) == 1:
+                expr = expr.elements[0].value  # ``torch.tensor([len(queue)])``
             elif isinstance(expr, cst.Call):
                 positional = [a for a in expr.args if a.keyword is None and not a.star]
                 if self._is_library_function(expr.func):
