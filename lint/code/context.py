@@ -10,6 +10,8 @@ import libcst as cst
 
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
+from ddplint.code.collectives.divergent_exits import DivergentExits
+from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
@@ -22,6 +24,7 @@ from ddplint.code.syntax.names import ImportTable
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
+from ddplint.code.values.divergence import Divergence
 from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 
@@ -106,6 +109,27 @@ class CodeContext:
     @cached_property
     def data_dependence(self) -> DataDependence:
         return DataDependence(self.index, self.collectives, self.training_steps)
+
+    @cached_property
+    def divergence(self) -> Divergence:
+        """Which values may differ between ranks, and why."""
+        reachability = self.rank_reachability
+        return Divergence(
+            self.index,
+            self.names,
+            self.collectives,
+            self.rank_predicates,
+            self.data_dependence,
+            lambda node: reachability.guard_of(node) is not None,
+        )
+
+    @cached_property
+    def divergent_exits(self) -> DivergentExits:
+        return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
+
+    @cached_property
+    def wrapped_forwards(self) -> WrappedForwards:
+        return WrappedForwards(self.index, self.names, self.call_reach)
 
     @cached_property
     def step_skips(self) -> StepSkips:

@@ -141,6 +141,10 @@ def _names_rank(key: str | None) -> bool:
     return key in RANK_ATTRIBUTES or key in RANK_ENV_VARS
 
 
+#: Keyword arguments that say where a result is placed, not what it holds.
+_PLACEMENT_KEYWORDS = frozenset({"map_location", "device", "output_device"})
+
+
 def _expression_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children whose rank-dependence makes ``node`` rank-dependent. Not an attribute's
     name (``x.rank`` is read as a whole), a keyword's name (``f(rank=0)`` reads ``0``),
@@ -155,6 +159,18 @@ def _expression_children(node: cst.CSTNode) -> list[cst.CSTNode]:
         and node.func.attr.value == "get"
     ):
         return [node.func.value]
+    if isinstance(node, cst.Call):
+        # Where a value is placed is not what it is: ``torch.load(f, map_location=device)``
+        # holds the same checkpoint on every rank whatever GPU ``device`` names.
+        return [
+            child
+            for child in children_of(node)
+            if not (
+                isinstance(child, cst.Arg)
+                and child.keyword is not None
+                and child.keyword.value in _PLACEMENT_KEYWORDS
+            )
+        ]
     if isinstance(node, cst.Comparison) and all(
         isinstance(c.operator, (cst.Is, cst.IsNot))
         and isinstance(c.comparator, cst.Name)

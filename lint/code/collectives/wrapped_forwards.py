@@ -1,0 +1,182 @@
+"""Forward calls of a model wrapped in ``DistributedDataParallel``.
+
+DDP's forward may communicate: before running the module it broadcasts the module's
+buffers from rank 0 (``broadcast_buffers=True``, the default) whenever the previous
+forward ran with grad enabled (torch ``DistributedDataParallel._pre_forward`` /
+``will_sync_module_buffers``), so an evaluation right after training synchronises too.
+A wrapped model is a name or ``self.attr`` bound to ``DistributedDataParallel(...)``
+(without ``broadcast_buffers=False``); its forward is ``ddp(x)`` or ``ddp.forward(x)``,
+or a call of a function of this module that calls the parameter it is passed as.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import libcst as cst
+
+from ddplint.code.collectives.call_reach import CallReach
+from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
+from ddplint.code.syntax.call_args import keyword_argument
+from ddplint.code.syntax.constants import literal_value
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import ImportTable, dotted_name
+
+
+@dataclass(frozen=True)
+class WrappedForward:
+    """``call`` runs the forward of the DDP model bound at ``wrapper``; ``inner`` is the
+    forward call inside the callee when ``call`` passes the model to a function."""
+
+    call: cst.Call
+    wrapper: cst.Call
+    model: str
+    inner: cst.Call | None = None
+
+
+class WrappedForwards:
+    """Finds the calls that run a DDP-wrapped model's forward in one module."""
+
+    def __init__(self, index: ModuleIndex, names: ImportTable, call_reach: CallReach) -> None:
+        self._index = index
+        self._names = names
+        self._reach = call_reach
+
+    @cached_property
+    def _wrapping_assignments(self) -> list[tuple[cst.Assign, cst.Call]]:
+        """``x = DistributedDataParallel(...)`` assignments that keep broadcasting buffers."""
+        return [
+            (assign, assign.value)
+            for assign in self._index.nodes(cst.Assign)
+            if isinstance(assign.value, cst.Call)
+            and is_ddp_wrapper(self._names, assign.value)
+            and not _keeps_buffers_local(assign.value)
+        ]
+
+    def find(self) -> list[WrappedForward]:
+        if not self._wrapping_assignments:
+            return []
+        found = []
+        for call in self._index.nodes(cst.Call):
+            forward = self._forward(call)
+            if forward is not None:
+                found.append(forward)
+        return found
+
+    def _forward(self, call: cst.Call) -> WrappedForward | None:
+        target = call.func
+        if isinstance(target, cst.Attribute) and target.attr.value == "forward":
+            target = target.value
+        key = dotted_name(target)
+        if key is not None:
+            wrapper = self._wrapper_of(key, call)
+            if wrapper is not None:
+                return WrappedForward(call, wrapper, key)
+        return self._passed_to_forwarding_function(call)
+
+    def _passed_to_forwarding_function(self, call: cst.Call) -> WrappedForward | None:
+        callee = self._reach.callee(call)
+        if callee is None:
+            return None
+        params = [p for p in callee.params.params if p.name.value not in ("self", "cls")]
+        for position, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+            if position < len(params):
+                found = self._forwarding(call, arg.value, params[position].name.value, callee)
+                if found is not None:
+                    return found
+        for arg in call.args:
+            if arg.keyword is not None:
+                found = self._forwarding(call, arg.value, arg.keyword.value, callee)
+                if found is not None:
+                    return found
+        return None
+
+    def _forwarding(
+        self, call: cst.Call, value: cst.BaseExpression, param: str, callee: cst.FunctionDef
+    ) -> WrappedForward | None:
+        key = dotted_name(value)
+        wrapper = self._wrapper_of(key, call) if key is not None else None
+        if key is None or wrapper is None:
+            return None
+        for inner in self._index.walk_within(callee.body):
+            if isinstance(inner, cst.Call) and dotted_name(_forward_target(inner)) == param:
+                return WrappedForward(call, wrapper, key, inner)
+        return None
+
+    def _wrapper_of(self, key: str, use: cst.CSTNode, depth: int = 0) -> cst.Call | None:
+        """The ``DistributedDataParallel(...)`` call ``key`` holds where ``use`` stands:
+        bound earlier in the same function (or at module level), ``self.attr`` bound in
+        any method of the class, or a parameter that every call of the function in this
+        module passes a wrapped model (``model = DDP(model); train(model)``)."""
+        function = self._index.enclosing_function(use)
+        bound = self._bound_wrapper(key, use, function)
+        if bound is None and depth < 2 and function is not None and _is_parameter(function, key):
+            return self._passed_wrapper(function, key, depth)
+        return bound
+
+    def _bound_wrapper(
+        self, key: str, use: cst.CSTNode, function: cst.FunctionDef | None
+    ) -> cst.Call | None:
+        for assign, value in self._wrapping_assignments:
+            if not any(dotted_name(t.target) == key for t in assign.targets):
+                continue
+            if key.startswith("self."):
+                if self._same_class(assign, use):
+                    return value
+            elif self._index.enclosing_function(assign) is function and (
+                self._index.order[assign] < self._index.order[use]
+            ):
+                return value
+        return None
+
+    def _passed_wrapper(self, function: cst.FunctionDef, param: str, depth: int) -> cst.Call | None:
+        wrappers = []
+        for call in self._index.nodes(cst.Call):
+            if self._reach.callee(call) is not function:
+                continue
+            value = _argument_for(call, function, param)
+            key = dotted_name(value) if value is not None else None
+            wrapper = self._wrapper_of(key, call, depth + 1) if key is not None else None
+            if wrapper is None:
+                return None  # some caller passes something else: not known
+            wrappers.append(wrapper)
+        return wrappers[0] if wrappers else None
+
+    def _same_class(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+        classes = []
+        for node in (first, second):
+            function = self._index.enclosing_function(node)
+            classes.append(self._index.enclosing_class(function) if function else None)
+        return classes[0] is not None and classes[0] is classes[1]
+
+
+def _forward_target(call: cst.Call) -> cst.BaseExpression:
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return func.value
+    return func
+
+
+def _keeps_buffers_local(call: cst.Call) -> bool:
+    """``broadcast_buffers=False``: the forward does not broadcast buffers."""
+    arg = keyword_argument(call, "broadcast_buffers")
+    return arg is not None and literal_value(arg.value) is False
+
+
+def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    return any(p.name.value == name for p in function.params.params)
+
+
+def _argument_for(
+    call: cst.Call, function: cst.FunctionDef, param: str
+) -> cst.BaseExpression | None:
+    """The expression ``call`` passes for ``param`` of ``function`` (``self`` skipped)."""
+    params = [p.name.value for p in function.params.params if p.name.value not in ("self", "cls")]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if param in params and params.index(param) < len(positional):
+        return positional[params.index(param)].value
+    return None

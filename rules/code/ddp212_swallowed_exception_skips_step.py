@@ -1,0 +1,116 @@
+"""DDP212: a data exception caught and turned into a skip of a training step."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ddplint.code.context import CodeContext
+from ddplint.code.steps.step_skips import STEP_FAILURES, caught_names
+from ddplint.code.syntax.messages import except_clause
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp204_data_dependent_skip import skip_consequence, skipped_text
+
+#: Exceptions that end iteration, stop the program or report a missing feature: not a
+#: rank-local condition of the data.
+NOT_DATA_EXCEPTIONS = frozenset(
+    {
+        "StopIteration",
+        "StopAsyncIteration",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "GeneratorExit",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NotImplementedError",
+    }
+)
+
+
+def _catches_data_exception(handler: cst.ExceptHandler) -> bool:
+    """A handler naming an exception a batch can raise on one rank, other than the
+    step failures (out of memory, ``RuntimeError``) that DDP204 reports."""
+    names = caught_names(handler)
+    return bool(names) and not any(
+        name in STEP_FAILURES or name in NOT_DATA_EXCEPTIONS for name in names
+    )
+
+
+class SwallowedExceptionSkipsStep(CodeRule):
+    """
+    ## What it does
+    Flags, in a training loop or a Lightning `training_step`, an `except` handler for an
+    exception raised by the data (a project's own exception such as `SkipBatch` or
+    `BadSampleError`, `ValueError`, `KeyError`, `IndexError`, `AssertionError`,
+    `OSError`, ...) that swallows it, or leaves with `continue` / `return`, before
+    `backward()` or a collective that the other ranks still run.
+
+    Not flagged: handlers that re-raise; `StopIteration` and other exceptions that end
+    iteration or the program; `RuntimeError` / out-of-memory / bare `except` (DDP204
+    reports those); a failure recorded in a flag that the ranks then `all_reduce`
+    before deciding.
+
+    ## Why is this bad?
+    The exception comes from this rank's own batch, so one rank skips the step while
+    its peers run it. DDP's gradient all-reduce runs inside `backward()`: the skipping
+    rank's next backward pairs with the others' current one, so gradients of different
+    steps are averaged with no error, or the job hangs when the calls no longer match.
+
+    ## Example
+    ```python
+    for batch in loader:
+        try:
+            loss = model(prepare(batch))  # prepare raises SkipBatch on a bad sample
+        except SkipBatch:
+            continue
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    for batch in loader:
+        failed = torch.zeros((), device=device)
+        try:
+            loss = model(prepare(batch))
+        except SkipBatch:
+            failed.fill_(1)
+        dist.all_reduce(failed, op=dist.ReduceOp.MAX)  # every rank skips together
+        if failed.item():
+            continue
+        loss.backward()
+    ```
+    or filter bad samples in the dataset / collate function so every rank gets a batch.
+
+    ## Fix safety
+    No automatic fix: whether to skip together or to repair the batch is a training
+    decision.
+
+    ## References
+    - PyTorch docs, DistributedDataParallel: gradients are all-reduced during
+      `backward()`, and every rank must run the same collectives.
+    - pytorch/pytorch#44353 (ranks skipping a step hang or desynchronise).
+    """
+
+    code = "DDP212"
+    name = "swallowed-exception-skips-step"
+    summary = "a data exception caught on one rank skips backward or a collective"
+    severity = Severity.ERROR
+    needles = ("except",)
+    also_needles = ("backward(", "training_step")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for skip in ctx.step_skips.swallowed_exceptions(_catches_data_exception):
+            assert skip.handler is not None
+            caught = except_clause(ctx, skip.handler)
+            message = (
+                f"`{caught}` catches an exception of this rank's batch and skips "
+                f"{skipped_text(ctx, skip.skipped)} on this rank only: "
+                f"{skip_consequence(skip.skipped)}; record the failure in a flag and "
+                "all_reduce it (MAX) so every rank skips together, or filter the sample "
+                "in the data pipeline"
+            )
+            yield ctx.finding(
+                self, skip.statement, message, summary="caught data exception skips a step"
+            )

@@ -1,0 +1,74 @@
+"""DDP218: a per-rank file-system check decides whether a collective runs (opt-in)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.code.values.divergence import Source
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp210_divergent_exit_before_collective import (
+    divergent_exit_message,
+    divergent_exit_summary,
+)
+
+
+class FileCheckDecidesCollective(CodeRule):
+    """
+    ## What it does
+    Flags a collective (`dist.barrier()`, a helper that runs on the main process and
+    then waits for the others, ...) that runs only when a file-system check holds
+    (`if not os.path.exists(prepared): run_on_main(prepare)`), and a `return` /
+    `continue` / `break` on such a check before a collective. Opt-in (preview): on a
+    shared file system the ranks mostly agree, so this reports a race, not a certainty.
+
+    Not flagged: a check whose answer was shared first (`broadcast_object_list` of the
+    result, or a check made on rank 0 and broadcast); the clock and memory probes and a
+    rank's own contribution to a collective (DDP210).
+
+    ## Why is this bad?
+    Each rank asks the file system at its own moment. A rank that is a little late asks
+    after rank 0 has already created the file (or a partial one), or asks a node-local
+    disk where the file does not exist, takes the other branch and skips the barrier
+    its peers wait in: the job hangs until the timeout. NeMo's checkpoint callback hit
+    exactly this with a per-rank `os.path.exists` guarding a barrier.
+
+    ## Example
+    ```python
+    if not os.path.exists(manifest):
+        run_on_main(prepare_data)  # rank 0 prepares, then every rank waits in a barrier
+    ```
+
+    ## Use instead
+    ```python
+    exists = [os.path.exists(manifest)]
+    dist.broadcast_object_list(exists, src=0)  # rank 0's answer for every rank
+    if not exists[0]:
+        run_on_main(prepare_data)
+    ```
+
+    ## Fix safety
+    No automatic fix: which rank's answer counts is the author's call.
+
+    ## References
+    - NVIDIA/NeMo issue #13739 and PR 14380 (a per-rank `os.path.exists` before a
+      barrier in the checkpoint callback).
+    - PyTorch docs, `torch.distributed.broadcast_object_list`.
+    """
+
+    code = "DDP218"
+    name = "file-check-decides-collective"
+    summary = "a per-rank file-system check decides whether a collective runs"
+    severity = Severity.WARNING
+    default_enabled = False
+    needles = ("exists", "isfile", "isdir", "listdir", "scandir", "glob", "is_file", "is_dir")
+    also_needles = COLLECTIVE_NEEDLES
+    more_needles = (COLLECTIVE_CALL_NEEDLES,)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for found in ctx.divergent_exits.find({Source.FILE_CHECK}):
+            message = divergent_exit_message(ctx, found)
+            summary = divergent_exit_summary(found)
+            yield ctx.finding(self, found.statement, message, summary=summary)
