@@ -42,6 +42,9 @@ EXPECTED = {
     # validation(model, rank, loader) returns an all-reduced loss: the rank argument
     # does not make a condition on it rank-dependent; `rank == 0` does.
     "uniform_result": ({("train_bad.py", 9, "DDP203")}, ""),
+    # `setup()` creates the NCCL group and its only caller chooses the GPU next: quiet.
+    # `setup_any()` is also called by a script that never chooses one: flagged there.
+    "device_by_caller": ({("dist_setup.py", 12, "DDP501")}, ""),
 }
 
 

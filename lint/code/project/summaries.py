@@ -23,7 +23,7 @@ from ddplint.code.ranks.rank_predicates import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "4"
+SUMMARY_VERSION = "5"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -53,8 +53,21 @@ def summarize(text: str) -> Summary:
         "functions": functions,
         "classes": classes,
         "instances": instances,
+        "top": _top_level(tree, imports),
         "uses": sorted(_uses(tree, {*imports, *functions, *classes, *instances})),
     }
+
+
+def _top_level(tree: ast.Module, imports: dict[str, str]) -> Summary:
+    """What the module's own statements (a script's body, ``if __name__ == "__main__":``)
+    call, and whether they choose the rank's GPU: module-level code calls functions too."""
+    calls: list[list[Any]] = []
+    sets_device = False
+    for node in _own_nodes(tree):
+        if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
+            calls.append([target, node.lineno])
+            sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+    return {"calls": calls, "sets_device": sets_device}
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
