@@ -42,6 +42,7 @@ from ddplint.code.ranks.rank_conditions import (
     atoms_of,
     int_set,
     members_of,
+    settle,
 )
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.syntax.call_args import (
@@ -50,6 +51,7 @@ from ddplint.code.syntax.call_args import (
     switched_off_parameters,
 )
 from ddplint.code.syntax.call_graph import LocalFunctions
+from ddplint.code.syntax.conditions import guarding_conditions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
@@ -397,11 +399,31 @@ class RankReachability:
                 return None
             if guard.kind in ("decorator", "wrapper"):
                 return guard
+            if self._settled_on_the_path(node, guard):
+                continue
             if self._arms_match(guard):
                 continue
             if self._changes_trace(node, guard):
                 return guard
         return None
+
+    def _settled_on_the_path(self, node: cst.CSTNode, guard: RankGuard) -> bool:
+        """The other conditions ``node`` runs under decide the guard alike on every rank:
+        ``if (rank == 0 and kind == "full") or kind == "sharded":`` holds everywhere for
+        a call nested in ``if kind == "sharded":`` (the enclosing tests, conjoined)."""
+        if guard.kind == "early_exit" or guard.condition is None:
+            return False
+        formula = self.conditions.formula(guard.condition)
+        if formula is None:
+            return False
+        known: dict[str, bool] = {}
+        for enclosing in guarding_conditions(self._index, node):
+            if enclosing.owner is not guard.holder:
+                known.update(self.conditions.known_values(enclosing.test, not enclosing.negated))
+        if not known:
+            return False
+        settled = settle(formula, known)
+        return isinstance(settled, bool) or not atoms_of(settled)
 
     def _joins_world_first(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """The guarded block itself creates the process group before ``node``
