@@ -31,6 +31,7 @@ from ddplint.code.collectives.collective_traces import (
     orelse_statements,
     statements_of,
 )
+from ddplint.code.ranks.parallel_grid import ParallelGrid, group_argument
 from ddplint.code.ranks.rank_conditions import (
     GLOBAL_ZERO,
     LOCAL_ZERO,
@@ -114,6 +115,7 @@ class RankReachability:
         self._collectives = collectives
         self._predicates = predicates
         self.conditions = RankConditions(predicates, code_of)
+        self.grid = ParallelGrid(predicates, self.conditions.text)
         self._line_of = line_of
         self.local = LocalFunctions(index)
         self._reached: dict[cst.FunctionDef, tuple[ReachedCollective, ...]] = {}
@@ -399,7 +401,7 @@ class RankReachability:
                 return None
             if guard.kind in ("decorator", "wrapper"):
                 return guard
-            if self._settled_on_the_path(node, guard):
+            if self._settled_on_the_path(node, guard) or self._uniform_within_group(node, guard):
                 continue
             if self._arms_match(guard):
                 continue
@@ -424,6 +426,15 @@ class RankReachability:
             return False
         settled = settle(formula, known)
         return isinstance(settled, bool) or not atoms_of(settled)
+
+    def _uniform_within_group(self, node: cst.CSTNode, guard: RankGuard) -> bool:
+        """The collective runs on a group whose members all decide the guard alike: it
+        tests coordinates along other dimensions of the parallel grid (the pipeline
+        stage, for a data-parallel group's all-reduce)."""
+        if guard.condition is None or not isinstance(node, cst.Call):
+            return False
+        group = group_argument(node)
+        return group is not None and self.grid.uniform_within(guard.condition, group)
 
     def _joins_world_first(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """The guarded block itself creates the process group before ``node``
@@ -517,10 +528,7 @@ class RankReachability:
             return False
         if not isinstance(node, cst.Call):
             return False
-        group = next(
-            (a.value for a in node.args if a.keyword and a.keyword.value in ("group", "pg")),
-            None,
-        )
+        group = group_argument(node)
         if group is None:
             return False
         formula = self.conditions.formula(guard.condition)
