@@ -91,6 +91,7 @@ class ProjectIndex:
         self.rank_tests: set[FunctionKey] = set()
         self.device_setters: set[FunctionKey] = set()
         self.device_chosen_by_callers: set[FunctionKey] = set()
+        self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
         self._solve()
 
@@ -236,6 +237,7 @@ class ProjectIndex:
         self._solve_rank_tests()
         self._solve_device_setters()
         self._solve_device_chosen_by_callers()
+        self._solve_sharded_parameters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -335,6 +337,32 @@ class ProjectIndex:
             and not self._function(key)["collectives"]
         }
 
+    def _solve_sharded_parameters(self) -> None:
+        """The parameters a function shards: passes to ``fully_shard`` / ``FSDP(...)``,
+        or on to a project function that shards them (``prepare(model)`` ->
+        ``apply(model)`` -> ``fully_shard(model)``)."""
+        forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
+        for module, summary in self.summaries.items():
+            for name, function in summary["functions"].items():
+                key = (module, name)
+                if function.get("shards"):
+                    self.sharded_parameters[key] = set(function["shards"])
+                for target, argument, own in function.get("forwards", ()):
+                    callee = self.function_key(target, module, function["owner"])
+                    if callee is not None and callee != key:
+                        forwards.setdefault(key, []).append((callee, argument, own))
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, passed in forwards.items():
+                found = self.sharded_parameters.setdefault(key, set())
+                for callee, argument, own in passed:
+                    if own not in found and argument in self.sharded_parameters.get(callee, ()):
+                        found.add(own)
+                        changed = True
+            if not changed:
+                break
+        self.sharded_parameters = {k: v for k, v in self.sharded_parameters.items() if v}
+
     def label(self, key: FunctionKey) -> str:
         """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
         module, name = key
@@ -350,8 +378,9 @@ class ProjectIndex:
         the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``s`` the
         parameter (name, position) a call must switch on for ``r`` to hold, ``z`` runs on
         rank zero only, ``f`` a project function whose name looks like a framework
-        collective but is not one; and, keyed ``def:f`` for the file's own functions,
-        ``c`` every project caller of ``f`` chooses the rank's GPU."""
+        collective but is not one, ``w`` the positions of the arguments it shards
+        (``fully_shard``, here or in what it calls); and, keyed ``def:f`` for the
+        file's own functions, ``c`` every project caller of ``f`` chooses the GPU."""
         module = self.module_of_path.get(path)
         if module is None:
             return {}
@@ -384,6 +413,9 @@ class ProjectIndex:
                 fact["p"] = 1
         if key in self.device_setters:
             fact["d"] = 1
+        sharded = self.sharded_parameters.get(key)
+        if sharded:
+            fact["w"] = sorted(sharded)
         if "k" not in fact:
             fact["u"] = 1  # a known function whose result is no rank test
         if key[0] == module:

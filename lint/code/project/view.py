@@ -30,12 +30,12 @@ def informs_rules(encoded: str | None) -> bool:
     """Whether a file's project facts can make a rule fire without any of the words the
     rules' pre-filters look for (a project name that reaches a collective, tests the
     rank, ...). Facts that only clear a suspicion (``u``: a known function returning no
-    rank test, ``c``: callers that choose the GPU) cannot: such a file keeps its
-    pre-filters."""
+    rank test, ``c``: callers that choose the GPU, ``w``: arguments it shards) cannot:
+    such a file keeps its pre-filters."""
     if not encoded:
         return False
     facts = json.loads(encoded)
-    return any(set(fact) - {"u", "c"} for fact in facts.values())
+    return any(set(fact) - {"u", "c", "w"} for fact in facts.values())
 
 
 class ProjectView:
@@ -121,6 +121,11 @@ class ProjectView:
         owner = self._index.enclosing_class(function)
         name = function.name.value if owner is None else f"{owner.name.value}.{function.name.value}"
         return bool(self._facts.get(f"def:{name}", {}).get("c"))
+
+    def sharded_arguments(self, call: cst.Call) -> frozenset[int]:
+        """The positions of the arguments a project function shards (``fully_shard``)."""
+        sharded = self._fact(call.func).get("w")
+        return frozenset(sharded) if isinstance(sharded, list) else frozenset()
 
     def returns_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function that returns the rank or a test of it."""
