@@ -274,11 +274,10 @@ def _one_per_condition(skips: list[StepSkip]) -> list[StepSkip]:
     kept: list[StepSkip] = []
     seen: set[cst.CSTNode] = set()
     for skip in skips:
-        if skip.kind is SkipKind.GUARDED and skip.guard is not None:
-            if skip.statement is skip.guard.test:
-                if skip.guard.owner in guarded_calls or skip.guard.owner in seen:
-                    continue
-                seen.add(skip.guard.owner)
+        if skip.guard is not None and skip.statement is skip.guard.test:
+            if skip.guard.owner in guarded_calls or skip.guard.owner in seen:
+                continue
+            seen.add(skip.guard.owner)
         kept.append(skip)
     return kept
 
