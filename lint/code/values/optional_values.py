@@ -16,7 +16,7 @@ from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.conditions import guarding_conditions
 from ddplint.code.syntax.constants import parameters
 from ddplint.code.syntax.module_index import ModuleIndex
-from ddplint.code.syntax.names import bound_names
+from ddplint.code.syntax.names import binding_targets, bound_names
 
 _CONFIGURATION_ROOTS = frozenset({"self", "cls"})
 
@@ -79,14 +79,7 @@ class OptionalValues:
         """The local ``name`` is bound only by plain statements under configuration."""
         bound = False
         for node in self._index.walk_within(function.body):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-                targets = [node.target]
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                targets = [node.asname.name]
-            if not any(name in bound_names(t) for t in targets):
+            if not any(name in bound_names(t) for t in binding_targets(node)):
                 continue
             if isinstance(node, (cst.For, cst.NamedExpr, cst.WithItem)):
                 return False
@@ -118,9 +111,6 @@ def _local_names(index: ModuleIndex, function: cst.FunctionDef) -> set[str]:
     """The parameters of ``function`` and the names it binds."""
     found = {p.name.value for p in parameters(function)}
     for node in index.walk_within(function.body):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                found.update(bound_names(target.target))
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-            found.update(bound_names(node.target))
+        for target in binding_targets(node):
+            found.update(bound_names(target))
     return found
