@@ -42,6 +42,12 @@ EXPECTED = {
     # validation(model, rank, loader) returns an all-reduced loss: the rank argument
     # does not make a condition on it rank-dependent; `rank == 0` does.
     "uniform_result": ({("train_bad.py", 9, "DDP203")}, ""),
+    # `setup()` creates the NCCL group and its only caller chooses the GPU next: quiet.
+    # `setup_any()` is also called by a script that never chooses one: flagged there.
+    "device_by_caller": ({("dist_setup.py", 12, "DDP501")}, ""),
+    # `prepare(model)` shards its argument two calls down: a full state-dict read
+    # before it sees a plain model (quiet), one after it gathers shards (flagged).
+    "shard_later": ({("train_bad.py", 11, "DDP203")}, ""),
 }
 
 

@@ -11,6 +11,7 @@ import libcst as cst
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
+from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
@@ -68,9 +69,11 @@ class CodeContext:
     def collectives(self) -> dict[cst.Call, Collective]:
         """Every collective-bearing call of the module, keyed by its Call node: the
         catalogued ones, and calls of another module's project function that reaches
-        one (a project method that only looks like a framework collective is not)."""
+        one (a project method that only looks like a framework collective is not, nor is
+        a state-dict read of a model sharded only later)."""
         found: dict[cst.Call, Collective] = {}
         project = self.project
+        unsharded = UnshardedModels(self.index, self.names, project)
         for call in self.index.nodes(cst.Call):
             collective = classify_call(call, self.names)
             if project:
@@ -78,7 +81,7 @@ class CodeContext:
                     collective = project.collective(call)
                 elif project.is_project_function(call):
                     collective = None
-            if collective is not None:
+            if collective is not None and not unsharded.reads_unsharded(collective):
                 found[call] = collective
         return found
 

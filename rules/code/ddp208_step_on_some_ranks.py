@@ -130,7 +130,8 @@ class StepOnSomeRanks(CodeRule):
         """Rank-local exits between backward and the step (before backward: DDP204)."""
         syncing = {s.statement for s in ctx.step_skips.find(SYNCING)}
         for skip in ctx.step_skips.find(_STEP):
-            if skip.statement in syncing or skip.guard is None:
+            guarded = skip.kind is SkipKind.GUARDED  # the guarded step: _guarded_steps
+            if guarded or skip.statement in syncing or skip.guard is None:
                 continue
             statement = snippet(ctx, skip.statement)
             when = "unless" if skip.guard.negated else "when"

@@ -30,7 +30,8 @@ class NcclWithoutDevice(CodeRule):
     `torch.cuda.device(...)`, `init_process_group(device_id=...)`,
     `DistributedDataParallel(..., device_ids=[...])` and no `CUDA_VISIBLE_DEVICES`
     assignment. Modules that use Lightning, Fabric, accelerate or DeepSpeed are not
-    flagged: those set the device themselves.
+    flagged: those set the device themselves. Nor is a set-up function (`setup()`
+    creating the group) whose every caller in the project chooses the GPU itself.
 
     ## Why is this bad?
     Every rank starts on `cuda:0`. NCCL then fails with a duplicate-GPU error
@@ -79,7 +80,10 @@ class NcclWithoutDevice(CodeRule):
         nccl = [
             init
             for init in groups.init_calls
-            if init.backend and "nccl" in init.backend and not _not_the_real_init(ctx, init)
+            if init.backend
+            and "nccl" in init.backend
+            and not _not_the_real_init(ctx, init)
+            and not ctx.project.device_chosen_by_callers(init.call)
         ]
         if not nccl or _chooses_device(ctx, groups) or not _uses_ranks(ctx):
             return

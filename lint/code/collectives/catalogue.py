@@ -71,6 +71,28 @@ CHECKPOINT_FUNCTIONS: dict[str, str] = {
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
     ".full_optim_state_dict": "FSDP.full_optim_state_dict",
 }
+#: Reads of a model's (or its optimizer's) full state dict: collectives only once the
+#: model is sharded (on plain tensors they gather nothing). The model comes first.
+STATE_DICT_READS = frozenset(
+    {
+        f"{_DCP}.state_dict.get_state_dict",
+        f"{_DCP}.state_dict.get_model_state_dict",
+        f"{_DCP}.state_dict.get_optimizer_state_dict",
+        "FSDP.full_optim_state_dict",
+        "FSDP.optim_state_dict",
+    }
+)
+#: Calls that shard the model they are given (FSDP1 and FSDP2).
+SHARDING_WRAPPERS = frozenset(
+    {
+        _FSDP,
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
 #: FSDP calls that all-gather parameters.
 FSDP_COLLECTIVES: dict[str, str] = {
     f"{_FSDP}.summon_full_params": "FSDP.summon_full_params",

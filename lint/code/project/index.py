@@ -90,6 +90,8 @@ class ProjectIndex:
         self.reach: dict[FunctionKey, Reach] = {}
         self.rank_tests: set[FunctionKey] = set()
         self.device_setters: set[FunctionKey] = set()
+        self.device_chosen_by_callers: set[FunctionKey] = set()
+        self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
         self._solve()
 
@@ -234,6 +236,8 @@ class ProjectIndex:
         self._solve_reach()
         self._solve_rank_tests()
         self._solve_device_setters()
+        self._solve_device_chosen_by_callers()
+        self._solve_sharded_parameters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -308,6 +312,57 @@ class ProjectIndex:
                 return
             self.device_setters |= found
 
+    def _solve_device_chosen_by_callers(self) -> None:
+        """Functions that choose no GPU and issue no collective themselves, called from
+        the project only by code that chooses the GPU (``setup()`` creates the group,
+        its caller calls ``torch.cuda.set_device`` next): the caller sets the device up."""
+        choosers: dict[FunctionKey, bool] = {}
+        for caller, calls in self._calls.items():
+            for _line, target in calls:
+                chosen = caller in self.device_setters
+                choosers[target] = choosers.get(target, True) and chosen
+        for module, summary in self.summaries.items():
+            top = summary.get("top", {})
+            for target, _line in top.get("calls", ()):
+                callee = self.function_key(target, module, None)
+                if callee is not None:
+                    chosen = bool(top.get("sets_device"))
+                    choosers[callee] = choosers.get(callee, True) and chosen
+        self.device_chosen_by_callers = {
+            key
+            for key, chosen in choosers.items()
+            if chosen
+            and key not in self.device_setters
+            and key not in self.reach
+            and not self._function(key)["collectives"]
+        }
+
+    def _solve_sharded_parameters(self) -> None:
+        """The parameters a function shards: passes to ``fully_shard`` / ``FSDP(...)``,
+        or on to a project function that shards them (``prepare(model)`` ->
+        ``apply(model)`` -> ``fully_shard(model)``)."""
+        forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
+        for module, summary in self.summaries.items():
+            for name, function in summary["functions"].items():
+                key = (module, name)
+                if function.get("shards"):
+                    self.sharded_parameters[key] = set(function["shards"])
+                for target, argument, own in function.get("forwards", ()):
+                    callee = self.function_key(target, module, function["owner"])
+                    if callee is not None and callee != key:
+                        forwards.setdefault(key, []).append((callee, argument, own))
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, passed in forwards.items():
+                found = self.sharded_parameters.setdefault(key, set())
+                for callee, argument, own in passed:
+                    if own not in found and argument in self.sharded_parameters.get(callee, ()):
+                        found.add(own)
+                        changed = True
+            if not changed:
+                break
+        self.sharded_parameters = {k: v for k, v in self.sharded_parameters.items() if v}
+
     def label(self, key: FunctionKey) -> str:
         """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
         module, name = key
@@ -323,11 +378,17 @@ class ProjectIndex:
         the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``s`` the
         parameter (name, position) a call must switch on for ``r`` to hold, ``z`` runs on
         rank zero only, ``f`` a project function whose name looks like a framework
-        collective but is not one."""
+        collective but is not one, ``w`` the positions of the arguments it shards
+        (``fully_shard``, here or in what it calls); and, keyed ``def:f`` for the
+        file's own functions, ``c`` every project caller of ``f`` chooses the GPU."""
         module = self.module_of_path.get(path)
         if module is None:
             return {}
-        facts: dict[str, dict[str, Any]] = {}
+        facts: dict[str, dict[str, Any]] = {
+            f"def:{name}": {"c": 1}
+            for owner, name in sorted(self.device_chosen_by_callers)
+            if owner == module
+        }
         for use in self.summaries[module]["uses"]:
             owner, _, spelled = use.rpartition(":")
             symbol = self.spelled(spelled, module, owner or None)
@@ -352,6 +413,9 @@ class ProjectIndex:
                 fact["p"] = 1
         if key in self.device_setters:
             fact["d"] = 1
+        sharded = self.sharded_parameters.get(key)
+        if sharded:
+            fact["w"] = sorted(sharded)
         if "k" not in fact:
             fact["u"] = 1  # a known function whose result is no rank test
         if key[0] == module:

@@ -12,7 +12,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ddplint.code.collectives.catalogue import CollectiveKind, kind_of_function, kind_of_method
+from ddplint.code.collectives.catalogue import (
+    SHARDING_WRAPPERS,
+    CollectiveKind,
+    kind_of_function,
+    kind_of_method,
+)
 from ddplint.code.ranks.process_groups import DEVICE_CHOICES
 from ddplint.code.ranks.rank_guard import dotted
 from ddplint.code.ranks.rank_predicates import (
@@ -23,7 +28,7 @@ from ddplint.code.ranks.rank_predicates import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "4"
+SUMMARY_VERSION = "5"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -53,8 +58,21 @@ def summarize(text: str) -> Summary:
         "functions": functions,
         "classes": classes,
         "instances": instances,
+        "top": _top_level(tree, imports),
         "uses": sorted(_uses(tree, {*imports, *functions, *classes, *instances})),
     }
+
+
+def _top_level(tree: ast.Module, imports: dict[str, str]) -> Summary:
+    """What the module's own statements (a script's body, ``if __name__ == "__main__":``)
+    call, and whether they choose the rank's GPU: module-level code calls functions too."""
+    calls: list[list[Any]] = []
+    sets_device = False
+    for node in _own_nodes(tree):
+        if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
+            calls.append([target, node.lineno])
+            sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+    return {"calls": calls, "sets_device": sets_device}
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -138,9 +156,7 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
     among the positional arguments of a call (``self`` / ``cls`` not counted; -1 for
     keyword-only ones)."""
     arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    if positional and positional[0].arg in ("self", "cls"):
-        positional = positional[1:]
+    positional = _positional(function)
     found: dict[str, int] = {}
     for offset, default in enumerate(arguments.defaults):
         index = len(positional) - len(arguments.defaults) + offset
@@ -209,13 +225,18 @@ def _function(
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
-    rank zero only, is a property."""
+    rank zero only, is a property; which of its parameters it shards (``fully_shard``,
+    ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
+    parameter position]``)."""
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
     switches = _opt_in_switches(function)
+    positions = _parameter_positions(function)
+    shards: set[int] = set()
+    forwards: list[list[Any]] = []
     for node in _own_nodes(function):
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
@@ -237,6 +258,11 @@ def _function(
             if target is not None:
                 calls.append([target, node.lineno])
                 sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+                passed = _passed_parameters(node, positions)
+                if qualify(target, imports) in SHARDING_WRAPPERS:
+                    shards.update(own for argument, own in passed if argument == 0)
+                else:
+                    forwards.extend([target, argument, own] for argument, own in passed)
         elif isinstance(node, ast.Return) and node.value is not None:
             if is_rank_test(node.value):
                 returns_rank = True
@@ -252,11 +278,38 @@ def _function(
         "calls": calls,
         "returns_rank": returns_rank,
         "sets_device": sets_device,
+        "shards": sorted(shards),
+        "forwards": forwards,
         "return_calls": return_calls,
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
     }
+
+
+def _positional(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    """The parameters a call fills by position (``self`` / ``cls`` not counted)."""
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    return positional
+
+
+def _parameter_positions(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """Positional parameters by name, with their position in a call."""
+    return {argument.arg: index for index, argument in enumerate(_positional(function))}
+
+
+def _passed_parameters(call: ast.Call, positions: dict[str, int]) -> list[tuple[int, int]]:
+    """``(argument position, parameter position)`` for each parameter of the calling
+    function passed as it is, by position, to ``call``."""
+    passed = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if isinstance(argument, ast.Name) and argument.id in positions:
+            passed.append((index, positions[argument.id]))
+    return passed
 
 
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})

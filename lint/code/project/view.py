@@ -30,11 +30,12 @@ def informs_rules(encoded: str | None) -> bool:
     """Whether a file's project facts can make a rule fire without any of the words the
     rules' pre-filters look for (a project name that reaches a collective, tests the
     rank, ...). Facts that only clear a suspicion (``u``: a known function returning no
-    rank test) cannot: such a file keeps its pre-filters."""
+    rank test, ``c``: callers that choose the GPU, ``w``: arguments it shards) cannot:
+    such a file keeps its pre-filters."""
     if not encoded:
         return False
     facts = json.loads(encoded)
-    return any(set(fact) - {"u"} for fact in facts.values())
+    return any(set(fact) - {"u", "c", "w"} for fact in facts.values())
 
 
 class ProjectView:
@@ -110,6 +111,21 @@ class ProjectView:
     def sets_device(self, call: cst.Call) -> bool:
         """The call runs a project function that chooses the rank's GPU."""
         return bool(self._fact(call.func).get("d"))
+
+    def device_chosen_by_callers(self, node: cst.CSTNode) -> bool:
+        """``node`` sits in a function of this file that every project caller calls
+        around choosing the rank's GPU (``setup()``, then ``torch.cuda.set_device``)."""
+        function = self._index.enclosing_function(node)
+        if function is None or self._index.enclosing_function(function) is not None:
+            return False  # module-level code, or a nested def: no project caller known
+        owner = self._index.enclosing_class(function)
+        name = function.name.value if owner is None else f"{owner.name.value}.{function.name.value}"
+        return bool(self._facts.get(f"def:{name}", {}).get("c"))
+
+    def sharded_arguments(self, call: cst.Call) -> frozenset[int]:
+        """The positions of the arguments a project function shards (``fully_shard``)."""
+        sharded = self._fact(call.func).get("w")
+        return frozenset(sharded) if isinstance(sharded, list) else frozenset()
 
     def returns_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function that returns the rank or a test of it."""

@@ -65,6 +65,14 @@ _LOCAL_RANK_NAMES = frozenset({"local_rank", "local_process_index"})
 _GLOBAL_ZERO_FLAGS = frozenset({"is_global_zero", "is_main_process"})
 _GLOBAL_ZERO_FUNCTIONS = frozenset({"is_global_rank_zero", "is_rank_zero"})
 _LOCAL_ZERO_FLAGS = frozenset({"is_local_zero", "is_local_main_process"})
+_FLIPPED_OPERATORS: dict[type[cst.BaseCompOp], str] = {
+    cst.Equal: "!=",
+    cst.NotEqual: "==",
+    cst.Is: "is not",
+    cst.IsNot: "is",
+    cst.In: "not in",
+    cst.NotIn: "in",
+}
 _ORDER_FLIPS = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
 
@@ -103,17 +111,32 @@ def int_set(expr: cst.BaseExpression) -> frozenset[int] | None:
 
 def evaluate(formula: Formula, true_atoms: frozenset[str]) -> bool | Formula:
     """True/False when the atom values decide it, else the rest (shared leaves only)."""
+    return _substitute(formula, lambda atom: atom.key in true_atoms, {})
+
+
+def settle(formula: Formula, known: dict[str, bool]) -> bool | Formula:
+    """The formula once the shared leaves in ``known`` (by key) take their values:
+    under ``if kind == "sharded":``, ``(rank == 0 and kind == "full") or kind ==
+    "sharded"`` is True on every rank."""
+    return _substitute(formula, lambda atom: atom, known)
+
+
+def _substitute(
+    formula: Formula, atom_value: Callable[[Atom], bool | Formula], known: dict[str, bool]
+) -> bool | Formula:
+    """``formula`` with each atom replaced by ``atom_value(atom)`` and each shared leaf
+    by its value in ``known`` (when there), simplified."""
     if isinstance(formula, Atom):
-        return formula.key in true_atoms
+        return atom_value(formula)
     if isinstance(formula, Shared):
-        return formula
+        return known.get(formula.key, formula)
     if isinstance(formula, Not):
-        inner = evaluate(formula.operand, true_atoms)
+        inner = _substitute(formula.operand, atom_value, known)
         return (not inner) if isinstance(inner, bool) else Not(inner)
     deciding = isinstance(formula, AnyOf)  # a True decides an `or`, a False an `and`
     rest: list[Formula] = []
     for operand in formula.operands:
-        value = evaluate(operand, true_atoms)
+        value = _substitute(operand, atom_value, known)
         if isinstance(value, bool):
             if value is deciding:
                 return deciding
@@ -183,6 +206,32 @@ class RankConditions:
             result = None  # e.g. `local_rank != -1`: "launched distributed?", same everywhere
         self._cache[expr] = result
         return result
+
+    def known_values(self, test: cst.BaseExpression, value: bool) -> dict[str, bool]:
+        """The shared leaves (by key) that ``test`` having ``value`` pins down: each
+        conjunct of a true ``a and b``, each disjunct of a false ``a or b``, through
+        ``not``; rank-dependent parts pin nothing."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.known_values(test.expression, not value)
+        if isinstance(test, cst.BooleanOperation):
+            splits = isinstance(test.operator, cst.And) == value
+            if not splits:
+                return {}
+            return {
+                **self.known_values(test.left, value),
+                **self.known_values(test.right, value),
+            }
+        if self._predicates.truth_is_rank_dependent(test):
+            return {}
+        known = {self.text(test): value}
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            # ``kind == "sharded"`` also settles ``kind != "sharded"``.
+            target = test.comparisons[0]
+            flipped = _FLIPPED_OPERATORS.get(type(target.operator))
+            if flipped is not None:
+                spelled = f"{self.text(test.left)} {flipped} {self.text(target.comparator)}"
+                known[spelled] = not value
+        return known
 
     def _build(self, expr: cst.BaseExpression, seen: frozenset[str]) -> Formula:
         if not self._predicates.truth_is_rank_dependent(expr):

@@ -12,7 +12,7 @@ else. Functions decorated with ``@rank_zero_only`` (or accelerate's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -243,18 +243,31 @@ class RankPredicates:
 
     def is_rank_dependent(self, expr: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``expr`` reads the rank, directly or through a name assigned from it."""
+        return next(self._reads(expr, _seen), None) is not None
+
+    def rank_reads(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
+        """Where ``expr`` reads the rank: the calls, attributes and subscripts that read
+        it (``get_pipeline_model_parallel_rank()``, ``self.rank``), found through the
+        names bound to them; a name that holds the rank by its name only (a parameter
+        ``rank``) is its own read."""
+        return list(self._reads(expr, frozenset()))
+
+    def _reads(self, expr: cst.CSTNode, seen: frozenset[str]) -> Iterator[cst.CSTNode]:
         scope = self._index.enclosing_function(expr)
         stack: list[cst.CSTNode] = [expr]
         while stack:
             node = stack.pop()
             if isinstance(node, (cst.Lambda, cst.FunctionDef)) or self._uniform_result(node):
                 continue
-            if self._reads_rank(node, scope, _seen):
-                return True
+            if isinstance(node, cst.Name):
+                yield from self._name_reads(node, scope, seen)
+                continue
+            if self._reads_rank(node):
+                yield node
+                continue
             if isinstance(node, cst.Call) and self._known_not_rank(node):
                 continue  # its arguments (the rank among them) do not make its result
             stack.extend(_expression_children(node))
-        return False
 
     def _known_not_rank(self, call: cst.Call) -> bool:
         return self._project is not None and self._project.returns_no_rank_test(call)
@@ -280,9 +293,7 @@ class RankPredicates:
         collective = classify_call(node, self._names)
         return collective is not None and collective.result_is_uniform
 
-    def _reads_rank(
-        self, node: cst.CSTNode, scope: cst.CSTNode | None, seen: frozenset[str]
-    ) -> bool:
+    def _reads_rank(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Call):
             qualified = self._names.qualified_name(node.func)
             if qualified in RANK_FUNCTIONS:
@@ -301,33 +312,28 @@ class RankPredicates:
                 or self._names.qualified_name(node) in RANK_FUNCTIONS
                 or (self._project is not None and self._project.holds_rank_test(node))
             )
-        if isinstance(node, cst.Name):
-            return self._name_is_rank(node, scope, seen)
         return False
 
-    def _name_is_rank(
+    def _name_reads(
         self, name_node: cst.Name, scope: cst.CSTNode | None, seen: frozenset[str]
-    ) -> bool:
+    ) -> Iterator[cst.CSTNode]:
         """A name holds the rank when it is assigned from a rank read, or, when nothing
         in the file binds it (a parameter, a global), when its name says so. A loop
         variable (``for rank in range(world_size)``) is not the process rank."""
         name = name_node.value
-        if name in seen:
-            return False
-        if self._bound_by_comprehension(name_node):
-            return False
+        if name in seen or self._bound_by_comprehension(name_node):
+            return
         key = (scope, name)
         if key not in self._assignments and key not in self._loop_targets:
             key = (None, name)
         values = self._reaching_values(name_node, key)
         if values is not None:
-            return any(
-                value is not None and self.is_rank_dependent(value, seen | {name})
-                for value in values
-            )
-        if key in self._loop_targets:
-            return False
-        return name in RANK_ATTRIBUTES
+            for value in values:
+                if value is not None:
+                    yield from self._reads(value, seen | {name})
+            return
+        if key not in self._loop_targets and name in RANK_ATTRIBUTES:
+            yield name_node
 
     def _reaching_values(
         self, use: cst.Name, key: tuple[cst.CSTNode | None, str]

@@ -31,6 +31,7 @@ from ddplint.code.collectives.collective_traces import (
     orelse_statements,
     statements_of,
 )
+from ddplint.code.ranks.parallel_grid import ParallelGrid, group_argument
 from ddplint.code.ranks.rank_conditions import (
     GLOBAL_ZERO,
     LOCAL_ZERO,
@@ -42,6 +43,7 @@ from ddplint.code.ranks.rank_conditions import (
     atoms_of,
     int_set,
     members_of,
+    settle,
 )
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.syntax.call_args import (
@@ -50,6 +52,7 @@ from ddplint.code.syntax.call_args import (
     switched_off_parameters,
 )
 from ddplint.code.syntax.call_graph import LocalFunctions
+from ddplint.code.syntax.conditions import guarding_conditions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
@@ -112,6 +115,7 @@ class RankReachability:
         self._collectives = collectives
         self._predicates = predicates
         self.conditions = RankConditions(predicates, code_of)
+        self.grid = ParallelGrid(predicates, self.conditions.text)
         self._line_of = line_of
         self.local = LocalFunctions(index)
         self._reached: dict[cst.FunctionDef, tuple[ReachedCollective, ...]] = {}
@@ -397,11 +401,40 @@ class RankReachability:
                 return None
             if guard.kind in ("decorator", "wrapper"):
                 return guard
+            if self._settled_on_the_path(node, guard) or self._uniform_within_group(node, guard):
+                continue
             if self._arms_match(guard):
                 continue
             if self._changes_trace(node, guard):
                 return guard
         return None
+
+    def _settled_on_the_path(self, node: cst.CSTNode, guard: RankGuard) -> bool:
+        """The other conditions ``node`` runs under decide the guard alike on every rank:
+        ``if (rank == 0 and kind == "full") or kind == "sharded":`` holds everywhere for
+        a call nested in ``if kind == "sharded":`` (the enclosing tests, conjoined)."""
+        if guard.kind == "early_exit" or guard.condition is None:
+            return False
+        formula = self.conditions.formula(guard.condition)
+        if formula is None:
+            return False
+        known: dict[str, bool] = {}
+        for enclosing in guarding_conditions(self._index, node):
+            if enclosing.owner is not guard.holder:
+                known.update(self.conditions.known_values(enclosing.test, not enclosing.negated))
+        if not known:
+            return False
+        settled = settle(formula, known)
+        return isinstance(settled, bool) or not atoms_of(settled)
+
+    def _uniform_within_group(self, node: cst.CSTNode, guard: RankGuard) -> bool:
+        """The collective runs on a group whose members all decide the guard alike: it
+        tests coordinates along other dimensions of the parallel grid (the pipeline
+        stage, for a data-parallel group's all-reduce)."""
+        if guard.condition is None or not isinstance(node, cst.Call):
+            return False
+        group = group_argument(node)
+        return group is not None and self.grid.uniform_within(guard.condition, group)
 
     def _joins_world_first(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """The guarded block itself creates the process group before ``node``
@@ -495,10 +528,7 @@ class RankReachability:
             return False
         if not isinstance(node, cst.Call):
             return False
-        group = next(
-            (a.value for a in node.args if a.keyword and a.keyword.value in ("group", "pg")),
-            None,
-        )
+        group = group_argument(node)
         if group is None:
             return False
         formula = self.conditions.formula(guard.condition)

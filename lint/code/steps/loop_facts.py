@@ -15,7 +15,7 @@ import libcst as cst
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import literal_value, single_assignment
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.syntax.names import binding_targets, dotted_name
 
 _PROGRESS_WRAPPERS = frozenset({"tqdm", "track"})
 _RESIZING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear"})
@@ -108,11 +108,7 @@ def _counter_name(target: cst.BaseAssignTargetExpression) -> str | None:
 def _rebinds(ctx: CodeContext, loop: cst.For, name: str) -> bool:
     """Whether the loop body assigns ``name`` (then the counter is not enumerate's)."""
     for node in ctx.index.walk_within(loop.body):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-            targets = [node.target]
+        targets = binding_targets(node)
         if any(isinstance(t, cst.Name) and t.value == name for t in targets):
             return True
     return False

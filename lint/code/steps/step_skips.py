@@ -93,7 +93,7 @@ class StepSkips:
             found.extend(self._guarded_events())
             for try_node in try_statements(self._index):
                 found.extend(self._swallowed_failures(try_node))
-        return sorted(found, key=lambda s: self._index.order[s.statement])
+        return sorted(_one_per_condition(found), key=lambda s: self._index.order[s.statement])
 
     def _guarded_events(self) -> list[StepSkip]:
         """Backward or collective calls in a training step under a rank-local condition
@@ -165,6 +165,10 @@ class StepSkips:
         )
 
     def _conditional_skip(self, node: cst.CSTNode, kinds: Collection[StepEvent]) -> StepSkip | None:
+        """An exit under a rank-local condition before a skipped event. When that
+        condition also holds the event (``if shape_ok: if resumed: continue ...
+        backward()``), the exit is decided by what sits between (here the uniform resume
+        test) and the per-rank skip is the condition itself: it is reported there."""
         region = self._region(node)
         if region is None or self._in_handler(node, region) or self.is_left_to_ddp205(node):
             return None
@@ -174,6 +178,8 @@ class StepSkips:
         skipped = self._first_after(region, kinds, node)
         if skipped is None:
             return None
+        if not skipped.chain and self._index.is_inside(skipped.target, _arm(guard)):
+            return StepSkip(SkipKind.GUARDED, guard.test, skipped, guard=guard)
         return StepSkip(SkipKind.EXIT, node, skipped, guard=guard)
 
     def _first_after(
@@ -261,6 +267,33 @@ class StepSkips:
             if isinstance(node, _EXITS):
                 return node
         return None
+
+
+def _arm(guard: Guard) -> cst.CSTNode:
+    """The part of the guard's statement that runs under it (``else`` when negated)."""
+    owner = guard.owner
+    if guard.negated and isinstance(owner, (cst.If, cst.IfExp)) and owner.orelse is not None:
+        return owner.orelse
+    return owner.body
+
+
+def _one_per_condition(skips: list[StepSkip]) -> list[StepSkip]:
+    """Guarded skips reported once per condition: the guarded call when it is seen,
+    else the condition (several exits under it)."""
+    guarded_calls = {
+        s.guard.owner
+        for s in skips
+        if s.kind is SkipKind.GUARDED and s.guard is not None and s.statement is not s.guard.test
+    }
+    kept: list[StepSkip] = []
+    seen: set[cst.CSTNode] = set()
+    for skip in skips:
+        if skip.guard is not None and skip.statement is skip.guard.test:
+            if skip.guard.owner in guarded_calls or skip.guard.owner in seen:
+                continue
+            seen.add(skip.guard.owner)
+        kept.append(skip)
+    return kept
 
 
 def _reads_any(expr: cst.CSTNode, names: Collection[str]) -> bool:

@@ -94,7 +94,7 @@ def single_assignment(
     """
     function = index.enclosing_function(site)
     if function is not None:
-        if any(p.name.value == name for p in _parameters(function)):
+        if any(p.name.value == name for p in parameters(function)):
             return None
         values = _bindings(index, function, name)
         if values is None or len(values) > 1:
@@ -105,7 +105,8 @@ def single_assignment(
     return values[0] if values is not None and len(values) == 1 else None
 
 
-def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
+def parameters(function: cst.FunctionDef) -> list[cst.Param]:
+    """Every parameter of ``function``, ``*args`` and ``**kwargs`` included."""
     params = function.params
     star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
     kwargs = [params.star_kwarg] if params.star_kwarg is not None else []

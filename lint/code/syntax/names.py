@@ -7,6 +7,8 @@ count too. That is exact for the usual layout (imports at the top) and cheap.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -85,3 +87,27 @@ class ImportTable:
     def imports_module(self, prefix: str) -> bool:
         """Whether any import binds a name from ``prefix`` (e.g. ``"torch"``)."""
         return any(v == prefix or v.startswith(prefix + ".") for v in self.bindings.values())
+
+
+def bound_names(target: cst.CSTNode) -> Iterator[str]:
+    """Plain names a binding target binds (``a``, ``a, (b, *c)``); attributes and
+    subscripts bind none."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from bound_names(target.value)
+
+
+def binding_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets a statement or expression binds (``=``, ``+=``, annotated, ``for``,
+    walrus, ``with ... as``); none for anything else."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return [node.target]
+    if isinstance(node, cst.WithItem) and node.asname is not None:
+        return [node.asname.name]
+    return []

@@ -19,7 +19,8 @@ import libcst as cst
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.syntax.names import bound_names, dotted_name
+from ddplint.code.values.optional_values import OptionalValues
 
 #: Collectives whose first argument holds the same result on every rank afterwards.
 IN_PLACE_SYNCED = frozenset(
@@ -70,7 +71,9 @@ def value_names_read(
     not reads, and neither is asking about a value's structure, which every rank's batch
     shares: ``isinstance(batch, dict)``, ``hasattr``, ``type(batch)``, ``"key" in batch``,
     ``batch.keys()``. A ``None`` test reads only a name in ``seeds`` (``batch is None``):
-    derived values are optional mostly by configuration (``aux_loss is not None``).
+    derived values are optional mostly by configuration (``aux_loss is not None``); so are
+    seeds a function of the module makes ``None`` by configuration only
+    (``values.optional_values``), which callers leave out of ``seeds``.
 
     With ``rank_view`` (does the value differ between ranks?) reading what is the same on
     every rank whatever the data is no read either: ``loss.requires_grad``, ``x.ndim``,
@@ -120,18 +123,6 @@ def _asks_structure(call: cst.Call, rank_view: bool) -> bool:
     return method == "keys" or (rank_view and method in _STRUCTURE_METHODS)
 
 
-def bound_names(target: cst.CSTNode) -> Iterator[str]:
-    """Plain names a binding target binds (``a``, ``a, (b, *c)``); attributes and
-    subscripts bind none."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from bound_names(target.value)
-
-
 class _ScopeFlow:
     """Bindings, seeds and collective synchronisation points of one scope."""
 
@@ -140,6 +131,8 @@ class _ScopeFlow:
         self.seeds: set[str] = set()
         self.synced_at: dict[str, int] = {}
         self.tainted: set[str] = set()
+        #: Seeds whose ``is None`` test reads this rank's data (not the configuration).
+        self.optional_by_data: set[str] = set()
 
 
 class DataDependence:
@@ -155,6 +148,7 @@ class DataDependence:
         self._collectives = collectives
         self._steps = training_steps
         self._flows: dict[Scope, _ScopeFlow] = {}
+        self._optional = OptionalValues(index)
 
     def is_data_dependent(self, expr: cst.CSTNode) -> bool:
         """Whether ``expr`` reads a value derived from the batch or the loss that no
@@ -166,7 +160,7 @@ class DataDependence:
     def _reads_taint(self, flow: _ScopeFlow, expr: cst.CSTNode, position: int) -> bool:
         return any(
             self._is_tainted_at(flow, n.value, position)
-            for n in value_names_read(expr, flow.seeds, rank_view=True)
+            for n in value_names_read(expr, flow.optional_by_data, rank_view=True)
         )
 
     @staticmethod
@@ -192,6 +186,13 @@ class DataDependence:
         root = scope.body if isinstance(scope, cst.FunctionDef) else scope
         for node in self._index.walk_within(root):
             self._record(flow, node)
+        flow.optional_by_data = {
+            seed
+            for seed in flow.seeds
+            if not self._optional.none_by_configuration(
+                seed, [at for name, _, at in flow.bindings if name == seed]
+            )
+        }
         flow.tainted = set(flow.seeds)
         changed = True
         while changed:
