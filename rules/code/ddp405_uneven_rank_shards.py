@@ -109,9 +109,10 @@ def _feeding_owner(
     if function is None or name is None:
         return None
     for call in ctx.index.nodes(cst.Call):
-        if not ctx.index.is_inside(call, function) or ctx.index.order[call] < ctx.index.order[
-            shard.node
-        ]:
+        if (
+            not ctx.index.is_inside(call, function)
+            or ctx.index.order[call] < ctx.index.order[shard.node]
+        ):
             continue
         feeds = is_data_loader(ctx.names, call) or ctx.names.qualified_name(call.func) in _SUBSETS
         if feeds and any(ctx.node_text(arg.value) == name for arg in call.args):
@@ -128,8 +129,7 @@ def _finding(rule: UnevenRankShards, ctx: CodeContext, shard: RankShard) -> Find
             "(and more when the items are files of different sizes)"
         ),
         "contiguous chunks": (
-            "chunk bounds floored one by one give chunks of `n // world` and "
-            "`n // world + 1` items"
+            "chunk bounds floored one by one give chunks of `n // world` and `n // world + 1` items"
         ),
         "array_split": "`array_split` gives the first `len % world` parts one item more",
     }[shard.form]

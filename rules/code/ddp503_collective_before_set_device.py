@@ -21,7 +21,13 @@ from ddplint.rule import CodeRule
 #: Collectives that pick their GPU from the current device (no tensor says where):
 #: a barrier allocates its own one-element tensor, object collectives pickle to it.
 CURRENT_DEVICE_COLLECTIVES = frozenset(
-    {"barrier", "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"}
+    {
+        "barrier",
+        "all_gather_object",
+        "broadcast_object_list",
+        "gather_object",
+        "scatter_object_list",
+    }
 )
 
 
@@ -193,8 +199,10 @@ def _fix(ctx: CodeContext, traced: TracedCall, late: _LateChoice) -> Fix | None:
     """``device_ids=[<the later set_device's name>]`` on a plain ``barrier()``, when that
     name is bound in the barrier's own function before it."""
     call = traced.call
-    if not late.sets_current_device or call.args or torch_distributed_call(ctx.names, call) != (
-        "barrier"
+    if (
+        not late.sets_current_device
+        or call.args
+        or torch_distributed_call(ctx.names, call) != ("barrier")
     ):
         return None
     chosen = argument(late.call, "device", 0)
