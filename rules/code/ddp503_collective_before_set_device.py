@@ -14,7 +14,7 @@ from ddplint.code.context import CodeContext
 from ddplint.code.edits.argument_edits import add_keyword_argument
 from ddplint.code.ranks.process_groups import DEVICE_CHOICES, ProcessGroups
 from ddplint.code.syntax.call_args import argument, keyword_argument
-from ddplint.code.syntax.constants import single_assignment
+from ddplint.code.syntax.constants import literal_value, single_assignment
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -31,6 +31,12 @@ CURRENT_DEVICE_COLLECTIVES = frozenset(
 )
 
 
+#: Collectives on the tensor passed first: they run on that tensor's device.
+TENSOR_COLLECTIVES = frozenset(
+    {"all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather"}
+)
+
+
 @dataclass(frozen=True)
 class _LateChoice:
     """How the trace later names this rank's GPU: a ``set_device`` call (``call``), or
@@ -43,9 +49,10 @@ class _LateChoice:
 class CollectiveBeforeSetDevice(CodeRule):
     """
     ## What it does
-    Flags a `torch.distributed.barrier()` (or an object collective:
-    `all_gather_object`, `broadcast_object_list`, `gather_object`,
-    `scatter_object_list`) on the default NCCL group that runs after
+    Flags a `torch.distributed.barrier()`, an object collective (`all_gather_object`,
+    `broadcast_object_list`, `gather_object`, `scatter_object_list`) or a collective on
+    a tensor made on `"cuda"` with no index (`torch.ones(1, device="cuda")`,
+    `t.cuda()`) on the default NCCL group that runs after
     `init_process_group` but before the rank chooses its GPU, when the same code path
     chooses it later: `torch.cuda.set_device(local_rank)` comes after the collective, or
     the only choice is `DistributedDataParallel(..., device_ids=[local_rank])`. The path
@@ -55,7 +62,8 @@ class CollectiveBeforeSetDevice(CodeRule):
     a gloo group.
 
     ## Why is this bad?
-    These collectives run on the *current* CUDA device. Before `set_device` that is
+    These collectives run on the *current* CUDA device (a tensor made on `"cuda"` lives
+    there too). Before `set_device` that is
     `cuda:0` on every rank: every process creates a CUDA context and an NCCL
     communicator on GPU 0, the barrier can hang or fail with a duplicate-GPU error, and
     GPU 0 runs out of memory on large nodes. `DistributedDataParallel(device_ids=...)`
@@ -154,12 +162,37 @@ def _wraps_with_device_ids(ctx: CodeContext, call: cst.Call) -> bool:
 
 def _runs_on_current_device(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> bool:
     function = torch_distributed_call(ctx.names, call)
-    if function not in CURRENT_DEVICE_COLLECTIVES:
+    if function not in CURRENT_DEVICE_COLLECTIVES and not (
+        function in TENSOR_COLLECTIVES and _on_current_cuda_device(ctx, call)
+    ):
         return False
     if function == "barrier" and argument(call, "device_ids", 2) is not None:
         return False
     group = keyword_argument(call, "group")
     return groups.is_default_group(group) and groups.default_backend in (None, "nccl")
+
+
+def _on_current_cuda_device(ctx: CodeContext, call: cst.Call) -> bool:
+    """The collective's first tensor is made on the current GPU without an index:
+    ``torch.zeros(1, device="cuda")``, ``t.cuda()``, ``t.to("cuda")`` (or a name bound
+    once to one of those)."""
+    tensor = argument(call, "tensor", 0)
+    if tensor is None:
+        return False
+    value = tensor.value
+    if isinstance(value, cst.Name):
+        bound = single_assignment(ctx.index, call, value.value)
+        value = bound if bound is not None else value
+    if not isinstance(value, cst.Call):
+        return False
+    device = keyword_argument(value, "device")
+    if device is not None:
+        return literal_value(device.value) == "cuda"
+    if isinstance(value.func, cst.Attribute) and value.func.attr.value == "cuda":
+        return not value.args
+    if isinstance(value.func, cst.Attribute) and value.func.attr.value == "to" and value.args:
+        return literal_value(value.args[0].value) == "cuda"
+    return False
 
 
 def _finding(
