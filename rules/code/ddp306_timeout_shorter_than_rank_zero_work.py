@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -87,7 +88,7 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     more_needles = (("zero_first", "main_process_first", "barrier", "wait_for_everyone"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        timeouts = {call: found for call, *found in _short_group_timeouts(ctx)}
+        timeouts = {t.call: t for t in _short_group_timeouts(ctx)}
         if not timeouts:
             return
         works = {w.work: w for w in rank_zero_work(ctx.index, ctx.rank_predicates, ctx.collectives)}
@@ -103,13 +104,21 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
                 work = next((works[c] for c in trace[position + 1 :] if c in works), None)
                 if work is not None:
                     reported.add(call)
-                    arg, seconds, api = timeouts[call]
-                    yield _finding(self, ctx, arg, seconds, api, work)
+                    yield _finding(self, ctx, timeouts[call], work)
 
 
-def _short_group_timeouts(ctx: CodeContext) -> Iterator[tuple[cst.Call, cst.Arg, float, str]]:
-    """Calls that set a group-wide timeout under 30 minutes: the call, its argument,
-    the length in seconds and what sets it (for messages)."""
+@dataclass(frozen=True)
+class _ShortTimeout:
+    """A call that sets a group-wide timeout under 30 minutes: its argument, the length
+    in seconds and what sets it (for messages)."""
+
+    call: cst.Call
+    arg: cst.Arg
+    seconds: float
+    setter: str
+
+
+def _short_group_timeouts(ctx: CodeContext) -> Iterator[_ShortTimeout]:
     for call in ctx.index.nodes(cst.Call):
         found = timeout_argument(ctx.names, call)
         if found is None or found[1] is None or found[0].api not in _GROUP_TIMEOUT_APIS:
@@ -117,26 +126,28 @@ def _short_group_timeouts(ctx: CodeContext) -> Iterator[tuple[cst.Call, cst.Arg,
         length = timedelta_length(ctx.index, ctx.names, found[1].value)
         if length is not None and 0 < length.seconds < SHORT_TIMEOUT_SECONDS:
             source = f" ({length.default.where} {length.default.value})" if length.default else ""
-            yield call, found[1], length.seconds, f"`{found[0].api}` timeout{source}"
+            setter = f"`{found[0].api}` timeout{source}"
+            yield _ShortTimeout(call, found[1], length.seconds, setter)
 
 
 def _finding(
     rule: TimeoutShorterThanRankZeroWork,
     ctx: CodeContext,
-    arg: cst.Arg,
-    seconds: float,
-    api: str,
+    timeout: _ShortTimeout,
     work: RankZeroWork,
 ) -> Finding:
-    length = describe_seconds(seconds)
+    length = describe_seconds(timeout.seconds)
     what = " ".join(ctx.node_text(work.work.func).split())
     line = ctx.range_of(work.work)[0]
     message = (
-        f"{api} is {length}, but one rank runs `{what}(...)` {work.how} "
+        f"{timeout.setter} is {length}, but one rank runs `{what}(...)` {work.how} "
         f"(line {line}) while the others wait in a barrier: if that work takes longer "
         f"than {length} (a first download, tokenising or caching a dataset), the waiting "
         "ranks time out and the job aborts"
     )
     return ctx.finding(
-        rule, arg, message, summary=f"timeout of {length}; ranks wait while one runs `{what}`"
+        rule,
+        timeout.arg,
+        message,
+        summary=f"timeout of {length}; ranks wait while one runs `{what}`",
     )

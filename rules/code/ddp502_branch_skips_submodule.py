@@ -222,8 +222,9 @@ def _callees(ctx: CodeContext, unit: _ForwardUnit) -> Iterator[_ForwardUnit]:
         if not isinstance(node, cst.Call):
             continue
         method = local.callee(node)
-        if method is not None and ctx.index.enclosing_class(method) is not None:
-            label = f"{ctx.index.enclosing_class(method).name.value}.{method.name.value}"
+        method_class = ctx.index.enclosing_class(method) if method is not None else None
+        if method is not None and method_class is not None:
+            label = f"{method_class.name.value}.{method.name.value}"
             yield _ForwardUnit(method, unit.submodules, always, label, caller)
             continue
         dotted = dotted_name(node.func) or ""
