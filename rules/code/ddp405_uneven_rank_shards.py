@@ -26,7 +26,8 @@ class UnevenRankShards(CodeRule):
     """
     ## What it does
     Flags a per-rank shard of a data list that can give ranks different lengths:
-    round robin (`files[rank::world_size]`), contiguous chunks whose bounds are floored
+    round robin (`files[rank::world_size]`, `islice(files, rank, None, world_size)`,
+    `if i % world_size != rank: continue`), contiguous chunks whose bounds are floored
     one by one (`data[rank * n // world:(rank + 1) * n // world]`), or
     `np.array_split(data, world_size)[rank]`, when the shard feeds the data: it is taken
     in an `IterableDataset` class, in a sampler's or dataset's `__iter__`, or passed to a
@@ -132,6 +133,10 @@ def _finding(rule: UnevenRankShards, ctx: CodeContext, shard: RankShard) -> Find
             "chunk bounds floored one by one give chunks of `n // world` and `n // world + 1` items"
         ),
         "array_split": "`array_split` gives the first `len % world` parts one item more",
+        "modulo filter": (
+            "keeping every world-th item of a stream gives the first `n % world` ranks "
+            "one item more (and a stream's length is not known in advance)"
+        ),
     }[shard.form]
     message = (
         f"`{text}`: {how}, and nothing pads, "

@@ -78,6 +78,43 @@ class RankShards:
             shard = self._round_robin(subscript) or self._contiguous(subscript)
             if shard is not None:
                 yield shard
+        for call in self._index.nodes(cst.Call):
+            shard = self._round_robin_islice(call)
+            if shard is not None:
+                yield shard
+        for comparison in self._index.nodes(cst.Comparison):
+            shard = self._modulo_filter(comparison)
+            if shard is not None:
+                yield shard
+
+    def _round_robin_islice(self, call: cst.Call) -> RankShard | None:
+        """``itertools.islice(stream, rank, None, world)``."""
+        if self._names.qualified_name(call.func) != "itertools.islice" or len(call.args) != 4:
+            return None
+        start, step = call.args[1].value, call.args[3].value
+        if self._mentions(start, _RANK_NAMES, _RANK_CALLS) and self.mentions_world_size(step):
+            return RankShard(call, call.args[0].value, "round robin")
+        return None
+
+    def _modulo_filter(self, comparison: cst.Comparison) -> RankShard | None:
+        """``i % world == rank`` / ``!=`` (keep every world-th item of a stream)."""
+        if len(comparison.comparisons) != 1:
+            return None
+        target = comparison.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return None
+        for modulo, other in (
+            (comparison.left, target.comparator),
+            (target.comparator, comparison.left),
+        ):
+            if (
+                isinstance(modulo, cst.BinaryOperation)
+                and isinstance(modulo.operator, cst.Modulo)
+                and self.mentions_world_size(modulo.right)
+                and self._mentions(other, _RANK_NAMES, _RANK_CALLS)
+            ):
+                return RankShard(comparison, modulo.left, "modulo filter")
+        return None
 
     def _round_robin(self, subscript: cst.Subscript) -> RankShard | None:
         """``x[rank::world]`` (also ``x[rank * k + worker::world * k]``)."""
@@ -140,10 +177,26 @@ class RankShards:
         if not self.mentions_world_size(node.right):
             return False
         if isinstance(node.operator, cst.Modulo):
-            return True
+            return not self._compared_with_rank(node)
         return isinstance(node.operator, cst.FloorDivide) and not self._mentions(
             node.left, _RANK_NAMES, _RANK_CALLS
         )
+
+    def _compared_with_rank(self, node: cst.BinaryOperation) -> bool:
+        """``i % world == rank``: the modulo picks items, it does not check a count."""
+        parent = self._index.parent.get(node)
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = self._index.parent.get(parent)
+        return isinstance(parent, cst.Comparison) and self._mentions(
+            parent, _RANK_NAMES, _RANK_CALLS
+        )
+
+    def equalises(self, node: cst.BinaryOperation | cst.Call) -> bool:
+        """A count shared by all ranks (``counts_per_rank``) or ``islice(stream, count)``:
+        every rank stops after the same count."""
+        if isinstance(node, cst.BinaryOperation):
+            return self.counts_per_rank(node)
+        return self._names.qualified_name(node.func) == "itertools.islice" and len(node.args) == 2
 
     def mentions_world_size(self, expr: cst.BaseExpression) -> bool:
         """``expr`` reads the data-parallel world size (a name or ``get_world_size()``)."""
@@ -170,7 +223,6 @@ _EQUALISER_WORDS = (
     "pad",
     "total_size",
     "num_samples",
-    "islice",
     "cycle",
     "repeat",
     "drop_last",
@@ -193,7 +245,7 @@ def equalises_shards(index: ModuleIndex, shards: RankShards, owner: cst.CSTNode)
         if isinstance(node, cst.While) and isinstance(node.test, cst.Name):
             if node.test.value == "True":
                 return True
-        elif isinstance(node, cst.BinaryOperation) and shards.counts_per_rank(node):
+        elif isinstance(node, (cst.BinaryOperation, cst.Call)) and shards.equalises(node):
             return True
         elif isinstance(node, cst.Name) and not _names_a_definition(index, node):
             lowered = node.value.lower()
