@@ -11,6 +11,9 @@ from ddplint.code.collectives.run_order import RunOrder
 from ddplint.code.collectives.timeouts import describe_seconds, timedelta_length, timeout_argument
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.rank_zero_work import RankZeroWork, rank_zero_work
+from ddplint.code.syntax.call_args import keyword_argument
+from ddplint.code.syntax.constants import UNKNOWN, constant_value
+from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -37,7 +40,8 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     Flags a process-group timeout shorter than 30 minutes
     (`init_process_group(timeout=timedelta(seconds=60))`, accelerate's
     `InitProcessGroupKwargs(timeout=...)`, a Lightning strategy's `timeout=`,
-    `deepspeed.init_distributed(timeout=...)`) in a module where one rank works while the
+    `deepspeed.init_distributed(timeout=...)`, transformers
+    `TrainingArguments(ddp_timeout=...)` in seconds) in a module where one rank works while the
     others wait in a collective: the body of `torch_distributed_zero_first(rank)` or
     `main_process_first()` (accelerate, transformers `TrainingArguments`), or an
     `if rank == 0:` block followed by a barrier. The length is read from the
@@ -84,7 +88,7 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     summary = "Process-group timeout shorter than the work one rank does while others wait"
     severity = Severity.WARNING
     needles = ("timeout",)
-    also_needles = ("timedelta",)
+    also_needles = ("timedelta", "ddp_timeout")
     more_needles = (("zero_first", "main_process_first", "barrier", "wait_for_everyone"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
@@ -120,6 +124,10 @@ class _ShortTimeout:
 
 def _short_group_timeouts(ctx: CodeContext) -> Iterator[_ShortTimeout]:
     for call in ctx.index.nodes(cst.Call):
+        seconds_arg = _ddp_timeout_seconds(ctx, call)
+        if seconds_arg is not None:
+            yield seconds_arg
+            continue
         found = timeout_argument(ctx.names, call)
         if found is None or found[1] is None or found[0].api not in _GROUP_TIMEOUT_APIS:
             continue
@@ -128,6 +136,29 @@ def _short_group_timeouts(ctx: CodeContext) -> Iterator[_ShortTimeout]:
             source = f" ({length.default.where} {length.default.value})" if length.default else ""
             setter = f"`{found[0].api}` timeout{source}"
             yield _ShortTimeout(call, found[1], length.seconds, setter)
+
+
+def _ddp_timeout_seconds(ctx: CodeContext, call: cst.Call) -> _ShortTimeout | None:
+    """transformers ``TrainingArguments(ddp_timeout=60)`` (seconds, an int)."""
+    qualified = ctx.names.qualified_name(call.func) or ""
+    if not (qualified.startswith("transformers.") and qualified.endswith("TrainingArguments")):
+        return None
+    arg = keyword_argument(call, "ddp_timeout")
+    if arg is None:
+        return None
+    seconds = constant_value(ctx.index, arg.value)
+    setter = "`TrainingArguments(ddp_timeout=...)`"
+    if seconds is UNKNOWN:
+        default = fallback_default(ctx.index, arg.value)
+        if default is None:
+            return None
+        seconds = default.value
+        setter = f"{setter} ({default.where} {default.value})"
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return None
+    if not 0 < seconds < SHORT_TIMEOUT_SECONDS:
+        return None
+    return _ShortTimeout(call, arg, float(seconds), setter)
 
 
 def _finding(
