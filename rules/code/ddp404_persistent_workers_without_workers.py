@@ -57,7 +57,6 @@ class PersistentWorkersWithoutWorkers(CodeRule):
 
     ## References
     - PyTorch docs: `torch.utils.data.DataLoader` (`persistent_workers`).
-    - ddplint HAZARDS.md, DDP404 (and DDP601 for YAML configs).
     """
 
     code = "DDP404"

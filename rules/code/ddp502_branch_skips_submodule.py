@@ -84,8 +84,13 @@ class BranchSkipsSubmodule(CodeRule):
     same file wraps models with DDP without `find_unused_parameters=True`:
     `DistributedDataParallel(...)`, `DDPStrategy(...)` or `Trainer(strategy="ddp")`.
 
-    Branches on the module's own settings (`if self.use_head:`) are not flagged: they
-    take the same path every step. Parameter-free layers (dropout, activations,
+    The forward is followed into the methods of the same class it calls
+    (`self._aux_loss(x)`) and into the `forward` of submodules whose class the same
+    file defines (`self.criterion = MatchingLoss()`), up to three calls deep. A
+    condition counts when it reads an input, a value computed from the inputs
+    (`if matches.numel() == 0:`), the epoch (`if self.epoch < 10:`), a rank or a random
+    draw. Branches on the module's own settings (`if self.use_head:`) are not flagged:
+    they take the same path every step. Parameter-free layers (dropout, activations,
     pooling, losses) do not count.
 
     ## Why is this bad?
@@ -123,7 +128,6 @@ class BranchSkipsSubmodule(CodeRule):
     ## References
     - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
     - Lightning docs: "ddp_find_unused_parameters_true".
-    - ddplint HAZARDS.md, DDP502.
     """
 
     code = "DDP502"
