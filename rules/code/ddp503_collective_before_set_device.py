@@ -55,7 +55,9 @@ class CollectiveBeforeSetDevice(CodeRule):
     `t.cuda()`) on the default NCCL group that runs after
     `init_process_group` but before the rank chooses its GPU, when the same code path
     chooses it later: `torch.cuda.set_device(local_rank)` comes after the collective, or
-    the only choice is `DistributedDataParallel(..., device_ids=[local_rank])`. The path
+    the GPU is only ever named per use (`DistributedDataParallel(...,
+    device_ids=[local_rank])`, `torch.device("cuda", local_rank)`,
+    `torch.device(f"cuda:{local_rank}")`) and never made current. The path
     is followed through the functions of the module (a `setup()` that initialises and
     waits, called before `set_device` in the worker). Not flagged: `barrier(device_ids=
     [...])`, `init_process_group(device_id=...)`, a `set_device` before the collective,
@@ -102,7 +104,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    needles = ("set_device", "device_ids")
+    needles = ("set_device", "device_ids", "cuda:", "\"cuda\"", "'cuda'")
     required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
@@ -146,7 +148,7 @@ def _before_device_choice(
             return
         if _runs_on_current_device(ctx, groups, traced.call):
             pending.append(traced)
-    wrapper = next((t.call for t in trace if _wraps_with_device_ids(ctx, t.call)), None)
+    wrapper = next((t.call for t in trace if _names_rank_device(ctx, t.call)), None)
     if wrapper is not None:
         late = _LateChoice(wrapper, sets_current_device=False)
         yield from ((p, late) for p in pending)
@@ -156,8 +158,18 @@ def _chooses_device(ctx: CodeContext, call: cst.Call) -> bool:
     return ctx.names.qualified_name(call.func) in DEVICE_CHOICES or ctx.project.sets_device(call)
 
 
-def _wraps_with_device_ids(ctx: CodeContext, call: cst.Call) -> bool:
-    return is_ddp_wrapper(ctx.names, call) and argument(call, "device_ids", 1) is not None
+def _names_rank_device(ctx: CodeContext, call: cst.Call) -> bool:
+    """The rank's GPU is named for one use without being made current: a DDP wrapper
+    given ``device_ids``, ``torch.device("cuda", local_rank)`` or
+    ``torch.device(f"cuda:{local_rank}")``."""
+    if is_ddp_wrapper(ctx.names, call):
+        return argument(call, "device_ids", 1) is not None
+    if ctx.names.qualified_name(call.func) != "torch.device" or not call.args:
+        return False
+    if len(call.args) >= 2:
+        return literal_value(call.args[0].value) == "cuda"
+    first = call.args[0].value
+    return isinstance(first, cst.FormattedString) and ctx.node_text(first)[2:].startswith("cuda:")
 
 
 def _runs_on_current_device(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> bool:
@@ -205,8 +217,8 @@ def _finding(
         later = f"the GPU is chosen only later (`{_short(ctx, late.call)}`, line {line})"
     else:
         later = (
-            f"no `set_device` is called: `{_short(ctx, late.call)}` (line {line}) places "
-            "the model but leaves the current device at cuda:0"
+            f"no `set_device` is called: `{_short(ctx, late.call)}` (line {line}) names "
+            "the rank's GPU for one use but leaves the current device at cuda:0"
         )
     message = (
         f"`{name}()`{where} runs on the NCCL group before this rank chooses its GPU — "
