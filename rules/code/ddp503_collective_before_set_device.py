@@ -104,7 +104,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    needles = ("set_device", "device_ids", "cuda:", "\"cuda\"", "'cuda'")
+    needles = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
     required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
