@@ -12,6 +12,7 @@ from ddplint.code.edits.edits import replace_node
 from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, is_data_loader
 from ddplint.code.syntax.call_args import argument, has_star_arguments, keyword_argument
 from ddplint.code.syntax.constants import constant_value
+from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -23,8 +24,12 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     ## What it does
     Flags `DataLoader(..., persistent_workers=True)` (or `=` a constant bound to `True`)
     whose `num_workers` is `0`: written as `0`, bound once to `0` in the same scope, or
-    left out (the default is `0`). A call that passes `**kwargs` and no `num_workers` is
-    not flagged: the workers may come from there.
+    left out (the default is `0`). Also when `num_workers` is a value whose declared
+    default is `0`: a parameter of the enclosing function (`def build(num_workers=0)`),
+    an `argparse` option of the module (`add_argument("--num-workers", default=0)` read
+    as `args.num_workers`), a config class field (`num_workers: int = 0`) or an
+    attribute set in `__init__` from such a parameter. A call that passes `**kwargs` and
+    no `num_workers` is not flagged: the workers may come from there.
 
     ## Why is this bad?
     `DataLoader` raises `ValueError: persistent_workers option needs num_workers > 0`
@@ -44,8 +49,10 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     ```
 
     ## Fix safety
-    The fix sets `persistent_workers=False`. It is safe: with no worker processes there
-    is nothing to keep alive, and the call no longer raises.
+    The fix sets `persistent_workers=False` when `num_workers` is 0, and
+    `persistent_workers=<num_workers> > 0` when it only defaults to 0. Both are safe:
+    with no worker processes there is nothing to keep alive, and the call no longer
+    raises; with workers, nothing changes.
 
     ## References
     - PyTorch docs: `torch.utils.data.DataLoader` (`persistent_workers`).
@@ -80,6 +87,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             elif constant_value(ctx.index, workers.value) == 0:
                 how = f"`num_workers={ctx.node_text(workers.value)}`"
             else:
+                yield from self._zero_by_default(ctx, persistent, workers)
                 continue
             message = (
                 f"`persistent_workers=True` with {how}: DataLoader raises ValueError "
@@ -92,3 +100,27 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             )
             summary = f"`persistent_workers=True` with {how}: DataLoader raises"
             yield ctx.finding(self, persistent, message, fix, summary=summary)
+
+    def _zero_by_default(
+        self, ctx: CodeContext, persistent: cst.Arg, workers: cst.Arg
+    ) -> Iterator[Finding]:
+        """``num_workers`` is a value that falls back to 0: a parameter, option or config
+        field whose declared default is 0."""
+        default = fallback_default(ctx.index, workers.value)
+        if default is None or default.value != 0 or isinstance(default.value, bool):
+            return
+        workers_text = ctx.node_text(workers.value)
+        message = (
+            f"`persistent_workers=True` with `num_workers={workers_text}`, and {default.where} "
+            "0: a run left at the default (or set to 0 to debug a hang) makes DataLoader raise "
+            "ValueError (persistent_workers option needs num_workers > 0) when it is built"
+        )
+        condition = f"{workers_text} > 0"
+        fix = Fix(
+            Applicability.SAFE,
+            (replace_node(ctx, persistent.value, condition),),
+            f"Set `persistent_workers={condition}`",
+        )
+        yield ctx.finding(
+            self, persistent, message, fix, summary="persistent_workers=True; num_workers may be 0"
+        )

@@ -84,8 +84,13 @@ class BranchSkipsSubmodule(CodeRule):
     same file wraps models with DDP without `find_unused_parameters=True`:
     `DistributedDataParallel(...)`, `DDPStrategy(...)` or `Trainer(strategy="ddp")`.
 
-    Branches on the module's own settings (`if self.use_head:`) are not flagged: they
-    take the same path every step. Parameter-free layers (dropout, activations,
+    The forward is followed into the methods of the same class it calls
+    (`self._aux_loss(x)`) and into the `forward` of submodules whose class the same
+    file defines (`self.criterion = MatchingLoss()`), up to three calls deep. A
+    condition counts when it reads an input, a value computed from the inputs
+    (`if matches.numel() == 0:`), the epoch (`if self.epoch < 10:`), a rank or a random
+    draw. Branches on the module's own settings (`if self.use_head:`) are not flagged:
+    they take the same path every step. Parameter-free layers (dropout, activations,
     pooling, losses) do not count.
 
     ## Why is this bad?
@@ -145,16 +150,14 @@ class BranchSkipsSubmodule(CodeRule):
                 continue
             fix = _fix(ctx, wrapping)
             line = ctx.range_of(wrapping[0].call)[0]
-            submodules = _parameterised_submodules(ctx, cls)
-            for method in _methods(cls):
-                if method.name.value not in DDP_FORWARDS:
-                    continue
-                for branch in _branches(ctx, method, submodules):
+            for unit in _forward_units(ctx, cls):
+                for branch in _branches(ctx, unit.method, unit.submodules, unit.elsewhere):
                     names = ", ".join(f"`self.{n}`" for n in branch.one_path_only)
                     verb = "runs" if len(branch.one_path_only) == 1 else "run"
+                    where = f" in `{unit.label}` ({unit.called_from})" if unit.called_from else ""
                     message = (
-                        f"{names} {verb} on only one path of this branch, whose condition "
-                        f"reads {branch.reason}, and DDP (line {line}) wraps "
+                        f"{names} {verb} on only one path of this branch{where}, whose "
+                        f"condition reads {branch.reason}, and DDP (line {line}) wraps "
                         f"`{cls.name.value}` without `find_unused_parameters=True`: an "
                         "iteration that skips it fails at the next step (Expected to have "
                         "finished reduction in the prior iteration)"
@@ -163,6 +166,109 @@ class BranchSkipsSubmodule(CodeRule):
                         f"{names} {verb} on one branch path only, without `find_unused_parameters`"
                     )
                     yield ctx.finding(self, branch.test, message, fix, summary=summary)
+
+
+@dataclass(frozen=True)
+class _ForwardUnit:
+    """A method that runs in the wrapped forward: the forward itself, a method of the
+    same class it calls, or the ``forward`` of a submodule whose class this module
+    defines. ``submodules`` are the parameterised ``self.x`` of the method's class;
+    ``elsewhere`` those its caller runs outside any branch (always used)."""
+
+    method: cst.FunctionDef
+    submodules: frozenset[str]
+    elsewhere: frozenset[str]
+    label: str
+    called_from: str
+
+
+#: How many calls deep the forward is followed (each hop: a helper or a submodule).
+_MAX_UNIT_DEPTH = 3
+
+
+def _forward_units(ctx: CodeContext, cls: cst.ClassDef) -> Iterator[_ForwardUnit]:
+    """The wrapped class's forwards, then what they run in this module."""
+    pending = [
+        _ForwardUnit(m, _parameterised_submodules(ctx, cls), frozenset(), m.name.value, "")
+        for m in _methods(cls)
+        if m.name.value in DDP_FORWARDS
+    ]
+    seen: set[cst.FunctionDef] = set()
+    depth = {unit.method: 0 for unit in pending}
+    while pending:
+        unit = pending.pop(0)
+        if unit.method in seen:
+            continue
+        seen.add(unit.method)
+        yield unit
+        if depth[unit.method] >= _MAX_UNIT_DEPTH:
+            continue
+        for callee in _callees(ctx, unit):
+            depth.setdefault(callee.method, depth[unit.method] + 1)
+            pending.append(callee)
+
+
+def _callees(ctx: CodeContext, unit: _ForwardUnit) -> Iterator[_ForwardUnit]:
+    """Same-class methods (``self._loss(...)``) and same-module submodule classes
+    (``self.criterion(...)`` with ``self.criterion = HeadLoss()``) ``unit`` calls."""
+    owner = ctx.index.enclosing_class(unit.method)
+    if owner is None:
+        return
+    local = ctx.call_reach
+    always = unit.elsewhere | _unbranched_submodules(ctx, unit.method)
+    caller = f"called from `{unit.label}`"
+    classes = {c.name.value: c for c in ctx.index.nodes(cst.ClassDef)}
+    submodule_classes = _submodule_classes(ctx, owner)
+    for node in ctx.index.walk_within(unit.method):
+        if not isinstance(node, cst.Call):
+            continue
+        method = local.callee(node)
+        method_class = ctx.index.enclosing_class(method) if method is not None else None
+        if method is not None and method_class is not None:
+            label = f"{method_class.name.value}.{method.name.value}"
+            yield _ForwardUnit(method, unit.submodules, always, label, caller)
+            continue
+        dotted = dotted_name(node.func) or ""
+        cls_name = submodule_classes.get(dotted.removeprefix("self."))
+        sub_cls = classes.get(cls_name or "")
+        if sub_cls is None or not ctx.forward_paths.is_module_class(sub_cls):
+            continue
+        forward = next((m for m in _methods(sub_cls) if m.name.value == "forward"), None)
+        if forward is not None:
+            yield _ForwardUnit(
+                forward,
+                _parameterised_submodules(ctx, sub_cls),
+                frozenset(),
+                f"{sub_cls.name.value}.forward",
+                caller,
+            )
+
+
+def _submodule_classes(ctx: CodeContext, cls: cst.ClassDef) -> dict[str, str]:
+    """``criterion -> HeadLoss`` for every ``self.criterion = HeadLoss(...)`` in ``cls``."""
+    found = {}
+    for node in ctx.index.walk_within(cls, into_functions=True):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            built = dotted_name(node.value.func)
+            for target in node.targets:
+                dotted = dotted_name(target.target) or ""
+                if built and dotted.startswith("self.") and dotted.count(".") == 1:
+                    found[dotted[5:]] = built
+    return found
+
+
+def _unbranched_submodules(ctx: CodeContext, method: cst.FunctionDef) -> frozenset[str]:
+    """Submodules ``method`` calls outside any ``if``: used on every path."""
+    called = set()
+    for node in ctx.index.walk_within(method):
+        if isinstance(node, cst.Call) and ctx.index.enclosing(node, cst.If, cst.FunctionDef) in (
+            method,
+            None,
+        ):
+            dotted = dotted_name(node.func) or ""
+            if dotted.startswith("self.") and dotted.count(".") == 1:
+                called.add(dotted[5:])
+    return frozenset(called)
 
 
 def _wraps(ctx: CodeContext, wrapper: DataParallelWrapper, class_name: str) -> bool:
@@ -223,15 +329,19 @@ def _called_submodules(ctx: CodeContext, roots: list[cst.CSTNode]) -> set[str]:
 
 
 def _branches(
-    ctx: CodeContext, method: cst.FunctionDef, submodules: frozenset[str]
+    ctx: CodeContext,
+    method: cst.FunctionDef,
+    submodules: frozenset[str],
+    always: frozenset[str] = frozenset(),
 ) -> Iterator[_Branch]:
     parameters = {p.name.value for p in method.params.params[1:]} | {
         p.name.value for p in method.params.kwonly_params
     }
+    derived = _input_derived_locals(ctx, method, parameters)
     for node in ctx.index.walk_within(method):
         if not isinstance(node, cst.If):
             continue
-        reason = _dynamic_reason(ctx, node.test, parameters)
+        reason = _dynamic_reason(ctx, node.test, parameters, derived)
         if reason is None:
             continue
         taken = _called_submodules(ctx, [node.body])
@@ -239,7 +349,7 @@ def _branches(
             [node.orelse] if node.orelse else _rest_after_return(ctx, node)
         )
         other = _called_submodules(ctx, other_roots)
-        elsewhere = _called_outside(ctx, method, node, other_roots)
+        elsewhere = _called_outside(ctx, method, node, other_roots) | always
         one_path = ((taken ^ other) & submodules) - elsewhere
         if one_path:
             yield _Branch(node.test, tuple(sorted(one_path)), reason)
@@ -276,12 +386,51 @@ def _called_outside(
     return called
 
 
-def _dynamic_reason(ctx: CodeContext, test: cst.BaseExpression, parameters: set[str]) -> str | None:
+def _input_derived_locals(
+    ctx: CodeContext, method: cst.FunctionDef, parameters: set[str]
+) -> frozenset[str]:
+    """Local names assigned (directly or through other such names) from the method's
+    inputs: ``matches = targets[idx]`` in a loss that then tests ``if len(matches):``."""
+    derived: set[str] = set()
+    assignments = [
+        node
+        for node in ctx.index.walk_within(method)
+        if isinstance(node, cst.Assign) and len(node.targets) == 1
+    ]
+    for _ in range(3):
+        grown = False
+        for assign in assignments:
+            target = assign.targets[0].target
+            if not isinstance(target, cst.Name) or target.value in derived | parameters:
+                continue
+            reads = {
+                n.value for n in ctx.index.walk_within(assign.value) if isinstance(n, cst.Name)
+            }
+            if isinstance(assign.value, cst.Name):
+                reads.add(assign.value.value)
+            if reads & (parameters | derived):
+                derived.add(target.value)
+                grown = True
+        if not grown:
+            break
+    return frozenset(derived)
+
+
+def _dynamic_reason(
+    ctx: CodeContext,
+    test: cst.BaseExpression,
+    parameters: set[str],
+    derived: frozenset[str] = frozenset(),
+) -> str | None:
     """What makes the condition change between steps or ranks, in words; None when it
     reads only the module's own settings."""
     for node in (test, *ctx.index.walk_within(test)):
         if isinstance(node, cst.Name) and node.value in parameters:
             return f"the input `{node.value}`"
+        if isinstance(node, cst.Name) and node.value in derived:
+            return f"`{node.value}`, computed from the inputs"
+        if isinstance(node, cst.Attribute) and "epoch" in node.attr.value:
+            return f"the epoch (`{ctx.node_text(node)}`)"
         if isinstance(node, cst.Call):
             qualified = ctx.names.qualified_name(node.func) or ""
             if qualified.startswith(_RANDOM_PREFIXES):

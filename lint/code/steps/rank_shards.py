@@ -1,0 +1,273 @@
+"""Per-rank shards of a data list: ``files[rank::world_size]`` (round robin),
+``data[rank * n // w:(rank + 1) * n // w]`` and ``np.array_split(data, w)[rank]``
+(contiguous chunks), and whether each rank's shard can have a different length.
+
+Only the data-parallel rank counts (``rank``, ``global_rank``, ``dp_rank``,
+``process_index``, ``dist.get_rank()``): a tensor- or context-parallel rank slices
+weights and sequences, not the data each rank trains on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import ImportTable, dotted_name
+
+_RANK_NAMES = frozenset(
+    {
+        "rank",
+        "global_rank",
+        "local_rank",
+        "dp_rank",
+        "data_parallel_rank",
+        "process_index",
+        "rank_id",
+        "my_rank",
+        "node_rank",
+    }
+)
+_WORLD_NAMES = frozenset({"world", "num_ranks", "nranks", "n_ranks", "ws"})
+#: Endings of names that hold the data-parallel world size (``micro_batch_times_...``).
+_WORLD_SUFFIXES = (
+    "world_size",
+    "num_replicas",
+    "num_processes",
+    "dp_size",
+    "data_parallel_size",
+)
+_RANK_CALLS = frozenset(
+    {
+        "torch.distributed.get_rank",
+        "megatron.core.parallel_state.get_data_parallel_rank",
+        "deepspeed.comm.get_rank",
+    }
+)
+_WORLD_CALLS = frozenset(
+    {
+        "torch.distributed.get_world_size",
+        "megatron.core.parallel_state.get_data_parallel_world_size",
+        "deepspeed.comm.get_world_size",
+    }
+)
+_ARRAY_SPLITS = frozenset({"numpy.array_split", "torch.tensor_split", "torch.chunk"})
+
+
+@dataclass(frozen=True)
+class RankShard:
+    """One expression that picks this rank's part of ``data`` (its text, for messages)
+    in a way that gives ranks parts of different lengths unless the length divides."""
+
+    node: cst.BaseExpression
+    data: cst.BaseExpression
+    form: str
+
+
+class RankShards:
+    """The uneven per-rank shards of one module."""
+
+    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+        self._index = index
+        self._names = names
+
+    def shards(self) -> Iterator[RankShard]:
+        for subscript in self._index.nodes(cst.Subscript):
+            shard = self._round_robin(subscript) or self._contiguous(subscript)
+            if shard is not None:
+                yield shard
+        for call in self._index.nodes(cst.Call):
+            shard = self._round_robin_islice(call)
+            if shard is not None:
+                yield shard
+        for comparison in self._index.nodes(cst.Comparison):
+            shard = self._modulo_filter(comparison)
+            if shard is not None:
+                yield shard
+
+    def _round_robin_islice(self, call: cst.Call) -> RankShard | None:
+        """``itertools.islice(stream, rank, None, world)``."""
+        if self._names.qualified_name(call.func) != "itertools.islice" or len(call.args) != 4:
+            return None
+        start, step = call.args[1].value, call.args[3].value
+        if self._mentions(start, _RANK_NAMES, _RANK_CALLS) and self.mentions_world_size(step):
+            return RankShard(call, call.args[0].value, "round robin")
+        return None
+
+    def _modulo_filter(self, comparison: cst.Comparison) -> RankShard | None:
+        """``i % world == rank`` / ``!=`` (keep every world-th item of a stream)."""
+        if len(comparison.comparisons) != 1:
+            return None
+        target = comparison.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return None
+        for modulo, other in (
+            (comparison.left, target.comparator),
+            (target.comparator, comparison.left),
+        ):
+            if (
+                isinstance(modulo, cst.BinaryOperation)
+                and isinstance(modulo.operator, cst.Modulo)
+                and self.mentions_world_size(modulo.right)
+                and self._mentions(other, _RANK_NAMES, _RANK_CALLS)
+            ):
+                return RankShard(comparison, modulo.left, "modulo filter")
+        return None
+
+    def _round_robin(self, subscript: cst.Subscript) -> RankShard | None:
+        """``x[rank::world]`` (also ``x[rank * k + worker::world * k]``)."""
+        piece = _only_slice(subscript)
+        if piece is None or piece.lower is None or piece.step is None or piece.upper:
+            return None
+        if self._mentions(piece.lower, _RANK_NAMES, _RANK_CALLS) and self._mentions(
+            piece.step, _WORLD_NAMES, _WORLD_CALLS
+        ):
+            return RankShard(subscript, subscript.value, "round robin")
+        return None
+
+    def _contiguous(self, subscript: cst.Subscript) -> RankShard | None:
+        """``x[rank * n // w:(rank + 1) * n // w]`` (bounds floored one by one: parts of
+        ``n // w`` and ``n // w + 1`` items) and ``array_split(x, w)[rank]``."""
+        piece = _only_slice(subscript)
+        if piece is not None and piece.lower is not None and piece.upper is not None:
+            if piece.step is None and all(
+                self._floored_rank_bound(bound) for bound in (piece.lower, piece.upper)
+            ):
+                return RankShard(subscript, subscript.value, "contiguous chunks")
+            return None
+        index = _only_index(subscript)
+        split = subscript.value
+        if index is None or not isinstance(split, cst.Call) or len(split.args) < 2:
+            return None
+        if self._names.qualified_name(split.func) not in _ARRAY_SPLITS:
+            return None
+        if self._mentions(index, _RANK_NAMES, _RANK_CALLS) and self._mentions(
+            split.args[1].value, _WORLD_NAMES, _WORLD_CALLS
+        ):
+            return RankShard(subscript, split.args[0].value, "array_split")
+        return None
+
+    def _floored_rank_bound(self, bound: cst.BaseExpression) -> bool:
+        """``rank * n // w`` / ``(rank + 1) * n // w``: a floor division by the world
+        size whose left side holds the rank."""
+        return (
+            isinstance(bound, cst.BinaryOperation)
+            and isinstance(bound.operator, cst.FloorDivide)
+            and self._mentions(bound.left, _RANK_NAMES, _RANK_CALLS)
+            and self._mentions(bound.right, _WORLD_NAMES, _WORLD_CALLS)
+        )
+
+    def _mentions(
+        self, expr: cst.BaseExpression, words: frozenset[str], calls: frozenset[str]
+    ) -> bool:
+        for node in (expr, *self._index.walk_within(expr)):
+            if isinstance(node, cst.Call) and self._names.qualified_name(node.func) in calls:
+                return True
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                last = (dotted_name(node) or "").rsplit(".", 1)[-1]
+                if last in words or (words is _WORLD_NAMES and last.endswith(_WORLD_SUFFIXES)):
+                    return True
+        return False
+
+    def counts_per_rank(self, node: cst.BinaryOperation) -> bool:
+        """``n % world`` (a divisibility check or remainder) or ``n // world`` with no rank
+        on the left (one count for every rank, as in ``len(x) // world * world``)."""
+        if not self.mentions_world_size(node.right):
+            return False
+        if isinstance(node.operator, cst.Modulo):
+            return not self._compared_with_rank(node)
+        return isinstance(node.operator, cst.FloorDivide) and not self._mentions(
+            node.left, _RANK_NAMES, _RANK_CALLS
+        )
+
+    def _compared_with_rank(self, node: cst.BinaryOperation) -> bool:
+        """``i % world == rank``: the modulo picks items, it does not check a count."""
+        parent = self._index.parent.get(node)
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = self._index.parent.get(parent)
+        return isinstance(parent, cst.Comparison) and self._mentions(
+            parent, _RANK_NAMES, _RANK_CALLS
+        )
+
+    def equalises(self, node: cst.BinaryOperation | cst.Call) -> bool:
+        """A count shared by all ranks (``counts_per_rank``) or ``islice(stream, count)``:
+        every rank stops after the same count."""
+        if isinstance(node, cst.BinaryOperation):
+            return self.counts_per_rank(node)
+        return self._names.qualified_name(node.func) == "itertools.islice" and len(node.args) == 2
+
+    def mentions_world_size(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` reads the data-parallel world size (a name or ``get_world_size()``)."""
+        return self._mentions(expr, _WORLD_NAMES, _WORLD_CALLS)
+
+
+def _only_slice(subscript: cst.Subscript) -> cst.Slice | None:
+    if len(subscript.slice) != 1:
+        return None
+    piece = subscript.slice[0].slice
+    return piece if isinstance(piece, cst.Slice) else None
+
+
+def _only_index(subscript: cst.Subscript) -> cst.BaseExpression | None:
+    if len(subscript.slice) != 1:
+        return None
+    piece = subscript.slice[0].slice
+    return piece.value if isinstance(piece, cst.Index) else None
+
+
+#: Words in names that show the shards are made equal: padded, truncated to a common
+#: count, repeated without end, or the count checked against the world size.
+_EQUALISER_WORDS = (
+    "pad",
+    "total_size",
+    "num_samples",
+    "cycle",
+    "repeat",
+    "drop_last",
+    "all_reduce",
+    "samples_per",
+    "per_rank",
+    "even",
+    "divisible",
+    "truncat",
+    "min_len",
+)
+
+
+def equalises_shards(index: ModuleIndex, shards: RankShards, owner: cst.CSTNode) -> bool:
+    """Whether ``owner`` (a class, function or module) shows signs of giving every rank
+    the same count: padding or truncation words, ``while True`` (an endless stream
+    stopped by a step count), a length taken modulo the world size or divided by it
+    into one count for all."""
+    for node in index.walk_within(owner, into_functions=True):
+        if isinstance(node, cst.While) and isinstance(node.test, cst.Name):
+            if node.test.value == "True":
+                return True
+        elif isinstance(node, (cst.BinaryOperation, cst.Call)) and shards.equalises(node):
+            return True
+        elif isinstance(node, cst.Name) and not _names_a_definition(index, node):
+            lowered = node.value.lower()
+            if any(word in lowered for word in _EQUALISER_WORDS):
+                return True
+    return False
+
+
+def _names_a_definition(index: ModuleIndex, name: cst.Name) -> bool:
+    """``name`` is the name of a ``def`` or ``class`` (``per_rank_loader`` says nothing
+    about what the body does)."""
+    parent = index.parent.get(name)
+    return isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.name is name
+
+
+def joins_uneven_inputs(index: ModuleIndex) -> bool:
+    """The module uses DDP's uneven-input support: ``with model.join():`` or ``Join``."""
+    for with_item in index.nodes(cst.WithItem):
+        call = with_item.item
+        if isinstance(call, cst.Call):
+            func = call.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func)
+            if name in ("join", "Join"):
+                return True
+    return False

@@ -1,0 +1,103 @@
+"""Declared defaults, timedelta lengths and run-order traces (the semantic helpers of
+DDP306, DDP404 and DDP503)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from ddplint.code.collectives.run_order import RunOrder
+from ddplint.code.collectives.timeouts import describe_seconds, timedelta_length
+from ddplint.code.context import CodeContext
+from ddplint.code.values.fallback_defaults import fallback_default
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
+
+OPTIONS = LintOptions(selected=(), project_root=".")
+
+
+def context(code: str) -> CodeContext:
+    return CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
+
+
+def last_call_argument(ctx: CodeContext) -> cst.BaseExpression:
+    """The argument of the last ``g(...)`` call of the snippet."""
+    calls = [c for c in ctx.index.nodes(cst.Call) if ctx.node_text(c.func) == "g"]
+    return calls[-1].args[0].value
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("def f(n=0):\n    g(n)", 0),
+        ("def f(n=0):\n    n = max(n, 1)\n    g(n)", None),
+        ("def f(n):\n    g(n)", None),
+        (
+            "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--num-workers', type=int, default=2)\n"
+            "def f(args):\n    g(args.num_workers)",
+            2,
+        ),
+        (
+            "p.add_argument('-w', dest='workers', default=0)\ndef f(args):\n    g(args.workers)",
+            0,
+        ),
+        ("class C:\n    workers: int = 0\ndef f(cfg):\n    g(cfg.workers)", 0),
+        (
+            "class C:\n    workers: int = 0\nclass D:\n    workers: int = 4\n"
+            "def f(cfg):\n    g(cfg.workers)",
+            None,
+        ),
+        (
+            "class M:\n    def __init__(self, k=0):\n        self.k = k\n"
+            "    def run(self):\n        g(self.k)",
+            0,
+        ),
+    ],
+)
+def test_fallback_default(code: str, expected: object) -> None:
+    ctx = context(code)
+    found = fallback_default(ctx.index, last_call_argument(ctx))
+    assert (found.value if found is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "seconds"),
+    [
+        ("from datetime import timedelta\ng(timedelta(seconds=60))", 60.0),
+        ("import datetime\ng(datetime.timedelta(minutes=5, seconds=30))", 330.0),
+        ("from datetime import timedelta\ng(timedelta(0, 90))", 90.0),
+        ("from datetime import timedelta\nt = timedelta(hours=2)\ng(t)", 7200.0),
+        ("from datetime import timedelta\ndef f(s=300):\n    g(timedelta(seconds=s))", 300.0),
+        ("from datetime import timedelta\ndef f(s):\n    g(timedelta(seconds=s))", None),
+        ("g(timedelta(seconds=60))", None),  # not datetime's
+    ],
+)
+def test_timedelta_length(code: str, seconds: float | None) -> None:
+    ctx = context(code)
+    length = timedelta_length(ctx.index, ctx.names, last_call_argument(ctx))
+    assert (length.seconds if length is not None else None) == seconds
+
+
+def test_describe_seconds() -> None:
+    assert [describe_seconds(s) for s in (45, 300, 7200, 90)] == ["45 s", "5 min", "2 h", "90 s"]
+
+
+def test_run_order_enters_module_functions_from_entry_points() -> None:
+    ctx = context(
+        "def setup():\n    init()\n    wait()\n"
+        "def worker():\n    setup()\n    choose()\n"
+        "def unused_helper():\n    other()\n"
+    )
+    order = RunOrder(ctx.index)
+    entries = order.entry_points()
+    names = [e.name.value for e in entries if isinstance(e, cst.FunctionDef)]
+    assert names == ["worker", "unused_helper"]  # setup() is called by worker()
+    worker = next(e for e in entries if isinstance(e, cst.FunctionDef) and e.name.value == "worker")
+    trace = [(ctx.node_text(t.call.func), t.chain) for t in order.trace(worker)]
+    assert trace == [
+        ("setup", ()),
+        ("init", ("setup",)),
+        ("wait", ("setup",)),
+        ("choose", ()),
+    ]
