@@ -141,8 +141,8 @@ _DATA_CONSTRUCTORS = frozenset(
 _SIZE_CONVERSIONS = frozenset({"len", "numel"})
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
-_SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim"})
-_SHAPE_METHODS = frozenset({"numel", "size", "dim", "nelement"})
+_SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "itemsize"})
+_SHAPE_METHODS = frozenset({"numel", "size", "dim", "nelement", "element_size"})
 _FRAMEWORK_GATHERS = frozenset(
     {"all_gather", "gather", "reduce", "all_reduce", "gather_for_metrics"}
 )
