@@ -15,6 +15,8 @@ from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.steps.host_syncs import HostSyncs
+from ddplint.code.steps.step_hooks import StepHooks
 from ddplint.code.steps.step_skips import StepSkips
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap
@@ -102,6 +104,17 @@ class CodeContext:
     @cached_property
     def training_steps(self) -> TrainingSteps:
         return TrainingSteps(self.index, self.forward_paths, self.call_reach)
+
+    @cached_property
+    def step_hooks(self) -> StepHooks:
+        return StepHooks(self.forward_paths, self.names)
+
+    @cached_property
+    def host_syncs(self) -> HostSyncs:
+        """Host synchronisations (tensor reads, ``empty_cache()``) run every step."""
+        return HostSyncs(
+            self.index, self.names, self.step_hooks, self.training_steps, self.rank_reachability
+        )
 
     @cached_property
     def data_dependence(self) -> DataDependence:

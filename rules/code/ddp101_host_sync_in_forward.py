@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import remove_small_statement
+from ddplint.code.edits.edits import remove_call_statement
 from ddplint.code.steps.forward_paths import PathReason
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
@@ -174,10 +174,7 @@ class HostSyncInForward(CodeRule):
 
     @staticmethod
     def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
-        statement = ctx.index.parent.get(call)
-        if not isinstance(statement, cst.Expr):
-            return None
-        edit = remove_small_statement(ctx, statement)
+        edit = remove_call_statement(ctx, call)
         if edit is None:
             return None
         return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")

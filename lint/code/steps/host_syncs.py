@@ -1,0 +1,364 @@
+"""Host synchronisations on the training-step path.
+
+Two kinds: a device->host read of a tensor (``t.item()``, ``t.cpu()``, ``t.tolist()``,
+``t.numpy()``, ``t.to("cpu")``, ``float(t)`` / ``int(t)`` / ``bool(t)``) and a cache
+release (``torch.cuda.empty_cache()`` and kin). Each is found in a step hook
+(``step_hooks``) or, for cache releases, the body of a training loop, with the rank
+guard that holds it (if any). Left out, because they are not per-step costs:
+
+- a read under a *sparse* condition: an ``if`` of the same function whose test takes a
+  modulo (``step % log_every == 0``), compares a step / batch counter for equality
+  (``batch_idx == 0``), or names logging / debugging (``if self.should_log:``);
+- a receiver that is already on the host: a value made by ``numpy`` / ``math``, a
+  tensor created without ``device=`` (``torch.tensor(3.0)``), a result of an earlier
+  read in the same expression (``x.cpu().numpy()`` is one sync, reported at ``.cpu()``);
+- ``float(x)`` / ``int(x)`` where nothing says ``x`` is a tensor (a Python number).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+import libcst as cst
+
+from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
+from ddplint.code.steps.forward_paths import PathReason
+from ddplint.code.steps.step_hooks import StepHooks
+from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.names import ImportTable, dotted_name
+
+
+class SyncKind(Enum):
+    READ = "read"
+    EMPTY_CACHE = "empty_cache"
+
+
+@dataclass(frozen=True)
+class HostSync:
+    """One host synchronisation on the step path: the call, its kind, how it is
+    spelled for messages, where it runs, and the rank guard that holds it."""
+
+    call: cst.Call
+    kind: SyncKind
+    spelled: str
+    reason: PathReason
+    rank_guard: RankGuard | None
+
+
+#: Tensor methods that copy the value to the host (and so wait for the device).
+READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
+#: Builtins that read a tensor's value on the host when given one.
+READ_BUILTINS = frozenset({"float", "int", "bool"})
+EMPTY_CACHE_FUNCTIONS = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.npu.empty_cache",
+    }
+)
+#: ``get_accelerator().empty_cache()`` (DeepSpeed's device abstraction).
+ACCELERATOR_GETTERS = frozenset(
+    {"deepspeed.accelerator.get_accelerator", "deepspeed.accelerator.real_accelerator"}
+)
+#: Tensor methods whose result is a (device) tensor: evidence that ``float(x)`` reads one.
+TENSOR_RESULT_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "norm",
+        "std",
+        "var",
+        "detach",
+        "argmax",
+        "argmin",
+        "abs",
+        "float",
+        "double",
+        "half",
+        "count_nonzero",
+        "eq",
+        "ne",
+        "all",
+        "any",
+        "clone",
+        "exp",
+        "sqrt",
+        "square",
+    }
+)
+#: ``torch`` factories that build a tensor on the CPU unless ``device=`` says otherwise.
+TORCH_FACTORIES = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "rand",
+        "randn",
+        "randint",
+        "linspace",
+        "Tensor",
+        "LongTensor",
+        "FloatTensor",
+    }
+)
+#: Host-side modules: what they return is a Python or NumPy value.
+HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
+#: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
+_LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
+#: Names in a condition that make a branch occasional (logging, debugging, a counter
+#: test that is true once in a while).
+_SPARSE_NAME = re.compile(
+    r"log|print|verbose|debug|profil|every|interval|last_batch|is_last|first|visual|plot|dump",
+    re.I,
+)
+#: Longest call text shown whole in a message.
+_SHOWN_LENGTH = 60
+#: How far a value is followed through names and method chains.
+_MAX_DEPTH = 4
+_COUNTER_NAME = re.compile(r"step|batch|idx|iter|epoch", re.I)
+
+
+class HostSyncs:
+    """Host synchronisations of one module that run every training step."""
+
+    def __init__(
+        self,
+        index: ModuleIndex,
+        names: ImportTable,
+        step_hooks: StepHooks,
+        training_steps: TrainingSteps,
+        rank_reachability: RankReachability,
+    ) -> None:
+        self._index = index
+        self._names = names
+        self._hooks = step_hooks
+        self._training_steps = training_steps
+        self._ranks = rank_reachability
+        self._bindings: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
+        self.found = self._find()
+
+    def _find(self) -> list[HostSync]:
+        found = []
+        for call in self._index.nodes(cst.Call):
+            kind = self._kind(call)
+            if kind is None or self._under_sparse_condition(call):
+                continue
+            function = self._index.enclosing_function(call)
+            reason = self._hooks.reason_for(function)
+            if (
+                reason is None
+                and kind is SyncKind.EMPTY_CACHE
+                and self._training_steps.training_loop_of(call) is not None
+            ):
+                reason = PathReason("a training loop that calls backward()", ())
+            if reason is None:
+                continue
+            found.append(
+                HostSync(call, kind, self._spelled(call), reason, self._ranks.guard_of(call))
+            )
+        return found
+
+    def _spelled(self, call: cst.Call) -> str:
+        """The call as written on one line, shortened: ``float(loss)``, ``x.item()``."""
+        text = " ".join(self._index.module.code_for_node(call).split())
+        if len(text) <= _SHOWN_LENGTH:
+            return text
+        return " ".join(self._index.module.code_for_node(call.func).split()) + "(...)"
+
+    # -- what the call is -----------------------------------------------------------
+
+    def _kind(self, call: cst.Call) -> SyncKind | None:
+        func = call.func
+        if self._names.qualified_name(func) in EMPTY_CACHE_FUNCTIONS:
+            return SyncKind.EMPTY_CACHE
+        if isinstance(func, cst.Attribute) and func.attr.value == "empty_cache":
+            receiver = func.value
+            if (
+                isinstance(receiver, cst.Call)
+                and self._names.qualified_name(receiver.func) in ACCELERATOR_GETTERS
+            ):
+                return SyncKind.EMPTY_CACHE
+            return None
+        if isinstance(func, cst.Attribute) and self._is_read_method(call, func):
+            return SyncKind.READ if not self._on_host(func.value) else None
+        if (
+            isinstance(func, cst.Name)
+            and func.value in READ_BUILTINS
+            and len(call.args) == 1
+            and call.args[0].keyword is None
+            and call.args[0].star == ""
+            and self._is_tensor(call.args[0].value)
+        ):
+            return SyncKind.READ
+        return None
+
+    @staticmethod
+    def _is_read_method(call: cst.Call, func: cst.Attribute) -> bool:
+        method = func.attr.value
+        if method in READ_METHODS:
+            return not call.args
+        if method == "to" and call.args:
+            first = call.args[0]
+            value = first.value
+            return (first.keyword is None or first.keyword.value == "device") and (
+                isinstance(value, cst.SimpleString) and value.value.strip("'\"") == "cpu"
+            )
+        return False
+
+    def _on_host(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether ``expr`` is already a host value (nothing to wait for)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float, cst.List, cst.Tuple, cst.SimpleString)):
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS:
+                return True  # the earlier read is the sync
+            if self._made_on_host(expr):
+                return True
+            if isinstance(func, cst.Attribute):
+                return self._on_host(func.value, depth + 1)
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._on_host(expr.value, depth + 1)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Call):
+            return self._on_host(expr.value, depth + 1)
+        if isinstance(expr, cst.Name):
+            values = self._bound(expr)
+            return bool(values) and all(self._on_host(v, depth + 1) for v in values)
+        return False
+
+    def _made_on_host(self, call: cst.Call) -> bool:
+        name = self._names.qualified_name(call.func) or ""
+        if name.startswith(HOST_MODULES) or name in ("len", "sum", "max", "min", "round", "abs"):
+            return True
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+            device = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
+            return device is None or (
+                isinstance(device.value, cst.SimpleString)
+                and device.value.value.strip("'\"") == "cpu"
+            )
+        return False
+
+    def _is_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether something says ``expr`` is a (possibly device) tensor."""
+        if depth > _MAX_DEPTH or self._on_host(expr):
+            return False
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_RESULT_METHODS:
+                return True
+            name = self._names.qualified_name(func) or dotted_name(func) or ""
+            if name.startswith("torch.") and not name.startswith(
+                ("torch.cuda.", "torch.distributed.")
+            ):
+                return True
+            return bool(_LOSS_CALLABLE.search(name.rsplit(".", 1)[-1]))
+        if isinstance(expr, cst.Name):
+            return any(self._is_tensor(v, depth + 1) for v in self._bound(expr))
+        return False
+
+    def _bound(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """The values assigned to ``name`` in its function (plain ``name = value``)."""
+        function = self._index.enclosing_function(name)
+        if function is None:
+            return []
+        if function not in self._bindings:
+            table: dict[str, list[cst.BaseExpression]] = {}
+            for node in self._index.walk_within(function):
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            table.setdefault(target.target.value, []).append(node.value)
+                elif (
+                    isinstance(node, cst.AnnAssign)
+                    and node.value is not None
+                    and isinstance(node.target, cst.Name)
+                ):
+                    table.setdefault(node.target.value, []).append(node.value)
+            self._bindings[function] = table
+        return self._bindings[function].get(name.value, [])
+
+    # -- where it runs --------------------------------------------------------------
+
+    def _under_sparse_condition(self, call: cst.Call) -> bool:
+        """An ``if`` / conditional expression of the same function makes it occasional."""
+        child: cst.CSTNode = call
+        for ancestor in self._index.ancestors(call):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            test = None
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body:
+                test = ancestor.test
+            elif (
+                isinstance(ancestor, cst.BooleanOperation)
+                and isinstance(ancestor.operator, cst.And)
+                and child is ancestor.right
+            ):
+                test = ancestor.left
+            if test is not None and _is_sparse(test):
+                return True
+            child = ancestor
+        return False
+
+
+def _is_sparse(test: cst.BaseExpression) -> bool:
+    """A test that holds once in a while: a modulo, ``counter == N``, a logging or
+    debugging switch (a negated test is not: ``if not self.debug`` is the usual case)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return False
+    for node in _walk(test):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+        if isinstance(node, cst.Comparison) and any(
+            isinstance(c.operator, cst.Equal) for c in node.comparisons
+        ):
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(_COUNTER_NAME.search(_last_name(o)) for o in operands) and any(
+                isinstance(o, cst.Integer) for o in operands
+            ):
+                return True
+        if isinstance(node, (cst.Name, cst.Attribute)) and _SPARSE_NAME.search(_last_name(node)):
+            return True
+    return False
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    name = dotted_name(expr)
+    return name.rsplit(".", 1)[-1] if name else ""
+
+
+def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+def cost_of(kind: SyncKind) -> str:
+    """What one such call costs per step, for messages."""
+    if kind is SyncKind.EMPTY_CACHE:
+        return (
+            "it hands the caching allocator's free blocks back to the driver, so the next "
+            "step allocates them again through cudaMalloc, which synchronises the device"
+        )
+    return (
+        "a device-to-host copy stalls the CPU until every kernel queued on the GPU has "
+        "finished, so the next step's work is queued late"
+    )

@@ -1,0 +1,85 @@
+"""Which functions run on every training step besides ``forward``: the step hooks.
+
+A step hook is ``training_step`` and the per-batch hooks of a module class (Lightning's
+``on_train_batch_end``, ``on_before_optimizer_step`` ...), the same hooks on a callback
+class (a base named ``*Callback``: Lightning ``Callback``, Hugging Face
+``TrainerCallback`` with ``on_step_end`` ...), ``training_step`` / ``compute_loss`` of
+a trainer class (a class or base named ``*Trainer``: Hugging Face ``Trainer``
+overrides), and ``forward`` of a loss module (a module class named ``*Loss`` /
+``*Criterion``). Every function of the module those call is on the step path too.
+Validation, test and epoch hooks are not step hooks.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
+from ddplint.code.syntax.names import ImportTable, dotted_name
+
+#: Lightning hooks that run once per training batch (module or callback).
+LIGHTNING_BATCH_HOOKS = frozenset(
+    {
+        "on_train_batch_start",
+        "on_train_batch_end",
+        "on_before_backward",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "on_before_zero_grad",
+    }
+)
+#: Hugging Face ``TrainerCallback`` hooks that run once per optimizer step or substep.
+HF_STEP_HOOKS = frozenset(
+    {"on_step_begin", "on_step_end", "on_substep_end", "on_pre_optimizer_step", "on_optimizer_step"}
+)
+#: Methods of a trainer class that run every step (Hugging Face ``Trainer`` overrides).
+TRAINER_STEP_METHODS = frozenset({"training_step", "compute_loss"})
+_CALLBACK_NAME = re.compile(r"Callback$")
+_TRAINER_NAME = re.compile(r"Trainer$")
+_LOSS_NAME = re.compile(r"(Loss|Criterion)$")
+
+
+class StepHooks:
+    """The step hooks of one module and the functions they reach."""
+
+    def __init__(self, forward_paths: ForwardPaths, names: ImportTable) -> None:
+        self._forward_paths = forward_paths
+        self._names = names
+        self.functions = forward_paths.reach(self._entries())
+
+    def reason_for(self, function: cst.FunctionDef | None) -> PathReason | None:
+        """Why ``function`` runs every training step, or None."""
+        return self.functions.get(function) if function is not None else None
+
+    def _entries(self) -> list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]:
+        entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
+        for owner in self._forward_paths.classes.values():
+            wanted = self._step_methods(owner, frozenset())
+            for name, method in self._forward_paths.methods_of(owner).items():
+                if name in wanted:
+                    entries.append((method, owner, PathReason(f"{owner.name.value}.{name}", ())))
+        return entries
+
+    def _step_methods(self, cls: cst.ClassDef, seen: frozenset[str]) -> frozenset[str]:
+        """The method names of ``cls`` that run every training step."""
+        wanted: set[str] = set()
+        if self._forward_paths.is_module_class(cls):
+            wanted |= LIGHTNING_BATCH_HOOKS | {"training_step"}
+            if _LOSS_NAME.search(cls.name.value):
+                wanted.add("forward")
+        if _TRAINER_NAME.search(cls.name.value):
+            wanted |= TRAINER_STEP_METHODS
+        for base in cls.bases:
+            spelled = dotted_name(base.value) or ""
+            qualified = self._names.qualified_name(base.value) or spelled
+            last = qualified.rsplit(".", 1)[-1]
+            if _CALLBACK_NAME.search(last):
+                wanted |= LIGHTNING_BATCH_HOOKS | HF_STEP_HOOKS
+            if _TRAINER_NAME.search(last):
+                wanted |= TRAINER_STEP_METHODS
+            local = self._forward_paths.classes.get(spelled)
+            if local is not None and spelled not in seen and local is not cls:
+                wanted |= self._step_methods(local, seen | {cls.name.value})
+        return frozenset(wanted)
