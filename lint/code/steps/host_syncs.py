@@ -8,7 +8,8 @@ guard that holds it (if any). Left out, because they are not per-step costs:
 
 - a read under a *sparse* condition: an ``if`` of the same function whose test takes a
   modulo (``step % log_every == 0``), compares a step / batch counter for equality
-  (``batch_idx == 0``), or names logging / debugging (``if self.should_log:``);
+  (``batch_idx == 0``), draws a random number (``random.random() < 0.002``), or names
+  logging / debugging (``if self.should_log:``);
 - a receiver that is already on the host: a value made by ``numpy`` / ``math``, a
   tensor created without ``device=`` (``torch.tensor(3.0)``), a result of an earlier
   read in the same expression (``x.cpu().numpy()`` is one sync, reported at ``.cpu()``);
@@ -127,6 +128,8 @@ _SPARSE_NAME = re.compile(
 _SHOWN_LENGTH = 60
 #: How far a value is followed through names and method chains.
 _MAX_DEPTH = 4
+#: Calls that draw a random number: a test on one holds on a sample of the steps.
+_RANDOM_DRAWS = frozenset({"random", "rand", "uniform"})
 _COUNTER_NAME = re.compile(r"step|batch|idx|iter|epoch", re.I)
 
 
@@ -333,6 +336,8 @@ def _is_sparse(test: cst.BaseExpression) -> bool:
                 return True
         if isinstance(node, (cst.Name, cst.Attribute)) and _SPARSE_NAME.search(_last_name(node)):
             return True
+        if isinstance(node, cst.Call) and _last_name(node.func) in _RANDOM_DRAWS:
+            return True  # ``if random.random() < 0.002:``: a sampled branch
     return False
 
 
