@@ -107,7 +107,7 @@ class CodeContext:
 
     @cached_property
     def step_hooks(self) -> StepHooks:
-        return StepHooks(self.forward_paths, self.names)
+        return StepHooks(self.index, self.forward_paths, self.names, self.training_steps)
 
     @cached_property
     def host_syncs(self) -> HostSyncs:

@@ -3,8 +3,8 @@
 Two kinds: a device->host read of a tensor (``t.item()``, ``t.cpu()``, ``t.tolist()``,
 ``t.numpy()``, ``t.to("cpu")``, ``float(t)`` / ``int(t)`` / ``bool(t)``) and a cache
 release (``torch.cuda.empty_cache()`` and kin). Each is found in a step hook
-(``step_hooks``) or, for cache releases, the body of a training loop, with the rank
-guard that holds it (if any). Left out, because they are not per-step costs:
+(``step_hooks``) or the body of a training loop, with the rank guard that holds it (if
+any). Left out, because they are not per-step costs:
 
 - a read under a *sparse* condition: an ``if`` of the same function whose test takes a
   modulo (``step % log_every == 0``), compares a step / batch counter for equality
@@ -160,11 +160,7 @@ class HostSyncs:
                 continue
             function = self._index.enclosing_function(call)
             reason = self._hooks.reason_for(function)
-            if (
-                reason is None
-                and kind is SyncKind.EMPTY_CACHE
-                and self._training_steps.training_loop_of(call) is not None
-            ):
+            if reason is None and self._training_steps.training_loop_of(call) is not None:
                 reason = PathReason("a training loop that calls backward()", ())
             if reason is None:
                 continue

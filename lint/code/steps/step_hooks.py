@@ -6,7 +6,9 @@ class (a base named ``*Callback``: Lightning ``Callback``, Hugging Face
 ``TrainerCallback`` with ``on_step_end`` ...), ``training_step`` / ``compute_loss`` of
 a trainer class (a class or base named ``*Trainer``: Hugging Face ``Trainer``
 overrides), and ``forward`` of a loss module (a module class named ``*Loss`` /
-``*Criterion``). Every function of the module those call is on the step path too.
+``*Criterion``). Every function of the module those call is on the step path too, and
+so is every function of the module that the body of a training loop calls
+(``compute_loss(...)`` inside ``for batch in loader: ... loss.backward()``).
 Validation, test and epoch hooks are not step hooks.
 """
 
@@ -17,6 +19,9 @@ import re
 import libcst as cst
 
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
+from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.syntax.call_graph import LocalFunctions
+from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
 #: Lightning hooks that run once per training batch (module or callback).
@@ -44,14 +49,53 @@ _LOSS_NAME = re.compile(r"(Loss|Criterion)$")
 class StepHooks:
     """The step hooks of one module and the functions they reach."""
 
-    def __init__(self, forward_paths: ForwardPaths, names: ImportTable) -> None:
+    def __init__(
+        self,
+        index: ModuleIndex,
+        forward_paths: ForwardPaths,
+        names: ImportTable,
+        training_steps: TrainingSteps,
+    ) -> None:
+        self._index = index
         self._forward_paths = forward_paths
         self._names = names
+        self._training_steps = training_steps
         self.functions = forward_paths.reach(self._entries())
+        self._loop_helpers: dict[cst.FunctionDef, PathReason] | None = None
 
     def reason_for(self, function: cst.FunctionDef | None) -> PathReason | None:
         """Why ``function`` runs every training step, or None."""
-        return self.functions.get(function) if function is not None else None
+        if function is None:
+            return None
+        found = self.functions.get(function)
+        if found is None:
+            found = self.loop_helpers().get(function)
+        return found
+
+    def loop_helpers(self) -> dict[cst.FunctionDef, PathReason]:
+        """Functions of the module that training-loop bodies call, and what they call
+        (computed on first use: it asks which loops reach ``backward()``)."""
+        if self._loop_helpers is None:
+            local = LocalFunctions(self._index)
+            entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
+            for loop in [*self._index.nodes(cst.For), *self._index.nodes(cst.While)]:
+                if not self._training_steps.is_training_loop(loop):
+                    continue
+                caller = self._index.enclosing_function(loop)
+                for node in self._index.walk_within(loop.body):
+                    if not isinstance(node, cst.Call):
+                        continue
+                    callee = local.callee(node)
+                    if callee is not None and callee is not caller:
+                        label = local.label(callee)
+                        reason = (
+                            PathReason(local.label(caller), (label,))
+                            if caller is not None
+                            else PathReason(label, ())
+                        )
+                        entries.append((callee, self._index.enclosing_class(callee), reason))
+            self._loop_helpers = self._forward_paths.reach(entries)
+        return self._loop_helpers
 
     def _entries(self) -> list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]:
         entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
