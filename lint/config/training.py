@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ddplint.config.openmmlab import looks_like_mmcv1
+
 #: Keyword arguments of ``lightning.Trainer`` that training configs set.
 TRAINER_ARGS = frozenset(
     {
@@ -68,8 +70,9 @@ def _is_mapping_with(value: Any, keys: frozenset[str]) -> bool:
 
 def is_training_config(root: Any) -> bool:
     """A mapping with a Lightning ``trainer:`` section, a ``model:`` with dataset /
-    encoder sections, a NeMo ``exp_manager:``, or a stated ``world_size`` with a Lhotse
-    data section; and not a known foreign shape."""
+    encoder sections, a NeMo ``exp_manager:``, an OpenMMLab ``model: {type: ...}`` with
+    mmcv 1.x runner settings, or a stated ``world_size`` with a Lhotse data section; and
+    not a known foreign shape."""
     if not isinstance(root, Mapping):
         return False
     keys = set(root)
@@ -84,6 +87,8 @@ def is_training_config(root: Any) -> bool:
         return True
     if isinstance(root.get("exp_manager"), Mapping):
         return True
+    if _is_mapping_with(model, frozenset({"type"})) and looks_like_mmcv1([str(k) for k in keys]):
+        return True  # an OpenMMLab (mmcv 1.x) config written as YAML
     return "world_size" in root and any(
         _is_mapping_with(root.get(section), LHOTSE_DATA_KEYS) for section in LHOTSE_DATA_SECTIONS
     )
