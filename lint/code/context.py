@@ -24,6 +24,7 @@ from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.values.data_dependence import DataDependence
+from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 
@@ -113,7 +114,12 @@ class CodeContext:
     def host_syncs(self) -> HostSyncs:
         """Host synchronisations (tensor reads, ``empty_cache()``) run every step."""
         return HostSyncs(
-            self.index, self.names, self.step_hooks, self.training_steps, self.rank_reachability
+            self.index,
+            self.names,
+            self.step_hooks,
+            self.training_steps,
+            self.rank_reachability,
+            test_code=is_test_file(self.source.path),
         )
 
     @cached_property

@@ -11,6 +11,7 @@ plus every function those reach through calls inside the same module (``self.hel
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -110,10 +111,13 @@ class ForwardPaths:
         self.functions = self.reach(entries)
 
     def reach(
-        self, entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]
+        self,
+        entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]],
+        follow: Callable[[cst.Call, cst.FunctionDef], bool] | None = None,
     ) -> dict[cst.FunctionDef, PathReason]:
         """The entry functions and every function of the module they call
-        (``self.helper()``, ``helper()``), each with the chain that reaches it."""
+        (``self.helper()``, ``helper()``), each with the chain that reaches it; a call
+        for which ``follow(call, callee)`` is false is not followed."""
         module_functions = self._local.module_functions
         reached: dict[cst.FunctionDef, PathReason] = {}
         work = list(entries)
@@ -136,6 +140,8 @@ class ForwardPaths:
                     callee_cls = cls
                 elif "." not in target:
                     callee = module_functions.get(target)
+                if callee is not None and follow is not None and not follow(node, callee):
+                    continue
                 if callee is not None and callee not in reached:
                     label = target[5:] if target.startswith("self.") else target
                     if callee_cls is not None:

@@ -26,8 +26,9 @@ import libcst as cst
 
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
+from ddplint.code.steps.sparse_conditions import under_sparse_condition
 from ddplint.code.steps.step_hooks import StepHooks
-from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
@@ -118,19 +119,10 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
-#: Names in a condition that make a branch occasional (logging, debugging, a counter
-#: test that is true once in a while).
-_SPARSE_NAME = re.compile(
-    r"log|print|verbose|debug|profil|every|interval|last_batch|is_last|first|visual|plot|dump",
-    re.I,
-)
 #: Longest call text shown whole in a message.
 _SHOWN_LENGTH = 60
 #: How far a value is followed through names and method chains.
 _MAX_DEPTH = 4
-#: Calls that draw a random number: a test on one holds on a sample of the steps.
-_RANDOM_DRAWS = frozenset({"random", "rand", "uniform"})
-_COUNTER_NAME = re.compile(r"step|batch|idx|iter|epoch", re.I)
 
 
 class HostSyncs:
@@ -143,6 +135,8 @@ class HostSyncs:
         step_hooks: StepHooks,
         training_steps: TrainingSteps,
         rank_reachability: RankReachability,
+        *,
+        test_code: bool = False,
     ) -> None:
         self._index = index
         self._names = names
@@ -150,17 +144,19 @@ class HostSyncs:
         self._training_steps = training_steps
         self._ranks = rank_reachability
         self._bindings: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
-        self.found = self._find()
+        # Tests run a step or two to check numbers: no per-step cost to report.
+        self.found = [] if test_code else self._find()
 
     def _find(self) -> list[HostSync]:
         found = []
         for call in self._index.nodes(cst.Call):
             kind = self._kind(call)
-            if kind is None or self._under_sparse_condition(call):
+            if kind is None or under_sparse_condition(self._index, call):
                 continue
             function = self._index.enclosing_function(call)
             reason = self._hooks.reason_for(function)
-            if reason is None and self._training_steps.training_loop_of(call) is not None:
+            loop = self._training_steps.training_loop_of(call)
+            if reason is None and loop is not None and not few_iterations(loop):
                 reason = PathReason("a training loop that calls backward()", ())
             if reason is None:
                 continue
@@ -292,64 +288,6 @@ class HostSyncs:
         return self._bindings[function].get(name.value, [])
 
     # -- where it runs --------------------------------------------------------------
-
-    def _under_sparse_condition(self, call: cst.Call) -> bool:
-        """An ``if`` / conditional expression of the same function makes it occasional."""
-        child: cst.CSTNode = call
-        for ancestor in self._index.ancestors(call):
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return False
-            test = None
-            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body:
-                test = ancestor.test
-            elif (
-                isinstance(ancestor, cst.BooleanOperation)
-                and isinstance(ancestor.operator, cst.And)
-                and child is ancestor.right
-            ):
-                test = ancestor.left
-            if test is not None and _is_sparse(test):
-                return True
-            child = ancestor
-        return False
-
-
-def _is_sparse(test: cst.BaseExpression) -> bool:
-    """A test that holds once in a while: a modulo, ``counter == N``, a logging or
-    debugging switch (a negated test is not: ``if not self.debug`` is the usual case)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return False
-    for node in _walk(test):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            return True
-        if isinstance(node, cst.Comparison) and any(
-            isinstance(c.operator, cst.Equal) for c in node.comparisons
-        ):
-            operands = [node.left, *(c.comparator for c in node.comparisons)]
-            if any(_COUNTER_NAME.search(_last_name(o)) for o in operands) and any(
-                isinstance(o, cst.Integer) for o in operands
-            ):
-                return True
-        if isinstance(node, (cst.Name, cst.Attribute)) and _SPARSE_NAME.search(_last_name(node)):
-            return True
-        if isinstance(node, cst.Call) and _last_name(node.func) in _RANDOM_DRAWS:
-            return True  # ``if random.random() < 0.002:``: a sampled branch
-    return False
-
-
-def _last_name(expr: cst.BaseExpression) -> str:
-    name = dotted_name(expr)
-    return name.rsplit(".", 1)[-1] if name else ""
-
-
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(node.children)
-    return found
 
 
 def cost_of(kind: SyncKind) -> str:

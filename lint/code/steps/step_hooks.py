@@ -19,7 +19,8 @@ import re
 import libcst as cst
 
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
-from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.steps.sparse_conditions import under_sparse_condition
+from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
 from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
@@ -44,6 +45,8 @@ TRAINER_STEP_METHODS = frozenset({"training_step", "compute_loss"})
 _CALLBACK_NAME = re.compile(r"Callback$")
 _TRAINER_NAME = re.compile(r"Trainer$")
 _LOSS_NAME = re.compile(r"(Loss|Criterion)$")
+#: Helpers whose name says they run off the per-step path (evaluation, checkpoints).
+_OCCASIONAL_HELPER = re.compile(r"^_*(eval|valid|test|save|checkpoint|export|visuali|plot)", re.I)
 
 
 class StepHooks:
@@ -60,7 +63,7 @@ class StepHooks:
         self._forward_paths = forward_paths
         self._names = names
         self._training_steps = training_steps
-        self.functions = forward_paths.reach(self._entries())
+        self.functions = forward_paths.reach(self._entries(), self._runs_every_step)
         self._loop_helpers: dict[cst.FunctionDef, PathReason] | None = None
 
     def reason_for(self, function: cst.FunctionDef | None) -> PathReason | None:
@@ -79,14 +82,18 @@ class StepHooks:
             local = LocalFunctions(self._index)
             entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
             for loop in [*self._index.nodes(cst.For), *self._index.nodes(cst.While)]:
-                if not self._training_steps.is_training_loop(loop):
+                if few_iterations(loop) or not self._training_steps.is_training_loop(loop):
                     continue
                 caller = self._index.enclosing_function(loop)
                 for node in self._index.walk_within(loop.body):
                     if not isinstance(node, cst.Call):
                         continue
                     callee = local.callee(node)
-                    if callee is not None and callee is not caller:
+                    if (
+                        callee is not None
+                        and callee is not caller
+                        and self._runs_every_step(node, callee)
+                    ):
                         label = local.label(callee)
                         reason = (
                             PathReason(local.label(caller), (label,))
@@ -94,8 +101,15 @@ class StepHooks:
                             else PathReason(label, ())
                         )
                         entries.append((callee, self._index.enclosing_class(callee), reason))
-            self._loop_helpers = self._forward_paths.reach(entries)
+            self._loop_helpers = self._forward_paths.reach(entries, self._runs_every_step)
         return self._loop_helpers
+
+    def _runs_every_step(self, call: cst.Call, callee: cst.FunctionDef) -> bool:
+        """Whether a call on the step path runs its callee every step: not under a sparse
+        condition, not an evaluation / checkpoint / logging helper by its name."""
+        if _OCCASIONAL_HELPER.search(callee.name.value):
+            return False
+        return not under_sparse_condition(self._index, call)
 
     def _entries(self) -> list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]:
         entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []

@@ -23,6 +23,20 @@ _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _MANUAL_OPTIMIZATION_CALLS = frozenset({"self.manual_backward", "self.optimizers"})
 
 
+#: A loop of at most this many constant iterations is a test or a warm-up, not training.
+FEW_ITERATIONS = 10
+
+
+def few_iterations(loop: cst.For | cst.While) -> bool:
+    """``for _ in range(3):`` (a unit test or warm-up): no per-step cost to speak of."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return False
+    if dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
+        return False
+    count = loop.iter.args[0].value
+    return isinstance(count, cst.Integer) and int(count.value) <= FEW_ITERATIONS
+
+
 class TrainingSteps:
     """Training loops and ``training_step`` methods of one module."""
 
