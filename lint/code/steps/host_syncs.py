@@ -13,7 +13,10 @@ any). Left out, because they are not per-step costs:
 - a receiver that is already on the host: a value made by ``numpy`` / ``math``, a
   tensor created without ``device=`` (``torch.tensor(3.0)``), a result of an earlier
   read in the same expression (``x.cpu().numpy()`` is one sync, reported at ``.cpu()``);
-- ``float(x)`` / ``int(x)`` where nothing says ``x`` is a tensor (a Python number).
+- ``float(x)`` / ``int(x)`` where nothing says ``x`` is a tensor (a Python number);
+- code that runs once per epoch (the body of an epoch loop around the step loop, a
+  ``run_epoch()`` helper outside its loop) or per evaluation batch (a loop over
+  ``eval_loader`` nested in the training loop), short test loops, test files.
 """
 
 from __future__ import annotations
@@ -119,6 +122,8 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
+#: The iterable of an evaluation loop: ``eval_dataloader``, ``val_loader``, ``test_set``.
+_EVALUATION_DATA = re.compile(r"eval|valid|val_|test|dev_", re.I)
 #: Longest call text shown whole in a message.
 _SHOWN_LENGTH = 60
 #: How far a value is followed through names and method chains.
@@ -156,7 +161,7 @@ class HostSyncs:
             function = self._index.enclosing_function(call)
             reason = self._hooks.reason_for(function)
             loop = self._training_steps.training_loop_of(call)
-            if reason is None and loop is not None and not few_iterations(loop):
+            if reason is None and loop is not None and self._per_step_in(call, loop):
                 reason = PathReason("a training loop that calls backward()", ())
             if reason is None:
                 continue
@@ -164,6 +169,21 @@ class HostSyncs:
                 HostSync(call, kind, self._spelled(call), reason, self._ranks.guard_of(call))
             )
         return found
+
+    def _per_step_in(self, call: cst.Call, loop: cst.For | cst.While) -> bool:
+        """Whether ``call`` runs once per step of the training loop ``loop``: not a short
+        test loop, not an epoch loop around the step loop, not inside an evaluation loop
+        nested in it (``for batch in eval_loader:``)."""
+        if few_iterations(loop) or self._training_steps.holds_training_loop(loop.body):
+            return False
+        for ancestor in self._index.ancestors(call):
+            if ancestor is loop:
+                return True
+            if isinstance(ancestor, cst.For) and _EVALUATION_DATA.search(
+                self._index.module.code_for_node(ancestor.iter)
+            ):
+                return False
+        return True
 
     def _spelled(self, call: cst.Call) -> str:
         """The call as written on one line, shortened: ``float(loss)``, ``x.item()``."""

@@ -84,6 +84,8 @@ class StepHooks:
             for loop in [*self._index.nodes(cst.For), *self._index.nodes(cst.While)]:
                 if few_iterations(loop) or not self._training_steps.is_training_loop(loop):
                     continue
+                if self._training_steps.holds_training_loop(loop.body):
+                    continue  # an epoch loop: its helpers run once per epoch
                 caller = self._index.enclosing_function(loop)
                 for node in self._index.walk_within(loop.body):
                     if not isinstance(node, cst.Call):
@@ -109,6 +111,8 @@ class StepHooks:
         condition, not an evaluation / checkpoint / logging helper by its name."""
         if _OCCASIONAL_HELPER.search(callee.name.value):
             return False
+        if self._training_steps.holds_training_loop(callee):
+            return False  # ``run_epoch()``: its loop body is found as a training loop
         return not under_sparse_condition(self._index, call)
 
     def _entries(self) -> list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]:

@@ -54,6 +54,14 @@ class TrainingSteps:
             self._loops[loop] = self._call_reach.first_in(loop.body, _BACKWARD) is not None
         return self._loops[loop]
 
+    def holds_training_loop(self, node: cst.CSTNode) -> bool:
+        """Whether a training loop sits inside ``node`` (same function): an epoch loop
+        or a ``run_epoch()`` helper, whose own body runs once per epoch."""
+        return any(
+            isinstance(inner, (cst.For, cst.While)) and self.is_training_loop(inner)
+            for inner in self._index.walk_within(node)
+        )
+
     def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
         """The innermost loop (same function) whose body holds ``node``: the one a
         ``continue`` or ``break`` there leaves."""
