@@ -145,7 +145,7 @@ class TrainerDisagreesWithAllocation(ConfigRule):
             return None  # an interpolation or a string: leave it to the author
         return ctx.checked_fix(
             doc,
-            [set_or_add(doc, key[:-1], key[-1], str(value))],
+            [set_or_add(doc, key[:-1], str(key[-1]), str(value))],
             {key: value},
             Applicability.UNSAFE,
             f"Set `{dotted(key)}: {value}` (the allocation's value)",

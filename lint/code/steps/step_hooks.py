@@ -81,7 +81,11 @@ class StepHooks:
         if self._loop_helpers is None:
             local = LocalFunctions(self._index)
             entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
-            for loop in [*self._index.nodes(cst.For), *self._index.nodes(cst.While)]:
+            loops: list[cst.For | cst.While] = [
+                *self._index.nodes(cst.For),
+                *self._index.nodes(cst.While),
+            ]
+            for loop in loops:
                 if few_iterations(loop) or not self._training_steps.is_training_loop(loop):
                     continue
                 if self._training_steps.holds_training_loop(loop.body):
