@@ -174,7 +174,7 @@ class HostSyncs:
         """Whether ``call`` runs once per step of the training loop ``loop``: not a short
         test loop, not an epoch loop around the step loop, not inside an evaluation loop
         nested in it (``for batch in eval_loader:``)."""
-        if few_iterations(loop) or self._training_steps.holds_training_loop(loop.body):
+        if few_iterations(loop) or self._training_steps.is_epoch_loop(loop):
             return False
         for ancestor in self._index.ancestors(call):
             if ancestor is loop:
@@ -258,7 +258,7 @@ class HostSyncs:
 
     def _made_on_host(self, call: cst.Call) -> bool:
         name = self._names.qualified_name(call.func) or ""
-        if name.startswith(HOST_MODULES) or name in ("len", "sum", "max", "min", "round", "abs"):
+        if name.startswith(HOST_MODULES) or name == "len":
             return True
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] in TORCH_FACTORIES:
             device = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)

@@ -88,7 +88,7 @@ class StepHooks:
             for loop in loops:
                 if few_iterations(loop) or not self._training_steps.is_training_loop(loop):
                     continue
-                if self._training_steps.holds_training_loop(loop.body):
+                if self._training_steps.is_epoch_loop(loop):
                     continue  # an epoch loop: its helpers run once per epoch
                 caller = self._index.enclosing_function(loop)
                 for node in self._index.walk_within(loop.body):

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ddplint.code.collectives.call_reach import CallReach, StepEvent
 from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
@@ -60,6 +61,24 @@ class TrainingSteps:
         return any(
             isinstance(inner, (cst.For, cst.While)) and self.is_training_loop(inner)
             for inner in self._index.walk_within(node)
+        )
+
+    def is_epoch_loop(self, loop: cst.For | cst.While) -> bool:
+        """A loop around a training loop whose own body steps no optimizer: its body
+        runs once per epoch. (An outer gradient-accumulation loop that calls
+        ``optimizer.step()`` after its inner micro-batch loop runs once per step.)"""
+        inner = [
+            node
+            for node in self._index.walk_within(loop.body)
+            if isinstance(node, (cst.For, cst.While)) and self.is_training_loop(node)
+        ]
+        if not inner:
+            return False
+        return not any(
+            isinstance(node, cst.Call)
+            and is_optimizer_step(node)
+            and not any(self._index.is_inside(node, i) for i in inner)
+            for node in self._index.walk_within(loop.body)
         )
 
     def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
