@@ -3,8 +3,9 @@
 A test is *sparse* when it takes a modulo (``step % log_every == 0``), compares a step /
 batch counter with a number for equality (``batch_idx == 0``), draws a random number
 (``random.random() < 0.002``), or names logging, debugging or plotting
-(``if self.should_log:``). A negated test is not (``if not self.debug:`` is the usual
-path). Only the ``if`` body (or the right side of ``and``) is under the condition.
+(``if self.should_log:``), or holds in evaluation only (``not self.training``). A
+negated test is not (``if not self.debug:`` is the usual path). Only the ``if`` body (or
+the right side of ``and``) is under the condition.
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ def under_sparse_condition(index: ModuleIndex, node: cst.CSTNode) -> bool:
 def is_sparse(test: cst.BaseExpression) -> bool:
     """A test that holds once in a while: a modulo, ``counter == N``, a logging or
     debugging switch (a negated test is not: ``if not self.debug`` is the usual case)."""
+    nodes = _walk(test)
+    if any(_eval_only(node) for node in nodes):
+        return True  # ``if not self.training and ...:`` runs in evaluation only
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return False
-    for node in _walk(test):
+    for node in nodes:
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
             return True
         if isinstance(node, cst.Comparison) and any(
@@ -69,6 +73,15 @@ def is_sparse(test: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Call) and _last_name(node.func) in _RANDOM_DRAWS:
             return True  # ``if random.random() < 0.002:``: a sampled branch
     return False
+
+
+def _eval_only(node: cst.CSTNode) -> bool:
+    """``not self.training``: the module is in evaluation mode."""
+    return (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Not)
+        and _last_name(node.expression) == "training"
+    )
 
 
 def _last_name(expr: cst.BaseExpression) -> str:

@@ -16,6 +16,7 @@ import libcst as cst
 from ddplint.code.collectives.call_reach import CallReach, StepEvent
 from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
+from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
@@ -48,6 +49,7 @@ class TrainingSteps:
         self._forward_paths = forward_paths
         self._call_reach = call_reach
         self._loops: dict[cst.CSTNode, bool] = {}
+        self._local: LocalFunctions | None = None
 
     def is_training_loop(self, loop: cst.For | cst.While) -> bool:
         """Whether the loop body reaches ``backward()``."""
@@ -67,11 +69,18 @@ class TrainingSteps:
         """A loop around a training loop whose own body steps no optimizer: its body
         runs once per epoch. (An outer gradient-accumulation loop that calls
         ``optimizer.step()`` after its inner micro-batch loop runs once per step.)"""
-        inner = [
+        inner: list[cst.CSTNode] = [
             node
             for node in self._index.walk_within(loop.body)
             if isinstance(node, (cst.For, cst.While)) and self.is_training_loop(node)
         ]
+        if not inner:
+            # ``for epoch in ...: train(epoch)`` where ``train`` holds the step loop.
+            inner = [
+                node
+                for node in self._index.walk_within(loop.body)
+                if isinstance(node, cst.Call) and self._calls_step_loop(node)
+            ]
         if not inner:
             return False
         return not any(
@@ -80,6 +89,13 @@ class TrainingSteps:
             and not any(self._index.is_inside(node, i) for i in inner)
             for node in self._index.walk_within(loop.body)
         )
+
+    def _calls_step_loop(self, call: cst.Call) -> bool:
+        """Whether ``call`` runs a function of the module that holds a training loop."""
+        if self._local is None:
+            self._local = LocalFunctions(self._index)
+        callee = self._local.callee(call)
+        return callee is not None and self.holds_training_loop(callee)
 
     def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
         """The innermost loop (same function) whose body holds ``node``: the one a
