@@ -29,7 +29,7 @@ import libcst as cst
 
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
-from ddplint.code.steps.sparse_conditions import under_sparse_condition
+from ddplint.code.steps.sparse_conditions import last_name, under_sparse_condition
 from ddplint.code.steps.step_hooks import StepHooks
 from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -124,6 +124,8 @@ HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
 #: The iterable of an evaluation loop: ``eval_dataloader``, ``val_loader``, ``test_set``.
 _EVALUATION_DATA = re.compile(r"eval|valid|val_|test|dev_", re.I)
+#: Collectives that leave the same value on every rank (their first argument, in place).
+_REDUCING_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 #: Longest call text shown whole in a message.
 _SHOWN_LENGTH = 60
 #: How far a value is followed through names and method chains.
@@ -207,7 +209,9 @@ class HostSyncs:
                 return SyncKind.EMPTY_CACHE
             return None
         if isinstance(func, cst.Attribute) and self._is_read_method(call, func):
-            return SyncKind.READ if not self._on_host(func.value) else None
+            if self._on_host(func.value) or self._collective_decision(call, func.value):
+                return None
+            return SyncKind.READ
         if (
             isinstance(func, cst.Name)
             and func.value in READ_BUILTINS
@@ -218,6 +222,28 @@ class HostSyncs:
         ):
             return SyncKind.READ
         return None
+
+    def _collective_decision(self, call: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """``dist.all_reduce(flag, MAX)`` then ``if flag.item():``: every rank reads the
+        agreed flag to take the same branch (the collective skip DDP204 asks for); the
+        read is the decision itself, not avoidable overhead."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        branch = self._index.enclosing(call, cst.If, cst.While)
+        if not isinstance(branch, (cst.If, cst.While)) or not self._index.is_inside(
+            call, branch.test
+        ):
+            return False
+        function = self._index.enclosing_function(call)
+        scope = function if function is not None else self._index.module
+        return any(
+            isinstance(node, cst.Call)
+            and last_name(node.func) in _REDUCING_COLLECTIVES
+            and node.args
+            and isinstance(node.args[0].value, cst.Name)
+            and node.args[0].value.value == receiver.value
+            for node in self._index.walk_within(scope)
+        )
 
     @staticmethod
     def _is_read_method(call: cst.Call, func: cst.Attribute) -> bool:

@@ -64,13 +64,13 @@ def is_sparse(test: cst.BaseExpression) -> bool:
             isinstance(c.operator, cst.Equal) for c in node.comparisons
         ):
             operands = [node.left, *(c.comparator for c in node.comparisons)]
-            if any(_COUNTER_NAME.search(_last_name(o)) for o in operands) and any(
+            if any(_COUNTER_NAME.search(last_name(o)) for o in operands) and any(
                 isinstance(o, cst.Integer) for o in operands
             ):
                 return True
-        if isinstance(node, (cst.Name, cst.Attribute)) and _SPARSE_NAME.search(_last_name(node)):
+        if isinstance(node, (cst.Name, cst.Attribute)) and _SPARSE_NAME.search(last_name(node)):
             return True
-        if isinstance(node, cst.Call) and _last_name(node.func) in _RANDOM_DRAWS:
+        if isinstance(node, cst.Call) and last_name(node.func) in _RANDOM_DRAWS:
             return True  # ``if random.random() < 0.002:``: a sampled branch
     return False
 
@@ -80,11 +80,12 @@ def _eval_only(node: cst.CSTNode) -> bool:
     return (
         isinstance(node, cst.UnaryOperation)
         and isinstance(node.operator, cst.Not)
-        and _last_name(node.expression) == "training"
+        and last_name(node.expression) == "training"
     )
 
 
-def _last_name(expr: cst.BaseExpression) -> str:
+def last_name(expr: cst.BaseExpression) -> str:
+    """The last part of a dotted name (`global_step` for `self.global_step`)."""
     name = dotted_name(expr)
     return name.rsplit(".", 1)[-1] if name else ""
 
