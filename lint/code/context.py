@@ -17,6 +17,8 @@ from ddplint.code.project.view import OPTIONS_KEY, ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.steps.host_syncs import HostSyncs
+from ddplint.code.steps.step_hooks import StepHooks
 from ddplint.code.steps.step_skips import StepSkips
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
@@ -26,6 +28,7 @@ from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
 from ddplint.code.values.divergence import Divergence
+from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 
@@ -108,6 +111,22 @@ class CodeContext:
     @cached_property
     def training_steps(self) -> TrainingSteps:
         return TrainingSteps(self.index, self.forward_paths, self.call_reach)
+
+    @cached_property
+    def step_hooks(self) -> StepHooks:
+        return StepHooks(self.index, self.forward_paths, self.names, self.training_steps)
+
+    @cached_property
+    def host_syncs(self) -> HostSyncs:
+        """Host synchronisations (tensor reads, ``empty_cache()``) run every step."""
+        return HostSyncs(
+            self.index,
+            self.names,
+            self.step_hooks,
+            self.training_steps,
+            self.rank_reachability,
+            test_code=is_test_file(self.source.path),
+        )
 
     @cached_property
     def data_dependence(self) -> DataDependence:

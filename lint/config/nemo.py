@@ -69,6 +69,17 @@ def modules(doc: ConfigDocument, classes: frozenset[str]) -> list[Module]:
     return found
 
 
+def names_nemo_modules(doc: ConfigDocument) -> bool:
+    """Whether some ``_target_`` names a NeMo class: the model's layers are then known
+    from the class lists above (as far as they go)."""
+    for path, mapping in doc.mappings():
+        if "_target_" in mapping:
+            target = doc.value((*path, "_target_"))
+            if isinstance(target, str) and target.startswith("nemo."):
+                return True
+    return False
+
+
 def is_true(value: Any) -> bool:
     return value is True
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ddplint.config.openmmlab import looks_like_mmcv1
+
 #: Keyword arguments of ``lightning.Trainer`` that training configs set.
 TRAINER_ARGS = frozenset(
     {
@@ -54,8 +56,12 @@ FOREIGN_SHAPES: tuple[frozenset[object], ...] = (
     frozenset({"repos"}),  # .pre-commit-config.yaml
     frozenset({"stages", "image"}),  # GitLab CI
 )
+#: Keys of a Lhotse data section (icefall / k2 datamodules): with a stated
+#: ``world_size`` such a file is a training config without a Lightning trainer.
+LHOTSE_DATA_KEYS = frozenset({"bucketing_sampler", "num_buckets", "max_duration", "manifest_dir"})
+LHOTSE_DATA_SECTIONS = ("dataset", "data", "datamodule")
 #: Cheap text check before loading a file at all.
-TRAINING_NEEDLES = (b"trainer", b"model", b"exp_manager")
+TRAINING_NEEDLES = (b"trainer", b"model", b"exp_manager", b"bucketing_sampler", b"manifest_dir")
 
 
 def _is_mapping_with(value: Any, keys: frozenset[str]) -> bool:
@@ -64,7 +70,9 @@ def _is_mapping_with(value: Any, keys: frozenset[str]) -> bool:
 
 def is_training_config(root: Any) -> bool:
     """A mapping with a Lightning ``trainer:`` section, a ``model:`` with dataset /
-    encoder sections, or a NeMo ``exp_manager:``; and not a known foreign shape."""
+    encoder sections, a NeMo ``exp_manager:``, an OpenMMLab ``model: {type: ...}`` with
+    mmcv 1.x runner settings, or a stated ``world_size`` with a Lhotse data section; and
+    not a known foreign shape."""
     if not isinstance(root, Mapping):
         return False
     keys = set(root)
@@ -77,4 +85,10 @@ def is_training_config(root: Any) -> bool:
         isinstance(model, Mapping) and any(str(k).endswith("_ds") for k in model)
     ):
         return True
-    return isinstance(root.get("exp_manager"), Mapping)
+    if isinstance(root.get("exp_manager"), Mapping):
+        return True
+    if _is_mapping_with(model, frozenset({"type"})) and looks_like_mmcv1([str(k) for k in keys]):
+        return True  # an OpenMMLab (mmcv 1.x) config written as YAML
+    return "world_size" in root and any(
+        _is_mapping_with(root.get(section), LHOTSE_DATA_KEYS) for section in LHOTSE_DATA_SECTIONS
+    )

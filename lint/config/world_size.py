@@ -62,10 +62,19 @@ def on_cpu(doc: ConfigDocument) -> bool:
     return isinstance(accelerator, str) and accelerator.lower() == "cpu"
 
 
+def _declared_world_size(doc: ConfigDocument) -> WorldSize:
+    """A config without a Lightning trainer that states its world size at the top
+    (``world_size: 4``, as icefall / k2 recipes pass it to their launcher)."""
+    declared = doc.value(("world_size",))
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        return WorldSize(declared, declared > 1, f"world_size: {declared}")
+    return WorldSize(None, False, "no trainer section")
+
+
 def world_size(doc: ConfigDocument) -> WorldSize:
     trainer = doc.mapping(("trainer",))
     if trainer is None:
-        return WorldSize(None, False, "no trainer section")
+        return _declared_world_size(doc)
     devices = doc.value(("trainer", "devices"))
     if devices is ABSENT and "gpus" in trainer:
         devices = doc.value(("trainer", "gpus"))

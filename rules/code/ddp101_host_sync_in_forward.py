@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import remove_small_statement
+from ddplint.code.edits.edits import remove_call_statement
 from ddplint.code.steps.forward_paths import PathReason
+from ddplint.code.steps.training_steps import few_iterations
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
@@ -123,7 +124,7 @@ class HostSyncInForward(CodeRule):
             reason = ctx.forward_paths.reason_for(call)
             loop = ctx.training_steps.training_loop_of(call)
             if reason is None and loop is not None:
-                if _few_iterations(loop) or _reads_event_timings(ctx, loop):
+                if few_iterations(loop) or _reads_event_timings(ctx, loop):
                     continue  # a unit test, warm-up or benchmark loop
                 reason = PathReason("a training loop that calls backward()", ())
             if reason is None or _under_diagnostic_flag(ctx, call) or _costs_nothing(ctx, call):
@@ -176,10 +177,7 @@ class HostSyncInForward(CodeRule):
 
     @staticmethod
     def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
-        statement = ctx.index.parent.get(call)
-        if not isinstance(statement, cst.Expr):
-            return None
-        edit = remove_small_statement(ctx, statement)
+        edit = remove_call_statement(ctx, call)
         if edit is None:
             return None
         return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
@@ -188,8 +186,6 @@ class HostSyncInForward(CodeRule):
 #: Calls that wait for the device themselves: a synchronisation right before one of
 #: them adds no wait of its own.
 _HOST_READS = frozenset({"item", "cpu", "tolist", "numpy", "elapsed_time"})
-#: A loop of at most this many constant iterations is a test or a warm-up, not training.
-_FEW_ITERATIONS = 10
 
 
 def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
@@ -207,16 +203,6 @@ def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
         and node.func.attr.value in _HOST_READS
         for node in (following, *ctx.index.walk_within(following))
     )
-
-
-def _few_iterations(loop: cst.For | cst.While) -> bool:
-    """``for _ in range(3):`` (a unit test or warm-up): no per-step cost to speak of."""
-    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
-        return False
-    if dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
-        return False
-    count = loop.iter.args[0].value
-    return isinstance(count, cst.Integer) and int(count.value) <= _FEW_ITERATIONS
 
 
 def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:

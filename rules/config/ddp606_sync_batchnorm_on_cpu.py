@@ -12,6 +12,7 @@ from ddplint.config.nemo import (
     JASPER_CLASSES,
     batchnorm_modules,
     class_name,
+    names_nemo_modules,
 )
 from ddplint.config.world_size import on_cpu
 from ddplint.finding import Finding, Severity
@@ -45,7 +46,11 @@ class SyncBatchNormOnCpu(ConfigRule):
     will convert the model's BatchNorm layers (a DDP or FSDP strategy, or more than one
     process) and the config builds BatchNorm layers (NeMo Conformer / Squeezeformer
     encoders with `conv_norm_type: batch_norm`, Jasper-block encoders, ECAPA-TDNN, a
-    `torch.nn.BatchNorm*` target).
+    `torch.nn.BatchNorm*` target). When the config names no NeMo module, so its layers
+    are not known (a LightningCLI `model: class_path:`, a project's own `_target_`), the
+    switch itself is the evidence: one asks for SyncBatchNorm to convert BatchNorm. A
+    NeMo config whose modules hold no BatchNorm (wav2vec, layer-norm Conformers) is
+    quiet.
 
     ## Why is this bad?
     Lightning replaces every BatchNorm with `torch.nn.SyncBatchNorm` when fitting with
@@ -98,15 +103,19 @@ class SyncBatchNormOnCpu(ConfigRule):
             if why is None:
                 continue
             layers = batchnorm_modules(doc, CONV_NORM_CLASSES | JASPER_CLASSES | ALWAYS_BATCHNORM)
-            if not layers:
-                continue
+            if layers:
+                shown = ", ".join(f"`{m.where}` ({m.class_name})" for m in layers[:2])
+                held = f"the BatchNorm layers of {shown}"
+            elif names_nemo_modules(doc):
+                continue  # NeMo modules whose layers are known: none is BatchNorm
+            else:
+                held = "the model's BatchNorm layers (asking for SyncBatchNorm says it has some)"
             found = doc.entry(SYNC_KEY)
             assert found is not None
-            shown = ", ".join(f"`{m.where}` ({m.class_name})" for m in layers[:2])
             message = (
-                f"is true with `accelerator: cpu` and {why}: Lightning turns the BatchNorm "
-                f"layers of {shown} into SyncBatchNorm, and DDP then fails at set-up with "
+                f"is true with `accelerator: cpu` and {why}: Lightning turns {held} into "
+                "SyncBatchNorm, and DDP then fails at set-up with "
                 "`ValueError: SyncBatchNorm layers only work with GPU modules`"
             )
-            summary = "is true with `accelerator: cpu`: DDP fails at set-up (SyncBatchNorm)"
+            summary = "is true on CPU with DDP: SyncBatchNorm fails at set-up"
             yield ctx.finding(self, doc, found, message, summary=summary)

@@ -4,13 +4,16 @@ batch counts."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ddplint.config.context import ConfigContext
 from ddplint.config.document import ConfigDocument, KeyPath, dotted
+from ddplint.config.edits import bool_text, set_or_add
 from ddplint.config.nemo import class_name, dataset_sections, is_lhotse, is_megatron, is_tarred
+from ddplint.config.samplers import plain_sampler_in_data
 from ddplint.config.values import ABSENT
-from ddplint.finding import Finding, Severity
+from ddplint.finding import Applicability, Finding, Severity
 from ddplint.rule import ConfigRule
 
 SAMPLER_SWITCHES = ("use_distributed_sampler", "replace_sampler_ddp")
@@ -18,6 +21,10 @@ SAMPLER_SWITCHES = ("use_distributed_sampler", "replace_sampler_ddp")
 #: ``DynamicBucketingSampler`` and the like): each rank takes every world_size-th batch
 #: and, without ``drop_last``, the last step exists on some ranks only.
 _DYNAMIC_SAMPLER = re.compile(r"(Dynamic|Bucket)\w*Sampler$")
+#: Keys that choose a sampler by name (``sampler: DynamicBucketingSampler``).
+_SAMPLER_NAME_KEYS = ("sampler", "sampler_type", "sampler_name", "batch_sampler")
+#: icefall / k2 datamodule switch: true builds Lhotse's ``DynamicBucketingSampler``.
+_BUCKETING_SWITCH = "bucketing_sampler"
 
 
 def _map_style_sections(doc: ConfigDocument) -> list[str]:
@@ -44,8 +51,14 @@ class SamplerUnevenOrDuplicated(ConfigRule):
       `model.validation_ds`, ...) is a plain map-style manifest dataset, neither Lhotse
       nor tarred, so nothing else splits it across ranks. Lhotse and Megatron configs
       set the switch off on purpose and are not flagged.
-    - a dynamic or bucketing batch sampler (`_target_: ...DynamicBucketingSampler`) with
-      `drop_last` false or not set.
+    - the same switch off while a LightningCLI `data:` section chooses a plain torch
+      sampler (`sampler: {class_path: torch.utils.data.WeightedRandomSampler}`,
+      `sampler: weighted`, `weighted_sampler: true`); samplers that shard by themselves
+      (`num_replicas` / `rank`) and project sampler classes are not flagged.
+    - a dynamic or bucketing batch sampler (`_target_: ...DynamicBucketingSampler`,
+      `sampler: DynamicBucketingSampler`, icefall's `bucketing_sampler: true`) with
+      `drop_last` false or not set, when the file gives more than one process
+      (`trainer.devices` x `num_nodes`, or a top-level `world_size`).
 
     ## Why is this bad?
     Without Lightning's `DistributedSampler`, every rank iterates the whole dataset:
@@ -73,7 +86,9 @@ class SamplerUnevenOrDuplicated(ConfigRule):
     ```
 
     ## Fix safety
-    No automatic fix: which datasets should be split is the author's decision.
+    For a dynamic sampler the fix sets `drop_last: true` (added when missing). It is
+    unsafe: each epoch then skips the incomplete last batches. No fix for the switched-off
+    distributed sampler: which datasets should be split is the author's decision.
 
     ## References
     - Lightning docs: `Trainer(use_distributed_sampler=...)`.
@@ -84,6 +99,7 @@ class SamplerUnevenOrDuplicated(ConfigRule):
     name = "sampler-uneven-or-duplicated"
     summary = "Distributed sampler switched off for map-style data, or uneven dynamic batches"
     severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
     needles = ("use_distributed_sampler", "replace_sampler_ddp", "Sampler")
 
     def check(self, ctx: ConfigContext) -> Iterator[Finding]:
@@ -101,10 +117,24 @@ class SamplerUnevenOrDuplicated(ConfigRule):
             key = ("trainer", switch)
             if doc.value(key) is not False:
                 continue
+            found = doc.entry(key)
+            assert found is not None
+            plain = plain_sampler_in_data(doc)
+            if plain is not None:
+                where, sampler = plain
+                message = (
+                    f"is false while `{dotted(where)}` is a {sampler}, which draws from the "
+                    "whole dataset: Lightning neither adds a DistributedSampler nor wraps "
+                    "this sampler in one, so every rank samples all of the data (with the "
+                    "same seed on every rank, the same samples; "
+                    f"{ctx.world(doc).describe}; silent duplicated work)"
+                )
+                summary = f"is false with a {sampler}: every rank samples all data"
+                yield ctx.finding(self, doc, found, message, summary=summary)
+                continue
             sections = _map_style_sections(doc)
             if not sections:
                 continue
-            found = doc.entry(key)
             assert found is not None
             shown = ", ".join(f"`{s}`" for s in sections)
             message = (
@@ -114,24 +144,22 @@ class SamplerUnevenOrDuplicated(ConfigRule):
                 f"DistributedSampler, so every rank iterates all of the data "
                 f"({ctx.world(doc).describe}; silent duplicated work)"
             )
-            which = shown if len(sections) == 1 else f"{len(sections)} datasets"
-            summary = f"is false: every rank iterates all of {which}"
+            summary = "is false for map-style data: every rank reads all of it"
             yield ctx.finding(self, doc, found, message, summary=summary)
 
     def _dynamic_without_drop_last(
         self, ctx: ConfigContext, doc: ConfigDocument
     ) -> Iterator[Finding]:
         for path, mapping in doc.mappings():
-            if "_target_" not in mapping:
+            chosen = _dynamic_sampler(doc, path, mapping)
+            if chosen is None:
                 continue
-            name = class_name(doc.value((*path, "_target_"))) or ""
-            if not _DYNAMIC_SAMPLER.search(name):
-                continue
+            name, chooser = chosen
             drop_last = doc.value((*path, "drop_last"))
             if drop_last is not ABSENT and drop_last is not False:
                 continue
             drop_key: KeyPath = (*path, "drop_last")
-            found = doc.entry(drop_key) or doc.entry((*path, "_target_"))
+            found = doc.entry(drop_key) or doc.entry((*path, chooser))
             assert found is not None
             state = "false" if drop_last is False else "not set (default false)"
             message = (
@@ -140,6 +168,30 @@ class SamplerUnevenOrDuplicated(ConfigRule):
                 "per-step collective there (DDP's gradient all-reduce, `sync_dist` logging) "
                 "then waits for ranks that have already finished the epoch"
             )
-            unset = "is false" if drop_last is False else "not set"
-            summary = f"{unset} for {name}: last step on some ranks only"
-            yield ctx.finding(self, doc, found, message, key_path=drop_key, summary=summary)
+            summary = f"is {state} for a {name}: uneven last step across ranks"
+            fix = ctx.checked_fix(
+                doc,
+                [set_or_add(doc, path, "drop_last", bool_text(doc, doc.entry(drop_key), True))],
+                {drop_key: True},
+                Applicability.UNSAFE,
+                "Set `drop_last: true`",
+            )
+            yield ctx.finding(self, doc, found, message, fix, key_path=drop_key, summary=summary)
+
+
+def _dynamic_sampler(
+    doc: ConfigDocument, path: KeyPath, mapping: Mapping[Any, Any]
+) -> tuple[str, str] | None:
+    """The dynamic sampler this mapping builds and the key that chooses it: a
+    ``_target_`` class, a sampler named by a string value, or icefall's
+    ``bucketing_sampler: true``."""
+    if "_target_" in mapping:
+        name = class_name(doc.value((*path, "_target_"))) or ""
+        return (name, "_target_") if _DYNAMIC_SAMPLER.search(name) else None
+    for key in _SAMPLER_NAME_KEYS:
+        value = doc.value((*path, key)) if key in mapping else ABSENT
+        if isinstance(value, str) and _DYNAMIC_SAMPLER.search(class_name(value) or ""):
+            return class_name(value) or value, key
+    if _BUCKETING_SWITCH in mapping and doc.value((*path, _BUCKETING_SWITCH)) is True:
+        return "DynamicBucketingSampler", _BUCKETING_SWITCH
+    return None

@@ -48,6 +48,15 @@ def remove_small_statement(ctx: CodeContext, statement: cst.BaseSmallStatement) 
     return Edit(line, 1, end_line, len(last) + 1, "")
 
 
+def remove_call_statement(ctx: CodeContext, call: cst.Call) -> Edit | None:
+    """Remove the statement that is only ``call`` (``torch.cuda.synchronize()`` on its
+    own); None when the call is part of a larger expression."""
+    statement = ctx.index.parent.get(call)
+    if not isinstance(statement, cst.Expr):
+        return None
+    return remove_small_statement(ctx, statement)
+
+
 class ImportConflict(ValueError):
     """The name a fix wants to import is already bound to something else."""
 

@@ -11,6 +11,7 @@ plus every function those reach through calls inside the same module (``self.hel
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -99,20 +100,32 @@ class ForwardPaths:
         return self._local.methods(cls)
 
     def _compute(self) -> None:
-        module_functions = self._local.module_functions
-        work: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
+        entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]] = []
         for owner in self.classes.values():
             if not self.is_module_class(owner):
                 continue
             for method_name, method in self.methods_of(owner).items():
                 if method_name in FORWARD_METHODS:
                     entry = PathReason(f"{owner.name.value}.{method_name}", ())
-                    work.append((method, owner, entry))
+                    entries.append((method, owner, entry))
+        self.functions = self.reach(entries)
+
+    def reach(
+        self,
+        entries: list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]],
+        follow: Callable[[cst.Call, cst.FunctionDef], bool] | None = None,
+    ) -> dict[cst.FunctionDef, PathReason]:
+        """The entry functions and every function of the module they call
+        (``self.helper()``, ``helper()``), each with the chain that reaches it; a call
+        for which ``follow(call, callee)`` is false is not followed."""
+        module_functions = self._local.module_functions
+        reached: dict[cst.FunctionDef, PathReason] = {}
+        work = list(entries)
         while work:
             function, cls, reason = work.pop()
-            if function in self.functions:
+            if function in reached:
                 continue
-            self.functions[function] = reason
+            reached[function] = reason
             methods = self.methods_of(cls) if cls is not None else {}
             for node in self._index.walk_within(function):
                 if not isinstance(node, cst.Call):
@@ -127,13 +140,16 @@ class ForwardPaths:
                     callee_cls = cls
                 elif "." not in target:
                     callee = module_functions.get(target)
-                if callee is not None and callee not in self.functions:
+                if callee is not None and follow is not None and not follow(node, callee):
+                    continue
+                if callee is not None and callee not in reached:
                     label = target[5:] if target.startswith("self.") else target
                     if callee_cls is not None:
                         label = f"{callee_cls.name.value}.{label}"
                     work.append(
                         (callee, callee_cls, PathReason(reason.entry, (*reason.chain, label)))
                     )
+        return reached
 
     def reason_for(self, node: cst.CSTNode) -> PathReason | None:
         """Why the function holding ``node`` runs every step, or None if it does not (as

@@ -15,12 +15,28 @@ import libcst as cst
 
 from ddplint.code.collectives.call_reach import CallReach, StepEvent
 from ddplint.code.steps.forward_paths import ForwardPaths
+from ddplint.code.steps.optimizer_steps import is_optimizer_step
+from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
 _BACKWARD = frozenset({StepEvent.BACKWARD})
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _MANUAL_OPTIMIZATION_CALLS = frozenset({"self.manual_backward", "self.optimizers"})
+
+
+#: A loop of at most this many constant iterations is a test or a warm-up, not training.
+FEW_ITERATIONS = 10
+
+
+def few_iterations(loop: cst.For | cst.While) -> bool:
+    """``for _ in range(3):`` (a unit test or warm-up): no per-step cost to speak of."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return False
+    if dotted_name(loop.iter.func) != "range" or len(loop.iter.args) != 1:
+        return False
+    count = loop.iter.args[0].value
+    return isinstance(count, cst.Integer) and int(count.value) <= FEW_ITERATIONS
 
 
 class TrainingSteps:
@@ -33,12 +49,53 @@ class TrainingSteps:
         self._forward_paths = forward_paths
         self._call_reach = call_reach
         self._loops: dict[cst.CSTNode, bool] = {}
+        self._local: LocalFunctions | None = None
 
     def is_training_loop(self, loop: cst.For | cst.While) -> bool:
         """Whether the loop body reaches ``backward()``."""
         if loop not in self._loops:
             self._loops[loop] = self._call_reach.first_in(loop.body, _BACKWARD) is not None
         return self._loops[loop]
+
+    def holds_training_loop(self, node: cst.CSTNode) -> bool:
+        """Whether a training loop sits inside ``node`` (same function): an epoch loop
+        or a ``run_epoch()`` helper, whose own body runs once per epoch."""
+        return any(
+            isinstance(inner, (cst.For, cst.While)) and self.is_training_loop(inner)
+            for inner in self._index.walk_within(node)
+        )
+
+    def is_epoch_loop(self, loop: cst.For | cst.While) -> bool:
+        """A loop around a training loop whose own body steps no optimizer: its body
+        runs once per epoch. (An outer gradient-accumulation loop that calls
+        ``optimizer.step()`` after its inner micro-batch loop runs once per step.)"""
+        inner: list[cst.CSTNode] = [
+            node
+            for node in self._index.walk_within(loop.body)
+            if isinstance(node, (cst.For, cst.While)) and self.is_training_loop(node)
+        ]
+        if not inner:
+            # ``for epoch in ...: train(epoch)`` where ``train`` holds the step loop.
+            inner = [
+                node
+                for node in self._index.walk_within(loop.body)
+                if isinstance(node, cst.Call) and self._calls_step_loop(node)
+            ]
+        if not inner:
+            return False
+        return not any(
+            isinstance(node, cst.Call)
+            and is_optimizer_step(node)
+            and not any(self._index.is_inside(node, i) for i in inner)
+            for node in self._index.walk_within(loop.body)
+        )
+
+    def _calls_step_loop(self, call: cst.Call) -> bool:
+        """Whether ``call`` runs a function of the module that holds a training loop."""
+        if self._local is None:
+            self._local = LocalFunctions(self._index)
+        callee = self._local.callee(call)
+        return callee is not None and self.holds_training_loop(callee)
 
     def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
         """The innermost loop (same function) whose body holds ``node``: the one a

@@ -1,0 +1,86 @@
+"""DDP102: a tensor read on the host in every training step (opt-in)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ddplint.code.context import CodeContext
+from ddplint.code.steps.host_syncs import SyncKind, cost_of
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+
+
+class HostReadInTrainingStep(CodeRule):
+    """
+    ## What it does
+    Flags a device-to-host read of a tensor (`t.item()`, `t.cpu()`, `t.tolist()`,
+    `t.numpy()`, `t.to("cpu")`, `float(t)` / `int(t)` / `bool(t)` of a tensor) in code
+    that runs on every training step: a LightningModule's `training_step` and per-batch
+    hooks (`on_train_batch_end`, `on_before_optimizer_step`, ...), a callback's step
+    hooks (Lightning `Callback`, Hugging Face `TrainerCallback.on_step_end`, ...), a
+    `Trainer` subclass's `training_step` / `compute_loss`, a loss module's `forward`,
+    and the functions of the same file those call.
+
+    Opt-in (preview): such reads are common and often intended (a progress bar, a
+    data-dependent shape). Select it with `--select DDP102` or `--preview`.
+
+    Not flagged: a read under a condition that holds once in a while
+    (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
+    `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
+    a value already on the host (`torch.tensor(3.0).item()` created without a device,
+    NumPy values, the second read of `x.cpu().numpy()`), validation / test / epoch
+    hooks, and reads under a rank guard (DDP104 reports those).
+
+    ## Why is this bad?
+    CUDA work is asynchronous: the host queues kernels and runs ahead. A device-to-host
+    copy makes the CPU wait until the GPU has drained its queue; the next step's
+    kernels are queued only after that, so the GPU idles while Python builds them. Paid
+    on every step, on every rank; with DDP the gradient all-reduce of the step is in the
+    queue too, so the wait includes communication.
+
+    ## Example
+    ```python
+    class LitModel(pl.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch["x"]), batch["y"])
+            self.log("train_loss", loss.item())
+            return loss
+    ```
+
+    ## Use instead
+    ```python
+    class LitModel(pl.LightningModule):
+        def training_step(self, batch, batch_idx):
+            loss = self.loss_fn(self(batch["x"]), batch["y"])
+            self.log("train_loss", loss)  # Lightning reads it when it logs
+            return loss
+    ```
+    or read it every N steps (`if batch_idx % 50 == 0:`).
+
+    ## Fix safety
+    No automatic fix: the value may be needed on the host (a shape, a branch).
+
+    ## References
+    - PyTorch docs, CUDA semantics: asynchronous execution.
+    - PyTorch Performance Tuning Guide: "Avoid unnecessary CPU-GPU synchronization".
+    - Lightning docs: `LightningModule.log` accepts tensors.
+    """
+
+    code = "DDP102"
+    name = "host-read-in-training-step"
+    summary = "tensor read on the host (`.item()`, `.cpu()`, ...) every training step"
+    severity = Severity.WARNING
+    default_enabled = False
+    needles = (".item(", ".cpu(", ".tolist(", ".numpy(", '"cpu"', "'cpu'", "float(", "int(")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for sync in ctx.host_syncs.found:
+            if sync.kind is not SyncKind.READ or sync.rank_guard is not None:
+                continue
+            message = (
+                f"`{sync.spelled}` in {sync.reason.describe()} reads a tensor on the host "
+                f"every training step: {cost_of(sync.kind)} (every step, every rank); log "
+                "the tensor itself or read it every N steps"
+            )
+            summary = f"`{sync.spelled}` waits for the GPU every training step"
+            yield ctx.finding(self, sync.call, message, summary=summary)

@@ -1,0 +1,86 @@
+"""DDP103: ``torch.cuda.empty_cache()`` on every training step (opt-in)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ddplint.code.context import CodeContext
+from ddplint.code.edits.edits import remove_call_statement
+from ddplint.code.steps.host_syncs import SyncKind, cost_of
+from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.rule import CodeRule
+
+
+class EmptyCacheEveryStep(CodeRule):
+    """
+    ## What it does
+    Flags `torch.cuda.empty_cache()` (and `torch.xpu` / `torch.mps` / DeepSpeed
+    `get_accelerator().empty_cache()`) in code that runs on every training step: the
+    body of a training loop that calls `backward()`, a LightningModule's
+    `training_step` and per-batch hooks, a callback's step hooks (`on_train_batch_end`,
+    `on_step_end`, ...), a `Trainer` subclass's `training_step` / `compute_loss`, a
+    loss module's `forward`, and the functions of the same file those call.
+
+    Opt-in (preview). Not flagged: a call under a condition that holds once in a while
+    (`if step % 1000 == 0:`), one under a rank guard (DDP104), validation / epoch hooks.
+
+    ## Why is this bad?
+    `empty_cache()` returns the caching allocator's unused blocks to the driver. The
+    next step needs the same memory again and gets it through `cudaMalloc`, which
+    synchronises the device, and the release itself waits for the blocks' pending
+    work. So every step pays allocator calls and a device synchronisation, for memory
+    that the process would have reused anyway; it does not lower the peak that causes
+    out-of-memory errors.
+
+    ## Example
+    ```python
+    for batch in loader:
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    ```python
+    for step, batch in enumerate(loader):
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    ```
+    (set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` against fragmentation).
+
+    ## Fix safety
+    The fix removes the statement (a block left empty gets `pass`). It is unsafe: a
+    process that shares the GPU with another one may rely on the release. Apply with
+    `--unsafe-fixes`.
+
+    ## References
+    - PyTorch docs, CUDA semantics: memory management (`empty_cache`,
+      `PYTORCH_CUDA_ALLOC_CONF`).
+    - PyTorch `torch.cuda.empty_cache` documentation.
+    """
+
+    code = "DDP103"
+    name = "empty-cache-every-step"
+    summary = "`empty_cache()` every training step (re-allocation through cudaMalloc)"
+    severity = Severity.WARNING
+    default_enabled = False
+    fix_applicability = Applicability.UNSAFE
+    needles = ("empty_cache",)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for sync in ctx.host_syncs.found:
+            if sync.kind is not SyncKind.EMPTY_CACHE or sync.rank_guard is not None:
+                continue
+            message = (
+                f"`{sync.spelled}` in {sync.reason.describe()} runs every training step: "
+                f"{cost_of(sync.kind)} (every step); the memory is not freed for good, the "
+                "peak stays the same"
+            )
+            edit = remove_call_statement(ctx, sync.call)
+            fix = Fix(Applicability.UNSAFE, (edit,), "Remove the cache release") if edit else None
+            summary = f"`{sync.spelled}` makes the next step re-allocate (sync)"
+            yield ctx.finding(self, sync.call, message, fix, summary=summary)

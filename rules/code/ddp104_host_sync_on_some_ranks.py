@@ -1,0 +1,79 @@
+"""DDP104: a host synchronisation on some ranks only, every training step (opt-in)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ddplint.code.context import CodeContext
+from ddplint.code.steps.host_syncs import cost_of
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+
+
+class HostSyncOnSomeRanks(CodeRule):
+    """
+    ## What it does
+    Flags a host synchronisation (a tensor read such as `loss.item()` / `.cpu()`, or
+    `torch.cuda.empty_cache()`) under a rank guard (`if trainer.is_global_zero:`,
+    `if rank == 0:`, a `@rank_zero_only` function) in code that runs on every training
+    step: training-loop bodies (for `empty_cache()`), a LightningModule's
+    `training_step` and per-batch hooks, callback step hooks (`on_train_batch_end`,
+    `on_step_end`, `on_before_optimizer_step`), `Trainer.training_step` /
+    `compute_loss` overrides, a loss module's `forward`.
+
+    Opt-in (preview). Not flagged: guarded work under a condition that holds once in a
+    while (`if trainer.is_global_zero and step % 100 == 0:`), validation / epoch hooks.
+
+    ## Why is this bad?
+    Only the guarded rank stalls: it waits for its GPU queue to drain (or, for
+    `empty_cache()`, re-allocates through `cudaMalloc` on the next step) and queues its
+    next step late. The other ranks then wait for it at the step's next collective
+    (DDP's gradient all-reduce, ZeRO-3's parameter all-gather in the next forward), so
+    the whole job runs at the pace of the slowest rank, every step. DeepSpeed ZeRO-3
+    says the same of cache flushes: it warns when the allocator flushed its cache and
+    asks for `get_accelerator().empty_cache()` calls so "that all ranks flush their
+    caches at the same time".
+
+    ## Example
+    ```python
+    class LossPrinter(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if trainer.is_global_zero:
+                print(outputs["loss"].item())
+    ```
+
+    ## Use instead
+    ```python
+    class LossPrinter(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if trainer.is_global_zero and batch_idx % 100 == 0:
+                print(outputs["loss"].item())
+    ```
+
+    ## Fix safety
+    No automatic fix: how often to read is the author's choice.
+
+    ## References
+    - PyTorch docs, CUDA semantics: asynchronous execution, memory management.
+    - DeepSpeed `deepspeed/runtime/zero/stage3.py`: the allocator-cache-flush warning.
+    """
+
+    code = "DDP104"
+    name = "host-sync-on-some-ranks"
+    summary = "host synchronisation on some ranks only, every training step"
+    severity = Severity.WARNING
+    default_enabled = False
+    needles = ("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", "float(", "int(")
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for sync in ctx.host_syncs.found:
+            if sync.rank_guard is None:
+                continue
+            where = ctx.rank_reachability.describe(sync.rank_guard)
+            message = (
+                f"`{sync.spelled}` in {sync.reason.describe()} runs {where}, every training "
+                f"step: {cost_of(sync.kind)}; the other ranks then wait for this one at the "
+                "step's next collective, so the whole job runs at its pace"
+            )
+            summary = f"`{sync.spelled}` stalls one rank every step; the others wait"
+            yield ctx.finding(self, sync.call, message, summary=summary)
