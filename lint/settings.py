@@ -288,11 +288,32 @@ def did_you_mean(text: str, rules: Mapping[str, type[Rule]]) -> str:
     wanted = text.strip().lower()
     if wanted in by_name:
         return f" (that is the name of {by_name[wanted]}; rules are selected by code)"
-    close = difflib.get_close_matches(text.strip().upper(), list(rules), n=1, cutoff=0.6)
+    close = _closest_codes(text.strip().upper(), list(rules))
     close = close or [
         by_name[name] for name in difflib.get_close_matches(wanted, list(by_name), n=1)
     ]
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _closest_codes(typed: str, codes: list[str]) -> list[str]:
+    """The code fewest typing edits away from ``typed`` (at most two), first in code
+    order on a tie: ``DDP2O1`` -> ``DDP201``, ``DDP2011`` -> ``DDP201``."""
+    distances = {code: _edit_distance(typed, code) for code in codes}
+    best = min(distances.values(), default=3)
+    return [min(c for c, d in distances.items() if d == best)] if best <= 2 else []
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions."""
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
+        previous = current
+    return previous[-1]
 
 
 def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:

@@ -365,7 +365,7 @@ def test_malformed_pyproject_found_by_discovery_is_reported_like_config(
     ("selector", "hint"),
     [
         ("DDP2011", "(did you mean DDP201?)"),
-        ("ddp21", "(did you mean DDP201?)"),
+        ("dpp201", "(did you mean DDP201?)"),
         ("collective-on-some-ranks", "(that is the name of DDP201; rules are selected by code)"),
         ("colective-on-some-rank", "(did you mean DDP201?)"),
     ],
