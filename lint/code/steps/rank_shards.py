@@ -39,6 +39,8 @@ _WORLD_SUFFIXES = (
     "dp_size",
     "data_parallel_size",
 )
+#: Data-parallel ranks only (a subset of ``rank_predicates.RANK_FUNCTIONS``): a slice by a
+#: tensor- or pipeline-parallel rank splits weights, not data.
 _RANK_CALLS = frozenset(
     {
         "torch.distributed.get_rank",
