@@ -9,7 +9,8 @@ generated training file of about ``--lines`` lines (in a fresh project, or writt
 ``--project`` to lint it with that project's other files), waits for its first
 diagnostics (cold: imports, parse, project model), then makes ``--edits`` edits one
 after another, each changing one line to a text not seen before (so the result cache
-cannot answer), and times each change until ``publishDiagnostics`` for that version
+cannot answer), every other one also inserting a line (so every line below moves), and
+times each change until ``publishDiagnostics`` for that version
 (wall clock, and the server process's CPU time, which a loaded machine does not
 inflate much).
 Then a burst: ``--burst`` changes sent back to back; only the last version may be
@@ -85,6 +86,16 @@ def training_file(lines: int) -> str:
     return "".join(parts)
 
 
+def edited(text: str, edit: int) -> tuple[str, str]:
+    """The ``edit``-th change of the file: even ones rewrite one line, odd ones also
+    insert a line after it (every line below moves, as when one presses Enter), so
+    successive edits alternate between the two layouts. Each text is new."""
+    if edit % 2 == 0:
+        return "rewrite", text.replace(EDITED, f'        print("epoch {edit}", epoch, total)', 1)
+    inserted = f"{EDITED}\n        total += {edit}"
+    return "insert", text.replace(EDITED, inserted, 1)
+
+
 class Bench:
     def __init__(self) -> None:
         self.client = LanguageClient("ddplint-bench", "1")
@@ -128,16 +139,22 @@ async def run(lines: int, edits: int, burst: int, project: Path) -> None:
     cold = await bench.until_published(1) - opened
     print(f"file: {text.count(chr(10))} lines; first diagnostics (cold) {cold * 1000:.0f} ms")
 
-    version, delays, busy = 1, [], []
+    version = 1
+    delays: dict[str, list[float]] = {"rewrite": [], "insert": []}
+    busy: list[float] = []
     server_pid = bench.client._server.pid if bench.client._server is not None else None
     for edit in range(edits):
         version += 1
-        changed = text.replace(EDITED, f'        print("epoch {edit}", epoch, total)', 1)
+        kind, changed = edited(text, edit)
         before = cpu_seconds(server_pid)
         sent = bench.change(uri, version, changed)
-        delays.append(await bench.until_published(version) - sent)
+        delays[kind].append(await bench.until_published(version) - sent)
         busy.append(cpu_seconds(server_pid) - before)
-    print(f"change -> publishDiagnostics over {edits} edits (wall): {spread(delays)}")
+    every = [*delays["rewrite"], *delays["insert"]]
+    print(f"change -> publishDiagnostics over {edits} edits (wall): {spread(every)}")
+    for kind, seconds in delays.items():
+        if seconds:
+            print(f"  {kind} ({len(seconds)}): {spread(seconds)}")
     print(f"server CPU time per edit (what an idle core would take): {spread(busy)}")
 
     first_of_burst = version + 1

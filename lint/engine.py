@@ -20,7 +20,8 @@ from ddplint import code_facts
 from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
 from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
 from ddplint.code.project.index import ProjectIndex
-from ddplint.code.project.summaries import SUMMARY_VERSION, Summary, summarize
+from ddplint.code.project.module_summary import summarize
+from ddplint.code.project.summaries import SUMMARY_VERSION, Summary
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.view import encode_facts, informs_rules
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddplint.code.project.index import ProjectIndex, module_name
-from ddplint.code.project.summaries import summarize
+from ddplint.code.project.module_summary import summarize
 from ddplint.engine import RunResult, lint_paths
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddplint.cache import ResultCache
-from ddplint.code.project.summaries import summarize
+from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings

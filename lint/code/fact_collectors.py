@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ddplint.code.ranks.rank_guard import Parents, dotted, rank_guard
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
 
 RANK_ZERO_METHODS = frozenset({"transcribe", "encoder"})
@@ -99,7 +100,7 @@ def collect_facts(text: str, collectors: Sequence[FactCollector]) -> dict[str, l
     """Every collector's records for one Python file; none when it does not parse
     (the code rules report that, when any of them looks at the file)."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     parents: Parents = {

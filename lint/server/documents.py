@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ddplint.cache import ResultCache
+from ddplint.code.project import module_summary
+from ddplint.code.syntax import incremental_parse, module_index
 from ddplint.discover import is_excluded
 from ddplint.engine import ProjectMemo, cache_directory, lint_buffers
 from ddplint.finding import FileError, Finding
@@ -120,6 +122,10 @@ class ProjectLinter:
     takes effect when the next run starts."""
 
     def __init__(self) -> None:
+        # An edit re-parses and re-summarises only the top-level statements it changed.
+        incremental_parse.enable()
+        module_summary.enable()
+        module_index.keep_walks()
         #: By folder of a document; folders of one project share their setup.
         self._by_folder: dict[Path, ProjectSetup] = {}
         self._projects: dict[tuple[Path, Path | None], ProjectSetup] = {}

@@ -1,5 +1,6 @@
 """Module summaries: what one Python file defines and what each of its functions does,
-as plain data (JSON-ready dicts and lists), read with CPython's ``ast``.
+as plain data (JSON-ready dicts and lists), read with CPython's ``ast``. This module
+reads functions and classes; ``module_summary`` puts a module's summary together.
 
 A summary depends on the file's bytes only (never on its path), so it is cached by
 content hash. Names are kept as the file spells them (``utils.save_checkpoint``,
@@ -30,84 +31,9 @@ from ddplint.code.ranks.rank_predicates import (
 #: Version of the summary layout: part of the cache key.
 SUMMARY_VERSION = "5"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 Summary = dict[str, Any]
-
-
-def summarize(text: str) -> Summary:
-    """The summary of a module's source; raises ``SyntaxError`` (and ``ValueError``,
-    ``RecursionError``) on what ``ast`` cannot read."""
-    tree = ast.parse(text)
-    imports = _imports(tree)
-    functions: dict[str, Summary] = {}
-    classes: dict[str, Summary] = {}
-    instances: dict[str, str] = {}
-    for statement in tree.body:
-        if isinstance(statement, _FUNCTIONS):
-            functions[statement.name] = _function(statement, imports, None)
-        elif isinstance(statement, ast.ClassDef):
-            classes[statement.name] = _class(statement, imports, functions)
-        elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
-            made = dotted(statement.value.func)
-            for target in statement.targets:
-                if isinstance(target, ast.Name) and made is not None:
-                    instances[target.id] = made
-    return {
-        "imports": imports,
-        "functions": functions,
-        "classes": classes,
-        "instances": instances,
-        "top": _top_level(tree, imports),
-        "uses": sorted(_uses(tree, {*imports, *functions, *classes, *instances})),
-    }
-
-
-def _top_level(tree: ast.Module, imports: dict[str, str]) -> Summary:
-    """What the module's own statements (a script's body, ``if __name__ == "__main__":``)
-    call, and whether they choose the rank's GPU: module-level code calls functions too."""
-    calls: list[list[Any]] = []
-    sets_device = False
-    for node in _own_nodes(tree):
-        if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
-            calls.append([target, node.lineno])
-            sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
-    return {"calls": calls, "sets_device": sets_device}
-
-
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted name it stands for (``"..comm"`` for a relative import),
-    plus module-level aliases (``dist = torch.distributed``)."""
-    bound: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    bound[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    bound[head] = head
-        elif isinstance(node, ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                local = alias.asname or alias.name
-                separator = "" if module.endswith(".") or not module else "."
-                bound[local] = f"{module}{separator}{alias.name}"
-    for statement in tree.body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-        ):
-            value = dotted(statement.value)
-            if value is None:
-                continue
-            head, dot, rest = value.partition(".")
-            if head in bound:
-                bound[statement.targets[0].id] = bound[head] + dot + rest
-    return bound
 
 
 def qualify(name: str, imports: dict[str, str]) -> str | None:
@@ -120,7 +46,7 @@ def qualify(name: str, imports: dict[str, str]) -> str | None:
     return f"{bound}.{rest}" if rest else bound
 
 
-def _own_nodes(function: ast.AST) -> list[ast.AST]:
+def own_nodes(function: ast.AST) -> list[ast.AST]:
     """Nodes of a function body, nested defs, lambdas and classes left out, in source
     order."""
     found: list[ast.AST] = []
@@ -178,7 +104,7 @@ def _opt_in_switches(
     found: dict[int, list[Any]] = {}
     if not parameters:
         return found
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         if not isinstance(node, ast.If):
             continue
         tests = (
@@ -218,7 +144,7 @@ def _decorator_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[s
     return names
 
 
-def _function(
+def function_summary(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     imports: dict[str, str],
     owner: str | None,
@@ -237,7 +163,7 @@ def _function(
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
             if kind is not None:
@@ -389,7 +315,9 @@ def _whole_body_guarded(function: ast.FunctionDef | ast.AsyncFunctionDef) -> boo
     )
 
 
-def _class(cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summary]) -> Summary:
+def class_summary(
+    cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summary]
+) -> Summary:
     """Bases as spelled, methods (also recorded as ``Class.method`` functions), the
     ``self.x`` attributes some method assigns a rank test to, and those assigned the
     result of a call (a rank test when the callee returns one: the index decides)."""
@@ -397,11 +325,11 @@ def _class(cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summ
     rank_attributes: set[str] = set()
     attribute_calls: dict[str, list[str]] = {}
     for statement in cls.body:
-        if not isinstance(statement, _FUNCTIONS):
+        if not isinstance(statement, FUNCTION_TYPES):
             continue
         methods.append(statement.name)
-        functions[f"{cls.name}.{statement.name}"] = _function(statement, imports, cls.name)
-        for node in _own_nodes(statement):
+        functions[f"{cls.name}.{statement.name}"] = function_summary(statement, imports, cls.name)
+        for node in own_nodes(statement):
             if not isinstance(node, ast.Assign):
                 continue
             called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
@@ -423,24 +351,3 @@ def _class(cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summ
         "rank_attributes": sorted(rank_attributes),
         "attribute_calls": attribute_calls,
     }
-
-
-def _uses(tree: ast.Module, known: set[str]) -> set[str]:
-    """Every dotted name the module reads (each prefix of an attribute chain), scoped
-    ``Class:self.x`` inside a class's methods: what the file may ask the project about.
-    Only names rooted in an import or a module-level definition (``known``)."""
-    found: set[str] = set()
-    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
-    while stack:
-        node, owner = stack.pop()
-        if isinstance(node, ast.ClassDef):
-            owner = node.name
-        name = dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
-        if name is not None:
-            head = name.split(".", 1)[0]
-            if head in ("self", "cls") and owner is not None and "." in name:
-                found.add(f"{owner}:{name}")
-            elif head in known:
-                found.add(name)
-        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
-    return found

@@ -8,8 +8,10 @@ skipped: no rule looks at them (suppression comments are read from the text).
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import libcst as cst
@@ -90,30 +92,88 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     return children
 
 
+@dataclass(frozen=True)
+class _Walk:
+    """One top-level statement's part of the index: its nodes in pre-order (the
+    statement first), the parent of each node below it, its nodes by type."""
+
+    nodes: list[cst.CSTNode]
+    parent: dict[cst.CSTNode, cst.CSTNode]
+    by_type: dict[type, list[cst.CSTNode]]
+
+
+def _walk(root: cst.CSTNode) -> _Walk:
+    nodes: list[cst.CSTNode] = []
+    parent_map: dict[cst.CSTNode, cst.CSTNode] = {}
+    by_type: defaultdict[type, list[cst.CSTNode]] = defaultdict(list)
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        if parent is not None:
+            parent_map[node] = parent
+        nodes.append(node)
+        by_type[type(node)].append(node)
+        for child in reversed(children_of(node)):
+            stack.append((child, node))
+    return _Walk(nodes, parent_map, dict(by_type))
+
+
+class _Walks:
+    """Statements' walks kept between indexes of successive versions of a file, by
+    node identity (an incremental parse reuses the statements an edit left alone);
+    the least recently used dropped past ``limit``."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._limit = limit
+        self._kept: OrderedDict[int, tuple[cst.CSTNode, _Walk]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def walk(self, statement: cst.CSTNode) -> _Walk:
+        key = id(statement)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found[1]
+        walked = _walk(statement)
+        with self._lock:
+            self._kept[key] = (statement, walked)  # the node is held: its id stays its own
+            while len(self._kept) > self._limit:
+                self._kept.popitem(last=False)
+        return walked
+
+
+_kept_walks: _Walks | None = None
+
+
+def keep_walks() -> None:
+    """Keep statements' walks between indexes in this process (the language server)."""
+    global _kept_walks
+    if _kept_walks is None:
+        _kept_walks = _Walks()
+
+
 class ModuleIndex:
     """Parents, pre-order position and a by-type list of every non-token node."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.order: dict[cst.CSTNode, int] = {}
+        self.order: dict[cst.CSTNode, int] = {module: 0}
         self.by_type: defaultdict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.by_type[type(module)].append(module)
         self._functions: dict[cst.CSTNode, cst.FunctionDef | None] = {}
-        self._walk(module)
-
-    def _walk(self, root: cst.CSTNode) -> None:
-        parent_map = self.parent
-        order = self.order
-        by_type = self.by_type
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
-        while stack:
-            node, parent = stack.pop()
-            if parent is not None:
-                parent_map[node] = parent
-            order[node] = len(order)
-            by_type[type(node)].append(node)
-            for child in reversed(children_of(node)):
-                stack.append((child, node))
+        kept = _kept_walks
+        for statement in children_of(module):
+            walked = kept.walk(statement) if kept is not None else _walk(statement)
+            self.parent[statement] = module
+            self.parent.update(walked.parent)
+            start = len(self.order)
+            self.order.update(
+                zip(walked.nodes, range(start, start + len(walked.nodes)), strict=True)
+            )
+            for node_type, nodes in walked.by_type.items():
+                self.by_type[node_type].extend(nodes)
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """All nodes of exactly this type, in source order."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-import warnings
 from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.code.syntax import incremental_parse
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.source import SourceError
 
 #: The sum over statements of (nesting depth)^2. LibCST costs about 0.02 ms per unit
@@ -52,8 +53,28 @@ def parse_module(text: str) -> cst.Module:
     beyond ``MAX_SYNTAX_UNITS``, and
     ``libcst.ParserSyntaxError`` for invalid code.
     """
+    parser = incremental_parse.active()
+    if parser is not None:
+        module = _parse_in_pieces(text, parser)
+        if module is not None:
+            return module
     check_nesting(text)
     return cst.parse_module(text)
+
+
+def _parse_in_pieces(text: str, parser: incremental_parse.IncrementalParser) -> cst.Module | None:
+    """The module from pieces (``ddplint.code.syntax.incremental_parse``), each piece's
+    nesting checked before LibCST sees it; None where the whole file must be parsed
+    (``check_nesting`` then says why a file cannot be)."""
+    if syntax_units(text) > MAX_SYNTAX_UNITS:
+        return None
+    try:
+        tree = parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    pieces = incremental_parse.split(text, tree)
+    _check_cost(parser.nesting(pieces, statement_nesting))
+    return parser.assemble(pieces)
 
 
 def syntax_units(text: str) -> int:
@@ -72,9 +93,7 @@ def check_nesting(text: str) -> None:
             f"limit {MAX_SYNTAX_UNITS:,}: a generated table or vocabulary?)"
         )
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning / DeprecationWarning
-            tree = ast.parse(text)
+        tree = parse_python(text)
     except (RecursionError, MemoryError):
         raise SourceError("cannot parse: nested too deeply for Python's own parser") from None
     except SyntaxError as exc:

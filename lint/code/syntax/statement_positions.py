@@ -11,13 +11,13 @@ parse the text), the whole module's positions are used, as before.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from ddplint.code.syntax.module_index import ModuleIndex
+from ddplint.code.syntax.python_ast import parse_python
 
 
 class StatementPositions:
@@ -74,7 +74,7 @@ def _statement_lines(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
     """The line each top-level statement starts on, or None when ``ast`` and LibCST do
     not pair up."""
     try:
-        body = ast.parse(text).body
+        body = parse_python(text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     starts: dict[cst.CSTNode, int] = {}

@@ -1,0 +1,282 @@
+"""A module's summary, put together from its top-level statements.
+
+The summary (``ddplint.code.project.summaries`` says what each part means) is built one
+*piece* at a time (a top-level statement and the lines after it, as
+``ddplint.code.syntax.incremental_parse.split`` cuts a file) and the parts are joined
+in file order. A language server re-summarises the file it edits on every change: with
+``enable``, each piece's part is kept by its text (and, for the parts that resolve
+names, by the module's imports), so an edit costs the pieces it touched; a part reused
+where its piece now starts on another line has its line numbers moved with it.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddplint.code.project.summaries import (
+    FUNCTION_TYPES,
+    Summary,
+    class_summary,
+    function_summary,
+    own_nodes,
+    qualify,
+)
+from ddplint.code.ranks.process_groups import DEVICE_CHOICES
+from ddplint.code.ranks.rank_guard import dotted
+from ddplint.code.syntax.incremental_parse import Piece, split
+from ddplint.code.syntax.python_ast import parse_python
+
+#: Pieces whose parts are kept between runs (about 100 files of 2,000 lines).
+KEPT_PIECES = 30_000
+
+
+@dataclass(frozen=True)
+class _Names:
+    """What a piece binds and reads, whatever the module imports: its import bindings
+    (``ast.walk`` depth, local name, dotted name, in walk order), module-level aliases
+    (``dist = torch.distributed``: name, dotted value), the calls' instances
+    (``trainer = Trainer()``) and the dotted names it reads, scoped (``Class:self.x``)
+    or plain (kept where the module knows their head)."""
+
+    bindings: tuple[tuple[int, str, str], ...]
+    aliases: tuple[tuple[str, str], ...]
+    instances: tuple[tuple[str, str], ...]
+    scoped_uses: frozenset[str]
+    plain_uses: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Definitions:
+    """What a piece defines and calls, read with the module's imports, its line numbers
+    as they were where the piece started on ``line``: functions (and ``Class.method``)
+    and classes in definition order, the module-level calls, whether one chooses the
+    rank's GPU."""
+
+    line: int
+    functions: tuple[tuple[str, Summary], ...]
+    classes: tuple[tuple[str, Summary], ...]
+    calls: tuple[tuple[str, int], ...]
+    sets_device: bool
+
+
+@dataclass
+class _Kept:
+    names: _Names
+    #: The imports the definitions were read with, and the definitions.
+    definitions: tuple[tuple[tuple[str, str], ...], _Definitions] | None = None
+
+
+def summarize(text: str) -> Summary:
+    """The summary of a module's source; raises ``SyntaxError`` (and ``ValueError``,
+    ``RecursionError``) on what ``ast`` cannot read."""
+    pieces = split(text, parse_python(text))
+    memo = _active or _Memo()
+    with memo.lock:
+        return _summary(pieces, memo)
+
+
+def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
+    """The module's summary from its pieces, reusing and filling the memo."""
+    entries = [memo.entry(piece) for piece in pieces]
+    imports = _imports([entry.names for entry in entries])
+    spelled = memo.same_imports(tuple(imports.items()))
+    functions: dict[str, Summary] = {}
+    classes: dict[str, Summary] = {}
+    instances: dict[str, str] = {}
+    calls: list[list[Any]] = []
+    sets_device = False
+    for piece, entry in zip(pieces, entries, strict=True):
+        definitions = _definitions(piece, entry, imports, spelled)
+        delta = piece.line - definitions.line
+        for name, summary in definitions.functions:
+            functions[name] = _moved(summary, delta)
+        classes.update(definitions.classes)
+        instances.update(entry.names.instances)
+        calls.extend([target, line + delta] for target, line in definitions.calls)
+        sets_device = sets_device or definitions.sets_device
+    known = {*imports, *functions, *classes, *instances}
+    uses: set[str] = set()
+    for entry in entries:
+        uses.update(entry.names.scoped_uses)
+        uses.update(n for n in entry.names.plain_uses if n.split(".", 1)[0] in known)
+    return {
+        "imports": imports,
+        "functions": functions,
+        "classes": classes,
+        "instances": instances,
+        "top": {"calls": calls, "sets_device": sets_device},
+        "uses": sorted(uses),
+    }
+
+
+def _definitions(
+    piece: Piece, entry: _Kept, imports: dict[str, str], spelled: tuple[tuple[str, str], ...]
+) -> _Definitions:
+    """The piece's definitions under these imports: kept ones when read with the same."""
+    if entry.definitions is not None and entry.definitions[0] is spelled:
+        return entry.definitions[1]
+    definitions = _read_definitions(piece, imports)
+    entry.definitions = (spelled, definitions)
+    return definitions
+
+
+def _imports(parts: list[_Names]) -> dict[str, str]:
+    """Local name -> dotted name it stands for (``"..comm"`` for a relative import), in
+    ``ast.walk`` order over the whole module (shallower bindings first, then file
+    order), plus module-level aliases (``dist = torch.distributed``)."""
+    bindings = [binding for part in parts for binding in part.bindings]
+    bindings.sort(key=lambda binding: binding[0])  # stable: file order within a depth
+    bound = {local: name for _, local, name in bindings}
+    for part in parts:
+        for target, value in part.aliases:
+            head, dot, rest = value.partition(".")
+            if head in bound:
+                bound[target] = bound[head] + dot + rest
+    return bound
+
+
+def _names(statements: Sequence[ast.stmt]) -> _Names:
+    return _Names(
+        tuple(_bindings(statements)),
+        tuple(_aliases(statements)),
+        tuple(_instances(statements)),
+        *_uses(statements),
+    )
+
+
+def _bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, str]]:
+    """(depth, local, dotted) of every import in the statements, in walk order."""
+    level: list[ast.AST] = list(statements)
+    depth = 1
+    while level:
+        for node in level:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        yield depth, alias.asname, alias.name
+                    else:
+                        head = alias.name.split(".", 1)[0]
+                        yield depth, head, head
+            elif isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                separator = "" if module.endswith(".") or not module else "."
+                for alias in node.names:
+                    if alias.name != "*":
+                        yield depth, alias.asname or alias.name, f"{module}{separator}{alias.name}"
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        depth += 1
+
+
+def _aliases(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
+    for statement in statements:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and (value := dotted(statement.value)) is not None
+        ):
+            yield statement.targets[0].id, value
+
+
+def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
+    for statement in statements:
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
+            made = dotted(statement.value.func)
+            if made is None:
+                continue
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, made
+
+
+def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str]]:
+    """Every dotted name the statements read (each prefix of an attribute chain):
+    ``Class:self.x`` inside a class's methods, and the rest."""
+    scoped: set[str] = set()
+    plain: set[str] = set()
+    stack: list[tuple[ast.AST, str | None]] = [(s, None) for s in statements]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, ast.ClassDef):
+            owner = node.name
+        name = dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+        if name is not None:
+            head = name.split(".", 1)[0]
+            if head in ("self", "cls") and owner is not None and "." in name:
+                scoped.add(f"{owner}:{name}")
+            else:
+                plain.add(name)
+        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+    return frozenset(scoped), frozenset(plain)
+
+
+def _read_definitions(piece: Piece, imports: dict[str, str]) -> _Definitions:
+    functions: dict[str, Summary] = {}
+    classes: list[tuple[str, Summary]] = []
+    for statement in piece.statements:
+        if isinstance(statement, FUNCTION_TYPES):
+            functions[statement.name] = function_summary(statement, imports, None)
+        elif isinstance(statement, ast.ClassDef):
+            classes.append((statement.name, class_summary(statement, imports, functions)))
+    calls: list[tuple[str, int]] = []
+    sets_device = False
+    for node in own_nodes(ast.Module(body=list(piece.statements), type_ignores=[])):
+        if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
+            calls.append((target, node.lineno))
+            sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+    return _Definitions(
+        piece.line, tuple(functions.items()), tuple(classes), tuple(calls), sets_device
+    )
+
+
+def _moved(function: Summary, delta: int) -> Summary:
+    """A function's summary with its line numbers ``delta`` lines further down."""
+    if not delta:
+        return function
+    return {
+        **function,
+        "line": function["line"] + delta,
+        "collectives": [[*c[:-1], c[-1] + delta] for c in function["collectives"]],
+        "calls": [[target, line + delta] for target, line in function["calls"]],
+    }
+
+
+class _Memo:
+    """Pieces' parts by text, the least recently used dropped past ``KEPT_PIECES``."""
+
+    def __init__(self) -> None:
+        self.kept: OrderedDict[str, _Kept] = OrderedDict()
+        self.lock = threading.Lock()
+        self._imports: tuple[tuple[str, str], ...] = ()
+
+    def entry(self, piece: Piece) -> _Kept:
+        entry = self.kept.get(piece.text)
+        if entry is None:
+            entry = self.kept[piece.text] = _Kept(_names(piece.statements))
+            while len(self.kept) > KEPT_PIECES:
+                self.kept.popitem(last=False)
+        else:
+            self.kept.move_to_end(piece.text)
+        return entry
+
+    def same_imports(self, imports: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """``imports``, as the object of the last call when equal to it: definitions
+        are kept with the imports they were read with, compared by identity."""
+        if imports != self._imports:
+            self._imports = imports
+        return self._imports
+
+
+_active: _Memo | None = None
+
+
+def enable() -> None:
+    """Keep pieces' parts between calls in this process (the language server)."""
+    global _active
+    if _active is None:
+        _active = _Memo()
