@@ -179,3 +179,46 @@ def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> No
     }
     assert memo.index(changed) is not first
     assert memo.index({**changed, "b.py": summarize("x = 1\n")}) is not memo.index(changed)
+
+
+def test_tidy_runs_once_the_server_is_quiet_and_a_request_cancels_it() -> None:
+    published: list[int] = []
+    tidied: list[int] = []
+    snapshots = iter([1, 2])
+
+    async def main() -> None:
+        scheduler = LintScheduler(
+            lambda: next(snapshots),
+            lambda snapshot: snapshot,
+            published.append,
+            lambda exc: None,
+            delay=0,
+            tidy=lambda: tidied.append(len(published)),
+            tidy_after=0.3,
+        )
+        scheduler.request()
+        while not published:
+            await asyncio.sleep(0.01)
+        scheduler.request()  # before the quiet time is over: no tidy yet
+        while len(published) < 2:
+            await asyncio.sleep(0.01)
+        assert tidied == []
+        await asyncio.sleep(0.6)
+        scheduler.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert published == [1, 2]
+    assert tidied == [2]
+
+
+def test_collect_and_freeze_leaves_survivors_out_of_later_collections() -> None:
+    import gc
+
+    from ddplint.server.memory import collect_and_freeze
+
+    kept = [[index] for index in range(1000)]
+    try:
+        collect_and_freeze()
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()

@@ -4,7 +4,8 @@ One module per job: ``protocol`` (the LSP wiring), ``scheduling`` (debounced run
 worker thread, stale results dropped), ``documents`` (snapshots of the open documents
 linted with their project), ``diagnostics`` (findings as LSP diagnostics),
 ``actions`` (fixes, "ignore for this line", "fix all", hover), ``positions``
-(ddplint's 1-based code-point columns to LSP's 0-based UTF-16/UTF-32/UTF-8 units).
+(ddplint's 1-based code-point columns to LSP's 0-based UTF-16/UTF-32/UTF-8 units),
+``memory`` (garbage collection while idle).
 pygls is the optional extra ``server``: nothing here is imported by ``ddplint check``.
 """
 

@@ -22,6 +22,7 @@ from ddplint import __version__
 from ddplint.server.actions import FIX_ALL, code_actions, hover
 from ddplint.server.diagnostics import error_diagnostic, finding_diagnostic
 from ddplint.server.documents import DocumentResult, LintRun, ProjectLinter, Snapshot
+from ddplint.server.memory import collect_and_freeze, frozen_after
 from ddplint.server.scheduling import LintScheduler
 
 #: Files that shape the settings or the options (the torch floor, Lightning pins).
@@ -44,7 +45,11 @@ class DdplintServer(LanguageServer):
         self.linter = ProjectLinter()
         self.results: dict[str, DocumentResult] = {}
         self.scheduler: LintScheduler[list[Snapshot], LintRun] = LintScheduler(
-            self.snapshot, self.linter.lint, self.publish, self.report_failure
+            self.snapshot,
+            frozen_after(self.linter.lint),
+            self.publish,
+            self.report_failure,
+            tidy=collect_and_freeze,
         )
         self._shown: set[str] = set()
 

@@ -4,7 +4,9 @@ A change asks for a lint after a short pause (``DEBOUNCE_SECONDS``); a newer req
 replaces one still waiting. The run lints a snapshot of the open documents in a worker
 thread (the server keeps reading messages meanwhile); a run that a newer request
 replaced is abandoned (its results are dropped when it ends), and of its results only
-those of documents still at the linted version are published.
+those of documents still at the linted version are published. Once a run is published
+and no request follows for a while, ``tidy`` runs in the worker thread (garbage
+collection, ``ddplint.server.memory``), so that it need not run during a lint.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
+
+from ddplint.server.memory import IDLE_SECONDS
 
 #: The pause after a change before linting: typing bursts lint once.
 DEBOUNCE_SECONDS = 0.05
@@ -33,20 +37,26 @@ class LintScheduler(Generic[S, T]):
         publish: Callable[[T], None],
         failed: Callable[[Exception], None],
         delay: float = DEBOUNCE_SECONDS,
+        tidy: Callable[[], None] | None = None,
+        tidy_after: float = IDLE_SECONDS,
     ) -> None:
         self._snapshot = snapshot
         self._work = work
         self._publish = publish
         self._failed = failed
         self._delay = delay
+        self._tidy = tidy
+        self._tidy_after = tidy_after
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddplint-lint")
         self._pending: asyncio.Task[None] | None = None
+        self._tidying: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     def request(self, delay: float | None = None) -> None:
         """Lint after the pause; a run not yet finished is superseded."""
-        if self._pending is not None and not self._pending.done():
-            self._pending.cancel()
+        for task in (self._pending, self._tidying):
+            if task is not None and not task.done():
+                task.cancel()
         self._pending = asyncio.ensure_future(self._run(self._delay if delay is None else delay))
 
     async def _run(self, delay: float) -> None:
@@ -60,8 +70,18 @@ class LintScheduler(Generic[S, T]):
                 self._failed(exc)
                 return
         self._publish(result)
+        if self._tidy is not None:
+            self._tidying = asyncio.ensure_future(self._tidy_when_idle(self._tidy))
+
+    async def _tidy_when_idle(self, tidy: Callable[[], None]) -> None:
+        """``tidy()`` in the worker thread after ``tidy_after`` quiet seconds (a request
+        meanwhile cancels it; one arriving while it runs waits for it)."""
+        await asyncio.sleep(self._tidy_after)
+        async with self._lock:
+            await asyncio.get_running_loop().run_in_executor(self._executor, tidy)
 
     def close(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
+        for task in (self._pending, self._tidying):
+            if task is not None:
+                task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)

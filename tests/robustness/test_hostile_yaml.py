@@ -36,11 +36,15 @@ CONFIG_RULES = tuple(code for code, rule in all_rules().items() if rule.kind == 
 MEMORY_LIMIT = 768 * 2**20
 #: Peak resident memory a child ``ddplint check`` of one hostile file may reach.
 RSS_LIMIT = 300 * 2**20
-#: ``ddplint ARGS`` that reports its peak resident memory on stderr when it exits.
+#: ``ddplint ARGS`` that reports its peak resident memory on stderr when it exits: the
+#: high-water mark of its own memory map (``ru_maxrss`` would count the test process it
+#: was forked from: Linux keeps it across ``exec``).
 MEASURED_CLI = """
-import atexit, resource, sys
-atexit.register(lambda: print(f"maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
-                              file=sys.stderr))
+import atexit, re, sys
+def peak():
+    status = open("/proc/self/status").read()
+    return re.search(r"VmHWM:\\s+(\\d+)", status).group(1)
+atexit.register(lambda: print(f"maxrss={peak()}", file=sys.stderr))
 from ddplint.cli import main
 sys.argv = ["ddplint", *sys.argv[1:]]
 main()
