@@ -51,7 +51,9 @@ EDITS = [
     # The import changes what every collective resolves to.
     lambda text: text.replace("import torch.distributed as dist", "import mylib as dist"),
     # A class method added.
-    lambda text: text.replace("    def step", "    def more(self):\n        dist.barrier()\n\n    def step"),
+    lambda text: text.replace(
+        "    def step", "    def more(self):\n        dist.barrier()\n\n    def step"
+    ),
 ]
 
 
