@@ -17,7 +17,7 @@ from ddplint.code.syntax.safe_parse import parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TRAINING = '''import torch
+TRAINING = """import torch
 import torch.distributed as dist
 
 
@@ -41,7 +41,7 @@ trainer = Trainer()
 if __name__ == "__main__":
     torch.cuda.set_device(0)
     trainer.step(None)
-'''
+"""
 
 EDITS = [
     # Lines inserted above everything: every later part moves down.
