@@ -48,6 +48,8 @@ _CLAUSES = (
 _BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
 
 Nesting = tuple[tuple[int, int], ...]
+#: A statement of a module's body.
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class _Parsed:
     module: cst.Module | None = None
     parsed: bool = False
     #: The first statement given the lines of the piece before it, and that piece's text.
-    joined: tuple[str, cst.BaseStatement] | None = None
+    joined: tuple[str, Statement] | None = None
 
 
 def split(text: str, tree: ast.Module) -> list[Piece]:
@@ -191,7 +193,7 @@ def _put_together(
     newlines = {m.default_newline for m in modules}
     if len(indents) > 1 or len(newlines) > 1:
         return None
-    body: list[cst.BaseStatement] = []
+    body: list[Statement] = []
     for position, (module, entry) in enumerate(parts):
         statements = list(module.body)
         carried = modules[position - 1].footer if position else ()
@@ -211,11 +213,11 @@ def _put_together(
 
 
 def _joined(
-    statement: cst.BaseStatement,
+    statement: Statement,
     carried: Sequence[cst.EmptyLine],
     entry: _Parsed | None,
     previous: str,
-) -> cst.BaseStatement:
+) -> Statement:
     """``statement`` with the lines the piece before left as its own leading lines; the
     same node as last time when the piece before is the same text (analyses that
     remember nodes between runs keep what they know)."""
