@@ -19,7 +19,7 @@ import libcst as cst
 from ddplint import code_facts
 from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
 from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
-from ddplint.code.project.index import ProjectIndex
+from ddplint.code.project.index import ProjectIndex, resolution_inputs
 from ddplint.code.project.module_summary import summarize
 from ddplint.code.project.summaries import SUMMARY_VERSION, Summary
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
@@ -691,24 +691,39 @@ class ProjectMemo:
     """What a caller that lints one project again and again (the language server) keeps
     between runs: the listing of the project's files (until it sets ``listing`` to None:
     a file was created or deleted) and the last project index, used again while every
-    module summary is the same (an edit inside a function body seldom changes one)."""
+    module summary is the same (an edit inside a function body seldom changes one); when
+    only what functions do changed (not the names modules import and define), the new
+    index starts from the old one's name resolutions."""
 
     listing: list[Target] | None = None
     _summaries: dict[str, Summary] = field(default_factory=dict)
     _index: ProjectIndex | None = None
 
     def index(self, summaries: dict[str, Summary]) -> ProjectIndex:
-        if self._index is None or not self._unchanged(summaries):
+        changed = self._changed(summaries)
+        if self._index is None or changed is None:
             self._index = ProjectIndex(summaries)
+        elif changed:
+            previous = self._summaries
+            same_names = all(
+                resolution_inputs(summaries[path]) == resolution_inputs(previous[path])
+                for path in changed
+            )
+            self._index = ProjectIndex(summaries, self._index.resolved if same_names else None)
         self._summaries = summaries
         return self._index
 
-    def _unchanged(self, summaries: dict[str, Summary]) -> bool:
+    def _changed(self, summaries: dict[str, Summary]) -> list[str] | None:
+        """The paths whose summary changed since the last run; None when files came or
+        went."""
         previous = self._summaries
-        return summaries.keys() == previous.keys() and all(
-            summary is previous[path] or summary == previous[path]
+        if summaries.keys() != previous.keys():
+            return None
+        return [
+            path
             for path, summary in summaries.items()
-        )
+            if not (summary is previous[path] or summary == previous[path])
+        ]
 
 
 def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> RunResult:

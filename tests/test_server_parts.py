@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddplint.cache import ResultCache
+from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
@@ -179,6 +180,33 @@ def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> No
     }
     assert memo.index(changed) is not first
     assert memo.index({**changed, "b.py": summarize("x = 1\n")}) is not memo.index(changed)
+
+
+UTILS = "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n"
+TRAIN = "from utils import sync\n\n\ndef step(rank):\n    if rank == 0:\n        sync()\n"
+
+
+def _facts(index: ProjectIndex) -> tuple[object, ...]:
+    return index.reach, index._calls, index.facts_for("train.py")
+
+
+def test_an_index_after_a_body_edit_starts_from_the_old_resolutions_and_equals_a_fresh_one() -> (
+    None
+):
+    memo = ProjectMemo()
+    first = memo.index({"utils.py": summarize(UTILS), "train.py": summarize(TRAIN)})
+    # Lines move and a call is added: what the functions do changed, not the names.
+    moved = TRAIN.replace("def step(rank):\n", "def step(rank):\n    print(rank)\n\n")
+    summaries = {"utils.py": summarize(UTILS), "train.py": summarize(moved)}
+    second = memo.index(summaries)
+    assert second is not first and second.resolved is first.resolved
+    assert _facts(second) == _facts(ProjectIndex(summaries))
+    assert second.reach[("utils", "sync")].where == "utils.py:5"
+    # An import changes: names resolve anew.
+    renamed = moved.replace("from utils import sync", "from other import sync")
+    third = memo.index({"utils.py": summarize(UTILS), "train.py": summarize(renamed)})
+    assert third.resolved is not first.resolved
+    assert third.function_key("sync", "train", None) is None
 
 
 def test_tidy_runs_once_the_server_is_quiet_and_a_request_cancels_it() -> None:

@@ -66,11 +66,33 @@ def module_name(relative: str) -> tuple[str, bool] | None:
     return ".".join(parts), package
 
 
+#: A name as written, the module it is written in, and the class whose method it is in.
+CallName = tuple[str, str, str | None]
+
+
+def resolution_inputs(summary: Summary) -> tuple[object, ...]:
+    """The parts of a summary that name resolution reads (``ProjectIndex.spelled``):
+    imports, the names of functions, classes, instances; not what functions do or the
+    lines they do it on."""
+    return (
+        summary["imports"],
+        list(summary["functions"]),
+        summary["classes"],
+        summary["instances"],
+    )
+
+
 class ProjectIndex:
     """Summaries of every Python file of a project, linked; see the module docstring."""
 
-    def __init__(self, summaries: dict[str, Summary]) -> None:
-        """``summaries``: relative posix path -> summary."""
+    def __init__(
+        self,
+        summaries: dict[str, Summary],
+        resolved: dict[CallName, FunctionKey | None] | None = None,
+    ) -> None:
+        """``summaries``: relative posix path -> summary. ``resolved``: what
+        ``function_key`` answered for an index whose summaries had the same
+        ``resolution_inputs`` (kept and added to)."""
         self.paths: dict[str, str] = {}
         self.summaries: dict[str, Summary] = {}
         self.packages: set[str] = set()
@@ -93,6 +115,8 @@ class ProjectIndex:
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
+        #: ``function_key`` answers: linking asks the same names again and again.
+        self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
         self._solve()
 
     # -- linking -----------------------------------------------------------------
@@ -150,8 +174,13 @@ class ProjectIndex:
 
     def function_key(self, name: str, module: str, owner: str | None) -> FunctionKey | None:
         """The project function ``name`` (as written in ``module``) runs, if known."""
+        asked = (name, module, owner)
+        if asked in self.resolved:
+            return self.resolved[asked]
         symbol = self.spelled(name, module, owner)
-        return (symbol[1], symbol[2]) if symbol is not None and symbol[0] == "function" else None
+        key = (symbol[1], symbol[2]) if symbol is not None and symbol[0] == "function" else None
+        self.resolved[asked] = key
+        return key
 
     def _member(self, symbol: Symbol, attribute: str, depth: int) -> Symbol | None:
         if depth > MAX_DEPTH:
