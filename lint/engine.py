@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from ddplint import code_facts
+from ddplint import cancellation, code_facts
 from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
 from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
 from ddplint.code.project.index import ProjectIndex, resolution_inputs
@@ -284,6 +284,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     outcome.parsed = True
     findings: list[Finding] = []
     for rule in plan.rules:
+        cancellation.check()
         findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
     if findings and plan.kind == "config":
         settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
@@ -395,6 +396,7 @@ def _run_in_process(
     results = []
     with native_work_ends_on_signals():
         for item in work:
+            cancellation.check()
             results.append(job(item))
             if done is not None:
                 done(1)

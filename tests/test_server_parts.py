@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,77 @@ def test_collect_and_freeze_leaves_survivors_out_of_later_collections() -> None:
         assert gc.get_freeze_count() >= len(kept)
     finally:
         gc.unfreeze()
+
+
+def test_a_newer_request_cancels_the_run_in_progress_at_its_next_check() -> None:
+    from ddplint import cancellation
+
+    published: list[str] = []
+    snapshots = iter(["first", "second"])
+    checks = threading.Event()
+    stopped: list[str] = []
+
+    def work(snapshot: str) -> str:
+        if snapshot == "first":
+            try:
+                for _ in range(6000):  # 60 s at most
+                    checks.set()
+                    cancellation.check()
+                    time.sleep(0.01)
+            except cancellation.Cancelled:
+                stopped.append(snapshot)
+                raise
+        return snapshot
+
+    async def main() -> None:
+        scheduler = LintScheduler(
+            lambda: next(snapshots), work, published.append, lambda exc: None, delay=0
+        )
+        scheduler.request()
+        await asyncio.get_running_loop().run_in_executor(None, checks.wait, 60)
+        started = time.perf_counter()
+        scheduler.request()
+        while not published:
+            await asyncio.sleep(0.01)
+        assert time.perf_counter() - started < 10  # not the first run's 60 s
+        scheduler.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert stopped == ["first"]
+    assert published == ["second"]
+
+
+def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ddplint.engine
+    from ddplint import cancellation
+
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    train = root / "train.py"
+    hazard = TRAIN.replace("sync()", "dist.barrier()")
+    train.write_text(hazard.replace("from utils import sync", "import torch.distributed as dist"))
+    settings = build_settings((str(root),), None, (), (), (), False)
+    options = build_options(settings)
+    cache = ResultCache(tmp_path / "cache", options.fingerprint())
+    stop = threading.Event()
+    ran: list[str] = []
+    real_check = ddplint.engine._check
+
+    def check_then_cancel(rule: object, context: object) -> object:
+        ran.append(rule.code)  # type: ignore[attr-defined]
+        stop.set()  # a newer edit arrives while the first rule runs
+        return real_check(rule, context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ddplint.engine, "_check", check_then_cancel)
+    buffers = {train.resolve(): train.read_bytes()}
+    with pytest.raises(cancellation.Cancelled):
+        cancellation.cancellable(stop, lambda: lint_buffers(buffers, settings, options, cache))
+    assert len(ran) == 1
+    assert not any(key.startswith("code") for key in cache.entries)
+    monkeypatch.setattr(ddplint.engine, "_check", real_check)
+    assert [f.rule for f in lint_buffers(buffers, settings, options, cache).findings] == ["DDP201"]
+    assert any(key.startswith("code") for key in cache.entries)  # a whole run is cached

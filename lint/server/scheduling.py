@@ -3,8 +3,9 @@
 A change asks for a lint after a short pause (``DEBOUNCE_SECONDS``); a newer request
 replaces one still waiting. The run lints a snapshot of the open documents in a worker
 thread (the server keeps reading messages meanwhile); a run that a newer request
-replaced is abandoned (its results are dropped when it ends), and of its results only
-those of documents still at the linted version are published. Once a run is published
+replaced is cancelled (it stops at its next check, ``ddplint.cancellation``: before the
+next file or rule) and publishes nothing, and of a run's results only those of
+documents still at the linted version are published. Once a run is published
 and no request follows for a while, ``tidy`` runs in the worker thread (garbage
 collection, ``ddplint.server.memory``), so that it need not run during a lint.
 """
@@ -12,10 +13,13 @@ collection, ``ddplint.server.memory``), so that it need not run during a lint.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Generic, TypeVar
 
+from ddplint.cancellation import Cancelled, cancellable
 from ddplint.server.memory import IDLE_SECONDS
 
 #: The pause after a change before linting: typing bursts lint once.
@@ -50,13 +54,17 @@ class LintScheduler(Generic[S, T]):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddplint-lint")
         self._pending: asyncio.Task[None] | None = None
         self._tidying: asyncio.Task[None] | None = None
+        #: Set to stop the run in the worker thread.
+        self._stop_running: threading.Event | None = None
         self._lock = asyncio.Lock()
 
     def request(self, delay: float | None = None) -> None:
-        """Lint after the pause; a run not yet finished is superseded."""
+        """Lint after the pause; a run not yet finished is superseded (and cancelled)."""
         for task in (self._pending, self._tidying):
             if task is not None and not task.done():
                 task.cancel()
+        if self._stop_running is not None:
+            self._stop_running.set()
         self._pending = asyncio.ensure_future(self._run(self._delay if delay is None else delay))
 
     async def _run(self, delay: float) -> None:
@@ -64,11 +72,19 @@ class LintScheduler(Generic[S, T]):
         async with self._lock:  # the previous run's thread may still be busy
             taken = self._snapshot()
             loop = asyncio.get_running_loop()
+            stop = self._stop_running = threading.Event()
             try:
-                result = await loop.run_in_executor(self._executor, self._work, taken)
+                result = await loop.run_in_executor(
+                    self._executor, cancellable, stop, partial(self._work, taken)
+                )
+            except Cancelled:
+                return
             except Exception as exc:  # a bug of ours: said, and the server goes on
                 self._failed(exc)
                 return
+            finally:
+                if self._stop_running is stop:
+                    self._stop_running = None
         self._publish(result)
         if self._tidy is not None:
             self._tidying = asyncio.ensure_future(self._tidy_when_idle(self._tidy))
@@ -84,4 +100,6 @@ class LintScheduler(Generic[S, T]):
         for task in (self._pending, self._tidying):
             if task is not None:
                 task.cancel()
+        if self._stop_running is not None:
+            self._stop_running.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
