@@ -14,7 +14,9 @@ times each change until ``publishDiagnostics`` for that version
 (wall clock, and the server process's CPU time, which a loaded machine does not
 inflate much).
 Then a burst: ``--burst`` changes sent back to back; only the last version may be
-published. Prints min / median / p95 / max. Not a test: numbers depend on the machine.
+published; then as many changes ``TYPING_INTERVAL`` apart (typing: each one cancels the
+run the one before started). Prints min / median / p95 / max. Not a test: numbers depend
+on the machine.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ def evaluate_{i}(model, loader):
         losses = [model(batch).mean() for batch in loader]
     return sum(losses) / max(1, len(losses))
 """
+#: Seconds between the changes of the typing burst: past the debounce, short of a run.
+TYPING_INTERVAL = 0.1
 #: The line each edit rewrites (in the first block): ``print("epoch", epoch, total)``.
 EDITED = '        print("epoch", epoch, total)'
 
@@ -166,6 +170,18 @@ async def run(lines: int, edits: int, burst: int, project: Path) -> None:
     print(
         f"burst of {burst} changes: last one published {settled * 1000:.0f} ms after it; "
         f"earlier versions of the burst published: {len(stale)}"
+    )
+    first_typed = version + 1
+    for edit in range(burst):
+        version += 1
+        last = bench.change(uri, version, text.replace(EDITED, f"        print({edit}, 1)", 1))
+        await asyncio.sleep(TYPING_INTERVAL)
+    settled = await bench.until_published(version) - last
+    typed = [v for v in bench.versions_seen if v is not None and first_typed <= v < version]
+    print(
+        f"typing: {burst} changes {TYPING_INTERVAL * 1000:.0f} ms apart (each run outlasts the "
+        f"pause: it is cancelled): last one published {settled * 1000:.0f} ms after it; "
+        f"earlier versions published: {len(typed)}"
     )
     await bench.client.shutdown_async(None)
     bench.client.exit(None)
