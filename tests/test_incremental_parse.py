@@ -176,3 +176,16 @@ def test_every_python_file_of_this_repository_matches_a_whole_parse() -> None:
                 _assert_same_tree(text, module)
                 assembled += 1
     assert assembled > 300
+
+
+def test_pieces_past_the_limit_are_dropped_oldest_first_and_parsing_stays_right() -> None:
+    parser = IncrementalParser(kept_characters=len(TRICKY))
+    first = _pieces_parse(parser, TRICKY)
+    other = "import sys\n\n\ndef main():\n    return sys.argv\n"
+    _pieces_parse(parser, other)  # the tricky file's oldest pieces make room
+    assert parser._characters <= len(TRICKY)
+    assert "import sys\n\n\n" in parser._pieces
+    again = _pieces_parse(parser, TRICKY)
+    assert first is not None and again is not None
+    _assert_same_tree(TRICKY, again)
+    assert again.body[0] is not first.body[0]  # parsed anew: it had been dropped

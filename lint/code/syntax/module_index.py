@@ -123,7 +123,7 @@ class _Walks:
     node identity (an incremental parse reuses the statements an edit left alone);
     the least recently used dropped past ``limit``."""
 
-    def __init__(self, limit: int = 50_000) -> None:
+    def __init__(self, limit: int = 20_000) -> None:
         self._limit = limit
         self._kept: OrderedDict[int, tuple[cst.CSTNode, _Walk]] = OrderedDict()
         self._lock = threading.Lock()
