@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.workspace import TextDocument
@@ -22,12 +23,19 @@ Diagnostics = list[types.Diagnostic]
 class ServerSession:
     """One server process: open documents, edit them, wait for diagnostics."""
 
-    def __init__(self, root: Path, encodings: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        encodings: list[str] | None = None,
+        capabilities: types.ClientCapabilities | None = None,
+    ) -> None:
         self.root = root
         self.encodings = encodings
+        self.offered = capabilities or types.ClientCapabilities()
         self.client = LanguageClient("ddplint-tests", "1")
         self.published: dict[str, types.PublishDiagnosticsParams] = {}
         self.messages: list[types.ShowMessageParams] = []
+        self.logged: list[types.LogMessageParams] = []
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
         self.encoding = "utf-16"
@@ -45,10 +53,16 @@ class ServerSession:
                 self.messages.append(params)
                 self._changed.notify_all()
 
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        async def on_log(params: types.LogMessageParams) -> None:
+            async with self._changed:
+                self.logged.append(params)
+                self._changed.notify_all()
+
     async def __aenter__(self) -> ServerSession:
         await self.client.start_io(sys.executable, "-m", "ddplint", "server", cwd=self.root)
         general = types.GeneralClientCapabilities(position_encodings=self.encodings)
-        capabilities = types.ClientCapabilities(general=general)
+        capabilities = attrs.evolve(self.offered, general=general)
         answer = await asyncio.wait_for(
             self.client.initialize_async(
                 types.InitializeParams(
@@ -131,6 +145,11 @@ class ServerSession:
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(lambda: bool(self.messages)), TIMEOUT)
         return self.messages[0]
+
+    async def log(self) -> types.LogMessageParams:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: bool(self.logged)), TIMEOUT)
+        return self.logged[0]
 
     async def code_actions(
         self, uri: str, at: types.Range, only: list[str] | None = None

@@ -247,6 +247,70 @@ def test_a_training_yaml_is_linted_and_fix_all_clears_it(project: Path) -> None:
     drive(project, scenario)
 
 
+def test_an_unsafe_fix_says_so_is_not_preferred_and_fix_all_leaves_it(project: Path) -> None:
+    fixture = Path(__file__).parent.parent / "fixtures" / "rules" / "DDP602"
+    text = fixture.joinpath("bad_unsynced.yaml").read_text()
+    (project / "train.yaml").write_text(text)
+
+    async def scenario(session: ServerSession) -> None:
+        uri = session.open("train.yaml")
+        found = await session.diagnostics(uri, lambda found: bool(found))
+        assert codes(found) == ["DDP602", "DDP602"]
+        everywhere = types.Range(types.Position(0, 0), types.Position(0, 0))
+        assert await session.code_actions(uri, everywhere, only=["source.fixAll"]) == []
+        actions = await session.code_actions(uri, found[0].range)
+        fix = next(a for a in actions if not a.title.startswith("Ignore"))
+        assert fix.title.endswith("(DDP602, unsafe fix)")
+        assert not fix.is_preferred
+        assert fix.edit is not None
+        session.apply(fix.edit)
+        remaining = await session.diagnostics(uri, lambda now: len(now) == 1)
+        assert remaining[0].range.start.line == found[1].range.start.line
+        assert "  sync_batchnorm: true  #" in session.texts[uri]
+
+    drive(project, scenario)
+
+
+def test_a_plain_text_client_that_refuses_to_watch_files_is_served_without_an_error(
+    project: Path,
+) -> None:
+    """As Emacs's eglot meets the server: hover in plain text only, and a refused
+    ``client/registerCapability`` is a logged warning, not an error shown to the user."""
+    (project / "train.py").write_text(SAMPLER)
+    offered = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=True
+            )
+        ),
+        text_document=types.TextDocumentClientCapabilities(
+            hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.PlainText])
+        ),
+    )
+    session = ServerSession(project, capabilities=offered)
+    asked: list[types.RegistrationParams] = []
+
+    @session.client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def refuse(params: types.RegistrationParams) -> None:
+        asked.append(params)
+        raise RuntimeError("cannot watch here")
+
+    async def main() -> None:
+        async with session:
+            uri = session.open("train.py")
+            [diagnostic] = await session.diagnostics(uri, lambda found: bool(found))
+            logged = await session.log()
+            assert logged.type == types.MessageType.Warning
+            assert "refused to watch files" in logged.message
+            hover = await session.hover(uri, diagnostic.range.start)
+            assert hover.contents.kind == types.MarkupKind.PlainText
+            assert hover.contents.value.startswith("# DDP402")
+        assert [r.method for r in asked[0].registrations] == ["workspace/didChangeWatchedFiles"]
+        assert session.messages == []
+
+    asyncio.run(main())
+
+
 def test_without_pygls_the_command_says_how_to_install_it(tmp_path: Path) -> None:
     hide = (
         "import sys; sys.modules['pygls'] = None; sys.argv = ['ddplint', 'server']; "

@@ -46,8 +46,14 @@ def code_actions(
     return actions
 
 
-def hover(result: DocumentResult, position: types.Position, encoding: str) -> types.Hover | None:
-    """``ddplint explain`` of the rules of the findings at ``position``."""
+def hover(
+    result: DocumentResult,
+    position: types.Position,
+    encoding: str,
+    markup: types.MarkupKind = types.MarkupKind.Markdown,
+) -> types.Hover | None:
+    """``ddplint explain`` of the rules of the findings at ``position`` (Markdown source,
+    readable as plain text too, sent as ``markup``)."""
     at = types.Range(position, position)
     texts: list[str] = []
     for finding in result.findings:
@@ -58,7 +64,7 @@ def hover(result: DocumentResult, position: types.Position, encoding: str) -> ty
                 texts.append(text)
     if not texts:
         return None
-    content = types.MarkupContent(types.MarkupKind.Markdown, "\n\n---\n\n".join(texts))
+    content = types.MarkupContent(markup, "\n\n---\n\n".join(texts))
     return types.Hover(contents=content)
 
 

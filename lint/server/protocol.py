@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -56,6 +57,15 @@ class DdplintServer(LanguageServer):
     @property
     def encoding(self) -> str:
         return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+
+    @property
+    def hover_format(self) -> types.MarkupKind:
+        """Markdown unless the client lists the formats it shows and Markdown is not one."""
+        text = self.client_capabilities.text_document
+        offered = text.hover.content_format if text and text.hover else None
+        if offered and types.MarkupKind.Markdown not in offered:
+            return types.MarkupKind.PlainText
+        return types.MarkupKind.Markdown
 
     def snapshot(self) -> list[Snapshot]:
         """The open documents that are files, as they are now."""
@@ -135,7 +145,16 @@ def build_server() -> DdplintServer:
             method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=options,
         )
-        await ls.client_register_capability_async(types.RegistrationParams([registration]))
+        try:
+            await ls.client_register_capability_async(types.RegistrationParams([registration]))
+        except JsonRpcException as refused:
+            ls.window_log_message(
+                types.LogMessageParams(
+                    types.MessageType.Warning,
+                    f"ddplint: the editor refused to watch files ({refused}); settings and "
+                    "files changed outside the editor are read again when a file is saved",
+                )
+            )
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: DdplintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -186,7 +205,9 @@ def build_server() -> DdplintServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover_request(ls: DdplintServer, params: types.HoverParams) -> types.Hover | None:
         result = ls.current_result(params.text_document.uri)
-        return hover(result, params.position, ls.encoding) if result is not None else None
+        if result is None:
+            return None
+        return hover(result, params.position, ls.encoding, ls.hover_format)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DdplintServer, params: None) -> None:
