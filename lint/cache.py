@@ -123,7 +123,22 @@ class ResultCache:
         if len(self.entries) > MAX_ENTRIES:
             keep = list(self.entries.items())[-MAX_ENTRIES:]
             self.entries = dict(keep)
-        payload = json.dumps(self.entries, separators=(",", ":"))
+        self._write(self.entries)
+
+    def add_to_file(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Add ``entries`` to the cache file as it is now (what other runs wrote there
+        since this cache was read is kept); silently nothing when it cannot be written."""
+        if not entries or not self.usable:
+            return
+        merged = self._load()
+        merged.update(entries)
+        if len(merged) > MAX_ENTRIES:
+            merged = dict(list(merged.items())[-MAX_ENTRIES:])
+        self._write(merged)
+
+    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
+        assert self._key is not None
+        payload = json.dumps(entries, separators=(",", ":"))
         document = {
             "format": FORMAT,
             "signature": _signature(self._key, payload.encode("utf-8")),

@@ -4,6 +4,7 @@ diagnostics, code actions, hover, the project model on unsaved buffers, settings
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import textwrap
@@ -152,6 +153,37 @@ def test_an_unsaved_edit_of_a_dependency_refreshes_the_dependent_file(project: P
         assert await session.diagnostics(train, lambda found: not found) == []
 
     drive(project, scenario)
+
+
+def test_a_cold_session_leaves_the_project_cache_warm_for_the_next(project: Path) -> None:
+    (project / "utils.py").write_text(UTILS)
+    (project / "train.py").write_text(TRAIN)
+    cache = project.parent / "cache"
+
+    async def scenario(session: ServerSession) -> None:
+        train = session.open("train.py")
+        assert await session.diagnostics(train) == []
+        for _ in range(100):  # written once the server has been quiet for a second
+            if list(cache.glob("results-*.json")):
+                break
+            await asyncio.sleep(0.1)
+
+    drive(project, scenario)
+    [written] = cache.glob("results-*.json")
+    entries = json.loads(json.loads(written.read_text())["entries"])
+    summaries = [key for key in entries if key.startswith("summary:")]
+    assert len(summaries) == 2  # train.py and utils.py, as on disk
+    before = written.stat().st_ino
+    check = subprocess.run(
+        [sys.executable, "-m", "ddplint", "check", "train.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    # Everything the check needed was there: it had nothing to add, so did not write.
+    assert written.stat().st_ino == before
 
 
 NON_ASCII = textwrap.dedent(

@@ -16,6 +16,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings
+from ddplint.server.documents import SessionCache
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
 from ddplint.server.scheduling import LintScheduler
 from ddplint.suppress import Suppressions, noqa_edit
@@ -168,6 +169,27 @@ def test_a_buffer_stands_in_for_its_file_in_the_project_model(
     assert (root / "utils.py").read_text() == utils  # nothing written
     again = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
     assert again.findings == []  # the buffer closed: utils.py as on disk again
+
+
+def test_a_session_writes_what_it_first_learned_and_keeps_what_others_wrote_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    folder = tmp_path / "cache"
+    session = SessionCache(folder, "f")
+    session.put("summary:disk", {"summary": {"v": 1}})
+    check = ResultCache(folder, "f")  # a `ddplint check` writing while the server runs
+    check.put("code:other", {"findings": []})
+    check.save()
+    session.write_back()
+    assert ResultCache(folder, "f").entries == {
+        "code:other": {"findings": []},
+        "summary:disk": {"summary": {"v": 1}},
+    }
+    session.put("code:an-unsaved-edit", {"findings": []})
+    session.write_back()  # once per session: later texts are not written
+    assert "code:an-unsaved-edit" not in ResultCache(folder, "f").entries
+    assert "code:an-unsaved-edit" in session.entries
 
 
 def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> None:

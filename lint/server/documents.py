@@ -107,13 +107,28 @@ class LintRun:
 
 class SessionCache(ResultCache):
     """A project's result cache for one server session: loaded from the project's cache,
-    kept in memory only (it gains entries for every text an edit makes), at most
-    ``SESSION_ENTRIES`` entries (the oldest go first)."""
+    kept in memory (it gains entries for every text an edit makes), at most
+    ``SESSION_ENTRIES`` entries (the oldest go first). What the session learned until
+    its first ``write_back`` (the project's files on disk: summaries, results) is added
+    to the project's cache file then, so the next session and the next ``ddplint check``
+    start warm; texts being edited later are not written."""
+
+    def __init__(self, directory: Path, fingerprint: str) -> None:
+        super().__init__(directory, fingerprint)
+        self._learned: dict[str, dict[str, Any]] | None = {}
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         super().put(key, value)
+        if self._learned is not None and len(self._learned) < SESSION_ENTRIES:
+            self._learned[key] = value
         while len(self.entries) > SESSION_ENTRIES:
             del self.entries[next(iter(self.entries))]
+
+    def write_back(self) -> None:
+        """Add what was learned so far to the cache file, once per session."""
+        learned, self._learned = self._learned, None
+        if learned:
+            self.add_to_file(learned)
 
 
 class ProjectLinter:
@@ -143,6 +158,11 @@ class ProjectLinter:
     def forget_settings(self) -> None:
         """Read every project's settings again at the next run (a config file changed)."""
         self._forget = True
+
+    def write_back(self) -> None:
+        """Each project's first results into its cache file (``SessionCache``)."""
+        for setup in list(self._projects.values()):
+            setup.cache.write_back()
 
     def forget_files(self) -> None:
         """List every project's files again at the next run (a file may have been

@@ -50,9 +50,15 @@ class DdplintServer(LanguageServer):
             frozen_after(self.linter.lint),
             self.publish,
             self.report_failure,
-            tidy=collect_and_freeze,
+            tidy=self.tidy,
         )
         self._shown: set[str] = set()
+
+    def tidy(self) -> None:
+        """When the server is quiet: the first results into the projects' caches, then
+        a garbage collection."""
+        self.linter.write_back()
+        collect_and_freeze()
 
     @property
     def encoding(self) -> str:

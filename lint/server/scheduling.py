@@ -6,8 +6,9 @@ thread (the server keeps reading messages meanwhile); a run that a newer request
 replaced is cancelled (it stops at its next check, ``ddplint.cancellation``: before the
 next file or rule) and publishes nothing, and of a run's results only those of
 documents still at the linted version are published. Once a run is published
-and no request follows for a while, ``tidy`` runs in the worker thread (garbage
-collection, ``ddplint.server.memory``), so that it need not run during a lint.
+and no request follows for a while, ``tidy`` runs in the worker thread (the server's
+housekeeping: writing results to the cache, garbage collection), so that it need not run
+during a lint.
 """
 
 from __future__ import annotations
