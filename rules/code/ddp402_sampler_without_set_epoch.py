@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import libcst as cst
 
@@ -16,6 +15,7 @@ from ddplint.code.steps.data_loaders import (
     is_data_loader,
     is_distributed_sampler,
 )
+from ddplint.code.steps.loader_flow import LoaderLoop, loader_loop
 from ddplint.code.steps.loop_facts import iterated_name
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import constant_value
@@ -26,21 +26,17 @@ from ddplint.rule import CodeRule
 SHUFFLE_POSITION = 3
 
 
-@dataclass(frozen=True)
-class _EpochLoop:
-    """The loop over the data loader and the epoch loop around it."""
-
-    data_loop: cst.For
-    epoch_loop: cst.For | cst.While
-
-
 class SamplerWithoutSetEpoch(CodeRule):
     """
     ## What it does
-    Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default) when the
-    same function iterates a `DataLoader` built on it inside an outer (epoch) loop and
-    the module never calls `set_epoch` (any `set_epoch(...)` call in the module counts:
-    samplers are often reached through the loader or a helper). Samplers handed to
+    Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default) when a
+    `DataLoader` built on it is iterated inside an outer (epoch) loop and the module
+    never calls `set_epoch` (any `set_epoch(...)` call in the module counts: samplers
+    are often reached through the loader or a helper). The loader is followed through
+    the module: returned by a factory, passed to a helper or a class of the module,
+    kept on `self` and walked by another method, the epoch loop being around the walk
+    or around a call of the function that walks it; there, only a loop that trains
+    (reaches `backward()`) counts. Samplers handed to
     Lightning, accelerate or a `Trainer` are not flagged: those call `set_epoch`
     themselves, and no hand-written epoch loop iterates the loader here.
 
@@ -96,19 +92,27 @@ class SamplerWithoutSetEpoch(CodeRule):
             if found is None:
                 continue
             loader_call, loader, sampler = found
-            loops = _epoch_loop(ctx, loader_call, loader)
-            if loops is None:
-                continue
+            loops = _epoch_loop(ctx, loader_call, loader) if loader is not None else None
+            fix = None
+            if loops is not None:
+                receiver = sampler or f"{loader}.sampler"
+                fix = _fix(ctx, loops, receiver, call if sampler else loader_call)
+            else:
+                # Iterated elsewhere (a helper it is passed to, a method through
+                # `self`): only a training loop counts there (an evaluation's order
+                # does not matter).
+                loops = loader_loop(ctx, loader_call)
+                if loops is None or not ctx.training_steps.is_training_loop(loops.data_loop):
+                    continue
             line = ctx.range_of(loops.data_loop)[0]
+            epoch_line = ctx.range_of(loops.epoch_loop)[0]
+            what = f"`{loader}`" if loader is not None else "its loader"
             message = (
                 "`DistributedSampler` shuffles with the same seed every epoch unless "
-                f"`set_epoch(epoch)` is called: the epoch loop iterating `{loader}` "
-                f"(line {line}) silently sees the same order every epoch"
+                f"`set_epoch(epoch)` is called: the epoch loop (line {epoch_line}) "
+                f"iterating {what} (line {line}) silently sees the same order every epoch"
             )
-            receiver = sampler or f"{loader}.sampler"
-            anchor = call if sampler else loader_call
-            summary = f"`DistributedSampler` of `{loader}` never gets `set_epoch(epoch)`"
-            fix = _fix(ctx, loops, receiver, anchor)
+            summary = f"`DistributedSampler` of {what} never gets `set_epoch(epoch)`"
             yield ctx.finding(self, call, message, fix, summary=summary)
 
 
@@ -124,8 +128,11 @@ def _shuffles(ctx: CodeContext, call: cst.Call) -> bool:
     return shuffle is None or constant_value(ctx.index, shuffle.value) is True
 
 
-def _loader_of(ctx: CodeContext, sampler_call: cst.Call) -> tuple[cst.Call, str, str | None] | None:
-    """(DataLoader call, its bound name, the sampler's name or None when inline)."""
+def _loader_of(
+    ctx: CodeContext, sampler_call: cst.Call
+) -> tuple[cst.Call, str | None, str | None] | None:
+    """(DataLoader call, its bound name or None (``return DataLoader(...)``), the
+    sampler's name or None when inline)."""
     sampler = bound_name(ctx.index, sampler_call)
     scope = ctx.index.enclosing_function(sampler_call) or ctx.module
     for node in ctx.index.walk_within(scope):
@@ -137,13 +144,11 @@ def _loader_of(ctx: CodeContext, sampler_call: cst.Call) -> tuple[cst.Call, str,
         if arg.value is sampler_call or (
             sampler is not None and isinstance(arg.value, cst.Name) and arg.value.value == sampler
         ):
-            loader = bound_name(ctx.index, node)
-            if loader is not None:
-                return node, loader, sampler
+            return node, bound_name(ctx.index, node), sampler
     return None
 
 
-def _epoch_loop(ctx: CodeContext, loader_call: cst.Call, loader: str) -> _EpochLoop | None:
+def _epoch_loop(ctx: CodeContext, loader_call: cst.Call, loader: str) -> LoaderLoop | None:
     """A loop over ``loader`` nested in another loop of the same function."""
     scope = ctx.index.enclosing_function(loader_call) or ctx.module
     for node in ctx.index.walk_within(scope):
@@ -153,11 +158,11 @@ def _epoch_loop(ctx: CodeContext, loader_call: cst.Call, loader: str) -> _EpochL
             if ancestor is scope:
                 break
             if isinstance(ancestor, (cst.For, cst.While)):
-                return _EpochLoop(node, ancestor)
+                return LoaderLoop(node, ancestor)
     return None
 
 
-def _fix(ctx: CodeContext, loops: _EpochLoop, receiver: str, anchor: cst.CSTNode) -> Fix | None:
+def _fix(ctx: CodeContext, loops: LoaderLoop, receiver: str, anchor: cst.CSTNode) -> Fix | None:
     epoch_loop = loops.epoch_loop
     if not (
         isinstance(epoch_loop, cst.For)

@@ -2,7 +2,8 @@
 
 Each rank reads its own batch, so a decision on a value computed from it is rank-local.
 Seeds: the targets of a training loop (enumerate's counter and ``range()`` counters
-excepted), names bound from ``next(...)``, the batch parameter of ``training_step``, and
+excepted, through a progress bar too; not a loop over a literal or a parameter whose
+default is one), names bound from ``next(...)``, the batch parameter of ``training_step``, and
 the loss handed to ``backward()``. Taint follows simple bindings inside the function
 (``=``, ``+=``, annotated, walrus, ``for`` targets, ``with ... as``). A value that went
 through a collective is the same on every rank: a name bound from a collective call, or
@@ -249,6 +250,10 @@ class DataDependence:
             bound = [v for name, v, _ in flow.bindings if name == loop.iter.value]
             if bound and all(_is_uniform_iterable(v) for v in bound):
                 return False
+            if not bound and _has_literal_default(
+                self._index.enclosing_function(loop), loop.iter.value
+            ):
+                return False
         return True
 
     def _bind(
@@ -306,7 +311,7 @@ def _is_keys_call(expr: cst.CSTNode) -> bool:
 def _loop_data_names(loop: cst.For) -> set[str]:
     """Names a training loop binds from its data: not ``range()`` counters, not the
     index of ``enumerate``, not what ``zip`` takes from a counter."""
-    iterable = loop.iter
+    iterable = _unwrapped(loop.iter)
     called = _called_name(iterable)
     if called in _COUNTERS or _is_keys_call(iterable) or isinstance(iterable, _LITERALS):
         return set()
@@ -338,6 +343,33 @@ def _loop_data_names(loop: cst.For) -> set[str]:
             for n in bound_names(element.value)
         }
     return set(bound_names(target))
+
+
+def _unwrapped(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """The ``enumerate(...)`` or ``zip(...)`` a progress bar or other wrapper passes
+    through as it is (``tqdm(enumerate(loader))``, ``track(zip(a, b))``)."""
+    if (
+        isinstance(iterable, cst.Call)
+        and _called_name(iterable) not in ("enumerate", "zip")
+        and iterable.args
+        and not iterable.args[0].star
+        and iterable.args[0].keyword is None
+        and _called_name(iterable.args[0].value) in ("enumerate", "zip")
+    ):
+        return iterable.args[0].value
+    return iterable
+
+
+def _has_literal_default(function: cst.FunctionDef | None, name: str) -> bool:
+    """Whether ``name`` is a parameter of ``function`` whose default is a literal
+    (``tests=["batch", "gpu"]``): a configuration, not batches."""
+    if function is None:
+        return False
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default is not None and isinstance(param.default, _LITERALS)
+    return False
 
 
 def _loss_of_backward(call: cst.Call) -> str | None:
