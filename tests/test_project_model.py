@@ -48,6 +48,14 @@ EXPECTED = {
     # `prepare(model)` shards its argument two calls down: a full state-dict read
     # before it sees a plain model (quiet), one after it gathers shards (flagged).
     "shard_later": ({("train_bad.py", 11, "DDP203")}, ""),
+    # `train_bad.py` wraps the model in DDP and hands it to functions of other modules:
+    # their forward after a rank-0-only return, or two calls down under `if rank == 0`,
+    # is flagged there; the bare model (before wrapping, `.module`) and a call that
+    # switches the forward off (`train=False`) are not.
+    "ddp_model_elsewhere": (
+        {("evaluation.py", 9, "DDP213"), ("loops.py", 17, "DDP213")},
+        "(a DistributedDataParallel model its callers pass in)",
+    ),
 }
 
 
@@ -210,3 +218,56 @@ def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
     assert facts["T:self.main"] == {"k": 1, "p": 1}
     assert facts["comm.world"] == {"u": 1}  # known, and no rank test
     assert "T:self.size" not in facts
+
+
+def test_a_rank_test_in_either_branch_and_a_dotted_import_beside_a_script() -> None:
+    """``return is_local(a) if local else is_global(a)`` returns a rank test; a script
+    imports ``pyg.dist_utils`` from the folder beside it (that folder is on sys.path)."""
+    index = index_of(
+        {
+            "mlpf/pyg/dist_utils.py": (
+                "def is_local(args):\n    return args.local_rank == 0\n"
+                "def is_global(args):\n    return args.rank == 0\n"
+                "def is_master(args, local=False):\n"
+                "    return is_local(args) if local else is_global(args)\n"
+            ),
+            "mlpf/pipeline.py": (
+                "from pyg.dist_utils import is_master\ndef run(args):\n    return is_master(args)\n"
+            ),
+        }
+    )
+    utils = index.module_of_path["mlpf/pyg/dist_utils.py"]
+    script = index.module_of_path["mlpf/pipeline.py"]
+    assert index.resolve_module("pyg.dist_utils", script) == utils
+    assert (utils, "is_master") in index.rank_tests
+    assert index.facts_for("mlpf/pipeline.py")["is_master"]["k"] == 1
+
+
+def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
+    index = index_of(
+        {
+            "evaluation.py": (
+                "def evaluate(model, loader):\n    return [model(b) for b in loader]\n"
+                "def run(loader, model):\n    return evaluate(model, loader)\n"
+                "def probe(model):\n    return model\n"
+                "def tune(model):\n    return model\n"
+            ),
+            "train.py": (
+                "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "import evaluation\n"
+                "def main(net, loader):\n"
+                "    evaluation.probe(net)\n"
+                "    net = DDP(net)\n"
+                "    evaluation.run(loader, net)\n"
+                "    quiet = DDP(net, broadcast_buffers=False)\n"
+                "    evaluation.tune(quiet)\n"
+            ),
+        }
+    )
+    assert index.wrapped_parameters[("evaluation", "run")] == {1}
+    assert index.wrapped_parameters[("evaluation", "evaluate")] == {0}  # through run()
+    assert not index.wrapped_parameters.get(("evaluation", "probe"))  # before wrapping
+    assert not index.wrapped_parameters.get(("evaluation", "tune"))  # buffers kept local
+    facts = index.facts_for("evaluation.py")
+    assert facts["def:evaluate"] == {"m": [0]}
+    assert facts["def:run"] == {"m": [1]}

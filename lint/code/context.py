@@ -151,7 +151,7 @@ class CodeContext:
 
     @cached_property
     def wrapped_forwards(self) -> WrappedForwards:
-        return WrappedForwards(self.index, self.names, self.call_reach)
+        return WrappedForwards(self.index, self.names, self.call_reach, self.project)
 
     @cached_property
     def step_skips(self) -> StepSkips:

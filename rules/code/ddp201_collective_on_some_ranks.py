@@ -10,7 +10,7 @@ from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTI
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
-from ddplint.code.ranks.rank_reachability import ReachedCollective
+from ddplint.code.ranks.rank_reachability import FirstAfterExit, ReachedCollective
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -92,6 +92,7 @@ class CollectiveOnSomeRanks(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability
+        exits = FirstAfterExit()
         for call in ctx.index.nodes(cst.Call):
             reached = reachability.reached_by_call(call)
             if not reached or all(_has_own_rule(r) for r in reached):
@@ -100,7 +101,7 @@ class CollectiveOnSomeRanks(CodeRule):
             if callee is not None and ctx.rank_predicates.is_rank_zero_only(callee):
                 continue  # its body is guarded: findings are reported inside it
             guard = reachability.divergent_guard(call)
-            if guard is None:
+            if guard is None or not exits.first(guard):
                 continue
             where = reachability.describe(guard)
             message = self._message(ctx, call, reached[0], where)

@@ -11,7 +11,7 @@ from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node, shift_continuation_lines
 from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
-from ddplint.code.ranks.rank_reachability import RankGuard
+from ddplint.code.ranks.rank_reachability import FirstAfterExit, RankGuard
 from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
@@ -99,9 +99,12 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability
         old_lightning = _lightning_before_2_1(ctx)
+        exits = FirstAfterExit()
         for call, collective, guard in reachability.divergent_collectives(
             lambda c: c.saves_checkpoint and not (c.family == "trainer" and old_lightning)
         ):
+            if not exits.first(guard):
+                continue
             where = reachability.describe(guard)
             called = " ".join(ctx.node_text(call.func).split())
             assumes = " from Lightning 2.1 on" if collective.family == "trainer" else ""

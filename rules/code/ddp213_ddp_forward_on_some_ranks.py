@@ -22,7 +22,11 @@ class DdpForwardOnSomeRanks(CodeRule):
     rank-guarded early exit or in a `@rank_zero_only` function, and a call that hands
     the wrapped model to a function of the same module that calls it
     (`if rank == 0: evaluate(ddp_model, loader)`). The wrapped model is a name or
-    `self.attr` bound to `DistributedDataParallel(...)` in the same function (or class).
+    `self.attr` bound to `DistributedDataParallel(...)` in the same function (or class),
+    or a parameter that callers hand a wrapped model in, in this module or (by the
+    project model) another one: `evaluate(model, ...)` in `eval_utils.py` that returns
+    early on ranks other than 0 and then calls `model(x)`, when `train.py` passes it
+    `DistributedDataParallel(model)`.
 
     Not flagged: a wrapper built with `broadcast_buffers=False`; calls of the inner
     module (`ddp_model.module(x)`); a model the analysis cannot tie to a DDP wrapper.
@@ -77,13 +81,16 @@ class DdpForwardOnSomeRanks(CodeRule):
             if guard is None:
                 continue
             where = reachability.describe(guard)
-            line = ctx.range_of(forward.wrapper)[0]
+            if forward.wrapper is not None:
+                origin = f"DistributedDataParallel, line {ctx.range_of(forward.wrapper)[0]}"
+            else:
+                origin = "a DistributedDataParallel model its callers pass in"
             if forward.inner is None:
-                subject = f"`{forward.model}` (DistributedDataParallel, line {line}) is called"
+                subject = f"`{forward.model}` ({origin}) is called"
             else:
                 inner_line = ctx.range_of(forward.inner)[0]
                 subject = (
-                    f"`{forward.model}` (DistributedDataParallel, line {line}) is passed to a "
+                    f"`{forward.model}` ({origin}) is passed to a "
                     f"function that calls it (line {inner_line}), and this runs"
                 )
             message = (

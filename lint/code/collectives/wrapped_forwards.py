@@ -6,7 +6,9 @@ forward ran with grad enabled (torch ``DistributedDataParallel._pre_forward`` /
 ``will_sync_module_buffers``), so an evaluation right after training synchronises too.
 A wrapped model is a name or ``self.attr`` bound to ``DistributedDataParallel(...)``
 (without ``broadcast_buffers=False``); its forward is ``ddp(x)`` or ``ddp.forward(x)``,
-or a call of a function of this module that calls the parameter it is passed as.
+or a call of a function of this module that calls the parameter it is passed as. A
+parameter counts as a wrapped model when callers in other modules hand one in (the
+project model: ``ProjectView.wrapped_by_callers``).
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ import libcst as cst
 
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
+from ddplint.code.project.view import ProjectView
 from ddplint.code.syntax.call_args import keyword_argument
 from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
+#: How many functions a wrapped model may be passed through to its forward call.
+_MAX_PASSING = 3
+
 
 @dataclass(frozen=True)
 class WrappedForward:
-    """``call`` runs the forward of the DDP model bound at ``wrapper``; ``inner`` is the
-    forward call inside the callee when ``call`` passes the model to a function."""
+    """``call`` runs the forward of the DDP model bound at ``wrapper`` (None: a parameter
+    that callers in other modules hand a wrapped model in); ``inner`` is the forward call
+    inside the callee when ``call`` passes the model to a function."""
 
     call: cst.Call
-    wrapper: cst.Call
+    wrapper: cst.Call | None
     model: str
     inner: cst.Call | None = None
 
@@ -38,10 +45,46 @@ class WrappedForward:
 class WrappedForwards:
     """Finds the calls that run a DDP-wrapped model's forward in one module."""
 
-    def __init__(self, index: ModuleIndex, names: ImportTable, call_reach: CallReach) -> None:
+    def __init__(
+        self,
+        index: ModuleIndex,
+        names: ImportTable,
+        call_reach: CallReach,
+        project: ProjectView | None = None,
+    ) -> None:
         self._index = index
         self._names = names
         self._reach = call_reach
+        self._project = project
+
+    @cached_property
+    def _handed_parameters(self) -> dict[cst.FunctionDef, set[str]]:
+        """Parameters of this module's functions that a project caller (another
+        module's, by the project model) hands a DDP-wrapped model in, never rebound."""
+        if not self._project:
+            return {}
+        found: dict[cst.FunctionDef, set[str]] = {}
+        for function in self._index.nodes(cst.FunctionDef):
+            positions = self._project.wrapped_by_callers(function)
+            if not positions:
+                continue
+            params = [
+                p.name.value for p in function.params.params if p.name.value not in ("self", "cls")
+            ]
+            rebound = {
+                dotted_name(t.target)
+                for a in self._index.walk_within(function.body)
+                if isinstance(a, cst.Assign)
+                for t in a.targets
+            }
+            names = {params[i] for i in positions if i < len(params)} - rebound
+            if names:
+                found[function] = names
+        return found
+
+    def _handed(self, key: str, use: cst.CSTNode) -> bool:
+        function = self._index.enclosing_function(use)
+        return function is not None and key in self._handed_parameters.get(function, ())
 
     @cached_property
     def _wrapping_assignments(self) -> list[tuple[cst.Assign, cst.Call]]:
@@ -55,7 +98,7 @@ class WrappedForwards:
         ]
 
     def find(self) -> list[WrappedForward]:
-        if not self._wrapping_assignments:
+        if not self._wrapping_assignments and not self._handed_parameters:
             return []
         found = []
         for call in self._index.nodes(cst.Call):
@@ -71,7 +114,7 @@ class WrappedForwards:
         key = dotted_name(target)
         if key is not None:
             wrapper = self._wrapper_of(key, call)
-            if wrapper is not None:
+            if wrapper is not None or self._handed(key, call):
                 return WrappedForward(call, wrapper, key)
         return self._passed_to_forwarding_function(call)
 
@@ -96,12 +139,41 @@ class WrappedForwards:
         self, call: cst.Call, value: cst.BaseExpression, param: str, callee: cst.FunctionDef
     ) -> WrappedForward | None:
         key = dotted_name(value)
-        wrapper = self._wrapper_of(key, call) if key is not None else None
-        if key is None or wrapper is None:
+        if key is None:
             return None
-        for inner in self._index.walk_within(callee.body):
-            if isinstance(inner, cst.Call) and dotted_name(_forward_target(inner)) == param:
-                return WrappedForward(call, wrapper, key, inner)
+        wrapper = self._wrapper_of(key, call)
+        if wrapper is None and not self._handed(key, call):
+            return None
+        inner = self._forward_of_parameter(call, callee, param, 0)
+        return WrappedForward(call, wrapper, key, inner) if inner is not None else None
+
+    def _forward_of_parameter(
+        self, entry: cst.Call, function: cst.FunctionDef, param: str, depth: int
+    ) -> cst.Call | None:
+        """The call in ``function`` (entered by ``entry``) that runs the forward of its
+        parameter ``param``: ``param(x)``, or through a function of this module it passes
+        ``param`` on to (``validation_run(model)`` -> ``train(model)`` -> ``model(x)``).
+        A call under ``if flag:`` that ``entry`` switches off (``flag=False``) is not."""
+        for inner in self._index.walk_within(function.body):
+            if not isinstance(inner, cst.Call) or self._switched_off(entry, function, inner):
+                continue
+            if dotted_name(_forward_target(inner)) == param:
+                return inner
+            if depth >= _MAX_PASSING:
+                continue
+            callee = self._reach.callee(inner)
+            if callee is None or callee is function:
+                continue
+            for arg in inner.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value == param:
+                    target = _parameter_for(inner, callee, arg)
+                    found = (
+                        self._forward_of_parameter(inner, callee, target, depth + 1)
+                        if target
+                        else None
+                    )
+                    if found is not None:
+                        return found
         return None
 
     def _wrapper_of(self, key: str, use: cst.CSTNode, depth: int = 0) -> cst.Call | None:
@@ -143,6 +215,30 @@ class WrappedForwards:
             wrappers.append(wrapper)
         return wrappers[0] if wrappers else None
 
+    def _switched_off(self, entry: cst.Call, function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+        """``node`` sits under ``if flag:`` (or in the ``else`` of one, or under
+        ``if not flag:``) where ``flag`` is a parameter of ``function`` that ``entry``
+        sets (or leaves at its default) to a literal that skips it."""
+        child = node
+        for ancestor in self._index.ancestors(node):
+            if ancestor is function:
+                return False
+            if isinstance(ancestor, cst.If):
+                test, wanted = ancestor.test, True
+                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    test, wanted = test.expression, False
+                if child is ancestor.orelse:
+                    wanted = not wanted
+                if isinstance(test, cst.Name) and _is_parameter(function, test.value):
+                    value = _argument_for(entry, function, test.value)
+                    if value is None:
+                        value = _default_of(function, test.value)
+                    literal = literal_value(value) if value is not None else None
+                    if literal in (True, False, None, 0, 1) and bool(literal) is not wanted:
+                        return True
+            child = ancestor
+        return False
+
     def _same_class(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
         classes = []
         for node in (first, second):
@@ -162,6 +258,26 @@ def _keeps_buffers_local(call: cst.Call) -> bool:
     """``broadcast_buffers=False``: the forward does not broadcast buffers."""
     arg = keyword_argument(call, "broadcast_buffers")
     return arg is not None and literal_value(arg.value) is False
+
+
+def _parameter_for(call: cst.Call, function: cst.FunctionDef, arg: cst.Arg) -> str | None:
+    """The parameter of ``function`` that ``arg`` of ``call`` fills (``self`` skipped)."""
+    if arg.keyword is not None:
+        return arg.keyword.value
+    if arg.star:
+        return None
+    params = [p.name.value for p in function.params.params if p.name.value not in ("self", "cls")]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    index = next(i for i, a in enumerate(positional) if a is arg)
+    return params[index] if index < len(params) else None
+
+
+def _default_of(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    params = function.params
+    for param in (*params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default
+    return None
 
 
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:

@@ -114,6 +114,7 @@ class ProjectIndex:
         self.device_setters: set[FunctionKey] = set()
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
+        self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
         self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
         #: ``function_key`` answers: linking asks the same names again and again.
         self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
@@ -124,13 +125,14 @@ class ProjectIndex:
     def resolve_module(self, name: str, importer: str) -> str | None:
         """The project module an import of ``name`` in ``importer`` reads: an absolute
         name (``pkg.utils``), a relative one (``..utils``), or a sibling of a script
-        (``utils`` next to ``tools/train.py``: the script's folder is on sys.path)."""
+        (``utils`` or ``pkg.utils`` next to ``tools/train.py``: the script's folder is on
+        sys.path)."""
         if name.startswith("."):
             name = self._absolute(name, importer)
         if name in self.summaries:
             return name
         folder = importer if importer in self.packages else importer.rpartition(".")[0]
-        if folder and "." not in name and f"{folder}.{name}" in self.summaries:
+        if folder and f"{folder}.{name}" in self.summaries:
             sibling = f"{folder}.{name}"
             if folder not in self.packages:  # a script folder, not a package
                 return sibling
@@ -267,6 +269,7 @@ class ProjectIndex:
         self._solve_device_setters()
         self._solve_device_chosen_by_callers()
         self._solve_sharded_parameters()
+        self._solve_wrapped_parameters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -392,6 +395,34 @@ class ProjectIndex:
                 break
         self.sharded_parameters = {k: v for k, v in self.sharded_parameters.items() if v}
 
+    def _solve_wrapped_parameters(self) -> None:
+        """The parameters a function is handed a ``DistributedDataParallel`` model in:
+        a caller wraps it and passes it (``model = DDP(model); evaluate(model)``), or
+        passes on a parameter it was handed one in."""
+        forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
+        for module, summary in self.summaries.items():
+            for name, function in summary["functions"].items():
+                key = (module, name)
+                for target, argument in function.get("wrapped_args", ()):
+                    callee = self.function_key(target, module, function["owner"])
+                    if callee is not None:
+                        self.wrapped_parameters.setdefault(callee, set()).add(argument)
+                for target, argument, own in function.get("forwards", ()):
+                    callee = self.function_key(target, module, function["owner"])
+                    if callee is not None and callee != key:
+                        forwards.setdefault(key, []).append((callee, argument, own))
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, passed in forwards.items():
+                handed = self.wrapped_parameters.get(key, set())
+                for callee, argument, own in passed:
+                    found = self.wrapped_parameters.setdefault(callee, set())
+                    if own in handed and argument not in found:
+                        found.add(argument)
+                        changed = True
+            if not changed:
+                break
+
     def label(self, key: FunctionKey) -> str:
         """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
         module, name = key
@@ -409,15 +440,18 @@ class ProjectIndex:
         rank zero only, ``f`` a project function whose name looks like a framework
         collective but is not one, ``w`` the positions of the arguments it shards
         (``fully_shard``, here or in what it calls); and, keyed ``def:f`` for the
-        file's own functions, ``c`` every project caller of ``f`` chooses the GPU."""
+        file's own functions, ``c`` every project caller of ``f`` chooses the GPU, ``m``
+        the positions of the parameters some caller hands a DDP-wrapped model in."""
         module = self.module_of_path.get(path)
         if module is None:
             return {}
-        facts: dict[str, dict[str, Any]] = {
-            f"def:{name}": {"c": 1}
-            for owner, name in sorted(self.device_chosen_by_callers)
-            if owner == module
-        }
+        facts: dict[str, dict[str, Any]] = {}
+        for owner, name in sorted(self.device_chosen_by_callers):
+            if owner == module:
+                facts.setdefault(f"def:{name}", {})["c"] = 1
+        for (owner, name), positions in sorted(self.wrapped_parameters.items()):
+            if owner == module and positions:
+                facts.setdefault(f"def:{name}", {})["m"] = sorted(positions)
         for use in self.summaries[module]["uses"]:
             owner, _, spelled = use.rpartition(":")
             symbol = self.spelled(spelled, module, owner or None)

@@ -19,6 +19,7 @@ from ddplint.code.collectives.catalogue import (
     kind_of_function,
     kind_of_method,
 )
+from ddplint.code.collectives.ddp_wrappers import DDP_WRAPPERS
 from ddplint.code.ranks.process_groups import DEVICE_CHOICES
 from ddplint.code.ranks.rank_guard import dotted
 from ddplint.code.ranks.rank_predicates import (
@@ -29,7 +30,7 @@ from ddplint.code.ranks.rank_predicates import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "5"
+SUMMARY_VERSION = "6"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -153,7 +154,8 @@ def function_summary(
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
     rank zero only, is a property; which of its parameters it shards (``fully_shard``,
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
-    parameter position]``)."""
+    parameter position]``); where it passes a model it wrapped in
+    ``DistributedDataParallel`` (``[target, argument position]``)."""
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
@@ -163,7 +165,10 @@ def function_summary(
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
-    for node in own_nodes(function):
+    nodes = own_nodes(function)
+    wrapped = _ddp_wrapped_names(nodes, imports)
+    wrapped_args: list[list[Any]] = []
+    for node in nodes:
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
             if kind is not None:
@@ -189,13 +194,18 @@ def function_summary(
                     shards.update(own for argument, own in passed if argument == 0)
                 else:
                     forwards.extend([target, argument, own] for argument, own in passed)
+                wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
         elif isinstance(node, ast.Return) and node.value is not None:
-            if is_rank_test(node.value):
-                returns_rank = True
-            elif isinstance(node.value, ast.Call):
-                called = dotted(node.value.func)
-                if called is not None:
-                    return_calls.append(called)
+            # ``return a(x) if local else b(x)``: either branch may be what is returned.
+            value = node.value
+            returned = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            for branch in returned:
+                if is_rank_test(branch):
+                    returns_rank = True
+                elif isinstance(branch, ast.Call):
+                    called = dotted(branch.func)
+                    if called is not None:
+                        return_calls.append(called)
     decorators = _decorator_names(function)
     return {
         "line": function.lineno,
@@ -206,11 +216,50 @@ def function_summary(
         "sets_device": sets_device,
         "shards": sorted(shards),
         "forwards": forwards,
+        "wrapped_args": wrapped_args,
         "return_calls": return_calls,
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
     }
+
+
+def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
+    """Names the function binds to ``DistributedDataParallel(...)`` that keeps
+    broadcasting buffers (no ``broadcast_buffers=False``), with the first such line."""
+    wrapped: dict[str, int] = {}
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            continue
+        name = dotted(node.value.func)
+        if name is None or qualify(name, imports) not in DDP_WRAPPERS:
+            continue
+        local = any(
+            k.arg == "broadcast_buffers"
+            and isinstance(k.value, ast.Constant)
+            and k.value.value is False
+            for k in node.value.keywords
+        )
+        if not local:
+            wrapped.setdefault(node.targets[0].id, node.lineno)
+    return wrapped
+
+
+def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
+    """The positions at which ``call`` passes one of ``names`` as it is, on a line after
+    the name was first bound to the wrapper (before it, the name holds the bare model)."""
+    found = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if isinstance(argument, ast.Name) and names.get(argument.id, call.lineno) < call.lineno:
+            found.append(index)
+    return found
 
 
 def _positional(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:

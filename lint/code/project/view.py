@@ -116,11 +116,22 @@ class ProjectView:
         """``node`` sits in a function of this file that every project caller calls
         around choosing the rank's GPU (``setup()``, then ``torch.cuda.set_device``)."""
         function = self._index.enclosing_function(node)
-        if function is None or self._index.enclosing_function(function) is not None:
-            return False  # module-level code, or a nested def: no project caller known
+        return function is not None and bool(self._def_fact(function).get("c"))
+
+    def wrapped_by_callers(self, function: cst.FunctionDef) -> frozenset[int]:
+        """The positions (``self`` not counted) of ``function``'s parameters that a
+        project caller hands a ``DistributedDataParallel`` model in."""
+        positions = self._def_fact(function).get("m")
+        return frozenset(positions) if isinstance(positions, list) else frozenset()
+
+    def _def_fact(self, function: cst.FunctionDef) -> dict[str, Any]:
+        """The facts about a function of this file (``def:f``, ``def:Class.f``)."""
+        if self._index.enclosing_function(function) is not None:
+            return {}  # a nested def: no project caller known
         owner = self._index.enclosing_class(function)
         name = function.name.value if owner is None else f"{owner.name.value}.{function.name.value}"
-        return bool(self._facts.get(f"def:{name}", {}).get("c"))
+        fact = self._facts.get(f"def:{name}", {})
+        return fact if isinstance(fact, dict) else {}
 
     def sharded_arguments(self, call: cst.Call) -> frozenset[int]:
         """The positions of the arguments a project function shards (``fully_shard``)."""

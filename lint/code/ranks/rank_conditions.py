@@ -223,7 +223,8 @@ class RankConditions:
             }
         if self._predicates.truth_is_rank_dependent(test):
             return {}
-        known = {self.text(test): value}
+        # A formula may keep ``not flag`` whole as one shared leaf: pin that spelling too.
+        known = {self.text(test): value, f"not {self.text(test)}": not value}
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             # ``kind == "sharded"`` also settles ``kind != "sharded"``.
             target = test.comparisons[0]

@@ -90,6 +90,23 @@ class RankGuard:
     condition: cst.BaseExpression | None = None
 
 
+class FirstAfterExit:
+    """One finding per rank-guarded early exit: the first call it makes divergent (in
+    source order) is where the exit is reported; the later ones after the same exit
+    have the same cause and the same fix."""
+
+    def __init__(self) -> None:
+        self._seen: set[cst.CSTNode] = set()
+
+    def first(self, guard: RankGuard) -> bool:
+        if guard.kind != "early_exit":
+            return True
+        if guard.node in self._seen:
+            return False
+        self._seen.add(guard.node)
+        return True
+
+
 @dataclass(frozen=True)
 class ReachedCollective:
     """A collective a function reaches, and the calls in between (innermost last)."""
@@ -412,8 +429,10 @@ class RankReachability:
     def _settled_on_the_path(self, node: cst.CSTNode, guard: RankGuard) -> bool:
         """The other conditions ``node`` runs under decide the guard alike on every rank:
         ``if (rank == 0 and kind == "full") or kind == "sharded":`` holds everywhere for
-        a call nested in ``if kind == "sharded":`` (the enclosing tests, conjoined)."""
-        if guard.kind == "early_exit" or guard.condition is None:
+        a call nested in ``if kind == "sharded":`` (the enclosing tests, conjoined). So
+        for an early exit: ``if not fsdp and not is_rank0: return`` decides nothing by
+        rank for a collective under ``if fsdp:`` further on."""
+        if guard.condition is None:
             return False
         formula = self.conditions.formula(guard.condition)
         if formula is None:

@@ -139,6 +139,27 @@ _DATA_CONSTRUCTORS = frozenset(
 )
 #: Conversions whose result is the size of their input.
 _SIZE_CONVERSIONS = frozenset({"len", "numel"})
+#: Methods that read a model or a container without changing it.
+_QUERY_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "state_dict",
+        "keys",
+        "values",
+        "items",
+        "get",
+        "numel",
+        "size",
+        "dim",
+    }
+)
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "itemsize"})
@@ -340,12 +361,22 @@ class Divergence:
             elif isinstance(node, cst.Call):
                 self._note_collective(facts, node)
         for call in self._index.walk_within(root):
-            if isinstance(call, cst.Call):
+            if isinstance(call, cst.Call) and self._may_update(call):
                 owner = _called_object(call)
                 if owner is not None and owner in facts.bindings:
                     facts.updates.setdefault(owner, []).append(call)
         self._close_contributions(facts)
         return facts
+
+    def _may_update(self, call: cst.Call) -> bool:
+        """Whether a call may change the object it is made on (``stopper(loss)``,
+        ``meter.update(x)``): a statement of its own or a whole assigned value, not a
+        read inside another expression (``sum(p.numel() for p in model.parameters())``
+        in a log message) and not a query of a module's structure."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _QUERY_METHODS:
+            return False
+        parent = self._index.parent.get(call)
+        return isinstance(parent, (cst.Expr, cst.Assign, cst.AnnAssign, cst.AugAssign))
 
     def _bind(
         self, facts: _ScopeFacts, target: cst.CSTNode, value: cst.CSTNode, at: cst.CSTNode
