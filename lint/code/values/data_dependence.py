@@ -5,7 +5,8 @@ Seeds: the targets of a training loop (enumerate's counter and ``range()`` count
 excepted, through a progress bar too; not a loop over a literal or a parameter whose
 default is one), names bound from ``next(...)``, the batch parameter of ``training_step``, and
 the loss handed to ``backward()``. Taint follows simple bindings inside the function
-(``=``, ``+=``, annotated, walrus, ``for`` targets, ``with ... as``). A value that went
+(``=``, ``+=``, annotated, walrus, ``for`` targets, ``with ... as``), and a flag set to a
+constant under a test on tainted data (``if torch.isnan(loss): bad = True``). A value that went
 through a collective is the same on every rank: a name bound from a collective call, or
 passed to an in-place one (``dist.all_reduce(flag)``) earlier in the function, no longer
 counts as rank-local from there on.
@@ -201,10 +202,25 @@ class DataDependence:
             for name, value, at in flow.bindings:
                 if name in flow.tainted:
                     continue
-                if self._reads_taint(flow, value, self._index.order[at]):
+                position = self._index.order[at]
+                if self._reads_taint(flow, value, position) or (
+                    _is_flag_value(value) and self._under_data_test(flow, at, scope)
+                ):
                     flow.tainted.add(name)
                     changed = True
         return flow
+
+    def _under_data_test(self, flow: _ScopeFlow, at: cst.CSTNode, scope: Scope) -> bool:
+        """Whether ``at`` runs under an ``if``/``while`` test on this rank's data
+        (``if torch.isnan(loss): bad = True``): the flag it sets is this rank's too."""
+        for ancestor in self._index.ancestors(at):
+            if ancestor is scope:
+                return False
+            if isinstance(ancestor, (cst.If, cst.While)) and self._reads_taint(
+                flow, ancestor.test, self._index.order[ancestor]
+            ):
+                return True
+        return False
 
     def _record(self, flow: _ScopeFlow, node: cst.CSTNode) -> None:
         """Note the bindings, seeds and synchronisation points ``node`` makes."""
@@ -279,6 +295,13 @@ class DataDependence:
             isinstance(node, cst.Call) and node in self._collectives
             for node in (value, *self._index.walk_within(value))
         )
+
+
+def _is_flag_value(value: cst.CSTNode) -> bool:
+    """A constant a flag is set to: ``True``, ``False``, ``None`` or a number."""
+    if isinstance(value, cst.Name):
+        return value.value in ("True", "False", "None")
+    return isinstance(value, (cst.Integer, cst.Float))
 
 
 def _is_next_call(value: cst.BaseExpression) -> bool:
