@@ -138,13 +138,19 @@ def test_a_run_that_raises_is_reported_and_publishes_nothing() -> None:
     assert published == []
 
 
-def test_a_buffer_stands_in_for_its_file_in_the_project_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project root (a ``.git`` folder) with a cache key of its own."""
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
     root = tmp_path / "project"
     root.mkdir()
     (root / ".git").mkdir()
+    return root
+
+
+def test_a_buffer_stands_in_for_its_file_in_the_project_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path, monkeypatch)
     utils = "import torch.distributed as dist\n\n\ndef save(model):\n    pass\n"
     (root / "utils.py").write_text(utils)
     (root / "train.py").write_text(
@@ -322,10 +328,7 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     import ddplint.engine
     from ddplint import cancellation
 
-    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / ".git").mkdir()
+    root = _project(tmp_path, monkeypatch)
     train = root / "train.py"
     hazard = TRAIN.replace("sync()", "dist.barrier()")
     train.write_text(hazard.replace("from utils import sync", "import torch.distributed as dist"))

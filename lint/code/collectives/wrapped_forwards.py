@@ -21,7 +21,11 @@ import libcst as cst
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.project.view import ProjectView
-from ddplint.code.syntax.call_args import keyword_argument
+from ddplint.code.syntax.call_args import (
+    keyword_argument,
+    parameter_filled,
+    switched_off_parameters,
+)
 from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
@@ -166,7 +170,7 @@ class WrappedForwards:
                 continue
             for arg in inner.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value == param:
-                    target = _parameter_for(inner, callee, arg)
+                    target = parameter_filled(inner, callee, arg)
                     found = (
                         self._forward_of_parameter(inner, callee, target, depth + 1)
                         if target
@@ -216,25 +220,23 @@ class WrappedForwards:
         return wrappers[0] if wrappers else None
 
     def _switched_off(self, entry: cst.Call, function: cst.FunctionDef, node: cst.CSTNode) -> bool:
-        """``node`` sits under ``if flag:`` (or in the ``else`` of one, or under
-        ``if not flag:``) where ``flag`` is a parameter of ``function`` that ``entry``
-        sets (or leaves at its default) to a literal that skips it."""
+        """``node`` sits under ``if flag:`` where ``entry`` switches the parameter
+        ``flag`` of ``function`` off (``switched_off_parameters``), or in the ``else`` of
+        one (or under ``if not flag:``) where ``entry`` passes ``flag=True``."""
+        off = switched_off_parameters(entry, function)
         child = node
         for ancestor in self._index.ancestors(node):
             if ancestor is function:
                 return False
             if isinstance(ancestor, cst.If):
-                test, wanted = ancestor.test, True
+                test, runs_when_on = ancestor.test, child is not ancestor.orelse
                 if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                    test, wanted = test.expression, False
-                if child is ancestor.orelse:
-                    wanted = not wanted
+                    test, runs_when_on = test.expression, not runs_when_on
                 if isinstance(test, cst.Name) and _is_parameter(function, test.value):
-                    value = _argument_for(entry, function, test.value)
-                    if value is None:
-                        value = _default_of(function, test.value)
-                    literal = literal_value(value) if value is not None else None
-                    if literal in (True, False, None, 0, 1) and bool(literal) is not wanted:
+                    if runs_when_on and test.value in off:
+                        return True
+                    passed = _argument_for(entry, function, test.value)
+                    if not runs_when_on and passed is not None and literal_value(passed) is True:
                         return True
             child = ancestor
         return False
@@ -258,26 +260,6 @@ def _keeps_buffers_local(call: cst.Call) -> bool:
     """``broadcast_buffers=False``: the forward does not broadcast buffers."""
     arg = keyword_argument(call, "broadcast_buffers")
     return arg is not None and literal_value(arg.value) is False
-
-
-def _parameter_for(call: cst.Call, function: cst.FunctionDef, arg: cst.Arg) -> str | None:
-    """The parameter of ``function`` that ``arg`` of ``call`` fills (``self`` skipped)."""
-    if arg.keyword is not None:
-        return arg.keyword.value
-    if arg.star:
-        return None
-    params = [p.name.value for p in function.params.params if p.name.value not in ("self", "cls")]
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    index = next(i for i, a in enumerate(positional) if a is arg)
-    return params[index] if index < len(params) else None
-
-
-def _default_of(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    params = function.params
-    for param in (*params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return param.default
-    return None
 
 
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:

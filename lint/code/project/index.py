@@ -18,6 +18,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ddplint.code.collectives.catalogue import kind_of_method
@@ -369,23 +370,31 @@ class ProjectIndex:
             and not self._function(key)["collectives"]
         }
 
-    def _solve_sharded_parameters(self) -> None:
-        """The parameters a function shards: passes to ``fully_shard`` / ``FSDP(...)``,
-        or on to a project function that shards them (``prepare(model)`` ->
-        ``apply(model)`` -> ``fully_shard(model)``)."""
+    @cached_property
+    def _parameter_forwards(self) -> dict[FunctionKey, list[tuple[FunctionKey, int, int]]]:
+        """Per function, the parameters it passes on as they are to another project
+        function: ``(callee, argument position, own parameter position)``."""
         forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
         for module, summary in self.summaries.items():
             for name, function in summary["functions"].items():
                 key = (module, name)
-                if function.get("shards"):
-                    self.sharded_parameters[key] = set(function["shards"])
                 for target, argument, own in function.get("forwards", ()):
                     callee = self.function_key(target, module, function["owner"])
                     if callee is not None and callee != key:
                         forwards.setdefault(key, []).append((callee, argument, own))
+        return forwards
+
+    def _solve_sharded_parameters(self) -> None:
+        """The parameters a function shards: passes to ``fully_shard`` / ``FSDP(...)``,
+        or on to a project function that shards them (``prepare(model)`` ->
+        ``apply(model)`` -> ``fully_shard(model)``)."""
+        for module, summary in self.summaries.items():
+            for name, function in summary["functions"].items():
+                if function.get("shards"):
+                    self.sharded_parameters[(module, name)] = set(function["shards"])
         for _ in range(MAX_ROUNDS):
             changed = False
-            for key, passed in forwards.items():
+            for key, passed in self._parameter_forwards.items():
                 found = self.sharded_parameters.setdefault(key, set())
                 for callee, argument, own in passed:
                     if own not in found and argument in self.sharded_parameters.get(callee, ()):
@@ -399,21 +408,15 @@ class ProjectIndex:
         """The parameters a function is handed a ``DistributedDataParallel`` model in:
         a caller wraps it and passes it (``model = DDP(model); evaluate(model)``), or
         passes on a parameter it was handed one in."""
-        forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
         for module, summary in self.summaries.items():
-            for name, function in summary["functions"].items():
-                key = (module, name)
+            for function in summary["functions"].values():
                 for target, argument in function.get("wrapped_args", ()):
                     callee = self.function_key(target, module, function["owner"])
                     if callee is not None:
                         self.wrapped_parameters.setdefault(callee, set()).add(argument)
-                for target, argument, own in function.get("forwards", ()):
-                    callee = self.function_key(target, module, function["owner"])
-                    if callee is not None and callee != key:
-                        forwards.setdefault(key, []).append((callee, argument, own))
         for _ in range(MAX_ROUNDS):
             changed = False
-            for key, passed in forwards.items():
+            for key, passed in self._parameter_forwards.items():
                 handed = self.wrapped_parameters.get(key, set())
                 for callee, argument, own in passed:
                     found = self.wrapped_parameters.setdefault(callee, set())

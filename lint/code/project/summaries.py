@@ -253,13 +253,8 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
 def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
     """The positions at which ``call`` passes one of ``names`` as it is, on a line after
     the name was first bound to the wrapper (before it, the name holds the bare model)."""
-    found = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if isinstance(argument, ast.Name) and names.get(argument.id, call.lineno) < call.lineno:
-            found.append(index)
-    return found
+    bound = {name: 0 for name, line in names.items() if line < call.lineno}
+    return [argument for argument, _ in _passed_parameters(call, bound)]
 
 
 def _positional(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:

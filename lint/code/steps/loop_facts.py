@@ -97,6 +97,23 @@ def iterated_name(ctx: CodeContext, loop: cst.For) -> str | None:
     return dotted_name(_unwrap_progress(ctx, iterable))
 
 
+def walked_iterable(ctx: CodeContext, iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """What a ``for`` over ``iterable`` walks, through any nesting of ``enumerate`` and
+    progress bars (``tqdm(enumerate(loader))``, ``enumerate(tqdm(loader))``)."""
+    while True:
+        iterable = _unwrap_progress(ctx, iterable)
+        if not (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value == "enumerate"
+        ):
+            return iterable
+        inner = argument(iterable, "iterable", 0)
+        if inner is None:
+            return iterable
+        iterable = inner.value
+
+
 def _counter_name(target: cst.BaseAssignTargetExpression) -> str | None:
     if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
         first = target.elements[0].value

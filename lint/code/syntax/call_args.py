@@ -37,6 +37,22 @@ def argument(call: cst.Call, name: str, position: int | None = None) -> cst.Arg 
     return found
 
 
+def parameter_filled(call: cst.Call, callee: cst.FunctionDef, arg: cst.Arg) -> str | None:
+    """The parameter of ``callee`` that ``arg`` of ``call`` fills: its keyword, or the
+    parameter at its position (a leading ``self`` / ``cls`` left out); None for
+    ``*args`` / ``**kwargs`` and for a position past the parameters."""
+    if arg.keyword is not None:
+        return arg.keyword.value
+    if arg.star:
+        return None
+    listed = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+    if listed and listed[0] in ("self", "cls"):
+        listed = listed[1:]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    index = next((i for i, a in enumerate(positional) if a is arg), None)
+    return listed[index] if index is not None and index < len(listed) else None
+
+
 def has_star_arguments(call: cst.Call) -> bool:
     """Whether ``*args`` or ``**kwargs`` may supply arguments we cannot see."""
     return any(arg.star in ("*", "**") for arg in call.args)

@@ -20,6 +20,7 @@ import libcst as cst
 
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.steps.training_steps import TrainingSteps
+from ddplint.code.syntax.constants import parameters
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
 from ddplint.code.syntax.names import bound_names, dotted_name
 from ddplint.code.values.optional_values import OptionalValues
@@ -43,7 +44,7 @@ _STRUCTURE_FUNCTIONS = frozenset({"isinstance", "hasattr", "type", "callable", "
 #: autograd tracks it (training vs a ``no_grad`` evaluation), its rank and type.
 _UNIFORM_ATTRIBUTES = frozenset({"requires_grad", "ndim", "dtype", "is_leaf", "is_sparse"})
 #: Methods that list a model's structure, identical on every rank (the same model).
-_STRUCTURE_METHODS = frozenset(
+STRUCTURE_METHODS = frozenset(
     {
         "keys",
         "dim",
@@ -122,7 +123,7 @@ def _asks_structure(call: cst.Call, rank_view: bool) -> bool:
     if not isinstance(call.func, cst.Attribute):
         return False
     method = call.func.attr.value
-    return method == "keys" or (rank_view and method in _STRUCTURE_METHODS)
+    return method == "keys" or (rank_view and method in STRUCTURE_METHODS)
 
 
 class _ScopeFlow:
@@ -388,11 +389,8 @@ def _has_literal_default(function: cst.FunctionDef | None, name: str) -> bool:
     (``tests=["batch", "gpu"]``): a configuration, not batches."""
     if function is None:
         return False
-    params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return param.default is not None and isinstance(param.default, _LITERALS)
-    return False
+    found = next((p for p in parameters(function) if p.name.value == name), None)
+    return found is not None and isinstance(found.default, _LITERALS)
 
 
 def _loss_of_backward(call: cst.Call) -> str | None:

@@ -27,6 +27,7 @@ from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 from ddplint.code.values.data_dependence import (
     IN_PLACE_SYNCED,
+    STRUCTURE_METHODS,
     DataDependence,
     bound_names,
     value_names_read,
@@ -140,26 +141,7 @@ _DATA_CONSTRUCTORS = frozenset(
 #: Conversions whose result is the size of their input.
 _SIZE_CONVERSIONS = frozenset({"len", "numel"})
 #: Methods that read a model or a container without changing it.
-_QUERY_METHODS = frozenset(
-    {
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "modules",
-        "named_modules",
-        "children",
-        "named_children",
-        "state_dict",
-        "keys",
-        "values",
-        "items",
-        "get",
-        "numel",
-        "size",
-        "dim",
-    }
-)
+_QUERY_METHODS = STRUCTURE_METHODS | {"state_dict", "values", "items", "get", "numel", "size"}
 _OBJECT_OPS = frozenset({"all_gather_object", "gather_object"})
 #: Questions about a tensor that a tensor collective requires to match on every rank.
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "itemsize"})
