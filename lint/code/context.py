@@ -3,11 +3,13 @@ shared by every rule that runs on the file."""
 
 from __future__ import annotations
 
+import ast
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ddplint.analysis.questions import ModuleAnalysis
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
@@ -24,6 +26,7 @@ from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
@@ -157,6 +160,47 @@ class CodeContext:
     def step_skips(self) -> StepSkips:
         return StepSkips(
             self.index, self.names, self.call_reach, self.training_steps, self.data_dependence
+        )
+
+    @cached_property
+    def analysis(self) -> ModuleAnalysis:
+        """The analysis core over the module's ``ast`` (``ddplint.analysis``)."""
+        return ModuleAnalysis(parse_python(self.source.text))
+
+    def ast_range(self, node: ast.AST) -> tuple[int, int, int, int]:
+        """1-based (line, column, end_line, end_column) of an ``ast`` node, end exclusive
+        (``ast`` counts columns in UTF-8 bytes; these count characters)."""
+        lines = self.source.lines
+        line = getattr(node, "lineno", 1)
+        end_line = getattr(node, "end_lineno", None) or line
+
+        def column(number: int, offset: int) -> int:
+            text = lines[number - 1] if number - 1 < len(lines) else ""
+            return len(text.encode("utf-8")[:offset].decode("utf-8", "replace")) + 1
+
+        end_offset = getattr(node, "end_col_offset", None) or 0
+        return (
+            line,
+            column(line, getattr(node, "col_offset", 0)),
+            end_line,
+            column(end_line, end_offset),
+        )
+
+    def ast_finding(
+        self, rule: RuleIdentity, node: ast.AST, message: str, *, summary: str = ""
+    ) -> Finding:
+        """A finding of ``rule`` at an ``ast`` node (a compound statement: its header
+        line), with no fix; a suppression on any of its lines applies."""
+        span = self.ast_range(node)
+        if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With)):
+            header = node.body[0].lineno - 1 if node.body else span[0]
+            header_text = self.source.lines[span[0] - 1].rstrip("\r\n")
+            span = (span[0], span[1], span[0], len(header_text) + 1)
+            statement_lines = (span[0], max(span[0], header))
+        else:
+            statement_lines = (span[0], span[2])
+        return Finding.of(
+            rule, self.source.path, span, message, statement_lines=statement_lines, summary=summary
         )
 
     @cached_property

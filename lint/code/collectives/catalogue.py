@@ -14,92 +14,32 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.api import (
+    CHECKPOINT_FUNCTIONS as CHECKPOINT_FUNCTIONS,
+)
+from ddplint.analysis.api import (
+    FSDP_COLLECTIVES as FSDP_COLLECTIVES,
+)
+from ddplint.analysis.api import (
+    GROUP_CREATORS as GROUP_CREATORS,
+)
+from ddplint.analysis.api import (
+    SHARDING_WRAPPERS as SHARDING_WRAPPERS,
+)
+from ddplint.analysis.api import (
+    STATE_DICT_READS as STATE_DICT_READS,
+)
+from ddplint.analysis.api import (
+    TORCH_COLLECTIVES as TORCH_COLLECTIVES,
+)
+from ddplint.analysis.api import (
+    TORCH_DIST_MODULES as TORCH_DIST_MODULES,
+)
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
-#: Collective functions of ``torch.distributed`` (p2p send/recv are not collectives).
-TORCH_COLLECTIVES = frozenset(
-    {
-        "barrier",
-        "monitored_barrier",
-        "all_reduce",
-        "all_reduce_coalesced",
-        "all_gather",
-        "all_gather_coalesced",
-        "all_gather_into_tensor",
-        "all_gather_object",
-        "broadcast",
-        "broadcast_object_list",
-        "reduce",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "gather",
-        "gather_object",
-        "scatter",
-        "scatter_object_list",
-        "all_to_all",
-        "all_to_all_single",
-        "new_group",
-        "new_subgroups",
-        "new_subgroups_by_enumeration",
-    }
-)
-#: Group-creating calls: every rank must make them, in the same order.
-GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
-TORCH_DIST_MODULES = (
-    "torch.distributed",
-    "torch.distributed.distributed_c10d",
-    "deepspeed.comm",
-    "deepspeed.comm.comm",
-)
 DEVICE_MESH_CREATORS = frozenset(
     {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
 )
-#: Distributed checkpointing and FSDP full state dicts: every rank takes part.
-_FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
-_DCP = "torch.distributed.checkpoint"
-CHECKPOINT_FUNCTIONS: dict[str, str] = {
-    f"{_DCP}.save": f"{_DCP}.save",
-    f"{_DCP}.async_save": f"{_DCP}.async_save",
-    f"{_DCP}.save_state_dict": f"{_DCP}.save_state_dict",
-    f"{_DCP}.state_dict_saver.save": f"{_DCP}.save",
-    f"{_DCP}.state_dict_saver.async_save": f"{_DCP}.async_save",
-    f"{_DCP}.state_dict.get_state_dict": f"{_DCP}.state_dict.get_state_dict",
-    f"{_DCP}.state_dict.get_model_state_dict": f"{_DCP}.state_dict.get_model_state_dict",
-    f"{_DCP}.state_dict.get_optimizer_state_dict": f"{_DCP}.state_dict.get_optimizer_state_dict",
-    f"{_FSDP}.full_optim_state_dict": "FSDP.full_optim_state_dict",
-    f"{_FSDP}.optim_state_dict": "FSDP.optim_state_dict",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
-    ".full_optim_state_dict": "FSDP.full_optim_state_dict",
-}
-#: Reads of a model's (or its optimizer's) full state dict: collectives only once the
-#: model is sharded (on plain tensors they gather nothing). The model comes first.
-STATE_DICT_READS = frozenset(
-    {
-        f"{_DCP}.state_dict.get_state_dict",
-        f"{_DCP}.state_dict.get_model_state_dict",
-        f"{_DCP}.state_dict.get_optimizer_state_dict",
-        "FSDP.full_optim_state_dict",
-        "FSDP.optim_state_dict",
-    }
-)
-#: Calls that shard the model they are given (FSDP1 and FSDP2).
-SHARDING_WRAPPERS = frozenset(
-    {
-        _FSDP,
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_shard",
-        "torch.distributed.fsdp._fully_shard.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    }
-)
-#: FSDP calls that all-gather parameters.
-FSDP_COLLECTIVES: dict[str, str] = {
-    f"{_FSDP}.summon_full_params": "FSDP.summon_full_params",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
-    ".summon_full_params": "FSDP.summon_full_params",
-}
-
 # Framework methods that communicate, keyed by what the receiver's last name says it is.
 _STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
 _TRAINER_METHODS = frozenset({"save_checkpoint"})

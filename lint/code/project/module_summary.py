@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
@@ -126,61 +127,20 @@ def _definitions(
 
 
 def _imports(parts: list[_Names]) -> dict[str, str]:
-    """Local name -> dotted name it stands for (``"..comm"`` for a relative import), in
-    ``ast.walk`` order over the whole module (shallower bindings first, then file
-    order), plus module-level aliases (``dist = torch.distributed``)."""
-    bindings = [binding for part in parts for binding in part.bindings]
-    bindings.sort(key=lambda binding: binding[0])  # stable: file order within a depth
-    bound = {local: name for _, local, name in bindings}
-    for part in parts:
-        for target, value in part.aliases:
-            head, dot, rest = value.partition(".")
-            if head in bound:
-                bound[target] = bound[head] + dot + rest
-    return bound
+    """Local name -> dotted name it stands for, over the module's parts."""
+    return joined_imports(
+        [binding for part in parts for binding in part.bindings],
+        [alias for part in parts for alias in part.aliases],
+    )
 
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
     return _Names(
-        tuple(_bindings(statements)),
-        tuple(_aliases(statements)),
+        tuple(import_bindings(statements)),
+        tuple(module_aliases(statements)),
         tuple(_instances(statements)),
         *_uses(statements),
     )
-
-
-def _bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, str]]:
-    """(depth, local, dotted) of every import in the statements, in walk order."""
-    level: list[ast.AST] = list(statements)
-    depth = 1
-    while level:
-        for node in level:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        yield depth, alias.asname, alias.name
-                    else:
-                        head = alias.name.split(".", 1)[0]
-                        yield depth, head, head
-            elif isinstance(node, ast.ImportFrom):
-                module = "." * node.level + (node.module or "")
-                separator = "" if module.endswith(".") or not module else "."
-                for alias in node.names:
-                    if alias.name != "*":
-                        yield depth, alias.asname or alias.name, f"{module}{separator}{alias.name}"
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
-        depth += 1
-
-
-def _aliases(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
-    for statement in statements:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and (value := dotted(statement.value)) is not None
-        ):
-            yield statement.targets[0].id, value
 
 
 def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:

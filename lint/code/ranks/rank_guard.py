@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from ddplint.analysis.names import dotted_name as dotted
 from ddplint.code.ranks.rank_predicates import (
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -20,18 +21,6 @@ from ddplint.code.ranks.rank_predicates import (
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})
 
 Parents = dict[ast.AST, ast.AST]
-
-
-def dotted(expr: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, None for anything else."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _is_rank_variable(name: str) -> bool:

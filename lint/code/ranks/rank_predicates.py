@@ -17,6 +17,18 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ddplint.analysis.api import (
+    RANK_ATTRIBUTES as RANK_ATTRIBUTES,
+)
+from ddplint.analysis.api import (
+    RANK_ENV_VARS as RANK_ENV_VARS,
+)
+from ddplint.analysis.api import (
+    RANK_FUNCTION_NAMES as RANK_FUNCTION_NAMES,
+)
+from ddplint.analysis.api import (
+    RANK_ONLY_DECORATORS as RANK_ONLY_DECORATORS,
+)
 from ddplint.code.collectives.catalogue import classify_call
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
 from ddplint.code.syntax.names import ImportTable, dotted_name
@@ -39,58 +51,6 @@ RANK_FUNCTIONS = frozenset(
         "megatron.core.parallel_state.get_tensor_model_parallel_rank",
         "megatron.core.parallel_state.get_pipeline_model_parallel_rank",
         "accelerate.state.PartialState.is_main_process",
-    }
-)
-#: Function names that read the rank wherever they come from (``get_rank()``,
-#: ``is_global_rank_zero()``, a project's own ``get_local_rank()``).
-RANK_FUNCTION_NAMES = frozenset(
-    {
-        "get_rank",
-        "get_local_rank",
-        "get_global_rank",
-        "is_global_rank_zero",
-        "is_rank_zero",
-        "get_node_local_rank",
-    }
-)
-#: Attribute or variable names that hold a rank or a per-rank truth value.
-RANK_ATTRIBUTES = frozenset(
-    {
-        "rank",
-        "global_rank",
-        "local_rank",
-        "node_rank",
-        "world_rank",
-        "is_global_zero",
-        "is_local_zero",
-        "is_main_process",
-        "is_local_main_process",
-        "is_last_process",
-        "process_index",
-        "local_process_index",
-    }
-)
-#: Decorators (and wrappers: ``rank_zero_only(fn)(...)``) that run a function on some
-#: ranks only: Lightning / lightning_utilities / NeMo, and accelerate's.
-RANK_ONLY_DECORATORS = frozenset(
-    {
-        "rank_zero_only",
-        "on_main_process",
-        "on_local_main_process",
-        "on_last_process",
-        "on_process",
-        "on_local_process",
-    }
-)
-RANK_ENV_VARS = frozenset(
-    {
-        "RANK",
-        "LOCAL_RANK",
-        "SLURM_PROCID",
-        "SLURM_LOCALID",
-        "OMPI_COMM_WORLD_RANK",
-        "GROUP_RANK",
-        "NODE_RANK",
     }
 )
 

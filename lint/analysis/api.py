@@ -1,0 +1,152 @@
+"""The distributed APIs the analysis knows by name: torch.distributed's collectives,
+distributed checkpointing, and how the rank is spelled across frameworks.
+
+Plain data, shared by the analysis core and the older structural layer.
+"""
+
+from __future__ import annotations
+
+#: Collective functions of ``torch.distributed`` (p2p send/recv are not collectives).
+TORCH_COLLECTIVES = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "all_reduce_coalesced",
+        "all_gather",
+        "all_gather_coalesced",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "gather",
+        "gather_object",
+        "scatter",
+        "scatter_object_list",
+        "all_to_all",
+        "all_to_all_single",
+        "new_group",
+        "new_subgroups",
+        "new_subgroups_by_enumeration",
+    }
+)
+
+#: Group-creating calls: every rank must make them, in the same order.
+GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+
+TORCH_DIST_MODULES = (
+    "torch.distributed",
+    "torch.distributed.distributed_c10d",
+    "deepspeed.comm",
+    "deepspeed.comm.comm",
+)
+
+#: Distributed checkpointing and FSDP full state dicts: every rank takes part.
+FSDP_CLASS = "torch.distributed.fsdp.FullyShardedDataParallel"
+CHECKPOINT_MODULE = "torch.distributed.checkpoint"
+_FSDP = FSDP_CLASS
+_DCP = CHECKPOINT_MODULE
+
+CHECKPOINT_FUNCTIONS: dict[str, str] = {
+    f"{_DCP}.save": f"{_DCP}.save",
+    f"{_DCP}.async_save": f"{_DCP}.async_save",
+    f"{_DCP}.save_state_dict": f"{_DCP}.save_state_dict",
+    f"{_DCP}.state_dict_saver.save": f"{_DCP}.save",
+    f"{_DCP}.state_dict_saver.async_save": f"{_DCP}.async_save",
+    f"{_DCP}.state_dict.get_state_dict": f"{_DCP}.state_dict.get_state_dict",
+    f"{_DCP}.state_dict.get_model_state_dict": f"{_DCP}.state_dict.get_model_state_dict",
+    f"{_DCP}.state_dict.get_optimizer_state_dict": f"{_DCP}.state_dict.get_optimizer_state_dict",
+    f"{_FSDP}.full_optim_state_dict": "FSDP.full_optim_state_dict",
+    f"{_FSDP}.optim_state_dict": "FSDP.optim_state_dict",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
+    ".full_optim_state_dict": "FSDP.full_optim_state_dict",
+}
+
+#: FSDP calls that all-gather parameters.
+FSDP_COLLECTIVES: dict[str, str] = {
+    f"{_FSDP}.summon_full_params": "FSDP.summon_full_params",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel"
+    ".summon_full_params": "FSDP.summon_full_params",
+}
+
+#: Reads of a model's (or its optimizer's) full state dict: collectives only once the
+#: model is sharded (on plain tensors they gather nothing). The model comes first.
+STATE_DICT_READS = frozenset(
+    {
+        f"{_DCP}.state_dict.get_state_dict",
+        f"{_DCP}.state_dict.get_model_state_dict",
+        f"{_DCP}.state_dict.get_optimizer_state_dict",
+        "FSDP.full_optim_state_dict",
+        "FSDP.optim_state_dict",
+    }
+)
+#: Calls that shard the model they are given (FSDP1 and FSDP2).
+SHARDING_WRAPPERS = frozenset(
+    {
+        _FSDP,
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed.fsdp._fully_shard.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
+    }
+)
+
+#: Function names that read the rank wherever they come from (``get_rank()``,
+#: ``is_global_rank_zero()``, a project's own ``get_local_rank()``).
+RANK_FUNCTION_NAMES = frozenset(
+    {
+        "get_rank",
+        "get_local_rank",
+        "get_global_rank",
+        "is_global_rank_zero",
+        "is_rank_zero",
+        "get_node_local_rank",
+    }
+)
+
+#: Attribute or variable names that hold a rank or a per-rank truth value.
+RANK_ATTRIBUTES = frozenset(
+    {
+        "rank",
+        "global_rank",
+        "local_rank",
+        "node_rank",
+        "world_rank",
+        "is_global_zero",
+        "is_local_zero",
+        "is_main_process",
+        "is_local_main_process",
+        "is_last_process",
+        "process_index",
+        "local_process_index",
+    }
+)
+
+#: Decorators (and wrappers: ``rank_zero_only(fn)(...)``) that run a function on some
+#: ranks only: Lightning / lightning_utilities / NeMo, and accelerate's.
+RANK_ONLY_DECORATORS = frozenset(
+    {
+        "rank_zero_only",
+        "on_main_process",
+        "on_local_main_process",
+        "on_last_process",
+        "on_process",
+        "on_local_process",
+    }
+)
+
+RANK_ENV_VARS = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "OMPI_COMM_WORLD_RANK",
+        "GROUP_RANK",
+        "NODE_RANK",
+    }
+)

@@ -1,0 +1,639 @@
+"""Which values may differ between ranks: a forward dataflow over one function's graph.
+
+Each name (and each ``self.attribute`` the function assigns) carries a *taint*: the
+facets in which it may differ between ranks (its contents; its shape, length or keys;
+the device it sits on) and the reason, with the line it came from. The analysis is
+flow-sensitive: a name bound again is a new value, so an old loop variable's taint does
+not stick to a new ``for step in range(...)``.
+
+- Sources: the rank in its spellings (``dist.get_rank()``, ``RANK`` / ``LOCAL_RANK``
+  from the environment, ``.rank`` / ``.local_rank`` / ``.is_main_process`` and the other
+  attributes frameworks give it, the first parameter of a function handed to
+  ``mp.spawn``), clocks and memory probes, file-system probes.
+- Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
+  ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
+  same on every rank.
+- Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
+  ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
+  call's keyword arguments carry nothing into its result (``tqdm(disable=rank != 0)``,
+  ``torch.load(path, map_location=f"cuda:{rank}")``).
+- Decided: a name bound under a divergent test differs after the test's branches meet.
+- Unknown is uniform: nothing is reported from a value nobody can see.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum, Flag, auto
+
+from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.control_flow import Graph, Node, NodeKind
+from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.names import Names, dotted_name
+
+
+class Facet(Flag):
+    CONTENTS = auto()
+    SHAPE = auto()
+    DEVICE = auto()
+
+
+VALUES = Facet.CONTENTS | Facet.SHAPE
+
+
+class Source(str, Enum):
+    RANK = "the rank"
+    PROBE = "a local probe (clock, memory)"
+    FILE = "a file-system check"
+    DECIDED = "a value set under a rank-dependent test"
+    CONTRIBUTED = "this rank's own share of a collective"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """How a value may differ between ranks, and why (the first reason found)."""
+
+    facets: Facet
+    source: Source
+    line: int
+    spelled: str
+
+    def joined(self, other: Taint | None) -> Taint:
+        if other is None or other.facets in self.facets:
+            return self
+        first = self if self.line <= other.line else other
+        return Taint(self.facets | other.facets, first.source, first.line, first.spelled)
+
+    def only(self, facets: Facet) -> Taint | None:
+        kept = self.facets & facets
+        if not kept:
+            return None
+        return Taint(kept, self.source, self.line, self.spelled)
+
+    def as_contents(self, facets: Facet) -> Taint | None:
+        """The taint of a value computed from this one's ``facets`` (its length, its
+        device): that value's contents differ where those facets do."""
+        if not self.facets & facets:
+            return None
+        return Taint(Facet.CONTENTS, self.source, self.line, self.spelled)
+
+
+State = dict[str, Taint]
+
+#: Calls whose result reads a local clock or memory probe.
+PROBE_CALLS = frozenset(
+    {
+        "time.time",
+        "time.perf_counter",
+        "time.monotonic",
+        "time.process_time",
+        "time.time_ns",
+        "datetime.datetime.now",
+        "torch.cuda.memory_allocated",
+        "torch.cuda.memory_reserved",
+        "torch.cuda.max_memory_allocated",
+        "torch.cuda.mem_get_info",
+        "psutil.virtual_memory",
+    }
+)
+#: Calls whose result reads this rank's file system at this moment.
+FILE_CALLS = frozenset(
+    {
+        "os.path.exists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.listdir",
+        "os.scandir",
+        "glob.glob",
+    }
+)
+#: Calls every rank answers alike.
+UNIFORM_CALLS = frozenset(
+    {
+        "torch.distributed.get_world_size",
+        "torch.distributed.is_initialized",
+        "torch.distributed.is_available",
+        "torch.distributed.get_backend",
+        "torch.cuda.device_count",
+        "torch.cuda.is_available",
+    }
+)
+#: Methods that move or view a value without changing its contents.
+PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
+#: Methods and attributes that read a value's shape.
+SHAPE_READERS = frozenset({"size", "numel", "dim", "shape", "ndim", "__len__"})
+#: In-place collectives: argument position (and keyword) of the buffer that agrees after.
+AGREEING_BUFFERS: dict[str, tuple[int, str]] = {
+    "all_reduce": (0, "tensor"),
+    "broadcast": (0, "tensor"),
+    "all_gather": (0, "tensor_list"),
+    "all_gather_into_tensor": (0, "output_tensor"),
+    "all_gather_object": (0, "object_list"),
+    "broadcast_object_list": (0, "object_list"),
+}
+#: Reducing and gathering collectives: position of the input each rank contributes, and
+#: whether its shape may differ too (objects) or must agree (tensors).
+CONTRIBUTIONS: dict[str, tuple[int, Facet]] = {
+    "all_reduce": (0, Facet.CONTENTS),
+    "reduce": (0, Facet.CONTENTS),
+    "all_gather": (1, Facet.CONTENTS),
+    "all_gather_into_tensor": (1, Facet.CONTENTS),
+    "reduce_scatter_tensor": (1, Facet.CONTENTS),
+    "gather": (0, Facet.CONTENTS),
+    "all_gather_object": (1, VALUES),
+    "gather_object": (0, VALUES),
+}
+#: How many assignments back a contribution is followed to the values it is made of.
+CONTRIBUTION_DEPTH = 3
+#: Methods of a framework object (accelerate, Lightning, Fabric) whose result agrees.
+AGREEING_METHODS = frozenset(
+    {"gather", "gather_for_metrics", "reduce", "all_gather", "broadcast", "all_reduce"}
+)
+_DISTRIBUTED = ("torch.distributed.", "deepspeed.comm.")
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+_ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
+
+
+def distributed_function(resolved: str | None) -> str | None:
+    """``all_reduce`` for ``torch.distributed.all_reduce`` (and ``deepspeed.comm``)."""
+    if resolved is None:
+        return None
+    for prefix in _DISTRIBUTED:
+        if resolved.startswith(prefix):
+            return resolved[len(prefix) :].rsplit(".", 1)[-1]
+    return None
+
+
+def spawned_functions(module: ast.Module, names: Names) -> frozenset[str]:
+    """Names of functions the module hands to ``mp.spawn``: their first parameter is
+    the rank."""
+    found = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and names.resolve(node.func) in _SPAWNERS and node.args:
+            target = dotted_name(node.args[0])
+            if target is not None:
+                found.add(target.rsplit(".", 1)[-1])
+    return frozenset(found)
+
+
+class _Evaluator:
+    """The taint of an expression under a state."""
+
+    def __init__(self, names: Names, agreeing_receivers: frozenset[str]) -> None:
+        self.names = names
+        self.agreeing_receivers = agreeing_receivers
+
+    def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
+        if expression is None:
+            return None
+        if isinstance(expression, ast.Constant):
+            return None
+        if isinstance(expression, ast.Name):
+            return state.get(expression.id)
+        if isinstance(expression, ast.Attribute):
+            return self._attribute(expression, state)
+        if isinstance(expression, ast.Call):
+            return self._call(expression, state)
+        if isinstance(expression, ast.Subscript):
+            if self._environment_rank(expression):
+                return _rank(expression)
+            base = self.taint(expression.value, state)
+            index = self.taint(expression.slice, state)
+            if index is not None and isinstance(expression.slice, ast.Slice):
+                index = Taint(VALUES, index.source, index.line, index.spelled)
+            return _join(base.only(VALUES) if base else None, index)
+        if isinstance(expression, _SCOPES):
+            return self._comprehension(expression, state)
+        if isinstance(expression, ast.Compare) and _presence_test(expression):
+            operand = self.taint(expression.left, state)
+            return operand.as_contents(Facet.SHAPE) if operand else None
+        if isinstance(expression, ast.Lambda):
+            return None
+        found: Taint | None = None
+        for child in ast.iter_child_nodes(expression):
+            if isinstance(child, ast.expr):
+                found = _join(found, self.taint(child, state))
+        return found
+
+    def _comprehension(self, expression: ast.expr, state: State) -> Taint | None:
+        """Elements carry what they read; the length differs where an iterable's length
+        or a filter does."""
+        assert isinstance(expression, _SCOPES)
+        found: Taint | None = None
+        for generator in expression.generators:
+            iterable = self.taint(generator.iter, state)
+            found = _join(found, iterable)
+            for condition in generator.ifs:
+                kept = self.taint(condition, state)
+                found = _join(
+                    found, Taint(VALUES, kept.source, kept.line, kept.spelled) if kept else None
+                )
+        parts = (
+            [expression.key, expression.value]
+            if isinstance(expression, ast.DictComp)
+            else [expression.elt]
+        )
+        for part in parts:
+            element = self.taint(part, state)
+            found = _join(found, element.only(Facet.CONTENTS) if element else None)
+        return found
+
+    def _attribute(self, expression: ast.Attribute, state: State) -> Taint | None:
+        spelled = dotted_name(expression)
+        if spelled is not None and spelled in state:
+            return state[spelled]
+        if expression.attr in RANK_ATTRIBUTES:
+            return _rank(expression)
+        base = self.taint(expression.value, state)
+        if base is None:
+            return None
+        if expression.attr in SHAPE_READERS:
+            return base.as_contents(Facet.SHAPE)
+        if expression.attr == "device":
+            return base.as_contents(Facet.DEVICE)
+        return base
+
+    def _call(self, call: ast.Call, state: State) -> Taint | None:
+        resolved = self.names.resolve(call.func)
+        if resolved in PROBE_CALLS:
+            return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
+        if resolved in FILE_CALLS:
+            return Taint(Facet.CONTENTS, Source.FILE, call.lineno, ast.unparse(call))
+        if resolved in UNIFORM_CALLS:
+            return None
+        name = (resolved or "").rsplit(".", 1)[-1]
+        if name in RANK_FUNCTION_NAMES or self._environment_rank(call):
+            return _rank(call)
+        if resolved in ("len", "torch.numel"):
+            argument = self.taint(call.args[0], state) if call.args else None
+            return argument.as_contents(Facet.SHAPE) if argument else None
+        if resolved == "torch.device":
+            found = _join(None, *(self.taint(a, state) for a in call.args))
+            return _device(found) if found else None
+        if isinstance(call.func, ast.Attribute):
+            return self._method(call, call.func, state)
+        if distributed_function(resolved) is not None:
+            return None
+        return _join(None, *(self.taint(a, state) for a in call.args))
+
+    def _method(self, call: ast.Call, func: ast.Attribute, state: State) -> Taint | None:
+        receiver = self.taint(func.value, state)
+        method = func.attr
+        if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
+            return None
+        if method in PLACEMENT_METHODS:
+            return receiver.only(VALUES) if receiver else None
+        if method in SHAPE_READERS:
+            return receiver.as_contents(Facet.SHAPE) if receiver else None
+        if method in ("keys", "items", "values"):
+            return receiver
+        return _join(receiver, *(self.taint(a, state) for a in call.args))
+
+    def _environment_rank(self, node: ast.AST) -> bool:
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and self.names.resolve(node.value) == "os.environ":
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and self.names.resolve(node.func) in _ENVIRONMENT_READERS
+        ):
+            key = node.args[0]
+        return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
+
+
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _presence_test(compare: ast.Compare) -> bool:
+    """``x is None`` / ``x is not None``: whether a value is there, not what it holds."""
+    return (
+        len(compare.ops) == 1
+        and isinstance(compare.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(compare.comparators[0], ast.Constant)
+        and compare.comparators[0].value is None
+    )
+
+
+def _rank(node: ast.AST) -> Taint:
+    return Taint(Facet.CONTENTS, Source.RANK, getattr(node, "lineno", 0), ast.unparse(node))
+
+
+def _device(found: Taint) -> Taint:
+    return Taint(Facet.DEVICE, found.source, found.line, found.spelled)
+
+
+def _join(first: Taint | None, *others: Taint | None) -> Taint | None:
+    found = first
+    for other in others:
+        if other is not None:
+            found = other if found is None else found.joined(other)
+    return found
+
+
+def _assigned_names(target: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(name, node) for each name or dotted attribute a target binds."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _assigned_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _assigned_names(target.value)
+    else:
+        spelled = dotted_name(target)
+        if spelled is not None:
+            yield spelled, target
+
+
+class Divergence:
+    """The taints of one function's values at each node of its graph."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        dominance: PostDominance,
+        names: Names,
+        rank_parameters: frozenset[str] = frozenset(),
+        agreeing_receivers: frozenset[str] = frozenset(),
+    ) -> None:
+        self.graph = graph
+        self.dominance = dominance
+        self.evaluator = _Evaluator(names, agreeing_receivers)
+        self.names = names
+        self._contributed = self._contributions()
+        self._entry = self._entry_state(rank_parameters)
+        self._before: dict[int, State] = {}
+        self._decided: dict[int, State] = {}
+        self._solve()
+
+    def _contributions(self) -> dict[str, Taint]:
+        """Names whose values this rank hands to a reducing or gathering collective of
+        the function, and the names they are computed from: a rank reduces or gathers a
+        value precisely because it is its own."""
+        found: dict[str, Taint] = {}
+        assignments: dict[str, list[ast.expr]] = {}
+        for statement in self.graph.statements():
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    for name, _ in _assigned_names(target):
+                        assignments.setdefault(name, []).append(statement.value)
+            for call in _calls_of(statement):
+                function = distributed_function(self.names.resolve(call.func))
+                if function not in CONTRIBUTIONS:
+                    continue
+                position, facets = CONTRIBUTIONS[function]
+                given = call.args[position] if len(call.args) > position else None
+                spelled = dotted_name(given) if given is not None else None
+                if spelled is not None and spelled not in found:
+                    found[spelled] = Taint(facets, Source.CONTRIBUTED, call.lineno, spelled)
+        frontier = list(found)
+        for _ in range(CONTRIBUTION_DEPTH):
+            following = []
+            for name in frontier:
+                for value in assignments.get(name, []):
+                    for read in _names_read(value):
+                        if read not in found:
+                            # What it is made of differs in length as well as contents.
+                            made_of = found[name]
+                            found[read] = Taint(VALUES, made_of.source, made_of.line, read)
+                            following.append(read)
+            frontier = following
+        return found
+
+    def _entry_state(self, rank_parameters: frozenset[str]) -> State:
+        scope = self.graph.scope
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return {}
+        state: State = {
+            name: taint
+            for name, taint in self._contributed.items()
+            if "." in name or name in _parameters(scope)
+        }
+        for argument in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs:
+            if argument.arg in rank_parameters:
+                state[argument.arg] = _rank(argument)
+        return state
+
+    # -- queries --------------------------------------------------------------------
+
+    def before(self, node: Node) -> State:
+        """The taints that hold when ``node`` starts."""
+        return self._before.get(node.index, {})
+
+    def test_taint(self, node: Node) -> Taint | None:
+        """How the decision a test or loop step takes may differ between ranks."""
+        statement = node.statement
+        state = self.before(node)
+        if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While)):
+            return self.evaluator.taint(statement.test, state)
+        if node.kind is NodeKind.TEST and isinstance(statement, ast.Assert):
+            return self.evaluator.taint(statement.test, state)
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            iterable = self.evaluator.taint(statement.iter, state)
+            return iterable.as_contents(Facet.SHAPE) if iterable else None
+        return None
+
+    def taint(self, expression: ast.AST, node: Node) -> Taint | None:
+        """The taint of an expression read where ``node`` starts."""
+        return self.evaluator.taint(expression, self.before(node))
+
+    # -- solving --------------------------------------------------------------------
+
+    def _solve(self) -> None:
+        """Iterate to a fixed point; a test found divergent marks what its branches
+        bind as decided where they meet, and the iteration runs again."""
+        divergent_tests: set[int] = set()
+        while True:
+            self._propagate()
+            found = {
+                node.index
+                for node in self.graph.nodes
+                if node.kind in (NodeKind.TEST, NodeKind.STEP) and self.test_taint(node)
+            }
+            if found <= divergent_tests:
+                return
+            divergent_tests |= found
+            self._decided = self._decided_at_joins(divergent_tests)
+
+    def _decided_at_joins(self, tests: set[int]) -> dict[int, State]:
+        decided: dict[int, State] = {}
+        for index in tests:
+            test = self.graph.nodes[index]
+            join = self.dominance.immediate(test)
+            if join is None:
+                continue
+            taint = self.test_taint(test)
+            assert taint is not None
+            marked = Taint(Facet.CONTENTS, Source.DECIDED, test.line, taint.spelled)
+            target = decided.setdefault(join.index, {})
+            for node in self.dominance.region(test):
+                for name in self._binds(node):
+                    target[name] = marked.joined(target.get(name))
+        return decided
+
+    def _binds(self, node: Node) -> Iterator[str]:
+        statement = node.statement
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            yield from (name for name, _ in _assigned_names(statement.target))
+        elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
+            for target in _targets(statement):
+                yield from (name for name, _ in _assigned_names(target))
+
+    def _propagate(self) -> None:
+        self._before = {self.graph.entry.index: dict(self._entry)}
+        pending = [self.graph.entry]
+        queued = {self.graph.entry.index}
+        while pending:
+            node = pending.pop(0)
+            queued.discard(node.index)
+            state = self._before[node.index]
+            decided = self._decided.get(node.index)
+            if decided:
+                state = {**state}
+                for name, taint in decided.items():
+                    state[name] = taint.joined(state.get(name))
+                self._before[node.index] = state
+            after = self._transfer(node, state)
+            for successor, _ in node.successors:
+                old = self._before.get(successor.index)
+                new = after if old is None else _merged(old, after)
+                if old is None or new != old:
+                    self._before[successor.index] = new
+                    if successor.index not in queued:
+                        queued.add(successor.index)
+                        pending.append(successor)
+
+    def _transfer(self, node: Node, state: State) -> State:
+        statement = node.statement
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            iterable = self.evaluator.taint(statement.iter, state)
+            return _bound(state, statement.target, iterable)
+        if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
+            return state
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            value = self.evaluator.taint(statement.value, state)
+            for target in _targets(statement):
+                state = _bound(state, target, self._with_contribution(target, value))
+            return state
+        if isinstance(statement, ast.AugAssign):
+            value = _join(
+                self.evaluator.taint(statement.target, state),
+                self.evaluator.taint(statement.value, state),
+            )
+            return _bound(state, statement.target, value)
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                if item.optional_vars is not None:
+                    value = self.evaluator.taint(item.context_expr, state)
+                    state = _bound(state, item.optional_vars, value)
+            return state
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            return self._agreement(statement.value, state)
+        return state
+
+    def _with_contribution(self, target: ast.AST, value: Taint | None) -> Taint | None:
+        spelled = dotted_name(target)
+        contributed = self._contributed.get(spelled) if spelled is not None else None
+        return value if contributed is None else contributed.joined(value)
+
+    def _agreement(self, call: ast.Call, state: State) -> State:
+        """After an in-place collective its buffer holds the same on every rank."""
+        function = distributed_function(self.names.resolve(call.func))
+        if function not in AGREEING_BUFFERS:
+            return state
+        position, keyword = AGREEING_BUFFERS[function]
+        buffer: ast.AST | None = call.args[position] if len(call.args) > position else None
+        for given in call.keywords:
+            if given.arg == keyword:
+                buffer = given.value
+        spelled = dotted_name(buffer) if buffer is not None else None
+        if spelled is None or spelled not in state:
+            return state
+        return {name: taint for name, taint in state.items() if name != spelled}
+
+
+def _parameters(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    arguments = scope.args
+    return {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+
+
+def _calls_of(statement: ast.AST) -> Iterator[ast.Call]:
+    """The calls a statement node evaluates itself (not those of nested scopes)."""
+    if isinstance(statement, ast.stmt) and not isinstance(statement, _SIMPLE):
+        return
+    pending: list[ast.AST] = [statement]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.Lambda, *_SCOPES)):
+            continue
+        if isinstance(current, ast.Call):
+            yield current
+        pending.extend(ast.iter_child_nodes(current))
+
+
+def _names_read(expression: ast.AST) -> Iterator[str]:
+    """The longest dotted names an expression reads (``self.inflight``, ``count``)."""
+    pending: list[ast.AST] = [expression]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.Call):
+            pending.extend(current.args)
+            pending.extend(k.value for k in current.keywords)
+            if isinstance(current.func, ast.Attribute):
+                pending.append(current.func.value)
+            continue
+        spelled = dotted_name(current) if isinstance(current, (ast.Name, ast.Attribute)) else None
+        if spelled is not None:
+            yield spelled
+            continue
+        pending.extend(ast.iter_child_nodes(current))
+
+
+_SIMPLE = (
+    ast.Expr,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Return,
+    ast.Raise,
+    ast.Assert,
+    ast.Delete,
+)
+
+
+def _targets(statement: ast.stmt) -> list[ast.AST]:
+    if isinstance(statement, ast.Assign):
+        return list(statement.targets)
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return [statement.target]
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in statement.items if i.optional_vars is not None]
+    return []
+
+
+def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
+    """The state after ``target = value``: a name bound again loses its old taint; an
+    item stored into a container adds its taint to the container's."""
+    new = dict(state)
+    if isinstance(target, ast.Subscript):
+        container = dotted_name(target.value)
+        if container is not None and value is not None:
+            new[container] = value.joined(new.get(container))
+        return new
+    for name, _ in _assigned_names(target):
+        new.pop(name, None)
+        for held in [held for held in new if held.startswith(name + ".")]:
+            del new[held]
+        if value is not None:
+            new[name] = value
+    return new
+
+
+def _merged(first: State, second: State) -> State:
+    merged = dict(first)
+    for name, taint in second.items():
+        merged[name] = taint.joined(merged.get(name))
+    return merged

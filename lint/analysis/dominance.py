@@ -1,0 +1,189 @@
+"""Post-dominators and control dependence over a control-flow graph.
+
+Decisions are read without ``EXCEPTION`` edges (an exception any statement may raise
+decides nothing the code spells); ``RAISE`` edges count. Both exits flow into one
+virtual end; a node that cannot reach it (an endless loop) is tied to it too, so every
+node has an immediate post-dominator.
+
+A node is *control-dependent* on an edge ``T -> S`` when it post-dominates ``S`` but not
+``T``: whether it runs is decided at ``T``. With back edges this covers loop-carried
+exits: after a ``break`` taken on one rank, the statements of later iterations depend on
+the test that took it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node
+
+_END = -1
+
+
+@dataclass(frozen=True)
+class Dependence:
+    """``node`` runs only when ``test`` goes along ``edge``."""
+
+    test: Node
+    edge: EdgeKind
+
+
+def decision_successors(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
+    """The successors the code decides between (no ``EXCEPTION`` edges)."""
+    for successor, edge in node.successors:
+        if edge is not EdgeKind.EXCEPTION:
+            yield successor, edge
+
+
+class PostDominance:
+    """Immediate post-dominators (Cooper, Harvey and Kennedy's iteration on the reverse
+    graph) and the control dependences they give."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self._ipdom = self._compute()
+        self._dependences: dict[int, list[Dependence]] | None = None
+
+    def _reverse_order(self) -> list[int]:
+        """Nodes in reverse post-order of the reverse graph, from the virtual end; a
+        node of an endless loop not yet reached is tied to the end as a root of its own
+        (the first one in graph order, so a ``while True:`` test roots its body)."""
+        exits = [self.graph.exit, self.graph.raise_exit]
+        reaches_end = self._reaching(exits)
+        stuck = [n for n in self.graph.nodes if n.index not in reaches_end]
+        self._roots: list[int] = []
+        seen: set[int] = set()
+        order: list[int] = []
+        for root in [n.index for n in exits] + [n.index for n in stuck]:
+            if root in seen:
+                continue
+            self._roots.append(root)
+            seen.add(root)
+            stack = [(root, iter(self._sources(root)))]
+            while stack:
+                current, children = stack[-1]
+                for child in children:
+                    if child not in seen:
+                        seen.add(child)
+                        stack.append((child, iter(self._sources(child))))
+                        break
+                else:
+                    stack.pop()
+                    order.append(current)
+        return list(reversed(order))
+
+    def _reaching(self, targets: list[Node]) -> set[int]:
+        seen = {t.index for t in targets}
+        pending = list(targets)
+        while pending:
+            node = pending.pop()
+            for source, edge in node.predecessors:
+                if edge is not EdgeKind.EXCEPTION and source.index not in seen:
+                    seen.add(source.index)
+                    pending.append(source)
+        return seen
+
+    def _predecessors(self, index: int) -> list[int]:
+        """Predecessors in the reverse graph: the node's decision successors."""
+        return [s.index for s, _ in decision_successors(self.graph.nodes[index])]
+
+    def _sources(self, index: int) -> list[int]:
+        """Successors in the reverse graph: the node's predecessors, by decisions."""
+        node = self.graph.nodes[index]
+        return [s.index for s, edge in node.predecessors if edge is not EdgeKind.EXCEPTION]
+
+    def _compute(self) -> dict[int, int]:
+        order = self._reverse_order()
+        position = {index: i for i, index in enumerate(order)}
+        ipdom: dict[int, int] = {root: _END for root in self._roots}
+
+        def intersect(a: int, b: int) -> int:
+            while a != b:
+                while a != _END and (b == _END or position[a] > position[b]):
+                    a = ipdom[a]
+                while b != _END and (a == _END or position[b] > position[a]):
+                    b = ipdom[b]
+            return a
+
+        changed = True
+        while changed:
+            changed = False
+            for index in order:
+                if index in self._roots:
+                    continue
+                candidates = [s for s in self._predecessors(index) if s in ipdom]
+                if not candidates:
+                    continue
+                new = candidates[0]
+                for other in candidates[1:]:
+                    new = intersect(other, new)
+                if ipdom.get(index) != new:
+                    ipdom[index] = new
+                    changed = True
+        return ipdom
+
+    def immediate(self, node: Node) -> Node | None:
+        """The immediate post-dominator (None: the virtual end)."""
+        index = self._ipdom.get(node.index, _END)
+        return None if index == _END else self.graph.nodes[index]
+
+    def post_dominates(self, a: Node, b: Node) -> bool:
+        """Whether every way from ``b`` to the end passes ``a``."""
+        index: int | None = b.index
+        while index is not None and index != _END:
+            if index == a.index:
+                return True
+            index = self._ipdom.get(index, _END)
+        return False
+
+    def dependences(self, node: Node) -> list[Dependence]:
+        """The tests (and their edges) that decide whether ``node`` runs."""
+        if self._dependences is None:
+            self._dependences = self._control_dependences()
+        return self._dependences.get(node.index, [])
+
+    def all_dependences(self, node: Node) -> list[Dependence]:
+        """The tests that decide whether ``node`` runs, directly or through the tests
+        that decide those (nearest first)."""
+        found: list[Dependence] = []
+        seen: set[int] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop(0)
+            for dependence in self.dependences(current):
+                if dependence.test.index not in seen:
+                    seen.add(dependence.test.index)
+                    found.append(dependence)
+                    pending.append(dependence.test)
+        return found
+
+    def _control_dependences(self) -> dict[int, list[Dependence]]:
+        found: dict[int, list[Dependence]] = {}
+        for test in self.graph.nodes:
+            successors = list(decision_successors(test))
+            if len(successors) < 2:
+                continue
+            stop = self._ipdom.get(test.index, _END)
+            for successor, edge in successors:
+                index = successor.index
+                while index != stop and index != _END:
+                    found.setdefault(index, []).append(Dependence(test, edge))
+                    index = self._ipdom.get(index, _END)
+        return found
+
+    def region(self, test: Node) -> list[Node]:
+        """The nodes between ``test`` and its immediate post-dominator: what the test
+        decides, directly or through tests nested in it."""
+        stop = self._ipdom.get(test.index, _END)
+        seen: set[int] = set()
+        pending = [s for s, _ in decision_successors(test)]
+        region: list[Node] = []
+        while pending:
+            node = pending.pop()
+            if node.index in seen or node.index == stop:
+                continue
+            seen.add(node.index)
+            region.append(node)
+            pending.extend(s for s, _ in decision_successors(node))
+        return region

@@ -1,0 +1,271 @@
+"""Which statements issue a collective, and under which condition they synchronise.
+
+Effects come from what a call is, not what its receiver is called: ``torch.distributed``
+(and ``deepspeed.comm``) functions by their resolved name; framework methods by the
+receiver's allocation or annotation (``acc = Accelerator()``, ``self.accelerator =
+Accelerator(...)``, ``fabric: Fabric``; ``self`` in a ``LightningModule``). An effect may
+be *conditional*: accelerate's ``save_state`` synchronises only under DeepSpeed, FSDP or
+Megatron-LM (or with automatic checkpoint naming), so it counts only in a module that
+uses one of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ddplint.analysis.api import (
+    CHECKPOINT_FUNCTIONS,
+    FSDP_COLLECTIVES,
+    SHARDING_WRAPPERS,
+    STATE_DICT_READS,
+    TORCH_COLLECTIVES,
+)
+from ddplint.analysis.control_flow import Node, NodeKind
+from ddplint.analysis.divergence import distributed_function
+from ddplint.analysis.names import Names, dotted_name
+
+ACCELERATE_CLASSES = frozenset(
+    {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState"}
+)
+FABRIC_CLASSES = frozenset(
+    {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
+LIGHTNING_MODULES = frozenset(
+    {
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+    }
+)
+ACCELERATE_COLLECTIVES = frozenset(
+    {"wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes"}
+)
+#: Methods of a Lightning strategy (``trainer.strategy``, an attribute path of the API).
+STRATEGY_COLLECTIVES = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
+FABRIC_COLLECTIVES = frozenset({"barrier", "broadcast", "all_reduce", "all_gather"})
+#: accelerate methods that synchronise only under some backends or settings.
+ACCELERATE_CONDITIONAL = {
+    "save_state": "under DeepSpeed, FSDP or Megatron-LM, or with automatic checkpoint naming"
+}
+#: What a module spells when one of those backends or settings can hold.
+CONDITION_MARKERS = (
+    "DEEPSPEED",
+    "FSDP",
+    "MEGATRON_LM",
+    "DeepSpeedPlugin",
+    "FullyShardedDataParallelPlugin",
+    "automatic_checkpoint_naming",
+)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A call that every rank of its group must reach; ``condition`` says when it
+    synchronises if not always."""
+
+    name: str
+    call: ast.Call
+    condition: str | None = None
+
+    @property
+    def line(self) -> int:
+        return self.call.lineno
+
+    @property
+    def group(self) -> str | None:
+        """The process group it runs on when one is named (membership may follow the
+        very rank test around it), None for the default group."""
+        for keyword in self.call.keywords:
+            if keyword.arg == "group" and not _default_group(keyword.value):
+                return ast.unparse(keyword.value)
+        return None
+
+
+def _default_group(value: ast.expr) -> bool:
+    spelled = dotted_name(value) or ""
+    return (isinstance(value, ast.Constant) and value.value is None) or spelled.endswith(
+        "group.WORLD"
+    )
+
+
+class FrameworkObjects:
+    """The names in a module that hold an accelerate ``Accelerator`` or a Lightning
+    ``Fabric`` (by allocation or annotation), and its ``LightningModule`` classes."""
+
+    def __init__(self, module: ast.Module, names: Names) -> None:
+        self.names = names
+        self.accelerators: set[str] = set()
+        self.fabrics: set[str] = set()
+        self.lightning_classes: set[ast.ClassDef] = set()
+        for node in ast.walk(module):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                self._allocation(node)
+            elif isinstance(node, ast.arg) and node.annotation is not None:
+                self._annotated(node.arg, node.annotation)
+            elif isinstance(node, ast.ClassDef) and any(
+                names.resolve(base) in LIGHTNING_MODULES for base in node.bases
+            ):
+                self.lightning_classes.add(node)
+        self.uses_conditional_backend = any(
+            _identifier(node) in CONDITION_MARKERS for node in ast.walk(module)
+        )
+
+    def _allocation(self, node: ast.Assign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        made = node.value.func if isinstance(node.value, ast.Call) else None
+        if isinstance(node, ast.AnnAssign):
+            for target in targets:
+                if (spelled := dotted_name(target)) is not None:
+                    self._annotated(spelled, node.annotation)
+        if made is None:
+            return
+        resolved = self.names.resolve(made)
+        for target in targets:
+            spelled = dotted_name(target)
+            if spelled is None:
+                continue
+            if resolved in ACCELERATE_CLASSES:
+                self.accelerators.add(spelled)
+            elif resolved in FABRIC_CLASSES:
+                self.fabrics.add(spelled)
+
+    def _annotated(self, name: str, annotation: ast.AST) -> None:
+        resolved = self.names.resolve(annotation)
+        if resolved in ACCELERATE_CLASSES:
+            self.accelerators.add(name)
+        elif resolved in FABRIC_CLASSES:
+            self.fabrics.add(name)
+
+    def agreeing_receivers(self) -> frozenset[str]:
+        """Receivers whose gathers and reductions return the same on every rank."""
+        return frozenset(self.accelerators | self.fabrics | {"self"})
+
+    def collective(self, call: ast.Call, in_lightning_class: bool) -> Collective | None:
+        """The collective ``call`` issues, if any."""
+        resolved = self.names.resolve(call.func)
+        function = distributed_function(resolved)
+        if function in TORCH_COLLECTIVES:
+            return Collective(function, call)
+        if resolved in CHECKPOINT_FUNCTIONS:
+            return Collective(CHECKPOINT_FUNCTIONS[resolved], call)
+        if resolved in FSDP_COLLECTIVES:
+            return Collective(FSDP_COLLECTIVES[resolved], call)
+        if not isinstance(call.func, ast.Attribute):
+            return None
+        method = call.func.attr
+        receiver = dotted_name(call.func.value)
+        if receiver in self.accelerators:
+            if method in ACCELERATE_COLLECTIVES:
+                return Collective(f"accelerator.{method}", call)
+            if method in ACCELERATE_CONDITIONAL and self.uses_conditional_backend:
+                return Collective(f"accelerator.{method}", call, ACCELERATE_CONDITIONAL[method])
+        if receiver in self.fabrics and method in FABRIC_COLLECTIVES:
+            return Collective(f"fabric.{method}", call)
+        if (receiver or "").endswith("trainer.strategy") and method in STRATEGY_COLLECTIVES:
+            return Collective(f"strategy.{method}", call)
+        if in_lightning_class:
+            return _lightning_collective(call, method, receiver)
+        return None
+
+
+def _identifier(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.keyword):
+        return node.arg
+    return None
+
+
+def _keyword_true(call: ast.Call, name: str) -> bool:
+    return any(
+        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in call.keywords
+    )
+
+
+def _lightning_collective(call: ast.Call, method: str, receiver: str | None) -> Collective | None:
+    if receiver == "self" and method == "all_gather":
+        return Collective("self.all_gather", call)
+    # With rank_zero_only=True Lightning reduces nothing, whatever sync_dist says.
+    if (
+        receiver == "self"
+        and method in ("log", "log_dict")
+        and _keyword_true(call, "sync_dist")
+        and not _keyword_true(call, "rank_zero_only")
+    ):
+        return Collective(f"self.{method}(sync_dist=True)", call)
+    return None
+
+
+def own_calls(node: ast.AST) -> Iterator[ast.Call]:
+    """The calls a statement makes itself (not those of nested statements, functions,
+    lambdas or comprehensions, which have nodes or graphs of their own)."""
+    pending: list[ast.AST] = list(_header_parts(node))
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(current, ast.Call):
+            yield current
+        pending.extend(
+            child for child in ast.iter_child_nodes(current) if not isinstance(child, ast.stmt)
+        )
+
+
+def _header_parts(node: ast.AST) -> Iterator[ast.AST]:
+    """What a node evaluates itself: a compound statement's header, not its body."""
+    if isinstance(node, (ast.If, ast.While)):
+        yield node.test
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        yield node.iter
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        yield from (item.context_expr for item in node.items)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield from node.decorator_list
+    elif isinstance(node, (ast.Try, ast.TryStar, ast.ExceptHandler)):
+        return
+    elif isinstance(node, ast.Match):
+        yield node.subject
+    else:
+        yield node
+
+
+def sharded_later(scope: ast.AST, names: Names) -> dict[str, int]:
+    """Model name -> the line where the scope shards it (``fully_shard(model)``,
+    ``FSDP(model)``): before that line its full state dict gathers nothing."""
+    found: dict[str, int] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and names.resolve(node.func) in SHARDING_WRAPPERS:
+            model = dotted_name(node.args[0]) if node.args else None
+            if model is not None:
+                found[model] = max(found.get(model, 0), node.lineno)
+    return found
+
+
+def reads_unsharded_model(collective: Collective, sharded: dict[str, int]) -> bool:
+    """Whether a state-dict read takes a model that is only sharded later (no gather)."""
+    if collective.name not in STATE_DICT_READS or not collective.call.args:
+        return False
+    model = dotted_name(collective.call.args[0])
+    return model is not None and sharded.get(model, 0) > collective.line
+
+
+def node_collectives(
+    node: Node, objects: FrameworkObjects, in_lightning_class: bool
+) -> list[Collective]:
+    """The collectives a graph node issues, in source order."""
+    if node.kind not in (NodeKind.STATEMENT, NodeKind.TEST, NodeKind.STEP):
+        return []
+    if node.statement is None:
+        return []
+    found = [
+        c
+        for call in own_calls(node.statement)
+        if (c := objects.collective(call, in_lightning_class)) is not None
+    ]
+    return sorted(found, key=lambda c: (c.call.lineno, c.call.col_offset))

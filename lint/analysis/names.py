@@ -1,0 +1,91 @@
+"""What a name stands for in a module: dotted names and the imports that bind them.
+
+The bottom floor of the analysis core, shared with the project summaries: a local name
+resolves to the dotted name its import (or a module-level alias such as
+``dist = torch.distributed``) gives it, so ``dist.barrier`` and ``from torch.distributed
+import barrier as b; b`` both read ``torch.distributed.barrier``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator, Sequence
+
+
+def dotted_name(expression: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, None for anything else."""
+    parts: list[str] = []
+    while isinstance(expression, ast.Attribute):
+        parts.append(expression.attr)
+        expression = expression.value
+    if isinstance(expression, ast.Name):
+        parts.append(expression.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def import_bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, str]]:
+    """(depth, local, dotted) of every import in the statements, in walk order."""
+    level: list[ast.AST] = list(statements)
+    depth = 1
+    while level:
+        for node in level:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        yield depth, alias.asname, alias.name
+                    else:
+                        head = alias.name.split(".", 1)[0]
+                        yield depth, head, head
+            elif isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                separator = "" if module.endswith(".") or not module else "."
+                for alias in node.names:
+                    if alias.name != "*":
+                        yield depth, alias.asname or alias.name, f"{module}{separator}{alias.name}"
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        depth += 1
+
+
+def module_aliases(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
+    """(name, dotted value) of each top-level ``name = a.b.c``."""
+    for statement in statements:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and (value := dotted_name(statement.value)) is not None
+        ):
+            yield statement.targets[0].id, value
+
+
+def joined_imports(
+    bindings: Iterable[tuple[int, str, str]], aliases: Iterable[tuple[str, str]]
+) -> dict[str, str]:
+    """Local name -> dotted name it stands for (``"..comm"`` for a relative import), in
+    ``ast.walk`` order over the whole module (shallower bindings first, then file
+    order), plus module-level aliases (``dist = torch.distributed``)."""
+    ordered = sorted(bindings, key=lambda binding: binding[0])  # stable within a depth
+    bound = {local: name for _, local, name in ordered}
+    for target, value in aliases:
+        head, dot, rest = value.partition(".")
+        if head in bound:
+            bound[target] = bound[head] + dot + rest
+    return bound
+
+
+class Names:
+    """A module's names resolved through its imports."""
+
+    def __init__(self, module: ast.Module) -> None:
+        self.imports = joined_imports(import_bindings(module.body), module_aliases(module.body))
+
+    def resolve(self, expression: ast.AST) -> str | None:
+        """The dotted name an expression spells, its head replaced by what the module
+        imported under it (``dist.barrier`` -> ``torch.distributed.barrier``)."""
+        spelled = dotted_name(expression)
+        if spelled is None:
+            return None
+        head, dot, rest = spelled.partition(".")
+        bound = self.imports.get(head)
+        return spelled if bound is None else bound + dot + rest

@@ -1,0 +1,160 @@
+"""DDP219: where ranks stop issuing the same collectives (the analysis core's answer)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.questions import Parting, where_ranks_part
+from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
+from ddplint.code.context import CodeContext
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+
+_LIMIT = 80
+
+
+class RanksPartBeforeCollective(CodeRule):
+    """
+    ## What it does
+    Flags the place where ranks stop issuing the same sequence of collectives: a
+    `return` / `break` / `continue` / `raise` taken on a value that differs between
+    ranks, a collective under such a test, or a loop whose trip count differs between
+    ranks around a collective. The finding sits at the root cause (the `break`, not the
+    barrier of the next iteration) and names the first collective one side runs and the
+    other does not, also when it is issued by a function of the same module.
+
+    A value differs between ranks when it reads the rank (`dist.get_rank()`,
+    `RANK` / `LOCAL_RANK`, `.rank`, `.is_main_process`, the first parameter of a
+    function handed to `mp.spawn`), a local clock or memory probe, or a file-system
+    check, or was set under a test on one of those; a rank's slice of a list differs in
+    length.
+
+    Not flagged: values made the same by a collective (`all_reduce(flag)` then
+    `flag.item()`, `broadcast`, `all_gather_object`); a name bound again; placement
+    (`torch.load(..., map_location=f"cuda:{rank}")`, `.to(device)`); `len()` of a list
+    whose items, not length, differ; branches that issue the same collectives (send and
+    receive arms); complementary rank tests (main-process-first: `if not main:
+    barrier()` ... `if main: barrier()`); accelerate's `save_state`, which synchronises
+    only under DeepSpeed, FSDP or Megatron-LM, in a module that uses none of them.
+
+    This rule is built on the analysis core (control flow, post-dominators, a
+    flow-sensitive divergence analysis): preview while its precision on code nobody
+    tuned on is measured. It overlaps DDP201 and DDP210, which it is meant to replace.
+
+    ## Why is this bad?
+    Collectives pair by order. The rank that left the loop (or skipped the branch)
+    never joins the collective its peers enter: they wait until the timeout (10 minutes
+    with NCCL by default), or pair it with the leaving rank's next collective and go on
+    with wrong data.
+
+    ## Example
+    ```python
+    for step, batch in enumerate(loader):
+        if rank == 0 and step > max_steps:
+            break
+        loss = train_step(batch)
+        dist.all_reduce(loss)
+    ```
+
+    ## Use instead
+    ```python
+    for step, batch in enumerate(loader):
+        if step > max_steps:  # a decision every rank takes alike
+            break
+        loss = train_step(batch)
+        dist.all_reduce(loss)
+    ```
+    or decide together: `all_reduce` a stop flag with `MAX` and test its result.
+
+    ## Fix safety
+    No automatic fix: where every rank should join is the author's call.
+
+    ## References
+    - PyTorch docs, `torch.distributed`: collectives "must be called by all processes in
+      the group".
+    - Saillard et al., "PARCOACH": collectives control-dependent on rank-dependent
+      conditions.
+    """
+
+    code = "DDP219"
+    name = "ranks-part-before-collective"
+    summary = "ranks stop issuing the same collectives here"
+    severity = Severity.ERROR
+    default_enabled = False
+    needles = COLLECTIVE_NEEDLES
+    more_needles = (COLLECTIVE_CALL_NEEDLES,)
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for parting in where_ranks_part(ctx.analysis):
+            yield ctx.ast_finding(
+                self, parting.cause, parting_message(parting), summary=_summary(parting)
+            )
+
+
+def _spelled(node: ast.AST) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+
+def _header(node: ast.AST) -> str:
+    if isinstance(node, (ast.If, ast.While)):
+        return _spelled(node.test)
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return f"for {_spelled(node.target)} in {_spelled(node.iter)}"
+    return _spelled(node)
+
+
+def _reason(taint: Taint) -> str:
+    if taint.source is Source.RANK:
+        return f"it reads the rank (`{_spelled_text(taint.spelled)}`, line {taint.line})"
+    if taint.source is Source.DECIDED:
+        return f"it is set under a test that differs between ranks (line {taint.line})"
+    return f"it reads {taint.source.value} (`{_spelled_text(taint.spelled)}`, line {taint.line})"
+
+
+def _spelled_text(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+
+
+def _missed(parting: Parting) -> str:
+    missed = f"`{parting.missed.name}` (line {parting.missed.line})"
+    if parting.through is not None:
+        missed += f" through `{parting.through}()`"
+    if parting.missed.condition is not None:
+        missed += f", which synchronises {parting.missed.condition}"
+    return missed
+
+
+def parting_message(parting: Parting) -> str:
+    """The whole explanation of one parting."""
+    missed = _missed(parting)
+    reason = _reason(parting.taint)
+    consequence = (
+        "the ranks that skip it leave their peers waiting in it until the timeout, or "
+        "pair them with their next collective"
+    )
+    if parting.loop:
+        return (
+            f"the number of trips of `{_header(parting.test)}` differs between ranks, "
+            f"because {reason}, and each trip runs {missed}: {consequence}"
+        )
+    if parting.cause is parting.test:
+        return (
+            f"{missed} runs only where `{_header(parting.test)}` holds, which differs "
+            f"between ranks because {reason}: {consequence}; reach it on every rank or "
+            "decide together first"
+        )
+    return (
+        f"`{_spelled(parting.cause)}` under `{_header(parting.test)}` (line "
+        f"{parting.test_line}) skips {missed} on some ranks only, because {reason}: "
+        f"{consequence}; decide together first (all_reduce the flag with MAX)"
+    )
+
+
+def _summary(parting: Parting) -> str:
+    if parting.loop:
+        return f"trip count differs between ranks around `{parting.missed.name}`"
+    return f"ranks part here: `{parting.missed.name}` is skipped on some ranks"

@@ -1,0 +1,199 @@
+"""The divergence analysis of the core: which values differ between ranks, by facet,
+flow-sensitively, and where a collective makes them agree."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ddplint.analysis.divergence import Facet, Source
+from ddplint.analysis.questions import ModuleAnalysis
+
+HEADER = """
+import os
+import time
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+"""
+
+
+def _taint_at(source: str, expression: str, line_marker: str = "# here"):
+    """The taint of ``expression`` read where the statement marked ``# here`` starts."""
+    text = HEADER + textwrap.dedent(source)
+    tree = ast.parse(text)
+    analysis = ModuleAnalysis(tree)
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    facts = analysis.function(function)
+    (line,) = [i for i, t in enumerate(text.splitlines(), 1) if line_marker in t]
+    (node,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
+    return facts.divergence.taint(ast.parse(expression, mode="eval").body, node)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "dist.get_rank()",
+        "int(os.environ['LOCAL_RANK'])",
+        "int(os.environ.get('RANK', 0))",
+        "trainer.global_rank",
+        "accelerator.is_main_process",
+    ],
+)
+def test_the_rank_in_its_spellings_is_a_source(spelled: str) -> None:
+    taint = _taint_at(
+        f"""
+        def f(trainer, accelerator):
+            value = {spelled}
+            use(value)  # here
+        """,
+        "value",
+    )
+    assert taint is not None and taint.source is Source.RANK
+
+
+def test_a_name_bound_again_is_a_new_value() -> None:
+    source = """
+    def f(items):
+        for i in range(dist.get_rank()):
+            items.append(i)
+        for i in range(10):
+            use(i)  # here
+    """
+    assert _taint_at(source, "i") is None
+
+
+def test_a_collective_makes_its_buffer_agree() -> None:
+    source = """
+    def f():
+        flag = torch.tensor(time.time() > 10)
+        dist.all_reduce(flag)
+        stop = flag.item()
+        use(stop)  # here
+    """
+    assert _taint_at(source, "stop") is None
+    assert _taint_at(source.replace("dist.all_reduce(flag)", "pass"), "stop") is not None
+
+
+def test_a_broadcast_given_by_keyword_agrees_too() -> None:
+    source = """
+    def f():
+        rank = dist.get_rank()
+        flag = torch.tensor(float(rank == 0))
+        dist.broadcast(tensor=flag, src=0)
+        use(flag)  # here
+    """
+    assert _taint_at(source, "flag") is None
+
+
+def test_placement_and_keyword_arguments_carry_no_contents() -> None:
+    source = """
+    def f(loader):
+        rank = dist.get_rank()
+        state = torch.load("ckpt.pt", map_location=f"cuda:{rank}")
+        bar = tqdm(loader, disable=rank != 0)
+        device = torch.device(f"cuda:{rank}")
+        moved = state["weights"].to(device)
+        use(state, bar, moved, device)  # here
+    """
+    assert _taint_at(source, "state") is None
+    assert _taint_at(source, "bar") is None
+    assert _taint_at(source, "moved") is None
+    device = _taint_at(source, "device")
+    assert device is not None and device.facets == Facet.DEVICE
+
+
+def test_length_of_per_rank_contents_is_uniform_but_a_rank_slice_is_not() -> None:
+    source = """
+    def f(shards):
+        scaled = [s * dist.get_rank() for s in shards]
+        mine = shards[dist.get_rank() :: dist.get_world_size()]
+        use(scaled, mine)  # here
+    """
+    assert _taint_at(source, "len(scaled)") is None
+    assert _taint_at(source, "scaled") is not None
+    assert _taint_at(source, "len(mine)") is not None
+
+
+def test_a_value_set_under_a_rank_test_differs_after_the_branches_meet() -> None:
+    source = """
+    def f(loss):
+        rank = dist.get_rank()
+        stop = False
+        if rank == 0 and loss > 3:
+            stop = True
+        use(stop)  # here
+    """
+    taint = _taint_at(source, "stop")
+    assert taint is not None and taint.source is Source.DECIDED
+
+
+def test_an_early_return_on_the_rank_does_not_taint_what_follows() -> None:
+    source = """
+    def f():
+        rank = dist.get_rank()
+        if rank != 0:
+            return
+        count = 3
+        use(count)  # here
+    """
+    assert _taint_at(source, "count") is None
+
+
+def test_clocks_and_file_probes_are_sources() -> None:
+    source = """
+    def f(path):
+        late = time.time() > 5
+        there = os.path.exists(path)
+        use(late, there)  # here
+    """
+    late, there = _taint_at(source, "late"), _taint_at(source, "there")
+    assert late is not None and late.source is Source.PROBE
+    assert there is not None and there.source is Source.FILE
+
+
+def test_world_size_and_unknown_calls_are_uniform() -> None:
+    source = """
+    def f(cfg):
+        world = dist.get_world_size()
+        steps = compute(cfg.steps, world)
+        use(steps)  # here
+    """
+    assert _taint_at(source, "steps") is None
+
+
+def test_a_parameter_is_the_rank_only_where_mp_spawn_hands_it() -> None:
+    spawned = """
+    import torch.multiprocessing as mp
+
+    def worker(index, size):
+        use(index)  # here
+
+    mp.spawn(worker, args=(2,), nprocs=2)
+    """
+    assert _taint_at(spawned, "index") is not None
+    named_only = """
+    def reduce_to(tensor, rank=None):
+        use(rank)  # here
+    """
+    assert _taint_at(named_only, "rank") is None
+
+
+def test_what_a_rank_hands_to_a_reduction_is_its_own() -> None:
+    source = """
+    def pending(self):
+        count = torch.tensor(len(self.inflight))
+        use(self.inflight)  # here
+        dist.all_reduce(count)
+    """
+    taint = _taint_at(source, "len(self.inflight)")
+    assert taint is not None and taint.source is Source.CONTRIBUTED
+    presence = """
+    def sync(grad):
+        use(grad)  # here
+        dist.all_reduce(grad)
+    """
+    assert _taint_at(presence, "grad is None") is None
+    assert _taint_at(presence, "grad.sum() > 0") is not None
