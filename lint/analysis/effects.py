@@ -247,10 +247,16 @@ def sharded_later(scope: ast.AST, names: Names) -> dict[str, int]:
     return found
 
 
-def reads_unsharded_model(collective: Collective, sharded: dict[str, int]) -> bool:
-    """Whether a state-dict read takes a model that is only sharded later (no gather)."""
-    if collective.name not in STATE_DICT_READS or not collective.call.args:
+def reads_unsharded_model(
+    collective: Collective, sharded: dict[str, int], module_shards: bool
+) -> bool:
+    """Whether a state-dict read may take a plain model (no gather): the module shards
+    no model itself (where the model is sharded, if at all, is out of sight), or the
+    scope shards this one only later."""
+    if collective.name not in STATE_DICT_READS:
         return False
+    if not module_shards or not collective.call.args:
+        return True
     model = dotted_name(collective.call.args[0])
     return model is not None and sharded.get(model, 0) > collective.line
 

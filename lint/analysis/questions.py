@@ -111,6 +111,7 @@ class ModuleAnalysis:
             if isinstance(node, _FUNCTIONS):
                 self._definitions.setdefault(node.name, node)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
+        self._module_shards = bool(sharded_later(module, self.names))
         self._reaching = self._functions_reaching_collectives()
 
     def function(self, scope: Scope) -> _Function:
@@ -135,7 +136,7 @@ class ModuleAnalysis:
                 effects = [
                     (collective, through)
                     for collective, through in self._node_effects(node, in_lightning, dominance)
-                    if not reads_unsharded_model(collective, sharded)
+                    if not reads_unsharded_model(collective, sharded, self._module_shards)
                 ]
                 if effects:
                     found.effects[node.index] = effects
@@ -195,7 +196,11 @@ class ModuleAnalysis:
             if node.index in seen:
                 continue
             seen.add(node.index)
-            own = node_collectives(node, self.objects, in_lightning)
+            own = [
+                c
+                for c in node_collectives(node, self.objects, in_lightning)
+                if not reads_unsharded_model(c, {}, self._module_shards)
+            ]
             if own:
                 return own[0]
             if node.statement is not None and node.kind in (NodeKind.STATEMENT, NodeKind.TEST):
