@@ -22,6 +22,8 @@ from ddplint.invocation import (
     EXIT_FINDINGS,
     build_options,
     build_settings,
+    empty_selection_warning,
+    split_config_values,
 )
 from ddplint.progress import Progress
 from ddplint.report import (
@@ -142,8 +144,9 @@ def cli() -> None:
 )
 @click.option(
     "--config",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A pyproject.toml (or TOML file) to read settings from.",
+    multiple=True,
+    help="A pyproject.toml (or TOML file) to read settings from, or a `KEY = VALUE` "
+    "(TOML) that overrides one key of its [tool.ddplint]; repeatable.",
 )
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notices.")
@@ -203,7 +206,7 @@ def check(
     exit_non_zero_on_fix: bool,
     no_cache: bool,
     jobs: int | None,
-    config: str | None,
+    config: tuple[str, ...],
     statistics: bool,
     quiet: bool,
     fix: bool,
@@ -228,12 +231,15 @@ def check(
         )
     flags = FixFlags(fix, unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix)
     try:
+        config_file, overrides = split_config_values(config)
         settings = build_settings(
-            paths, config, select, extend_select, ignore, preview, force_exclude
+            paths, config_file, select, extend_select, ignore, preview, force_exclude, overrides
         )
         options = build_options(settings)
     except SettingsError as exc:
         _fail(str(exc))
+    if not options.selected:
+        click.echo(f"ddplint: warning: {empty_selection_warning(settings)}", err=True)
     if show_settings or show_files:
         text = settings_text(settings, options) if show_settings else ""
         text += files_text(discover(list(paths), settings)) if show_files else ""
@@ -263,7 +269,17 @@ def check(
         result, known = _apply_baseline(Path(baseline_file), result, settings, options, quiet)
     if fix_only:
         sys.exit(_report_fix_only(result, fixed, flags, quiet))
-    _report(result, output_format, output_file, statistics, quiet, flags, fixed, known)
+    _report(
+        result,
+        output_format,
+        output_file,
+        statistics,
+        quiet,
+        flags,
+        fixed,
+        known,
+        checked=bool(options.selected),
+    )
     code = exit_code(result, exit_zero)
     if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
         code = EXIT_FINDINGS
@@ -279,6 +295,7 @@ def _report(
     flags: FixFlags,
     fixed: dict[str, list[Finding]],
     known: int,
+    checked: bool = True,
 ) -> None:
     """Print the report: findings (or counts), then errors and notices on stderr, then
     the summary, so the summary is the last word and counts the errors."""
@@ -299,7 +316,9 @@ def _report(
     closing = ""
     if not machine and not quiet:
         fixed_count = sum(len(f) for f in fixed.values())
-        closing = summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe)
+        closing = summary.run_summary(
+            result, fixed=fixed_count, known=known, unsafe=flags.unsafe, checked=checked
+        )
         closing += "\n"
     if output_file:
         try:
