@@ -361,11 +361,14 @@ def _print_notices(result: RunResult) -> None:
         click.echo(f"ddplint: warning: {printable(warning)}", err=True)
     if result.bare_noqa:
         click.echo(
-            f"ddplint: note: {count(result.bare_noqa, 'finding')} reported on a line with a "
-            "bare `# noqa`, which ddplint does not honour: name the code (`# noqa: DDP201`), "
-            "so that a blanket noqa written for another tool never hides a hazard",
+            f"ddplint: note: {count(len(result.bare_noqa), 'finding')} reported on a line "
+            "with a bare `# noqa`, which ddplint does not honour (a blanket noqa written for "
+            "another tool must never hide a hazard); to silence one, name its code:",
             err=True,
         )
+        for finding in result.bare_noqa:
+            where = printable(f"{finding.path}:{finding.line}")
+            click.echo(f"  {where}: `# noqa: {finding.rule}`", err=True)
 
 
 def _fail(message: str) -> NoReturn:
