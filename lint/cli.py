@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -11,7 +12,7 @@ import click
 
 from ddplint import __version__
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
-from ddplint.discover import discover
+from ddplint.discover import discover, display_path
 from ddplint.engine import RunResult, default_jobs, lint_paths
 from ddplint.finding import Finding
 from ddplint.fixer import FixRun, fix_run, unified_diff
@@ -42,6 +43,7 @@ from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
 from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
+from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
 
 #: Sets ``--output-format`` when the flag is not given.
@@ -54,6 +56,24 @@ def _read_lines(path: str) -> list[str] | None:
         return SourceFile.decode(path, raw).lines
     except (OSError, SourceError):
         return None
+
+
+def _line_reader(stdin: StdinText | None) -> Callable[[str], list[str] | None]:
+    """Reads a reported file's lines (for code frames): the text on stdin stands in for
+    the file it names."""
+    if stdin is None:
+        return _read_lines
+    shown = display_path(stdin.path)
+
+    def read(path: str) -> list[str] | None:
+        if path != shown:
+            return _read_lines(path)
+        try:
+            return SourceFile.decode(path, stdin.raw).lines
+        except SourceError:
+            return None
+
+    return read
 
 
 def exit_code(result: RunResult, exit_zero: bool) -> int:
@@ -89,7 +109,7 @@ def cli() -> None:
 
 
 @cli.command(short_help="Lint Python files and training YAML (default: the current folder).")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @click.option(
     "--select",
     multiple=True,
@@ -192,6 +212,11 @@ def cli() -> None:
     help="Print the settings file used, the resolved settings and the rules selected; exit.",
 )
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted; exit.")
+@click.option(
+    "--stdin-filename",
+    help="With `-` as the path (or no path): the file the text on stdin stands for "
+    "(its name, settings and project); default stdin.py in the current folder.",
+)
 @ending_on_signals
 def check(
     paths: tuple[str, ...],
@@ -218,8 +243,20 @@ def check(
     write_baseline_file: str | None,
     show_settings: bool,
     show_files: bool,
+    stdin_filename: str | None,
 ) -> None:
-    """Lint Python files and training YAML under PATHS (default: the current folder)."""
+    """Lint Python files and training YAML under PATHS (default: the current folder;
+    `-`: the text on stdin)."""
+    stdin = None
+    if reads_stdin(paths, stdin_filename):
+        if diff or fix or fix_only or baseline_file or write_baseline_file:
+            raise click.UsageError(
+                "the text on stdin is linted only: --fix, --diff and baselines need files"
+            )
+        stdin = StdinText.read(sys.stdin.buffer, stdin_filename)
+        paths = (str(stdin.path),)
+    elif "-" in paths:
+        raise click.UsageError("`-` (stdin) cannot be mixed with other paths")
     paths = paths or (".",)
     if baseline_file and write_baseline_file:
         raise click.UsageError("--baseline and --write-baseline cannot be used together")
@@ -245,15 +282,18 @@ def check(
         text += files_text(discover(list(paths), settings)) if show_files else ""
         click.echo(text, nl=False)
         sys.exit(EXIT_CLEAN)
-    progress = Progress(sys.stderr, enabled=not machine and not quiet)
-    result = lint_paths(
-        list(paths),
-        settings,
-        options,
-        jobs=jobs or default_jobs(),
-        use_cache=not no_cache,
-        progress=progress.update,
-    )
+    progress = Progress(sys.stderr, enabled=not machine and not quiet and stdin is None)
+    if stdin is not None:
+        result = stdin.lint(settings, options, use_cache=not no_cache)
+    else:
+        result = lint_paths(
+            list(paths),
+            settings,
+            options,
+            jobs=jobs or default_jobs(),
+            use_cache=not no_cache,
+            progress=progress.update,
+        )
     progress.finish()
     fixed: dict[str, list[Finding]] = {}
     known = 0
@@ -279,6 +319,7 @@ def check(
         fixed,
         known,
         checked=bool(options.selected),
+        read_lines=_line_reader(stdin),
     )
     code = exit_code(result, exit_zero)
     if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
@@ -296,13 +337,14 @@ def _report(
     fixed: dict[str, list[Finding]],
     known: int,
     checked: bool = True,
+    read_lines: Callable[[str], list[str] | None] = _read_lines,
 ) -> None:
     """Print the report: findings (or counts), then errors and notices on stderr, then
     the summary, so the summary is the last word and counts the errors."""
     machine = output_format in MACHINE_FORMATS
     stream = None if output_file else sys.stdout
     colour = not machine and not output_file and use_colour(stream)
-    context = ReportContext(read_lines=_read_lines, unsafe_fixes=flags.unsafe, colour=colour)
+    context = ReportContext(read_lines=read_lines, unsafe_fixes=flags.unsafe, colour=colour)
     if statistics:
         render = statistics_json if machine else summary.statistics
         report = render(result, flags.unsafe)

@@ -1,0 +1,69 @@
+"""Habits a ruff user brings: text on stdin (`check -` with `--stdin-filename`),
+`--add-noqa`, fixes shown as diffs in `--output-format full`, `ddplint rule CODE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_support import HAZARD, SYNC
+from click.testing import CliRunner
+
+from ddplint.cli import cli
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    """``ddplint ARGS`` in this process, with ``stdin`` as its input."""
+    result = CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DDPLINT_OUTPUT_FORMAT", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    (tmp_path / "pyproject.toml").write_text("[tool.ddplint]\n")
+    return tmp_path
+
+
+# -- stdin --------------------------------------------------------------------------------
+def test_stdin_is_linted_as_the_named_file(project: Path) -> None:
+    code, out, _ = run("check", "--no-cache", "-", "--stdin-filename", "pkg/net.py", stdin=HAZARD)
+    assert code == 1 and out.startswith("pkg/net.py:7:9: DDP101 ")
+    assert not (project / "pkg").exists()
+
+
+def test_stdin_without_a_name_is_python(project: Path) -> None:
+    code, out, _ = run("check", "--no-cache", "-", stdin=HAZARD)
+    assert code == 1 and out.startswith("stdin.py:7:9: DDP101 ")
+    assert run("check", "--no-cache", "-", stdin="x = 1\n")[:2] == (0, "All checks passed.\n")
+
+
+def test_stdin_follows_the_named_files_settings(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[tool.ddplint]\nper-file-ignores = { "gen/*" = ["DDP101"] }\n'
+    )
+    assert run("check", "--no-cache", "--stdin-filename", "gen/net.py", stdin=HAZARD)[0] == 0
+    assert run("check", "--no-cache", "--stdin-filename", "src/net.py", stdin=HAZARD)[0] == 1
+
+
+def test_stdin_full_output_shows_the_code_frame(project: Path) -> None:
+    code, out, _ = run(
+        "check",
+        "--no-cache",
+        "--output-format",
+        "full",
+        "-",
+        "--stdin-filename",
+        "net.py",
+        stdin=HAZARD,
+    )
+    assert code == 1 and "  > 7 | " + SYNC.rstrip("\n") in out
+
+
+def test_stdin_is_not_fixed_in_place(project: Path) -> None:
+    code, _, err = run("check", "--fix", "-", stdin=HAZARD)
+    assert code == 2 and "linted only" in err
+    code, _, err = run("check", "-", "net.py", stdin=HAZARD)
+    assert code == 2 and "cannot be mixed" in err
