@@ -532,6 +532,15 @@ def explain(code: str) -> None:
     click.echo(rule.explanation())
 
 
+@cli.command(name="rule", hidden=True)
+@click.argument("code")
+@click.pass_context
+def rule_command(context: click.Context, code: str) -> None:
+    """ruff's `rule CODE`: here it is `explain CODE`, which this runs."""
+    click.echo(f"ddplint: note: the command is `ddplint explain {code}`", err=True)
+    context.invoke(explain, code=code)
+
+
 verify_command.short_help = verify_command.short_help or (
     "Run a script on several ranks and report where they diverge."
 )

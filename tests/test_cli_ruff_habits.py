@@ -67,3 +67,21 @@ def test_stdin_is_not_fixed_in_place(project: Path) -> None:
     assert code == 2 and "linted only" in err
     code, _, err = run("check", "-", "net.py", stdin=HAZARD)
     assert code == 2 and "cannot be mixed" in err
+
+
+# -- full output, rule ------------------------------------------------------------------
+def test_full_output_shows_the_fix_as_a_diff(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD)
+    code, out, _ = run("check", "--no-cache", "--output-format", "full", "net.py")
+    assert code == 1
+    help_line = "  = help: Remove the host synchronisation (unsafe, --unsafe-fixes)\n"
+    diff = out.split(help_line, 1)[1].split("\n\n", 1)[0].splitlines()
+    assert diff[0].startswith("    @@ -")
+    assert "    -" + SYNC.rstrip("\n") in diff
+    assert not any(line.startswith("    +") for line in diff)
+
+
+def test_rule_runs_explain_and_names_it(project: Path) -> None:
+    code, out, err = run("rule", "DDP201")
+    assert code == 0 and out == run("explain", "DDP201")[1]
+    assert "the command is `ddplint explain DDP201`" in err
