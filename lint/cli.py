@@ -11,6 +11,7 @@ from typing import NoReturn
 import click
 
 from ddplint import __version__
+from ddplint.add_noqa import add_noqa
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
 from ddplint.discover import discover, display_path
 from ddplint.engine import RunResult, default_jobs, lint_paths
@@ -213,6 +214,12 @@ def cli() -> None:
 )
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted; exit.")
 @click.option(
+    "--add-noqa",
+    "add_noqa_comments",
+    is_flag=True,
+    help="Add a `# noqa: CODE` to each line with a finding (adopt now, fix later); exit.",
+)
+@click.option(
     "--stdin-filename",
     help="With `-` as the path (or no path): the file the text on stdin stands for "
     "(its name, settings and project); default stdin.py in the current folder.",
@@ -243,15 +250,17 @@ def check(
     write_baseline_file: str | None,
     show_settings: bool,
     show_files: bool,
+    add_noqa_comments: bool,
     stdin_filename: str | None,
 ) -> None:
     """Lint Python files and training YAML under PATHS (default: the current folder;
     `-`: the text on stdin)."""
     stdin = None
     if reads_stdin(paths, stdin_filename):
-        if diff or fix or fix_only or baseline_file or write_baseline_file:
+        if diff or fix or fix_only or baseline_file or write_baseline_file or add_noqa_comments:
             raise click.UsageError(
-                "the text on stdin is linted only: --fix, --diff and baselines need files"
+                "the text on stdin is linted only: --fix, --diff, --add-noqa and baselines "
+                "need files"
             )
         stdin = StdinText.read(sys.stdin.buffer, stdin_filename)
         paths = (str(stdin.path),)
@@ -267,6 +276,8 @@ def check(
             "use --output-format concise, full or json"
         )
     flags = FixFlags(fix, unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix)
+    if add_noqa_comments and (flags.fixing or baseline_file or write_baseline_file):
+        raise click.UsageError("--add-noqa cannot be used with fixes or baselines")
     try:
         config_file, overrides = split_config_values(config)
         settings = build_settings(
@@ -295,6 +306,8 @@ def check(
             progress=progress.update,
         )
     progress.finish()
+    if add_noqa_comments:
+        sys.exit(_add_noqa(result, settings, quiet))
     fixed: dict[str, list[Finding]] = {}
     known = 0
     if flags.fixing:
@@ -439,6 +452,17 @@ def _print_diff(run: FixRun, quiet: bool) -> int:
     if run.result.errors or run.result.internal_error:
         return EXIT_ERROR
     return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+def _add_noqa(result: RunResult, settings: Settings, quiet: bool) -> int:
+    """``--add-noqa``: silence each finding where it is reported; the exit code."""
+    run = add_noqa(result.findings, settings.project_root)
+    _print_errors(result)
+    for path, reason in run.refused:
+        click.echo(printable(f"{path}: error: not written: {reason}"), err=True)
+    if not quiet:
+        click.echo(f"Added {count(run.added, 'noqa directive')}.", err=True)
+    return EXIT_ERROR if result.errors or result.internal_error or run.refused else EXIT_CLEAN
 
 
 def _write_baseline(file: Path, result: RunResult, settings: Settings, quiet: bool) -> int:

@@ -1,5 +1,5 @@
 """Habits a ruff user brings: text on stdin (`check -` with `--stdin-filename`),
-`--add-noqa`, fixes shown as diffs in `--output-format full`, `ddplint rule CODE`."""
+fixes shown as diffs in `--output-format full`, `ddplint rule CODE`, `--add-noqa`."""
 
 from __future__ import annotations
 
@@ -85,3 +85,19 @@ def test_rule_runs_explain_and_names_it(project: Path) -> None:
     code, out, err = run("rule", "DDP201")
     assert code == 0 and out == run("explain", "DDP201")[1]
     assert "the command is `ddplint explain DDP201`" in err
+
+
+# -- add-noqa ---------------------------------------------------------------------------
+#: Two DDP101 findings on line 7: one `# noqa: DDP101` silences both.
+TWO_ON_A_LINE = HAZARD.replace(SYNC, "        torch.cuda.synchronize(); torch.cuda.synchronize()\n")
+
+
+def test_add_noqa_silences_every_finding_once(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD.replace(SYNC, SYNC.rstrip("\n") + "  # noqa: E501\n"))
+    (project / "two.py").write_text(TWO_ON_A_LINE)
+    code, _, err = run("check", "--no-cache", "--add-noqa")
+    assert code == 0 and "Added 2 noqa directives." in err
+    assert "torch.cuda.synchronize()  # noqa: E501, DDP101\n" in (project / "net.py").read_text()
+    assert (project / "two.py").read_text().count("# noqa: DDP101") == 1
+    assert run("check", "--no-cache")[:2] == (0, "All checks passed.\n")
+    assert run("check", "--no-cache", "--add-noqa")[2].strip() == "Added 0 noqa directives."
