@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -46,6 +47,7 @@ from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
 from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
+from ddplint.watch import watch
 
 #: Sets ``--output-format`` when the flag is not given.
 OUTPUT_FORMAT_VARIABLE = "DDPLINT_OUTPUT_FORMAT"
@@ -220,6 +222,12 @@ def cli() -> None:
     help="Add a `# noqa: CODE` to each line with a finding (adopt now, fix later); exit.",
 )
 @click.option(
+    "--watch",
+    "watch_files",
+    is_flag=True,
+    help="Lint again whenever a file to lint changes (Ctrl-C ends); reports only.",
+)
+@click.option(
     "--stdin-filename",
     help="With `-` as the path (or no path): the file the text on stdin stands for "
     "(its name, settings and project); default stdin.py in the current folder.",
@@ -251,13 +259,19 @@ def check(
     show_settings: bool,
     show_files: bool,
     add_noqa_comments: bool,
+    watch_files: bool,
     stdin_filename: str | None,
 ) -> None:
     """Lint Python files and training YAML under PATHS (default: the current folder;
     `-`: the text on stdin)."""
+    writes = diff or fix or fix_only or baseline_file or write_baseline_file or add_noqa_comments
+    if watch_files and (writes or reads_stdin(paths, stdin_filename)):
+        raise click.UsageError(
+            "--watch only reports: it cannot read stdin, fix, add noqa or use baselines"
+        )
     stdin = None
     if reads_stdin(paths, stdin_filename):
-        if diff or fix or fix_only or baseline_file or write_baseline_file or add_noqa_comments:
+        if writes:
             raise click.UsageError(
                 "the text on stdin is linted only: --fix, --diff, --add-noqa and baselines "
                 "need files"
@@ -293,6 +307,19 @@ def check(
         text += files_text(discover(list(paths), settings)) if show_files else ""
         click.echo(text, nl=False)
         sys.exit(EXIT_CLEAN)
+    if watch_files:
+        report = partial(
+            _report,
+            output_format=output_format,
+            output_file=output_file,
+            statistics=statistics,
+            quiet=quiet,
+            flags=flags,
+            fixed={},
+            known=0,
+            checked=bool(options.selected),
+        )
+        _watch(list(paths), settings, options, jobs, no_cache, report)
     progress = Progress(sys.stderr, enabled=not machine and not quiet and stdin is None)
     if stdin is not None:
         result = stdin.lint(settings, options, use_cache=not no_cache)
@@ -338,6 +365,26 @@ def check(
     if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
         code = EXIT_FINDINGS
     sys.exit(code)
+
+
+def _watch(
+    paths: list[str],
+    settings: Settings,
+    options: LintOptions,
+    jobs: int | None,
+    no_cache: bool,
+    report: Callable[[RunResult], None],
+) -> NoReturn:
+    """``--watch``: lint and report now and after every change, until Ctrl-C."""
+
+    def lint_and_report() -> None:
+        result = lint_paths(
+            paths, settings, options, jobs=jobs or default_jobs(), use_cache=not no_cache
+        )
+        report(result)
+        sys.stdout.flush()  # each run's report as it ends, in a pipe too
+
+    watch(lint_and_report, paths, settings, say=lambda message: click.echo(message, err=True))
 
 
 def _report(

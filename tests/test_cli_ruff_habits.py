@@ -1,8 +1,13 @@
 """Habits a ruff user brings: text on stdin (`check -` with `--stdin-filename`),
-fixes shown as diffs in `--output-format full`, `ddplint rule CODE`, `--add-noqa`."""
+fixes shown as diffs in `--output-format full`, `ddplint rule CODE`, `--add-noqa`,
+`--watch`."""
 
 from __future__ import annotations
 
+import queue
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +15,9 @@ from cli_support import HAZARD, SYNC
 from click.testing import CliRunner
 
 from ddplint.cli import cli
+
+#: Seconds: waits fail only for a run that never ends.
+HANG_GUARD = 600
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -101,3 +109,49 @@ def test_add_noqa_silences_every_finding_once(project: Path) -> None:
     assert (project / "two.py").read_text().count("# noqa: DDP101") == 1
     assert run("check", "--no-cache")[:2] == (0, "All checks passed.\n")
     assert run("check", "--no-cache", "--add-noqa")[2].strip() == "Added 0 noqa directives."
+
+
+# -- watch ------------------------------------------------------------------------------
+def _next_line_with(lines: queue.Queue[str], text: str) -> str:
+    """The next line of the watching process that holds ``text`` (hang guard: a run
+    that never prints it fails)."""
+    while True:
+        line = lines.get(timeout=HANG_GUARD)
+        if text in line:
+            return line
+
+
+def _pump(process: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
+    """Hand each line the process prints to ``lines``."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.put(line)
+
+
+def test_watch_lints_again_when_a_file_changes(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--watch", "net.py"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=_pump, args=(process, lines))
+    reader.start()
+    try:
+        _next_line_with(lines, "Starting ddplint in watch mode")
+        _next_line_with(lines, "Found 1 finding.")
+        (project / "net.py").write_text(HAZARD.replace(SYNC, ""))
+        _next_line_with(lines, "File change detected")
+        _next_line_with(lines, "All checks passed.")
+    finally:
+        process.terminate()
+        process.wait(timeout=HANG_GUARD)
+        reader.join(timeout=HANG_GUARD)
+
+
+def test_watch_only_reports(project: Path) -> None:
+    code, _, err = run("check", "--watch", "--fix")
+    assert code == 2 and "--watch only reports" in err
