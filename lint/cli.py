@@ -265,21 +265,11 @@ def check(
     """Lint Python files and training YAML under PATHS (default: the current folder;
     `-`: the text on stdin)."""
     writes = diff or fix or fix_only or baseline_file or write_baseline_file or add_noqa_comments
-    if watch_files and (writes or reads_stdin(paths, stdin_filename)):
-        raise click.UsageError(
-            "--watch only reports: it cannot read stdin, fix, add noqa or use baselines"
-        )
+    _refuse_writes_when_only_reporting(paths, stdin_filename, watch_files, bool(writes))
     stdin = None
     if reads_stdin(paths, stdin_filename):
-        if writes:
-            raise click.UsageError(
-                "the text on stdin is linted only: --fix, --diff, --add-noqa and baselines "
-                "need files"
-            )
         stdin = StdinText.read(sys.stdin.buffer, stdin_filename)
         paths = (str(stdin.path),)
-    elif "-" in paths:
-        raise click.UsageError("`-` (stdin) cannot be mixed with other paths")
     paths = paths or (".",)
     if baseline_file and write_baseline_file:
         raise click.UsageError("--baseline and --write-baseline cannot be used together")
@@ -365,6 +355,24 @@ def check(
     if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
         code = EXIT_FINDINGS
     sys.exit(code)
+
+
+def _refuse_writes_when_only_reporting(
+    paths: tuple[str, ...], stdin_filename: str | None, watch_files: bool, writes: bool
+) -> None:
+    """Usage errors: the text on stdin and ``--watch`` are only reported on, never fixed,
+    marked or recorded in a baseline; ``-`` is the only path when it is given."""
+    stdin = reads_stdin(paths, stdin_filename)
+    if watch_files and (writes or stdin):
+        raise click.UsageError(
+            "--watch only reports: it cannot read stdin, fix, add noqa or use baselines"
+        )
+    if stdin and writes:
+        raise click.UsageError(
+            "the text on stdin is linted only: --fix, --diff, --add-noqa and baselines need files"
+        )
+    if not stdin and "-" in paths:
+        raise click.UsageError("`-` (stdin) cannot be mixed with other paths")
 
 
 def _watch(
