@@ -40,7 +40,7 @@ from ddplint.report import (
 from ddplint.report.printable import printable
 from ddplint.report.style import use_colour
 from ddplint.report.summary import count, statistics_json
-from ddplint.report.text import WHY_HINT
+from ddplint.report.text import WHY_HINT, concise_line
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
 from ddplint.show import files_text, settings_text
@@ -264,8 +264,9 @@ def check(
 ) -> None:
     """Lint Python files and training YAML under PATHS (default: the current folder;
     `-`: the text on stdin)."""
-    writes = diff or fix or fix_only or baseline_file or write_baseline_file or add_noqa_comments
-    _refuse_writes_when_only_reporting(paths, stdin_filename, watch_files, bool(writes))
+    fixing = diff or fix or fix_only
+    writes = fixing or baseline_file or write_baseline_file or add_noqa_comments
+    _refuse_unsupported_inputs(paths, stdin_filename, watch_files, bool(writes), bool(fixing))
     stdin = None
     if reads_stdin(paths, stdin_filename):
         stdin = StdinText.read(sys.stdin.buffer, stdin_filename)
@@ -310,6 +311,8 @@ def check(
             checked=bool(options.selected),
         )
         _watch(list(paths), settings, options, jobs, no_cache, report)
+    if stdin is not None and flags.fixing:
+        sys.exit(_fix_stdin(stdin, settings, options, flags, exit_zero))
     progress = Progress(sys.stderr, enabled=not machine and not quiet and stdin is None)
     if stdin is not None:
         result = stdin.lint(settings, options, use_cache=not no_cache)
@@ -357,22 +360,54 @@ def check(
     sys.exit(code)
 
 
-def _refuse_writes_when_only_reporting(
-    paths: tuple[str, ...], stdin_filename: str | None, watch_files: bool, writes: bool
+def _refuse_unsupported_inputs(
+    paths: tuple[str, ...],
+    stdin_filename: str | None,
+    watch_files: bool,
+    writes: bool,
+    fixing: bool,
 ) -> None:
-    """Usage errors: the text on stdin and ``--watch`` are only reported on, never fixed,
-    marked or recorded in a baseline; ``-`` is the only path when it is given."""
+    """Usage errors: ``--watch`` only reports; the text on stdin is reported on or fixed
+    (to stdout), never marked or recorded in a baseline; ``-`` is then the only path."""
     stdin = reads_stdin(paths, stdin_filename)
     if watch_files and (writes or stdin):
         raise click.UsageError(
             "--watch only reports: it cannot read stdin, fix, add noqa or use baselines"
         )
-    if stdin and writes:
-        raise click.UsageError(
-            "the text on stdin is linted only: --fix, --diff, --add-noqa and baselines need files"
-        )
+    if stdin and writes and not fixing:
+        raise click.UsageError("the text on stdin cannot take --add-noqa or baselines")
     if not stdin and "-" in paths:
         raise click.UsageError("`-` (stdin) cannot be mixed with other paths")
+
+
+def _fix_stdin(
+    stdin: StdinText, settings: Settings, options: LintOptions, flags: FixFlags, exit_zero: bool
+) -> int:
+    """``check --fix -`` (ruff's format-on-save form): the fixed text on stdout (with
+    ``--diff``, the diff), what is left on stderr (nothing with ``--fix-only``); the
+    exit code."""
+    try:
+        fixed = stdin.fix(settings, options, flags.unsafe)
+    except SourceError as exc:
+        _fail(f"{display_path(stdin.path)}: {exc.message}")
+    if flags.diff:
+        click.echo(unified_diff(fixed.path, fixed.before, fixed.after), nl=False)
+    else:
+        sys.stdout.buffer.write(fixed.raw_after)
+        sys.stdout.flush()
+    left = fixed.remaining
+    for error in [*fixed.errors, *left.errors]:
+        click.echo(printable(f"{error.path}: error: {error.message}"), err=True)
+    if not flags.fix_only and not flags.diff:
+        for finding in left.findings:
+            click.echo(concise_line(finding), err=True)
+    if fixed.errors or left.errors or left.internal_error:
+        return EXIT_ERROR
+    if flags.diff:
+        return EXIT_FINDINGS if fixed.changed else EXIT_CLEAN
+    if flags.fix_only or exit_zero or not left.findings:
+        return EXIT_FINDINGS if flags.exit_non_zero_on_fix and fixed.fixed else EXIT_CLEAN
+    return EXIT_FINDINGS
 
 
 def _watch(

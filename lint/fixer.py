@@ -213,7 +213,7 @@ def fix_run(
         except OSError as exc:
             errors.append(FileError(display, f"cannot read: {exc.strerror or exc}"))
             continue
-        work.append((display, raw, _options_for(settings, options, target.relative), unsafe))
+        work.append((display, raw, options_for_path(settings, options, target.relative), unsafe))
 
     files = list(run_jobs(_fix_job, work, jobs or default_jobs()))
     changed: dict[str, FileFix] = {}
@@ -246,7 +246,7 @@ def fix_run(
     return FixRun(new_result, files)
 
 
-def _options_for(settings: Settings, options: LintOptions, relative: str) -> LintOptions:
+def options_for_path(settings: Settings, options: LintOptions, relative: str) -> LintOptions:
     """The options for one file: rules its ``per-file-ignores`` turn off are not run."""
     ignored = ignored_for_path(settings, relative)
     if not ignored:

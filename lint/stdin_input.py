@@ -1,5 +1,5 @@
-"""``ddplint check -``: lint the text on stdin as the file ``--stdin-filename`` names
-(ruff's form, as editors' format-on-save integrations pipe a buffer)."""
+"""``ddplint check -``: lint (or fix) the text on stdin as the file ``--stdin-filename``
+names (ruff's form, as editors' lint and format-on-save integrations pipe a buffer)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ddplint.cache import ResultCache
+from ddplint.discover import display_path, file_target
 from ddplint.engine import RunResult, cache_directory, lint_buffers
+from ddplint.fixer import FileFix, fix_source, options_for_path
 from ddplint.settings import LintOptions, Settings
 
 #: The name the text is linted as when ``--stdin-filename`` is not given.
@@ -39,3 +41,10 @@ class StdinText:
         if cache is not None:
             cache.save()
         return result
+
+    def fix(self, settings: Settings, options: LintOptions, unsafe: bool) -> FileFix:
+        """The fix loop on the text (nothing is written: the caller prints the result).
+        Raises SourceError when the text cannot be decoded."""
+        relative = file_target(self.path, settings).relative
+        file_options = options_for_path(settings, options, relative)
+        return fix_source(display_path(self.path), self.raw, file_options, unsafe)

@@ -70,9 +70,24 @@ def test_stdin_full_output_shows_the_code_frame(project: Path) -> None:
     assert code == 1 and "  > 7 | " + SYNC.rstrip("\n") in out
 
 
-def test_stdin_is_not_fixed_in_place(project: Path) -> None:
-    code, _, err = run("check", "--fix", "-", stdin=HAZARD)
-    assert code == 2 and "linted only" in err
+def test_stdin_fixed_text_goes_to_stdout(project: Path) -> None:
+    """ruff's format-on-save form: the fixed text on stdout, what is left on stderr."""
+    args = ("check", "--no-cache", "-", "--stdin-filename", "net.py")
+    code, out, err = run(*args[:2], "--fix", "--unsafe-fixes", *args[2:], stdin=HAZARD)
+    assert (code, out) == (0, HAZARD.replace(SYNC, ""))
+    code, out, err = run(*args[:2], "--fix", *args[2:], stdin=HAZARD)
+    assert (code, out) == (1, HAZARD) and err.startswith("net.py:7:9: DDP101 ")
+    code, out, err = run(*args[:2], "--fix-only", *args[2:], stdin=HAZARD)
+    assert (code, out, err) == (0, HAZARD, "")
+    code, out, _ = run(*args[:2], "--diff", "--unsafe-fixes", *args[2:], stdin=HAZARD)
+    assert code == 1 and out.startswith("--- a/net.py\n+++ b/net.py\n")
+    assert f"-{SYNC}" in out
+    assert not (project / "net.py").exists()
+
+
+def test_stdin_takes_no_noqa_or_baseline(project: Path) -> None:
+    code, _, err = run("check", "--add-noqa", "-", stdin=HAZARD)
+    assert code == 2 and "cannot take --add-noqa or baselines" in err
     code, _, err = run("check", "-", "net.py", stdin=HAZARD)
     assert code == 2 and "cannot be mixed" in err
 
