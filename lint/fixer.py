@@ -342,11 +342,16 @@ def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
     return None
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept."""
+def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
+    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept, with
+    ``context`` unchanged lines around each change."""
     name = path.lstrip("/")
     lines = difflib.unified_diff(
-        split_lines(before), split_lines(after), fromfile=f"a/{name}", tofile=f"b/{name}"
+        split_lines(before),
+        split_lines(after),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+        n=context,
     )
     out = []
     for line in lines:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from ddplint.report import ReportContext
 
 FRAME_CONTEXT = 2
+#: Unchanged lines around a fix's change in ``full`` output (the code frame shows more).
+FIX_CONTEXT = 1
 
 
 #: After concise findings: where the explanation each short line leaves out is.
@@ -77,7 +79,8 @@ def fix_diff(path: str, fix: Fix, lines: list[str]) -> list[str]:
         after = apply_edits(SourceFile.decode(path, before.encode("utf-8")), fix.edits)
     except (SourceError, IndexError, ValueError):
         return []
-    return [f"    {line}" for line in unified_diff(path, before, after).splitlines()[2:]]
+    diff = unified_diff(path, before, after, context=FIX_CONTEXT)
+    return [f"    {line}" for line in diff.splitlines()[2:]]
 
 
 def render_full(result: RunResult, context: ReportContext) -> str:
