@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
 from ddplint import __version__
+from ddplint.add_noqa import add_noqa
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
-from ddplint.discover import discover
+from ddplint.discover import discover, display_path
 from ddplint.engine import RunResult, default_jobs, lint_paths
 from ddplint.finding import Finding
 from ddplint.fixer import FixRun, fix_run, unified_diff
@@ -22,6 +25,8 @@ from ddplint.invocation import (
     EXIT_FINDINGS,
     build_options,
     build_settings,
+    empty_selection_warning,
+    split_config_values,
 )
 from ddplint.progress import Progress
 from ddplint.report import (
@@ -35,12 +40,14 @@ from ddplint.report import (
 from ddplint.report.printable import printable
 from ddplint.report.style import use_colour
 from ddplint.report.summary import count, statistics_json
-from ddplint.report.text import WHY_HINT
+from ddplint.report.text import WHY_HINT, concise_line
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
 from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
+from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
+from ddplint.watch import watch
 
 #: Sets ``--output-format`` when the flag is not given.
 OUTPUT_FORMAT_VARIABLE = "DDPLINT_OUTPUT_FORMAT"
@@ -52,6 +59,24 @@ def _read_lines(path: str) -> list[str] | None:
         return SourceFile.decode(path, raw).lines
     except (OSError, SourceError):
         return None
+
+
+def _line_reader(stdin: StdinText | None) -> Callable[[str], list[str] | None]:
+    """Reads a reported file's lines (for code frames): the text on stdin stands in for
+    the file it names."""
+    if stdin is None:
+        return _read_lines
+    shown = display_path(stdin.path)
+
+    def read(path: str) -> list[str] | None:
+        if path != shown:
+            return _read_lines(path)
+        try:
+            return SourceFile.decode(path, stdin.raw).lines
+        except SourceError:
+            return None
+
+    return read
 
 
 def exit_code(result: RunResult, exit_zero: bool) -> int:
@@ -87,7 +112,7 @@ def cli() -> None:
 
 
 @cli.command(short_help="Lint Python files and training YAML (default: the current folder).")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @click.option(
     "--select",
     multiple=True,
@@ -142,8 +167,9 @@ def cli() -> None:
 )
 @click.option(
     "--config",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A pyproject.toml (or TOML file) to read settings from.",
+    multiple=True,
+    help="A pyproject.toml (or TOML file) to read settings from, or a `KEY = VALUE` "
+    "(TOML) that overrides one key of its [tool.ddplint]; repeatable.",
 )
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only: no summary, no notices.")
@@ -189,6 +215,23 @@ def cli() -> None:
     help="Print the settings file used, the resolved settings and the rules selected; exit.",
 )
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted; exit.")
+@click.option(
+    "--add-noqa",
+    "add_noqa_comments",
+    is_flag=True,
+    help="Add a `# noqa: CODE` to each line with a finding (adopt now, fix later); exit.",
+)
+@click.option(
+    "--watch",
+    "watch_files",
+    is_flag=True,
+    help="Lint again whenever a file to lint changes (Ctrl-C ends); reports only.",
+)
+@click.option(
+    "--stdin-filename",
+    help="With `-` as the path (or no path): the file the text on stdin stands for "
+    "(its name, settings and project); default stdin.py in the current folder.",
+)
 @ending_on_signals
 def check(
     paths: tuple[str, ...],
@@ -203,7 +246,7 @@ def check(
     exit_non_zero_on_fix: bool,
     no_cache: bool,
     jobs: int | None,
-    config: str | None,
+    config: tuple[str, ...],
     statistics: bool,
     quiet: bool,
     fix: bool,
@@ -215,8 +258,19 @@ def check(
     write_baseline_file: str | None,
     show_settings: bool,
     show_files: bool,
+    add_noqa_comments: bool,
+    watch_files: bool,
+    stdin_filename: str | None,
 ) -> None:
-    """Lint Python files and training YAML under PATHS (default: the current folder)."""
+    """Lint Python files and training YAML under PATHS (default: the current folder;
+    `-`: the text on stdin)."""
+    fixing = diff or fix or fix_only
+    writes = fixing or baseline_file or write_baseline_file or add_noqa_comments
+    _refuse_unsupported_inputs(paths, stdin_filename, watch_files, bool(writes), bool(fixing))
+    stdin = None
+    if reads_stdin(paths, stdin_filename):
+        stdin = StdinText.read(sys.stdin.buffer, stdin_filename)
+        paths = (str(stdin.path),)
     paths = paths or (".",)
     if baseline_file and write_baseline_file:
         raise click.UsageError("--baseline and --write-baseline cannot be used together")
@@ -227,28 +281,53 @@ def check(
             "use --output-format concise, full or json"
         )
     flags = FixFlags(fix, unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix)
+    if add_noqa_comments and (flags.fixing or baseline_file or write_baseline_file):
+        raise click.UsageError("--add-noqa cannot be used with fixes or baselines")
     try:
+        config_file, overrides = split_config_values(config)
         settings = build_settings(
-            paths, config, select, extend_select, ignore, preview, force_exclude
+            paths, config_file, select, extend_select, ignore, preview, force_exclude, overrides
         )
         options = build_options(settings)
     except SettingsError as exc:
         _fail(str(exc))
+    if not options.selected:
+        click.echo(f"ddplint: warning: {empty_selection_warning(settings)}", err=True)
     if show_settings or show_files:
         text = settings_text(settings, options) if show_settings else ""
         text += files_text(discover(list(paths), settings)) if show_files else ""
         click.echo(text, nl=False)
         sys.exit(EXIT_CLEAN)
-    progress = Progress(sys.stderr, enabled=not machine and not quiet)
-    result = lint_paths(
-        list(paths),
-        settings,
-        options,
-        jobs=jobs or default_jobs(),
-        use_cache=not no_cache,
-        progress=progress.update,
-    )
+    if watch_files:
+        report = partial(
+            _report,
+            output_format=output_format,
+            output_file=output_file,
+            statistics=statistics,
+            quiet=quiet,
+            flags=flags,
+            fixed={},
+            known=0,
+            checked=bool(options.selected),
+        )
+        _watch(list(paths), settings, options, jobs, no_cache, report)
+    if stdin is not None and flags.fixing:
+        sys.exit(_fix_stdin(stdin, settings, options, flags, exit_zero))
+    progress = Progress(sys.stderr, enabled=not machine and not quiet and stdin is None)
+    if stdin is not None:
+        result = stdin.lint(settings, options, use_cache=not no_cache)
+    else:
+        result = lint_paths(
+            list(paths),
+            settings,
+            options,
+            jobs=jobs or default_jobs(),
+            use_cache=not no_cache,
+            progress=progress.update,
+        )
     progress.finish()
+    if add_noqa_comments:
+        sys.exit(_add_noqa(result, settings, quiet))
     fixed: dict[str, list[Finding]] = {}
     known = 0
     if flags.fixing:
@@ -263,11 +342,92 @@ def check(
         result, known = _apply_baseline(Path(baseline_file), result, settings, options, quiet)
     if fix_only:
         sys.exit(_report_fix_only(result, fixed, flags, quiet))
-    _report(result, output_format, output_file, statistics, quiet, flags, fixed, known)
+    _report(
+        result,
+        output_format,
+        output_file,
+        statistics,
+        quiet,
+        flags,
+        fixed,
+        known,
+        checked=bool(options.selected),
+        read_lines=_line_reader(stdin),
+    )
     code = exit_code(result, exit_zero)
     if code == EXIT_CLEAN and exit_non_zero_on_fix and any(fixed.values()):
         code = EXIT_FINDINGS
     sys.exit(code)
+
+
+def _refuse_unsupported_inputs(
+    paths: tuple[str, ...],
+    stdin_filename: str | None,
+    watch_files: bool,
+    writes: bool,
+    fixing: bool,
+) -> None:
+    """Usage errors: ``--watch`` only reports; the text on stdin is reported on or fixed
+    (to stdout), never marked or recorded in a baseline; ``-`` is then the only path."""
+    stdin = reads_stdin(paths, stdin_filename)
+    if watch_files and (writes or stdin):
+        raise click.UsageError(
+            "--watch only reports: it cannot read stdin, fix, add noqa or use baselines"
+        )
+    if stdin and writes and not fixing:
+        raise click.UsageError("the text on stdin cannot take --add-noqa or baselines")
+    if not stdin and "-" in paths:
+        raise click.UsageError("`-` (stdin) cannot be mixed with other paths")
+
+
+def _fix_stdin(
+    stdin: StdinText, settings: Settings, options: LintOptions, flags: FixFlags, exit_zero: bool
+) -> int:
+    """``check --fix -`` (ruff's format-on-save form): the fixed text on stdout (with
+    ``--diff``, the diff), what is left on stderr (nothing with ``--fix-only``); the
+    exit code."""
+    try:
+        fixed = stdin.fix(settings, options, flags.unsafe)
+    except SourceError as exc:
+        _fail(f"{display_path(stdin.path)}: {exc.message}")
+    if flags.diff:
+        click.echo(unified_diff(fixed.path, fixed.before, fixed.after), nl=False)
+    else:
+        sys.stdout.buffer.write(fixed.raw_after)
+        sys.stdout.flush()
+    left = fixed.remaining
+    for error in [*fixed.errors, *left.errors]:
+        click.echo(printable(f"{error.path}: error: {error.message}"), err=True)
+    if not flags.fix_only and not flags.diff:
+        for finding in left.findings:
+            click.echo(concise_line(finding), err=True)
+    if fixed.errors or left.errors or left.internal_error:
+        return EXIT_ERROR
+    if flags.diff:
+        return EXIT_FINDINGS if fixed.changed else EXIT_CLEAN
+    if flags.fix_only or exit_zero or not left.findings:
+        return EXIT_FINDINGS if flags.exit_non_zero_on_fix and fixed.fixed else EXIT_CLEAN
+    return EXIT_FINDINGS
+
+
+def _watch(
+    paths: list[str],
+    settings: Settings,
+    options: LintOptions,
+    jobs: int | None,
+    no_cache: bool,
+    report: Callable[[RunResult], None],
+) -> NoReturn:
+    """``--watch``: lint and report now and after every change, until Ctrl-C."""
+
+    def lint_and_report() -> None:
+        result = lint_paths(
+            paths, settings, options, jobs=jobs or default_jobs(), use_cache=not no_cache
+        )
+        report(result)
+        sys.stdout.flush()  # each run's report as it ends, in a pipe too
+
+    watch(lint_and_report, paths, settings, say=lambda message: click.echo(message, err=True))
 
 
 def _report(
@@ -279,13 +439,15 @@ def _report(
     flags: FixFlags,
     fixed: dict[str, list[Finding]],
     known: int,
+    checked: bool = True,
+    read_lines: Callable[[str], list[str] | None] = _read_lines,
 ) -> None:
     """Print the report: findings (or counts), then errors and notices on stderr, then
     the summary, so the summary is the last word and counts the errors."""
     machine = output_format in MACHINE_FORMATS
     stream = None if output_file else sys.stdout
     colour = not machine and not output_file and use_colour(stream)
-    context = ReportContext(read_lines=_read_lines, unsafe_fixes=flags.unsafe, colour=colour)
+    context = ReportContext(read_lines=read_lines, unsafe_fixes=flags.unsafe, colour=colour)
     if statistics:
         render = statistics_json if machine else summary.statistics
         report = render(result, flags.unsafe)
@@ -299,7 +461,9 @@ def _report(
     closing = ""
     if not machine and not quiet:
         fixed_count = sum(len(f) for f in fixed.values())
-        closing = summary.run_summary(result, fixed=fixed_count, known=known, unsafe=flags.unsafe)
+        closing = summary.run_summary(
+            result, fixed=fixed_count, known=known, unsafe=flags.unsafe, checked=checked
+        )
         closing += "\n"
     if output_file:
         try:
@@ -342,11 +506,14 @@ def _print_notices(result: RunResult) -> None:
         click.echo(f"ddplint: warning: {printable(warning)}", err=True)
     if result.bare_noqa:
         click.echo(
-            f"ddplint: note: {count(result.bare_noqa, 'finding')} reported on a line with a "
-            "bare `# noqa`, which ddplint does not honour: name the code (`# noqa: DDP201`), "
-            "so that a blanket noqa written for another tool never hides a hazard",
+            f"ddplint: note: {count(len(result.bare_noqa), 'finding')} reported on a line "
+            "with a bare `# noqa`, which ddplint does not honour (a blanket noqa written for "
+            "another tool must never hide a hazard); to silence one, name its code:",
             err=True,
         )
+        for finding in result.bare_noqa:
+            where = printable(f"{finding.path}:{finding.line}")
+            click.echo(f"  {where}: `# noqa: {finding.rule}`", err=True)
 
 
 def _fail(message: str) -> NoReturn:
@@ -375,6 +542,17 @@ def _print_diff(run: FixRun, quiet: bool) -> int:
     if run.result.errors or run.result.internal_error:
         return EXIT_ERROR
     return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+def _add_noqa(result: RunResult, settings: Settings, quiet: bool) -> int:
+    """``--add-noqa``: silence each finding where it is reported; the exit code."""
+    run = add_noqa(result.findings, settings.project_root)
+    _print_errors(result)
+    for path, reason in run.refused:
+        click.echo(printable(f"{path}: error: not written: {reason}"), err=True)
+    if not quiet:
+        click.echo(f"Added {count(run.added, 'noqa directive')}.", err=True)
+    return EXIT_ERROR if result.errors or result.internal_error or run.refused else EXIT_CLEAN
 
 
 def _write_baseline(file: Path, result: RunResult, settings: Settings, quiet: bool) -> int:
@@ -466,6 +644,15 @@ def explain(code: str) -> None:
             sys.exit(EXIT_ERROR)
         rule = catalogue[matches[0]]
     click.echo(rule.explanation())
+
+
+@cli.command(name="rule", hidden=True)
+@click.argument("code")
+@click.pass_context
+def rule_command(context: click.Context, code: str) -> None:
+    """ruff's `rule CODE`: here it is `explain CODE`, which this runs."""
+    click.echo(f"ddplint: note: the command is `ddplint explain {code}`", err=True)
+    context.invoke(explain, code=code)
 
 
 verify_command.short_help = verify_command.short_help or (

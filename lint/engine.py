@@ -24,6 +24,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.code.project.summaries import SUMMARY_VERSION, Summary
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.view import encode_facts, informs_rules
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
@@ -111,7 +112,7 @@ class RunResult:
     #: Problems with suppression comments, ``path:line:col: text``.
     warnings: list[str] = field(default_factory=list)
     #: Findings reported although their statement has a bare noqa comment.
-    bare_noqa: int = 0
+    bare_noqa: list[Finding] = field(default_factory=list)
 
 
 #: Called as files are done: (files done, files in all).
@@ -188,18 +189,32 @@ def _describe(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What a file that must be parsed is parsed for."""
+    """What a file that must be parsed is parsed for: its rules and fact collectors, or
+    (``syntax_only``) nothing but to say why Python code does not parse."""
 
     kind: str
     rules: list[CodeRule | ConfigRule]
     collectors: list[FactCollector]
+    syntax_only: bool = False
+
+
+def _compiles(path: str, raw: bytes) -> bool:
+    """Whether CPython's parser reads the file (cheap: no LibCST). A file it refuses
+    may still be newer syntax than this Python, which LibCST decides."""
+    try:
+        parse_python(SourceFile.decode(path, raw).text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _triage(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str]
 ) -> FileOutcome | _Plan:
     """The outcome of a file that needs no parse (too big, or no rule or fact collector
-    could fire on it), or the plan for parsing it. Cheap: substring tests on bytes."""
+    could fire on it), or the plan for parsing it. Cheap: substring tests on bytes, and
+    CPython's parser on a Python file no rule needs (one that does not parse is parsed
+    to say why: never passed unread)."""
     kind = file_kind(path)
     if kind is None:
         return FileOutcome()
@@ -216,6 +231,8 @@ def _triage(
     ]
     if not rules and not collectors:
         outcome = _unreadable(path, raw) or FileOutcome(prefiltered=True)
+        if not outcome.errors and kind == "code" and not _compiles(path, raw):
+            return _Plan(kind, [], [], syntax_only=True)  # never passed unread
         if not outcome.errors and mentions_own_codes(raw):
             text = SourceFile.decode(path, raw).text
             _apply_suppressions(outcome, path, text, kind, [], options)
@@ -255,7 +272,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     outcome = FileOutcome()
     try:
         source = SourceFile.decode(path, raw)
-        context = _build_context(source, options) if plan.rules else None
+        context = _build_context(source, options) if plan.rules or plan.syntax_only else None
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
@@ -765,7 +782,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     findings: list[Finding] = []
     notices: list[str] = []
     warnings: list[str] = []
-    bare_noqa = 0
+    bare_noqa: list[Finding] = []
     internal = False
     for position, outcome in sorted(run.outcomes.items()):
         target = targets[position]
@@ -778,7 +795,8 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
         for finding in outcome.findings:
             if not any(finding.rule.startswith(code) for code in ignored):
                 findings.append(finding.with_path(target.display))
-                bare_noqa += finding.line in bare
+                if finding.line in bare:
+                    bare_noqa.append(findings[-1])
         errors.extend(e.with_path(target.display) for e in outcome.errors)
         notices.extend(f"{target.display}: {notice}" for notice in outcome.notices)
         warnings.extend(f"{target.display}:{warning}" for warning in outcome.warnings)

@@ -213,7 +213,7 @@ def fix_run(
         except OSError as exc:
             errors.append(FileError(display, f"cannot read: {exc.strerror or exc}"))
             continue
-        work.append((display, raw, _options_for(settings, options, target.relative), unsafe))
+        work.append((display, raw, options_for_path(settings, options, target.relative), unsafe))
 
     files = list(run_jobs(_fix_job, work, jobs or default_jobs()))
     changed: dict[str, FileFix] = {}
@@ -246,7 +246,7 @@ def fix_run(
     return FixRun(new_result, files)
 
 
-def _options_for(settings: Settings, options: LintOptions, relative: str) -> LintOptions:
+def options_for_path(settings: Settings, options: LintOptions, relative: str) -> LintOptions:
     """The options for one file: rules its ``per-file-ignores`` turn off are not run."""
     ignored = ignored_for_path(settings, relative)
     if not ignored:
@@ -342,11 +342,16 @@ def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
     return None
 
 
-def unified_diff(path: str, before: str, after: str) -> str:
-    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept."""
+def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
+    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept, with
+    ``context`` unchanged lines around each change."""
     name = path.lstrip("/")
     lines = difflib.unified_diff(
-        split_lines(before), split_lines(after), fromfile=f"a/{name}", tofile=f"b/{name}"
+        split_lines(before),
+        split_lines(after),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+        n=context,
     )
     out = []
     for line in lines:

@@ -1,5 +1,6 @@
 """Settings: ``[tool.ddplint]`` in pyproject.toml merged with the command line, and
-rule selection (select / extend-select / ignore with prefixes and ``ALL``)."""
+rule selection (select / extend-select / ignore with prefixes and ``ALL``, in layers:
+the settings file's, then the command line's, as ruff resolves them)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,21 @@ class SettingsError(Exception):
 
 
 @dataclass(frozen=True)
+class RuleSelection:
+    """One layer of rule selection: the settings file's, or the command line's.
+
+    A layer with ``select`` starts afresh; one without it adds to and removes from what
+    the layers before it enabled."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.select is not None or bool(self.extend_select or self.ignore)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything that shapes a run, after merging the config file and the CLI."""
 
@@ -87,6 +103,13 @@ class Settings:
     preview: bool = False
     #: Apply the excludes to files named one by one too (the pre-commit hook's way).
     force_exclude: bool = False
+    #: ``--select`` / ``--extend-select`` / ``--ignore``, applied after the file's.
+    command_line: RuleSelection = RuleSelection()
+
+    @property
+    def file_selection(self) -> RuleSelection:
+        """The settings file's ``select`` / ``extend-select`` / ``ignore``."""
+        return RuleSelection(self.select, self.extend_select, self.ignore)
 
     @property
     def all_excludes(self) -> tuple[str, ...]:
@@ -184,30 +207,52 @@ def _str_list(key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_settings(config_file: Path | None, start: Path) -> Settings:
-    """Read ``[tool.ddplint]`` from ``config_file`` (or the nearest one above ``start``)."""
+def load_settings(
+    config_file: Path | None, start: Path, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Read ``[tool.ddplint]`` from ``config_file`` (or the nearest one above ``start``),
+    with ``overrides`` (``--config KEY=VALUE``) replacing the keys they name."""
     if config_file is None:
         config_file = find_config(start)
     if config_file is None:
-        return Settings(project_root=find_project_root(start))
+        root = find_project_root(start)
+        if not overrides:
+            return Settings(project_root=root)
+        return settings_from_table(overrides, None, root, "--config")
     data = read_toml(config_file)
     table = ddplint_table(data, config_file) or {}
     if config_file.name != "pyproject.toml" and not table:
         table = data
-    return settings_from_table(table, config_file)
+    return settings_from_table(
+        {**table, **(overrides or {})},
+        config_file,
+        config_file.parent.resolve(),
+        f"[tool.ddplint] of {config_file}" + (" or --config" if overrides else ""),
+    )
 
 
-def settings_from_table(table: Mapping[str, Any], config_file: Path) -> Settings:
+def parse_override(text: str) -> dict[str, Any]:
+    """``--config "ignore = ['DDP201']"``: one TOML ``KEY = VALUE`` of ``[tool.ddplint]``."""
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(
+            f"--config {text!r} is neither a file nor a TOML `KEY = VALUE` ({exc})"
+        ) from None
+    if len(parsed) != 1:
+        raise SettingsError(f"--config {text!r} must set exactly one key, as `KEY = VALUE`")
+    return parsed
+
+
+def settings_from_table(
+    table: Mapping[str, Any], config_file: Path | None, project_root: Path, origin: str
+) -> Settings:
+    """Settings from the keys of a ``[tool.ddplint]`` table; ``origin`` names it in errors."""
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
-        raise SettingsError(
-            f"unknown key(s) {', '.join(unknown)} in [tool.ddplint] of {config_file}; "
-            f"valid keys: {', '.join(KNOWN_KEYS)}"
-        )
-    kwargs: dict[str, Any] = {
-        "project_root": config_file.parent.resolve(),
-        "config_file": config_file,
-    }
+        valid = ", ".join(KNOWN_KEYS)
+        raise SettingsError(f"unknown key(s) {', '.join(unknown)} in {origin}; valid keys: {valid}")
+    kwargs: dict[str, Any] = {"project_root": project_root, "config_file": config_file}
     if "select" in table:
         kwargs["select"] = _str_list("select", table["select"])
     for key in ("extend-select", "ignore", "exclude", "extend-exclude"):
@@ -317,37 +362,49 @@ def _edit_distance(a: str, b: str) -> int:
 
 
 def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
-    """Rule codes enabled by the settings.
+    """Rule codes enabled by the settings: the default set, then the settings file's
+    layer, then the command line's (so ``--select DDP201`` beats the file's ``ignore``).
 
-    The most specific matching selector decides each code (``ignore`` wins a tie). A
-    prefix or ``ALL`` turns on only default rules unless ``preview`` is set; an exact
-    code turns on any rule.
+    Within a layer the most specific matching selector decides each code (``ignore``
+    wins a tie). A prefix or ``ALL`` turns on only default rules unless ``preview`` is
+    set; an exact code turns on any rule.
     """
-    validate_selectors(settings.select or (), rules, "select")
-    validate_selectors(settings.extend_select, rules, "extend-select")
-    validate_selectors(settings.ignore, rules, "ignore")
+    layers = (settings.file_selection, settings.command_line)
+    for layer in layers:
+        validate_selectors(layer.select or (), rules, "select")
+        validate_selectors(layer.extend_select, rules, "extend-select")
+        validate_selectors(layer.ignore, rules, "ignore")
     for _, codes in settings.per_file_ignores:
         validate_selectors(codes, rules, "per-file-ignores")
-    enabled = []
+    enabled = {code for code, rule in rules.items() if rule.default_enabled}
+    for layer in layers:
+        enabled = _apply_layer(layer, enabled, rules, settings.preview)
+    return tuple(code for code in rules if code in enabled)
+
+
+def _apply_layer(
+    layer: RuleSelection, enabled: set[str], rules: Mapping[str, type[Rule]], preview: bool
+) -> set[str]:
+    """The codes enabled after one layer, given those enabled before it."""
+    after = set()
     for code, rule in rules.items():
         best: tuple[int, bool] | None = None  # (specificity, enabled)
-        if settings.select is None:
-            best = (-1, rule.default_enabled)
-        positive = [*(settings.select or ()), *settings.extend_select]
-        for selector in positive:
+        if layer.select is None:
+            best = (-1, code in enabled)
+        for selector in (*(layer.select or ()), *layer.extend_select):
             if _matches(selector, code):
-                allowed = selector == code or rule.default_enabled or settings.preview
+                allowed = selector == code or rule.default_enabled or preview
                 candidate = (_specificity(selector), allowed)
                 if allowed and (best is None or candidate[0] >= best[0]):
                     best = candidate
-        for selector in settings.ignore:
+        for selector in layer.ignore:
             if _matches(selector, code):
                 candidate = (_specificity(selector), False)
                 if best is None or candidate[0] >= best[0]:
                     best = candidate
         if best is not None and best[1]:
-            enabled.append(code)
-    return tuple(enabled)
+            after.add(code)
+    return after
 
 
 def ignored_for_path(settings: Settings, relative_path: str) -> frozenset[str]:

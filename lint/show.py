@@ -7,11 +7,25 @@ from ddplint.code.torch_floor import TORCH_VERSION_SOURCE
 from ddplint.discover import Discovery
 from ddplint.report.printable import printable
 from ddplint.rules import all_rules
-from ddplint.settings import LintOptions, Settings
+from ddplint.settings import LintOptions, RuleSelection, Settings
 
 
 def _codes(codes: tuple[str, ...] | None, default: str = "(none)") -> str:
     return ", ".join(codes) if codes else default
+
+
+def _layer(layer: RuleSelection) -> str:
+    """``--select DDP201; --ignore DDP2``: the command line's rule selection."""
+    parts = [
+        f"--{flag} {', '.join(codes)}"
+        for flag, codes in (
+            ("select", layer.select),
+            ("extend-select", layer.extend_select),
+            ("ignore", layer.ignore),
+        )
+        if codes
+    ]
+    return "; ".join(parts) + " (over the file's)" if parts else "(none)"
 
 
 def settings_text(settings: Settings, options: LintOptions) -> str:
@@ -28,6 +42,7 @@ def settings_text(settings: Settings, options: LintOptions) -> str:
         ("select", _codes(settings.select, "(default set)")),
         ("extend-select", _codes(settings.extend_select)),
         ("ignore", _codes(settings.ignore)),
+        ("command line", _layer(settings.command_line)),
         ("per-file-ignores", per_file or "(none)"),
         ("exclude", _codes(settings.exclude)),
         ("extend-exclude", _codes(settings.extend_exclude)),

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up .venv (CPU torch first, then ddplint with its dev and verify extras) and run
-# the whole test suite. Used by the README and by .ci/run.
+# pytest with the arguments given: alone, what to run before a commit (pyproject leaves
+# the slow tests out); with -m "slow or not slow", the whole suite, as .ci/run does.
+# Used by the README and by .ci/run.
 #
 # torch comes from pip's configured index (`pip install torch==2.13.0`). On an ordinary
 # Linux machine that is PyPI's CUDA build, several GB; for the CPU build set

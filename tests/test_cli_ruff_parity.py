@@ -181,6 +181,18 @@ def test_binary_file_is_an_error_even_without_trigger_words(project: Path) -> No
     assert "y.yaml:2:1: error: cannot decode as utf-8" in err
 
 
+def test_python_that_does_not_parse_is_an_error_even_without_trigger_words(
+    project: Path,
+) -> None:
+    """A broken file that no rule would look at is still reported, as ruff does."""
+    (project / "broken.py").write_text("def f(:\n    return 1\n")
+    code, out, err = run("broken.py")
+    assert (code, out.strip()) == (2, "Found 1 error.")
+    assert "broken.py:1:7: error: cannot parse: invalid syntax" in err
+    (project / "broken.py").write_text("type Batch = list[int]\n")  # LibCST reads it
+    assert run("broken.py")[:2] == (0, "All checks passed.\n")
+
+
 def test_skipped_files_are_counted(project: Path) -> None:
     (project / "pyproject.toml").write_text("[tool.ddplint]\nmax-file-size = 100\n")
     code, out, err = run("net.py")
@@ -203,14 +215,18 @@ def test_unknown_suppression_codes_are_warned_once_per_place(project: Path) -> N
     ]
 
 
-def test_bare_noqa_on_a_reported_line_gets_one_note(project: Path) -> None:
-    text = HAZARD.replace("synchronize()", "synchronize()  # noqa")
-    (project / "net.py").write_text(text)
-    (project / "other.py").write_text(text)
+def test_bare_noqa_note_names_each_findings_code_and_line(project: Path) -> None:
+    (project / "net.py").write_text(HAZARD.replace("synchronize()", "synchronize()  # noqa"))
+    (project / "other.py").write_text(MIXED.replace("=True)", "=True)  # noqa"))
     code, _, err = run()
     assert code == 1
-    notes = [line for line in err.splitlines() if "bare `# noqa`" in line]
-    assert len(notes) == 1 and notes[0].startswith("ddplint: note: 2 findings reported")
+    lines = err.splitlines()
+    start = next(i for i, line in enumerate(lines) if "bare `# noqa`" in line)
+    assert lines[start].startswith("ddplint: note: 2 findings reported on a line with a bare")
+    assert lines[start + 1 : start + 3] == [
+        "  net.py:7: `# noqa: DDP101`",
+        "  other.py:4: `# noqa: DDP404`",
+    ]
 
 
 def test_unused_suppression_is_opt_in_and_fixed_safely(project: Path) -> None:

@@ -158,6 +158,7 @@ def test_parse_module_uses_pieces_when_enabled(monkeypatch: pytest.MonkeyPatch) 
         safe_parse.parse_module(bad)
 
 
+@pytest.mark.slow
 def test_every_python_file_of_this_repository_matches_a_whole_parse() -> None:
     """Our own sources, tests and fixtures (the real-code corpora are checked by
     ``bench/incremental_parse_check.py``)."""

@@ -280,7 +280,7 @@ def _readme_configs() -> dict[str, str]:
     """The `.pre-commit-config.yaml` examples of the README's pre-commit section, by
     kind: ``local`` (repo: local) and ``remote`` (a path or URL with a rev)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### pre-commit", 1)[1].split("\n### ", 1)[0]
+    section = readme.split("\n## pre-commit\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", section, re.DOTALL)
     found = {("local" if "repo: local" in block else "remote"): block for block in blocks}
     assert set(found) == {"local", "remote"}, blocks

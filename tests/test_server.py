@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -352,4 +353,7 @@ def test_without_pygls_the_command_says_how_to_install_it(tmp_path: Path) -> Non
         [sys.executable, "-c", hide], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
     assert result.returncode == 2
-    assert "pip install 'ddplint[server]'" in result.stderr
+    python = shlex.quote(sys.executable)
+    assert f"not installed for {python}" in result.stderr
+    assert f"{python} -m pip install 'pygls<3,>=2.0' 'lsprotocol>=2025.0.0'" in result.stderr
+    assert "pipx inject ddplint pygls lsprotocol" in result.stderr

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ddplint.settings import read_toml
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORDER = """#!/bin/sh
 echo "$*" >> "$(dirname "$0")/../../calls.log"
@@ -56,3 +58,15 @@ def test_torch_index_url_chooses_where_torch_comes_from(tmp_path: Path, url: str
     calls = _calls(tmp_path, TORCH_INDEX_URL=url)
     assert calls[1] == f"{PIP} --index-url {url} torch==2.13.0"
     assert "--index-url" not in calls[2], "only torch comes from that index"
+
+
+def test_ci_runs_the_readmes_whole_suite_command() -> None:
+    """The README's two test commands: a plain run (the slow tests left out by
+    pyproject's `-m 'not slow'`) and the whole suite, which .ci/run runs (quietly)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    whole = 'bash scripts/test.sh -m "slow or not slow"'
+    assert "\nbash scripts/test.sh   " in readme and f"\n{whole}   " in readme
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-1] == whole.replace("test.sh", "test.sh -q")
+    pytest_options = read_toml(ROOT / "pyproject.toml")["tool"]["pytest"]["ini_options"]
+    assert pytest_options["addopts"].endswith("-m 'not slow'")

@@ -18,14 +18,22 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
-def run_summary(result: RunResult, *, fixed: int = 0, known: int = 0, unsafe: bool = False) -> str:
+def run_summary(
+    result: RunResult,
+    *,
+    fixed: int = 0,
+    known: int = 0,
+    unsafe: bool = False,
+    checked: bool = True,
+) -> str:
     """``Found 3 findings and 1 error. (1 fixable with --fix)``, or after fixing
     ``Found 3 findings (2 fixed, 1 remaining; 1 fixable with --fix --unsafe-fixes).``;
-    ``All checks passed.`` only when there is neither a finding nor an error."""
+    ``All checks passed.`` only when there is neither a finding nor an error and some
+    rule ran (``checked``)."""
     remaining = len(result.findings)
     errors = len(result.errors)
     if not remaining and not errors and not fixed:
-        text = "All checks passed."
+        text = "All checks passed." if checked else "Nothing checked: no rule is selected."
     else:
         found = [count(fixed + remaining, "finding")] if remaining or fixed or not errors else []
         if errors:

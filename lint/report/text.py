@@ -1,21 +1,25 @@
 """Human formats: ``concise`` (``path:line:col: CODE [*] summary``, one short clause per
 finding, as ruff prints) and ``full`` (the whole message, a code frame and the fix on
-offer)."""
+offer, as a diff)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ddplint.engine import RunResult
-from ddplint.finding import Finding, Severity
-from ddplint.fix import applicable
+from ddplint.finding import Finding, Fix, Severity
+from ddplint.fix import applicable, apply_edits
+from ddplint.fixer import unified_diff
 from ddplint.report.printable import printable
 from ddplint.report.style import Styler
+from ddplint.source import SourceError, SourceFile
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext
 
 FRAME_CONTEXT = 2
+#: Unchanged lines around a fix's change in ``full`` output (the code frame shows more).
+FIX_CONTEXT = 1
 
 
 #: After concise findings: where the explanation each short line leaves out is.
@@ -67,6 +71,18 @@ def code_frame(finding: Finding, lines: list[str]) -> list[str]:
     return frame
 
 
+def fix_diff(path: str, fix: Fix, lines: list[str]) -> list[str]:
+    """The fix's change to the file, as the hunks of a unified diff (no file headers);
+    empty when the edits cannot be applied to these lines."""
+    before = "".join(lines)
+    try:
+        after = apply_edits(SourceFile.decode(path, before.encode("utf-8")), fix.edits)
+    except (SourceError, IndexError, ValueError):
+        return []
+    diff = unified_diff(path, before, after, context=FIX_CONTEXT)
+    return [f"    {line}" for line in diff.splitlines()[2:]]
+
+
 def render_full(result: RunResult, context: ReportContext) -> str:
     out: list[str] = []
     for finding in result.findings:
@@ -78,5 +94,7 @@ def render_full(result: RunResult, context: ReportContext) -> str:
             how = "--fix" if finding.fix.applicability.value == "safe" else "--unsafe-fixes"
             label = finding.fix.message or "fix available"
             out.append(f"  = help: {label} ({finding.fix.applicability.value}, {how})")
+            if lines:
+                out.extend(fix_diff(finding.path, finding.fix, lines))
         out.append("")
     return "\n".join(out) + ("\n" if out else "")

@@ -11,11 +11,39 @@ pygls is the optional extra ``server``: nothing here is imported by ``ddplint ch
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
+import shlex
 import sys
 
-INSTALL_HINT = (
-    "ddplint: error: `ddplint server` needs pygls; install it with `pip install 'ddplint[server]'`"
-)
+#: What the ``server`` extra installs, when the installed metadata cannot say.
+SERVER_PACKAGES = ("pygls>=2.0,<3", "lsprotocol>=2025.0.0")
+
+
+def server_requirements() -> list[str]:
+    """The ``server`` extra's requirements, as the installed ddplint declares them."""
+    try:
+        declared = importlib.metadata.requires("ddplint") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    found = [
+        requirement.split(";", 1)[0].strip()
+        for requirement in declared
+        if requirement.replace(" ", "").endswith(';extra=="server"')
+    ]
+    return found or list(SERVER_PACKAGES)
+
+
+def install_hint() -> str:
+    """How to install the ``server`` extra into the Python running ddplint, and with pipx."""
+    python = shlex.quote(sys.executable)
+    packages = " ".join(shlex.quote(r) for r in server_requirements())
+    names = " ".join(re.split(r"[<>=!~ ]", r, maxsplit=1)[0] for r in server_requirements())
+    return (
+        f"ddplint: error: `ddplint server` needs pygls, which is not installed for {python}. "
+        f"Install it into that environment with: {python} -m pip install {packages} "
+        f"(the `server` extra); with pipx: pipx inject ddplint {names}"
+    )
 
 
 def serve() -> int:
@@ -24,7 +52,7 @@ def serve() -> int:
     try:
         import pygls  # noqa: F401
     except ImportError:
-        print(INSTALL_HINT, file=sys.stderr)
+        print(install_hint(), file=sys.stderr)
         return 2
     from ddplint.server.protocol import build_server
 

@@ -55,8 +55,13 @@ def run_cli(*args: str) -> Run:
     return Run(result.exit_code, result.stdout, result.stderr)
 
 
+#: Seconds after which a run counts as hung: a guard against a run that never ends,
+#: long enough for any machine load. No test asserts how fast something is (bench/ does).
+HANG_GUARD = 600
+
+
 @contextmanager
-def deadline(seconds: int) -> Iterator[None]:
+def deadline(seconds: int = HANG_GUARD) -> Iterator[None]:
     """Fail instead of hanging: SIGALRM interrupts a blocking call (an open() of a FIFO)."""
 
     def expired(signum: int, frame: object) -> None:

@@ -36,7 +36,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("body", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_nesting_is_one_error_or_notice(body: str) -> None:
-    with deadline(60):
+    with deadline():
         outcome = lint_source("deep.py", (HEADER + body + "\n").encode(), OPTIONS)
     assert not outcome.internal_error and not outcome.parsed and not outcome.findings
     reports = [e.message for e in outcome.errors] + outcome.notices
@@ -92,7 +92,7 @@ def test_deep_code_within_the_limits_is_linted_in_full(expression: str) -> None:
     """Positions of findings come from LibCST's recursive printer: with Python's default
     recursion limit these trees would fail; on the deep stack they are linted."""
     source = HAZARD.replace("        return x\n", f"        y = {expression}\n        return y\n")
-    with deadline(60):
+    with deadline():
         outcome = lint_source("deep.py", source.encode(), OPTIONS)
     assert outcome.errors == [] and outcome.notices == []
     assert [(f.rule, f.line, f.column) for f in outcome.findings] == [("DDP101", 7, 9)]
@@ -112,7 +112,7 @@ def test_hostile_files_in_the_process_pool(project: Path) -> None:
         (project / f"net_{number:02}.py").write_text(HAZARD)
     for name, body in HOSTILE.items():
         (project / f"{name}.py").write_text(HEADER + body + "\n")
-    with deadline(300):
+    with deadline():
         run = run_cli("check", "--no-cache", "-j", "2")
     assert run.code == 2 and "Traceback" not in run.err
     assert run.out.count(": DDP101 ") == POOL_THRESHOLD

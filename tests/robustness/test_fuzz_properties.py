@@ -47,6 +47,7 @@ def _lint_and_check(path: str, raw: bytes, seen: Counter[str], *, valid: bool = 
     seen["with errors"] += bool(outcome.errors)
 
 
+@pytest.mark.slow
 def test_composed_distributed_training_modules() -> None:
     seen: Counter[str] = Counter()
 
@@ -61,6 +62,7 @@ def test_composed_distributed_training_modules() -> None:
     assert seen["with fixes"] >= 5, seen
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
 def test_grammar_generated_modules() -> None:
     seen: Counter[str] = Counter()

@@ -100,7 +100,7 @@ def test_valid_settings_still_apply(project: Path) -> None:
 
 def test_config_at_dev_zero_is_refused_unread(project: Path) -> None:
     (project / "net.py").write_text(HAZARD)
-    with deadline(20):
+    with deadline():
         run = run_cli("check", "--no-cache", "-q", "--config", "/dev/zero", "net.py")
     _assert_one_error(run.code, run.err, "not a regular file")
 
@@ -108,7 +108,7 @@ def test_config_at_dev_zero_is_refused_unread(project: Path) -> None:
 def test_config_fifo_does_not_block(project: Path) -> None:
     (project / "net.py").write_text(HAZARD)
     os.mkfifo(project / "cfg.toml")
-    with deadline(20):
+    with deadline():
         run = run_cli("check", "--no-cache", "-q", "--config", "cfg.toml", "net.py")
     _assert_one_error(run.code, run.err, "not a regular file")
 

@@ -4,8 +4,9 @@ one error (or their findings) and never crash, deep nesting is refused without f
 refusals, and a file with very many fixable findings stays fast.
 
 The bombs run ``ddplint check`` in a child process under an address-space limit
-(``RLIMIT_AS``) and a wall-clock limit, so a blow-up fails the test instead of the
-machine."""
+(``RLIMIT_AS``) and a hang guard, so a blow-up fails the test instead of the machine.
+No test asserts how fast a run is (a loaded machine would fail it): speed is measured
+in bench/."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from ddplint.engine import FileOutcome, lint_source
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceError, SourceFile
+
+from .support import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_RULES = tuple(code for code, rule in all_rules().items() if rule.kind == "config")
@@ -49,8 +51,6 @@ from ddplint.cli import main
 sys.argv = ["ddplint", *sys.argv[1:]]
 main()
 """
-#: Wall clock for a child ``ddplint check`` of one hostile file, start-up included.
-TIME_LIMIT = 20.0
 
 #: A training config with one DDP601 hazard (line 6), to which hostile parts are added.
 TRAINING = (
@@ -83,10 +83,10 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def check_in_child(cwd: Path, *args: str) -> tuple[int, dict[str, Any], float]:
+def check_in_child(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:
     """``ddplint check --no-cache --format json ARGS`` in a child process limited in
-    memory and time: exit code, JSON report, wall seconds. Its peak RSS is checked."""
-    started = time.perf_counter()
+    memory (and guarded against hanging): exit code, JSON report. Its peak RSS is
+    checked."""
     done = subprocess.run(
         [sys.executable, "-c", MEASURED_CLI, "check", "--no-cache", "--format", "json", *args],
         cwd=cwd,
@@ -94,15 +94,14 @@ def check_in_child(cwd: Path, *args: str) -> tuple[int, dict[str, Any], float]:
         preexec_fn=_limit_memory,
         capture_output=True,
         text=True,
-        timeout=TIME_LIMIT,
+        timeout=HANG_GUARD,
         check=False,
     )
-    elapsed = time.perf_counter() - started
     assert "MemoryError" not in done.stderr, done.stderr[-2000:]
     assert done.stdout, done.stderr[-2000:]
     peak_kib = int(done.stderr.rsplit("maxrss=", 1)[1].split()[0])
     assert peak_kib * 1024 < RSS_LIMIT
-    return done.returncode, json.loads(done.stdout), elapsed
+    return done.returncode, json.loads(done.stdout)
 
 
 def laughs(levels: int, *, mapping: bool = False) -> str:
@@ -118,6 +117,7 @@ def laughs(levels: int, *, mapping: bool = False) -> str:
 
 
 # -- bombs ----------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("mapping", [False, True], ids=["lists", "mappings"])
 def test_billion_laughs_inside_a_training_config_is_bounded(tmp_path: Path, mapping: bool) -> None:
     top = "*l9"
@@ -137,8 +137,7 @@ def test_billion_laughs_inside_a_training_config_is_bounded(tmp_path: Path, mapp
         + "exp_manager:\n  checkpoint_callback_params: {filename: '${model.bomb}-{val_wer}'}\n"
     )
     (tmp_path / "bomb.yaml").write_text(text)
-    code, report, elapsed = check_in_child(tmp_path, "bomb.yaml")
-    assert elapsed < 10
+    code, report = check_in_child(tmp_path, "bomb.yaml")
     # DDP601 is found; nothing that would need the bomb expanded claims anything.
     persistent = [f for f in report["findings"] if f["rule"] == "DDP601"]
     assert [f["key_path"] for f in persistent] == ["model.train_ds.persistent_workers"]
@@ -167,16 +166,13 @@ def test_interpolation_bomb_is_not_resolved(tmp_path: Path) -> None:
         f"exp_manager:\n  checkpoint_callback_params: {{filename: '{top}-{{val_wer}}'}}\n"
     )
     (tmp_path / "bomb.yaml").write_text(text)
-    code, report, elapsed = check_in_child(tmp_path, "bomb.yaml")
-    assert elapsed < 10
+    code, report = check_in_child(tmp_path, "bomb.yaml")
     assert [f["rule"] for f in report["findings"]] == ["DDP601"] and code == 1
     # In process: the value is unknown, and a small chain still resolves.
     ctx = ConfigContext.load(SourceFile.decode("b.yaml", text.encode()), options())
     (doc,) = ctx.configs
-    started = time.perf_counter()
     assert doc.value(("model", "encoder", "_target_")) is UNKNOWN
     assert doc.value(("s3",)) == "x" * 64 * 8
-    assert time.perf_counter() - started < 1
 
 
 def test_resolution_steps_count_each_interpolation_as_omegaconf_follows_it() -> None:
@@ -200,9 +196,7 @@ def test_long_interpolation_chain_is_cut() -> None:
         "    persistent_workers: true\n  validation_ds:\n    num_workers: ${v0}\n"
         "    persistent_workers: true\n"
     )
-    started = time.perf_counter()
     outcome = lint_text(text)
-    assert time.perf_counter() - started < 5
     # 10 links resolve; 3000 are not followed (the value is unknown, the rule quiet)
     assert [f.key_path for f in outcome.findings] == ["model.train_ds.persistent_workers"]
     assert outcome.errors == []
@@ -280,7 +274,7 @@ def test_executing_yaml_through_the_cli_with_fix_runs_nothing(tmp_path: Path) ->
     path = tmp_path / "conf.yaml"
     path.write_text(executing_yaml(marker))
     before = path.read_text()
-    code, report, _ = check_in_child(tmp_path, "--fix", "conf.yaml")
+    code, report = check_in_child(tmp_path, "--fix", "conf.yaml")
     assert not marker.exists()
     assert code == 0 and report["findings"] == [] and report["errors"] == []
     assert path.read_text() == before.replace(
@@ -348,10 +342,8 @@ def test_every_document_is_linted_whatever_the_others_hold() -> None:
 # -- nesting ----------------------------------------------------------------------------
 def test_deep_flow_nesting_is_refused_at_its_position() -> None:
     text = TRAINING + "  x: " + "[" * 20000 + "]" * 20000 + "\n"
-    started = time.perf_counter()
     with pytest.raises(SourceError) as caught:
         load_documents(text)
-    assert time.perf_counter() - started < 1
     assert (caught.value.line, caught.value.column) == (7, 6 + MAX_FLOW_DEPTH)
     assert f"nested more than {MAX_FLOW_DEPTH} deep" in caught.value.message
 
@@ -382,9 +374,7 @@ def test_absurd_block_nesting_is_bounded() -> None:
     """1,500 nested block sequences: loaded on the engine's deep stack, in bounded time,
     with no error; the training keys above it are still judged."""
     text = TRAINING + "  deep:\n" + "".join(" " * i + "-\n" for i in range(3, 1500))
-    started = time.perf_counter()
     outcome = lint_text(text)
-    assert time.perf_counter() - started < 5
     assert outcome.errors == [] and not outcome.internal_error
     assert rules_found(outcome) == [("DDP601", 6)]
 
@@ -463,24 +453,23 @@ def sections(count: int) -> str:
     return "trainer: {devices: 2}\nmodel:\n" + body
 
 
-def test_many_fixable_findings_stay_fast() -> None:
+@pytest.mark.slow
+def test_many_fixable_findings_keep_their_fixes() -> None:
     """Regression: each fix was checked by re-loading the whole file, so 200 findings
     took ~40 s and 400 documents minutes; past a budget per file the fixes are now
     checked together, with one re-load, and every finding keeps its fix."""
     for text, count in ((sections(300), 300), ((TRAINING + "---\n") * 400, 400)):
-        started = time.perf_counter()
         outcome = lint_text(text)
-        assert time.perf_counter() - started < 8
         assert [f.rule for f in outcome.findings] == ["DDP601"] * count
         assert all(f.fix is not None for f in outcome.findings)
 
 
+@pytest.mark.slow
 def test_fix_takes_many_findings_pass_by_pass(tmp_path: Path) -> None:
     path = tmp_path / "conf.yaml"
     path.write_text(sections(80))
-    code, report, elapsed = check_in_child(tmp_path, "--fix", "conf.yaml")
+    code, report = check_in_child(tmp_path, "--fix", "conf.yaml")
     assert code == 0 and report["findings"] == [] and report["errors"] == []
     assert path.read_text() == sections(80).replace(
         "persistent_workers: true", "persistent_workers: false"
     )
-    assert elapsed < TIME_LIMIT

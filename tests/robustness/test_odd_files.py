@@ -143,7 +143,7 @@ def test_size_limit_is_configurable_and_huge_files_are_not_read(project: Path) -
     padded = (project / "padded.py").stat().st_size
     with open(project / "sparse.py", "wb") as handle:  # 8 GiB of holes: too big to read
         handle.truncate(8 * 1024**3)
-    with deadline(30):
+    with deadline():
         run = run_cli("check", "--no-cache")
     assert run.code == 1 and run.out.startswith("small.py:7:9: DDP101")
     assert f"padded.py: skipped: {padded} bytes is above max-file-size (300)" in run.err
@@ -164,7 +164,7 @@ def test_fifo_directory_and_symlink_loops_in_a_tree(project: Path, with_git: boo
     (project / "folder.py" / "inner.py").write_text(HAZARD)
     if with_git:
         subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    with deadline(60):
+    with deadline():
         run = run_cli("check", "--no-cache", "--format", "json")
     assert run.code == 1, run.err
     assert run.json()["errors"] == []
@@ -180,7 +180,7 @@ def test_odd_paths_named_on_the_command_line(project: Path) -> None:
     os.mkfifo(project / "pipe.py")
     (project / "folder.py").mkdir()
     (project / "folder.py" / "inner.py").write_text(HAZARD)
-    with deadline(60):
+    with deadline():
         run = run_cli(
             "check", "--no-cache", "--format", "json",
             "net.py", "pipe.py", "loop.py", "dangling.py", "nope.py", "folder.py",
@@ -214,7 +214,7 @@ def test_files_that_change_between_discovery_and_read(project: Path) -> None:
     (project / "folder.py").mkdir()
     shutil.rmtree(project / "pkg")
     (project / "pkg").write_text("now a file\n")
-    with deadline(30):
+    with deadline():
         result = lint_targets(targets, settings, options, jobs=1, use_cache=False)  # type: ignore[arg-type]
     assert [(f.path, f.line) for f in result.findings] == [("kept.py", 7)]
     assert sorted((e.path, e.message) for e in result.errors) == [

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
+
+from .support import HANG_GUARD
 
 
 def _check(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -15,11 +18,12 @@ def _check(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=folder,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD,
         check=False,
     )
 
 
+@pytest.mark.slow
 def test_merge_key_chain_is_bounded_by_work(tmp_path: Path) -> None:
     """Level i merges level i-1: O(N^2) merged keys from O(N) lines (3,000 levels used to
     take 12 s and 700 MB; now a load error after a bounded amount of merging)."""
@@ -28,9 +32,7 @@ def test_merge_key_chain_is_bounded_by_work(tmp_path: Path) -> None:
         lines.append(f"l{i}: &l{i}\n  <<: *l{i - 1}\n  k{i}: {i}\n")
     lines.append("model:\n  train_ds:\n    <<: *l2999\n    persistent_workers: true\n")
     (tmp_path / "chain.yaml").write_text("".join(lines))
-    started = time.monotonic()
     result = _check(tmp_path, "chain.yaml")
-    assert time.monotonic() - started < 30
     assert result.returncode == 2
     assert "merge keys (`<<:`) expand to more than" in result.stderr
     assert "Traceback" not in result.stderr
@@ -71,19 +73,19 @@ def test_fix_deep_in_a_config_is_applied(tmp_path: Path) -> None:
     assert "persistent_workers: false" in (tmp_path / "deep.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_generated_table_literal_is_skipped_with_a_notice(tmp_path: Path) -> None:
     """M8: a 2 MB table literal used to take 59 s and 4.4 GB in LibCST."""
     items = ", ".join(["1"] * 690_000)
     (tmp_path / "table.py").write_text(
         f"import torch.distributed as dist\nTABLE = [{items}]\ndist.barrier()\n"
     )
-    started = time.monotonic()
     result = _check(tmp_path, "table.py")
-    assert time.monotonic() - started < 20
     assert "table.py: skipped: too large to analyse in bounded memory" in result.stderr
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_many_fixes_in_a_big_config_settle(tmp_path: Path) -> None:
     """L1: past the per-file budget of fix checks, fixes are checked together in one
     re-load instead of being dropped (100 fixes used to end in "did not settle")."""
