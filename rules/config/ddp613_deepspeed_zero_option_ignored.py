@@ -80,6 +80,8 @@ class DeepSpeedZeroOptionIgnored(ConfigRule):
     - DeepSpeed docs, configuration JSON, "ZeRO optimizations": `offload_param` is
       "valid only with stage 3"; `stage3_*` parameters.
     - DeepSpeed 0.19.8, `deepspeed/runtime/zero/config.py` (`DeepSpeedZeroConfig`).
+    - deepspeedai/DeepSpeed issue 1403 (parameter offload needs stage 3); wenet-e2e/wenet
+      PR 2485 (removed `stage3_*` options from its stage-1 config).
     """
 
     code = "DDP613"

@@ -68,6 +68,8 @@ class AccelerateProcessLayout(ConfigRule):
       CLI reference (`--num_processes` is the total over all machines).
     - accelerate `commands/launch.py` (`_validate_launch_command`, `launch_command`)
       and `utils/launch.py` (`prepare_multi_gpu_env`, `prepare_deepspeed_cmd_env`).
+    - huggingface/trl PR 3637 ("fixing num_processes": `single_gpu.yaml`, NO with 8);
+      huggingface/accelerate issue 1316 (one GPU id); RUCAIBox/TextBox issue 343.
     """
 
     code = "DDP614"

@@ -63,8 +63,10 @@ class LhotseWithDistributedSampler(ConfigRule):
     ## References
     - NVIDIA-NeMo/Speech discussion 9511 (Canary training with Lhotse: the `TypeError`
       above; answer: set `use_distributed_sampler=False`).
-    - NeMo docs, ASR datasets, "Lhotse dataloading": `trainer.use_distributed_sampler`
-      must be false.
+    - NeMo docs, ASR datasets, "Lhotse dataloading" (added by NVIDIA-NeMo PR 7880): the
+      Lhotse options go with `++trainer.use_distributed_sampler=false`.
+    - NVIDIA/NeMo commit 6774fdcf23 (PR 10086): the Canary config gains
+      `use_distributed_sampler: false  # Lhotse has its own distributed sampler`.
     - Lightning `_DatasetSamplerWrapper` (`lightning/fabric/utilities/distributed.py`).
     """
 
