@@ -33,7 +33,14 @@ from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_po
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, ignored_for_path
-from ddplint.source import FileTooLarge, SourceError, SourceFile, file_kind, read_source_bytes
+from ddplint.source import (
+    FileTooLarge,
+    SourceError,
+    SourceFile,
+    file_kind,
+    is_json,
+    read_source_bytes,
+)
 from ddplint.suppress import Suppressions, mentions_own_codes
 
 T = TypeVar("T")
@@ -167,6 +174,12 @@ def _size_notice(size: int, limit: int) -> str:
     return f"{SKIPPED}{size} bytes is above max-file-size ({limit})"
 
 
+def _too_large(path: str, size: int, limit: int) -> FileOutcome:
+    """A file above the size limit: a notice, except for JSON (large JSON files are
+    data, never the configuration the JSON rules read)."""
+    return FileOutcome() if is_json(path) else FileOutcome(notices=[_size_notice(size, limit)])
+
+
 def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
     """An error outcome for bytes that cannot be text (NUL bytes, bad encoding), else
     None: a file no rule needs is still checked, so binary content never passes."""
@@ -219,7 +232,7 @@ def _triage(
     if kind is None:
         return FileOutcome()
     if len(raw) > options.max_file_size:
-        return FileOutcome(notices=[_size_notice(len(raw), options.max_file_size)])
+        return _too_large(path, len(raw), options.max_file_size)
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
@@ -227,9 +240,11 @@ def _triage(
     rules = [
         r
         for r in _rule_instances(options.selected)
-        if r.kind == kind and (informed or r.prefilter(raw))
+        if r.kind == kind and r.reads(path) and (informed or r.prefilter(raw))
     ]
     if not rules and not collectors:
+        if is_json(path):  # JSON no rule reads (package.json, data) is not ours to judge
+            return FileOutcome(prefiltered=True)
         outcome = _unreadable(path, raw) or FileOutcome(prefiltered=True)
         if not outcome.errors and kind == "code" and not _compiles(path, raw):
             return _Plan(kind, [], [], syntax_only=True)  # never passed unread
@@ -756,9 +771,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
         try:
             contents[position] = setup.read(target.path, options.max_file_size)
         except FileTooLarge as exc:
-            too_large[position] = FileOutcome(
-                notices=[_size_notice(exc.size, options.max_file_size)]
-            )
+            too_large[position] = _too_large(target.display, exc.size, options.max_file_size)
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from ddplint.finding import Applicability, Finding, Severity
+from ddplint.source import is_json
 
 if TYPE_CHECKING:
     from ddplint.code.context import CodeContext
@@ -49,6 +50,11 @@ class Rule:
     #: ... and every one of these (e.g. a rule on ``DataLoader(persistent_workers=...)``).
     required: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str]
+
+    @classmethod
+    def reads(cls, path: str) -> bool:
+        """Whether the rule lints the file at ``path`` at all (by its name)."""
+        return True
 
     @classmethod
     def documentation(cls) -> str:
@@ -130,6 +136,12 @@ class ConfigRule(Rule):
     #: Code-fact kinds (``ddplint.code_facts``) the rule reads: the engine collects them
     #: from the Python files of the same run before it lints YAML.
     code_facts: ClassVar[tuple[str, ...]] = ()
+    #: Whether the rule also reads ``.json`` files (DeepSpeed configs); YAML always.
+    reads_json: ClassVar[bool] = False
+
+    @classmethod
+    def reads(cls, path: str) -> bool:
+        return cls.reads_json or not is_json(path)
 
     def check(self, ctx: ConfigContext) -> Iterable[Finding]:
         raise NotImplementedError

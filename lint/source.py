@@ -14,6 +14,8 @@ from pathlib import Path
 
 PYTHON_SUFFIXES = (".py",)
 YAML_SUFFIXES = (".yaml", ".yml")
+#: JSON is linted as configuration (YAML 1.2 reads it), for the rules that read JSON.
+JSON_SUFFIXES = (".json",)
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _RAW_LINE_RE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -76,13 +78,18 @@ def _position(body: bytes, index: int, encoding: str) -> tuple[int, int]:
 
 
 def file_kind(path: str) -> str | None:
-    """``"code"`` for Python, ``"config"`` for YAML, None for anything else."""
+    """``"code"`` for Python, ``"config"`` for YAML and JSON, None for anything else."""
     lower = path.lower()
     if lower.endswith(PYTHON_SUFFIXES):
         return "code"
-    if lower.endswith(YAML_SUFFIXES):
+    if lower.endswith(YAML_SUFFIXES + JSON_SUFFIXES):
         return "config"
     return None
+
+
+def is_json(path: str) -> bool:
+    """A JSON file: linted only by the config rules that read JSON (``reads_json``)."""
+    return path.lower().endswith(JSON_SUFFIXES)
 
 
 def split_lines(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from ddplint.source import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "rules"
-SUFFIXES = (".py", ".yaml", ".yml")
+SUFFIXES = (".py", ".yaml", ".yml", ".json")
 
 
 def fixture_files(code: str | None = None) -> list[Path]:

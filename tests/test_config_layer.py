@@ -431,4 +431,4 @@ def test_config_rule_documentation_has_the_headings(code: str) -> None:
         "## Fix safety",
         "## References",
     ]
-    assert "```yaml" in text
+    assert "```yaml" in text or "```json" in text  # DeepSpeed configs are JSON

@@ -120,13 +120,13 @@ def _pre_commit(*args: str) -> list[str]:
     return [sys.executable, "-m", "pre_commit", *args]
 
 
-def test_manifest_is_valid_and_lints_python_and_yaml() -> None:
+def test_manifest_is_valid_and_lints_python_yaml_and_json() -> None:
     checked = _run(_pre_commit("validate-manifest", ".pre-commit-hooks.yaml"), ROOT, {**os.environ})
     assert checked.returncode == 0, checked.stdout + checked.stderr
     hooks = {h["id"]: h for h in YAML(typ="safe").load(ROOT / ".pre-commit-hooks.yaml")}
     assert set(hooks) == {"ddplint", "ddplint-fix"}
     for hook in hooks.values():
-        assert hook["language"] == "python" and hook["types_or"] == ["python", "yaml"]
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "yaml", "json"]
     assert hooks["ddplint"]["entry"] == "ddplint check --force-exclude"
     assert hooks["ddplint-fix"]["entry"] == "ddplint check --fix --force-exclude"
     assert all(hook["args"] == ["--"] for hook in hooks.values())

@@ -137,6 +137,22 @@ def test_ignore_for_this_line_appends_noqa_to_the_flagged_line(project: Path) ->
     drive(project, scenario)
 
 
+def test_a_json_finding_offers_no_ignore_comment(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP611"]\n')
+    (project / "ds_config.json").write_text(
+        '{\n  "train_batch_size": 10,\n  "train_micro_batch_size_per_gpu": 4\n}\n'
+    )
+
+    async def scenario(session: ServerSession) -> None:
+        uri = session.open("ds_config.json")
+        [diagnostic] = await session.diagnostics(uri, lambda found: bool(found))
+        assert diagnostic.code == "DDP611" and diagnostic.range.start.line == 1
+        actions = await session.code_actions(uri, diagnostic.range)
+        assert not any(a.title.startswith("Ignore") for a in actions)  # JSON has no comments
+
+    drive(project, scenario)
+
+
 def test_an_unsaved_edit_of_a_dependency_refreshes_the_dependent_file(project: Path) -> None:
     (project / "utils.py").write_text(UTILS)
     (project / "train.py").write_text(TRAIN)

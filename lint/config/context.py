@@ -1,5 +1,6 @@
-"""What a config rule sees: the YAML documents of one file (training configs marked),
-positions, OmegaConf values, world size, code facts, and checked fixes."""
+"""What a config rule sees: the YAML (or JSON) documents of one file (training, DeepSpeed
+and accelerate configs marked), positions, OmegaConf values, world size, code facts, and
+checked fixes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ddplint.code_facts import OPTIONS_KEY, CodeFacts
+from ddplint.config.accelerate import ACCELERATE_NEEDLES, is_accelerate_config
+from ddplint.config.deepspeed import DEEPSPEED_NEEDLES, DeepSpeedConfig, deepspeed_configs
 from ddplint.config.document import ConfigDocument, Entry, KeyPath, dotted
 from ddplint.config.loader import load_documents
 from ddplint.config.training import TRAINING_NEEDLES, is_training_config
@@ -17,7 +20,7 @@ from ddplint.config.values import MAX_EXPANDED_NODES, expanded_size, plain_tree
 from ddplint.config.world_size import WorldSize, world_size
 from ddplint.finding import Applicability, Edit, Finding, Fix, RuleIdentity
 from ddplint.fix import apply_edits
-from ddplint.source import SourceError, SourceFile
+from ddplint.source import SourceError, SourceFile, is_json
 
 if TYPE_CHECKING:
     from ddplint.settings import LintOptions
@@ -28,6 +31,11 @@ if TYPE_CHECKING:
 FIX_CHECK_BUDGET = 200_000
 #: Fix checks always allowed, whatever the file's size.
 MIN_FIX_CHECKS = 2
+#: A file is loaded only when it holds one of these: a training config's words, or a
+#: DeepSpeed or accelerate config's own keys.
+LOAD_NEEDLES = TRAINING_NEEDLES + tuple(
+    needle.encode() for needle in (*DEEPSPEED_NEEDLES, *ACCELERATE_NEEDLES)
+)
 
 
 class ConfigContext:
@@ -47,15 +55,37 @@ class ConfigContext:
     def load(cls, source: SourceFile, options: LintOptions) -> ConfigContext:
         """Load every document; raises ``SourceError`` for YAML that does not load.
         A file with no training-config words is not loaded at all."""
-        if not any(needle in source.raw for needle in TRAINING_NEEDLES):
+        if not any(needle in source.raw for needle in LOAD_NEEDLES):
             return cls(source, [], options)
+        if is_json(source.path):
+            return cls._load_json(source, options)
         roots = load_documents(source.text)
+        return cls(source, [ConfigDocument(r, i, source) for i, r in enumerate(roots)], options)
+
+    @classmethod
+    def _load_json(cls, source: SourceFile, options: LintOptions) -> ConfigContext:
+        """A JSON file that does not load (comments, trailing text) is someone else's
+        format (JSON with comments, JSON lines), not a config to report: no documents."""
+        try:
+            roots = load_documents(source.text, json=True)
+        except SourceError:
+            roots = []
         return cls(source, [ConfigDocument(r, i, source) for i, r in enumerate(roots)], options)
 
     @cached_property
     def configs(self) -> list[ConfigDocument]:
         """The documents that are training configs."""
         return [doc for doc in self.documents if is_training_config(doc.root)]
+
+    @cached_property
+    def deepspeed_configs(self) -> list[DeepSpeedConfig]:
+        """The DeepSpeed configs of every document (whole files and nested sections)."""
+        return [found for doc in self.documents for found in deepspeed_configs(doc)]
+
+    @cached_property
+    def accelerate_configs(self) -> list[ConfigDocument]:
+        """The documents that are accelerate launch configs."""
+        return [doc for doc in self.documents if is_accelerate_config(doc.root)]
 
     @cached_property
     def code_facts(self) -> CodeFacts:
@@ -142,7 +172,7 @@ class ConfigContext:
         """Whether the file with ``edits`` applied re-loads with exactly ``changes`` (per
         document index: key path -> new raw value) and nothing else changed."""
         try:
-            roots = load_documents(apply_edits(self.source, edits))
+            roots = load_documents(apply_edits(self.source, edits), json=is_json(self.source.path))
         except SourceError:
             return False
         if len(roots) != len(self.documents):

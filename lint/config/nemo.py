@@ -180,6 +180,23 @@ def is_tarred(doc: ConfigDocument, section: KeyPath) -> bool:
     return is_true(doc.value((*section, "is_tarred")))
 
 
+def lhotse_map_style(doc: ConfigDocument, section: KeyPath) -> bool:
+    """A NeMo Lhotse section (``use_lhotse: true``) that NeMo loads as a map-style
+    dataset with a Lhotse sampler: ``force_map_dataset: true``, or non-tarred audio
+    manifests (NeMo's default) not forced iterable. Tarred, Shar, ``input_cfg`` (mixed)
+    and text data are iterable datasets, which no sampler wraps."""
+    if not is_true(doc.value((*section, "use_lhotse"))):
+        return False
+    if is_true(doc.value((*section, "force_map_dataset"))):
+        return True
+    holder = doc.mapping(section) or {}
+    if is_true(doc.value((*section, "force_iterable_dataset"))) or is_tarred(doc, section):
+        return False
+    if any(key in holder for key in ("shar_path", "input_cfg", "tarred_audio_filepaths")):
+        return False
+    return "manifest_filepath" in holder or "cuts_path" in holder
+
+
 def uneven_batches_reason(doc: ConfigDocument, section: KeyPath) -> str | None:
     """Why ranks can run a different number of batches over this dataset, or None.
 

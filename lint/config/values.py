@@ -49,6 +49,13 @@ def plain_scalar(value: Any) -> Any:
     return UNKNOWN
 
 
+def positive_int(value: Any) -> int | None:
+    """``value`` when it is a whole number above 0 (not a bool), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
 def is_container(value: Any) -> bool:
     return isinstance(value, (Mapping, list))
 

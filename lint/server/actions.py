@@ -20,7 +20,7 @@ from ddplint.fix import apply_edits, choose_fixes, syntax_problem, with_line_end
 from ddplint.rules import all_rules
 from ddplint.server.diagnostics import finding_diagnostic, finding_range, lsp_range
 from ddplint.server.documents import DocumentResult
-from ddplint.source import SourceFile
+from ddplint.source import SourceFile, is_json
 from ddplint.suppress import noqa_edit
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.ddplint"
@@ -101,7 +101,9 @@ def _finding_actions(
         )
     first, last = finding.statement_lines or (finding.line, finding.end_line)
     kind = result.snapshot.kind or "code"
-    ignore = noqa_edit(result.snapshot.text, kind, first, last, finding.rule)
+    ignore = None
+    if not is_json(result.snapshot.path.name):  # JSON has no comments: nowhere to suppress
+        ignore = noqa_edit(result.snapshot.text, kind, first, last, finding.rule)
     if ignore is not None:
         actions.append(
             types.CodeAction(
