@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,3 +272,52 @@ def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
     facts = index.facts_for("evaluation.py")
     assert facts["def:evaluate"] == {"m": [0]}
     assert facts["def:run"] == {"m": [1]}
+
+
+def _facts_by_scanning(index: ProjectIndex, path: str) -> dict[str, dict[str, Any]]:
+    """``facts_for`` as it was before the per-module grouping: every file scanned the
+    project-wide sets. The reference the grouped answer must equal."""
+    module = index.module_of_path.get(path)
+    if module is None:
+        return {}
+    facts: dict[str, dict[str, Any]] = {}
+    for owner, name in sorted(index.device_chosen_by_callers):
+        if owner == module:
+            facts.setdefault(f"def:{name}", {})["c"] = 1
+    for (owner, name), positions in sorted(index.wrapped_parameters.items()):
+        if owner == module and positions:
+            facts.setdefault(f"def:{name}", {})["m"] = sorted(positions)
+    for use, fact in index.facts_for(path).items():
+        if not use.startswith("def:"):
+            facts[use] = fact
+    return facts
+
+
+def generated_project(modules: int) -> dict[str, str]:
+    """A project of ``modules`` files that call, wrap and set devices across modules."""
+    files = {"pkg/__init__.py": ""}
+    for number in range(modules):
+        previous = f"m{number - 1}" if number else "m0"
+        files[f"pkg/m{number}.py"] = (
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            f"from pkg import {previous}\n"
+            "def setup():\n    dist.init_process_group('nccl')\n"
+            "def evaluate(model, loader):\n    return [model(b) for b in loader]\n"
+            "def is_main():\n    return dist.get_rank() == 0\n"
+            "def prepare(net):\n    return net\n"
+            "def main(net, loader, rank):\n"
+            f"    {previous}.setup()\n    torch.cuda.set_device(rank)\n"
+            f"    {previous}.prepare(net)\n"
+            f"    net = DDP(net)\n    {previous}.evaluate(net, loader)\n"
+            f"    if {previous}.is_main():\n        dist.barrier()\n"
+        )
+    return files
+
+
+def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
+    index = index_of(generated_project(40))
+    for path in index.module_of_path:
+        assert index.facts_for(path) == _facts_by_scanning(index, path), path
+    assert index.facts_for("pkg/m3.py")["def:evaluate"] == {"c": 1, "m": [0]}
+    assert index.facts_for("pkg/m3.py")["def:prepare"] == {"c": 1}
