@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ddplint.gitignore import IgnoreRule, is_ignored, read_rules
@@ -46,22 +47,52 @@ def _resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def display_path(path: Path) -> str:
+class Resolver:
+    """``resolve()`` for the many files of one listing: each folder is resolved once, and
+    a file that is not a symbolic link resolves to its resolved folder and its name (as
+    ``resolve()`` would). One per discovery: folders may change between runs."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, Path] = {}
+
+    def folder(self, path: Path) -> Path:
+        """``_resolve(path)``, remembered."""
+        found = self._folders.get(path)
+        if found is None:
+            found = self._folders[path] = _resolve(path)
+        return found
+
+    def file(self, path: Path) -> Path:
+        """``_resolve(path)``, with the folder's resolution remembered."""
+        if path.name in ("", ".", "..") or path.is_symlink():
+            return _resolve(path)
+        return self.folder(path.parent) / path.name
+
+    @cached_property
+    def cwd(self) -> Path:
+        return _resolve(Path.cwd())
+
+
+def display_path(path: Path, resolver: Resolver | None = None) -> str:
     """Relative to the working directory when below it, else absolute."""
+    resolver = resolver or Resolver()
     try:
-        return _resolve(path).relative_to(Path.cwd().resolve()).as_posix()
+        return resolver.file(path).relative_to(resolver.cwd).as_posix()
     except ValueError:
         return path.as_posix()
 
 
-def _relative(path: Path, root: Path, fallback: Path | None = None) -> str:
+def _relative(
+    path: Path, root: Path, fallback: Path | None = None, resolver: Resolver | None = None
+) -> str:
     """Posix path below ``root``; below ``fallback`` (the scanned folder) otherwise."""
-    resolved = _resolve(path)
+    resolver = resolver or Resolver()
+    resolved = resolver.file(path)
     for base in (root, fallback):
         if base is None:
             continue
         try:
-            return resolved.relative_to(_resolve(base)).as_posix()
+            return resolved.relative_to(resolver.folder(base)).as_posix()
         except ValueError:
             continue
     return path.as_posix()
@@ -173,6 +204,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
     root = settings.project_root
     named_depth = _named_depth(directory, settings)
     rules = _inherited_ignore_rules(directory, repository)
+    resolver = Resolver()
 
     def unreadable(error: OSError) -> None:
         where = display_path(Path(error.filename)) if error.filename else directory.as_posix()
@@ -180,7 +212,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
 
     for current, dirs, files in os.walk(directory, onerror=unreadable, followlinks=False):
         here = Path(current)
-        in_repo = _relative(here, repository) if repository is not None else ""
+        in_repo = _relative(here, repository, resolver=resolver) if repository is not None else ""
         if repository is not None:
             rules = rules + read_rules(here / ".gitignore", "" if in_repo == "." else in_repo)
 
@@ -189,7 +221,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
             for d in dirs
             if not (repository is not None and _ignored(rules, in_repo, d, True))
             and not is_excluded(
-                _relative(here / d, root, directory), settings.all_excludes, named_depth
+                _relative(here / d, root, directory, resolver), settings.all_excludes, named_depth
             )
         )
         listing.files.extend(
@@ -271,10 +303,11 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
         listing = _listing(path, settings)
         notices += listing.notices
         named_depth = _named_depth(path, settings)
+        resolver = Resolver()
         for candidate in listing.files:
             if file_kind(candidate.name) is None:
                 continue
-            relative = _relative(candidate, root, path)
+            relative = _relative(candidate, root, path, resolver)
             if is_excluded(relative, settings.all_excludes, named_depth):
                 continue
             candidate_mode = _mode(candidate)
@@ -284,12 +317,12 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 if candidate_mode is None and _permission_denied(candidate):
                     unreadable.append((display_path(candidate), "cannot read: Permission denied"))
                 continue
-            key = _resolve(candidate)
+            key = resolver.file(candidate)
             known = targets.get(key)
             if known is None or (known.path.is_symlink() and not candidate.is_symlink()):
                 # A file and a link to it are one target: the file itself, which a fix
                 # may write (never the link).
-                targets[key] = Target(candidate, display_path(candidate), relative)
+                targets[key] = Target(candidate, display_path(candidate, resolver), relative)
     ordered = sorted(targets.values(), key=lambda t: t.display)
     return Discovery(ordered, missing, unreadable, notices)
 
