@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,7 +20,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ddplint import __version__
-from ddplint.rule import Rule
 from ddplint.source import FileTooLarge, read_source_bytes
 
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
@@ -266,8 +265,18 @@ def _specificity(selector: str) -> int:
     return 0 if selector == "ALL" else len(selector)
 
 
+class RuleInfo(Protocol):
+    """What selecting rules reads of a rule: a rule class, or its catalogue entry."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def default_enabled(self) -> bool: ...
+
+
 def validate_selectors(
-    selectors: Iterable[str], rules: Mapping[str, type[Rule]], origin: str
+    selectors: Iterable[str], rules: Mapping[str, RuleInfo], origin: str
 ) -> None:
     """Every selector must match at least one rule code."""
     for selector in selectors:
@@ -282,7 +291,7 @@ def validate_selectors(
             )
 
 
-def did_you_mean(text: str, rules: Mapping[str, type[Rule]]) -> str:
+def did_you_mean(text: str, rules: Mapping[str, RuleInfo]) -> str:
     """`` (did you mean DDP201?)`` for a mistyped code or a rule's name, else ``""``."""
     by_name = {rule.name: code for code, rule in rules.items()}
     wanted = text.strip().lower()
@@ -316,7 +325,7 @@ def _edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
+def select_rules(settings: Settings, rules: Mapping[str, RuleInfo]) -> tuple[str, ...]:
     """Rule codes enabled by the settings.
 
     The most specific matching selector decides each code (``ignore`` wins a tie). A
