@@ -145,24 +145,29 @@ class ResultCache:
         self._absent.discard(key)
 
     def save(self) -> None:
-        """Write what was put since the last save; a cache that cannot be written is
-        silently not kept."""
+        """Write what was put since the last save and let it go from memory (it is read
+        again if asked for); a cache that cannot be written is silently not kept."""
         written = {k: self.entries[k] for k in self._unsaved if k in self.entries}
         self._unsaved.clear()
-        self.add_to_file(written)
+        if self.add_to_file(written):
+            for key in written:
+                del self.entries[key]
 
-    def add_to_file(self, entries: dict[str, dict[str, Any]]) -> None:
+    def add_to_file(self, entries: dict[str, dict[str, Any]]) -> bool:
         """Add ``entries`` to the database (what other runs wrote there is kept; the
-        oldest entries go beyond ``MAX_ENTRIES``); silently nothing when it cannot be
-        written."""
+        oldest entries go beyond ``MAX_ENTRIES``); whether they were written (silently
+        not when the cache cannot be written)."""
         if not entries or not self.usable or self._key is None:
-            return
+            return False
         rows = []
         for key, value in entries.items():
             text = json.dumps(value, separators=(",", ":"))
             rows.append((key, text, entry_signature(self._key, self.fingerprint, key, text)))
-        with contextlib.suppress(OSError, sqlite3.Error):
+        try:
             self._write(rows)
+        except (OSError, sqlite3.Error):
+            return False
+        return True
 
     def stored(self) -> dict[str, dict[str, Any]]:
         """Every entry of the database that verifies, in the order written."""
@@ -216,7 +221,7 @@ class ResultCache:
         created = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.directory.is_symlink() or not self.directory.is_dir():
-            return
+            raise OSError(f"{self.directory} is not a folder")
         ignore = self.directory / ".gitignore"
         if created and not ignore.exists():
             ignore.write_text("# created by ddplint\n*\n", encoding="utf-8")

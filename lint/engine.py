@@ -620,45 +620,47 @@ def _project_facts(
     sources: dict[str, bytes],
     setup: _RunSetup,
 ) -> dict[int, str]:
-    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position; from
-    the cache when the same files, with the same bytes, asked the same project before
-    (then no summary is read and nothing is linked)."""
+    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
+
+    Memoized in the cache by the project's sources (every path and content hash): a
+    file an earlier run of the same sources answered costs no summary and no linking
+    (a pre-commit run after a whole-tree run, a warm run)."""
     relatives = sorted({targets[p].relative for p in positions})
     hashes = {relative: content_hash(raw) for relative, raw in sources.items()}
-    memo_key = _project_facts_key(hashes, relatives)
+    memo_key = _project_facts_key(hashes)
     cache = setup.cache
-    by_path = _cached_project_facts(cache, memo_key) if cache is not None else None
-    if by_path is None:
+    known = (_cached_project_facts(cache, memo_key) if cache is not None else None) or {}
+    missing = [relative for relative in relatives if relative not in known]
+    if missing:
         from ddplint.code.project.index import ProjectIndex
 
         summaries = _summaries(sources, hashes, cache, setup.jobs)
         memo = setup.memo
         index = memo.index(summaries) if memo is not None else ProjectIndex(summaries)
-        by_path = {}
-        for relative in relatives:
-            facts = index.facts_for(relative)
-            if facts:
-                by_path[relative] = encode_facts(facts)
+        known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
         if cache is not None:
-            cache.put(memo_key, {"project_facts": by_path})
-    return {p: by_path[targets[p].relative] for p in positions if targets[p].relative in by_path}
+            cache.put(memo_key, {"project_facts": known})
+    return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
 
 
-def _project_facts_key(hashes: dict[str, str], relatives: list[str]) -> str:
-    """The cache key of the project facts of the files ``relatives`` in a project whose
-    sources have ``hashes`` (relative path -> content hash): a digest of every source's
-    path and bytes, and of the files asked."""
+def _encoded_facts(index: ProjectIndex, relative: str) -> str:
+    """The file's facts encoded; "" for a file without any."""
+    facts = index.facts_for(relative)
+    return encode_facts(facts) if facts else ""
+
+
+def _project_facts_key(hashes: dict[str, str]) -> str:
+    """The cache key of the project facts of a project whose sources have ``hashes``
+    (relative path -> content hash): a digest of every source's path and bytes."""
     digest = hashlib.blake2b(digest_size=16)
     for relative in sorted(hashes):
         digest.update(f"{relative}\0{hashes[relative]}\0".encode())
-    digest.update(b"\1")
-    for relative in relatives:
-        digest.update(f"{relative}\0".encode())
     return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}:{digest.hexdigest()}"
 
 
 def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:
-    """The memoized project facts by relative path; None when absent or damaged."""
+    """The memoized project facts by relative path ("" for none); None when absent or
+    damaged."""
     hit = cache.get(key)
     found = hit.get("project_facts") if hit is not None else None
     if not isinstance(found, dict):
@@ -811,6 +813,8 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
     run.project = _project_facts(targets, code_files, sources, setup)
+    if cache is not None:
+        cache.save()  # the summaries leave memory before the lint workers start
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
     config_options, suffix = options, ""
     if wanted:

@@ -158,6 +158,27 @@ def test_a_yaml_linted_alone_and_the_tree_agree_on_ddp605(
     assert len(tree) == (0 if sync else 1)
 
 
+@pytest.mark.parametrize("project", ["save_checkpoint"], indirect=True)
+def test_a_file_named_after_a_tree_run_takes_its_facts_from_the_memo(project: Path) -> None:
+    """An unchanged project is not linked again: a file named alone (pre-commit) after a
+    run over the same sources reads its facts from the memo, with the same findings."""
+    whole = run(project, [project], use_cache=True)
+    expected = {f for f in found(whole, project) if f[0] == "train_bad.py"}
+    train = project / "train_bad.py"
+    original = train.read_text()
+    train.write_text(original + "\n")  # a source changed: the file alone links once
+    assert found(run(project, [train], use_cache=True), project) == expected
+
+    def no_linking(*_args: object) -> None:
+        raise AssertionError("the project was linked again")
+
+    train.write_text(original)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ProjectIndex, "__init__", no_linking)
+        assert found(run(project, [train], use_cache=True), project) == expected
+        assert found(run(project, [project], use_cache=True), project) == found(whole, project)
+
+
 def index_of(files: dict[str, str]) -> ProjectIndex:
     return ProjectIndex({path: summarize(text) for path, text in files.items()})
 
