@@ -6,10 +6,12 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ddplint.gitignore import IgnoreRule, is_ignored, read_rules
@@ -48,38 +50,56 @@ def _resolve(path: Path) -> Path:
 
 
 class Resolver:
-    """``resolve()`` for the many files of one listing: each folder is resolved once, and
-    a file that is not a symbolic link resolves to its resolved folder and its name (as
-    ``resolve()`` would). One per discovery: folders may change between runs."""
+    """``resolve()`` for the many files of one listing, on strings: each folder is
+    resolved once, and a file that is not a symbolic link resolves to its resolved folder
+    and its name (as ``resolve()`` would). One per discovery: folders may change between
+    runs."""
 
     def __init__(self) -> None:
-        self._folders: dict[Path, Path] = {}
+        self._folders: dict[str, str] = {}
+        self._files: dict[str, str] = {}
 
-    def folder(self, path: Path) -> Path:
+    def folder(self, path: Path | str) -> str:
         """``_resolve(path)``, remembered."""
-        found = self._folders.get(path)
+        key = os.fspath(path)
+        found = self._folders.get(key)
         if found is None:
-            found = self._folders[path] = _resolve(path)
+            found = self._folders[key] = str(_resolve(Path(key)))
         return found
 
-    def file(self, path: Path) -> Path:
-        """``_resolve(path)``, with the folder's resolution remembered."""
-        if path.name in ("", ".", "..") or path.is_symlink():
-            return _resolve(path)
-        return self.folder(path.parent) / path.name
+    def file(self, path: Path | str) -> str:
+        """``_resolve(path)``, with the folder's resolution remembered (and the file's:
+        a listing asks for each file more than once)."""
+        key = os.fspath(path)
+        found = self._files.get(key)
+        if found is None:
+            head, name = os.path.split(key)
+            if name in ("", ".", "..") or os.path.islink(key):
+                found = str(_resolve(Path(key)))
+            else:
+                found = os.path.join(self.folder(head or "."), name)
+            self._files[key] = found
+        return found
 
     @cached_property
-    def cwd(self) -> Path:
-        return _resolve(Path.cwd())
+    def cwd(self) -> str:
+        return str(_resolve(Path.cwd()))
+
+
+def _below(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` (both resolved), as ``Path.relative_to`` gives it;
+    None when it is not below."""
+    if path == base:
+        return "."
+    prefix = base if base.endswith("/") else base + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
 def display_path(path: Path, resolver: Resolver | None = None) -> str:
     """Relative to the working directory when below it, else absolute."""
     resolver = resolver or Resolver()
-    try:
-        return resolver.file(path).relative_to(resolver.cwd).as_posix()
-    except ValueError:
-        return path.as_posix()
+    below = _below(resolver.file(path), resolver.cwd)
+    return path.as_posix() if below is None else below
 
 
 def _relative(
@@ -91,10 +111,9 @@ def _relative(
     for base in (root, fallback):
         if base is None:
             continue
-        try:
-            return resolved.relative_to(resolver.folder(base)).as_posix()
-        except ValueError:
-            continue
+        below = _below(resolved, resolver.folder(base))
+        if below is not None:
+            return below
     return path.as_posix()
 
 
@@ -104,15 +123,32 @@ def is_excluded(relative: str, patterns: tuple[str, ...], named_depth: int = 0) 
     components. The first ``named_depth`` components (a folder named on the command line
     and those above it) are not matched: a folder named on its own is linted, as a file
     named on its own is (ruff's rule)."""
+    whole, component = _exclude_matchers(patterns)
     parts = relative.split("/")
     for depth in range(named_depth, len(parts)):
-        leading = "/".join(parts[: depth + 1])
-        for pattern in patterns:
-            if fnmatch.fnmatchcase(leading, pattern):
-                return True
-            if "/" not in pattern and fnmatch.fnmatchcase(parts[depth], pattern):
-                return True
+        if whole("/".join(parts[: depth + 1])) or component(parts[depth]):
+            return True
     return False
+
+
+def _never(_text: str) -> bool:
+    return False
+
+
+@lru_cache(maxsize=32)
+def _exclude_matchers(
+    patterns: tuple[str, ...],
+) -> tuple[Callable[[str], object], Callable[[str], object]]:
+    """One compiled test for "a pattern matches this path" and one for "a pattern
+    without ``/`` matches this component" (``fnmatch.fnmatchcase`` semantics, each
+    pattern translated once instead of matched one by one)."""
+
+    def compiled(chosen: list[str]) -> Callable[[str], object]:
+        if not chosen:
+            return _never
+        return re.compile("|".join(fnmatch.translate(p) for p in chosen)).match
+
+    return compiled(list(patterns)), compiled([p for p in patterns if "/" not in p])
 
 
 def _named_depth(folder: Path, settings: Settings) -> int:
@@ -276,7 +312,7 @@ def file_target(path: Path, settings: Settings) -> Target:
 
 def discover(paths: list[str], settings: Settings) -> Discovery:
     """Files to lint under ``paths``, each once, in a stable order."""
-    targets: dict[Path, Target] = {}
+    targets: dict[str, Target] = {}
     missing: list[str] = []
     unreadable: list[tuple[str, str]] = []
     notices: list[str] = []
@@ -291,7 +327,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 _relative(path, root), settings.all_excludes
             )
             if file_kind(path.name) is not None and not excluded:
-                targets.setdefault(_resolve(path), file_target(path, settings))
+                targets.setdefault(str(_resolve(path)), file_target(path, settings))
             continue
         if mode is None or not stat.S_ISDIR(mode):
             problem = _not_lintable(path)
