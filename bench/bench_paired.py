@@ -131,7 +131,9 @@ def main() -> None:
                 series = table.setdefault((mode, name), Series(f"{mode}, {name}"))
                 if mode == "hook-edit" and edited is not None:
                     edits += 1
-                    edited.write_bytes(original + f"\n# bench edit {edits}\n".encode())
+                    # a text no earlier run (of this bench or another) has cached
+                    stamp = f"{edits} {time.time_ns()}"
+                    edited.write_bytes(original + f"\n# bench edit {stamp}\n".encode())
                 output = None
                 if args.keep_output:
                     args.keep_output.mkdir(parents=True, exist_ok=True)
