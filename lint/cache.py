@@ -1,10 +1,15 @@
 """Content-hash cache: findings per file content, keyed by file bytes, file kind, tool
 version and settings, so an unchanged tree re-lints almost instantly.
 
-The cache lives in the project, so it is never trusted as it is found: the entries are
-signed with a key kept outside the project (a cache committed to a repository, or edited
-by hand, does not verify and is ignored), every entry is checked for shape before use,
-and the cache file is read only when it is a regular file of bounded size reached
+One SQLite database per settings fingerprint (``sqlite3`` from the standard library): a
+run reads the entries it asks for, one by one, not the whole cache, and writes what it
+learned in one transaction (what other runs wrote meanwhile is kept).
+
+The cache lives in the project, so it is never trusted as it is found: every entry is
+signed with a key kept outside the project, over the settings fingerprint, its key and
+its value (a cache committed to a repository, edited by hand, or an entry moved to
+another key does not verify and is ignored), every entry is checked for shape before
+use, and the database is opened only when it is a regular file of bounded size reached
 without a symbolic link.
 """
 
@@ -16,7 +21,8 @@ import hmac
 import json
 import os
 import secrets
-import tempfile
+import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,10 @@ from ddplint.source import FileTooLarge, read_source_bytes
 MAX_ENTRIES = 200_000
 #: A results file larger than this is not read (a link to /dev/zero, a forged giant).
 MAX_CACHE_BYTES = 512 * 1024 * 1024
-FORMAT = 3
+FORMAT = 4
+#: How long a run waits for another run's write to the database to end.
+LOCK_TIMEOUT_SECONDS = 5.0
+_SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"
 
 
 def content_hash(raw: bytes) -> str:
@@ -77,92 +86,171 @@ def _signature(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
+def entry_signature(secret: bytes, fingerprint: str, key: str, value: str) -> str:
+    """The signature of one stored entry: its format, settings, key and value."""
+    payload = f"{FORMAT}\0{fingerprint}\0{key}\0{value}".encode("utf-8", "surrogatepass")
+    return _signature(secret, payload)
+
+
+def _regular_or_absent(path: Path) -> bool | None:
+    """True for a regular file of at most ``MAX_CACHE_BYTES`` (not a link), False for
+    nothing there, None for anything else (a link, a FIFO, a device, a forged giant)."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_CACHE_BYTES:
+        return None
+    return True
+
+
 class ResultCache:
-    """One signed JSON file per settings fingerprint under the cache folder."""
+    """One signed SQLite database per settings fingerprint under the cache folder.
+
+    ``entries`` holds what this run read or wrote (the database is asked once per key);
+    ``save`` writes the entries ``put`` since."""
 
     def __init__(self, directory: Path, fingerprint: str) -> None:
         self.directory = directory
-        self.file = directory / f"results-{fingerprint}.json"
+        self.fingerprint = fingerprint
+        self.file = directory / f"results-{fingerprint}.sqlite3"
         self.entries: dict[str, dict[str, Any]] = {}
-        self._dirty = False
+        self._unsaved: set[str] = set()
+        #: Keys asked for and not in the database (not asked again).
+        self._absent: set[str] = set()
+        self._reader: sqlite3.Connection | None = None
         self._key = signing_key()
         #: False when the folder is a link or not a folder: nothing is read or written.
         self.usable = self._key is not None and not directory.is_symlink()
-        if self.usable:
-            self.entries = self._load()
-
-    def _load(self) -> dict[str, dict[str, Any]]:
-        assert self._key is not None
-        raw = _read_regular(self.file, MAX_CACHE_BYTES)
-        if raw is None:
-            return {}
-        try:
-            data = json.loads(raw)
-            payload = data["entries"].encode("utf-8")
-            if data.get("format") != FORMAT or not hmac.compare_digest(
-                str(data["signature"]), _signature(self._key, payload)
-            ):
-                return {}  # written elsewhere (committed, edited, another machine)
-            entries = json.loads(payload)
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            return {}  # damaged: start afresh
-        return entries if isinstance(entries, dict) else {}
 
     def get(self, key: str) -> dict[str, Any] | None:
+        if key not in self.entries and key not in self._absent:
+            found = self._read(key)
+            if found is None:
+                self._absent.add(key)
+            else:
+                self.entries[key] = found
         entry = self.entries.get(key)
         return entry if isinstance(entry, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        self.remember(key, value)
+        self._unsaved.add(key)
+
+    def remember(self, key: str, value: dict[str, Any]) -> None:
+        """Hold ``value`` for ``key`` in memory for this run, not to be saved."""
         self.entries[key] = value
-        self._dirty = True
+        self._absent.discard(key)
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is silently not kept."""
-        if not self._dirty or not self.usable or self._key is None:
-            return
-        if len(self.entries) > MAX_ENTRIES:
-            keep = list(self.entries.items())[-MAX_ENTRIES:]
-            self.entries = dict(keep)
-        self._write(self.entries)
+        """Write what was put since the last save and let it go from memory (it is read
+        again if asked for); a cache that cannot be written is silently not kept."""
+        written = {k: self.entries[k] for k in self._unsaved if k in self.entries}
+        self._unsaved.clear()
+        if self.add_to_file(written):
+            for key in written:
+                del self.entries[key]
 
-    def add_to_file(self, entries: dict[str, dict[str, Any]]) -> None:
-        """Add ``entries`` to the cache file as it is now (what other runs wrote there
-        since this cache was read is kept); silently nothing when it cannot be written."""
-        if not entries or not self.usable:
-            return
-        merged = self._load()
-        merged.update(entries)
-        if len(merged) > MAX_ENTRIES:
-            merged = dict(list(merged.items())[-MAX_ENTRIES:])
-        self._write(merged)
-
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        assert self._key is not None
-        payload = json.dumps(entries, separators=(",", ":"))
-        document = {
-            "format": FORMAT,
-            "signature": _signature(self._key, payload.encode("utf-8")),
-            "entries": payload,
-        }
+    def add_to_file(self, entries: dict[str, dict[str, Any]]) -> bool:
+        """Add ``entries`` to the database (what other runs wrote there is kept; the
+        oldest entries go beyond ``MAX_ENTRIES``); whether they were written (silently
+        not when the cache cannot be written)."""
+        if not entries or not self.usable or self._key is None:
+            return False
+        rows = []
+        for key, value in entries.items():
+            text = json.dumps(value, separators=(",", ":"))
+            rows.append((key, text, entry_signature(self._key, self.fingerprint, key, text)))
         try:
-            created = not self.directory.exists()
-            self.directory.mkdir(parents=True, exist_ok=True)
-            if self.directory.is_symlink() or not self.directory.is_dir():
-                return
-            ignore = self.directory / ".gitignore"
-            if created and not ignore.exists():
-                ignore.write_text("# created by ddplint\n*\n", encoding="utf-8")
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(document, handle, separators=(",", ":"))
-                os.replace(tmp, self.file)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError:
-            return
+            self._write(rows)
+        except (OSError, sqlite3.Error):
+            return False
+        return True
+
+    def stored(self) -> dict[str, dict[str, Any]]:
+        """Every entry of the database that verifies, in the order written."""
+        found: dict[str, dict[str, Any]] = {}
+        connection = self._open_reader()
+        if connection is None:
+            return found
+        with contextlib.suppress(sqlite3.Error):
+            query = "SELECT key, value, signature FROM entries ORDER BY rowid"
+            for key, value, signature in connection.execute(query):
+                entry = self._verified(key, value, signature)
+                if entry is not None:
+                    found[key] = entry
+        return found
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        connection = self._open_reader()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute(
+                "SELECT value, signature FROM entries WHERE key = ?", (key,)
+            ).fetchone()
+        except sqlite3.Error:
+            return None  # damaged, or not a database: start afresh
+        return None if row is None else self._verified(key, *row)
+
+    def _verified(self, key: Any, value: Any, signature: Any) -> dict[str, Any] | None:
+        """The entry, if written by this machine for these settings under this key."""
+        if self._key is None or not all(isinstance(x, str) for x in (key, value, signature)):
+            return None
+        expected = entry_signature(self._key, self.fingerprint, key, value)
+        if not hmac.compare_digest(signature, expected):
+            return None  # written elsewhere (committed, edited, another machine)
+        try:
+            entry = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def _open_reader(self) -> sqlite3.Connection | None:
+        if self._reader is None and self.usable and _regular_or_absent(self.file):
+            with contextlib.suppress(sqlite3.Error):
+                uri = f"{self.file.resolve().as_uri()}?mode=ro"
+                self._reader = sqlite3.connect(
+                    uri, uri=True, timeout=LOCK_TIMEOUT_SECONDS, check_same_thread=False
+                )
+        return self._reader
+
+    def _write(self, rows: list[tuple[str, str, str]]) -> None:
+        created = not self.directory.exists()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.directory.is_symlink() or not self.directory.is_dir():
+            raise OSError(f"{self.directory} is not a folder")
+        ignore = self.directory / ".gitignore"
+        if created and not ignore.exists():
+            ignore.write_text("# created by ddplint\n*\n", encoding="utf-8")
+        if _regular_or_absent(self.file) is None:
+            self.file.unlink()  # a link, a FIFO or a giant where the cache belongs
+        try:
+            self._insert(rows)
+        except sqlite3.DatabaseError:  # damaged, or not a database: made afresh
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+            self.file.unlink()
+            self._insert(rows)
+
+    def _insert(self, rows: list[tuple[str, str, str]]) -> None:
+        connection = sqlite3.connect(self.file, timeout=LOCK_TIMEOUT_SECONDS)
+        try:
+            with connection:
+                connection.execute(_SCHEMA)
+                connection.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", rows)
+                (count,) = connection.execute("SELECT count(*) FROM entries").fetchone()
+                if count > MAX_ENTRIES:
+                    connection.execute(
+                        "DELETE FROM entries WHERE rowid IN "
+                        "(SELECT rowid FROM entries ORDER BY rowid LIMIT ?)",
+                        (count - MAX_ENTRIES,),
+                    )
+        finally:
+            connection.close()
 
 
 def valid_outcome_entry(entry: Any) -> bool:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ddplint.gitignore import IgnoreRule, is_ignored, read_rules
@@ -46,24 +49,71 @@ def _resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def display_path(path: Path) -> str:
+class Resolver:
+    """``resolve()`` for the many files of one listing, on strings: each folder is
+    resolved once, and a file that is not a symbolic link resolves to its resolved folder
+    and its name (as ``resolve()`` would). One per discovery: folders may change between
+    runs."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+        self._files: dict[str, str] = {}
+
+    def folder(self, path: Path | str) -> str:
+        """``_resolve(path)``, remembered."""
+        key = os.fspath(path)
+        found = self._folders.get(key)
+        if found is None:
+            found = self._folders[key] = str(_resolve(Path(key)))
+        return found
+
+    def file(self, path: Path | str) -> str:
+        """``_resolve(path)``, with the folder's resolution remembered (and the file's:
+        a listing asks for each file more than once)."""
+        key = os.fspath(path)
+        found = self._files.get(key)
+        if found is None:
+            head, name = os.path.split(key)
+            if name in ("", ".", "..") or os.path.islink(key):
+                found = str(_resolve(Path(key)))
+            else:
+                found = os.path.join(self.folder(head or "."), name)
+            self._files[key] = found
+        return found
+
+    @cached_property
+    def cwd(self) -> str:
+        return str(_resolve(Path.cwd()))
+
+
+def _below(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` (both resolved), as ``Path.relative_to`` gives it;
+    None when it is not below."""
+    if path == base:
+        return "."
+    prefix = base if base.endswith("/") else base + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def display_path(path: Path, resolver: Resolver | None = None) -> str:
     """Relative to the working directory when below it, else absolute."""
-    try:
-        return _resolve(path).relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    resolver = resolver or Resolver()
+    below = _below(resolver.file(path), resolver.cwd)
+    return path.as_posix() if below is None else below
 
 
-def _relative(path: Path, root: Path, fallback: Path | None = None) -> str:
+def _relative(
+    path: Path, root: Path, fallback: Path | None = None, resolver: Resolver | None = None
+) -> str:
     """Posix path below ``root``; below ``fallback`` (the scanned folder) otherwise."""
-    resolved = _resolve(path)
+    resolver = resolver or Resolver()
+    resolved = resolver.file(path)
     for base in (root, fallback):
         if base is None:
             continue
-        try:
-            return resolved.relative_to(_resolve(base)).as_posix()
-        except ValueError:
-            continue
+        below = _below(resolved, resolver.folder(base))
+        if below is not None:
+            return below
     return path.as_posix()
 
 
@@ -73,15 +123,32 @@ def is_excluded(relative: str, patterns: tuple[str, ...], named_depth: int = 0) 
     components. The first ``named_depth`` components (a folder named on the command line
     and those above it) are not matched: a folder named on its own is linted, as a file
     named on its own is (ruff's rule)."""
+    whole, component = _exclude_matchers(patterns)
     parts = relative.split("/")
     for depth in range(named_depth, len(parts)):
-        leading = "/".join(parts[: depth + 1])
-        for pattern in patterns:
-            if fnmatch.fnmatchcase(leading, pattern):
-                return True
-            if "/" not in pattern and fnmatch.fnmatchcase(parts[depth], pattern):
-                return True
+        if whole("/".join(parts[: depth + 1])) or component(parts[depth]):
+            return True
     return False
+
+
+def _never(_text: str) -> bool:
+    return False
+
+
+@lru_cache(maxsize=32)
+def _exclude_matchers(
+    patterns: tuple[str, ...],
+) -> tuple[Callable[[str], object], Callable[[str], object]]:
+    """One compiled test for "a pattern matches this path" and one for "a pattern
+    without ``/`` matches this component" (``fnmatch.fnmatchcase`` semantics, each
+    pattern translated once instead of matched one by one)."""
+
+    def compiled(chosen: list[str]) -> Callable[[str], object]:
+        if not chosen:
+            return _never
+        return re.compile("|".join(fnmatch.translate(p) for p in chosen)).match
+
+    return compiled(list(patterns)), compiled([p for p in patterns if "/" not in p])
 
 
 def _named_depth(folder: Path, settings: Settings) -> int:
@@ -173,6 +240,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
     root = settings.project_root
     named_depth = _named_depth(directory, settings)
     rules = _inherited_ignore_rules(directory, repository)
+    resolver = Resolver()
 
     def unreadable(error: OSError) -> None:
         where = display_path(Path(error.filename)) if error.filename else directory.as_posix()
@@ -180,7 +248,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
 
     for current, dirs, files in os.walk(directory, onerror=unreadable, followlinks=False):
         here = Path(current)
-        in_repo = _relative(here, repository) if repository is not None else ""
+        in_repo = _relative(here, repository, resolver=resolver) if repository is not None else ""
         if repository is not None:
             rules = rules + read_rules(here / ".gitignore", "" if in_repo == "." else in_repo)
 
@@ -189,7 +257,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
             for d in dirs
             if not (repository is not None and _ignored(rules, in_repo, d, True))
             and not is_excluded(
-                _relative(here / d, root, directory), settings.all_excludes, named_depth
+                _relative(here / d, root, directory, resolver), settings.all_excludes, named_depth
             )
         )
         listing.files.extend(
@@ -244,7 +312,7 @@ def file_target(path: Path, settings: Settings) -> Target:
 
 def discover(paths: list[str], settings: Settings) -> Discovery:
     """Files to lint under ``paths``, each once, in a stable order."""
-    targets: dict[Path, Target] = {}
+    targets: dict[str, Target] = {}
     missing: list[str] = []
     unreadable: list[tuple[str, str]] = []
     notices: list[str] = []
@@ -259,7 +327,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 _relative(path, root), settings.all_excludes
             )
             if file_kind(path.name) is not None and not excluded:
-                targets.setdefault(_resolve(path), file_target(path, settings))
+                targets.setdefault(str(_resolve(path)), file_target(path, settings))
             continue
         if mode is None or not stat.S_ISDIR(mode):
             problem = _not_lintable(path)
@@ -271,10 +339,11 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
         listing = _listing(path, settings)
         notices += listing.notices
         named_depth = _named_depth(path, settings)
+        resolver = Resolver()
         for candidate in listing.files:
             if file_kind(candidate.name) is None:
                 continue
-            relative = _relative(candidate, root, path)
+            relative = _relative(candidate, root, path, resolver)
             if is_excluded(relative, settings.all_excludes, named_depth):
                 continue
             candidate_mode = _mode(candidate)
@@ -284,12 +353,12 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
                 if candidate_mode is None and _permission_denied(candidate):
                     unreadable.append((display_path(candidate), "cannot read: Permission denied"))
                 continue
-            key = _resolve(candidate)
+            key = resolver.file(candidate)
             known = targets.get(key)
             if known is None or (known.path.is_symlink() and not candidate.is_symlink()):
                 # A file and a link to it are one target: the file itself, which a fix
                 # may write (never the link).
-                targets[key] = Target(candidate, display_path(candidate), relative)
+                targets[key] = Target(candidate, display_path(candidate, resolver), relative)
     ordered = sorted(targets.values(), key=lambda t: t.display)
     return Discovery(ordered, missing, unreadable, notices)
 

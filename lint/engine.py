@@ -5,6 +5,7 @@ return findings."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -12,26 +13,24 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, TypeVar
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddplint import cancellation, code_facts
 from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
-from ddplint.code.fact_collectors import COLLECTORS, FactCollector, collect_facts
-from ddplint.code.project.index import ProjectIndex, resolution_inputs
-from ddplint.code.project.module_summary import summarize
-from ddplint.code.project.summaries import SUMMARY_VERSION, Summary
-from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
-from ddplint.code.project.view import encode_facts, informs_rules
-from ddplint.code.syntax.python_ast import parse_python
-from ddplint.code.syntax.safe_parse import ParseLimitExceeded
+from ddplint.code.project.encoding import (
+    FACTS_VERSION,
+    SUMMARY_VERSION,
+    encode_facts,
+    informs_rules,
+)
+from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import all_rules
+from ddplint.rules.catalogue import CATALOGUE
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import (
     FileTooLarge,
@@ -42,6 +41,13 @@ from ddplint.source import (
     read_source_bytes,
 )
 from ddplint.suppress import Suppressions, mentions_own_codes
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ddplint.code.fact_collectors import FactCollector
+    from ddplint.code.project.index import ProjectIndex
+    from ddplint.code.project.summaries import Summary
 
 T = TypeVar("T")
 #: Below this many files to parse, a process pool costs more than it saves.
@@ -214,6 +220,8 @@ class _Plan:
 def _compiles(path: str, raw: bytes) -> bool:
     """Whether CPython's parser reads the file (cheap: no LibCST). A file it refuses
     may still be newer syntax than this Python, which LibCST decides."""
+    from ddplint.code.syntax.python_ast import parse_python
+
     try:
         parse_python(SourceFile.decode(path, raw).text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -284,6 +292,11 @@ def lint_source(
 
 def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> FileOutcome:
     """Parse the file once and run the planned rules and fact collectors on it."""
+    import libcst as cst  # only a file that is parsed needs LibCST and the analysis
+
+    from ddplint.code.fact_collectors import collect_facts
+    from ddplint.code.syntax.safe_parse import ParseLimitExceeded
+
     outcome = FileOutcome()
     try:
         source = SourceFile.decode(path, raw)
@@ -341,7 +354,7 @@ def _apply_suppressions(
     suppression rules' findings (DDP900), themselves open to suppression."""
     suppressions = Suppressions.for_text(text, kind)
     review = suppressions.review(findings)
-    known = tuple(all_rules())
+    known = tuple(CATALOGUE)
     for directive, code in suppressions.unknown_codes(frozenset(known)):
         outcome.warnings.append(
             f"{directive.line}:{code.column}: unknown rule code `{code.text}` in "
@@ -362,6 +375,10 @@ def _check(rule: CodeRule | ConfigRule, context: Any) -> list[Finding]:
 
 
 def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
+    if not kinds:
+        return []
+    from ddplint.code.fact_collectors import COLLECTORS
+
     wanted = (COLLECTORS[k] for k in kinds if k in COLLECTORS)
     return [c for c in wanted if any(n.encode() in raw for n in c.needles)]
 
@@ -566,6 +583,8 @@ def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
 def _summary_job(raw: bytes) -> Summary | None:
     """The module summary of a Python file's bytes; None for one ``ast`` cannot read
     (its own lint run reports why)."""
+    from ddplint.code.project.module_summary import summarize
+
     try:
         return summarize(SourceFile.decode("", raw).text)
     except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -573,14 +592,15 @@ def _summary_job(raw: bytes) -> Summary | None:
 
 
 def _summaries(
-    sources: dict[str, bytes], cache: ResultCache | None, jobs: int
+    sources: dict[str, bytes], hashes: dict[str, str], cache: ResultCache | None, jobs: int
 ) -> dict[str, Summary]:
     """Summaries of the project's Python files (relative path -> summary), from the
-    cache where it has them, the rest built in the pool."""
+    cache where it has them, the rest built in the pool. ``hashes``: the sources'
+    content hashes."""
     found: dict[str, Summary] = {}
     missing: list[tuple[str, str]] = []
-    for relative, raw in sources.items():
-        key = f"summary:{SUMMARY_VERSION}:{content_hash(raw)}"
+    for relative in sources:
+        key = f"summary:{SUMMARY_VERSION}:{hashes[relative]}"
         hit = cache.get(key) if cache is not None else None
         if isinstance(hit, dict) and isinstance(hit.get("summary"), dict):
             found[relative] = hit["summary"]
@@ -633,22 +653,63 @@ def _project_facts(
     sources: dict[str, bytes],
     setup: _RunSetup,
 ) -> dict[int, str]:
-    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position."""
-    summaries = _summaries(sources, setup.cache, setup.jobs)
-    index = setup.memo.index(summaries) if setup.memo is not None else ProjectIndex(summaries)
-    found: dict[int, str] = {}
-    for position in positions:
-        facts = index.facts_for(targets[position].relative)
-        if facts:
-            found[position] = encode_facts(facts)
+    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
+
+    Memoized in the cache by the project's sources (every path and content hash): a
+    file an earlier run of the same sources answered costs no summary and no linking
+    (a pre-commit run after a whole-tree run, a warm run)."""
+    relatives = sorted({targets[p].relative for p in positions})
+    hashes = {relative: content_hash(raw) for relative, raw in sources.items()}
+    memo_key = _project_facts_key(hashes)
+    cache = setup.cache
+    known = (_cached_project_facts(cache, memo_key) if cache is not None else None) or {}
+    missing = [relative for relative in relatives if relative not in known]
+    if missing:
+        from ddplint.code.project.index import ProjectIndex
+
+        summaries = _summaries(sources, hashes, cache, setup.jobs)
+        memo = setup.memo
+        index = memo.index(summaries) if memo is not None else ProjectIndex(summaries)
+        known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
+        if cache is not None:
+            cache.put(memo_key, {"project_facts": known})
+    return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
+
+
+def _encoded_facts(index: ProjectIndex, relative: str) -> str:
+    """The file's facts encoded; "" for a file without any."""
+    facts = index.facts_for(relative)
+    return encode_facts(facts) if facts else ""
+
+
+def _project_facts_key(hashes: dict[str, str]) -> str:
+    """The cache key of the project facts of a project whose sources have ``hashes``
+    (relative path -> content hash): a digest of every source's path and bytes."""
+    digest = hashlib.blake2b(digest_size=16)
+    for relative in sorted(hashes):
+        digest.update(f"{relative}\0{hashes[relative]}\0".encode())
+    return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}:{digest.hexdigest()}"
+
+
+def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:
+    """The memoized project facts by relative path ("" for none); None when absent or
+    damaged."""
+    hit = cache.get(key)
+    found = hit.get("project_facts") if hit is not None else None
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        return None
     return found
 
 
 def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
-    """Code-fact kinds some selected config rule could use on these YAML files."""
+    """Code-fact kinds some selected config rule could use on these YAML files (read
+    from the rule catalogue: no rule module is imported)."""
     kinds: set[str] = set()
-    for rule in _rule_instances(options.selected):
-        if isinstance(rule, ConfigRule) and rule.code_facts:
+    for code in options.selected:
+        rule = CATALOGUE.get(code)
+        if rule is not None and rule.kind == "config" and rule.code_facts:
             needles = [n.encode() for n in rule.needles or ("",)]
             if any(n in raw for raw in config_raws for n in needles):
                 kinds.update(rule.code_facts)
@@ -734,6 +795,8 @@ class ProjectMemo:
     _index: ProjectIndex | None = None
 
     def index(self, summaries: dict[str, Summary]) -> ProjectIndex:
+        from ddplint.code.project.index import ProjectIndex, resolution_inputs
+
         changed = self._changed(summaries)
         if self._index is None or changed is None:
             self._index = ProjectIndex(summaries)
@@ -781,6 +844,8 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
     run.project = _project_facts(targets, code_files, sources, setup)
+    if cache is not None:
+        cache.save()  # the summaries leave memory before the lint workers start
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
     config_options, suffix = options, ""
     if wanted:

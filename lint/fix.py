@@ -9,10 +9,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-import libcst as cst
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.finding import Applicability, Edit, Finding
 from ddplint.source import SourceFile
@@ -110,6 +106,8 @@ def with_text(source: SourceFile, text: str) -> SourceFile:
 
 
 def _load_all_yaml(text: str) -> None:
+    from ruamel.yaml import YAML
+
     for _ in YAML(typ="rt").load_all(text):
         pass
 
@@ -119,9 +117,12 @@ def syntax_problem(kind: str, text: str) -> str | None:
 
     Python must satisfy both CPython's parser (which runs nothing) and LibCST's; YAML
     must load with ruamel's round-trip loader (plain maps, lists and scalars: no tag
-    builds an object), duplicate keys included.
+    builds an object), duplicate keys included. LibCST and ruamel are imported here, as
+    a fix is checked: a run that fixes nothing needs neither.
     """
     if kind == "code":
+        import libcst as cst
+
         try:
             ast.parse(text)
         except SyntaxError as exc:
@@ -135,6 +136,8 @@ def syntax_problem(kind: str, text: str) -> str | None:
         except RecursionError:
             return "nesting too deep"
         return None
+    from ruamel.yaml.error import YAMLError
+
     try:
         call_with_deep_stack(_load_all_yaml, text)
     except RecursionError:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ddplint.code.torch_floor import find_torch_floor, lightning_facts
-from ddplint.rules import all_rules
+from ddplint.rules.catalogue import CATALOGUE
 from ddplint.settings import (
     LintOptions,
     RuleSelection,
@@ -98,7 +98,7 @@ def build_options(settings: Settings) -> LintOptions:
     config_name = settings.config_file.name if settings.config_file else None
     floor = find_torch_floor(settings.project_root, settings.torch_version, config_name)
     return LintOptions(
-        selected=select_rules(settings, all_rules()),
+        selected=select_rules(settings, CATALOGUE),
         project_root=str(settings.project_root),
         torch_version=floor.version,
         max_file_size=settings.max_file_size,

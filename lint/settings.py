@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,7 +21,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from ddplint import __version__
-from ddplint.rule import Rule
 from ddplint.source import FileTooLarge, read_source_bytes
 
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
@@ -311,8 +310,18 @@ def _specificity(selector: str) -> int:
     return 0 if selector == "ALL" else len(selector)
 
 
+class RuleInfo(Protocol):
+    """What selecting rules reads of a rule: a rule class, or its catalogue entry."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def default_enabled(self) -> bool: ...
+
+
 def validate_selectors(
-    selectors: Iterable[str], rules: Mapping[str, type[Rule]], origin: str
+    selectors: Iterable[str], rules: Mapping[str, RuleInfo], origin: str
 ) -> None:
     """Every selector must match at least one rule code."""
     for selector in selectors:
@@ -327,7 +336,7 @@ def validate_selectors(
             )
 
 
-def did_you_mean(text: str, rules: Mapping[str, type[Rule]]) -> str:
+def did_you_mean(text: str, rules: Mapping[str, RuleInfo]) -> str:
     """`` (did you mean DDP201?)`` for a mistyped code or a rule's name, else ``""``."""
     by_name = {rule.name: code for code, rule in rules.items()}
     wanted = text.strip().lower()
@@ -361,7 +370,7 @@ def _edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[str, ...]:
+def select_rules(settings: Settings, rules: Mapping[str, RuleInfo]) -> tuple[str, ...]:
     """Rule codes enabled by the settings: the default set, then the settings file's
     layer, then the command line's (so ``--select DDP201`` beats the file's ``ignore``).
 
@@ -383,7 +392,7 @@ def select_rules(settings: Settings, rules: Mapping[str, type[Rule]]) -> tuple[s
 
 
 def _apply_layer(
-    layer: RuleSelection, enabled: set[str], rules: Mapping[str, type[Rule]], preview: bool
+    layer: RuleSelection, enabled: set[str], rules: Mapping[str, RuleInfo], preview: bool
 ) -> set[str]:
     """The codes enabled after one layer, given those enabled before it."""
     after = set()

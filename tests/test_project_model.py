@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,6 +158,27 @@ def test_a_yaml_linted_alone_and_the_tree_agree_on_ddp605(
     assert len(tree) == (0 if sync else 1)
 
 
+@pytest.mark.parametrize("project", ["save_checkpoint"], indirect=True)
+def test_a_file_named_after_a_tree_run_takes_its_facts_from_the_memo(project: Path) -> None:
+    """An unchanged project is not linked again: a file named alone (pre-commit) after a
+    run over the same sources reads its facts from the memo, with the same findings."""
+    whole = run(project, [project], use_cache=True)
+    expected = {f for f in found(whole, project) if f[0] == "train_bad.py"}
+    train = project / "train_bad.py"
+    original = train.read_text()
+    train.write_text(original + "\n")  # a source changed: the file alone links once
+    assert found(run(project, [train], use_cache=True), project) == expected
+
+    def no_linking(*_args: object) -> None:
+        raise AssertionError("the project was linked again")
+
+    train.write_text(original)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ProjectIndex, "__init__", no_linking)
+        assert found(run(project, [train], use_cache=True), project) == expected
+        assert found(run(project, [project], use_cache=True), project) == found(whole, project)
+
+
 def index_of(files: dict[str, str]) -> ProjectIndex:
     return ProjectIndex({path: summarize(text) for path, text in files.items()})
 
@@ -271,3 +293,52 @@ def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
     facts = index.facts_for("evaluation.py")
     assert facts["def:evaluate"] == {"m": [0]}
     assert facts["def:run"] == {"m": [1]}
+
+
+def _facts_by_scanning(index: ProjectIndex, path: str) -> dict[str, dict[str, Any]]:
+    """``facts_for`` as it was before the per-module grouping: every file scanned the
+    project-wide sets. The reference the grouped answer must equal."""
+    module = index.module_of_path.get(path)
+    if module is None:
+        return {}
+    facts: dict[str, dict[str, Any]] = {}
+    for owner, name in sorted(index.device_chosen_by_callers):
+        if owner == module:
+            facts.setdefault(f"def:{name}", {})["c"] = 1
+    for (owner, name), positions in sorted(index.wrapped_parameters.items()):
+        if owner == module and positions:
+            facts.setdefault(f"def:{name}", {})["m"] = sorted(positions)
+    for use, fact in index.facts_for(path).items():
+        if not use.startswith("def:"):
+            facts[use] = fact
+    return facts
+
+
+def generated_project(modules: int) -> dict[str, str]:
+    """A project of ``modules`` files that call, wrap and set devices across modules."""
+    files = {"pkg/__init__.py": ""}
+    for number in range(modules):
+        previous = f"m{number - 1}" if number else "m0"
+        files[f"pkg/m{number}.py"] = (
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            f"from pkg import {previous}\n"
+            "def setup():\n    dist.init_process_group('nccl')\n"
+            "def evaluate(model, loader):\n    return [model(b) for b in loader]\n"
+            "def is_main():\n    return dist.get_rank() == 0\n"
+            "def prepare(net):\n    return net\n"
+            "def main(net, loader, rank):\n"
+            f"    {previous}.setup()\n    torch.cuda.set_device(rank)\n"
+            f"    {previous}.prepare(net)\n"
+            f"    net = DDP(net)\n    {previous}.evaluate(net, loader)\n"
+            f"    if {previous}.is_main():\n        dist.barrier()\n"
+        )
+    return files
+
+
+def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
+    index = index_of(generated_project(40))
+    for path in index.module_of_path:
+        assert index.facts_for(path) == _facts_by_scanning(index, path), path
+    assert index.facts_for("pkg/m3.py")["def:evaluate"] == {"c": 1, "m": [0]}
+    assert index.facts_for("pkg/m3.py")["def:prepare"] == {"c": 1}

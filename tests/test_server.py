@@ -16,6 +16,7 @@ import pytest
 from lsp_session import ServerSession, codes
 from lsprotocol import types
 
+from ddplint.cache import ResultCache
 from ddplint.rule import rule_docs_url
 
 pytestmark = pytest.mark.slow
@@ -181,16 +182,17 @@ def test_a_cold_session_leaves_the_project_cache_warm_for_the_next(project: Path
         train = session.open("train.py")
         assert await session.diagnostics(train) == []
         for _ in range(100):  # written once the server has been quiet for a second
-            if list(cache.glob("results-*.json")):
+            if list(cache.glob("results-*.sqlite3")):
                 break
             await asyncio.sleep(0.1)
 
     drive(project, scenario)
-    [written] = cache.glob("results-*.json")
-    entries = json.loads(json.loads(written.read_text())["entries"])
+    [written] = cache.glob("results-*.sqlite3")
+    fingerprint = written.name.removeprefix("results-").removesuffix(".sqlite3")
+    entries = ResultCache(cache, fingerprint).stored()
     summaries = [key for key in entries if key.startswith("summary:")]
     assert len(summaries) == 2  # train.py and utils.py, as on disk
-    before = written.stat().st_ino
+    before = written.stat().st_mtime_ns, written.stat().st_size
     check = subprocess.run(
         [sys.executable, "-m", "ddplint", "check", "train.py"],
         cwd=project,
@@ -200,7 +202,7 @@ def test_a_cold_session_leaves_the_project_cache_warm_for_the_next(project: Path
     )
     assert check.returncode == 0, check.stdout + check.stderr
     # Everything the check needed was there: it had nothing to add, so did not write.
-    assert written.stat().st_ino == before
+    assert (written.stat().st_mtime_ns, written.stat().st_size) == before
 
 
 NON_ASCII = textwrap.dedent(

@@ -188,13 +188,13 @@ def test_a_session_writes_what_it_first_learned_and_keeps_what_others_wrote_mean
     check.put("code:other", {"findings": []})
     check.save()
     session.write_back()
-    assert ResultCache(folder, "f").entries == {
+    assert ResultCache(folder, "f").stored() == {
         "code:other": {"findings": []},
         "summary:disk": {"summary": {"v": 1}},
     }
     session.put("code:an-unsaved-edit", {"findings": []})
     session.write_back()  # once per session: later texts are not written
-    assert "code:an-unsaved-edit" not in ResultCache(folder, "f").entries
+    assert "code:an-unsaved-edit" not in ResultCache(folder, "f").stored()
     assert "code:an-unsaved-edit" in session.entries
 
 

@@ -15,7 +15,8 @@ from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
 from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.collectives.wrapped_forwards import WrappedForwards
-from ddplint.code.project.view import OPTIONS_KEY, ProjectView
+from ddplint.code.project.encoding import OPTIONS_KEY
+from ddplint.code.project.view import ProjectView
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths

@@ -106,19 +106,19 @@ class LintRun:
 
 
 class SessionCache(ResultCache):
-    """A project's result cache for one server session: loaded from the project's cache,
-    kept in memory (it gains entries for every text an edit makes), at most
-    ``SESSION_ENTRIES`` entries (the oldest go first). What the session learned until
-    its first ``write_back`` (the project's files on disk: summaries, results) is added
-    to the project's cache file then, so the next session and the next ``ddplint check``
-    start warm; texts being edited later are not written."""
+    """A project's result cache for one server session: read from the project's cache as
+    entries are asked for, kept in memory (it gains entries for every text an edit
+    makes), at most ``SESSION_ENTRIES`` entries (the oldest go first). What the session
+    learned until its first ``write_back`` (the project's files on disk: summaries,
+    results) is added to the project's cache file then, so the next session and the next
+    ``ddplint check`` start warm; texts being edited later are not written."""
 
     def __init__(self, directory: Path, fingerprint: str) -> None:
         super().__init__(directory, fingerprint)
         self._learned: dict[str, dict[str, Any]] | None = {}
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        super().put(key, value)
+        self.remember(key, value)  # written back by ``write_back`` only
         if self._learned is not None and len(self._learned) < SESSION_ENTRIES:
             self._learned[key] = value
         while len(self.entries) > SESSION_ENTRIES:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ddplint.cache import _signature
+from ddplint.cache import entry_signature
 
 HAZARD = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
@@ -49,8 +50,26 @@ def _tree(tmp_path: Path) -> Path:
 
 
 def _results_file(tree: Path) -> Path:
-    (found,) = (tree / ".ddplint_cache").glob("results-*.json")
+    (found,) = (tree / ".ddplint_cache").glob("results-*.sqlite3")
     return found
+
+
+def _fingerprint(results: Path) -> str:
+    return results.name.removeprefix("results-").removesuffix(".sqlite3")
+
+
+def _rewrite(results: Path, secret: bytes, change: Callable[[str, Any], Any]) -> None:
+    """Give every stored entry the value ``change(key, value)``, signed with ``secret``."""
+    fingerprint = _fingerprint(results)
+    with sqlite3.connect(results) as connection:
+        rows = connection.execute("SELECT key, value FROM entries").fetchall()
+        for key, value in rows:
+            text = json.dumps(change(key, json.loads(value)))
+            signature = entry_signature(secret, fingerprint, key, text)
+            connection.execute(
+                "UPDATE entries SET value = ?, signature = ? WHERE key = ?", (text, signature, key)
+            )
+    connection.close()
 
 
 def test_cache_signed_elsewhere_is_ignored(tmp_path: Path) -> None:
@@ -58,18 +77,34 @@ def test_cache_signed_elsewhere_is_ignored(tmp_path: Path) -> None:
     the finding: a fresh machine still reports it."""
     tree = _tree(tmp_path)
     assert _run(tree, tmp_path / "key-a").returncode == 1
-    results = _results_file(tree)
-    document = json.loads(results.read_text())
-    entries = json.loads(document["entries"])
-    forged = {
-        key: {**value, "findings": []} if "findings" in value else value
-        for key, value in entries.items()
-    }
-    payload = json.dumps(forged)
-    document["entries"] = payload
-    document["signature"] = _signature(b"k" * 32, payload.encode())
-    results.write_text(json.dumps(document))
+    _rewrite(
+        _results_file(tree),
+        b"k" * 32,
+        lambda _key, value: {**value, "findings": []} if "findings" in value else value,
+    )
     again = _run(tree, tmp_path / "key-b")
+    assert again.returncode == 1 and "DDP101" in again.stdout
+
+
+def test_an_entry_moved_to_another_key_does_not_verify(tmp_path: Path) -> None:
+    """Every entry is signed with its key: a clean outcome copied, signature and all,
+    over the hazard's entry is not used."""
+    tree, key_file = _tree(tmp_path), tmp_path / "key"
+    (tree / "clean.py").write_text("import torch\n\n\ndef synchronize():\n    pass\n")
+    assert _run(tree, key_file).returncode == 1
+    results = _results_file(tree)
+    with sqlite3.connect(results) as connection:
+        rows = connection.execute("SELECT key, value, signature FROM entries").fetchall()
+        outcomes = {
+            key: (value, signature) for key, value, signature in rows if "findings" in value
+        }
+        clean = next(v for v in outcomes.values() if '"findings":[]' in v[0])
+        for key in outcomes:
+            connection.execute(
+                "UPDATE entries SET value = ?, signature = ? WHERE key = ?", (*clean, key)
+            )
+    connection.close()
+    again = _run(tree, key_file)
     assert again.returncode == 1 and "DDP101" in again.stdout
 
 
@@ -96,16 +131,11 @@ def test_wrongly_shaped_entries_are_relinted(tmp_path: Path, poison: str) -> Non
     """Even correctly signed, an entry of the wrong shape is not used (no traceback)."""
     tree, key_file = _tree(tmp_path), tmp_path / "key"
     assert _run(tree, key_file).returncode == 1
-    results = _results_file(tree)
-    document = json.loads(results.read_text())
-    entries = {
-        key: POISONS[poison](value) if "findings" in value else value  # outcomes only
-        for key, value in json.loads(document["entries"]).items()
-    }
-    payload = json.dumps(entries)
-    document["entries"] = payload
-    document["signature"] = _signature(key_file.read_bytes(), payload.encode())
-    results.write_text(json.dumps(document))
+    _rewrite(
+        _results_file(tree),
+        key_file.read_bytes(),
+        lambda _key, value: POISONS[poison](value) if "findings" in value else value,
+    )
     for output_format in ("concise", "sarif"):
         again = _run(tree, key_file, "--format", output_format)
         assert "Traceback" not in again.stderr, again.stderr
@@ -118,7 +148,7 @@ def test_cache_folder_linked_to_the_root_is_not_used(tmp_path: Path) -> None:
     result = _run(tree, tmp_path / "key")
     assert result.returncode == 1 and "DDP101" in result.stdout
     assert not (tree / ".gitignore").exists()
-    assert not list(tree.glob("results-*.json"))
+    assert not list(tree.glob("results-*"))
 
 
 @pytest.mark.parametrize("special", ["dev-zero", "fifo"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -239,12 +240,14 @@ def test_file_without_read_permission(project: Path) -> None:
 def test_damaged_cache_entries_are_relinted(project: Path) -> None:
     (project / "net.py").write_text(HAZARD)
     first = run_cli("check", "--format", "json")
-    (cache_file,) = (project / ".ddplint_cache").glob("results-*.json")
-    entries = json.loads(cache_file.read_text())["entries"]
-    cache_file.write_text(json.dumps({"entries": {key: {"findings": 5} for key in entries}}))
+    (cache_file,) = (project / ".ddplint_cache").glob("results-*.sqlite3")
+    with sqlite3.connect(cache_file) as connection:
+        connection.execute("UPDATE entries SET value = ?", (json.dumps({"findings": 5}),))
+    connection.close()
     assert run_cli("check", "--format", "json").out == first.out
-    cache_file.write_bytes(b"\x00not json")
+    cache_file.write_bytes(b"\x00not a database")
     assert run_cli("check", "--format", "json").out == first.out
+    assert run_cli("check", "--format", "json").out == first.out  # the cache made afresh
 
 
 def test_unwritable_report_file_is_an_error(project: Path) -> None:

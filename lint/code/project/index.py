@@ -449,12 +449,8 @@ class ProjectIndex:
         if module is None:
             return {}
         facts: dict[str, dict[str, Any]] = {}
-        for owner, name in sorted(self.device_chosen_by_callers):
-            if owner == module:
-                facts.setdefault(f"def:{name}", {})["c"] = 1
-        for (owner, name), positions in sorted(self.wrapped_parameters.items()):
-            if owner == module and positions:
-                facts.setdefault(f"def:{name}", {})["m"] = sorted(positions)
+        for key, fact in self._own_function_facts.get(module, ()):
+            facts.setdefault(key, {}).update(fact)
         for use in self.summaries[module]["uses"]:
             owner, _, spelled = use.rpartition(":")
             symbol = self.spelled(spelled, module, owner or None)
@@ -464,6 +460,18 @@ class ProjectIndex:
             if fact:
                 facts[use] = fact
         return facts
+
+    @cached_property
+    def _own_function_facts(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Per module, the ``def:f`` facts of its own functions (``c`` then ``m``, each
+        in function order), grouped once so that ``facts_for`` reads only its module's."""
+        grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for owner, name in sorted(self.device_chosen_by_callers):
+            grouped.setdefault(owner, []).append((f"def:{name}", {"c": 1}))
+        for (owner, name), positions in sorted(self.wrapped_parameters.items()):
+            if positions:
+                grouped.setdefault(owner, []).append((f"def:{name}", {"m": sorted(positions)}))
+        return grouped
 
     def _fact(self, symbol: Symbol, module: str, spelled: str) -> dict[str, Any]:
         if symbol[0] == "attribute":

@@ -29,8 +29,6 @@ from ddplint.code.ranks.rank_predicates import (
     RANK_ONLY_DECORATORS,
 )
 
-#: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "6"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -18,25 +18,6 @@ from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
-#: The key of the project facts in ``LintOptions.facts``.
-OPTIONS_KEY = "project"
-
-
-def encode_facts(facts: dict[str, dict[str, Any]]) -> str:
-    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
-
-
-def informs_rules(encoded: str | None) -> bool:
-    """Whether a file's project facts can make a rule fire without any of the words the
-    rules' pre-filters look for (a project name that reaches a collective, tests the
-    rank, ...). Facts that only clear a suspicion (``u``: a known function returning no
-    rank test, ``c``: callers that choose the GPU, ``w``: arguments it shards) cannot:
-    such a file keeps its pre-filters."""
-    if not encoded:
-        return False
-    facts = json.loads(encoded)
-    return any(set(fact) - {"u", "c", "w"} for fact in facts.values())
-
 
 class ProjectView:
     """The project facts of one file, asked with its LibCST nodes."""
