@@ -49,6 +49,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP216", "skip-decided-by-one-rank", "code", True),
         RuleEntry("DDP217", "collectives-per-batch-value", "code", True),
         RuleEntry("DDP218", "file-check-decides-collective", "code", False),
+        RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
         RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
@@ -87,6 +88,11 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP608", "trainer-disagrees-with-allocation", "config", True),
         RuleEntry("DDP609", "sync-bn-single-process-config", "config", True),
         RuleEntry("DDP610", "sync-bn-single-process-py-config", "code", True),
+        RuleEntry("DDP611", "deepspeed-batch-size-mismatch", "config", False),
+        RuleEntry("DDP612", "deepspeed-fp16-and-bf16", "config", False),
+        RuleEntry("DDP613", "deepspeed-zero-option-ignored", "config", False),
+        RuleEntry("DDP614", "accelerate-process-layout", "config", False),
+        RuleEntry("DDP615", "lhotse-with-distributed-sampler", "config", False),
         RuleEntry("DDP900", "unused-suppression", "suppression", False),
     )
 }

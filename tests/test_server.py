@@ -4,7 +4,6 @@ diagnostics, code actions, hover, the project model on unsaved buffers, settings
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 import subprocess
 import sys
