@@ -168,13 +168,13 @@ def distributed_function(resolved: str | None) -> str | None:
     return None
 
 
-def spawned_functions(module: ast.Module, names: Names) -> frozenset[str]:
-    """Names of functions the module hands to ``mp.spawn``: their first parameter is
+def spawned_functions(calls: list[ast.Call], names: Names) -> frozenset[str]:
+    """Names of functions handed to ``mp.spawn`` by ``calls``: their first parameter is
     the rank."""
     found = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call) and names.resolve(node.func) in _SPAWNERS and node.args:
-            target = dotted_name(node.args[0])
+    for call in calls:
+        if names.resolve(call.func) in _SPAWNERS and call.args:
+            target = dotted_name(call.args[0])
             if target is not None:
                 found.add(target.rsplit(".", 1)[-1])
     return frozenset(found)

@@ -24,6 +24,7 @@ from ddplint.analysis.api import (
 )
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
+from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 
 ACCELERATE_CLASSES = frozenset(
@@ -95,23 +96,25 @@ class FrameworkObjects:
     """The names in a module that hold an accelerate ``Accelerator`` or a Lightning
     ``Fabric`` (by allocation or annotation), and its ``LightningModule`` classes."""
 
-    def __init__(self, module: ast.Module, names: Names) -> None:
+    def __init__(self, nodes: ModuleNodes, names: Names) -> None:
         self.names = names
         self.accelerators: set[str] = set()
         self.fabrics: set[str] = set()
         self.lightning_classes: set[ast.ClassDef] = set()
-        for node in ast.walk(module):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                self._allocation(node)
-            elif isinstance(node, ast.arg) and node.annotation is not None:
-                self._annotated(node.arg, node.annotation)
-            elif isinstance(node, ast.ClassDef) and any(
-                names.resolve(base) in LIGHTNING_MODULES for base in node.bases
-            ):
-                self.lightning_classes.add(node)
-        self.uses_conditional_backend = any(
-            _identifier(node) in CONDITION_MARKERS for node in ast.walk(module)
+        for assignment in [*nodes.of_type(ast.Assign), *nodes.of_type(ast.AnnAssign)]:
+            self._allocation(assignment)
+        for argument in nodes.of_type(ast.arg):
+            if argument.annotation is not None:
+                self._annotated(argument.arg, argument.annotation)
+        for cls in nodes.of_type(ast.ClassDef):
+            if any(names.resolve(base) in LIGHTNING_MODULES for base in cls.bases):
+                self.lightning_classes.add(cls)
+        spelled = (
+            *(n.id for n in nodes.of_type(ast.Name)),
+            *(n.attr for n in nodes.of_type(ast.Attribute)),
+            *(k.arg for k in nodes.of_type(ast.keyword)),
         )
+        self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
 
     def _allocation(self, node: ast.Assign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -171,16 +174,6 @@ class FrameworkObjects:
         return None
 
 
-def _identifier(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.keyword):
-        return node.arg
-    return None
-
-
 def _keyword_true(call: ast.Call, name: str) -> bool:
     return any(
         k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
@@ -235,27 +228,25 @@ def _header_parts(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def sharded_later(scope: ast.AST, names: Names) -> dict[str, int]:
-    """Model name -> the line where the scope shards it (``fully_shard(model)``,
+def sharded_later(calls: list[ast.Call], names: Names) -> dict[str, int]:
+    """Model name -> the last line where one of ``calls`` shards it (``fully_shard(model)``,
     ``FSDP(model)``): before that line its full state dict gathers nothing."""
     found: dict[str, int] = {}
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Call) and names.resolve(node.func) in SHARDING_WRAPPERS:
-            model = dotted_name(node.args[0]) if node.args else None
+    for call in calls:
+        if names.resolve(call.func) in SHARDING_WRAPPERS:
+            model = dotted_name(call.args[0]) if call.args else None
             if model is not None:
-                found[model] = max(found.get(model, 0), node.lineno)
+                found[model] = max(found.get(model, 0), call.lineno)
     return found
 
 
-def reads_unsharded_model(
-    collective: Collective, sharded: dict[str, int], module_shards: bool
-) -> bool:
+def reads_unsharded_model(collective: Collective, sharded: dict[str, int]) -> bool:
     """Whether a state-dict read may take a plain model (no gather): the module shards
-    no model itself (where the model is sharded, if at all, is out of sight), or the
-    scope shards this one only later."""
+    no model itself (where the model is sharded, if at all, is out of sight), or it
+    shards this one only later."""
     if collective.name not in STATE_DICT_READS:
         return False
-    if not module_shards or not collective.call.args:
+    if not sharded or not collective.call.args:
         return True
     model = dotted_name(collective.call.args[0])
     return model is not None and sharded.get(model, 0) > collective.line

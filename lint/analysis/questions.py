@@ -52,6 +52,7 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 
 #: Paths walked per question before the answer is "cannot tell" (then nothing is said).
@@ -100,19 +101,22 @@ class ModuleAnalysis:
 
     def __init__(self, module: ast.Module) -> None:
         self.module = module
+        self.nodes = ModuleNodes(module)
         self.names = Names(module)
-        self.objects = FrameworkObjects(module, self.names)
+        self.objects = FrameworkObjects(self.nodes, self.names)
         self.graphs = ScopeGraphs(module)
-        self._spawned = spawned_functions(module, self.names)
+        calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
+        self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, _Function] = {}
-        self._classes = _enclosing_classes(module)
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        for node in ast.walk(module):
-            if isinstance(node, _FUNCTIONS):
-                self._definitions.setdefault(node.name, node)
+        for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
+            self._definitions.setdefault(function.name, function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
-        self._module_shards = bool(sharded_later(module, self.names))
+        self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
+
+    def _in_lightning_class(self, scope: ast.AST) -> bool:
+        return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
 
     def function(self, scope: Scope) -> _Function:
         found = self._functions.get(scope)
@@ -129,14 +133,13 @@ class ModuleAnalysis:
                 rank_parameters,
                 self.objects.agreeing_receivers(),
             )
-            in_lightning = self._classes.get(scope) in self.objects.lightning_classes
+            in_lightning = self._in_lightning_class(scope)
             found = _Function(graph, dominance, divergence, in_lightning)
-            sharded = sharded_later(scope, self.names)
             for node in graph.nodes:
                 effects = [
                     (collective, through)
                     for collective, through in self._node_effects(node, in_lightning, dominance)
-                    if not reads_unsharded_model(collective, sharded, self._module_shards)
+                    if not reads_unsharded_model(collective, self._sharded)
                 ]
                 if effects:
                     found.effects[node.index] = effects
@@ -187,7 +190,7 @@ class ModuleAnalysis:
         self, definition: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts, depth: int
     ) -> Collective | None:
         graph = self.graphs.graph(definition)
-        in_lightning = self._classes.get(definition) in self.objects.lightning_classes
+        in_lightning = self._in_lightning_class(definition)
         inherited = frozenset(fact for fact in facts if fact[0].startswith("self."))
         seen: set[int] = set()
         pending = [graph.entry]
@@ -199,7 +202,7 @@ class ModuleAnalysis:
             own = [
                 c
                 for c in node_collectives(node, self.objects, in_lightning)
-                if not reads_unsharded_model(c, {}, self._module_shards)
+                if not reads_unsharded_model(c, self._sharded)
             ]
             if own:
                 return own[0]
@@ -221,12 +224,11 @@ class ModuleAnalysis:
     def _functions_reaching_collectives(self) -> dict[str, Collective]:
         """Local function name -> the first collective it reaches (through local calls,
         to a fixed point)."""
-        functions = [n for n in ast.walk(self.module) if isinstance(n, _FUNCTIONS)]
         direct: dict[str, Collective] = {}
         calls: dict[str, set[str]] = {}
-        for function in functions:
-            in_lightning = self._classes.get(function) in self.objects.lightning_classes
-            for call in _calls_in(function):
+        for function in self.nodes.functions():
+            in_lightning = self._in_lightning_class(function)
+            for call in self.nodes.calls_by_scope.get(function, []):
                 found = self.objects.collective(call, in_lightning)
                 if found is not None and function.name not in direct:
                     direct[function.name] = found
@@ -252,19 +254,18 @@ class ModuleAnalysis:
         return frozenset(self._reaching)
 
     def scopes_with_collectives(self) -> Iterator[Scope]:
-        for scope in self.graphs.scopes():
-            if isinstance(scope, (*_FUNCTIONS, ast.Module)) and any(True for _ in _calls_in(scope)):
+        """The functions (and module code) whose own calls issue a collective or call a
+        local function that reaches one: the only ones worth a graph."""
+        for scope, calls in self.nodes.calls_by_scope.items():
+            if not isinstance(scope, (*_FUNCTIONS, ast.Module)):
+                continue
+            in_lightning = self._in_lightning_class(scope)
+            if any(
+                self.objects.collective(call, in_lightning) is not None
+                or _local_callee(call) in self._reaching
+                for call in calls
+            ):
                 yield scope
-
-
-def _enclosing_classes(module: ast.Module) -> dict[ast.AST, ast.ClassDef]:
-    found: dict[ast.AST, ast.ClassDef] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef):
-            for child in node.body:
-                if isinstance(child, _FUNCTIONS):
-                    found[child] = node
-    return found
 
 
 def _condition_fact(test: ast.expr) -> tuple[str, bool] | None:

@@ -1,0 +1,42 @@
+"""One walk over a module's ``ast``: its nodes by type, and each call by the scope that
+makes it (the innermost function, lambda, comprehension, class body or the module).
+
+Everything else in the core reads these lists instead of walking the tree again.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from typing import TypeVar
+
+from ddplint.analysis.control_flow import SCOPE_TYPES, Scope
+
+Node = TypeVar("Node", bound=ast.AST)
+
+
+class ModuleNodes:
+    """A module's nodes by type, and its calls by scope."""
+
+    def __init__(self, module: ast.Module) -> None:
+        self.module = module
+        self._by_type: dict[type[ast.AST], list[ast.AST]] = defaultdict(list)
+        self.calls_by_scope: dict[Scope, list[ast.Call]] = defaultdict(list)
+        self.scope_of: dict[ast.AST, Scope] = {}
+        pending: list[tuple[ast.AST, Scope]] = [(module, module)]
+        while pending:
+            node, scope = pending.pop()
+            self._by_type[type(node)].append(node)
+            if isinstance(node, ast.Call):
+                self.calls_by_scope[scope].append(node)
+            inner = node if isinstance(node, SCOPE_TYPES) else scope
+            if inner is not scope:
+                self.scope_of[node] = scope
+            pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def of_type(self, kind: type[Node]) -> list[Node]:
+        """Every node of exactly this type, in no particular order."""
+        return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        return [*self.of_type(ast.FunctionDef), *self.of_type(ast.AsyncFunctionDef)]
