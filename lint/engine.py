@@ -641,12 +641,20 @@ def lint_targets(
     from every Python file of the project root (files named one by one, as pre-commit
     does, are analysed with their whole project).
     """
-    cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
+    cache = open_cache(settings, options) if use_cache else None
     run = _RunSetup(settings, options, read_source_bytes, cache, jobs or default_jobs(), progress)
     result = _lint_read(targets, run, whole_project)
     if cache is not None:
         cache.save()
+        if cache.problem is not None:
+            result.notices.append(cache.problem)
     return result
+
+
+def open_cache(settings: Settings, options: LintOptions) -> ResultCache:
+    """The project's result cache for these options (off, with ``problem``, when its
+    signing key is unusable)."""
+    return ResultCache(cache_directory(settings), options.fingerprint(), settings.project_root)
 
 
 def lint_buffers(

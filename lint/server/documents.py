@@ -103,7 +103,9 @@ class ProjectSetup:
             problem = f"ddplint: bad settings ({exc}); linting with the default settings"
             settings = Settings(project_root=find_project_root(folder))
             options = build_options(settings)
-        cache = SessionCache(cache_directory(settings), options.fingerprint())
+        cache = SessionCache(cache_directory(settings), options.fingerprint(), settings.project_root)
+        if problem is None and cache.problem is not None:
+            problem = f"ddplint: {cache.problem}"
         return cls(settings, options, cache, problem)
 
     def lints(self, snapshot: Snapshot) -> bool:
@@ -136,8 +138,8 @@ class SessionCache(ResultCache):
     to the project's cache file then, so the next session and the next ``ddplint check``
     start warm; texts being edited later are not written."""
 
-    def __init__(self, directory: Path, fingerprint: str) -> None:
-        super().__init__(directory, fingerprint)
+    def __init__(self, directory: Path, fingerprint: str, project_root: Path | None = None):
+        super().__init__(directory, fingerprint, project_root)
         self._learned: dict[str, dict[str, Any]] | None = {}
 
     def put(self, key: str, value: dict[str, Any]) -> None:
