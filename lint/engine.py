@@ -24,7 +24,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.code.project.summaries import SUMMARY_VERSION, Summary
 from ddplint.code.project.view import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.view import encode_facts, informs_rules
-from ddplint.code.syntax.safe_parse import ParseLimitExceeded
+from ddplint.code.syntax.safe_parse import ParseLimitExceeded, too_large
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
@@ -205,6 +205,8 @@ def _triage(
         return FileOutcome()
     if len(raw) > options.max_file_size:
         return FileOutcome(notices=[_size_notice(len(raw), options.max_file_size)])
+    if kind == "code" and (problem := too_large(raw)) is not None:
+        return FileOutcome(notices=[f"{SKIPPED}{problem}"])
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
@@ -533,7 +535,9 @@ def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
 
 def _summary_job(raw: bytes) -> Summary | None:
     """The module summary of a Python file's bytes; None for one ``ast`` cannot read
-    (its own lint run reports why)."""
+    or one too large to analyse (its own lint run reports why)."""
+    if too_large(raw) is not None:
+        return None  # its own lint says it was skipped
     try:
         return summarize(SourceFile.decode("", raw).text)
     except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
