@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ddplint.engine import FileOutcome, RunResult, default_jobs, lint_source, run_jobs
 from ddplint.finding import FileError, Finding
-from ddplint.interrupt import signals_held
 from ddplint.fix import applicable, apply_edits, choose_fixes, edits_of, syntax_problem, with_text
+from ddplint.interrupt import signals_held
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import SourceError, SourceFile, split_lines
 

@@ -16,7 +16,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings
-from ddplint.server.documents import SessionCache
+from ddplint.server.documents import EDIT_ENTRIES, SessionCache
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
 from ddplint.server.scheduling import LintScheduler
 from ddplint.suppress import Suppressions, noqa_edit
@@ -198,6 +198,24 @@ def test_a_session_writes_what_it_first_learned_and_keeps_what_others_wrote_mean
     assert "code:an-unsaved-edit" in session.entries
 
 
+def test_a_session_keeps_only_the_last_edits_it_learned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's memory over 1,000 edits: each edit's text adds a summary and a result
+    (about 1.3 MB for a 900-line file); only the last ``EDIT_ENTRIES`` stay, and what
+    the session learned from the files on disk stays too."""
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    session = SessionCache(tmp_path / "cache", "f")
+    session.put("summary:disk", {"summary": {"v": 1}})
+    session.write_back()
+    for edit in range(1000):
+        session.put(f"code:edit-{edit}", {"findings": []})
+    assert len(session.entries) == EDIT_ENTRIES + 1
+    assert "summary:disk" in session.entries
+    assert f"code:edit-{999}" in session.entries
+    assert f"code:edit-{999 - EDIT_ENTRIES}" not in session.entries
+
+
 def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> None:
     memo = ProjectMemo()
     summaries = {"a.py": summarize("def f():\n    print(1)\n")}
@@ -280,6 +298,34 @@ def test_collect_and_freeze_leaves_survivors_out_of_later_collections() -> None:
     try:
         collect_and_freeze()
         assert gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
+
+
+def test_runs_without_an_idle_pause_still_have_their_garbage_collected() -> None:
+    """The server's memory over many edits without a pause: the garbage cycles each run
+    leaves are collected every ``COLLECT_AFTER_RUNS`` runs, not frozen for ever."""
+    import gc
+    import weakref
+
+    from ddplint.server.memory import COLLECT_AFTER_RUNS, collect_and_freeze, frozen_after
+
+    class Node:
+        partner: object = None
+
+    left: list[weakref.ref[Node]] = []
+
+    def work(_: int) -> None:
+        a, b = Node(), Node()
+        a.partner, b.partner = b, a  # a garbage cycle, as a lint run leaves
+        left.append(weakref.ref(a))
+
+    run = frozen_after(work)
+    try:
+        collect_and_freeze()
+        for index in range(COLLECT_AFTER_RUNS):
+            run(index)
+        assert all(ref() is None for ref in left)
     finally:
         gc.unfreeze()
 

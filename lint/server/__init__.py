@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import BinaryIO, cast
 
 INSTALL_HINT = (
     "ddplint: error: `ddplint server` needs pygls; install it with `pip install 'ddplint[server]'`"
@@ -34,7 +35,8 @@ def serve() -> int:
     from ddplint.server.protocol import build_server
 
     server = build_server()
-    server.start_io(BoundedInput(sys.stdin.buffer))
+    # pygls reads its input with ``readline()`` and ``read(n)`` only.
+    server.start_io(cast(BinaryIO, BoundedInput(sys.stdin.buffer)))
     if server.scheduler.working:  # its thread would hold the interpreter's exit
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(ValueError, OSError):  # closed by pygls's ``exit``

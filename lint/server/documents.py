@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,6 +32,10 @@ from ddplint.source import file_kind, split_lines
 
 #: The most result-cache entries a project keeps in a server session.
 SESSION_ENTRIES = 50_000
+#: The most entries a session keeps of what it learned after its first write-back: the
+#: texts of edits (a 900-line file's summary and result: about 1.3 MB each; 1,000 edits
+#: grew the server by 1.3 GB before this bound). The last ones stay: an undo is a hit.
+EDIT_ENTRIES = 100
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,9 @@ class ProjectSetup:
             problem = f"ddplint: bad settings ({exc}); linting with the default settings"
             settings = Settings(project_root=find_project_root(folder))
             options = build_options(settings)
-        cache = SessionCache(cache_directory(settings), options.fingerprint(), settings.project_root)
+        cache = SessionCache(
+            cache_directory(settings), options.fingerprint(), settings.project_root
+        )
         if problem is None and cache.problem is not None:
             problem = f"ddplint: {cache.problem}"
         return cls(settings, options, cache, problem)
@@ -132,27 +138,34 @@ class LintRun:
 
 class SessionCache(ResultCache):
     """A project's result cache for one server session: loaded from the project's cache,
-    kept in memory (it gains entries for every text an edit makes), at most
-    ``SESSION_ENTRIES`` entries (the oldest go first). What the session learned until
-    its first ``write_back`` (the project's files on disk: summaries, results) is added
-    to the project's cache file then, so the next session and the next ``ddplint check``
-    start warm; texts being edited later are not written."""
+    kept in memory, at most ``SESSION_ENTRIES`` entries (the oldest go first). What the
+    session learned until its first ``write_back`` (the project's files on disk:
+    summaries, results) is added to the project's cache file then, so the next session
+    and the next ``ddplint check`` start warm; texts being edited later are not written,
+    and only the last ``EDIT_ENTRIES`` entries learned after it are kept."""
 
     def __init__(self, directory: Path, fingerprint: str, project_root: Path | None = None):
         super().__init__(directory, fingerprint, project_root)
         self._learned: dict[str, dict[str, Any]] | None = {}
+        self._edited: OrderedDict[str, None] = OrderedDict()
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         super().put(key, value)
-        if self._learned is not None and len(self._learned) < SESSION_ENTRIES:
+        if self._learned is None:
+            self._edited[key] = None
+            self._edited.move_to_end(key)
+            while len(self._edited) > EDIT_ENTRIES:
+                self.entries.pop(self._edited.popitem(last=False)[0], None)
+        elif len(self._learned) < SESSION_ENTRIES:
             self._learned[key] = value
         while len(self.entries) > SESSION_ENTRIES:
             del self.entries[next(iter(self.entries))]
 
-    def write_back(self) -> None:
-        """Add what was learned so far to the cache file, once per session."""
+    def write_back(self, write: bool = True) -> None:
+        """Add what was learned so far to the cache file (unless not ``write``), once
+        per session; later entries are the edits' (``EDIT_ENTRIES``)."""
         learned, self._learned = self._learned, None
-        if learned:
+        if learned and write:
             self.add_to_file(learned)
 
 
@@ -189,8 +202,8 @@ class ProjectLinter:
         projects of the editor's workspace only: a file viewed elsewhere (a library, a
         loose script) gets no cache folder beside it."""
         for setup in list(self._projects.values()):
-            if any(_nested(setup.settings.project_root, folder) for folder in workspace):
-                setup.cache.write_back()
+            root = setup.settings.project_root
+            setup.cache.write_back(write=any(_nested(root, folder) for folder in workspace))
 
     def forget_files(self) -> None:
         """List every project's files again at the next run (a file may have been

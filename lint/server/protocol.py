@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from urllib.parse import unquote
-
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
