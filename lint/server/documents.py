@@ -6,7 +6,9 @@ unsaved texts standing in for the files on disk, the project's other files read 
 disk (their listing and the project index are kept between runs: ``ProjectMemo``).
 Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
 folder and kept until ``forget_settings`` (a settings file changed). A bad configuration
-is reported and the project is linted with the default settings.
+is reported and the project is linted with the default settings. A document that cannot
+be linted (its path, a lone surrogate) or a project whose run fails gets its error; the
+others are linted all the same.
 """
 
 from __future__ import annotations

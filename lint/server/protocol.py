@@ -5,7 +5,8 @@ scheduler for a lint of all open documents (so a document whose dependency chang
 refreshed too); diagnostics are published for documents still at the linted version.
 A settings file (``pyproject.toml``, requirements files: saved, or changed on disk) makes
 every project's settings be read again; a bad one is one ``window/showMessage`` error,
-and linting goes on with the default settings.
+and linting goes on with the default settings. The lifecycle is LSP's: a request after
+``shutdown`` is an InvalidRequest error, ``exit`` without it ends with code 1.
 """
 
 from __future__ import annotations
