@@ -16,7 +16,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings
-from ddplint.server.documents import EDIT_ENTRIES, SessionCache
+from ddplint.server.documents import EDIT_ENTRIES, ProjectLinter, SessionCache, Snapshot
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
 from ddplint.server.scheduling import LintScheduler
 from ddplint.suppress import Suppressions, noqa_edit
@@ -145,6 +145,39 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     (root / ".git").mkdir()
     return root
+
+
+def test_a_project_whose_run_fails_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One project's run raising (a bug of ours) gives its documents that error; the
+    documents of another project are linted all the same."""
+    from ddplint.server import documents
+
+    broken, sound = tmp_path / "broken", tmp_path / "sound"
+    for root in (broken, sound):
+        (root / ".git").mkdir(parents=True)
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    lint_group = documents._lint_group
+
+    def fail_in_broken(setup, snapshots):  # type: ignore[no-untyped-def]
+        if setup.settings.project_root == broken.resolve():
+            raise KeyError("bug")
+        return lint_group(setup, snapshots)
+
+    monkeypatch.setattr(documents, "_lint_group", fail_in_broken)
+    text = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    snapshots = [
+        Snapshot(f"file://{root}/net.py", (root / "net.py").resolve(), 1, text)
+        for root in (broken, sound)
+    ]
+    run = ProjectLinter().lint(snapshots)
+    [error] = run.results[snapshots[0].uri].errors
+    assert error.message == "internal error while linting: KeyError: 'bug'"
+    assert [f.rule for f in run.results[snapshots[1].uri].findings] == ["DDP101"]
 
 
 def test_a_buffer_stands_in_for_its_file_in_the_project_model(
