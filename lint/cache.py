@@ -8,9 +8,10 @@ learned in one transaction (what other runs wrote meanwhile is kept).
 The cache lives in the project, so it is never trusted as it is found: every entry is
 signed with a key kept outside the project, over the settings fingerprint, its key and
 its value (a cache committed to a repository, edited by hand, or an entry moved to
-another key does not verify and is ignored), every entry is checked for shape before
-use, and the database is opened only when it is a regular file of bounded size reached
-without a symbolic link.
+another key does not verify and is ignored; a key inside the project, another user's,
+or one open to others is refused and the cache is off, with a notice), every entry is
+checked for shape before use, and the database is opened only when it is a regular
+file of bounded size reached without a symbolic link.
 """
 
 from __future__ import annotations
@@ -47,29 +48,86 @@ def cache_key(kind: str, raw: bytes, suffix: str = "") -> str:
     return f"{kind}:{content_hash(raw)}{suffix}"
 
 
-def signing_key() -> bytes | None:
-    """This machine's key for cache entries, kept outside every project (created on first
-    use, readable by its owner only); None when it can be neither read nor made."""
-    override = os.environ.get("DDPLINT_CACHE_KEY_FILE")
-    if override:
-        path = Path(override)
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-        path = Path(base) / "ddplint" / "cache-key"
-    data = _read_regular(path, 1024)
-    if data is not None and len(data) >= 32:
-        return data
+#: The smallest key accepted, in bytes (ddplint makes 32 random bytes).
+MIN_KEY_BYTES = 32
+
+
+class KeyRefused(Exception):
+    """The signing key cannot be used; the message says why (the cache is then off)."""
+
+
+def signing_key(project_root: Path | None = None) -> bytes:
+    """This machine's key for cache entries (created on first use, readable by its owner
+    only). Refused, as ssh refuses a private key, when it lies inside the project (a
+    repository could commit it with a cache signed by it), is owned by another user, or
+    is open to others; raises ``KeyRefused`` then, and when it can be neither read nor
+    made."""
+    path = key_path()
+    if project_root is not None and _inside(path, project_root):
+        raise KeyRefused(f"{path} lies inside the project (a repository could commit it)")
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise KeyRefused(f"{path} cannot be read ({exc.strerror or exc})") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        data = _read_regular(path, 1024)  # another run made it meanwhile
-        return data if data is not None and len(data) >= 32 else None
-    except OSError:
-        return None
-    key = secrets.token_bytes(32)
+    except FileExistsError:  # another run made it meanwhile
+        try:
+            return _read_key(path)
+        except OSError as exc:
+            raise KeyRefused(f"{path} cannot be read ({exc.strerror or exc})") from None
+    except OSError as exc:
+        raise KeyRefused(f"{path} cannot be made ({exc.strerror or exc})") from None
+    key = secrets.token_bytes(MIN_KEY_BYTES)
     with os.fdopen(fd, "wb") as stream:
         stream.write(key)
+    return key
+
+
+def key_path() -> Path:
+    """Where the signing key is kept: ``DDPLINT_CACHE_KEY_FILE``, else
+    ``$XDG_CACHE_HOME/ddplint/cache-key`` (``~/.cache`` by default)."""
+    override = os.environ.get("DDPLINT_CACHE_KEY_FILE")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no HOME and no passwd entry (an arbitrary-uid container)
+            raise KeyRefused(
+                "there is no home folder to keep the signing key in "
+                "(set XDG_CACHE_HOME or DDPLINT_CACHE_KEY_FILE)"
+            ) from None
+    return Path(base) / "ddplint" / "cache-key"
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    real, real_folder = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, real_folder]) == real_folder
+
+
+def _read_key(path: Path) -> bytes:
+    """The key in ``path``: a regular file reached without a link, owned by this user,
+    not open to group or others, of ``MIN_KEY_BYTES`` to 1 KiB. Raises
+    ``FileNotFoundError``, ``OSError``, or ``KeyRefused`` with the reason."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise KeyRefused(f"{path} is not a regular file")
+        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+            raise KeyRefused(f"{path} is owned by another user (uid {info.st_uid})")
+        if info.st_mode & 0o077:
+            mode = stat.S_IMODE(info.st_mode)
+            raise KeyRefused(f"{path} is open to others (mode {mode:04o}; `chmod 600` it)")
+        key = stream.read(1025)
+    if not MIN_KEY_BYTES <= len(key) <= 1024:
+        raise KeyRefused(f"{path} does not hold a key ({len(key)} bytes)")
     return key
 
 
@@ -110,9 +168,10 @@ class ResultCache:
     """One signed SQLite database per settings fingerprint under the cache folder.
 
     ``entries`` holds what this run read or wrote (the database is asked once per key);
-    ``save`` writes the entries ``put`` since."""
+    ``save`` writes the entries ``put`` since. Without a usable
+    signing key the cache is off and ``problem`` says why."""
 
-    def __init__(self, directory: Path, fingerprint: str) -> None:
+    def __init__(self, directory: Path, fingerprint: str, project_root: Path | None = None):
         self.directory = directory
         self.fingerprint = fingerprint
         self.file = directory / f"results-{fingerprint}.sqlite3"
@@ -121,7 +180,13 @@ class ResultCache:
         #: Keys asked for and not in the database (not asked again).
         self._absent: set[str] = set()
         self._reader: sqlite3.Connection | None = None
-        self._key = signing_key()
+        self._key: bytes | None = None
+        #: Why the cache is off (the signing key refused or missing), or None.
+        self.problem: str | None = None
+        try:
+            self._key = signing_key(project_root)
+        except KeyRefused as refused:
+            self.problem = f"the result cache is off: signing key: {refused}"
         #: False when the folder is a link or not a folder: nothing is read or written.
         self.usable = self._key is not None and not directory.is_symlink()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -296,7 +298,7 @@ def check(
     if show_settings or show_files:
         text = settings_text(settings, options) if show_settings else ""
         text += files_text(discover(list(paths), settings)) if show_files else ""
-        click.echo(text, nl=False)
+        _out(text, nl=False)
         sys.exit(EXIT_CLEAN)
     if watch_files:
         report = partial(
@@ -471,13 +473,13 @@ def _report(
         except OSError as exc:
             _fail(f"cannot write {output_file}: {exc.strerror or exc}")
     else:
-        click.echo(report, nl=False, color=colour)
+        _out(report, nl=False, color=colour)
     if not machine or output_format in ERRORS_APART:
         _print_errors(result)
     if not machine and not quiet:
         _print_notices(result)
     if closing and not output_file:
-        click.echo(closing, nl=False)
+        _out(closing, nl=False)
 
 
 def _report_fix_only(
@@ -488,10 +490,10 @@ def _report_fix_only(
     fixed_count = sum(len(f) for f in fixed.values())
     if not quiet:
         if flags.show_fixes:
-            click.echo(summary.fixed_listing(fixed), nl=False)
+            _out(summary.fixed_listing(fixed), nl=False)
         _print_notices(result)
         done = f"Fixed {count(fixed_count, 'finding')}." if fixed_count else "No fixes applied."
-        click.echo(done)
+        _out(done)
     if result.errors or result.internal_error:
         return EXIT_ERROR
     return EXIT_FINDINGS if flags.exit_non_zero_on_fix and fixed_count else EXIT_CLEAN
@@ -516,6 +518,25 @@ def _print_notices(result: RunResult) -> None:
             click.echo(f"  {where}: `# noqa: {finding.rule}`", err=True)
 
 
+class _OutputFailed(Exception):
+    """Standard output cannot be written (a full disk); ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _out(text: str = "", *, nl: bool = True, color: bool | None = None) -> None:
+    """``click.echo`` to standard output; a write that fails raises ``_OutputFailed``
+    (a closed pipe stays click's: a quiet exit)."""
+    try:
+        click.echo(text, nl=nl, color=color)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise _OutputFailed(exc.strerror or str(exc)) from None
+
+
 def _fail(message: str) -> NoReturn:
     """Bad usage, settings or baseline: say why and exit 2."""
     click.echo(f"ddplint: error: {message}", err=True)
@@ -532,7 +553,7 @@ def _print_diff(run: FixRun, quiet: bool) -> int:
     """``--diff``: the fixes as a unified diff on stdout; the exit code."""
     changed = run.changed_files
     for file in changed:
-        click.echo(unified_diff(file.path, file.before, file.after), nl=False)
+        _out(unified_diff(file.path, file.before, file.after), nl=False)
     _print_errors(run.result)
     if not quiet:
         click.echo(
@@ -615,16 +636,16 @@ def rules_command(output_format: str) -> None:
             }
             for code, rule in catalogue.items()
         ]
-        click.echo(json.dumps(rows, indent=2))
+        _out(json.dumps(rows, indent=2))
         return
     width = max(len(rule.name) for rule in catalogue.values()) + 2
     header = f"{'code':<8}{'name':<{width}}{'default':<9}{'fix':<8}summary"
-    click.echo(header)
-    click.echo("-" * len(header))
+    _out(header)
+    _out("-" * len(header))
     for code, rule in catalogue.items():
         default = "on" if rule.default_enabled else "preview"
         fix = rule.fix_applicability.value if rule.fix_applicability else "-"
-        click.echo(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{rule.summary}")
+        _out(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{rule.summary}")
 
 
 @cli.command(short_help="Print a rule's documentation (e.g. DDP101).")
@@ -643,7 +664,7 @@ def explain(code: str) -> None:
             )
             sys.exit(EXIT_ERROR)
         rule = catalogue[matches[0]]
-    click.echo(rule.explanation())
+    _out(rule.explanation())
 
 
 @cli.command(name="rule", hidden=True)
@@ -670,4 +691,11 @@ def server() -> None:
 
 
 def main() -> None:
-    cli(prog_name="ddplint")
+    """The ``ddplint`` command. Output that cannot be written to standard output (a
+    full disk: ``> /dev/full``) is one error and exit code 2, not a traceback."""
+    try:
+        cli(prog_name="ddplint")
+    except _OutputFailed as failed:
+        # What stays buffered goes nowhere, so the exit does not fail on it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _fail(f"cannot write to standard output: {failed.reason}")

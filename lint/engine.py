@@ -186,6 +186,13 @@ def _too_large(path: str, size: int, limit: int) -> FileOutcome:
     return FileOutcome() if is_json(path) else FileOutcome(notices=[_size_notice(size, limit)])
 
 
+def _beyond_bounds(raw: bytes) -> str | None:
+    """Why a Python file is too large to analyse (``safe_parse.too_large``), or None."""
+    from ddplint.code.syntax.safe_parse import too_large
+
+    return too_large(raw)
+
+
 def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
     """An error outcome for bytes that cannot be text (NUL bytes, bad encoding), else
     None: a file no rule needs is still checked, so binary content never passes."""
@@ -241,6 +248,8 @@ def _triage(
         return FileOutcome()
     if len(raw) > options.max_file_size:
         return _too_large(path, len(raw), options.max_file_size)
+    if kind == "code" and (problem := _beyond_bounds(raw)) is not None:
+        return FileOutcome(notices=[f"{SKIPPED}{problem}"])
     collectors = _fact_collectors(collect, raw) if kind == "code" else []
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
@@ -582,9 +591,11 @@ def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
 
 def _summary_job(raw: bytes) -> Summary | None:
     """The module summary of a Python file's bytes; None for one ``ast`` cannot read
-    (its own lint run reports why)."""
+    or one too large to analyse (its own lint run reports why)."""
     from ddplint.code.project.module_summary import summarize
 
+    if _beyond_bounds(raw) is not None:
+        return None  # its own lint says it was skipped
     try:
         return summarize(SourceFile.decode("", raw).text)
     except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -734,12 +745,20 @@ def lint_targets(
     from every Python file of the project root (files named one by one, as pre-commit
     does, are analysed with their whole project).
     """
-    cache = ResultCache(cache_directory(settings), options.fingerprint()) if use_cache else None
+    cache = open_cache(settings, options) if use_cache else None
     run = _RunSetup(settings, options, read_source_bytes, cache, jobs or default_jobs(), progress)
     result = _lint_read(targets, run, whole_project)
     if cache is not None:
         cache.save()
+        if cache.problem is not None:
+            result.notices.append(cache.problem)
     return result
+
+
+def open_cache(settings: Settings, options: LintOptions) -> ResultCache:
+    """The project's result cache for these options (off, with ``problem``, when its
+    signing key is unusable)."""
+    return ResultCache(cache_directory(settings), options.fingerprint(), settings.project_root)
 
 
 def lint_buffers(

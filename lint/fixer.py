@@ -15,6 +15,7 @@ from pathlib import Path
 from ddplint.engine import FileOutcome, RunResult, default_jobs, lint_source, run_jobs
 from ddplint.finding import FileError, Finding
 from ddplint.fix import applicable, apply_edits, choose_fixes, edits_of, syntax_problem, with_text
+from ddplint.interrupt import signals_held
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import SourceError, SourceFile, split_lines
 
@@ -309,17 +310,34 @@ def write_atomic(path: Path, data: bytes, *, expected: bytes) -> str | None:
     ``write_refusal`` first (no links, nothing outside the project). Returns why it was
     not written, or None.
 
-    A read-only file is not written (even for root), nor one whose bytes are no longer
-    ``expected`` (changed on disk since it was read).
+    A read-only file is not written (even for root), nor one with hard links (the other
+    names would keep the old text), nor one whose bytes are no longer ``expected``
+    (changed on disk since it was read). SIGINT / SIGTERM wait for the rename, so an
+    interrupted fix leaves no temporary file.
     """
     real = Path(os.path.realpath(path))
     try:
         info = real.stat()
         if not os.access(real, os.W_OK) or not info.st_mode & 0o222:
             return "the file is read-only"
+        if info.st_nlink > 1:
+            return (
+                f"it has {info.st_nlink} hard links (a fixed copy would leave the other "
+                "names with the old text)"
+            )
         if real.read_bytes() != expected:
             return "the file changed on disk while it was being fixed"
         remove_stale_temporaries(real)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    with signals_held():
+        return _replace_bytes(real, data, info)
+
+
+def _replace_bytes(real: Path, data: bytes, info: os.stat_result) -> str | None:
+    """Write ``data`` to a temporary file beside ``real`` with its permissions and rename
+    it over ``real``; why not, or None."""
+    try:
         handle, temporary = tempfile.mkstemp(
             dir=real.parent, prefix=f"{_temporary_prefix(real)}{os.getpid()}-", suffix=".tmp"
         )

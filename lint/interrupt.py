@@ -11,7 +11,8 @@ main process decides) and die with the main process, however it ends (Linux).
 LibCST parses natively without releasing the GIL, so a Python handler cannot run during
 a long parse in the main process; while such work runs in-process
 (``native_work_ends_on_signals``), SIGINT and SIGTERM take their default action and end
-the process at once. Nothing is written during that work.
+the process at once. Nothing is written during that work. A fix's write of one file
+holds the signals until its rename is done (``signals_held``).
 """
 
 from __future__ import annotations
@@ -106,6 +107,20 @@ def native_work_ends_on_signals() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT / SIGTERM arriving while the body runs take effect when it ends (a fix's
+    write and rename of one file: the file is whole, no temporary file stays)."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def quiet_worker(parent: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,10 @@ class ServerSession:
         root: Path,
         encodings: list[str] | None = None,
         capabilities: types.ClientCapabilities | None = None,
+        command: Sequence[str] = ("-m", "ddplint", "server"),
     ) -> None:
         self.root = root
+        self.command = command
         self.encodings = encodings
         self.offered = capabilities or types.ClientCapabilities()
         self.client = LanguageClient("ddplint-tests", "1")
@@ -60,7 +62,7 @@ class ServerSession:
                 self._changed.notify_all()
 
     async def __aenter__(self) -> ServerSession:
-        await self.client.start_io(sys.executable, "-m", "ddplint", "server", cwd=self.root)
+        await self.client.start_io(sys.executable, *self.command, cwd=self.root)
         general = types.GeneralClientCapabilities(position_encodings=self.encodings)
         capabilities = attrs.evolve(self.offered, general=general)
         answer = await asyncio.wait_for(
@@ -86,14 +88,23 @@ class ServerSession:
         server = self.client._server
         return server.returncode if server is not None else None
 
+    def kill(self) -> None:
+        """End the server process if it is still running (a test that failed)."""
+        server = self.client._server
+        if server is not None and server.returncode is None:
+            server.kill()
+
     def uri(self, name: str) -> str:
         return (self.root / name).resolve().as_uri()
 
     def open(self, name: str, text: str | None = None) -> str:
-        uri = self.uri(name)
         text = (self.root / name).read_text(encoding="utf-8") if text is None else text
+        return self.open_uri(self.uri(name), text)
+
+    def open_uri(self, uri: str, text: str) -> str:
+        """Open a document by its URI, as the editor names it."""
         self.texts[uri], self.versions[uri] = text, 1
-        language = "python" if name.endswith(".py") else "yaml"
+        language = "python" if uri.endswith(".py") else "yaml"
         item = types.TextDocumentItem(uri, language, 1, text)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
         return uri

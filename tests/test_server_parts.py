@@ -16,7 +16,7 @@ from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
 from ddplint.finding import Edit
 from ddplint.invocation import build_options, build_settings
-from ddplint.server.documents import SessionCache
+from ddplint.server.documents import EDIT_ENTRIES, ProjectLinter, SessionCache, Snapshot
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
 from ddplint.server.scheduling import LintScheduler
 from ddplint.suppress import Suppressions, noqa_edit
@@ -147,6 +147,39 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def test_a_project_whose_run_fails_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One project's run raising (a bug of ours) gives its documents that error; the
+    documents of another project are linted all the same."""
+    from ddplint.server import documents
+
+    broken, sound = tmp_path / "broken", tmp_path / "sound"
+    for root in (broken, sound):
+        (root / ".git").mkdir(parents=True)
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    lint_group = documents._lint_group
+
+    def fail_in_broken(setup, snapshots):  # type: ignore[no-untyped-def]
+        if setup.settings.project_root == broken.resolve():
+            raise KeyError("bug")
+        return lint_group(setup, snapshots)
+
+    monkeypatch.setattr(documents, "_lint_group", fail_in_broken)
+    text = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    snapshots = [
+        Snapshot(f"file://{root}/net.py", (root / "net.py").resolve(), 1, text)
+        for root in (broken, sound)
+    ]
+    run = ProjectLinter().lint(snapshots)
+    [error] = run.results[snapshots[0].uri].errors
+    assert error.message == "internal error while linting: KeyError: 'bug'"
+    assert [f.rule for f in run.results[snapshots[1].uri].findings] == ["DDP101"]
+
+
 def test_a_buffer_stands_in_for_its_file_in_the_project_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -196,6 +229,24 @@ def test_a_session_writes_what_it_first_learned_and_keeps_what_others_wrote_mean
     session.write_back()  # once per session: later texts are not written
     assert "code:an-unsaved-edit" not in ResultCache(folder, "f").stored()
     assert "code:an-unsaved-edit" in session.entries
+
+
+def test_a_session_keeps_only_the_last_edits_it_learned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's memory over 1,000 edits: each edit's text adds a summary and a result
+    (about 1.3 MB for a 900-line file); only the last ``EDIT_ENTRIES`` stay, and what
+    the session learned from the files on disk stays too."""
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    session = SessionCache(tmp_path / "cache", "f")
+    session.put("summary:disk", {"summary": {"v": 1}})
+    session.write_back()
+    for edit in range(1000):
+        session.put(f"code:edit-{edit}", {"findings": []})
+    assert len(session.entries) == EDIT_ENTRIES + 1
+    assert "summary:disk" in session.entries
+    assert f"code:edit-{999}" in session.entries
+    assert f"code:edit-{999 - EDIT_ENTRIES}" not in session.entries
 
 
 def test_the_project_index_is_used_again_while_every_summary_is_the_same() -> None:
@@ -280,6 +331,34 @@ def test_collect_and_freeze_leaves_survivors_out_of_later_collections() -> None:
     try:
         collect_and_freeze()
         assert gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
+
+
+def test_runs_without_an_idle_pause_still_have_their_garbage_collected() -> None:
+    """The server's memory over many edits without a pause: the garbage cycles each run
+    leaves are collected every ``COLLECT_AFTER_RUNS`` runs, not frozen for ever."""
+    import gc
+    import weakref
+
+    from ddplint.server.memory import COLLECT_AFTER_RUNS, collect_and_freeze, frozen_after
+
+    class Node:
+        partner: object = None
+
+    left: list[weakref.ref[Node]] = []
+
+    def work(_: int) -> None:
+        a, b = Node(), Node()
+        a.partner, b.partner = b, a  # a garbage cycle, as a lint run leaves
+        left.append(weakref.ref(a))
+
+    run = frozen_after(work)
+    try:
+        collect_and_freeze()
+        for index in range(COLLECT_AFTER_RUNS):
+            run(index)
+        assert all(ref() is None for ref in left)
     finally:
         gc.unfreeze()
 

@@ -1,5 +1,6 @@
 """Load YAML (and JSON, as YAML 1.2) with ruamel.yaml round-trip: positions for every key
-and value, comments kept, nothing constructed from tags, every failure one ``SourceError``."""
+and value, comments kept, nothing constructed from tags, and every failure one
+``SourceError`` at its place."""
 
 from __future__ import annotations
 
@@ -42,9 +43,19 @@ MAX_MERGED_ENTRIES = 200_000
 
 class _BoundedConstructor(RoundTripConstructor):
     """ruamel's round-trip constructor, counting what merge keys bring into mappings and
-    stopping with a load error past ``MAX_MERGED_ENTRIES`` (bounded by work, not size)."""
+    stopping with a load error past ``MAX_MERGED_ENTRIES`` (bounded by work, not size);
+    a scalar Python cannot represent (an int over CPython's 4,300 digits,
+    ``!!timestamp 2001-99-99``, ``!!int 12abc``) is a load error at its place."""
 
     merged_entries = 0
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            raise ConstructorError(
+                None, None, f"a value Python cannot represent ({exc})", node.start_mark
+            ) from None
 
     def flatten_mapping(self, node: Any) -> Any:
         for key_node, value_node in node.value:

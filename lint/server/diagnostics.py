@@ -1,4 +1,4 @@
-"""Findings and file errors as LSP diagnostics."""
+"""Findings, file errors and notices (a file skipped) as LSP diagnostics."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
+from ddplint.engine import SKIPPED
 from ddplint.finding import FileError, Finding, Severity
 from ddplint.rule import rule_docs_url
 from ddplint.server.positions import to_lsp
@@ -51,5 +52,20 @@ def error_diagnostic(lines: Sequence[str], error: FileError, encoding: str) -> t
         range=lsp_range(lines, (line, column, line, column), encoding),
         message=f"ddplint could not analyse this file: {error.message}",
         severity=types.DiagnosticSeverity.Warning,
+        source=SOURCE,
+    )
+
+
+def notice_diagnostic(lines: Sequence[str], notice: str, encoding: str) -> types.Diagnostic:
+    """Why (part of) a file was not linted (too large: ``max-file-size``), at its start:
+    the editor must not show a skipped file as clean."""
+    if notice.startswith(SKIPPED):
+        message = f"ddplint did not lint this file: {notice.removeprefix(SKIPPED)}"
+    else:
+        message = f"ddplint: {notice}"
+    return types.Diagnostic(
+        range=lsp_range(lines, (1, 1, 1, 1), encoding),
+        message=message,
+        severity=types.DiagnosticSeverity.Information,
         source=SOURCE,
     )

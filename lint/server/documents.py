@@ -6,12 +6,17 @@ unsaved texts standing in for the files on disk, the project's other files read 
 disk (their listing and the project index are kept between runs: ``ProjectMemo``).
 Settings are those of ``ddplint check`` (the nearest ``[tool.ddplint]``), found per
 folder and kept until ``forget_settings`` (a settings file changed). A bad configuration
-is reported and the project is linted with the default settings.
+is reported and the project is linted with the default settings. A document that cannot
+be linted (its path, a lone surrogate) or a project whose run fails gets its error; the
+others are linted all the same.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import errno
+import os
+from collections import OrderedDict, defaultdict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,7 +26,7 @@ from ddplint.cache import ResultCache
 from ddplint.code.project import module_summary
 from ddplint.code.syntax import incremental_parse, module_index
 from ddplint.discover import is_excluded
-from ddplint.engine import ProjectMemo, cache_directory, lint_buffers
+from ddplint.engine import ProjectMemo, RunResult, cache_directory, lint_buffers
 from ddplint.finding import FileError, Finding
 from ddplint.invocation import build_options, build_settings
 from ddplint.settings import LintOptions, Settings, SettingsError, find_project_root
@@ -29,6 +34,10 @@ from ddplint.source import file_kind, split_lines
 
 #: The most result-cache entries a project keeps in a server session.
 SESSION_ENTRIES = 50_000
+#: The most entries a session keeps of what it learned after its first write-back: the
+#: texts of edits (a 900-line file's summary and result: about 1.3 MB each; 1,000 edits
+#: grew the server by 1.3 GB before this bound). The last ones stay: an undo is a hit.
+EDIT_ENTRIES = 100
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,8 @@ class Snapshot:
     path: Path
     version: int | None
     text: str
+    #: Why the document cannot be linted (its path cannot be used), or None.
+    problem: str | None = None
 
     @property
     def kind(self) -> str | None:
@@ -46,13 +57,31 @@ class Snapshot:
         return file_kind(self.path.name)
 
 
+def usable_path(path: str) -> tuple[Path, str | None]:
+    """The resolved path of an open document (or a workspace folder), and why it cannot
+    be used (a NUL byte, a loop of symbolic links, a name too long for the system), or
+    None. A document not saved yet, or in a folder ddplint may not list, is linted from
+    its text."""
+    try:
+        resolved = Path(path).resolve()
+    except (ValueError, RuntimeError, OSError) as exc:  # a NUL byte; a link loop (3.11)
+        return Path(path), f"its path cannot be used ({exc})"
+    try:
+        os.lstat(resolved)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            return resolved, f"its path cannot be used ({exc.strerror})"
+    return resolved, None
+
+
 @dataclass
 class DocumentResult:
-    """What linting one snapshot found."""
+    """What linting one snapshot found, and why parts of it were not linted (notices)."""
 
     snapshot: Snapshot
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -80,7 +109,11 @@ class ProjectSetup:
             problem = f"ddplint: bad settings ({exc}); linting with the default settings"
             settings = Settings(project_root=find_project_root(folder))
             options = build_options(settings)
-        cache = SessionCache(cache_directory(settings), options.fingerprint())
+        cache = SessionCache(
+            cache_directory(settings), options.fingerprint(), settings.project_root
+        )
+        if problem is None and cache.problem is not None:
+            problem = f"ddplint: {cache.problem}"
         return cls(settings, options, cache, problem)
 
     def lints(self, snapshot: Snapshot) -> bool:
@@ -111,23 +144,31 @@ class SessionCache(ResultCache):
     makes), at most ``SESSION_ENTRIES`` entries (the oldest go first). What the session
     learned until its first ``write_back`` (the project's files on disk: summaries,
     results) is added to the project's cache file then, so the next session and the next
-    ``ddplint check`` start warm; texts being edited later are not written."""
+    ``ddplint check`` start warm; texts being edited later are not written, and only the
+    last ``EDIT_ENTRIES`` entries learned after it are kept."""
 
-    def __init__(self, directory: Path, fingerprint: str) -> None:
-        super().__init__(directory, fingerprint)
+    def __init__(self, directory: Path, fingerprint: str, project_root: Path | None = None):
+        super().__init__(directory, fingerprint, project_root)
         self._learned: dict[str, dict[str, Any]] | None = {}
+        self._edited: OrderedDict[str, None] = OrderedDict()
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.remember(key, value)  # written back by ``write_back`` only
-        if self._learned is not None and len(self._learned) < SESSION_ENTRIES:
+        if self._learned is None:
+            self._edited[key] = None
+            self._edited.move_to_end(key)
+            while len(self._edited) > EDIT_ENTRIES:
+                self.entries.pop(self._edited.popitem(last=False)[0], None)
+        elif len(self._learned) < SESSION_ENTRIES:
             self._learned[key] = value
         while len(self.entries) > SESSION_ENTRIES:
             del self.entries[next(iter(self.entries))]
 
-    def write_back(self) -> None:
-        """Add what was learned so far to the cache file, once per session."""
+    def write_back(self, write: bool = True) -> None:
+        """Add what was learned so far to the cache file (unless not ``write``), once
+        per session; later entries are the edits' (``EDIT_ENTRIES``)."""
         learned, self._learned = self._learned, None
-        if learned:
+        if learned and write:
             self.add_to_file(learned)
 
 
@@ -159,10 +200,13 @@ class ProjectLinter:
         """Read every project's settings again at the next run (a config file changed)."""
         self._forget = True
 
-    def write_back(self) -> None:
-        """Each project's first results into its cache file (``SessionCache``)."""
+    def write_back(self, workspace: Sequence[Path]) -> None:
+        """Each project's first results into its cache file (``SessionCache``), for the
+        projects of the editor's workspace only: a file viewed elsewhere (a library, a
+        loose script) gets no cache folder beside it."""
         for setup in list(self._projects.values()):
-            setup.cache.write_back()
+            root = setup.settings.project_root
+            setup.cache.write_back(write=any(_nested(root, folder) for folder in workspace))
 
     def forget_files(self) -> None:
         """List every project's files again at the next run (a file may have been
@@ -171,21 +215,70 @@ class ProjectLinter:
             setup.memo.listing = None
 
     def lint(self, snapshots: list[Snapshot]) -> LintRun:
-        """Results by URI for every snapshot ddplint lints; one run per project."""
+        """Results by URI for every snapshot ddplint lints; one run per project. A
+        document, or a project, that fails gets its error; the others are linted."""
         if self._forget:
             self._forget = False
             self._by_folder.clear()
             self._projects.clear()
+        results: dict[str, DocumentResult] = {}
         groups: dict[int, tuple[ProjectSetup, list[Snapshot]]] = {}
         for snapshot in snapshots:
-            setup = self.setup_for(snapshot.path)
+            if snapshot.kind is None:
+                continue
+            unusable = _unusable(snapshot)
+            if unusable is not None:
+                results[snapshot.uri] = DocumentResult(snapshot, errors=[unusable])
+                continue
+            try:
+                setup = self.setup_for(snapshot.path)
+            except Exception as exc:  # a bug of ours: this document fails alone
+                results[snapshot.uri] = _failed(snapshot, _internal_error(exc))
+                continue
             if setup.lints(snapshot):
                 groups.setdefault(id(setup), (setup, []))[1].append(snapshot)
-        results: dict[str, DocumentResult] = {}
         for setup, members in groups.values():
-            results.update(_lint_group(setup, members))
+            try:
+                results.update(_lint_group(setup, members))
+            except Exception as exc:  # a bug of ours: this project fails alone
+                results.update((s.uri, _failed(s, _internal_error(exc))) for s in members)
         problems = sorted({setup.problem for setup, _ in groups.values() if setup.problem})
         return LintRun(results, problems)
+
+
+def _nested(path: Path, folder: Path) -> bool:
+    """Whether one of the two folders holds the other (or they are the same)."""
+    return path.is_relative_to(folder) or folder.is_relative_to(path)
+
+
+def _internal_error(exc: Exception) -> str:
+    return f"internal error while linting: {type(exc).__name__}: {exc}"
+
+
+def _unusable(snapshot: Snapshot) -> FileError | None:
+    """Why the document cannot be linted at all: its path, or text that is not valid
+    Unicode (a lone surrogate: an editor's unpaired UTF-16), with the place."""
+    if snapshot.problem is not None:
+        return FileError(snapshot.uri, snapshot.problem)
+    try:
+        snapshot.text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        before = snapshot.text[: exc.start]
+        line_start = max(before.rfind("\n"), before.rfind("\r")) + 1
+        line = len(split_lines(before[:line_start])) + 1
+        return FileError(
+            snapshot.uri,
+            f"the text holds a lone surrogate (U+{ord(snapshot.text[exc.start]):04X}), "
+            "which is not valid Unicode",
+            line=line,
+            column=exc.start - line_start + 1,
+        )
+    return None
+
+
+def _failed(snapshot: Snapshot, message: str) -> DocumentResult:
+    """The result of a document that could not be linted: one error."""
+    return DocumentResult(snapshot, errors=[FileError(snapshot.uri, message)])
 
 
 def _lint_group(setup: ProjectSetup, snapshots: list[Snapshot]) -> dict[str, DocumentResult]:
@@ -204,4 +297,16 @@ def _lint_group(setup: ProjectSetup, snapshots: list[Snapshot]) -> dict[str, Doc
             results[snapshot.uri].errors.append(error)
     for uri, findings in found.items():
         results[uri].findings = findings
+    for display, notice in _notices_by_file(run, by_display):
+        results[by_display[display].uri].notices.append(notice)
     return results
+
+
+def _notices_by_file(run: RunResult, displays: Collection[str]) -> list[tuple[str, str]]:
+    """The run's notices about the given files (``DISPLAY: notice``), split."""
+    split = []
+    for notice in run.notices:
+        display = next((d for d in displays if notice.startswith(f"{d}: ")), None)
+        if display is not None:
+            split.append((display, notice[len(display) + 2 :]))
+    return split

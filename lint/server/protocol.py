@@ -5,24 +5,34 @@ scheduler for a lint of all open documents (so a document whose dependency chang
 refreshed too); diagnostics are published for documents still at the linted version.
 A settings file (``pyproject.toml``, requirements files: saved, or changed on disk) makes
 every project's settings be read again; a bad one is one ``window/showMessage`` error,
-and linting goes on with the default settings.
+and linting goes on with the default settings. The lifecycle is LSP's: a request after
+``shutdown`` is an InvalidRequest error, ``exit`` without it ends with code 1.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from ddplint import __version__
 from ddplint.server.actions import FIX_ALL, code_actions, hover
-from ddplint.server.diagnostics import error_diagnostic, finding_diagnostic
-from ddplint.server.documents import DocumentResult, LintRun, ProjectLinter, Snapshot
+from ddplint.server.diagnostics import error_diagnostic, finding_diagnostic, notice_diagnostic
+from ddplint.server.documents import (
+    DocumentResult,
+    LintRun,
+    ProjectLinter,
+    Snapshot,
+    usable_path,
+)
+from ddplint.server.framing import DROPPED, MAX_MESSAGE_BYTES
 from ddplint.server.memory import collect_and_freeze, frozen_after
 from ddplint.server.scheduling import LintScheduler
 
@@ -38,11 +48,29 @@ SETTINGS_FILES = (
 WATCHED = ("**/*.py", *(f"**/{name}" for name in SETTINGS_FILES))
 
 
+class DdplintProtocol(LanguageServerProtocol):
+    """pygls's protocol, answering a request that comes after ``shutdown`` with an
+    InvalidRequest error, as LSP asks (pygls drops it: a client awaiting it would hang)."""
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        request_id = getattr(message, "id", None)
+        if self._shutdown and method not in (None, types.EXIT) and request_id is not None:
+            refusal = JsonRpcInvalidRequest("the server is shut down; only `exit` is accepted")
+            self._send_response(request_id, error=refusal.to_response_error())
+            return
+        super().handle_message(message)
+
+
 class DdplintServer(LanguageServer):
     """The open documents' results and the scheduler that refreshes them."""
 
     def __init__(self) -> None:
-        super().__init__("ddplint", __version__)
+        super().__init__("ddplint", __version__, protocol_cls=DdplintProtocol)
+        #: Set by ``shutdown``; ``exit`` before it ends the process with code 1 (LSP).
+        self.shut_down = False
+        #: The process's exit code once the client is gone.
+        self.exit_code = 0
         self.linter = ProjectLinter()
         self.results: dict[str, DocumentResult] = {}
         self.scheduler: LintScheduler[list[Snapshot], LintRun] = LintScheduler(
@@ -55,10 +83,23 @@ class DdplintServer(LanguageServer):
         self._shown: set[str] = set()
 
     def tidy(self) -> None:
-        """When the server is quiet: the first results into the projects' caches, then
-        a garbage collection."""
-        self.linter.write_back()
+        """When the server is quiet: the first results into the caches of the workspace's
+        projects, then a garbage collection."""
+        self.linter.write_back(self.workspace_folders())
         collect_and_freeze()
+
+    def workspace_folders(self) -> list[Path]:
+        """The editor's workspace folders (and root) that are local folders."""
+        uris = [folder.uri for folder in list(self.workspace.folders.values())]
+        uris.append(self.workspace.root_uri or "")
+        folders = []
+        for uri in uris:
+            path = to_fs_path(uri) if uri.startswith("file:") else None
+            if path is not None:
+                resolved, problem = usable_path(path)
+                if problem is None:
+                    folders.append(resolved)
+        return folders
 
     @property
     def encoding(self) -> str:
@@ -74,13 +115,15 @@ class DdplintServer(LanguageServer):
         return types.MarkupKind.Markdown
 
     def snapshot(self) -> list[Snapshot]:
-        """The open documents that are files, as they are now."""
+        """The open documents that are files, as they are now (one whose path cannot be
+        used carries the reason, and only it fails)."""
         taken = []
         for document in list(self.workspace.text_documents.values()):
             path = to_fs_path(document.uri)
             if path is not None and document.uri.startswith("file:"):
+                resolved, problem = usable_path(path)
                 taken.append(
-                    Snapshot(document.uri, Path(path).resolve(), document.version, document.source)
+                    Snapshot(document.uri, resolved, document.version, document.source, problem)
                 )
         return taken
 
@@ -102,6 +145,9 @@ class DdplintServer(LanguageServer):
                 finding_diagnostic(result.lines, f, self.encoding) for f in result.findings
             ]
             diagnostics += [error_diagnostic(result.lines, e, self.encoding) for e in result.errors]
+            diagnostics += [
+                notice_diagnostic(result.lines, n, self.encoding) for n in result.notices
+            ]
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri, diagnostics, result.snapshot.version)
             )
@@ -217,6 +263,21 @@ def build_server() -> DdplintServer:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: DdplintServer, params: None) -> None:
+        ls.shut_down = True
         ls.scheduler.close()
+
+    @server.feature(types.EXIT)
+    def exit_now(ls: DdplintServer, params: None) -> None:
+        ls.exit_code = 0 if ls.shut_down else 1
+        ls.scheduler.close()  # a lint under way stops; ``serve`` does not wait for it
+
+    @server.feature(DROPPED)
+    def dropped(ls: DdplintServer, params: Any) -> None:
+        size = getattr(params, "size", "?")
+        limit = MAX_MESSAGE_BYTES // (1024 * 1024)
+        ls.show_once(
+            f"ddplint: a message of {size} bytes from the editor was ignored "
+            f"(above the {limit} MiB limit)"
+        )
 
     return server

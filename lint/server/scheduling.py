@@ -57,6 +57,8 @@ class LintScheduler(Generic[S, T]):
         self._tidying: asyncio.Task[None] | None = None
         #: Set to stop the run in the worker thread.
         self._stop_running: threading.Event | None = None
+        #: Set while the worker thread lints (a cancelled run ends at its next check).
+        self._working = threading.Event()
         self._lock = asyncio.Lock()
 
     def request(self, delay: float | None = None) -> None:
@@ -76,7 +78,7 @@ class LintScheduler(Generic[S, T]):
             stop = self._stop_running = threading.Event()
             try:
                 result = await loop.run_in_executor(
-                    self._executor, cancellable, stop, partial(self._work, taken)
+                    self._executor, self._work_in_thread, stop, taken
                 )
             except Cancelled:
                 return
@@ -89,6 +91,19 @@ class LintScheduler(Generic[S, T]):
         self._publish(result)
         if self._tidy is not None:
             self._tidying = asyncio.ensure_future(self._tidy_when_idle(self._tidy))
+
+    def _work_in_thread(self, stop: threading.Event, taken: S) -> T:
+        self._working.set()
+        try:
+            return cancellable(stop, partial(self._work, taken))
+        finally:
+            self._working.clear()
+
+    @property
+    def working(self) -> bool:
+        """Whether the worker thread is linting (after ``close``: a run not yet at its
+        next cancellation check)."""
+        return self._working.is_set()
 
     async def _tidy_when_idle(self, tidy: Callable[[], None]) -> None:
         """``tidy()`` in the worker thread after ``tidy_after`` quiet seconds (a request

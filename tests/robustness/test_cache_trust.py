@@ -17,6 +17,8 @@ import pytest
 
 from ddplint.cache import entry_signature
 
+from .support import run_cli
+
 HAZARD = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
     "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
@@ -175,3 +177,81 @@ def test_python_file_with_the_bytes_of_a_yaml_file_does_not_hide_it(tmp_path: Pa
     for _ in range(2):  # empty cache, then warm cache
         result = _run(tree, tmp_path / "key")
         assert "train.yaml:6:5: DDP601" in result.stdout, result.stdout
+
+
+def _forge_clean_cache(tree: Path, key: bytes) -> None:
+    """Rewrite the cache to say "no findings", signed with ``key``."""
+    _rewrite(
+        _results_file(tree),
+        key,
+        lambda _, value: {**value, "findings": []} if "findings" in value else value,
+    )
+
+
+def test_a_key_committed_inside_the_workspace_is_refused(tmp_path: Path) -> None:
+    """N5: CI keeps its caches in the workspace (``XDG_CACHE_HOME=$PWD/.cache``): a pull
+    request commits ``.cache/ddplint/cache-key`` and a cache signed with it. The key is
+    refused (one notice), so the hazard is still reported."""
+    tree = _tree(tmp_path)
+    key = b"K" * 32
+    (tree / ".cache" / "ddplint").mkdir(parents=True)
+    (tree / ".cache" / "ddplint" / "cache-key").write_bytes(key)
+    (tree / ".cache" / "ddplint" / "cache-key").chmod(0o600)
+    assert _run(tree, tmp_path / "honest-key").returncode == 1  # a cache to forge
+    _forge_clean_cache(tree, key)
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tree / ".cache")}
+    environment.pop("DDPLINT_CACHE_KEY_FILE", None)
+    environment.pop("DDPLINT_CACHE_DIR", None)
+    again = subprocess.run(
+        [sys.executable, "-m", "ddplint", "check", "."],
+        cwd=tree,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 1 and "DDP101" in again.stdout
+    assert "signing key" in again.stderr and "lies inside the project" in again.stderr
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o640, 0o620])
+def test_a_key_open_to_others_is_refused(tmp_path: Path, mode: int) -> None:
+    """N5: a key others may read or write could sign a forged cache: refused, as ssh
+    refuses such a private key; the run goes on without the cache."""
+    tree, key_file = _tree(tmp_path), tmp_path / "key"
+    assert _run(tree, key_file).returncode == 1
+    _forge_clean_cache(tree, key_file.read_bytes())
+    key_file.chmod(mode)
+    again = _run(tree, key_file)
+    assert again.returncode == 1 and "DDP101" in again.stdout
+    assert f"is open to others (mode {mode:04o}" in again.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_key_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    tree, key_file = _tree(tmp_path), tmp_path / "key"
+    assert _run(tree, key_file).returncode == 1
+    _forge_clean_cache(tree, key_file.read_bytes())
+    os.chown(key_file, 54321, 54321)
+    again = _run(tree, key_file)
+    assert again.returncode == 1 and "DDP101" in again.stdout
+    assert "is owned by another user (uid 54321)" in again.stderr
+
+
+def test_no_home_folder_is_a_notice_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N7: ``HOME`` unset for a uid without a passwd entry (``Path.home()`` raises)."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    tree = _tree(tmp_path)
+    monkeypatch.chdir(tree)
+    for name in ("HOME", "XDG_CACHE_HOME", "DDPLINT_CACHE_KEY_FILE", "DDPLINT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    result = run_cli("check", ".")
+    assert result.code == 1 and "DDP101" in result.out
+    assert "there is no home folder to keep the signing key in" in result.err

@@ -5,9 +5,12 @@ thousand levels: a segfault), never a hang (its parse time grows with depth squa
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
+from typing import Any
 
+import libcst
 import pytest
 
 from bench.fuzz_cases import all_rules_options, needle_comment
@@ -121,3 +124,26 @@ def test_hostile_files_in_the_process_pool(project: Path) -> None:
         line.split(": ")[2].split(":")[0] for line in run.err.splitlines() if "notice:" in line
     }
     assert reported == {f"{name}.py" for name in HOSTILE}
+
+
+def test_a_generated_table_is_skipped_before_any_parse(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """M8: a 2 MB table literal under ``max-file-size`` is skipped from a cheap count of
+    its syntax units, before ``ast`` or LibCST (the project model's summary included)
+    sees it: parsing it to decide cost 25 s and 1 GB."""
+    (project / "table.py").write_text(
+        "import torch\nTABLE = [" + "1," * 1_000_000 + "]\ntorch.cuda.synchronize()\n"
+    )
+    parse = ast.parse
+
+    def not_the_table(source: str | bytes, *args: Any, **kwargs: Any) -> ast.Module:
+        if "TABLE = [1,1," in str(source[:100]):
+            raise AssertionError("the generated table was parsed")
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", not_the_table)
+    monkeypatch.setattr(libcst, "parse_module", not_the_table)
+    result = run_cli("check", "--no-cache", "--jobs", "1", "table.py")
+    assert result.code == 0, result.err
+    assert "table.py: skipped: too large to analyse in bounded memory" in result.err

@@ -3,6 +3,7 @@ project root through a linked folder; the report says why the file was not fixed
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,18 @@ def test_file_and_a_link_to_it_fix_the_file_and_keep_the_link(tmp_path: Path) ->
     assert result.returncode == 0, result.stdout + result.stderr
     assert "synchronize" not in (repo / "real.py").read_text()
     assert (repo / "alias.py").is_symlink()
+
+
+def test_a_file_with_a_second_hard_link_is_not_fixed_and_says_why(tmp_path: Path) -> None:
+    """N12: a fix writes a new file and renames it, which would leave the other name
+    with the old text; the file is left alone and the report says so."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("[tool.ddplint]\n")
+    (repo / "net.py").write_text(HAZARD)
+    os.link(repo / "net.py", tmp_path / "backup.txt")
+    result = _fix(repo)
+    assert "net.py: error: cannot write fixes: it has 2 hard links" in result.stderr
+    assert result.returncode == 2
+    assert (repo / "net.py").read_text() == HAZARD
+    assert (repo / "net.py").samefile(tmp_path / "backup.txt")

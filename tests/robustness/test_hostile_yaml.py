@@ -473,3 +473,21 @@ def test_fix_takes_many_findings_pass_by_pass(tmp_path: Path) -> None:
     assert path.read_text() == sections(80).replace(
         "persistent_workers: true", "persistent_workers: false"
     )
+
+
+UNREPRESENTABLE = {
+    "5000-digit-int": ("big: " + "9" * 5000 + "\n", 6),
+    "month-99": ("when: !!timestamp 2001-99-99\n", 7),
+    "int-tag-on-text": ("count: !!int 12abc\n", 8),
+}
+
+
+@pytest.mark.parametrize("shape", UNREPRESENTABLE)
+def test_a_scalar_python_cannot_represent_is_a_load_error_at_its_place(shape: str) -> None:
+    """N6: valid YAML whose scalar Python cannot construct: an error at the scalar, not
+    an internal error without a position."""
+    tail, column = UNREPRESENTABLE[shape]
+    with pytest.raises(SourceError) as raised:
+        load_documents("model:\n  train_ds:\n    num_workers: 0\n" + tail)
+    assert raised.value.message.startswith("cannot load YAML: a value Python cannot represent")
+    assert (raised.value.line, raised.value.column) == (4, column)

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ddplint.fixer import write_atomic
+from ddplint.interrupt import Interrupted, _raise_interrupted
+
 from .support import HANG_GUARD, HAZARD
 
 pytestmark = [
@@ -171,3 +174,27 @@ def test_ctrl_c_during_a_long_in_process_parse(tmp_path: Path) -> None:
         pytest.skip("the file was handled before the interrupt (nothing long to interrupt)")
     err = _stop(process, "group", signal.SIGINT)
     assert process.returncode == -signal.SIGINT, err.decode(errors="replace")
+
+
+def test_sigterm_while_a_fix_is_written_leaves_the_file_whole_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N13: a signal that arrives between the temporary file and its rename takes effect
+    after the rename: the file is fixed, no ``.tmp`` stays, and the run still stops."""
+    target = tmp_path / "net.py"
+    target.write_text("old\n")
+    real_fsync = os.fsync
+
+    def fsync_then_signal(fd: int) -> None:
+        real_fsync(fd)
+        os.kill(os.getpid(), signal.SIGTERM)  # mid-write, as a CI cancel would
+
+    monkeypatch.setattr(os, "fsync", fsync_then_signal)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        with pytest.raises(Interrupted):
+            write_atomic(target, b"new\n", expected=b"old\n")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert target.read_bytes() == b"new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["net.py"]
