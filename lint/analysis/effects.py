@@ -101,7 +101,9 @@ class FrameworkObjects:
         self.accelerators: set[str] = set()
         self.fabrics: set[str] = set()
         self.lightning_classes: set[ast.ClassDef] = set()
-        for assignment in [*nodes.of_type(ast.Assign), *nodes.of_type(ast.AnnAssign)]:
+        assignments: list[ast.Assign | ast.AnnAssign] = [*nodes.of_type(ast.Assign)]
+        assignments += nodes.of_type(ast.AnnAssign)
+        for assignment in assignments:
             self._allocation(assignment)
         for argument in nodes.of_type(ast.arg):
             if argument.annotation is not None:
