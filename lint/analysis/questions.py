@@ -57,6 +57,8 @@ from ddplint.analysis.names import Names, dotted_name
 
 #: Paths walked per question before the answer is "cannot tell" (then nothing is said).
 MAX_PATHS = 256
+#: Steps a walk may take per question before the answer is "cannot tell".
+MAX_STEPS = 20_000
 _JUMPS = (ast.Return, ast.Break, ast.Continue, ast.Raise)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -93,6 +95,48 @@ class _Function:
     divergence: Divergence
     in_lightning_class: bool
     effects: dict[int, list[tuple[Collective, str | None]]] = field(default_factory=dict)
+    _ways: dict[int, list[tuple[Node, EdgeKind]]] = field(default_factory=dict)
+    _kept: set[int] | None = None
+
+    def ways(self, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """``_ways_on(node)``, each way run on past the nodes where nothing happens (no
+        collective, one way on, no join): the walks below step from event to event."""
+        found = self._ways.get(node.index)
+        if found is None:
+            found = self._ways[node.index] = [
+                (self._next_kept(successor), edge) for successor, edge in _ways_on(node)
+            ]
+        return found
+
+    def ways_from(self, node: Node) -> Node:
+        """The first node a walk from ``node`` must stop at (``node`` itself if kept)."""
+        return self._next_kept(node)
+
+    def _next_kept(self, node: Node) -> Node:
+        if self._kept is None:
+            self._kept = self._kept_nodes()
+        seen: set[int] = set()
+        while node.index not in self._kept and node.index not in seen:
+            seen.add(node.index)
+            (node, _), *_ = list(_ways_on(node))
+        return node
+
+    def _kept_nodes(self) -> set[int]:
+        """Nodes a walk must stop at: collectives, decisions, ends, joins, error exits."""
+        kept = set(self.effects)
+        for node in self.graph.nodes:
+            ways = list(_ways_on(node))
+            if (
+                len(ways) != 1
+                or node.kind in (NodeKind.TEST, NodeKind.STEP, NodeKind.EXIT, NodeKind.RAISE)
+                or sum(1 for _, e in node.predecessors if e is not EdgeKind.EXCEPTION) > 1
+            ):
+                kept.add(node.index)
+            if len(list(decision_successors(node))) > 1:
+                join = self.dominance.immediate(node)
+                if join is not None:
+                    kept.add(join.index)
+        return kept
 
 
 class ModuleAnalysis:
@@ -362,34 +406,40 @@ def _ways_on(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
 
 def _sequences(function: _Function, start: Node, stop: Node | None) -> set[Sequence_] | None:
     """The collective sequences issued on the ways from ``start`` to ``stop`` (or out of
-    the function), each loop taken at most once; None past ``MAX_PATHS``."""
+    the function), each loop taken at most once; None past ``MAX_PATHS`` paths or
+    ``MAX_STEPS`` steps (cannot tell)."""
     found: set[Sequence_] = set()
-    budget = [MAX_PATHS]
+    steps = 0
+    start = function.ways_from(start)
     stack: list[tuple[Node, Sequence_, frozenset[int]]] = [(start, (), frozenset())]
     while stack:
         node, issued, visited = stack.pop()
+        steps += 1
+        if steps > MAX_STEPS:
+            return None
         if node is stop or node.kind in (NodeKind.EXIT, NodeKind.RAISE) or node.index in visited:
             found.add(issued)
-            budget[0] -= 1
-            if budget[0] < 0:
+            if len(found) > MAX_PATHS:
                 return None
             continue
         issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
-        for successor, _ in _ways_on(node):
+        for successor, _ in function.ways(node):
             stack.append((successor, issued, visited | {node.index}))
     return found
 
 
-def _arms_agree(function: _Function, test: Node) -> bool:
+def _arms_agree(function: _Function, test: Node) -> bool | None:
     """Whether every branch of ``test`` issues the same collective sequence before the
-    branches meet again."""
+    branches meet again (None: cannot tell)."""
     join = function.dominance.immediate(test)
     seen: set[Sequence_] | None = None
     for successor, _ in decision_successors(test):
         sequences = _sequences(function, successor, join)
+        if sequences is None:
+            return None
         if sequences == set():
             continue  # every way on is an error path
-        if sequences is None or len(sequences) != 1:
+        if len(sequences) != 1:
             return False
         if seen is not None and sequences != seen:
             return False
@@ -559,15 +609,19 @@ def _class_walks(function: _Function, zero: bool) -> list[Walk] | None:
     empty: Facts = frozenset()
     start: tuple[Node, Sequence_, dict[int, int], Facts] = (function.graph.entry, (), {}, empty)
     stack = [start]
+    steps = 0
     while stack:
         node, issued, entered, facts = stack.pop()
+        steps += 1
+        if steps > MAX_STEPS:
+            return None
         if node.kind in (NodeKind.EXIT, NodeKind.RAISE):
             found.append((facts, issued))
         elif node.index in entered:
             if len(issued) > entered[node.index]:
                 found.append((facts, (*issued, f"#loop{node.index}")))
             else:
-                for successor, _ in _ways_on(node):
+                for successor, _ in function.ways(node):
                     if successor.index not in entered:
                         stack.append((successor, issued, entered, facts))
         else:
@@ -593,7 +647,7 @@ def _class_steps(
     if node.kind is not NodeKind.TEST:
         test = None
     truth = _evaluate(test, zero, function, node, facts) if test is not None else None
-    for successor, edge in _ways_on(node):
+    for successor, edge in function.ways(node):
         following: Facts | None = facts
         taken = edge is EdgeKind.TRUE
         if test is not None:
@@ -675,6 +729,7 @@ def _rank_only_decorator(
 
 def _partings(analysis: ModuleAnalysis, scope: Scope, function: _Function) -> Iterator[Parting]:
     reported: set[int] = set()
+    agreement: dict[int, bool | None] = {}
     classes_agree: bool | None = None
     for node in function.graph.nodes:
         effects = function.effects.get(node.index)
@@ -685,8 +740,12 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: _Function) -> It
             if test.index in reported:
                 continue
             taint = function.divergence.test_taint(test)
-            if taint is None or _arms_agree(function, test):
+            if taint is None:
                 continue
+            if test.index not in agreement:
+                agreement[test.index] = _arms_agree(function, test)
+            if agreement[test.index] is not False:
+                continue  # the same on every branch, or cannot tell
             if _settled_by_class(function, test):
                 if classes_agree is None:
                     classes_agree = _rank_classes_agree(function)
