@@ -31,6 +31,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddplint.rules import all_rules
+
 HERE = Path(__file__).resolve().parent
 CORPORA = HERE / "corpora"
 REPOSITORIES = CORPORA / "repositories.tsv"
@@ -209,8 +211,9 @@ def precision_table(judged: list[dict[str, str]]) -> list[tuple[str, int, int, i
 
 
 def write_precision(judged: list[dict[str, str]], corpus: str, description: str) -> None:
-    """Put the judged figures per rule into ``lint/blind_precision.json`` under ``corpus``
-    (first in each rule's list: the newest), keeping every other corpus's figures."""
+    """Put the judged figures of every rule (0 read where it found nothing) into
+    ``lint/blind_precision.json`` under ``corpus`` (first in each rule's list: the newest),
+    keeping every other corpus's figures."""
     data = json.loads(PRECISION.read_text(encoding="utf-8"))
     data["corpora"] = {
         corpus: description,
@@ -219,7 +222,9 @@ def write_precision(judged: list[dict[str, str]], corpus: str, description: str)
     rules: dict[str, list[dict[str, object]]] = data["rules"]
     for code in rules:
         rules[code] = [m for m in rules[code] if m["corpus"] != corpus]
-    for code, t, f, d, _ in precision_table(judged):
+    counted = {row[0]: row[1:4] for row in precision_table(judged)}
+    for code in all_rules():
+        t, f, d = counted.get(code, (0, 0, 0))
         entry = {"corpus": corpus, "true": t, "false": f, "debatable": d}
         rules[code] = [entry, *rules.get(code, [])]
     data["rules"] = {code: rules[code] for code in sorted(rules) if rules[code]}
