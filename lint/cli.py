@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import click
 
-from ddplint import __version__
+from ddplint import __version__, blind_precision
 from ddplint.add_noqa import add_noqa
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
 from ddplint.discover import discover, display_path
@@ -633,19 +633,28 @@ def rules_command(output_format: str) -> None:
                 "default": rule.default_enabled,
                 "fix": rule.fix_applicability.value if rule.fix_applicability else None,
                 "summary": rule.summary,
+                "blind_precision": [
+                    {"corpus": m.corpus, "true": m.true, "false": m.false, "debatable": m.debatable}
+                    for m in blind_precision.measures(code)
+                ],
             }
             for code, rule in catalogue.items()
         ]
         _out(json.dumps(rows, indent=2))
         return
     width = max(len(rule.name) for rule in catalogue.values()) + 2
-    header = f"{'code':<8}{'name':<{width}}{'default':<9}{'fix':<8}summary"
+    header = f"{'code':<8}{'name':<{width}}{'default':<9}{'fix':<8}{'blind':<16}summary"
     _out(header)
     _out("-" * len(header))
     for code, rule in catalogue.items():
         default = "on" if rule.default_enabled else "preview"
         fix = rule.fix_applicability.value if rule.fix_applicability else "-"
-        _out(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{rule.summary}")
+        blind = blind_precision.summary(code)
+        _out(f"{code:<8}{rule.name:<{width}}{default:<9}{fix:<8}{blind:<16}{rule.summary}")
+    _out(
+        "\nblind: TRUE/(TRUE+FALSE), precision, of N findings read on code nobody tuned the "
+        "rules on, every blind corpus added up (`ddplint explain CODE`: each corpus)."
+    )
 
 
 @cli.command(short_help="Print a rule's documentation (e.g. DDP101).")

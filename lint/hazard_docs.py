@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from ddplint import blind_precision
 from ddplint.rule import Rule
 from ddplint.rules import all_rules
 
@@ -26,6 +27,12 @@ _INTRODUCTION = """\
 Every hazard ddplint checks for, one entry per rule: what it flags, why it breaks a
 distributed run, the correct form, whether `--fix` can repair it, and where to read more.
 `ddplint explain CODE` prints the same text; `ddplint rules` lists the rules.
+
+Blind precision: TRUE / (TRUE + FALSE) of the findings read on code nobody tuned the rules
+on (`bench/blind_corpus.py`, `docs/precision.md`, "Blind figures"), as TRUE/(TRUE+FALSE),
+the share, and the findings read; the index adds every blind corpus up, each entry names
+them. A rule is on by default only when it reaches 90%
+over at least 10 blind findings (or 0 false of at least 5).
 
 This file is generated from the rules' documentation by `python -m ddplint.hazard_docs`;
 edit the rule's docstring (`rules/code/` or `rules/config/`), never this file.
@@ -44,20 +51,24 @@ def _entry(rule: type[Rule]) -> str:
     body = CITATION.sub(lambda m: f"[{m.group(1).upper()}](#{m.group(1)})", body)
     return (
         f'<a id="{_anchor(rule.code)}"></a>\n\n'
-        f"## {rule.code} {rule.name}\n\n{rule.status()}\n\n{body}\n"
+        f"## {rule.code} {rule.name}\n\n{rule.status()}\n\n{rule.measured()}\n\n{body}\n"
     )
 
 
 def _index(rules: dict[str, type[Rule]]) -> str:
     rows = [
-        "| Code | Name | What it flags | Default | Fix |",
-        "| --- | --- | --- | --- | --- |",
+        "| Code | Name | What it flags | Default | Fix | Blind precision |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for code, rule in rules.items():
         default = "on" if rule.default_enabled else "preview"
         fix = rule.fix_applicability.value if rule.fix_applicability else "-"
         summary = rule.summary.replace("|", "\\|")
-        rows.append(f"| [{code}](#{_anchor(code)}) | {rule.name} | {summary} | {default} | {fix} |")
+        blind = blind_precision.summary(code)
+        rows.append(
+            f"| [{code}](#{_anchor(code)}) | {rule.name} | {summary} | {default} | {fix} "
+            f"| {blind} |"
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -68,9 +68,20 @@ class Rule:
         return f"{cls.summary}. Severity: {cls.severity.value}; {default}; {fix}."
 
     @classmethod
+    def measured(cls) -> str:
+        """The rule's precision on blind code and the corpus it was measured on."""
+        from ddplint.blind_precision import sentences
+
+        return sentences(cls.code)
+
+    @classmethod
     def explanation(cls) -> str:
-        """What ``ddplint explain`` prints: title, status line, documentation."""
-        return f"# {cls.code} {cls.name}\n\n{cls.status()}\n\n{cls.documentation()}"
+        """What ``ddplint explain`` prints: title, status line, blind precision,
+        documentation."""
+        return (
+            f"# {cls.code} {cls.name}\n\n{cls.status()}\n\n{cls.measured()}\n\n"
+            f"{cls.documentation()}"
+        )
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:

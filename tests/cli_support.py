@@ -21,6 +21,10 @@ SYNC = "        torch.cuda.synchronize()\n"
 
 
 def check(*args: str) -> tuple[int, str, str]:
-    """``ddplint check --no-cache ARGS`` in this process: exit code, stdout, stderr."""
-    result = CliRunner().invoke(cli, ["check", "--no-cache", *args], catch_exceptions=False)
+    """``ddplint check --no-cache ARGS`` in this process: exit code, stdout, stderr.
+    DDP101 (opt-in since issue 23) is selected on top of the defaults unless ARGS --select."""
+    opt_in = [] if "--select" in args else ["--extend-select", "DDP101"]
+    result = CliRunner().invoke(
+        cli, ["check", "--no-cache", *opt_in, *args], catch_exceptions=False
+    )
     return result.exit_code, result.stdout, result.stderr

@@ -144,7 +144,16 @@ def test_statistics_in_machine_formats(project: Path) -> None:
 def test_errors_are_counted_and_printed_before_the_summary(project: Path) -> None:
     (project / "broken.py").write_text("import torch\ndef f(:\n    torch.cuda.synchronize()\n")
     result = subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "-j1"],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--no-cache",
+            "-j1",
+            "--extend-select",
+            "DDP101",
+        ],
         capture_output=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

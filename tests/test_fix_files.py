@@ -83,7 +83,18 @@ def test_diff_applies_with_git_apply_to_the_fixed_file() -> None:
     # Bytes: CliRunner's text output turns CRLF into LF.
     patch = (
         CliRunner()
-        .invoke(cli, ["check", "--no-cache", "--diff", "--unsafe-fixes", "net.py"])
+        .invoke(
+            cli,
+            [
+                "check",
+                "--no-cache",
+                "--extend-select",
+                "DDP101",
+                "--diff",
+                "--unsafe-fixes",
+                "net.py",
+            ],
+        )
         .stdout_bytes
     )
     assert b"-        torch.cuda.synchronize()\r\n" in patch

@@ -143,7 +143,8 @@ def _user_repo(
     config: str | None = None,
 ) -> Path:
     """A git repository with pre-commit installed, its config committed: ``config`` when
-    given, else ``hook`` from ``source`` at its HEAD (a full SHA as ``rev``)."""
+    given, else ``hook`` from ``source`` at its HEAD (a full SHA as ``rev``); its
+    pyproject.toml selects DDP101."""
     rev = _git(Path(source), environment, "rev-parse", "HEAD").stdout.strip()
     hook_args = f"\n    args: [{args}]" if args else ""
     path.mkdir()
@@ -151,9 +152,11 @@ def _user_repo(
     (path / ".pre-commit-config.yaml").write_text(
         config or f"repos:\n- repo: {source}\n  rev: {rev}\n  hooks:\n  - id: {hook}{hook_args}\n"
     )
+    # DDP101, the sample hazard, is opt-in since issue 23: the user's project selects it.
+    (path / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP101"]\n')
     installed = _run(_pre_commit("install"), path, environment)
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    _git(path, environment, "add", ".pre-commit-config.yaml")
+    _git(path, environment, "add", ".pre-commit-config.yaml", "pyproject.toml")
     _git(path, environment, "commit", "-q", "--no-verify", "-m", "pre-commit config")
     return path
 

@@ -33,6 +33,6 @@ def test_fixing_the_repository_root_leaves_the_fixtures_alone(
 
 def test_fixtures_named_on_their_own_are_still_linted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    code, out, err = _check("fixtures/rules/DDP201")
+    code, out, err = _check("--extend-select", "DDP201", "fixtures/rules/DDP201")
     assert code == 1, err
     assert "fixtures/rules/DDP201/" in out and "DDP201" in out

@@ -156,6 +156,8 @@ def test_a_json_finding_offers_no_ignore_comment(project: Path) -> None:
 def test_an_unsaved_edit_of_a_dependency_refreshes_the_dependent_file(project: Path) -> None:
     (project / "utils.py").write_text(UTILS)
     (project / "train.py").write_text(TRAIN)
+    # DDP201 is opt-in since issue 23: the project selects it.
+    (project / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
 
     async def scenario(session: ServerSession) -> None:
         train = session.open("train.py")
@@ -221,6 +223,8 @@ def test_positions_count_in_the_negotiated_encoding(
     project: Path, offered: list[str] | None, expected: str
 ) -> None:
     (project / "save.py").write_text(NON_ASCII, encoding="utf-8")
+    # DDP201 is opt-in since issue 23: the project selects it.
+    (project / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
     line = NON_ASCII.splitlines()[5]
     characters = line.index("dist.barrier")  # code points
     units = {"utf-16": characters + 1, "utf-32": characters}[expected]  # 🚀 is 2 in UTF-16

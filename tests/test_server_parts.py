@@ -184,6 +184,8 @@ def test_a_buffer_stands_in_for_its_file_in_the_project_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _project(tmp_path, monkeypatch)
+    # DDP201 is opt-in since issue 23: the project selects it.
+    (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
     utils = "import torch.distributed as dist\n\n\ndef save(model):\n    pass\n"
     (root / "utils.py").write_text(utils)
     (root / "train.py").write_text(
@@ -406,6 +408,8 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     from ddplint import cancellation
 
     root = _project(tmp_path, monkeypatch)
+    # DDP201 is opt-in since issue 23: the project selects it.
+    (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
     train = root / "train.py"
     hazard = TRAIN.replace("sync()", "dist.barrier()")
     train.write_text(hazard.replace("from utils import sync", "import torch.distributed as dist"))

@@ -86,6 +86,8 @@ class CollectiveOnSomeRanks(CodeRule):
     name = "collective-on-some-ranks"
     summary = "a collective reached only on some ranks"
     severity = Severity.ERROR
+    #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
+    default_enabled = False
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)

@@ -91,6 +91,8 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     name = "checkpoint-save-on-some-ranks"
     summary = "a synchronising checkpoint save reached only on some ranks"
     severity = Severity.ERROR
+    #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
+    default_enabled = False
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES

@@ -73,6 +73,8 @@ class StepOnSomeRanks(CodeRule):
     name = "step-on-some-ranks"
     summary = "optimizer/scheduler/scaler step under a rank or rank-local-data condition"
     severity = Severity.ERROR
+    #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
+    default_enabled = False
     needles = (".step(",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:

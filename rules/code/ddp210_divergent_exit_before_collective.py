@@ -77,6 +77,8 @@ class DivergentExitBeforeCollective(CodeRule):
     name = "divergent-exit-before-collective"
     summary = "an exit on rank-local state skips a collective the other ranks run"
     severity = Severity.ERROR
+    #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
+    default_enabled = False
     needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 

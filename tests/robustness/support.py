@@ -50,7 +50,11 @@ class Run:
 
 
 def run_cli(*args: str) -> Run:
-    """``ddplint ARGS`` in this process; an exception escaping the CLI fails the test."""
+    """``ddplint ARGS`` in this process; an exception escaping the CLI fails the test.
+    A ``check`` without --select of its own selects DDP101 (the sample hazard, opt-in
+    since issue 23) on top of the defaults."""
+    if args[:1] == ("check",) and "--select" not in args:
+        args = ("check", "--extend-select", "DDP101", *args[1:])
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     return Run(result.exit_code, result.stdout, result.stderr)
 

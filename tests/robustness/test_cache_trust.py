@@ -33,7 +33,7 @@ def _run(tree: Path, key_file: Path, *args: str) -> subprocess.CompletedProcess[
     environment = {**os.environ, "DDPLINT_CACHE_KEY_FILE": str(key_file)}
     environment.pop("DDPLINT_CACHE_DIR", None)
     return subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", *args, "."],
+        [sys.executable, "-m", "ddplint", "check", "--extend-select", "DDP101", *args, "."],
         cwd=tree,
         env=environment,
         capture_output=True,

@@ -20,7 +20,18 @@ CONFIG = (
 
 def _fix(repo: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--unsafe-fixes", "--fix", "."],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--extend-select",
+            "DDP101",
+            "--no-cache",
+            "--unsafe-fixes",
+            "--fix",
+            ".",
+        ],
         cwd=repo,
         capture_output=True,
         text=True,

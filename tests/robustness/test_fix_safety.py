@@ -56,7 +56,7 @@ def lethal(*args, **kwargs):
     return real(*args, **kwargs)
 setattr(os, call, lethal)
 from ddplint.cli import main
-sys.argv = ["ddplint", "check", "--no-cache", *sys.argv[3:]]
+sys.argv = ["ddplint", "check", "--no-cache", "--extend-select", "DDP101", *sys.argv[3:]]
 main()
 """
 
@@ -67,7 +67,16 @@ def environment() -> dict[str, str]:
 
 def ddplint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--extend-select",
+            "DDP101",
+            "--no-cache",
+            *args,
+        ],
         cwd=cwd,
         env=environment(),
         capture_output=True,

@@ -11,7 +11,18 @@ from pathlib import Path
 
 def _fix(folder: Path, name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--unsafe-fixes", "--fix", name],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--extend-select",
+            "DDP101",
+            "--no-cache",
+            "--unsafe-fixes",
+            "--fix",
+            name,
+        ],
         cwd=folder,
         capture_output=True,
         text=True,

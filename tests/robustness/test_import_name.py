@@ -30,7 +30,7 @@ def test_project_package_named_like_ddplint_folders_is_not_imported(
     )
     environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
     for command in (
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "."],
+        [sys.executable, "-m", "ddplint", "check", "--extend-select", "DDP101", "--no-cache", "."],
         [sys.executable, "-m", "ddplint", "rules"],
     ):
         result = subprocess.run(
@@ -39,7 +39,16 @@ def test_project_package_named_like_ddplint_folders_is_not_imported(
         assert "Traceback" not in result.stderr, result.stderr
         assert not (package / "IMPORTED").exists(), command
     checked = subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "train.py"],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--extend-select",
+            "DDP101,DDP201",
+            "--no-cache",
+            "train.py",
+        ],
         cwd=tmp_path,
         env=environment,
         capture_output=True,

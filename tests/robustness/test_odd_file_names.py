@@ -40,7 +40,16 @@ def _ddplint(*args: str, strict: bool = False) -> subprocess.CompletedProcess[by
     ``strict``: stdout refuses what is not UTF-8, as under most UTF-8 locales."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"} if strict else None
     return subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", *args],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--extend-select",
+            "DDP101",
+            "--no-cache",
+            *args,
+        ],
         capture_output=True,
         timeout=120,
         env=env,

@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,7 @@ def test_odd_paths_named_on_the_command_line(project: Path) -> None:
 
 def _discovered(project: Path) -> tuple[list, object, object]:  # type: ignore[type-arg]
     settings = load_settings(None, project)
+    settings = replace(settings, extend_select=(*settings.extend_select, "DDP101"))  # opt-in
     return discover(["."], settings).targets, settings, build_options(settings)
 
 

@@ -3,6 +3,7 @@ and constructed findings for each way a finding explains a problem."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ def ran(path: Path, *needles: str, ranks: tuple[int, ...] = (1,)) -> Execution:
 
 
 def test_real_ddp101_finding_is_confirmed_by_a_hang_at_its_line(project: Path) -> None:
-    settings = load_settings(None, project)
+    settings = replace(load_settings(None, project), extend_select=("DDP101",))  # opt-in
     options = LintOptions(select_rules(settings, all_rules()), str(project))
     static = lint_paths(["train.py"], settings, options, use_cache=False)
     ddp101 = [f for f in static.findings if f.rule == "DDP101"]
