@@ -342,3 +342,13 @@ def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
         assert index.facts_for(path) == _facts_by_scanning(index, path), path
     assert index.facts_for("pkg/m3.py")["def:evaluate"] == {"c": 1, "m": [0]}
     assert index.facts_for("pkg/m3.py")["def:prepare"] == {"c": 1}
+
+
+def test_a_plain_function_whose_first_parameter_is_cls_with_a_default_is_summarised() -> None:
+    """score_sde_pytorch's registry decorator (``def register(cls=None, *, name=None)``)
+    stopped the whole run with an IndexError: its ``cls`` is no class's."""
+    from ddplint.code.project.module_summary import summarize
+
+    text = "def register(cls=None, *, name=None):\n    if cls:\n        return cls\n"
+    summary = summarize(text)
+    assert summary is not None

@@ -256,9 +256,12 @@ def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
 
 
 def _positional(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
-    """The parameters a call fills by position (``self`` / ``cls`` not counted)."""
+    """The parameters a call fills by position (a method's ``self`` / ``cls`` not
+    counted: a first parameter so named without a default, as a plain function's
+    ``def register(cls=None)`` is not a method's)."""
     positional = [*function.args.posonlyargs, *function.args.args]
-    if positional and positional[0].arg in ("self", "cls"):
+    bound = len(function.args.defaults) < len(positional)
+    if positional and positional[0].arg in ("self", "cls") and bound:
         positional = positional[1:]
     return positional
 
