@@ -61,10 +61,16 @@ class Taint:
     spelled: str
 
     def joined(self, other: Taint | None) -> Taint:
-        if other is None or other.facets in self.facets:
+        """The least taint above both: the union of the facets, and the reason that
+        comes first in a fixed order (so the join is commutative and a fixed point is
+        reached: a reason chosen by which side came first could flip for ever)."""
+        if other is None or other == self:
             return self
-        first = self if self.line <= other.line else other
-        return Taint(self.facets | other.facets, first.source, first.line, first.spelled)
+        first = min(self, other, key=_reason_order)
+        facets = self.facets | other.facets
+        if facets == first.facets:
+            return first
+        return Taint(facets, first.source, first.line, first.spelled)
 
     def only(self, facets: Facet) -> Taint | None:
         kept = self.facets & facets
@@ -81,6 +87,10 @@ class Taint:
 
 
 State = dict[str, Taint]
+
+
+def _reason_order(taint: Taint) -> tuple[int, str, str]:
+    return taint.line, taint.source.value, taint.spelled
 
 #: Calls whose result reads a local clock or memory probe.
 PROBE_CALLS = frozenset(

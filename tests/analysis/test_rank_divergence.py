@@ -197,3 +197,14 @@ def test_what_a_rank_hands_to_a_reduction_is_its_own() -> None:
     """
     assert _taint_at(presence, "grad is None") is None
     assert _taint_at(presence, "grad.sum() > 0") is not None
+
+
+def test_the_join_of_two_reasons_does_not_depend_on_their_order() -> None:
+    """A join that kept whichever reason came first never reached a fixed point on a
+    diffusers training script (two reasons on one line, swapped on every round)."""
+    from ddplint.analysis.divergence import Taint
+
+    one = Taint(Facet.CONTENTS, Source.RANK, 7, "args.local_rank")
+    other = Taint(Facet.CONTENTS | Facet.SHAPE, Source.PROBE, 7, "time.time()")
+    assert one.joined(other) == other.joined(one)
+    assert one.joined(other).joined(one) == one.joined(other)
