@@ -9,7 +9,10 @@ not stick to a new ``for step in range(...)``.
 - Sources: the rank in its spellings (``dist.get_rank()``, ``RANK`` / ``LOCAL_RANK``
   from the environment, ``.rank`` / ``.local_rank`` / ``.is_main_process`` and the other
   attributes frameworks give it, the first parameter of a function handed to
-  ``mp.spawn``), clocks and memory probes, file-system probes.
+  ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
+  contents; the number of items it counts). File-system probes only when asked: a
+  shared file system answers every rank alike. ``rank != -1`` asks whether the job was
+  launched, which every rank answers alike.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
   same on every rank.
@@ -92,6 +95,7 @@ State = dict[str, Taint]
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
     return taint.line, taint.source.value, taint.spelled
 
+
 #: Calls whose result reads a local clock or memory probe.
 PROBE_CALLS = frozenset(
     {
@@ -157,8 +161,6 @@ CONTRIBUTIONS: dict[str, tuple[int, Facet]] = {
     "all_gather_object": (1, VALUES),
     "gather_object": (0, VALUES),
 }
-#: How many assignments back a contribution is followed to the values it is made of.
-CONTRIBUTION_DEPTH = 3
 #: Methods of a framework object (accelerate, Lightning, Fabric) whose result agrees.
 AGREEING_METHODS = frozenset(
     {"gather", "gather_for_metrics", "reduce", "all_gather", "broadcast", "all_reduce"}
@@ -193,9 +195,14 @@ def spawned_functions(calls: list[ast.Call], names: Names) -> frozenset[str]:
 class _Evaluator:
     """The taint of an expression under a state."""
 
-    def __init__(self, names: Names, agreeing_receivers: frozenset[str]) -> None:
+    def __init__(
+        self, names: Names, agreeing_receivers: frozenset[str], file_probes: bool = False
+    ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
+        #: Whether a file-system probe is a source: on a file system every rank shares
+        #: (the common case) each rank reads the same answer, so it is off by default.
+        self.file_probes = file_probes
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -221,6 +228,8 @@ class _Evaluator:
         if isinstance(expression, ast.Compare) and _presence_test(expression):
             operand = self.taint(expression.left, state)
             return operand.as_contents(Facet.SHAPE) if operand else None
+        if isinstance(expression, ast.Compare) and _launch_check(expression):
+            return None
         if isinstance(expression, ast.Lambda):
             return None
         found: Taint | None = None
@@ -271,13 +280,19 @@ class _Evaluator:
         resolved = self.names.resolve(call.func)
         if resolved in PROBE_CALLS:
             return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
-        if resolved in FILE_CALLS:
+        if resolved in FILE_CALLS and self.file_probes:
             return Taint(Facet.CONTENTS, Source.FILE, call.lineno, ast.unparse(call))
         if resolved in UNIFORM_CALLS:
             return None
         name = (resolved or "").rsplit(".", 1)[-1]
         if name in RANK_FUNCTION_NAMES or self._environment_rank(call):
             return _rank(call)
+        if resolved == "range":
+            bound = _join(None, *(self.taint(a, state) for a in call.args))
+            return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
+        if resolved in ("isinstance", "type", "hasattr"):
+            argument = self.taint(call.args[0], state) if call.args else None
+            return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in ("len", "torch.numel"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
@@ -317,6 +332,21 @@ class _Evaluator:
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _launch_check(compare: ast.Compare) -> bool:
+    """``local_rank != -1``, ``rank >= 0``: whether the job was launched distributed,
+    which every rank answers alike (a launcher gives no rank -1)."""
+    if len(compare.ops) != 1 or isinstance(compare.ops[0], (ast.In, ast.NotIn)):
+        return False
+    try:
+        constant = ast.literal_eval(compare.comparators[0])
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    op = compare.ops[0]
+    return (constant == -1 and not isinstance(op, (ast.Gt, ast.LtE))) or (
+        constant == 0 and isinstance(op, (ast.GtE, ast.Lt))
+    )
 
 
 def _presence_test(compare: ast.Compare) -> bool:
@@ -399,18 +429,11 @@ class Divergence:
                 spelled = dotted_name(given) if given is not None else None
                 if spelled is not None and spelled not in found:
                     found[spelled] = Taint(facets, Source.CONTRIBUTED, call.lineno, spelled)
-        frontier = list(found)
-        for _ in range(CONTRIBUTION_DEPTH):
-            following = []
-            for name in frontier:
-                for value in assignments.get(name, []):
-                    for read in _names_read(value):
-                        if read not in found:
-                            # What it is made of differs in length as well as contents.
-                            made_of = found[name]
-                            found[read] = Taint(VALUES, made_of.source, made_of.line, read)
-                            following.append(read)
-            frontier = following
+        for name, taint in list(found.items()):
+            for value in assignments.get(name, []):
+                for measured in _lengths_read(value):
+                    # A count of this rank's items: their number is its own.
+                    found.setdefault(measured, Taint(VALUES, taint.source, taint.line, measured))
         return found
 
     def _entry_state(self, rank_parameters: frozenset[str]) -> State:
@@ -584,22 +607,17 @@ def _calls_of(statement: ast.AST) -> Iterator[ast.Call]:
         pending.extend(ast.iter_child_nodes(current))
 
 
-def _names_read(expression: ast.AST) -> Iterator[str]:
-    """The longest dotted names an expression reads (``self.inflight``, ``count``)."""
-    pending: list[ast.AST] = [expression]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, ast.Call):
-            pending.extend(current.args)
-            pending.extend(k.value for k in current.keywords)
-            if isinstance(current.func, ast.Attribute):
-                pending.append(current.func.value)
-            continue
-        spelled = dotted_name(current) if isinstance(current, (ast.Name, ast.Attribute)) else None
-        if spelled is not None:
+def _lengths_read(expression: ast.AST) -> Iterator[str]:
+    """The dotted names whose length an expression reads (``len(self.inflight)``)."""
+    for node in ast.walk(expression):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "len"
+            and node.args
+            and (spelled := dotted_name(node.args[0])) is not None
+        ):
             yield spelled
-            continue
-        pending.extend(ast.iter_child_nodes(current))
 
 
 _SIMPLE = (

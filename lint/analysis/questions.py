@@ -433,7 +433,7 @@ def _arms_agree(function: _Function, test: Node) -> bool | None:
     branches meet again (None: cannot tell)."""
     join = function.dominance.immediate(test)
     seen: set[Sequence_] | None = None
-    for successor, _ in decision_successors(test):
+    for successor, _ in _ways_on(test):  # a failing assert is an error path
         sequences = _sequences(function, successor, join)
         if sequences is None:
             return None

@@ -27,11 +27,14 @@ class RanksPartBeforeCollective(CodeRule):
 
     A value differs between ranks when it reads the rank (`dist.get_rank()`,
     `RANK` / `LOCAL_RANK`, `.rank`, `.is_main_process`, the first parameter of a
-    function handed to `mp.spawn`), a local clock or memory probe, or a file-system
-    check, or was set under a test on one of those; a rank's slice of a list differs in
-    length.
+    function handed to `mp.spawn`), a local clock or memory probe, or what this rank
+    hands to a reduction, or was set under a test on one of those; a rank's slice of a
+    list differs in length.
 
-    Not flagged: values made the same by a collective (`all_reduce(flag)` then
+    Not flagged: a failing `assert` or a `raise` (the job stops loudly); `rank != -1`
+    (whether the job was launched); file-system checks (a shared file system answers
+    every rank alike: DDP218 is the opt-in rule for node-local disks); values made the
+    same by a collective (`all_reduce(flag)` then
     `flag.item()`, `broadcast`, `all_gather_object`); a name bound again; placement
     (`torch.load(..., map_location=f"cuda:{rank}")`, `.to(device)`); `len()` of a list
     whose items, not length, differ; branches that issue the same collectives (send and

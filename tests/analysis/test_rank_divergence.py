@@ -142,16 +142,40 @@ def test_an_early_return_on_the_rank_does_not_taint_what_follows() -> None:
     assert _taint_at(source, "count") is None
 
 
-def test_clocks_and_file_probes_are_sources() -> None:
+def test_clocks_are_sources_and_file_probes_are_not_by_default() -> None:
+    """Each rank reads its own clock; a file system is most often shared, so every rank
+    reads the same listing (a resume step parsed from ``os.listdir`` is no rank's own)."""
     source = """
     def f(path):
         late = time.time() > 5
         there = os.path.exists(path)
         use(late, there)  # here
     """
-    late, there = _taint_at(source, "late"), _taint_at(source, "there")
+    late = _taint_at(source, "late")
     assert late is not None and late.source is Source.PROBE
-    assert there is not None and there.source is Source.FILE
+    assert _taint_at(source, "there") is None
+
+
+@pytest.mark.parametrize(
+    ("test", "differs"),
+    [
+        ("local_rank != -1", False),
+        ("local_rank == -1", False),
+        ("local_rank >= 0", False),
+        ("local_rank in [-1, 0]", True),
+        ("local_rank == 0", True),
+        ("local_rank > 0", True),
+    ],
+)
+def test_a_comparison_with_minus_one_asks_whether_the_job_was_launched(
+    test: str, differs: bool
+) -> None:
+    source = """
+    def f():
+        local_rank = int(os.environ.get("LOCAL_RANK", -1))
+        use(local_rank)  # here
+    """
+    assert (_taint_at(source, test) is not None) == differs
 
 
 def test_world_size_and_unknown_calls_are_uniform() -> None:
