@@ -59,7 +59,8 @@ from ddplint.analysis.names import Names, dotted_name
 MAX_PATHS = 256
 #: Steps a walk may take per question before the answer is "cannot tell".
 MAX_STEPS = 20_000
-_JUMPS = (ast.Return, ast.Break, ast.Continue, ast.Raise)
+#: Exits a parting is reported at (a ``raise`` is an error path, never a parting).
+_JUMPS = (ast.Return, ast.Break, ast.Continue)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 Sequence_ = tuple[str, ...]
@@ -103,10 +104,25 @@ class _Function:
         collective, one way on, no join): the walks below step from event to event."""
         found = self._ways.get(node.index)
         if found is None:
-            found = self._ways[node.index] = [
-                (self._next_kept(successor), edge) for successor, edge in _ways_on(node)
-            ]
+            join = self._quiet_join(node)
+            if join is not None:
+                found = [(self._next_kept(join), EdgeKind.NEXT)]
+            else:
+                found = [(self._next_kept(s), edge) for s, edge in _ways_on(node)]
+            self._ways[node.index] = found
         return found
+
+    def _quiet_join(self, node: Node) -> Node | None:
+        """Where a decision's branches meet again when no branch issues a collective on
+        the way: a walk goes straight there."""
+        if node.kind not in (NodeKind.TEST, NodeKind.STEP):
+            return None
+        join = self.dominance.immediate(node)
+        if join is None or join.index == node.index:
+            return None
+        if any(inner.index in self.effects for inner in self.dominance.region(node)):
+            return None
+        return join
 
     def ways_from(self, node: Node) -> Node:
         """The first node a walk from ``node`` must stop at (``node`` itself if kept)."""
@@ -154,10 +170,17 @@ class ModuleAnalysis:
         self._functions: dict[Scope, _Function] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
-            self._definitions.setdefault(function.name, function)
+            self._definitions.setdefault(self._key_of(function), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
+
+    def _key_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        """How calls name a local function: ``f`` for a function, ``self.f`` for a method
+        (a builtin ``open()`` is never a class's ``open`` method)."""
+        if isinstance(self.nodes.scope_of.get(function), ast.ClassDef):
+            return f"self.{function.name}"
+        return function.name
 
     def _in_lightning_class(self, scope: ast.AST) -> bool:
         return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
@@ -274,11 +297,12 @@ class ModuleAnalysis:
             in_lightning = self._in_lightning_class(function)
             for call in self.nodes.calls_by_scope.get(function, []):
                 found = self.objects.collective(call, in_lightning)
-                if found is not None and function.name not in direct:
-                    direct[function.name] = found
+                key = self._key_of(function)
+                if found is not None and key not in direct:
+                    direct[key] = found
                 callee = _local_callee(call)
                 if callee is not None:
-                    calls.setdefault(function.name, set()).add(callee)
+                    calls.setdefault(key, set()).add(callee)
         reaching = dict(direct)
         changed = True
         while changed:
@@ -382,12 +406,13 @@ def _calls_in(node: ast.AST) -> Iterator[ast.Call]:
 
 
 def _local_callee(call: ast.Call) -> str | None:
-    """``f`` for ``f(...)`` and ``self.f(...)``: a function the module may define."""
+    """``f`` for ``f(...)``, ``self.f`` for ``self.f(...)``: a function or method the
+    module may define."""
     if isinstance(call.func, ast.Name):
         return call.func.id
     spelled = dotted_name(call.func)
     if spelled is not None and spelled.startswith("self.") and spelled.count(".") == 1:
-        return spelled[5:]
+        return spelled
     return None
 
 
@@ -433,7 +458,10 @@ def _arms_agree(function: _Function, test: Node) -> bool | None:
     branches meet again (None: cannot tell)."""
     join = function.dominance.immediate(test)
     seen: set[Sequence_] | None = None
-    for successor, _ in _ways_on(test):  # a failing assert is an error path
+    arms = list(_ways_on(test))  # a failing assert is an error path
+    if len(arms) < 2:
+        return True
+    for successor, _ in arms:
         sequences = _sequences(function, successor, join)
         if sequences is None:
             return None
@@ -646,11 +674,16 @@ def _class_steps(
     test = statement.test if isinstance(statement, (ast.If, ast.While)) else None
     if node.kind is not NodeKind.TEST:
         test = None
+    ways = function.ways(node)
+    if [edge for _, edge in ways] == [EdgeKind.NEXT]:
+        test = None  # no branch issues anything: nothing to settle
     truth = _evaluate(test, zero, function, node, facts) if test is not None else None
-    for successor, edge in function.ways(node):
+    for successor, edge in ways:
         following: Facts | None = facts
         taken = edge is EdgeKind.TRUE
-        if test is not None:
+        if edge is EdgeKind.NEXT:
+            pass  # a decision no branch of which issues anything: straight to its join
+        elif test is not None:
             if truth is not None and truth != taken:
                 continue
             following = _implied(test, taken, facts, zero, function, node)
