@@ -547,9 +547,10 @@ class Divergence:
         if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
             return state
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
-            value = self.evaluator.taint(statement.value, state)
             for target in _targets(statement):
-                state = _bound(state, target, self._with_contribution(target, value))
+                for part, expression in _unpacked(target, statement.value):
+                    value = self.evaluator.taint(expression, state)
+                    state = _bound(state, part, self._with_contribution(part, value))
             return state
         if isinstance(statement, ast.AugAssign):
             value = _join(
@@ -630,6 +631,22 @@ _SIMPLE = (
     ast.Assert,
     ast.Delete,
 )
+
+
+def _unpacked(target: ast.AST, value: ast.expr | None) -> Iterator[tuple[ast.AST, ast.AST | None]]:
+    """(target, the expression it takes) for each part of ``a, b = x, y`` (element by
+    element, so ``rank`` does not taint ``epochs`` in ``epochs, rank = opt.epochs,
+    opt.rank``); the whole value for any other shape."""
+    if (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        for part, expression in zip(target.elts, value.elts, strict=True):
+            yield from _unpacked(part, expression)
+    else:
+        yield target, value
 
 
 def _targets(statement: ast.stmt) -> list[ast.AST]:

@@ -671,7 +671,8 @@ def _class_steps(
     entered = {**entered, node.index: len(issued)}
     issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
     statement = node.statement
-    test = statement.test if isinstance(statement, (ast.If, ast.While)) else None
+    # An assert the class fails is an error path: the way ends there.
+    test = statement.test if isinstance(statement, (ast.If, ast.While, ast.Assert)) else None
     if node.kind is not NodeKind.TEST:
         test = None
     ways = function.ways(node)

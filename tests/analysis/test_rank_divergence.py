@@ -232,3 +232,16 @@ def test_the_join_of_two_reasons_does_not_depend_on_their_order() -> None:
     other = Taint(Facet.CONTENTS | Facet.SHAPE, Source.PROBE, 7, "time.time()")
     assert one.joined(other) == other.joined(one)
     assert one.joined(other).joined(one) == one.joined(other)
+
+
+def test_a_tuple_assigned_element_by_element_taints_each_name_with_its_own_value() -> None:
+    source = """
+    def train(opt):
+        epochs, rank = opt.epochs, int(os.environ["RANK"])
+        start, first = time.time(), 0
+        use(epochs, rank, start, first)  # here
+    """
+    assert _taint_at(source, "epochs") is None
+    assert _taint_at(source, "rank") is not None
+    assert _taint_at(source, "first") is None
+    assert _taint_at(source, "start") is not None
