@@ -698,7 +698,7 @@ def _project_facts_key(hashes: dict[str, str]) -> str:
     (relative path -> content hash): a digest of every source's path and bytes."""
     digest = hashlib.blake2b(digest_size=16)
     for relative in sorted(hashes):
-        digest.update(f"{relative}\0{hashes[relative]}\0".encode())
+        digest.update(f"{relative}\0{hashes[relative]}\0".encode("utf-8", "surrogateescape"))
     return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}:{digest.hexdigest()}"
 
 

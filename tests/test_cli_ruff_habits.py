@@ -31,7 +31,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DDPLINT_OUTPUT_FORMAT", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
-    (tmp_path / "pyproject.toml").write_text("[tool.ddplint]\n")
+    # DDP101, the sample hazard, is opt-in since issue 23.
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP101"]\n')
     return tmp_path
 
 
@@ -50,7 +51,7 @@ def test_stdin_without_a_name_is_python(project: Path) -> None:
 
 def test_stdin_follows_the_named_files_settings(project: Path) -> None:
     (project / "pyproject.toml").write_text(
-        '[tool.ddplint]\nper-file-ignores = { "gen/*" = ["DDP101"] }\n'
+        '[tool.ddplint]\nextend-select = ["DDP101"]\nper-file-ignores = { "gen/*" = ["DDP101"] }\n'
     )
     assert run("check", "--no-cache", "--stdin-filename", "gen/net.py", stdin=HAZARD)[0] == 0
     assert run("check", "--no-cache", "--stdin-filename", "src/net.py", stdin=HAZARD)[0] == 1

@@ -83,12 +83,13 @@ def test_broken_pyproject_in_a_parent_folder_is_an_error(project: Path) -> None:
 
 def test_pyproject_without_ddplint_table_is_passed_over(project: Path) -> None:
     """A valid pyproject.toml with no ``[tool.ddplint]`` leaves the search going upward."""
-    (project / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP101"]\n')
+    (project / "pyproject.toml").write_text("[tool.ddplint]\nmax-file-size = 10\n")
     package = project / "package"
     package.mkdir()
     (package / "pyproject.toml").write_text("[tool.black]\nline-length = 99\n")
     (package / "net.py").write_text(HAZARD)
-    assert run_cli("check", "--no-cache", "-q", "package/net.py").code == 0
+    run = run_cli("check", "--no-cache", "package/net.py")
+    assert run.code == 0 and "above max-file-size (10)" in run.err
 
 
 def test_valid_settings_still_apply(project: Path) -> None:

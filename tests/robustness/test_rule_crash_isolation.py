@@ -20,6 +20,7 @@ from ddplint.engine import POOL_THRESHOLD
 from ddplint.finding import Finding
 from ddplint.rule import CodeRule
 from ddplint.rules import all_rules
+from ddplint.rules.catalogue import CATALOGUE, RuleEntry
 
 from .support import HAZARD, run_cli
 
@@ -53,9 +54,12 @@ class CrashingRule(CodeRule):
 @pytest.fixture
 def crashing_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[CrashingRule]]:
     catalogue = {**all_rules(), CrashingRule.code: CrashingRule}
+    entry = RuleEntry(CrashingRule.code, CrashingRule.name, "code", True)
+    entries = {**CATALOGUE, CrashingRule.code: entry}
     monkeypatch.setattr(ddplint.engine, "all_rules", lambda: catalogue)
+    monkeypatch.setattr(ddplint.engine, "CATALOGUE", entries)
     monkeypatch.setattr(ddplint.cli, "all_rules", lambda: catalogue)
-    monkeypatch.setattr(ddplint.invocation, "all_rules", lambda: catalogue)
+    monkeypatch.setattr(ddplint.invocation, "CATALOGUE", entries)
     ddplint.engine._rule_instances.cache_clear()
     yield CrashingRule
     ddplint.engine._rule_instances.cache_clear()
