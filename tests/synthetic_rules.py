@@ -18,6 +18,7 @@ from ddplint.code.edits.edits import ensure_import, replace_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule, Rule
 from ddplint.rules import all_rules
+from ddplint.rules.catalogue import CATALOGUE, RuleEntry
 
 DOC = """
     ## What it does
@@ -160,8 +161,14 @@ def use_synthetic_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     for rule in SYNTHETIC:
         monkeypatch.setattr(rule, "default_enabled", False)
         catalogue[rule.code] = rule
-    for module in (ddplint.engine, ddplint.cli, ddplint.invocation, ddplint.report.sarif):
+    for module in (ddplint.engine, ddplint.cli, ddplint.report.sarif):
         monkeypatch.setattr(module, "all_rules", lambda: dict(sorted(catalogue.items())))
+    # What the settings and the engine know without importing rules: the catalogue.
+    entries = {**CATALOGUE}
+    for rule in SYNTHETIC:
+        entries[rule.code] = RuleEntry(rule.code, rule.name, rule.kind, False)
+    for module in (ddplint.engine, ddplint.invocation):
+        monkeypatch.setattr(module, "CATALOGUE", dict(sorted(entries.items())))
     # The engine caches rule instances by selection; bypass the cache while patched.
     monkeypatch.setattr(
         ddplint.engine, "_rule_instances", ddplint.engine._rule_instances.__wrapped__

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 from cli_support import HAZARD
-from cli_support import check as run
+from click.testing import CliRunner
+
+from ddplint.cli import cli
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    """``ddplint check --no-cache ARGS``, selecting nothing beyond what ARGS and the
+    settings file say (DDP101, the sample hazard, is opt-in: the file turns it on)."""
+    result = CliRunner().invoke(cli, ["check", "--no-cache", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -16,11 +25,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DDPLINT_OUTPUT_FORMAT", raising=False)
     (tmp_path / "net.py").write_text(HAZARD)
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP101"]\n')
     return tmp_path
 
 
 def _ignore_in_file(project: Path, codes: str = '"DDP101"') -> None:
-    (project / "pyproject.toml").write_text(f"[tool.ddplint]\nignore = [{codes}]\n")
+    (project / "pyproject.toml").write_text(
+        f'[tool.ddplint]\nextend-select = ["DDP101"]\nignore = [{codes}]\n'
+    )
 
 
 def test_command_line_select_beats_the_files_ignore(project: Path) -> None:
@@ -84,5 +96,6 @@ def test_config_override_goes_with_a_settings_file(project: Path) -> None:
     ],
 )
 def test_bad_config_values_are_errors(project: Path, value: str, message: str) -> None:
+    (project / "pyproject.toml").unlink()  # the error names --config alone then
     code, _, err = run("--config", value, "net.py")
     assert code == 2 and message in err, err

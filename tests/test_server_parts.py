@@ -157,6 +157,8 @@ def test_a_project_whose_run_fails_fails_alone(
     broken, sound = tmp_path / "broken", tmp_path / "sound"
     for root in (broken, sound):
         (root / ".git").mkdir(parents=True)
+        # DDP101, the sample hazard, is opt-in since issue 23.
+        (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP101"]\n')
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
     lint_group = documents._lint_group
 
