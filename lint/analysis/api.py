@@ -150,3 +150,17 @@ RANK_ENV_VARS = frozenset(
         "NODE_RANK",
     }
 )
+
+#: Calls that look at the file system: shared or not, each rank asks at its own moment.
+FILE_CALLS = frozenset(
+    {
+        "os.path.exists",
+        "os.path.isfile",
+        "os.path.isdir",
+        "os.path.getsize",
+        "os.path.getmtime",
+        "os.listdir",
+        "os.scandir",
+        "glob.glob",
+    }
+)

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
-from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import FILE_CALLS, RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, dotted_name
@@ -110,19 +110,6 @@ PROBE_CALLS = frozenset(
         "torch.cuda.max_memory_allocated",
         "torch.cuda.mem_get_info",
         "psutil.virtual_memory",
-    }
-)
-#: Calls whose result reads this rank's file system at this moment.
-FILE_CALLS = frozenset(
-    {
-        "os.path.exists",
-        "os.path.isfile",
-        "os.path.isdir",
-        "os.path.getsize",
-        "os.path.getmtime",
-        "os.listdir",
-        "os.scandir",
-        "glob.glob",
     }
 )
 #: Calls every rank answers alike.

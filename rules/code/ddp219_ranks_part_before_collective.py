@@ -97,8 +97,7 @@ class RanksPartBeforeCollective(CodeRule):
 
 
 def _spelled(node: ast.AST) -> str:
-    text = " ".join(ast.unparse(node).split())
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+    return _spelled_text(ast.unparse(node))
 
 
 def _header(node: ast.AST) -> str:

@@ -21,6 +21,7 @@ from enum import Enum
 
 import libcst as cst
 
+from ddplint.analysis.api import FILE_CALLS as FILE_CHECK_FUNCTIONS
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -47,19 +48,6 @@ PROBE_FUNCTIONS = frozenset(
         "torch.cuda.mem_get_info",
         "psutil.virtual_memory",
         "socket.gethostname",
-    }
-)
-#: Calls that look at the file system: shared or not, each rank asks at its own moment.
-FILE_CHECK_FUNCTIONS = frozenset(
-    {
-        "os.path.exists",
-        "os.path.isfile",
-        "os.path.isdir",
-        "os.path.getsize",
-        "os.path.getmtime",
-        "os.listdir",
-        "os.scandir",
-        "glob.glob",
     }
 )
 #: Lightning hooks whose first parameter after ``self`` is this rank's batch.
