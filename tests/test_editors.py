@@ -55,7 +55,10 @@ def neovim_07_snippet() -> str:
 def test_neovim_07_snippet_shows_diagnostics(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    # DDP101, the sample hazard, is opt-in since issue 23: the project selects it.
+    (project / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\n\n[tool.ddplint]\nextend-select = [\"DDP101\"]\n"
+    )
     (project / "net.py").write_text(HAZARD)
     init = tmp_path / "init.lua"
     init.write_text(neovim_07_snippet() + REPORTER)

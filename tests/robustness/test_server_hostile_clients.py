@@ -38,6 +38,9 @@ NEVER_ENDING_LINT = (
 )
 
 
+SELECTS_SAMPLE = '[tool.ddplint]\nextend-select = ["DDP101"]\n'
+
+
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project (``.git`` marks it) holding ``net.py`` with a hazard; the cache key
@@ -46,6 +49,8 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     (root / ".git").mkdir()
     (root / "net.py").write_text(HAZARD)
+    # DDP101, the sample hazard, is opt-in since issue 23: the project selects it.
+    (root / "pyproject.toml").write_text(SELECTS_SAMPLE)
     monkeypatch.delenv("DDPLINT_CACHE_DIR", raising=False)
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "cache-key"))
     return root
@@ -113,6 +118,7 @@ def test_a_file_viewed_outside_the_workspace_gets_no_cache_folder(workspace: Pat
     library = workspace.parent / "site-packages" / "torchlib" / "nn"
     library.mkdir(parents=True)
     (library / "module.py").write_text(HAZARD)
+    (workspace.parent / "site-packages" / "pyproject.toml").write_text(SELECTS_SAMPLE)
     written = workspace / ".ddplint_cache"
 
     async def scenario(session: ServerSession) -> None:
@@ -121,7 +127,7 @@ def test_a_file_viewed_outside_the_workspace_gets_no_cache_folder(workspace: Pat
         net = session.open("net.py")
         assert codes(await session.diagnostics(net, bool)) == ["DDP101"]
         # The quiet server writes every project's results it may write at once.
-        await asyncio.wait_for(_until(lambda: any(written.glob("results-*.json"))), TIMEOUT)
+        await asyncio.wait_for(_until(lambda: any(written.glob("results-*"))), TIMEOUT)
 
     assert drive(workspace, scenario) == 0
     assert not list(library.parent.parent.rglob(".ddplint_cache"))
@@ -134,7 +140,7 @@ async def _until(condition: Callable[[], bool]) -> None:
 
 def test_a_document_over_max_file_size_says_it_was_not_linted(workspace: Path) -> None:
     """N9: the editor shows why a file has no findings, as ``check`` does."""
-    (workspace / "pyproject.toml").write_text("[tool.ddplint]\nmax-file-size = 1000\n")
+    (workspace / "pyproject.toml").write_text(SELECTS_SAMPLE + "max-file-size = 1000\n")
 
     async def scenario(session: ServerSession) -> None:
         big = session.open("big.py", HAZARD + "x = 1\n" * 300)
