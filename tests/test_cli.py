@@ -137,7 +137,8 @@ def test_unknown_code_is_usage_error(project: Path) -> None:
 
 
 def test_settings_from_pyproject(project: Path) -> None:
-    (project / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP101"]\n')
+    # A setting the command line's selection (``run`` turns DDP101 on) cannot override.
+    (project / "pyproject.toml").write_text("[tool.ddplint]\nmax-file-size = 10\n")
     assert run(["check", "--no-cache"])[0] == 0
     (project / "pyproject.toml").write_text('[tool.ddplint]\nignroe = ["DDP101"]\n')
     code, _, err = run(["check", "--no-cache"])
