@@ -23,7 +23,8 @@ import time
 import warnings
 from pathlib import Path
 
-from ddplint.analysis.questions import ModuleAnalysis, where_ranks_part
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.questions import where_ranks_part
 from ddplint.rules.code.ddp219_ranks_part_before_collective import parting_message
 
 SLOW_SECONDS = 1.0

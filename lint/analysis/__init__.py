@@ -2,15 +2,17 @@
 
 Floors, each importing only the ones before it:
 
+- ``api`` (the distributed APIs known by name) and ``names`` (a module's imports);
 - ``control_flow``: a control-flow graph per function (module code counts as one) on
   CPython's ``ast``, with exception edges, ``with`` exits, ``finally`` and loop ``else``;
+- ``module_nodes``: one walk of the module: its nodes by type, its calls by scope;
 - ``dominance``: post-dominators and control dependence (loop-carried exits included);
-- ``reaching``: reaching definitions, so a name read is the value bound on this path;
-- ``calls``: what a call names once the module's imports are resolved;
 - ``divergence``: which values may differ between ranks, by facet (contents, shape,
-  device), with the agreement a collective brings;
+  device), flow-sensitively, with the agreement a collective brings;
 - ``effects``: which statements issue a collective, and of what kind;
-- ``pairing``: the collective sequence each rank class runs through a function;
-- ``questions``: the questions rules ask (a collective reached on some ranks only, and
-  where the ranks part).
+- ``functions``: each function's facts (graph, dominance, divergence, effects) and the
+  local functions that reach a collective;
+- ``pairing``: whether ranks issue the same collectives: a test's branches, and the
+  whole function walked as rank 0 and as another rank;
+- ``questions``: the questions rules ask (where ranks part, at the root cause).
 """

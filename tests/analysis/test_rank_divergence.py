@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from ddplint.analysis.divergence import Facet, Source
-from ddplint.analysis.questions import ModuleAnalysis
+from ddplint.analysis.functions import ModuleAnalysis
 
 HEADER = """
 import os

@@ -1,0 +1,386 @@
+"""What the core knows of a module's functions: each function's graph, dominance,
+divergence and collective effects (``FunctionFacts``), built on first use, and which
+local functions reach a collective on the ways a call takes (its constant arguments and
+the tests on ``self`` around it settle the callee's own tests).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ddplint.analysis.control_flow import (
+    SCOPE_TYPES,
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    Scope,
+    ScopeGraphs,
+)
+from ddplint.analysis.divergence import (
+    Divergence,
+    spawned_functions,
+)
+from ddplint.analysis.dominance import PostDominance, decision_successors
+from ddplint.analysis.effects import (
+    Collective,
+    FrameworkObjects,
+    node_collectives,
+    own_calls,
+    reads_unsharded_model,
+    sharded_later,
+)
+from ddplint.analysis.module_nodes import ModuleNodes
+from ddplint.analysis.names import Names, dotted_name
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+#: What is known on a way through the code: (dotted name, its truth).
+Facts = frozenset[tuple[str, bool]]
+
+
+#: How deep call-site facts follow local calls.
+CALL_DEPTH = 4
+
+
+@dataclass
+class FunctionFacts:
+    graph: Graph
+    dominance: PostDominance
+    divergence: Divergence
+    in_lightning_class: bool
+    effects: dict[int, list[tuple[Collective, str | None]]] = field(default_factory=dict)
+    _ways: dict[int, list[tuple[Node, EdgeKind]]] = field(default_factory=dict)
+    _kept: set[int] | None = None
+
+    def ways(self, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """``ways_on(node)``, each way run on past the nodes where nothing happens (no
+        collective, one way on, no join): the walks below step from event to event."""
+        found = self._ways.get(node.index)
+        if found is None:
+            join = self._quiet_join(node)
+            if join is not None:
+                found = [(self._next_kept(join), EdgeKind.NEXT)]
+            else:
+                found = [(self._next_kept(s), edge) for s, edge in ways_on(node)]
+            self._ways[node.index] = found
+        return found
+
+    def _quiet_join(self, node: Node) -> Node | None:
+        """Where a decision's branches meet again when no branch issues a collective on
+        the way: a walk goes straight there."""
+        if node.kind not in (NodeKind.TEST, NodeKind.STEP):
+            return None
+        join = self.dominance.immediate(node)
+        if join is None or join.index == node.index:
+            return None
+        if any(inner.index in self.effects for inner in self.dominance.region(node)):
+            return None
+        return join
+
+    def ways_from(self, node: Node) -> Node:
+        """The first node a walk from ``node`` must stop at (``node`` itself if kept)."""
+        return self._next_kept(node)
+
+    def _next_kept(self, node: Node) -> Node:
+        if self._kept is None:
+            self._kept = self._kept_nodes()
+        seen: set[int] = set()
+        while node.index not in self._kept and node.index not in seen:
+            seen.add(node.index)
+            (node, _), *_ = list(ways_on(node))
+        return node
+
+    def _kept_nodes(self) -> set[int]:
+        """Nodes a walk must stop at: collectives, decisions, ends, joins, error exits."""
+        kept = set(self.effects)
+        for node in self.graph.nodes:
+            ways = list(ways_on(node))
+            if (
+                len(ways) != 1
+                or node.kind in (NodeKind.TEST, NodeKind.STEP, NodeKind.EXIT, NodeKind.RAISE)
+                or sum(1 for _, e in node.predecessors if e is not EdgeKind.EXCEPTION) > 1
+            ):
+                kept.add(node.index)
+            if len(list(decision_successors(node))) > 1:
+                join = self.dominance.immediate(node)
+                if join is not None:
+                    kept.add(join.index)
+        return kept
+
+
+class ModuleAnalysis:
+    """The analysis of one module: graphs, dominance, divergence and effects per
+    function, built on first use."""
+
+    def __init__(self, module: ast.Module) -> None:
+        self.module = module
+        self.nodes = ModuleNodes(module)
+        self.names = Names(module)
+        self.objects = FrameworkObjects(self.nodes, self.names)
+        self.graphs = ScopeGraphs(module)
+        calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
+        self._spawned = spawned_functions(calls, self.names)
+        self._functions: dict[Scope, FunctionFacts] = {}
+        self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
+            self._definitions.setdefault(self._key_of(function), function)
+        self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
+        self._sharded = sharded_later(calls, self.names)
+        self._reaching = self._functions_reaching_collectives()
+
+    def _key_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        """How calls name a local function: ``f`` for a function, ``self.f`` for a method
+        (a builtin ``open()`` is never a class's ``open`` method)."""
+        if isinstance(self.nodes.scope_of.get(function), ast.ClassDef):
+            return f"self.{function.name}"
+        return function.name
+
+    def _in_lightning_class(self, scope: ast.AST) -> bool:
+        return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
+
+    def function(self, scope: Scope) -> FunctionFacts:
+        found = self._functions.get(scope)
+        if found is None:
+            graph = self.graphs.graph(scope)
+            dominance = PostDominance(graph)
+            rank_parameters: frozenset[str] = frozenset()
+            if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
+                rank_parameters = frozenset({scope.args.args[0].arg})
+            divergence = Divergence(
+                graph,
+                dominance,
+                self.names,
+                rank_parameters,
+                self.objects.agreeing_receivers(),
+            )
+            in_lightning = self._in_lightning_class(scope)
+            found = FunctionFacts(graph, dominance, divergence, in_lightning)
+            for node in graph.nodes:
+                effects = [
+                    (collective, through)
+                    for collective, through in self._node_effects(node, in_lightning, dominance)
+                    if not reads_unsharded_model(collective, self._sharded)
+                ]
+                if effects:
+                    found.effects[node.index] = effects
+            self._functions[scope] = found
+        return found
+
+    def _node_effects(
+        self, node: Node, in_lightning: bool, dominance: PostDominance | None
+    ) -> list[tuple[Collective, str | None]]:
+        """The collectives a node issues, and those of the local functions it calls
+        that reach one on the way this call takes (its constant arguments and the
+        tests on ``self`` around it settle the callee's own tests)."""
+        effects: list[tuple[Collective, str | None]] = [
+            (c, None) for c in node_collectives(node, self.objects, in_lightning)
+        ]
+        if node.statement is None or node.kind not in (NodeKind.STATEMENT, NodeKind.TEST):
+            return effects
+        facts = _path_facts(node, dominance) if dominance is not None else frozenset()
+        for call in own_calls(node.statement):
+            callee = _local_callee(call)
+            if callee is None or callee not in self._reaching:
+                continue
+            reached = self._reached(callee, _call_facts(call, self._definition(callee), facts))
+            if reached is not None:
+                effects.append((reached, callee))
+        return effects
+
+    def _definition(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        return self._definitions.get(name)
+
+    def _reached(self, name: str, facts: Facts, depth: int = CALL_DEPTH) -> Collective | None:
+        """The first collective the local function ``name`` reaches when ``facts`` hold
+        (None: not on the ways those facts leave open)."""
+        key = (name, facts)
+        if key in self._reached_memo:
+            return self._reached_memo[key]
+        self._reached_memo[key] = None  # recursion: assume none while asking
+        definition = self._definition(name)
+        found: Collective | None = None
+        if definition is None or depth == 0:
+            found = self._reaching.get(name)
+        else:
+            found = self._reached_in(definition, facts, depth)
+        self._reached_memo[key] = found
+        return found
+
+    def _reached_in(
+        self, definition: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts, depth: int
+    ) -> Collective | None:
+        graph = self.graphs.graph(definition)
+        in_lightning = self._in_lightning_class(definition)
+        inherited = frozenset(fact for fact in facts if fact[0].startswith("self."))
+        seen: set[int] = set()
+        pending = [graph.entry]
+        while pending:
+            node = pending.pop()
+            if node.index in seen:
+                continue
+            seen.add(node.index)
+            own = [
+                c
+                for c in node_collectives(node, self.objects, in_lightning)
+                if not reads_unsharded_model(c, self._sharded)
+            ]
+            if own:
+                return own[0]
+            if node.statement is not None and node.kind in (NodeKind.STATEMENT, NodeKind.TEST):
+                for call in own_calls(node.statement):
+                    callee = _local_callee(call)
+                    if callee is None or callee not in self._reaching:
+                        continue
+                    handed = _call_facts(call, self._definition(callee), inherited)
+                    reached = self._reached(callee, handed, depth - 1)
+                    if reached is not None:
+                        return reached
+            settled = _settled_edge(node, facts)
+            for successor, edge in decision_successors(node):
+                if settled is None or edge is settled:
+                    pending.append(successor)
+        return None
+
+    def _functions_reaching_collectives(self) -> dict[str, Collective]:
+        """Local function name -> the first collective it reaches (through local calls,
+        to a fixed point)."""
+        direct: dict[str, Collective] = {}
+        calls: dict[str, set[str]] = {}
+        for function in self.nodes.functions():
+            in_lightning = self._in_lightning_class(function)
+            for call in self.nodes.calls_by_scope.get(function, []):
+                found = self.objects.collective(call, in_lightning)
+                key = self._key_of(function)
+                if found is not None and key not in direct:
+                    direct[key] = found
+                callee = _local_callee(call)
+                if callee is not None:
+                    calls.setdefault(key, set()).add(callee)
+        reaching = dict(direct)
+        changed = True
+        while changed:
+            changed = False
+            for name, callees in calls.items():
+                if name in reaching:
+                    continue
+                for callee in sorted(callees):
+                    if callee in reaching:
+                        reaching[name] = reaching[callee]
+                        changed = True
+                        break
+        return reaching
+
+    def reaching_names(self) -> frozenset[str]:
+        """Names of the module's functions that reach a collective."""
+        return frozenset(self._reaching)
+
+    def scopes_with_collectives(self) -> Iterator[Scope]:
+        """The functions (and module code) whose own calls issue a collective or call a
+        local function that reaches one: the only ones worth a graph."""
+        for scope, calls in self.nodes.calls_by_scope.items():
+            if not isinstance(scope, (*_FUNCTIONS, ast.Module)):
+                continue
+            in_lightning = self._in_lightning_class(scope)
+            if any(
+                self.objects.collective(call, in_lightning) is not None
+                or _local_callee(call) in self._reaching
+                for call in calls
+            ):
+                yield scope
+
+
+def _condition_fact(test: ast.expr) -> tuple[str, bool] | None:
+    """(name, truth it must have) for a test that is a plain name or its negation."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    spelled = dotted_name(test)
+    return None if spelled is None else (spelled, not negated)
+
+
+def _path_facts(node: Node, dominance: PostDominance) -> Facts:
+    """The truths of plain-name tests that decide whether ``node`` runs."""
+    facts = set()
+    for dependence in dominance.all_dependences(node):
+        statement = dependence.test.statement
+        if not isinstance(statement, (ast.If, ast.While)):
+            continue
+        fact = _condition_fact(statement.test)
+        if fact is not None and dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
+            name, truth = fact
+            facts.add((name, truth if dependence.edge is EdgeKind.TRUE else not truth))
+    return frozenset(facts)
+
+
+def _call_facts(
+    call: ast.Call, definition: ast.FunctionDef | ast.AsyncFunctionDef | None, facts: Facts
+) -> Facts:
+    """What the callee knows on entry: the caller's facts on ``self``, and its
+    parameters given a constant at the call."""
+    known = {fact for fact in facts if fact[0].startswith("self.")}
+    if definition is None:
+        return frozenset(known)
+    parameters = [a.arg for a in definition.args.posonlyargs + definition.args.args]
+    if parameters and parameters[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        parameters = parameters[1:]
+    given = list(zip(parameters, call.args, strict=False))
+    given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    for name, value in given:
+        if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
+            known.add((name, bool(value.value)))
+    return frozenset(known)
+
+
+def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
+    """The one edge a test takes when ``facts`` settle it."""
+    statement = node.statement
+    if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
+        return None
+    fact = _condition_fact(statement.test)
+    if fact is None:
+        return None
+    name, truth = fact
+    for known, value in facts:
+        if known == name:
+            return EdgeKind.TRUE if value == truth else EdgeKind.FALSE
+    return None
+
+
+def calls_in(node: ast.AST) -> Iterator[ast.Call]:
+    """The calls inside ``node``, not inside scopes nested in it."""
+    pending = list(ast.iter_child_nodes(node))
+    while pending:
+        current = pending.pop()
+        if isinstance(current, SCOPE_TYPES):
+            continue
+        if isinstance(current, ast.Call):
+            yield current
+        pending.extend(ast.iter_child_nodes(current))
+
+
+def _local_callee(call: ast.Call) -> str | None:
+    """``f`` for ``f(...)``, ``self.f`` for ``self.f(...)``: a function or method the
+    module may define."""
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    spelled = dotted_name(call.func)
+    if spelled is not None and spelled.startswith("self.") and spelled.count(".") == 1:
+        return spelled
+    return None
+
+
+# -- collective sequences --------------------------------------------------------------
+
+
+def ways_on(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
+    """The decision successors a hang can follow: a ``raise`` or a failing ``assert``
+    ends the job loudly (the launcher stops every rank), so no way goes on from it;
+    ``sys.exit()`` leaves quietly and counts."""
+    for successor, edge in decision_successors(node):
+        if edge is EdgeKind.RAISE and isinstance(node.statement, (ast.Raise, ast.Assert)):
+            continue
+        yield successor, edge

@@ -1,0 +1,345 @@
+"""Whether ranks issue the same collectives: the sequences a test's branches issue
+before they meet again (pairing), and the whole function walked once as rank 0 and
+once as another rank, keeping what each way's tests say of the values every rank
+shares (rank classes: main-process-first pairs up by construction). Walks step from
+event to event under budgets; past them the answer is "cannot tell".
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Node,
+    NodeKind,
+)
+from ddplint.analysis.divergence import (
+    Divergence,
+    Source,
+)
+from ddplint.analysis.functions import Facts, FunctionFacts, ways_on
+from ddplint.analysis.names import dotted_name
+
+#: Paths walked per question before the answer is "cannot tell" (then nothing is said).
+MAX_PATHS = 256
+
+
+#: Steps a walk may take per question before the answer is "cannot tell".
+MAX_STEPS = 20_000
+
+
+Sequence_ = tuple[str, ...]
+
+
+def _sequences(function: FunctionFacts, start: Node, stop: Node | None) -> set[Sequence_] | None:
+    """The collective sequences issued on the ways from ``start`` to ``stop`` (or out of
+    the function), each loop taken at most once; None past ``MAX_PATHS`` paths or
+    ``MAX_STEPS`` steps (cannot tell)."""
+    found: set[Sequence_] = set()
+    steps = 0
+    start = function.ways_from(start)
+    stack: list[tuple[Node, Sequence_, frozenset[int]]] = [(start, (), frozenset())]
+    while stack:
+        node, issued, visited = stack.pop()
+        steps += 1
+        if steps > MAX_STEPS:
+            return None
+        if node is stop or node.kind in (NodeKind.EXIT, NodeKind.RAISE) or node.index in visited:
+            found.add(issued)
+            if len(found) > MAX_PATHS:
+                return None
+            continue
+        issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
+        for successor, _ in function.ways(node):
+            stack.append((successor, issued, visited | {node.index}))
+    return found
+
+
+def arms_agree(function: FunctionFacts, test: Node) -> bool | None:
+    """Whether every branch of ``test`` issues the same collective sequence before the
+    branches meet again (None: cannot tell)."""
+    join = function.dominance.immediate(test)
+    seen: set[Sequence_] | None = None
+    arms = list(ways_on(test))  # a failing assert is an error path
+    if len(arms) < 2:
+        return True
+    for successor, _ in arms:
+        sequences = _sequences(function, successor, join)
+        if sequences is None:
+            return None
+        if sequences == set():
+            continue  # every way on is an error path
+        if len(sequences) != 1:
+            return False
+        if seen is not None and sequences != seen:
+            return False
+        seen = sequences
+    return True
+
+
+# -- rank classes ----------------------------------------------------------------------
+
+
+def _rank_value(expression: ast.AST, zero: bool, divergence: Divergence, node: Node) -> object:
+    """The value a rank read takes for rank 0 (``zero``) or for another rank: ``True`` /
+    ``False`` for ``is_*`` predicates, ``0`` or ``_OTHER`` for numbers; None if
+    ``expression`` is no rank read."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id in ("int", "str", "bool")
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    taint = divergence.taint(expression, node)
+    if taint is None or taint.source is not Source.RANK:
+        return None
+    if taint.spelled != ast.unparse(expression) and not isinstance(expression, ast.Name):
+        return None
+    last = (dotted_name(expression) or ast.unparse(expression)).rsplit(".", 1)[-1]
+    if last.startswith("is_") or last.startswith("is_global_zero"):
+        return zero
+    return 0 if zero else _OTHER
+
+
+class _Other:
+    """Any rank but 0 (and not -1): larger than every constant up to 0."""
+
+
+_OTHER = _Other()
+
+
+def _evaluate(
+    test: ast.AST, zero: bool, function: FunctionFacts, node: Node, facts: Facts
+) -> bool | None:
+    """A test's truth for rank 0 (``zero``) or another rank, with the truths ``facts``
+    give plain names; None if unknown. Raises ``_Unsettled`` for a test on the rank
+    that a class does not settle (``rank == 1``, ``rank % 2``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _evaluate(test.operand, zero, function, node, facts)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [_evaluate(v, zero, function, node, facts) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in values else (None if None in values else True)
+        return True if True in values else (None if None in values else False)
+    divergence = function.divergence
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left = _rank_value(test.left, zero, divergence, node)
+        truth = _compare(left, test.ops[0], test.comparators[0])
+    else:
+        value = _rank_value(test, zero, divergence, node)
+        truth = value if isinstance(value, bool) else (None if value is None else value is _OTHER)
+    if truth is not None:
+        return truth
+    taint = divergence.taint(test, node)
+    if taint is not None and taint.source is Source.RANK:
+        raise _Unsettled
+    key, negated = _leaf_key(test)
+    known = next((value for name, value in facts if name == key), None)
+    return None if known is None else known != negated
+
+
+_NEGATED_OPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.NotEq: ast.Eq,
+    ast.NotIn: ast.In,
+    ast.IsNot: ast.Is,
+}
+
+
+def _leaf_key(test: ast.AST) -> tuple[str, bool]:
+    """The name a fact about ``test`` is kept under, and whether the fact is about its
+    negation (``kind != "x"`` is kept as ``kind == "x"`` being false)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        negated_op = _NEGATED_OPS.get(type(test.ops[0]))
+        if negated_op is not None:
+            positive = ast.Compare(test.left, [negated_op()], test.comparators)
+            return ast.unparse(positive), True
+    return dotted_name(test) or ast.unparse(test), False
+
+
+def _implied(
+    test: ast.AST, truth: bool, facts: Facts, zero: bool, function: FunctionFacts, node: Node
+) -> Facts | None:
+    """``facts`` with what taking ``test`` as ``truth`` says of the parts of it that are
+    the same on every rank; None when that contradicts them."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.BoolOp):
+        every = truth == isinstance(test.op, ast.And)
+        values = test.values
+        if not every:
+            # One part decided it: known only when no part is known to have done so
+            # and a single part is left open.
+            truths = [_evaluate(v, zero, function, node, facts) for v in values]
+            open_parts = [v for v, t in zip(values, truths, strict=True) if t is None]
+            decided = truth in truths
+            values = open_parts if len(open_parts) == 1 and not decided else []
+        for value in values:
+            implied = _implied(value, truth, facts, zero, function, node)
+            if implied is None:
+                return None
+            facts = implied
+        return facts
+    taint = function.divergence.taint(test, node)
+    if taint is not None and taint.source is Source.RANK:
+        return facts
+    key, negated = _leaf_key(test)
+    kept = truth != negated
+    if dict(facts).get(key, kept) != kept:
+        return None
+    return facts | {(key, kept)}
+
+
+def _compare(left: object, op: ast.cmpop, right: ast.AST) -> bool | None:
+    if left is None:
+        return None
+    try:
+        literal = ast.literal_eval(right)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    constants = list(literal) if isinstance(literal, (tuple, list, set, frozenset)) else [literal]
+    if not constants:
+        return None
+    if not all(isinstance(c, (int, bool)) for c in constants):
+        return None
+    if left is _OTHER:
+        if any(c > 0 for c in constants if isinstance(c, int)):
+            return None  # rank 1, 2... are not one class against a positive constant
+        equal = False
+        order = {ast.Gt: True, ast.GtE: True, ast.Lt: False, ast.LtE: False}
+    else:
+        equal = left in constants
+        value = left if isinstance(left, int) else 0
+        constant = constants[0] if isinstance(constants[0], int) else 0
+        order = {
+            ast.Gt: value > constant,
+            ast.GtE: value >= constant,
+            ast.Lt: value < constant,
+            ast.LtE: value <= constant,
+        }
+    if isinstance(op, (ast.Eq, ast.In, ast.Is)):
+        return equal
+    if isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot)):
+        return not equal
+    return order.get(type(op))
+
+
+Walk = tuple[Facts, Sequence_]
+
+
+def _class_walks(function: FunctionFacts, zero: bool) -> list[Walk] | None:
+    """The ways through the whole function for rank 0 or for another rank: what each
+    way's tests and loop steps said of values every rank shares (a later test of the
+    same flag goes the same way), and the collectives it issues; None past
+    ``MAX_PATHS``. A way that comes round a loop whose trip issued collectives ends
+    there, marked as going on with the loop; a trip that issued none goes on past the
+    loop."""
+    found: list[Walk] = []
+    empty: Facts = frozenset()
+    start: tuple[Node, Sequence_, dict[int, int], Facts] = (function.graph.entry, (), {}, empty)
+    stack = [start]
+    steps = 0
+    while stack:
+        node, issued, entered, facts = stack.pop()
+        steps += 1
+        if steps > MAX_STEPS:
+            return None
+        if node.kind in (NodeKind.EXIT, NodeKind.RAISE):
+            found.append((facts, issued))
+        elif node.index in entered:
+            if len(issued) > entered[node.index]:
+                found.append((facts, (*issued, f"#loop{node.index}")))
+            else:
+                for successor, _ in function.ways(node):
+                    if successor.index not in entered:
+                        stack.append((successor, issued, entered, facts))
+        else:
+            stack.extend(_class_steps(function, zero, node, issued, entered, facts))
+        if len(found) > MAX_PATHS:
+            return None
+    return found
+
+
+def _class_steps(
+    function: FunctionFacts,
+    zero: bool,
+    node: Node,
+    issued: Sequence_,
+    entered: dict[int, int],
+    facts: Facts,
+) -> Iterator[tuple[Node, Sequence_, dict[int, int], Facts]]:
+    """The ways on from ``node`` that a rank of the class can take."""
+    entered = {**entered, node.index: len(issued)}
+    issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
+    statement = node.statement
+    # An assert the class fails is an error path: the way ends there.
+    test = statement.test if isinstance(statement, (ast.If, ast.While, ast.Assert)) else None
+    if node.kind is not NodeKind.TEST:
+        test = None
+    ways = function.ways(node)
+    if [edge for _, edge in ways] == [EdgeKind.NEXT]:
+        test = None  # no branch issues anything: nothing to settle
+    truth = _evaluate(test, zero, function, node, facts) if test is not None else None
+    for successor, edge in ways:
+        following: Facts | None = facts
+        taken = edge is EdgeKind.TRUE
+        if edge is EdgeKind.NEXT:
+            pass  # a decision no branch of which issues anything: straight to its join
+        elif test is not None:
+            if truth is not None and truth != taken:
+                continue
+            following = _implied(test, taken, facts, zero, function, node)
+        elif node.kind is NodeKind.STEP:
+            following = facts | {(f"#step{node.index}", taken)}
+        if following is not None:
+            yield successor, issued, entered, following
+
+
+def _compatible(first: Facts, second: Facts) -> bool:
+    known = dict(first)
+    return all(known.get(name, truth) == truth for name, truth in second)
+
+
+class _Unsettled(Exception):
+    """A test on the rank that a class walk cannot settle."""
+
+
+def rank_classes_agree(function: FunctionFacts) -> bool:
+    """Whether rank 0 and the other ranks issue the same collectives whenever the
+    values they share are the same."""
+    try:
+        zero = _class_walks(function, True)
+        other = _class_walks(function, False)
+    except _Unsettled:
+        return False
+    if zero is None or other is None:
+        return False
+    return all(
+        first == second
+        for zero_facts, first in zero
+        for other_facts, second in other
+        if _compatible(zero_facts, other_facts)
+    )
+
+
+# -- the question ----------------------------------------------------------------------
+
+
+def settled_by_class(function: FunctionFacts, test: Node) -> bool:
+    """Whether ``test`` reads the rank only in ways each rank class answers for itself
+    (the rest of it is the same on every rank)."""
+    statement = test.statement
+    if test.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
+        return False
+    taint = function.divergence.test_taint(test)
+    if taint is None or taint.source is not Source.RANK:
+        return False
+    try:
+        for zero in (True, False):
+            _evaluate(statement.test, zero, function, test, frozenset())
+    except _Unsettled:
+        return False
+    return True
