@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,6 +13,18 @@ from typing import Any
 from click.testing import CliRunner
 
 from ddplint.cli import cli
+
+#: ``ddplint check`` in a process of its own, uncached, with DDP101 (the sample hazard,
+#: opt-in since issue 23) selected on top of the defaults.
+CHECK_COMMAND = [
+    sys.executable,
+    "-m",
+    "ddplint",
+    "check",
+    "--extend-select",
+    "DDP101",
+    "--no-cache",
+]
 
 #: A module with one DDP101 finding at 7:9 (``torch.cuda.synchronize()``, 24 columns).
 HAZARD = """\

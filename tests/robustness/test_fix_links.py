@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from .support import CHECK_COMMAND
 
 HAZARD = (
     "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
@@ -21,13 +22,7 @@ CONFIG = (
 def _fix(repo: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ddplint",
-            "check",
-            "--extend-select",
-            "DDP101",
-            "--no-cache",
+            *CHECK_COMMAND,
             "--unsafe-fixes",
             "--fix",
             ".",

@@ -21,6 +21,8 @@ from cli_support import HAZARD
 
 from ddplint.fixer import TEMPORARY_TAG, remove_stale_temporaries
 
+from .support import CHECK_COMMAND
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "example_project"
 #: Real package sources and NeMo configs (see the project notes); tests on them skip
@@ -68,13 +70,7 @@ def environment() -> dict[str, str]:
 def ddplint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ddplint",
-            "check",
-            "--extend-select",
-            "DDP101",
-            "--no-cache",
+            *CHECK_COMMAND,
             *args,
         ],
         cwd=cwd,

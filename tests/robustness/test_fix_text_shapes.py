@@ -5,20 +5,15 @@ text as the same bytes (``unicode_escape``) is refused rather than rewritten."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from .support import CHECK_COMMAND
 
 
 def _fix(folder: Path, name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ddplint",
-            "check",
-            "--extend-select",
-            "DDP101",
-            "--no-cache",
+            *CHECK_COMMAND,
             "--unsafe-fixes",
             "--fix",
             name,

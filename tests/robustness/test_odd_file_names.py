@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import xml.dom.minidom
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from ddplint.report.printable import printable
 
-from .support import HAZARD
+from .support import CHECK_COMMAND, HAZARD
 
 #: Names as raw bytes: undecodable (latin-1), newline, escape sequence, CR, bidi override.
 ODD_NAMES = (
@@ -41,13 +40,7 @@ def _ddplint(*args: str, strict: bool = False) -> subprocess.CompletedProcess[by
     env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"} if strict else None
     return subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "ddplint",
-            "check",
-            "--extend-select",
-            "DDP101",
-            "--no-cache",
+            *CHECK_COMMAND,
             *args,
         ],
         capture_output=True,
