@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +177,16 @@ class ServerSession:
 
 def codes(diagnostics: Diagnostics) -> list[str]:
     return sorted(str(d.code) for d in diagnostics)
+
+
+def drive(root: Path, scenario: Callable[[ServerSession], Awaitable[None]], **options) -> int:
+    """Run ``scenario`` against a fresh server; the server's exit code after shutdown."""
+
+    async def main() -> int | None:
+        async with ServerSession(root, **options) as session:
+            await scenario(session)
+        return session.exit_code
+
+    code = asyncio.run(main())
+    assert code is not None
+    return code

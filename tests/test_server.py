@@ -8,11 +8,10 @@ import shlex
 import subprocess
 import sys
 import textwrap
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from lsp_session import ServerSession, codes
+from lsp_session import ServerSession, codes, drive
 from lsprotocol import types
 
 from ddplint.cache import ResultCache
@@ -65,19 +64,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "cache-key"))
     return root
-
-
-def drive(root: Path, scenario: Callable[[ServerSession], Awaitable[None]], **options) -> int:
-    """Run ``scenario`` against a fresh server; the server's exit code after shutdown."""
-
-    async def main() -> int | None:
-        async with ServerSession(root, **options) as session:
-            await scenario(session)
-        return session.exit_code
-
-    code = asyncio.run(main())
-    assert code is not None
-    return code
 
 
 def test_a_hazard_is_reported_fixed_by_its_code_action_and_the_server_exits_cleanly(

@@ -10,9 +10,9 @@ not stick to a new ``for step in range(...)``.
   from the environment, ``.rank`` / ``.local_rank`` / ``.is_main_process`` and the other
   attributes frameworks give it, the first parameter of a function handed to
   ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
-  contents; the number of items it counts). File-system probes only when asked: a
-  shared file system answers every rank alike. ``rank != -1`` asks whether the job was
-  launched, which every rank answers alike.
+  contents; the number of items it counts). File-system probes are not sources: a
+  shared file system answers every rank alike (DDP218 is the opt-in rule for them).
+  ``rank != -1`` asks whether the job was launched, which every rank answers alike.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
   same on every rank.
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
-from ddplint.analysis.api import FILE_CALLS, RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, dotted_name
@@ -49,7 +49,6 @@ VALUES = Facet.CONTENTS | Facet.SHAPE
 class Source(str, Enum):
     RANK = "the rank"
     PROBE = "a local probe (clock, memory)"
-    FILE = "a file-system check"
     DECIDED = "a value set under a rank-dependent test"
     CONTRIBUTED = "this rank's own share of a collective"
 
@@ -182,14 +181,9 @@ def spawned_functions(calls: list[ast.Call], names: Names) -> frozenset[str]:
 class _Evaluator:
     """The taint of an expression under a state."""
 
-    def __init__(
-        self, names: Names, agreeing_receivers: frozenset[str], file_probes: bool = False
-    ) -> None:
+    def __init__(self, names: Names, agreeing_receivers: frozenset[str]) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
-        #: Whether a file-system probe is a source: on a file system every rank shares
-        #: (the common case) each rank reads the same answer, so it is off by default.
-        self.file_probes = file_probes
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -267,8 +261,6 @@ class _Evaluator:
         resolved = self.names.resolve(call.func)
         if resolved in PROBE_CALLS:
             return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
-        if resolved in FILE_CALLS and self.file_probes:
-            return Taint(Facet.CONTENTS, Source.FILE, call.lineno, ast.unparse(call))
         if resolved in UNIFORM_CALLS:
             return None
         name = (resolved or "").rsplit(".", 1)[-1]

@@ -142,7 +142,7 @@ def test_an_early_return_on_the_rank_does_not_taint_what_follows() -> None:
     assert _taint_at(source, "count") is None
 
 
-def test_clocks_are_sources_and_file_probes_are_not_by_default() -> None:
+def test_clocks_are_sources_and_file_probes_are_not() -> None:
     """Each rank reads its own clock; a file system is most often shared, so every rank
     reads the same listing (a resume step parsed from ``os.listdir`` is no rank's own)."""
     source = """

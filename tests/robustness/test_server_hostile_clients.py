@@ -11,11 +11,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from lsp_session import TIMEOUT, ServerSession, codes
+from lsp_session import TIMEOUT, ServerSession, codes, drive
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 
@@ -54,17 +54,6 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("DDPLINT_CACHE_DIR", raising=False)
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "cache-key"))
     return root
-
-
-def drive(root: Path, scenario: Callable[[ServerSession], Awaitable[None]], **options) -> int:
-    async def main() -> int | None:
-        async with ServerSession(root, **options) as session:
-            await scenario(session)
-        return session.exit_code
-
-    code = asyncio.run(main())
-    assert code is not None
-    return code
 
 
 def _symlink_loop(root: Path) -> str:
