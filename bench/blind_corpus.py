@@ -3,6 +3,15 @@
     python bench/blind_corpus.py extract CORPUS [--half blind|develop|all] [--mirror DIR]
     python bench/blind_corpus.py run CORPUS [--half blind] [--out run.json] [--jobs N]
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
+    python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
+
+Every command takes ``--corpus-set 1|2`` (default 1): which list, split and verdicts it
+uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
+(issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
+set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
+second blind half). ``--repos``, ``--split`` and ``--verdicts`` name other files.
+``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
+the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
 
 The repositories and their commits are ``bench/corpora/repositories.tsv``; which half each
 belongs to is ``bench/corpora/split.tsv`` (drawn once, before any tuning; see
@@ -38,6 +47,17 @@ CORPORA = HERE / "corpora"
 REPOSITORIES = CORPORA / "repositories.tsv"
 SPLIT = CORPORA / "split.tsv"
 VERDICTS = CORPORA / "verdicts-repositories.tsv"
+#: The corpus sets: (repository list, split, verdicts). Set 1's blind half is retired.
+CORPUS_SETS = {
+    "1": (REPOSITORIES, SPLIT, VERDICTS),
+    "2": (
+        CORPORA / "repositories-2.tsv",
+        CORPORA / "split-2.tsv",
+        CORPORA / "verdicts-repositories-2.tsv",
+    ),
+}
+#: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
+SPLIT_SEEDS = {"1": "ddplint-issue23-repos-1:", "2": "ddplint-blind-2:"}
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
 
@@ -66,17 +86,47 @@ def read_tsv(path: Path) -> list[list[str]]:
     return rows
 
 
-def repositories(half: str) -> list[Repository]:
+def repositories(
+    half: str, repos: Path = REPOSITORIES, split: Path = SPLIT
+) -> list[Repository]:
     """The listed repositories of one half ("all" for both)."""
-    halves = {row[0]: row[1] for row in read_tsv(SPLIT)}
+    halves = {row[0]: row[1] for row in read_tsv(split)}
     listed = []
-    for row in read_tsv(REPOSITORIES):
+    for row in read_tsv(repos):
         name, commit = row[0], row[1]
         subdir = row[5] if len(row) > 5 else ""
         which = halves[name]
         if half in ("all", which):
             listed.append(Repository(name, commit, subdir, which))
     return listed
+
+
+def split_key(seed: str, name: str) -> str:
+    """The sort key of a repository in a split: sha256 of the seed string and its name."""
+    return hashlib.sha256((seed + name).encode()).hexdigest()
+
+
+def draw_split(names: list[str], seed: str) -> list[tuple[str, str, str]]:
+    """(repository, half, key) in key order: the first half (the larger one when odd)
+    ``develop``, the rest ``blind``."""
+    ordered = sorted(set(names), key=lambda name: split_key(seed, name))
+    cut = (len(ordered) + 1) // 2
+    return [
+        (name, "develop" if i < cut else "blind", split_key(seed, name)[:12])
+        for i, name in enumerate(ordered)
+    ]
+
+
+def write_split(repos: Path, seed: str, out: Path) -> None:
+    """Draw the split of the listed repositories and write it in split.tsv's format."""
+    rows = draw_split([row[0] for row in read_tsv(repos)], seed)
+    lines = [
+        f"# Blind split of {repos.name}, drawn once before any run on it: sort by "
+        f"sha256({seed!r} + repo), first half develop, second half blind.",
+        "# repo\thalf\tkey",
+        *("\t".join(row) for row in rows),
+    ]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def extract(repository: Repository, mirror: Path, corpus: Path) -> tuple[int, int]:
@@ -264,7 +314,7 @@ def run_repositories(args: argparse.Namespace) -> None:
     parts = args.out.with_name(args.out.name + ".parts")
     parts.mkdir(parents=True, exist_ok=True)
     share, count = (int(n) for n in args.part.split("/"))
-    listed = repositories(args.half)
+    listed = repositories(args.half, args.repos, args.split)
     for number, repository in enumerate(listed):
         part = parts / f"{repository.folder}.json"
         if number % count != share - 1 or part.exists():
@@ -301,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     lnt.add_argument("--part", default="1/1", help="K/N: lint every N-th repository from K")
     dif = commands.add_parser("diff")
     dif.add_argument("run", type=Path)
-    dif.add_argument("--verdicts", type=Path, default=VERDICTS)
+    dif.add_argument("--verdicts", type=Path, default=None)
     dif.add_argument("--sample", default=None, help="RULE:N:SEED, read N unjudged of RULE")
     dif.add_argument(
         "--write-precision",
@@ -309,9 +359,23 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("CORPUS", "DESCRIPTION"),
         help="record the judged figures in lint/blind_precision.json",
     )
+    spl = commands.add_parser("split")
+    spl.add_argument("--seed", default=None, help="the seed string (default: the set's)")
+    spl.add_argument("--out", type=Path, default=None)
+    for sub in (ext, lnt, dif, spl):
+        sub.add_argument("--corpus-set", default="1", choices=sorted(CORPUS_SETS))
+        sub.add_argument("--repos", type=Path, default=None)
+        sub.add_argument("--split", type=Path, default=None)
     args = parser.parse_args(argv)
-    if args.command == "extract":
-        for repository in repositories(args.half):
+    repos_default, split_default, verdicts_default = CORPUS_SETS[args.corpus_set]
+    args.repos = args.repos or repos_default
+    args.split = args.split or split_default
+    if args.command == "diff" and args.verdicts is None:
+        args.verdicts = verdicts_default
+    if args.command == "split":
+        write_split(args.repos, args.seed or SPLIT_SEEDS[args.corpus_set], args.out or args.split)
+    elif args.command == "extract":
+        for repository in repositories(args.half, args.repos, args.split):
             if (args.corpus / repository.folder).exists():
                 continue
             written, missing = extract(repository, args.mirror, args.corpus)
