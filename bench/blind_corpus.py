@@ -2,6 +2,7 @@
 
     python bench/blind_corpus.py extract CORPUS [--half blind|develop|all] [--mirror DIR]
     python bench/blind_corpus.py run CORPUS [--half blind] [--out run.json] [--jobs N]
+                                    [--rules all|default|CODES]
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
@@ -86,9 +87,7 @@ def read_tsv(path: Path) -> list[list[str]]:
     return rows
 
 
-def repositories(
-    half: str, repos: Path = REPOSITORIES, split: Path = SPLIT
-) -> list[Repository]:
+def repositories(half: str, repos: Path = REPOSITORIES, split: Path = SPLIT) -> list[Repository]:
     """The listed repositories of one half ("all" for both)."""
     halves = {row[0]: row[1] for row in read_tsv(split)}
     listed = []
@@ -186,8 +185,20 @@ def line_key(root: Path, path: str, line: int) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
-def lint(repository: Repository, corpus: Path, jobs: int | None) -> list[dict[str, object]]:
-    """Every finding of every rule (default and preview) on one repository, keyed."""
+def rule_options(rules: str) -> list[str]:
+    """ddplint's options for ``--rules``: "all" (every rule, default and preview),
+    "default" (the default set: no selection) or codes ("DDP219,DDP201", preview on)."""
+    if rules == "all":
+        return ["--select", "ALL", "--preview"]
+    if rules == "default":
+        return []
+    return ["--select", rules, "--preview"]
+
+
+def lint(
+    repository: Repository, corpus: Path, jobs: int | None, rules: str = "all"
+) -> list[dict[str, object]]:
+    """Every finding of the selected rules (``rule_options``) on one repository, keyed."""
     root = corpus / repository.folder
     command = [
         sys.executable,
@@ -199,9 +210,7 @@ def lint(repository: Repository, corpus: Path, jobs: int | None) -> list[dict[st
         "--exit-zero",
         "--output-format",
         "json",
-        "--select",
-        "ALL",
-        "--preview",
+        *rule_options(rules),
     ]
     if jobs:
         command += ["--jobs", str(jobs)]
@@ -319,7 +328,7 @@ def run_repositories(args: argparse.Namespace) -> None:
         part = parts / f"{repository.folder}.json"
         if number % count != share - 1 or part.exists():
             continue
-        found = lint(repository, args.corpus, args.jobs)
+        found = lint(repository, args.corpus, args.jobs, args.rules)
         print(f"{repository.name}: {len(found)} findings", file=sys.stderr)
         part.write_text(json.dumps(found, indent=1), encoding="utf-8")
     findings: list[dict[str, object]] = []
@@ -349,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     lnt.add_argument("--out", type=Path, default=Path("blind-run.json"))
     lnt.add_argument("--jobs", type=int, default=None)
     lnt.add_argument("--part", default="1/1", help="K/N: lint every N-th repository from K")
+    lnt.add_argument(
+        "--rules",
+        default="all",
+        help='"all" (--select ALL --preview), "default" (no selection) or codes (with --preview)',
+    )
     dif = commands.add_parser("diff")
     dif.add_argument("run", type=Path)
     dif.add_argument("--verdicts", type=Path, default=None)
