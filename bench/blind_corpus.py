@@ -19,7 +19,8 @@ belongs to is ``bench/corpora/split.tsv`` (drawn once, before any tuning; see
 ``bench/README.md`` for the rule). ``extract`` unpacks each repository at its commit from
 the ``fetch`` mirrors into CORPUS/OWNER+NAME, blob by blob (a snapshot may lack blobs: the
 count is printed). ``run`` lints each one with every rule, default and preview
-(``--select ALL --preview``), and writes the findings. ``diff`` matches the findings with
+(``--select ALL --preview``; ``--rules`` picks others), writes the findings and prints
+ddplint's own errors per repository. ``diff`` matches the findings with
 the recorded verdicts (``bench/corpora/verdicts-repositories.tsv``) by a key that survives
 line shifts -- repository, path, rule and a hash of the flagged line's stripped text (with
 an occurrence number for identical lines) -- and prints the findings nobody has judged,
@@ -221,6 +222,9 @@ def lint(
         print(f"{repository.name}: no JSON from ddplint: {done.stderr[-400:]}", file=sys.stderr)
         return []
     raw = report["findings"] if isinstance(report, dict) else report
+    errors = report.get("errors") if isinstance(report, dict) else None
+    if errors:
+        print(f"{repository.name}: {len(errors)} errors: {errors[0]}", file=sys.stderr)
     findings: list[dict[str, object]] = []
     seen: Counter[tuple[str, str, str]] = Counter()
     for item in sorted(raw, key=lambda f: (f["path"], int(f["line"]), f["rule"])):
