@@ -94,6 +94,14 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP613", "deepspeed-zero-option-ignored", "config", False),
         RuleEntry("DDP614", "accelerate-process-layout", "config", False),
         RuleEntry("DDP615", "lhotse-with-distributed-sampler", "config", False),
+        RuleEntry(
+            "DDP616",
+            "monitor-rank-local-metric",
+            "config",
+            False,
+            code_facts=("metric-logs",),
+            needles=("monitor",),
+        ),
         RuleEntry("DDP900", "unused-suppression", "suppression", False),
     )
 }
