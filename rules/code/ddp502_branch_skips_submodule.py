@@ -397,7 +397,8 @@ def _layer_dropped(ctx: CodeContext, branch: cst.If, submodules: frozenset[str])
 def _iterated_layers(loop: cst.For) -> tuple[str | None, str | None]:
     """(``layers``, ``layer``) for ``for layer in self.layers`` and ``for i, layer in
     enumerate(self.layers)``."""
-    iterable, target = loop.iter, loop.target
+    iterable: cst.BaseExpression = loop.iter
+    target: cst.BaseExpression = loop.target
     if (
         isinstance(iterable, cst.Call)
         and dotted_name(iterable.func) == "enumerate"
