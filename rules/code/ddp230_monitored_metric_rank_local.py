@@ -43,10 +43,14 @@ class MonitoredMetricRankLocal(CodeRule):
     other ranks, their `ModelCheckpoint` raises `MisconfigurationException:
     ModelCheckpoint(monitor=...) could not find the monitored key` and `EarlyStopping`
     raises (`strict=True`) or returns before its `reduce_boolean_decision` while rank 0
-    waits in it. Where each rank holds its own value, the ranks rank checkpoints
-    differently, and the version-counter loop of `_get_metric_interpolated_filepath_name`
-    runs a different number of `reduce_boolean_decision` collectives per rank: the job
-    hangs (Lightning issue #19045).
+    waits in it. Where each rank holds its own value (`rank_zero_only=True` switches
+    the reduction off even with `sync_dist=True`, and silences Lightning's own
+    "It is recommended to use `sync_dist=True`" warning), `ModelCheckpoint` ranks
+    checkpoints by each rank's value: the ranks keep different `best_model_path` and
+    top-k, and where the file name formats the metric, the version-counter loop of
+    `_get_metric_interpolated_filepath_name` runs a different number of
+    `reduce_boolean_decision` collectives per rank and the job hangs (Lightning issue
+    #19045); `EarlyStopping` stops when any rank's own unreduced value says so.
 
     ## Example
     ```python
@@ -119,9 +123,10 @@ def _message(log: RankLocalLog, monitor: Monitor) -> str:
         )
     return (
         f"`{log.key}` is monitored by {where} but each rank keeps its own value, because "
-        f"{log.reason}: the ranks then rank checkpoints differently and reach different "
-        "numbers of the callback's collectives, which hangs (Lightning #19045); log it "
-        "reduced, on every rank"
+        f"{log.reason}: each rank ranks checkpoints by its own value (different "
+        "`best_model_path` and top-k per rank), and where the file name formats the "
+        "metric the ranks run different numbers of the callback's collectives and hang "
+        "(Lightning #19045); log it reduced, on every rank"
     )
 
 
