@@ -5,12 +5,14 @@ Lightning's ``ModelCheckpoint`` / ``EarlyStopping`` (by the resolved import), or
 class of the module that derives from one (its ``super().__init__(monitor=...)``). The
 monitored key is the literal ``monitor``.
 
-A metric is logged *rank-locally* when a LightningModule's ``self.log`` /
+A metric is logged *rank-locally* when a LightningModule's (also a NeMo model's:
+``ModelPT`` and the models of ``nemo.collections``) ``self.log`` /
 ``self.log_dict`` of a literal key
 
 - passes ``rank_zero_only=True``: Lightning then reduces nothing, so every rank keeps
-  its own value (unless the value already agrees: the buffer of an earlier in-place
-  collective, or a ``torchmetrics`` metric, which syncs itself);
+  its own value (unless the value already agrees: a constant, the step, epoch or
+  learning rate, the buffer of an earlier in-place collective, or a ``torchmetrics``
+  metric, which syncs itself);
 - or runs on some ranks only: control-dependent on a test that reads the rank (the
   core's divergence and post-dominators), in a function decorated ``@rank_zero_only``,
   or in a method of the class that is called only from such places.
@@ -36,6 +38,10 @@ MONITORING_CALLBACKS = frozenset({"ModelCheckpoint", "EarlyStopping"})
 _MONITOR_POSITION = {"ModelCheckpoint": 2, "EarlyStopping": 0}
 _METRIC_PACKAGES = ("torchmetrics.",)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Attributes of the training schedule, the same on every rank.
+_SCHEDULE_ATTRIBUTES = frozenset(
+    {"global_step", "current_epoch", "param_groups", "get_last_lr", "get_lr"}
+)
 #: Methods whose result holds what their receiver holds (``metric.compute()``).
 _SAME_VALUE_METHODS = frozenset({"compute", "item", "detach", "cpu", "float"})
 
@@ -148,6 +154,11 @@ class LightningMonitors:
         in the module."""
         classes = {c.name: c for c in self.analysis.nodes.of_type(ast.ClassDef)}
         found = set(self.analysis.objects.lightning_classes)
+        found.update(
+            cls
+            for cls in classes.values()
+            if any(_nemo_model(self.analysis.names.resolve(base)) for base in cls.bases)
+        )
         changed = True
         while changed:
             changed = False
@@ -258,6 +269,8 @@ class LightningMonitors:
         value = next((k.value for k in call.keywords if k.arg == "value"), value)
         if value is None:
             return False
+        if isinstance(value, ast.Constant) or _reads_schedule(value):
+            return True
         if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
@@ -302,6 +315,23 @@ class LightningMonitors:
             for _, call, keys in self._logs_in(method)
             if key in keys
         )
+
+
+def _reads_schedule(value: ast.expr) -> bool:
+    """Whether a logged value reads the step, the epoch or the learning rate: the same
+    on every rank (``float(self.trainer.global_step)``, ``optimizer.param_groups[0]["lr"]``)."""
+    return any(
+        isinstance(node, ast.Attribute) and node.attr in _SCHEDULE_ATTRIBUTES
+        for node in ast.walk(value)
+    )
+
+
+def _nemo_model(resolved: str | None) -> bool:
+    """A NeMo model class (``ModelPT`` and the models of ``nemo.collections``): each is a
+    LightningModule."""
+    if resolved is None or not resolved.startswith("nemo."):
+        return False
+    return resolved.endswith(".ModelPT") or ".models." in resolved
 
 
 def logged_keys(call: ast.Call) -> list[str]:

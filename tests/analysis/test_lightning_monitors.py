@@ -113,3 +113,21 @@ def test_a_key_logged_on_every_rank_somewhere_is_not_rank_local() -> None:
     )
     assert found.rank_local("local") == []
     assert [log.key for log in found.rank_local("guarded")] == ["guarded"]
+
+
+def test_schedule_values_and_nemo_models() -> None:
+    found = _monitors(
+        """
+        from nemo.collections.nlp.models.language_modeling.megatron_gpt_model import (
+            MegatronGPTModel,
+        )
+
+        class Policy(MegatronGPTModel):
+            def training_step(self, batch, i):
+                loss = batch.sum()
+                self.log("reduced_train_loss", loss, rank_zero_only=True)
+                self.log("global_step", float(self.trainer.global_step), rank_zero_only=True)
+                self.log("lr", self._optimizer.param_groups[0]["lr"], rank_zero_only=True)
+        """
+    )
+    assert [log.key for log in found.logs] == ["reduced_train_loss"]
