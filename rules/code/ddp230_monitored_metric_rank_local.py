@@ -13,9 +13,10 @@ from ddplint.rule import CodeRule
 class MonitoredMetricRankLocal(CodeRule):
     """
     ## What it does
-    Flags a LightningModule's (or NeMo model's) `self.log("key", ...)` (or `self.log_dict({"key": ...})`)
-    of a metric that a `ModelCheckpoint(monitor="key")` or `EarlyStopping(monitor="key")`
-    of the same module monitors, when the log leaves the metric rank-local:
+    Flags a LightningModule's (or NeMo model's) `self.log("key", ...)` (or
+    `self.log_dict({"key": ...})`) of a metric that a `ModelCheckpoint(monitor="key")`
+    or `EarlyStopping(monitor="key")` of the same module monitors, when the log leaves
+    the metric rank-local:
 
     - it passes `rank_zero_only=True`, so Lightning reduces nothing (also with
       `sync_dist=True`) and each rank's callback reads its own value; or
@@ -28,8 +29,9 @@ class MonitoredMetricRankLocal(CodeRule):
     class of the module derived from one, with the `monitor` it hands to
     `super().__init__`), never by a variable's name. Not flagged: a value that already
     agrees (a constant, the step, epoch or learning rate, the buffer of an earlier
-    `all_reduce` / `broadcast` in the same method, a `torchmetrics` metric), a key also logged elsewhere in the module on every rank,
-    a key no callback of the module monitors (DDP616 checks the callbacks of YAML
+    `all_reduce` / `broadcast` in the same method, a `torchmetrics` metric), a key
+    also logged elsewhere in the module on every rank, a key no callback of the module
+    monitors (DDP616 checks the callbacks of YAML
     configs). Callbacks made in another module of the project are not seen yet.
 
     This rule is built on the analysis core and is in preview while its precision is
