@@ -27,8 +27,9 @@ class MonitorRankLocalMetric(ConfigRule):
     Not flagged: a metric also logged on every rank somewhere in the code (which model
     the config trains cannot be told), a value that already agrees (the step, epoch or
     learning rate, an earlier `all_reduce` / `broadcast` of it, a `torchmetrics`
-    metric), a config whose trainer runs one process, test files. DDP605 is the related rule for a checkpoint
-    *file name* formatted from a metric logged without `sync_dist`.
+    metric), a config whose trainer runs one process, test files. DDP605 is the
+    related rule for a checkpoint *file name* formatted from a metric logged without
+    `sync_dist`.
 
     Preview while its precision is measured.
 
