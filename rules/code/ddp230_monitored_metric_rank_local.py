@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.lightning_monitors import LightningMonitors, Monitor, RankLocalLog
@@ -30,8 +31,9 @@ class MonitoredMetricRankLocal(CodeRule):
     `super().__init__`), never by a variable's name. Not flagged: a value that already
     agrees (a constant, the step, epoch or learning rate, the buffer of an earlier
     `all_reduce` / `broadcast` in the same method, a `torchmetrics` metric), a key
-    also logged elsewhere in the module on every rank, a key no callback of the module
-    monitors (DDP616 checks the callbacks of YAML
+    also logged elsewhere in the module on every rank, a log on some ranks only with
+    `sync_dist=True` (DDP202 reports it: its reduction hangs first), a key no callback
+    of the module monitors (DDP616 checks the callbacks of YAML
     configs). Callbacks made in another module of the project are not seen yet.
 
     This rule is built on the analysis core and is in preview while its precision is
@@ -103,9 +105,22 @@ class MonitoredMetricRankLocal(CodeRule):
             if monitor is None:
                 continue
             for log in monitors.rank_local(key):
+                if log.on_some_ranks and _syncs(log.call):
+                    continue  # DDP202's root cause: that sync hangs before any callback
                 yield ctx.ast_finding(
                     self, log.call, _message(log, monitor), summary=_summary(log, monitor)
                 )
+
+
+def _syncs(call: ast.Call) -> bool:
+    """``sync_dist=True`` without ``rank_zero_only=True``: the log reduces."""
+    given = {k.arg: k.value for k in call.keywords}
+
+    def true(name: str) -> bool:
+        value = given.get(name)
+        return isinstance(value, ast.Constant) and value.value is True
+
+    return true("sync_dist") and not true("rank_zero_only")
 
 
 def _message(log: RankLocalLog, monitor: Monitor) -> str:
