@@ -241,6 +241,7 @@ class LightningMonitors:
     def _methods_called_on_some_ranks(self) -> dict[str, str]:
         """Methods of a LightningModule class whose every call in the class is on some
         ranks only (``if self.global_rank == 0: self._log_metrics()``), with why."""
+        logging = {method.name for _, method in self._methods() if any(self._logs_in(method))}
         calls: dict[str, list[str | None]] = {}
         for _, method in self._methods():
             decorator = _rank_only_decorator(self.analysis, method)
@@ -248,8 +249,8 @@ class LightningMonitors:
             for statement in graph.statements():
                 for call in own_calls(statement):
                     spelled = dotted_name(call.func) or ""
-                    if not spelled.startswith("self.") or spelled.count(".") != 1:
-                        continue
+                    if spelled.removeprefix("self.") not in logging or spelled.count(".") != 1:
+                        continue  # only the methods that log need their callers asked
                     why: str | None = None
                     if decorator is not None:
                         why = f"`{method.name}`, decorated `@{decorator}`"
