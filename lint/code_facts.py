@@ -71,10 +71,12 @@ class Located:
 @dataclass(frozen=True)
 class MetricLog(Located):
     """``self.log("val_loss", ..., sync_dist=...)``: sync_dist True/False, or None when
-    it is an expression that cannot be read statically."""
+    it is an expression that cannot be read statically; ``rank_local``: why the logged
+    value stays rank-local (``rank_zero_only=True``, a rank test), None if it does not."""
 
     metric: str
     sync_dist: bool | None
+    rank_local: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,9 @@ class CodeFacts:
         data = json.loads(encoded)
         return cls(
             metric_logs=tuple(
-                MetricLog(r["path"], r["line"], r["metric"], r.get("sync_dist"))
+                MetricLog(
+                    r["path"], r["line"], r["metric"], r.get("sync_dist"), r.get("rank_local")
+                )
                 for r in data.get(METRIC_LOGS, [])
             ),
             rank_zero_calls=tuple(

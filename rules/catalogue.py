@@ -50,6 +50,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP217", "collectives-per-batch-value", "code", True),
         RuleEntry("DDP218", "file-check-decides-collective", "code", False),
         RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
+        RuleEntry("DDP230", "monitored-metric-rank-local", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
         RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
@@ -93,6 +94,14 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP613", "deepspeed-zero-option-ignored", "config", False),
         RuleEntry("DDP614", "accelerate-process-layout", "config", False),
         RuleEntry("DDP615", "lhotse-with-distributed-sampler", "config", False),
+        RuleEntry(
+            "DDP616",
+            "monitor-rank-local-metric",
+            "config",
+            False,
+            code_facts=("metric-logs",),
+            needles=("monitor",),
+        ),
         RuleEntry("DDP900", "unused-suppression", "suppression", False),
     )
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from ddplint import code_facts
+from ddplint.code.fact_collectors import COLLECTORS, collect_facts
 from ddplint.engine import FileOutcome, lint_source
 from ddplint.fix import apply_edits, choose_fixes
 from ddplint.rules import all_rules
@@ -40,6 +42,11 @@ def lint_fixture(path: Path, **option_overrides: object) -> FileOutcome:
     display = path.relative_to(ROOT).as_posix()
     code = rule_of(path)
     selected = tuple(all_rules()) if code in WITH_EVERY_RULE else (code,)
+    code_file = path.with_suffix(".code")  # Python whose code facts a config fixture reads
+    if code_file.exists() and "facts" not in option_overrides:
+        facts = collect_facts(code_file.read_text(), list(COLLECTORS.values()))
+        merged = code_facts.merge([(f"{path.stem}.py", facts)])
+        option_overrides["facts"] = ((code_facts.OPTIONS_KEY, code_facts.encode(merged)),)
     options = LintOptions(selected=selected, project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
     return lint_source(display, path.read_bytes(), options)
 

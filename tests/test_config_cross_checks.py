@@ -194,3 +194,56 @@ def test_test_files_are_no_evidence(repo: Path) -> None:
     (repo / "tests" / "check_ranks.py").write_text(MODEL.format(sync=""))
     (repo / "model" / "test_model.py").write_text(MODEL.format(sync=""))
     assert run(repo).findings == []
+
+
+RANK_LOCAL_MODEL = """\
+import lightning.pytorch as pl
+
+
+class SSLModel(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        loss = self(batch)
+        self.log("val_loss", loss, sync_dist=True, rank_zero_only=True)
+        if self.trainer.is_global_zero:
+            self.log("val_wer", loss)
+        return loss
+"""
+HYDRA_CALLBACKS = """\
+model_checkpoint:
+  _target_: lightning.pytorch.callbacks.ModelCheckpoint
+  monitor: val_loss
+early_stopping:
+  _target_: lightning.pytorch.callbacks.EarlyStopping
+  monitor: val_wer
+lr_monitor:
+  _target_: lightning.pytorch.callbacks.LearningRateMonitor
+"""
+
+
+def test_a_monitored_metric_logged_rank_locally_is_cited(repo: Path) -> None:
+    (repo / "configs" / "callbacks.yaml").write_text(HYDRA_CALLBACKS)
+    (repo / "model" / "ssl.py").write_text(RANK_LOCAL_MODEL)
+    found = run(repo, select=("DDP616",)).findings
+    assert [(f.rule, f.key_path) for f in found] == [
+        ("DDP616", "model_checkpoint.monitor"),
+        ("DDP616", "early_stopping.monitor"),
+    ]
+    assert "model/ssl.py:7: it passes `rank_zero_only=True`" in found[0].message
+    assert "the rank test `self.trainer.is_global_zero` (line 8)" in found[1].message
+
+
+def test_a_monitor_on_a_metric_every_rank_logs_is_quiet(repo: Path) -> None:
+    (repo / "configs" / "train.yaml").write_text(LIGHTNING_CONFIG)
+    (repo / "model" / "ssl.py").write_text(MODEL.format(sync=", sync_dist=True"))
+    assert run(repo, select=("DDP616",)).findings == []
+    single = LIGHTNING_CONFIG.replace("devices: 4", "devices: 1")
+    (repo / "configs" / "train.yaml").write_text(single)
+    (repo / "model" / "ssl.py").write_text(RANK_LOCAL_MODEL)
+    assert run(repo, select=("DDP616",)).findings == []
+
+
+def test_nemo_checkpoint_monitor_on_a_rank_local_metric(repo: Path) -> None:
+    (repo / "configs" / "nest.yaml").write_text(NEMO_CONFIG)
+    (repo / "model" / "ssl.py").write_text(RANK_LOCAL_MODEL)
+    (finding,) = run(repo, select=("DDP616",)).findings
+    assert finding.key_path == "exp_manager.checkpoint_callback_params.monitor"

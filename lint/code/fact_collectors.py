@@ -11,6 +11,8 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.lightning_monitors import LightningMonitors
 from ddplint.code.ranks.rank_guard import Parents, dotted, rank_guard
 from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
@@ -62,7 +64,10 @@ def _logged_names(call: ast.Call, method: str) -> list[str]:
 
 
 def metric_logs(tree: ast.Module, parents: Parents) -> list[Record]:
+    """Literal metric logs, with ``sync_dist`` and, for a LightningModule's own
+    ``self.log``, why the value stays rank-local (``rank_local``, the core's answer)."""
     records: list[Record] = []
+    rank_local: dict[tuple[int, str], str] | None = None
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
@@ -73,10 +78,15 @@ def metric_logs(tree: ast.Module, parents: Parents) -> list[Record]:
         if receiver.rsplit(".", 1)[-1] not in LOGGING_RECEIVERS:
             continue
         sync = _literal_bool(_keyword(node, "sync_dist"))
-        records.extend(
-            {"metric": name, "sync_dist": sync, "line": node.lineno}
-            for name in _logged_names(node, method)
-        )
+        for name in _logged_names(node, method):
+            record: Record = {"metric": name, "sync_dist": sync, "line": node.lineno}
+            if rank_local is None and receiver == "self":
+                monitors = LightningMonitors(ModuleAnalysis(tree))
+                rank_local = {(log.line, log.key): log.reason for log in monitors.logs}
+            reason = (rank_local or {}).get((node.lineno, name))
+            if reason is not None:
+                record["rank_local"] = reason
+            records.append(record)
     return records
 
 

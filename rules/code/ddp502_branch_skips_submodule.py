@@ -89,7 +89,12 @@ class BranchSkipsSubmodule(CodeRule):
     file defines (`self.criterion = MatchingLoss()`), up to three calls deep. A
     condition counts when it reads an input, a value computed from the inputs
     (`if matches.numel() == 0:`), the epoch (`if self.epoch < 10:`), a rank or a random
-    draw. Branches on the module's own settings (`if self.use_head:`) are not flagged:
+    draw (also through a local: `p = torch.rand([])`). Stochastic depth (a block that
+    returns its input on a random draw) and LayerDrop (`for layer in self.layers:` with
+    `if random draw: continue` before `layer(x)`) are forms of it: a random draw is
+    not the same on every rank and, even with a seed every rank shares, leaves the
+    dropped layer's parameters without a gradient on that step.
+    Branches on the module's own settings (`if self.use_head:`) are not flagged:
     they take the same path every step. Parameter-free layers (dropout, activations,
     pooling, losses) do not count.
 
@@ -128,6 +133,8 @@ class BranchSkipsSubmodule(CodeRule):
     ## References
     - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
     - Lightning docs: "ddp_find_unused_parameters_true".
+    - catalyst issue #1110 (stochastic depth under DDP), fairseq issues #2389 and
+      #3599 (LayerDrop needs unused-parameter detection).
     """
 
     code = "DDP502"
@@ -338,11 +345,16 @@ def _branches(
         p.name.value for p in method.params.kwonly_params
     }
     derived = _input_derived_locals(ctx, method, parameters)
+    drawn = _drawn_locals(ctx, method)
     for node in ctx.index.walk_within(method):
         if not isinstance(node, cst.If):
             continue
-        reason = _dynamic_reason(ctx, node.test, parameters, derived)
+        reason = _dynamic_reason(ctx, node.test, parameters, derived, drawn)
         if reason is None:
+            continue
+        dropped = _layer_dropped(ctx, node, submodules)
+        if dropped is not None:
+            yield _Branch(node.test, (dropped,), reason)
             continue
         taken = _called_submodules(ctx, [node.body])
         other_roots: list[cst.CSTNode] = (
@@ -353,6 +365,52 @@ def _branches(
         one_path = ((taken ^ other) & submodules) - elsewhere
         if one_path:
             yield _Branch(node.test, tuple(sorted(one_path)), reason)
+
+
+def _layer_dropped(ctx: CodeContext, branch: cst.If, submodules: frozenset[str]) -> str | None:
+    """Layer drop: ``for layer in self.layers:`` (or ``enumerate(self.layers)``) whose
+    body skips the rest with ``if ...: continue`` before calling ``layer(...)``; the
+    submodule ``layers`` is then partly unused on the steps the test takes."""
+    loop = ctx.index.enclosing(branch, cst.For, cst.FunctionDef)
+    if not isinstance(loop, cst.For) or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    body = branch.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    last = body.body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Continue)):
+        return None
+    iterated, layer = _iterated_layers(loop)
+    if iterated not in submodules or layer is None:
+        return None
+    statements = list(loop.body.body)
+    position = next((i for i, s in enumerate(statements) if ctx.index.is_inside(branch, s)), None)
+    if position is None:
+        return None
+    for statement in statements[position + 1 :]:
+        for node in (statement, *ctx.index.walk_within(statement)):
+            if isinstance(node, cst.Call) and dotted_name(node.func) == layer:
+                return iterated
+    return None
+
+
+def _iterated_layers(loop: cst.For) -> tuple[str | None, str | None]:
+    """(``layers``, ``layer``) for ``for layer in self.layers`` and ``for i, layer in
+    enumerate(self.layers)``."""
+    iterable: cst.BaseExpression = loop.iter
+    target: cst.BaseExpression = loop.target
+    if (
+        isinstance(iterable, cst.Call)
+        and dotted_name(iterable.func) == "enumerate"
+        and iterable.args
+        and isinstance(target, cst.Tuple)
+        and len(target.elements) == 2
+    ):
+        iterable, target = iterable.args[0].value, target.elements[1].value
+    spelled = dotted_name(iterable) or ""
+    if not spelled.startswith("self.") or spelled.count(".") != 1:
+        return None, None
+    return spelled[5:], dotted_name(target)
 
 
 def _rest_after_return(ctx: CodeContext, branch: cst.If) -> list[cst.CSTNode]:
@@ -416,15 +474,38 @@ def _input_derived_locals(
     return frozenset(derived)
 
 
+def _drawn_locals(ctx: CodeContext, method: cst.FunctionDef) -> frozenset[str]:
+    """Local names assigned a random draw (``p = torch.rand([])``)."""
+    drawn = set()
+    for node in ctx.index.walk_within(method):
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if isinstance(target, cst.Name) and _draws(ctx, node.value):
+            drawn.add(target.value)
+    return frozenset(drawn)
+
+
+def _draws(ctx: CodeContext, expression: cst.BaseExpression) -> bool:
+    return any(
+        isinstance(node, cst.Call)
+        and (ctx.names.qualified_name(node.func) or "").startswith(_RANDOM_PREFIXES)
+        for node in (expression, *ctx.index.walk_within(expression))
+    )
+
+
 def _dynamic_reason(
     ctx: CodeContext,
     test: cst.BaseExpression,
     parameters: set[str],
     derived: frozenset[str] = frozenset(),
+    drawn: frozenset[str] = frozenset(),
 ) -> str | None:
     """What makes the condition change between steps or ranks, in words; None when it
     reads only the module's own settings."""
     for node in (test, *ctx.index.walk_within(test)):
+        if isinstance(node, cst.Name) and node.value in drawn:
+            return f"a random draw (`{node.value}`)"
         if isinstance(node, cst.Name) and node.value in parameters:
             return f"the input `{node.value}`"
         if isinstance(node, cst.Name) and node.value in derived:
