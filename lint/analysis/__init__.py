@@ -14,5 +14,7 @@ Floors, each importing only the ones before it:
   local functions that reach a collective;
 - ``pairing``: whether ranks issue the same collectives: a test's branches, and the
   whole function walked as rank 0 and as another rank;
-- ``questions``: the questions rules ask (where ranks part, at the root cause).
+- ``questions``: the questions rules ask (where ranks part, at the root cause);
+- ``handles``: work handles of asynchronous collectives not waited where they matter
+  (a forward analysis over ``control_flow``, beside ``questions``).
 """
