@@ -13,8 +13,11 @@ suffices) and answers where it is still pending when
 A handle is *settled* by ``h.wait()``; a list of handles by ``for w in works: w.wait()``
 or ``[w.wait() for w in works]`` (handles reach a list by ``works.append(h)``,
 ``works.append(dist.isend(...))`` or a comprehension of async calls); a test
-``h is None`` settles its own branch (a rank outside the group gets None);
-``torch.cuda.synchronize()`` settles everything. A handle that *escapes* (returned,
+``h is None`` settles its own branch (a rank outside the group gets None), and a test
+that repeats one the handle was issued under (``if overlap:`` ... ``if overlap:
+h.wait()``) takes the same branch;
+``torch.cuda.synchronize()`` and a blocking ``barrier()`` (NCCL runs a group's
+collectives in order) settle everything. A handle that *escapes* (returned,
 stored on an object or in a dict, passed to a function, ``.get_future()``, used by a
 nested function) is someone else's to wait: it is dropped, and nothing is said.
 
@@ -30,9 +33,9 @@ from enum import Enum
 
 from ddplint.analysis.api import TORCH_DIST_MODULES
 from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, NodeKind, Scope
-from ddplint.analysis.dominance import decision_successors
+from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import header_parts
-from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.functions import Facts, ModuleAnalysis, condition_fact, path_facts
 from ddplint.analysis.names import Names, dotted_name
 
 #: Where each function takes ``async_op`` positionally, and its output tensor (position,
@@ -75,6 +78,8 @@ _ALWAYS_ASYNC = frozenset({"isend", "irecv"})
 _HANDLE_LISTS = frozenset({"batch_isend_irecv"})
 #: Calls that wait for every kernel of the device, collectives included.
 _DEVICE_WAITS = frozenset({"torch.cuda.synchronize"})
+#: A blocking barrier: NCCL runs a group's collectives in order, so it ends after them.
+_BARRIERS = frozenset(f"{module}.barrier" for module in TORCH_DIST_MODULES)
 _LIST_SCOPES = (ast.ListComp, ast.GeneratorExp, ast.SetComp)
 #: What a tensor tells without its contents: reading these is no use of the result.
 _METADATA = frozenset(
@@ -124,6 +129,7 @@ class _Fact:
     issued: AsyncCall
     holder: str | None  # a handle's name, a list's name, or None when discarded
     output: str | None  # the output tensor while the name still holds it
+    guard: Facts = frozenset()  # the plain-name tests that held where it was issued
 
 
 def async_call(call: ast.Call, names: Names) -> AsyncCall | None:
@@ -242,7 +248,7 @@ class _Uses:
     """What one graph node does with the names that hold handles: which it waits,
     which escape, which it only looks at, which lists it appends handles to."""
 
-    def __init__(self, node: Node, holders: set[str]) -> None:
+    def __init__(self, node: Node, holders: set[str], names: Names) -> None:
         self.waited: set[str] = set()
         self.escaped: set[str] = set()
         self.appended: dict[str, str] = {}  # handle -> list it is appended to
@@ -261,11 +267,13 @@ class _Uses:
         for part in parts:
             for child in ast.iter_child_nodes(part):
                 parents[child] = part
+        handed = _not_reads(parts, names)
         for part in parts:
             if (
                 isinstance(part, (ast.Name, ast.Attribute))
                 and isinstance(part.ctx, ast.Load)
                 and not isinstance(parents.get(part), ast.Attribute)
+                and part not in handed
                 and (spelled := dotted_name(part)) is not None
             ):
                 self.touched.add(spelled)
@@ -309,6 +317,21 @@ class _Uses:
         loop = isinstance(statement, (ast.For, ast.AsyncFor)) and statement.iter is name
         if not (loop and holder in self.waited):
             self.escaped.add(holder)
+
+
+def _not_reads(parts: list[ast.AST], names: Names) -> set[ast.AST]:
+    """The nodes inside the arguments of ``torch.distributed`` calls (a tensor handed
+    to the next collective: a group runs its collectives in order) and of ``len()``
+    (a list's length is known before its tensors are filled)."""
+    handed: set[ast.AST] = set()
+    for part in parts:
+        if not isinstance(part, ast.Call):
+            continue
+        resolved = names.resolve(part.func) or ""
+        if resolved.rpartition(".")[0] in TORCH_DIST_MODULES or resolved == "len":
+            for argument in [*part.args, *(k.value for k in part.keywords)]:
+                handed.update(ast.walk(argument))
+    return handed
 
 
 def _only_tested(name: ast.Name, parent: ast.AST | None, statement: ast.AST) -> bool:
@@ -388,6 +411,7 @@ class _HandleFlow:
         self.graph = graph
         self.names = names
         self.captured = _captured(scope)
+        self.dominance = PostDominance(graph)
         self.issued: dict[int, list[tuple[AsyncCall, str | None]]] = {}
         self.findings: dict[ast.Call, UnwaitedHandle] = {}
         for node in graph.nodes:
@@ -414,6 +438,8 @@ class _HandleFlow:
             and isinstance(statement.targets[0], ast.Name)
         ):
             value, holder = statement.value, statement.targets[0].id
+            if holder == "_":  # bound to the throwaway name: discarded
+                holder = None
             if holder in self.captured:
                 return
             if isinstance(value, _LIST_SCOPES) and len(value.generators) == 1:
@@ -448,10 +474,19 @@ class _HandleFlow:
         return sorted(self.findings.values(), key=lambda f: (f.issued.line, f.line))
 
     def _along(self, node: Node, edge: EdgeKind, facts: frozenset[_Fact]) -> frozenset[_Fact]:
+        """The facts that go along ``edge``: a handle is None on its None edge, and a
+        test repeating one that held where the handle was issued takes the same way."""
         tested = _none_edge(node)
-        if tested is None or edge is not tested[1]:
-            return facts
-        return frozenset(f for f in facts if f.holder != tested[0])
+        if tested is not None and edge is tested[1]:
+            facts = frozenset(f for f in facts if f.holder != tested[0])
+        statement = node.statement
+        if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While)):
+            decided = condition_fact(statement.test)
+            if decided is not None and edge in (EdgeKind.TRUE, EdgeKind.FALSE):
+                name, truth = decided
+                value = truth if edge is EdgeKind.TRUE else not truth
+                facts = frozenset(f for f in facts if (name, not value) not in f.guard)
+        return facts
 
     def _transfer(self, node: Node, facts: frozenset[_Fact], report: bool) -> frozenset[_Fact]:
         if node.kind is NodeKind.EXIT:
@@ -463,12 +498,9 @@ class _HandleFlow:
         statement = node.statement
         if statement is None or node.kind not in (NodeKind.STATEMENT, NodeKind.TEST, NodeKind.STEP):
             return facts
-        if any(
-            isinstance(part, ast.Call) and self.names.resolve(part.func) in _DEVICE_WAITS
-            for part in _evaluated(statement)
-        ):
+        if any(self._settles_all(part) for part in _evaluated(statement)):
             return frozenset()
-        uses = _Uses(node, self.holders)
+        uses = _Uses(node, self.holders, self.names)
         bound = _bound(statement, node.kind)
         kept: set[_Fact] = set()
         for fact in facts:
@@ -487,8 +519,17 @@ class _HandleFlow:
                 fact = replace(fact, output=None)
             kept.add(fact)
         for issued, holder in self.issued.get(node.index, []):
-            kept.add(_Fact(issued, holder, issued.output))
+            kept.add(_Fact(issued, holder, issued.output, path_facts(node, self.dominance)))
         return frozenset(kept)
+
+    def _settles_all(self, part: ast.AST) -> bool:
+        """``torch.cuda.synchronize()``, or a blocking ``barrier()``."""
+        if not isinstance(part, ast.Call):
+            return False
+        resolved = self.names.resolve(part.func)
+        if resolved in _DEVICE_WAITS:
+            return True
+        return resolved in _BARRIERS and async_call(part, self.names) is None
 
     def _report(self, fact: _Fact, how: Pending, at: ast.AST | None, line: int) -> None:
         found = UnwaitedHandle(self.scope, fact.issued, how, at, line, fact.holder)

@@ -31,7 +31,8 @@ class AsyncHandleNotWaited(CodeRule):
     the function (returned, stored on `self` or in a dict, passed to another function,
     turned into a future with `.get_future()`, used by a nested function) is not
     followed: whoever receives it waits it. A test `if h is not None: h.wait()` is
-    enough (a rank outside the group gets `None`), and so is `torch.cuda.synchronize()`.
+    enough (a rank outside the group gets `None`), and so are `torch.cuda.synchronize()`
+    and a blocking `dist.barrier()` (NCCL runs a group's collectives in order).
     Calls count by their resolved name: `torch.distributed` and `deepspeed.comm`.
 
     This rule is built on the analysis core (control flow): preview while its precision

@@ -152,6 +152,32 @@ def test_never_waited_and_discarded():
             torch.cuda.synchronize()
             return t
         """,
+        # a blocking barrier ends after the group's earlier collectives
+        """
+        def f(t):
+            h = dist.all_reduce(t, async_op=True)
+            dist.barrier()
+            return t.item()
+        """,
+        # issued and waited under the same test
+        """
+        def backward(ctx, grad_input, weight):
+            if ctx.async_grad_allreduce:
+                handle = dist.all_reduce(grad_input, async_op=True)
+            grad_weight = weight.t()
+            if ctx.async_grad_allreduce:
+                handle.wait()
+            return grad_input, grad_weight
+        """,
+        # the next collective on the same list (a group runs them in order)
+        """
+        def f(params, world):
+            futures = []
+            for i in range(0, len(params), world):
+                futures.append(dist.all_gather(params[i:i + world], params[i], async_op=True))
+            for fut in futures:
+                fut.wait()
+        """,
         # metadata is known before the data
         """
         def f(out, inp):
