@@ -244,6 +244,21 @@ def _loop_waits_each(loop: ast.For | ast.AsyncFor) -> bool:
     return False
 
 
+def _indexed_in_loop(loop: ast.For | ast.AsyncFor, holders: set[str]) -> set[str]:
+    """Lists of handles the loop's body takes items of (``for i in range(n):
+    works[i].wait()``): the loop handles them, also when it runs no trip (no items)."""
+    found: set[str] = set()
+    for statement in loop.body:
+        for part in ast.walk(statement):
+            if (
+                isinstance(part, ast.Subscript)
+                and isinstance(part.value, ast.Name)
+                and part.value.id in holders
+            ):
+                found.add(part.value.id)
+    return found
+
+
 class _Uses:
     """What one graph node does with the names that hold handles: which it waits,
     which escape, which it only looks at, which lists it appends handles to."""
@@ -262,6 +277,8 @@ class _Uses:
             and _loop_waits_each(statement)
         ):
             self.waited.add(statement.iter.id)
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            self.waited |= _indexed_in_loop(statement, holders)
         parents: dict[ast.AST, ast.AST] = {}
         parts = list(_evaluated(statement))
         for part in parts:

@@ -159,6 +159,13 @@ def test_never_waited_and_discarded():
             dist.barrier()
             return t.item()
         """,
+        # items of the list waited by index in a loop (no trip: no items)
+        """
+        def f(ts, n):
+            requests = [dist.irecv(t, 0) for t in ts]
+            for i in range(n):
+                requests[i].wait()
+        """,
         # issued and waited under the same test
         """
         def backward(ctx, grad_input, weight):
