@@ -217,3 +217,15 @@ def test_resolution_follows_imports():
             return t
         """
     ) == [("all_reduce", Pending.READ, 6)]
+
+
+def test_deepspeed_comm_counts():
+    assert _found(
+        """
+        from deepspeed import comm as ds_comm
+
+        def f(t):
+            work = ds_comm.all_reduce(t, async_op=True)
+            return t * 2
+        """
+    ) == [("all_reduce", Pending.READ, 6)]
