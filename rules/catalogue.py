@@ -50,6 +50,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP217", "collectives-per-batch-value", "code", True),
         RuleEntry("DDP218", "file-check-decides-collective", "code", False),
         RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
+        RuleEntry("DDP220", "async-handle-not-waited", "code", False),
         RuleEntry("DDP230", "monitored-metric-rank-local", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),

@@ -17,4 +17,6 @@ Floors, each importing only the ones before it:
 - ``questions``: the questions rules ask (where ranks part, at the root cause);
 - ``lightning_monitors`` (on ``functions``): the metrics Lightning callbacks monitor,
   by allocation, and the logs that leave them rank-local.
+- ``handles``: work handles of asynchronous collectives not waited where they matter
+  (a forward analysis over ``control_flow``, beside ``questions``).
 """

@@ -200,7 +200,7 @@ def _lightning_collective(call: ast.Call, method: str, receiver: str | None) -> 
 def own_calls(node: ast.AST) -> Iterator[ast.Call]:
     """The calls a statement makes itself (not those of nested statements, functions,
     lambdas or comprehensions, which have nodes or graphs of their own)."""
-    pending: list[ast.AST] = list(_header_parts(node))
+    pending: list[ast.AST] = list(header_parts(node))
     while pending:
         current = pending.pop()
         if isinstance(current, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -212,7 +212,7 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
         )
 
 
-def _header_parts(node: ast.AST) -> Iterator[ast.AST]:
+def header_parts(node: ast.AST) -> Iterator[ast.AST]:
     """What a node evaluates itself: a compound statement's header, not its body."""
     if isinstance(node, (ast.If, ast.While)):
         yield node.test

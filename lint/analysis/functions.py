@@ -181,7 +181,7 @@ class ModuleAnalysis:
         ]
         if node.statement is None or node.kind not in (NodeKind.STATEMENT, NodeKind.TEST):
             return effects
-        facts = _path_facts(node, dominance) if dominance is not None else frozenset()
+        facts = path_facts(node, dominance) if dominance is not None else frozenset()
         for call in own_calls(node.statement):
             callee = _local_callee(call)
             if callee is None or callee not in self._reaching:
@@ -293,7 +293,7 @@ class ModuleAnalysis:
                 yield scope
 
 
-def _condition_fact(test: ast.expr) -> tuple[str, bool] | None:
+def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
     """(name, truth it must have) for a test that is a plain name or its negation."""
     negated = False
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -302,14 +302,14 @@ def _condition_fact(test: ast.expr) -> tuple[str, bool] | None:
     return None if spelled is None else (spelled, not negated)
 
 
-def _path_facts(node: Node, dominance: PostDominance) -> Facts:
+def path_facts(node: Node, dominance: PostDominance) -> Facts:
     """The truths of plain-name tests that decide whether ``node`` runs."""
     facts = set()
     for dependence in dominance.all_dependences(node):
         statement = dependence.test.statement
         if not isinstance(statement, (ast.If, ast.While)):
             continue
-        fact = _condition_fact(statement.test)
+        fact = condition_fact(statement.test)
         if fact is not None and dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
             name, truth = fact
             facts.add((name, truth if dependence.edge is EdgeKind.TRUE else not truth))
@@ -340,7 +340,7 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
     statement = node.statement
     if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
         return None
-    fact = _condition_fact(statement.test)
+    fact = condition_fact(statement.test)
     if fact is None:
         return None
     name, truth = fact
