@@ -513,9 +513,8 @@ class Divergence:
             root = name.split(".", 1)[0]
             if all(name in agreed for agreed in agreed_on):
                 continue  # every arm makes it agree: one broadcasts it, the others receive
-            if name in outside or root in outside or "." in name:
-                chosen.add(name)
-            elif all(name in names for names in bound_on):
+            bound_before = name in outside or root in outside or "." in name
+            if bound_before or all(name in names for names in bound_on):
                 chosen.add(name)
         return chosen
 

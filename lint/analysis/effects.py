@@ -144,7 +144,9 @@ class FrameworkObjects:
         """Calls inside ``with model.no_sync():`` (or accelerate's ``no_sync(model)``),
         where a backward accumulates gradients without reducing them."""
         found: set[int] = set()
-        for statement in [*nodes.of_type(ast.With), *nodes.of_type(ast.AsyncWith)]:
+        statements: list[ast.With | ast.AsyncWith] = [*nodes.of_type(ast.With)]
+        statements += nodes.of_type(ast.AsyncWith)
+        for statement in statements:
             if any(
                 isinstance(item.context_expr, ast.Call)
                 and isinstance(item.context_expr.func, ast.Attribute)
@@ -219,15 +221,15 @@ class FrameworkObjects:
             return _lightning_collective(call, method, receiver)
         return None
 
-
     def _implicit(self, call: ast.Call, resolved: str | None) -> Collective | None:
         """The forward of a DDP model, and a backward in a module that wraps one."""
         model = call.func
         if isinstance(model, ast.Attribute) and model.attr == "forward":
             model = model.value
-        wrapped = self.ddp_models.get(self._model_key(call, dotted_name(model) or ""), False)
-        if wrapped is not False:
-            if wrapped is not None and _keyword_false(wrapped, "broadcast_buffers"):
+        key = self._model_key(call, dotted_name(model) or "")
+        if key in self.ddp_models:
+            wrapping = self.ddp_models[key]
+            if wrapping is not None and _keyword_false(wrapping, "broadcast_buffers"):
                 return None
             return Collective("DistributedDataParallel forward", call)
         backward = resolved in BACKWARD_FUNCTIONS or (
@@ -244,7 +246,6 @@ class FrameworkObjects:
             call,
             f"when the loss comes from the model wrapped in DistributedDataParallel{where}",
         )
-
 
     def _model_key(self, call: ast.Call, name: str) -> tuple[int | None, str]:
         """Where a model name is looked up: an attribute in the module (``self.model``

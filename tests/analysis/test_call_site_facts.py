@@ -56,7 +56,9 @@ def caller(args):
 def test_a_call_settles_its_callees_tests(call: str, reaches: bool) -> None:
     tree = ast.parse(textwrap.dedent(LOADER.format(call=call)))
     analysis = ModuleAnalysis(tree)
-    caller = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "caller")
+    caller = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "caller"
+    )
     facts = analysis.function(caller)
     reached = [effect for effects in facts.effects.values() for effect, _ in effects]
     assert bool(reached) is reaches
