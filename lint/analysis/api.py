@@ -95,6 +95,17 @@ SHARDING_WRAPPERS = frozenset(
     }
 )
 
+#: DistributedDataParallel: the model it returns synchronises in forward (its buffers,
+#: unless ``broadcast_buffers=False``) and in backward (its gradients).
+DDP_CLASSES = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+#: Backward calls that are not a method of the loss.
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
+
 #: Function names that read the rank wherever they come from (``get_rank()``,
 #: ``is_global_rank_zero()``, a project's own ``get_local_rank()``).
 RANK_FUNCTION_NAMES = frozenset(

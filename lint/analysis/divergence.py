@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
-from ddplint.analysis.control_flow import Graph, Node, NodeKind
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, dotted_name
 
@@ -207,7 +207,11 @@ class _Evaluator:
         if isinstance(expression, _SCOPES):
             return self._comprehension(expression, state)
         if isinstance(expression, ast.Compare) and _presence_test(expression):
+            # Whether a value is there: its shape, or which arm of a rank test chose it
+            # (``writer = None`` on the other ranks).
             operand = self.taint(expression.left, state)
+            if operand is not None and operand.source is Source.DECIDED:
+                return operand
             return operand.as_contents(Facet.SHAPE) if operand else None
         if isinstance(expression, ast.Compare) and _launch_check(expression):
             return None
@@ -481,10 +485,86 @@ class Divergence:
             assert taint is not None
             marked = Taint(Facet.CONTENTS, Source.DECIDED, test.line, taint.spelled)
             target = decided.setdefault(join.index, {})
-            for node in self.dominance.region(test):
-                for name in self._binds(node):
-                    target[name] = marked.joined(target.get(name))
+            region = self.dominance.region(test)
+            for name in self._chosen_between_arms(test, region, join):
+                target[name] = marked.joined(target.get(name))
         return decided
+
+    def _chosen_between_arms(self, test: Node, region: list[Node], join: Node) -> set[str]:
+        """The names the test's region binds whose value after the join depends on the
+        arm taken. Left out: a name that no code outside the region binds (nor a
+        parameter) while some arm leaves it unbound: after the join a rank either
+        holds the one arm's value or stops with a ``NameError``, loudly (``if rank ==
+        0: out_dir = make_dir()``)."""
+        bound = {name for node in region for name in self._binds(node)}
+        inside = {node.index for node in region}
+        outside = {
+            name
+            for node in self.graph.nodes
+            if node.index not in inside and node.index != test.index
+            for name in self._binds(node)
+        }
+        outside |= set(self._entry) | _parameters_of(self.graph.scope)
+        arms = [self._arm_nodes(successor, inside, join) for successor, _ in _arms(test)]
+        bound_on = [{name for node in arm for name in self._binds(node)} for arm in arms]
+        agreed_on = [self._agreed_on_arm(arm) for arm in arms]
+        chosen = set()
+        for name in bound:
+            root = name.split(".", 1)[0]
+            if all(name in agreed for agreed in agreed_on):
+                continue  # every arm makes it agree: one broadcasts it, the others receive
+            bound_before = name in outside or root in outside or "." in name
+            if bound_before or all(name in names for names in bound_on):
+                chosen.add(name)
+        return chosen
+
+    def _arm_nodes(self, start: Node, inside: set[int], join: Node) -> list[Node]:
+        """The nodes one arm of a test reaches before the join."""
+        found: list[Node] = []
+        seen: set[int] = set()
+        pending = [start]
+        while pending:
+            node = pending.pop()
+            if node.index in seen or node.index == join.index or node.index not in inside:
+                continue
+            seen.add(node.index)
+            found.append(node)
+            pending.extend(s for s, edge in node.successors if edge is not EdgeKind.EXCEPTION)
+        return found
+
+    def _agreed_on_arm(self, arm: list[Node]) -> set[str]:
+        """Names an arm makes agree: those it hands to an in-place collective as its
+        buffer (``broadcast_object_list([meta], src=0)`` on the sending rank) and those
+        it reads back from such a buffer unchanged (``meta = received[0]`` on the
+        others)."""
+        buffers: set[str] = set()
+        for node in arm:
+            for call in _calls_of(node.statement) if node.statement is not None else ():
+                buffer = self._agreeing_buffer(call)
+                if buffer is not None:
+                    buffers.update(n.id for n in ast.walk(buffer) if isinstance(n, ast.Name))
+        received: set[str] = set()
+        elsewhere: set[str] = set()
+        for node in arm:
+            statement = node.statement
+            names = set(self._binds(node))
+            if isinstance(statement, ast.Assign) and _read_back(statement.value, buffers):
+                received |= names
+            else:
+                elsewhere |= names
+        return buffers | (received - elsewhere)
+
+    def _agreeing_buffer(self, call: ast.Call) -> ast.expr | None:
+        """The buffer an in-place collective makes agree, if ``call`` is one."""
+        function = distributed_function(self.names.resolve(call.func))
+        if function not in AGREEING_BUFFERS:
+            return None
+        position, keyword = AGREEING_BUFFERS[function]
+        buffer: ast.expr | None = call.args[position] if len(call.args) > position else None
+        for given in call.keywords:
+            if given.arg == keyword:
+                buffer = given.value
+        return buffer
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
@@ -554,21 +634,33 @@ class Divergence:
 
     def _agreement(self, call: ast.Call, state: State) -> State:
         """After an in-place collective its buffer holds the same on every rank."""
-        function = distributed_function(self.names.resolve(call.func))
-        if function not in AGREEING_BUFFERS:
-            return state
-        position, keyword = AGREEING_BUFFERS[function]
-        buffer: ast.AST | None = call.args[position] if len(call.args) > position else None
-        for given in call.keywords:
-            if given.arg == keyword:
-                buffer = given.value
+        buffer = self._agreeing_buffer(call)
         spelled = dotted_name(buffer) if buffer is not None else None
         if spelled is None or spelled not in state:
             return state
         return {name: taint for name, taint in state.items() if name != spelled}
 
 
-def _parameters(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def _read_back(value: ast.expr, buffers: set[str]) -> bool:
+    """``received`` or ``received[0]``: a buffer's contents, unchanged."""
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id in buffers
+
+
+def _parameters_of(scope: ast.AST) -> set[str]:
+    """The parameters of a function's graph (none for module or class code)."""
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return _parameters(scope)
+    return set()
+
+
+def _arms(test: Node) -> Iterator[tuple[Node, EdgeKind]]:
+    """A test's branches (not its exception edges)."""
+    return ((s, edge) for s, edge in test.successors if edge is not EdgeKind.EXCEPTION)
+
+
+def _parameters(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
     arguments = scope.args
     return {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
 

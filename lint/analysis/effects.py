@@ -1,5 +1,10 @@
 """Which statements issue a collective, and under which condition they synchronise.
 
+Implicit collectives count too: the forward of a model wrapped in
+``DistributedDataParallel`` (it broadcasts the buffers) and the backward of a loss in a
+module that wraps one (it all-reduces the gradients; not inside ``no_sync()``), and
+accelerate's and Fabric's ``backward``.
+
 Effects come from what a call is, not what its receiver is called: ``torch.distributed``
 (and ``deepspeed.comm``) functions by their resolved name; framework methods by the
 receiver's allocation or annotation (``acc = Accelerator()``, ``self.accelerator =
@@ -16,7 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import (
+    BACKWARD_FUNCTIONS,
     CHECKPOINT_FUNCTIONS,
+    DDP_CLASSES,
     FSDP_COLLECTIVES,
     SHARDING_WRAPPERS,
     STATE_DICT_READS,
@@ -42,11 +49,18 @@ LIGHTNING_MODULES = frozenset(
     }
 )
 ACCELERATE_COLLECTIVES = frozenset(
-    {"wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes"}
+    {
+        "wait_for_everyone",
+        "gather",
+        "gather_for_metrics",
+        "reduce",
+        "pad_across_processes",
+        "backward",
+    }
 )
 #: Methods of a Lightning strategy (``trainer.strategy``, an attribute path of the API).
 STRATEGY_COLLECTIVES = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
-FABRIC_COLLECTIVES = frozenset({"barrier", "broadcast", "all_reduce", "all_gather"})
+FABRIC_COLLECTIVES = frozenset({"barrier", "broadcast", "all_reduce", "all_gather", "backward"})
 #: accelerate methods that synchronise only under some backends or settings.
 ACCELERATE_CONDITIONAL = {
     "save_state": "under DeepSpeed, FSDP or Megatron-LM, or with automatic checkpoint naming"
@@ -93,13 +107,20 @@ def _default_group(value: ast.expr) -> bool:
 
 
 class FrameworkObjects:
-    """The names in a module that hold an accelerate ``Accelerator`` or a Lightning
-    ``Fabric`` (by allocation or annotation), and its ``LightningModule`` classes."""
+    """The names in a module that hold an accelerate ``Accelerator``, a Lightning
+    ``Fabric`` or a ``DistributedDataParallel`` model (by allocation or annotation), and
+    its ``LightningModule`` classes."""
 
     def __init__(self, nodes: ModuleNodes, names: Names) -> None:
         self.names = names
         self.accelerators: set[str] = set()
         self.fabrics: set[str] = set()
+        #: (scope, name) -> the wrapping call (None when known by annotation only);
+        #: the scope is None for attributes (``self.model``), which methods share.
+        self.ddp_models: dict[tuple[int | None, str], ast.Call | None] = {}
+        self._scope_of_call = {
+            id(call): id(scope) for scope, calls in nodes.calls_by_scope.items() for call in calls
+        }
         self.lightning_classes: set[ast.ClassDef] = set()
         assignments: list[ast.Assign | ast.AnnAssign] = [*nodes.of_type(ast.Assign)]
         assignments += nodes.of_type(ast.AnnAssign)
@@ -117,6 +138,24 @@ class FrameworkObjects:
             *(k.arg for k in nodes.of_type(ast.keyword)),
         )
         self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
+        self.unsynced: set[int] = self._calls_under_no_sync(nodes)
+
+    def _calls_under_no_sync(self, nodes: ModuleNodes) -> set[int]:
+        """Calls inside ``with model.no_sync():`` (or accelerate's ``no_sync(model)``),
+        where a backward accumulates gradients without reducing them."""
+        found: set[int] = set()
+        statements: list[ast.With | ast.AsyncWith] = [*nodes.of_type(ast.With)]
+        statements += nodes.of_type(ast.AsyncWith)
+        for statement in statements:
+            if any(
+                isinstance(item.context_expr, ast.Call)
+                and isinstance(item.context_expr.func, ast.Attribute)
+                and item.context_expr.func.attr == "no_sync"
+                for item in statement.items
+            ):
+                for inner in statement.body:
+                    found.update(id(n) for n in ast.walk(inner) if isinstance(n, ast.Call))
+        return found
 
     def _allocation(self, node: ast.Assign | ast.AnnAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -136,6 +175,8 @@ class FrameworkObjects:
                 self.accelerators.add(spelled)
             elif resolved in FABRIC_CLASSES:
                 self.fabrics.add(spelled)
+            elif resolved in DDP_CLASSES and isinstance(node.value, ast.Call):
+                self.ddp_models[self._model_key(node.value, spelled)] = node.value
 
     def _annotated(self, name: str, annotation: ast.AST) -> None:
         resolved = self.names.resolve(annotation)
@@ -143,6 +184,8 @@ class FrameworkObjects:
             self.accelerators.add(name)
         elif resolved in FABRIC_CLASSES:
             self.fabrics.add(name)
+        elif resolved in DDP_CLASSES:
+            self.ddp_models.setdefault((None, name), None)
 
     def agreeing_receivers(self) -> frozenset[str]:
         """Receivers whose gathers and reductions return the same on every rank."""
@@ -158,6 +201,9 @@ class FrameworkObjects:
             return Collective(CHECKPOINT_FUNCTIONS[resolved], call)
         if resolved in FSDP_COLLECTIVES:
             return Collective(FSDP_COLLECTIVES[resolved], call)
+        implicit = self._implicit(call, resolved)
+        if implicit is not None:
+            return implicit
         if not isinstance(call.func, ast.Attribute):
             return None
         method = call.func.attr
@@ -174,6 +220,44 @@ class FrameworkObjects:
         if in_lightning_class:
             return _lightning_collective(call, method, receiver)
         return None
+
+    def _implicit(self, call: ast.Call, resolved: str | None) -> Collective | None:
+        """The forward of a DDP model, and a backward in a module that wraps one."""
+        model = call.func
+        if isinstance(model, ast.Attribute) and model.attr == "forward":
+            model = model.value
+        key = self._model_key(call, dotted_name(model) or "")
+        if key in self.ddp_models:
+            wrapping = self.ddp_models[key]
+            if wrapping is not None and _keyword_false(wrapping, "broadcast_buffers"):
+                return None
+            return Collective("DistributedDataParallel forward", call)
+        backward = resolved in BACKWARD_FUNCTIONS or (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "backward"
+            and dotted_name(call.func.value) not in self.accelerators | self.fabrics
+        )
+        if not backward or not self.ddp_models or id(call) in self.unsynced:
+            return None
+        lines = sorted(c.lineno for c in self.ddp_models.values() if c is not None)
+        where = f" (line {lines[0]})" if lines else ""
+        return Collective(
+            "backward",
+            call,
+            f"when the loss comes from the model wrapped in DistributedDataParallel{where}",
+        )
+
+    def _model_key(self, call: ast.Call, name: str) -> tuple[int | None, str]:
+        """Where a model name is looked up: an attribute in the module (``self.model``
+        is the same model in every method), a plain name in the scope of ``call``."""
+        return (None if "." in name else self._scope_of_call.get(id(call)), name)
+
+
+def _keyword_false(call: ast.Call, name: str) -> bool:
+    return any(
+        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is False
+        for k in call.keywords
+    )
 
 
 def _keyword_true(call: ast.Call, name: str) -> bool:

@@ -302,17 +302,30 @@ def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
     return None if spelled is None else (spelled, not negated)
 
 
+def _implied_facts(test: ast.expr, truth: bool) -> Iterator[tuple[str, bool]]:
+    """The truths of plain names that taking ``test`` as ``truth`` settles: the name
+    itself, each part of an ``and`` taken, each part of an ``or`` not taken."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.BoolOp):
+        if truth == isinstance(test.op, ast.And):
+            for value in test.values:
+                yield from _implied_facts(value, truth)
+        return
+    spelled = dotted_name(test)
+    if spelled is not None:
+        yield spelled, truth
+
+
 def path_facts(node: Node, dominance: PostDominance) -> Facts:
     """The truths of plain-name tests that decide whether ``node`` runs."""
-    facts = set()
+    facts: set[tuple[str, bool]] = set()
     for dependence in dominance.all_dependences(node):
         statement = dependence.test.statement
         if not isinstance(statement, (ast.If, ast.While)):
             continue
-        fact = condition_fact(statement.test)
-        if fact is not None and dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
-            name, truth = fact
-            facts.add((name, truth if dependence.edge is EdgeKind.TRUE else not truth))
+        if dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
+            facts.update(_implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
     return frozenset(facts)
 
 
@@ -320,15 +333,34 @@ def _call_facts(
     call: ast.Call, definition: ast.FunctionDef | ast.AsyncFunctionDef | None, facts: Facts
 ) -> Facts:
     """What the callee knows on entry: the caller's facts on ``self``, and its
-    parameters given a constant at the call."""
+    parameters given a constant at the call, or left to a constant default."""
     known = {fact for fact in facts if fact[0].startswith("self.")}
     if definition is None:
         return frozenset(known)
-    parameters = [a.arg for a in definition.args.posonlyargs + definition.args.args]
+    arguments = definition.args
+    positional = arguments.posonlyargs + arguments.args
+    parameters = [a.arg for a in positional]
     if parameters and parameters[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
         parameters = parameters[1:]
     given = list(zip(parameters, call.args, strict=False))
     given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    if not any(isinstance(a, ast.Starred) for a in call.args) and not any(
+        k.arg is None for k in call.keywords
+    ):
+        passed = {name for name, _ in given}
+        defaults = list(
+            zip(
+                positional[len(positional) - len(arguments.defaults) :],
+                arguments.defaults,
+                strict=True,
+            )
+        )
+        defaults += [
+            (a, d)
+            for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+            if d is not None
+        ]
+        given += [(a.arg, d) for a, d in defaults if a.arg not in passed]
     for name, value in given:
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
             known.add((name, bool(value.value)))
@@ -340,14 +372,29 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
     statement = node.statement
     if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
         return None
-    fact = condition_fact(statement.test)
-    if fact is None:
+    truth = truth_under(statement.test, facts)
+    if truth is None:
         return None
-    name, truth = fact
-    for known, value in facts:
-        if known == name:
-            return EdgeKind.TRUE if value == truth else EdgeKind.FALSE
-    return None
+    return EdgeKind.TRUE if truth else EdgeKind.FALSE
+
+
+def truth_under(test: ast.expr, facts: Facts) -> bool | None:
+    """A test's truth where ``facts`` give plain names theirs, in three values: ``not``,
+    ``and`` and ``or`` are settled by the parts that are known (``rank > 0 and not
+    evaluate`` is false where ``evaluate`` is true); None when it stays open."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = truth_under(test.operand, facts)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        deciding = not isinstance(test.op, ast.And)  # the value one part settles it with
+        parts = [truth_under(value, facts) for value in test.values]
+        if deciding in parts:
+            return deciding
+        return None if None in parts else not deciding
+    spelled = dotted_name(test)
+    if spelled is None:
+        return None
+    return next((value for name, value in facts if name == spelled), None)
 
 
 def calls_in(node: ast.AST) -> Iterator[ast.Call]:

@@ -186,11 +186,28 @@ def _implied(
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
+    if not truth and _asks_distributed(test, function):
+        return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     kept = truth != negated
     if dict(facts).get(key, kept) != kept:
         return None
     return facts | {(key, kept)}
+
+
+#: Calls that ask whether the job runs as several processes at all.
+_DISTRIBUTED_QUERIES = frozenset(
+    {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+)
+
+
+def _asks_distributed(test: ast.AST, function: FunctionFacts) -> bool:
+    """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
+    runs one process, where no collective can part ranks."""
+    return (
+        isinstance(test, ast.Call)
+        and function.divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
+    )
 
 
 def _compare(left: object, op: ast.cmpop, right: ast.AST) -> bool | None:
@@ -230,7 +247,9 @@ def _compare(left: object, op: ast.cmpop, right: ast.AST) -> bool | None:
 Walk = tuple[Facts, Sequence_]
 
 
-def _class_walks(function: FunctionFacts, zero: bool) -> list[Walk] | None:
+def _class_walks(
+    function: FunctionFacts, zero: bool, ignored: frozenset[int] = frozenset()
+) -> list[Walk] | None:
     """The ways through the whole function for rank 0 or for another rank: what each
     way's tests and loop steps said of values every rank shares (a later test of the
     same flag goes the same way), and the collectives it issues; None past
@@ -257,7 +276,7 @@ def _class_walks(function: FunctionFacts, zero: bool) -> list[Walk] | None:
                     if successor.index not in entered:
                         stack.append((successor, issued, entered, facts))
         else:
-            stack.extend(_class_steps(function, zero, node, issued, entered, facts))
+            stack.extend(_class_steps(function, zero, node, issued, entered, facts, ignored))
         if len(found) > MAX_PATHS:
             return None
     return found
@@ -270,10 +289,13 @@ def _class_steps(
     issued: Sequence_,
     entered: dict[int, int],
     facts: Facts,
+    ignored: frozenset[int],
 ) -> Iterator[tuple[Node, Sequence_, dict[int, int], Facts]]:
-    """The ways on from ``node`` that a rank of the class can take."""
+    """The ways on from ``node`` that a rank of the class can take (the collectives of
+    ``ignored`` nodes left out)."""
     entered = {**entered, node.index: len(issued)}
-    issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
+    if node.index not in ignored:
+        issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
     statement = node.statement
     # An assert the class fails is an error path: the way ends there.
     test = statement.test if isinstance(statement, (ast.If, ast.While, ast.Assert)) else None
@@ -307,12 +329,12 @@ class _Unsettled(Exception):
     """A test on the rank that a class walk cannot settle."""
 
 
-def rank_classes_agree(function: FunctionFacts) -> bool:
+def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozenset()) -> bool:
     """Whether rank 0 and the other ranks issue the same collectives whenever the
-    values they share are the same."""
+    values they share are the same (the collectives of ``ignored`` nodes left out)."""
     try:
-        zero = _class_walks(function, True)
-        other = _class_walks(function, False)
+        zero = _class_walks(function, True, ignored)
+        other = _class_walks(function, False, ignored)
     except _Unsettled:
         return False
     if zero is None or other is None:
@@ -343,3 +365,15 @@ def settled_by_class(function: FunctionFacts, test: Node) -> bool:
     except _Unsettled:
         return False
     return True
+
+
+def class_culprits(function: FunctionFacts, tests: list[Node]) -> set[int]:
+    """Of rank tests whose classes disagree, those whose own region explains it: with
+    its collectives left out, rank 0 and the others agree (the rank-0-only call, not
+    the main-process-first pair around it). Empty when no single test does."""
+    culprits: set[int] = set()
+    for test in tests:
+        region = frozenset(node.index for node in function.dominance.region(test))
+        if region and rank_classes_agree(function, region):
+            culprits.add(test.index)
+    return culprits

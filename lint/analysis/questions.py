@@ -44,7 +44,12 @@ from ddplint.analysis.effects import (
     own_calls,
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in
-from ddplint.analysis.pairing import arms_agree, rank_classes_agree, settled_by_class
+from ddplint.analysis.pairing import (
+    arms_agree,
+    class_culprits,
+    rank_classes_agree,
+    settled_by_class,
+)
 
 #: Exits a parting is reported at (a ``raise`` is an error path, never a parting).
 _JUMPS = (ast.Return, ast.Break, ast.Continue)
@@ -113,6 +118,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
     reported: set[int] = set()
     agreement: dict[int, bool | None] = {}
     classes_agree: bool | None = None
+    culprits: set[int] | None = None
     for node in function.graph.nodes:
         effects = function.effects.get(node.index)
         if not effects:
@@ -133,6 +139,10 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                     classes_agree = rank_classes_agree(function)
                 if classes_agree:
                     continue
+                if culprits is None:
+                    culprits = class_culprits(function, _class_tests(function))
+                if culprits and test.index not in culprits:
+                    continue  # paired up; another rank test is the cause
             if any(_condition_spelled(test, c) or c.group is not None for c, _ in effects):
                 continue
             if _decides_membership(analysis, function, test) or _out_of_sight(
@@ -150,6 +160,19 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 through,
                 loop=test.kind is NodeKind.STEP or isinstance(test.statement, ast.While),
             )
+
+
+def _class_tests(function: FunctionFacts) -> list[Node]:
+    """The function's rank tests that each rank class settles and whose branches issue
+    different collectives."""
+    return [
+        node
+        for node in function.graph.nodes
+        if node.kind is NodeKind.TEST
+        and function.divergence.test_taint(node) is not None
+        and settled_by_class(function, node)
+        and arms_agree(function, node) is False
+    ]
 
 
 def _decides_membership(analysis: ModuleAnalysis, function: FunctionFacts, test: Node) -> bool:

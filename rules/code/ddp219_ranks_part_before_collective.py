@@ -13,6 +13,8 @@ from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
 _LIMIT = 80
+#: The text of the implicit collectives: a DDP model's forward and backward.
+IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
 
 
 class RanksPartBeforeCollective(CodeRule):
@@ -86,8 +88,8 @@ class RanksPartBeforeCollective(CodeRule):
     summary = "ranks stop issuing the same collectives here"
     severity = Severity.ERROR
     default_enabled = False
-    needles = COLLECTIVE_NEEDLES
-    more_needles = (COLLECTIVE_CALL_NEEDLES,)
+    needles = (*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES)
+    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):

@@ -130,6 +130,60 @@ def test_a_value_set_under_a_rank_test_differs_after_the_branches_meet() -> None
     assert taint is not None and taint.source is Source.DECIDED
 
 
+def test_a_value_chosen_per_rank_differs_in_presence_too() -> None:
+    source = """
+    def f(make_writer):
+        if dist.get_rank() == 0:
+            writer = make_writer()
+        else:
+            writer = None
+        use(writer)  # here
+    """
+    taint = _taint_at(source, "writer is not None")
+    assert taint is not None and taint.source is Source.DECIDED
+
+
+def test_a_name_only_one_arm_binds_is_not_chosen_per_rank() -> None:
+    # The other ranks never hold `run_dir`: reading it there stops them loudly.
+    source = """
+    def f(args):
+        if dist.get_rank() == 0:
+            run_dir = make(args)
+        steps = len(listdir(run_dir))
+        use(steps)  # here
+    """
+    assert _taint_at(source, "steps") is None
+    bound_before = """
+    def f(args):
+        run_dir = None
+        if dist.get_rank() == 0:
+            run_dir = make(args)
+        use(run_dir)  # here
+    """
+    taint = _taint_at(bound_before, "run_dir")
+    assert taint is not None and taint.source is Source.DECIDED
+
+
+@pytest.mark.parametrize(
+    ("receiving", "agrees"),
+    [("text = received[0]", True), ("text = received[0] + suffix()", False)],
+)
+def test_arms_that_broadcast_and_receive_a_value_agree_on_it(receiving: str, agrees: bool) -> None:
+    source = f"""
+    def f(read):
+        if dist.get_rank() == 0:
+            text = read()
+            dist.broadcast_object_list([text], src=0)
+        else:
+            received = [None]
+            dist.broadcast_object_list(received, src=0)
+            {receiving}
+        use(text)  # here
+    """
+    taint = _taint_at(source, "text")
+    assert (taint is None) == agrees
+
+
 def test_an_early_return_on_the_rank_does_not_taint_what_follows() -> None:
     source = """
     def f():
