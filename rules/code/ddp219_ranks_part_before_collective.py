@@ -25,7 +25,13 @@ class RanksPartBeforeCollective(CodeRule):
     ranks, a collective under such a test, or a loop whose trip count differs between
     ranks around a collective. The finding sits at the root cause (the `break`, not the
     barrier of the next iteration) and names the first collective one side runs and the
-    other does not, also when it is issued by a function of the same module.
+    other does not, also when it is issued by a function of the same module (whose
+    own tests the call's constant arguments and defaults settle, two calls down).
+
+    Implicit collectives count: the forward of a model wrapped in
+    `DistributedDataParallel` (it broadcasts the buffers, unless
+    `broadcast_buffers=False`), a `backward()` in a module that wraps one (it all-reduces
+    the gradients; not inside `no_sync()`), and accelerate's and Fabric's `backward`.
 
     A value differs between ranks when it reads the rank (`dist.get_rank()`,
     `RANK` / `LOCAL_RANK`, `.rank`, `.is_main_process`, the first parameter of a
@@ -40,9 +46,13 @@ class RanksPartBeforeCollective(CodeRule):
     `flag.item()`, `broadcast`, `all_gather_object`); a name bound again; placement
     (`torch.load(..., map_location=f"cuda:{rank}")`, `.to(device)`); `len()` of a list
     whose items, not length, differ; branches that issue the same collectives (send and
-    receive arms); complementary rank tests (main-process-first: `if not main:
-    barrier()` ... `if main: barrier()`); accelerate's `save_state`, which synchronises
-    only under DeepSpeed, FSDP or Megatron-LM, in a module that uses none of them.
+    receive arms; one rank broadcasts a value and the others read it back); complementary
+    rank tests (main-process-first: `if not main: barrier()` ... `if main: barrier()`;
+    when another rank test breaks the pairing, only that test is reported); a way on
+    which `dist.is_initialized()` is false (one process); a name only one arm of a rank
+    test binds (the other ranks would stop with a `NameError`, loudly); accelerate's
+    `save_state`, which synchronises only under DeepSpeed, FSDP or Megatron-LM, in a
+    module that uses none of them.
 
     This rule is built on the analysis core (control flow, post-dominators, a
     flow-sensitive divergence analysis): preview while its precision on code nobody
