@@ -36,7 +36,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP203", "checkpoint-save-on-some-ranks", "code", False),
         RuleEntry("DDP204", "data-dependent-skip", "code", False),
         RuleEntry("DDP205", "training-step-returns-none", "code", True),
-        RuleEntry("DDP206", "collective-in-exception-handler", "code", True),
+        RuleEntry("DDP206", "collective-in-exception-handler", "code", False),
         RuleEntry("DDP207", "process-group-on-some-ranks", "code", True),
         RuleEntry("DDP208", "step-on-some-ranks", "code", False),
         RuleEntry("DDP209", "collectives-in-set-loop", "code", True),

@@ -122,6 +122,10 @@ UNIFORM_CALLS = frozenset(
         "torch.cuda.is_available",
     }
 )
+#: Wrappers that yield the items of their first argument (progress bars).
+ITEMS_PRESERVING = frozenset(
+    {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "rich.progress.track"}
+)
 #: Methods that move or view a value without changing its contents.
 PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
 #: Methods and attributes that read a value's shape.
@@ -496,7 +500,7 @@ class Divergence:
         parameter) while some arm leaves it unbound: after the join a rank either
         holds the one arm's value or stops with a ``NameError``, loudly (``if rank ==
         0: out_dir = make_dir()``)."""
-        bound = {name for node in region for name in self._binds(node)}
+        bound = {name for node in region for name in self._binds(node) if not self._rewraps(node)}
         inside = {node.index for node in region}
         outside = {
             name
@@ -506,7 +510,10 @@ class Divergence:
         }
         outside |= set(self._entry) | _parameters_of(self.graph.scope)
         arms = [self._arm_nodes(successor, inside, join) for successor, _ in _arms(test)]
-        bound_on = [{name for node in arm for name in self._binds(node)} for arm in arms]
+        bound_on = [
+            {name for node in arm for name in self._binds(node) if not self._rewraps(node)}
+            for arm in arms
+        ]
         agreed_on = [self._agreed_on_arm(arm) for arm in arms]
         chosen = set()
         for name in bound:
@@ -517,6 +524,21 @@ class Divergence:
             if bound_before or all(name in names for names in bound_on):
                 chosen.add(name)
         return chosen
+
+    def _rewraps(self, node: Node) -> bool:
+        """``pbar = tqdm(pbar, ...)``: a progress bar over the same items, which the
+        name held before (a rank that shows no bar iterates alike)."""
+        statement = node.statement
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            return False
+        value = statement.value
+        return (
+            isinstance(value, ast.Call)
+            and self.names.resolve(value.func) in ITEMS_PRESERVING
+            and bool(value.args)
+            and dotted_name(value.args[0]) is not None
+            and dotted_name(value.args[0]) == dotted_name(statement.targets[0])
+        )
 
     def _arm_nodes(self, start: Node, inside: set[int], join: Node) -> list[Node]:
         """The nodes one arm of a test reaches before the join."""

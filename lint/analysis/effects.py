@@ -229,9 +229,14 @@ class FrameworkObjects:
         key = self._model_key(call, dotted_name(model) or "")
         if key in self.ddp_models:
             wrapping = self.ddp_models[key]
-            if wrapping is not None and _keyword_false(wrapping, "broadcast_buffers"):
-                return None
-            return Collective("DistributedDataParallel forward", call)
+            if wrapping is not None and (
+                _keyword_false(wrapping, "broadcast_buffers")
+                or (key[0] is not None and _position(wrapping) > _position(call))
+            ):
+                return None  # no buffers broadcast, or a plain model until wrapped below
+            return Collective(
+                "DistributedDataParallel forward", call, "when the model has buffers to broadcast"
+            )
         backward = resolved in BACKWARD_FUNCTIONS or (
             isinstance(call.func, ast.Attribute)
             and call.func.attr == "backward"
@@ -239,6 +244,10 @@ class FrameworkObjects:
         )
         if not backward or not self.ddp_models or id(call) in self.unsynced:
             return None
+        scope = self._scope_of_call.get(id(call))
+        here = [c for (s, _), c in self.ddp_models.items() if s is not None and s == scope and c]
+        if here and all(_position(c) > _position(call) for c in here):
+            return None  # this function wraps its model only below: a plain backward here
         lines = sorted(c.lineno for c in self.ddp_models.values() if c is not None)
         where = f" (line {lines[0]})" if lines else ""
         return Collective(
@@ -251,6 +260,10 @@ class FrameworkObjects:
         """Where a model name is looked up: an attribute in the module (``self.model``
         is the same model in every method), a plain name in the scope of ``call``."""
         return (None if "." in name else self._scope_of_call.get(id(call)), name)
+
+
+def _position(node: ast.expr) -> tuple[int, int]:
+    return node.lineno, node.col_offset
 
 
 def _keyword_false(call: ast.Call, name: str) -> bool:
