@@ -17,7 +17,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -35,6 +35,8 @@ MAX_CHAIN = 3
 MAX_ROUNDS = 30
 #: The parts of a function's summary its links keep as they are.
 _FUNCTION_FLAGS = ("collectives", "returns_rank", "sets_device", "zero_only", "property")
+#: The links of a class without rank attributes or resolved attribute calls.
+_NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}}
 
 FunctionKey = tuple[str, str]  # (module, "f" or "Class.method")
 Symbol = tuple[str, ...]  # ("module", m) | ("function", m, key) | ("class", m, c) |
@@ -70,6 +72,30 @@ def module_name(relative: str) -> tuple[str, bool] | None:
     return ".".join(parts), package
 
 
+def module_paths(paths: Iterable[str]) -> dict[str, str]:
+    """Module name -> path for a project's Python files, in path order; ``x.py`` next to
+    ``x/__init__.py`` leaves the name to the package, as Python does."""
+    return _modules(paths)[0]
+
+
+def _is_package(path: str) -> bool:
+    named = module_name(path)
+    return named is not None and named[1]
+
+
+def _modules(paths: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``module_paths``, and the module each path is read as (a module shadowed by a
+    package read earlier is not read)."""
+    by_name: dict[str, str] = {}
+    by_path: dict[str, str] = {}
+    for path in sorted(paths):
+        named = module_name(path)
+        if named is not None and (named[0] not in by_name or named[1]):
+            by_name[named[0]] = path
+            by_path[path] = named[0]
+    return by_name, by_path
+
+
 #: A name as written, the module it is written in, and the class whose method it is in.
 CallName = tuple[str, str, str | None]
 
@@ -92,9 +118,10 @@ Links = dict[str, Any]
 
 
 class _Touched:
-    """The module names name resolution asked about while linking one module (present
-    or not): when one of them changes what it exports, or comes or goes, that module's
-    links are stale."""
+    """The project modules name resolution read or asked about while linking one
+    module: when one of them changes what it exports, goes or moves, that module's
+    links are stale. (Names asked about and absent are not kept: a module that comes
+    makes every link stale.)"""
 
     def __init__(self) -> None:
         self.names: set[str] | None = None
@@ -123,9 +150,10 @@ class _ModuleSummaries(Mapping[str, Summary]):
         return summary
 
     def __contains__(self, name: object) -> bool:
-        if isinstance(name, str):
+        found = name in self._paths
+        if found and isinstance(name, str):
             self._touched.add(name)
-        return name in self._paths
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -160,20 +188,8 @@ class ProjectIndex:
         index whose summaries had the same ``resolution_inputs`` (kept and added to).
         ``kept``: by module name, links still valid and the names their linking asked
         about (``ddplint.code.project.incremental`` decides which)."""
-        self.paths: dict[str, str] = {}
-        self.module_of_path: dict[str, str] = {}
-        packages: set[str] = set()
-        for path in sorted(summaries):
-            named = module_name(path)
-            if named is None:
-                continue
-            name, package = named
-            if name in self.paths and not package:
-                continue  # ``x.py`` next to ``x/__init__.py``: Python takes the package
-            self.paths[name] = path
-            self.module_of_path[path] = name
-            if package:
-                packages.add(name)
+        self.paths, self.module_of_path = _modules(summaries)
+        packages = {name for name, path in self.paths.items() if _is_package(path)}
         #: ``function_key`` answers: linking asks the same names again and again.
         self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
         self._touched = _Touched()
@@ -344,7 +360,7 @@ class ProjectIndex:
         function (in order) its resolved calls, return calls, forwarded parameters and
         DDP-wrapped arguments, and the flags of its summary; the module-level calls;
         per class, its rank attributes and the resolved calls attributes are set to.
-        Empty parts are left out."""
+        Empty parts, functions and classes are left out."""
         summary = self.summaries[module]
         functions: dict[str, Links] = {}
         for name, function in summary["functions"].items():
@@ -374,7 +390,9 @@ class ProjectIndex:
                 "shards": list(function.get("shards") or ()),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
-            functions[name] = {part: value for part, value in linked.items() if value}
+            kept = {part: value for part, value in linked.items() if value}
+            if kept:
+                functions[name] = kept
         top = summary.get("top", {})
         top_calls = [
             list(callee)
@@ -391,7 +409,11 @@ class ProjectIndex:
                 ]
                 for attribute, called_list in described.get("attribute_calls", {}).items()
             }
-            classes[cls] = {"rank_attributes": list(described["rank_attributes"]), "calls": calls}
+            if described["rank_attributes"] or any(calls.values()):
+                classes[cls] = {
+                    "rank_attributes": list(described["rank_attributes"]),
+                    "calls": calls,
+                }
         links: Links = {"functions": functions, "classes": classes}
         if top_calls:
             links["top_calls"] = top_calls
@@ -402,7 +424,8 @@ class ProjectIndex:
     # -- fixpoints ---------------------------------------------------------------
 
     def _function(self, key: FunctionKey) -> Links:
-        return self.links[key[0]]["functions"][key[1]]
+        """The function's links (empty for one that calls, returns and flags nothing)."""
+        return self.links[key[0]]["functions"].get(key[1], {})
 
     def _functions(self) -> Iterator[tuple[FunctionKey, Links]]:
         """Every function's links, in module and then definition order."""
@@ -471,7 +494,7 @@ class ProjectIndex:
     def _attribute_is_rank_test(self, symbol: Symbol) -> bool:
         """``self.x`` set to a rank test, or to what a project rank test returns."""
         _, module, cls, attribute = symbol
-        linked = self.links[module]["classes"][cls]
+        linked = self.links[module]["classes"].get(cls, _NO_CLASS_LINKS)
         if attribute in linked["rank_attributes"]:
             return True
         return any(
