@@ -699,7 +699,12 @@ def _linked_index(
     """The project linked: by the caller's memo (the language server); else from the
     links the cache keeps of the last link, only what an edit changed linked again
     (``code.project.incremental``), and those links kept for the next run."""
-    from ddplint.code.project.incremental import LINKS_KEY, LinkState, state_entry
+    from ddplint.code.project.incremental import (
+        LINKS_KEY,
+        REWRITE_AFTER,
+        LinkState,
+        state_entry,
+    )
     from ddplint.code.project.index import ProjectIndex
 
     cache, memo = setup.cache, setup.memo
@@ -717,7 +722,8 @@ def _linked_index(
         summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
         index, summarised, previous = ProjectIndex(summaries), set(summaries), None
     stats.linked += len(index.linked)
-    cache.put(LINKS_KEY, state_entry(index, hashes, summarised, previous))
+    if previous is None or len(index.linked) > REWRITE_AFTER:
+        cache.put(LINKS_KEY, state_entry(index, hashes, summarised, previous))
     return index
 
 

@@ -25,9 +25,13 @@ from ddplint.code.project.index import Links, ProjectIndex, module_paths, resolu
 from ddplint.code.project.summaries import Summary
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "2"
+LINKS_VERSION = "3"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
+#: A run that linked at most this many modules again leaves the kept links as they
+#: were: the next run links those few again, which costs less than writing every
+#: module's links (a pre-commit run on an edited file links one module).
+REWRITE_AFTER = 32
 
 
 def resolution_digest(summary: Summary) -> str:
@@ -123,8 +127,9 @@ def state_entry(
     """The cache entry of ``index``'s links: the digest of a module linked again is
     computed from its summary (read while linking), a kept one's is the previous one."""
     modules = {}
+    linked = set(index.linked)
     for name, path in index.paths.items():
-        if name in index.linked or previous is None:
+        if name in linked or previous is None:
             digest = resolution_digest(index.summaries[name])
         else:
             digest = previous.modules[name].digest

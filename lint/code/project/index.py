@@ -78,6 +78,11 @@ def module_paths(paths: Iterable[str]) -> dict[str, str]:
     return _modules(paths)[0]
 
 
+def _distinct(keys: Iterable[FunctionKey | None]) -> list[list[str]]:
+    """The functions among ``keys``, each once, in order (the fixpoints read no more)."""
+    return [list(key) for key in dict.fromkeys(keys) if key is not None]
+
+
 def _is_package(path: str) -> bool:
     named = module_name(path)
     return named is not None and named[1]
@@ -212,7 +217,8 @@ class ProjectIndex:
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
-        self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
+        #: Per function, the project functions it calls (each once, in call order).
+        self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
 
     # -- linking -----------------------------------------------------------------
@@ -358,7 +364,8 @@ class ProjectIndex:
     def link(self, module: str) -> Links:
         """What the fixpoints and the facts read of a module, its names resolved: per
         function (in order) its resolved calls, return calls, forwarded parameters and
-        DDP-wrapped arguments, and the flags of its summary; the module-level calls;
+        DDP-wrapped arguments, and the flags of its summary (calls without their lines:
+        the fixpoints read only which functions are called, in order); the module-level calls;
         per class, its rank attributes and the resolved calls attributes are set to.
         Empty parts, functions and classes are left out."""
         summary = self.summaries[module]
@@ -367,11 +374,9 @@ class ProjectIndex:
             owner = function["owner"]
             key = (module, name)
             linked: Links = {
-                "calls": [
-                    [line, *callee]
-                    for target, line in function["calls"]
-                    if (callee := self.function_key(target, module, owner)) is not None
-                ],
+                "calls": _distinct(
+                    self.function_key(target, module, owner) for target, _line in function["calls"]
+                ),
                 "return_calls": [
                     list(callee)
                     for called in function["return_calls"]
@@ -435,9 +440,7 @@ class ProjectIndex:
 
     def _solve(self) -> None:
         for key, function in self._functions():
-            self._calls[key] = [
-                (line, (module, name)) for line, module, name in function.get("calls", ())
-            ]
+            self._calls[key] = [(module, name) for module, name in function.get("calls", ())]
         self._solve_reach()
         self._solve_rank_tests()
         self._solve_device_setters()
@@ -458,7 +461,7 @@ class ProjectIndex:
             for key, calls in self._calls.items():
                 if key in self.reach:
                     continue
-                for _line, target in calls:
+                for target in calls:
                     inner = self.reach.get(target)
                     if inner is None or target == key or self._function(target).get("zero_only"):
                         continue
@@ -510,7 +513,7 @@ class ProjectIndex:
                 key
                 for key, calls in self._calls.items()
                 if key not in self.device_setters
-                and any(target in self.device_setters for _line, target in calls)
+                and any(target in self.device_setters for target in calls)
             }
             if not found:
                 return
@@ -522,7 +525,7 @@ class ProjectIndex:
         its caller calls ``torch.cuda.set_device`` next): the caller sets the device up."""
         choosers: dict[FunctionKey, bool] = {}
         for caller, calls in self._calls.items():
-            for _line, target in calls:
+            for target in calls:
                 chosen = caller in self.device_setters
                 choosers[target] = choosers.get(target, True) and chosen
         for links in self.links.values():
