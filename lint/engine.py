@@ -712,6 +712,7 @@ def _linked_index(
         summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
         return memo.index(summaries) if memo is not None else ProjectIndex(summaries)
     previous = LinkState.read(cache.get(LINKS_KEY))
+    cache.forget(LINKS_KEY)  # the lint workers need not inherit every module's links
     index: ProjectIndex | None = None
     if previous is not None:
         try:
