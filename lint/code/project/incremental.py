@@ -29,9 +29,10 @@ LINKS_VERSION = "3"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
-#: were: the next run links those few again, which costs less than writing every
-#: module's links (a pre-commit run on an edited file links one module).
-REWRITE_AFTER = 32
+#: were: the next run links those few again (a few milliseconds each), which costs
+#: less than writing every module's links (tens of milliseconds on NeMo); a pre-commit
+#: run on a file edited inside its functions links one module.
+REWRITE_AFTER = 4
 
 
 def resolution_digest(summary: Summary) -> str:
