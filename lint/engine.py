@@ -717,7 +717,7 @@ def _linked_index(
     if previous is not None:
         try:
             index, summarised = _relinked(previous, sources, hashes, setup, stats)
-        except (_StaleLinks, KeyError, TypeError, ValueError, IndexError):
+        except (_StaleLinks, KeyError, TypeError, ValueError, IndexError, AttributeError):
             index = None  # links that do not fit together: the project is linked afresh
     if index is None:
         summaries = _summaries(sources, hashes, cache, setup.jobs, stats)

@@ -161,7 +161,9 @@ def test_the_links_say_which_modules_an_edit_reaches(tree: Path) -> None:
     assert index.linked == list(index.paths)
 
 
-@pytest.mark.parametrize("damage", ["edited in the database", "of another shape"])
+@pytest.mark.parametrize(
+    "damage", ["edited in the database", "of another shape", "a function's of another shape"]
+)
 def test_damaged_links_in_the_cache_are_linked_afresh(
     damage: str, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,9 +182,12 @@ def test_damaged_links_in_the_cache_are_linked_afresh(
     cache: ResultCache = open_cache(settings, options)
     entry = cache.get(LINKS_KEY)
     assert entry is not None
-    entry["modules"]["utils"][3]["functions"].clear()  # sync() would reach no barrier
-    if damage == "of another shape":
-        entry["modules"]["train_good"][3] = "damaged"
+    entry["modules"]["utils"][3]["functions"].clear()  # nothing would reach the barrier
+    if damage != "edited in the database":
+        if damage == "of another shape":
+            entry["modules"]["train_good"][3] = "damaged"
+        else:
+            entry["modules"]["utils"][3]["functions"]["_wait_for_all"] = []
         cache.put(LINKS_KEY, entry)
         cache.save()
     else:
