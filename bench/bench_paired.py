@@ -3,7 +3,8 @@
 Usage::
 
     python bench/bench_paired.py TREE [--ddplint CMD] [--before CMD] [--repeat 3]
-        [--modes cold,warm,hook,hook-edit] [--hook-file PATH] [--keep-output DIR]
+        [--modes cold,warm,hook,hook-edit,hook-insert] [--hook-file PATH]
+        [--keep-output DIR]
 
 Each measurement runs ddplint and then ``ruff check --no-cache --exit-zero`` from the
 tree root (A B A B ...), and reads the CPU seconds (user + sys of the process and the
@@ -11,8 +12,11 @@ workers it waited for) and the peak RSS from ``wait4``. ``--before`` names a sec
 ddplint (another checkout's virtualenv) measured in the same pairs, so that before and
 after share the machine's load. Modes: ``cold`` (fresh cache folders), ``warm`` (the
 cache a cold run left), ``hook`` (one file with ``--force-exclude``, as pre-commit runs
-it, warm), ``hook-edit`` (the same after a new line was appended to the file: its
-outcome and the project are not in the cache; the file is restored after each run).
+it, warm), ``hook-edit`` (the same after a comment line was appended to the file: its
+outcome is not in the cache, its summary is the same), ``hook-insert`` (an import line
+inserted above the file's first import: every line moves and the module imports one
+more name, so the modules whose names lead to it are linked again). Each edit is a text
+no run has seen; the file is restored after each run (run it on a copy of the tree).
 ruff lints the same paths. Prints min / median of each and the median of the pair ratios to ruff.
 Not a test: read the numbers as the machine's, and on a shared machine read CPU.
 """
@@ -30,6 +34,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RUFF = ["ruff", "check", "--no-cache", "--exit-zero", "-q"]
+
+
+def _appended(original: bytes, stamp: str) -> bytes:
+    return original + f"\n# bench edit {stamp}\n".encode()
+
+
+def _inserted(original: bytes, stamp: str) -> bytes:
+    """An import above the first import (never above ``from __future__``)."""
+    lines = original.splitlines(keepends=True)
+    first = next(
+        (
+            n
+            for n, line in enumerate(lines)
+            if line.startswith((b"import ", b"from ")) and not line.startswith(b"from __future__")
+        ),
+        0,
+    )
+    lines.insert(first, f"import os  # bench edit {stamp}\n".encode())
+    return b"".join(lines)
+
+
+#: The edited-file modes: how each edits the hook file.
+EDITS = {"hook-edit": _appended, "hook-insert": _inserted}
 
 
 @dataclass
@@ -80,7 +107,7 @@ def main() -> None:
     parser.add_argument("--ddplint", default="ddplint", help="the ddplint command (after)")
     parser.add_argument("--before", help="a second ddplint command, measured alike")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--modes", default="cold,warm,hook,hook-edit")
+    parser.add_argument("--modes", default="cold,warm,hook,hook-edit,hook-insert")
     parser.add_argument("--hook-file", help="the file the hook mode lints (below TREE)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -129,11 +156,11 @@ def main() -> None:
                 elif not cache.exists():  # fill the cache once, unmeasured
                     run([*command, *ddplint_args("warm")], tree, env_for(cache))
                 series = table.setdefault((mode, name), Series(f"{mode}, {name}"))
-                if mode == "hook-edit" and edited is not None:
+                if mode in EDITS and edited is not None:
                     edits += 1
                     # a text no earlier run (of this bench or another) has cached
                     stamp = f"{edits} {time.time_ns()}"
-                    edited.write_bytes(original + f"\n# bench edit {stamp}\n".encode())
+                    edited.write_bytes(EDITS[mode](original, stamp))
                 output = None
                 if args.keep_output:
                     args.keep_output.mkdir(parents=True, exist_ok=True)

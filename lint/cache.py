@@ -204,6 +204,12 @@ class ResultCache:
         self.remember(key, value)
         self._unsaved.add(key)
 
+    def forget(self, key: str) -> None:
+        """Let an entry read from the database go from memory (a large one, read once;
+        it is read again if asked for). An entry put and not saved stays."""
+        if key not in self._unsaved:
+            self.entries.pop(key, None)
+
     def remember(self, key: str, value: dict[str, Any]) -> None:
         """Hold ``value`` for ``key`` in memory for this run, not to be saved."""
         self.entries[key] = value

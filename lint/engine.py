@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -110,6 +110,10 @@ class RunStats:
     prefiltered: int = 0
     #: Files not linted: too large, or too deeply nested (each has a notice).
     skipped: int = 0
+    #: Module summaries built (not found in the cache) for the project model.
+    summarised: int = 0
+    #: Modules whose names were resolved again (the others' links came from the cache).
+    linked: int = 0
 
 
 @dataclass
@@ -603,7 +607,11 @@ def _summary_job(raw: bytes) -> Summary | None:
 
 
 def _summaries(
-    sources: dict[str, bytes], hashes: dict[str, str], cache: ResultCache | None, jobs: int
+    sources: dict[str, bytes],
+    hashes: dict[str, str],
+    cache: ResultCache | None,
+    jobs: int,
+    stats: RunStats,
 ) -> dict[str, Summary]:
     """Summaries of the project's Python files (relative path -> summary), from the
     cache where it has them, the rest built in the pool. ``hashes``: the sources'
@@ -618,6 +626,7 @@ def _summaries(
         elif not (isinstance(hit, dict) and hit.get("summary", 0) is None):
             missing.append((relative, key))
     built = run_jobs(_summary_job, [sources[r] for r, _ in missing], jobs, crashed=lambda _: None)
+    stats.summarised += len(built)
     for (relative, key), summary in zip(missing, built, strict=True):
         if cache is not None:
             cache.put(key, {"summary": summary})
@@ -663,6 +672,7 @@ def _project_facts(
     positions: list[int],
     sources: dict[str, bytes],
     setup: _RunSetup,
+    stats: RunStats,
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
 
@@ -676,15 +686,105 @@ def _project_facts(
     known = (_cached_project_facts(cache, memo_key) if cache is not None else None) or {}
     missing = [relative for relative in relatives if relative not in known]
     if missing:
-        from ddplint.code.project.index import ProjectIndex
-
-        summaries = _summaries(sources, hashes, cache, setup.jobs)
-        memo = setup.memo
-        index = memo.index(summaries) if memo is not None else ProjectIndex(summaries)
+        index = _linked_index(sources, hashes, setup, stats)
         known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
         if cache is not None:
             cache.put(memo_key, {"project_facts": known})
     return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
+
+
+def _linked_index(
+    sources: dict[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
+) -> ProjectIndex:
+    """The project linked: by the caller's memo (the language server); else from the
+    links the cache keeps of the last link, only what an edit changed linked again
+    (``code.project.incremental``), and those links kept for the next run."""
+    from ddplint.code.project.incremental import (
+        LINKS_KEY,
+        REWRITE_AFTER,
+        LinkState,
+        state_entry,
+    )
+    from ddplint.code.project.index import ProjectIndex
+
+    cache, memo = setup.cache, setup.memo
+    if memo is not None or cache is None:
+        summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
+        return memo.index(summaries) if memo is not None else ProjectIndex(summaries)
+    previous = LinkState.read(cache.get(LINKS_KEY))
+    cache.forget(LINKS_KEY)  # the lint workers need not inherit every module's links
+    index: ProjectIndex | None = None
+    if previous is not None:
+        try:
+            index, summarised = _relinked(previous, sources, hashes, setup, stats)
+        except (_StaleLinks, KeyError, TypeError, ValueError, IndexError, AttributeError):
+            index = None  # links that do not fit together: the project is linked afresh
+    if index is None:
+        summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
+        index, summarised, previous = ProjectIndex(summaries), set(summaries), None
+    stats.linked += len(index.linked)
+    if previous is None or len(index.linked) > REWRITE_AFTER:
+        cache.put(LINKS_KEY, state_entry(index, hashes, summarised, previous))
+    return index
+
+
+class _StaleLinks(Exception):
+    """The kept links name a module whose summary cannot be had any more."""
+
+
+def _relinked(
+    previous: Any,
+    sources: dict[str, bytes],
+    hashes: dict[str, str],
+    setup: _RunSetup,
+    stats: RunStats,
+) -> tuple[ProjectIndex, set[str]]:
+    """The index linked again from ``previous`` (a ``LinkState``): the changed files
+    summarised, the modules whose links are stale linked; the paths with a summary."""
+    from ddplint.code.project.index import ProjectIndex
+
+    changed = previous.changed(hashes)
+    found = _summaries(
+        {path: sources[path] for path in changed}, hashes, setup.cache, setup.jobs, stats
+    )
+    built = {path: found.get(path) for path in changed}
+    project = previous.summarised(hashes, built)
+    summaries = _CachedSummaries(project, built, sources, hashes, setup.cache, stats)
+    return ProjectIndex(summaries, kept=previous.kept(project, built)), set(project)
+
+
+class _CachedSummaries(Mapping[str, "Summary"]):
+    """Module summaries by path, read from the cache when first asked (built again
+    when the cache lost one)."""
+
+    def __init__(
+        self,
+        paths: list[str],
+        built: dict[str, Summary | None],
+        sources: dict[str, bytes],
+        hashes: dict[str, str],
+        cache: ResultCache | None,
+        stats: RunStats,
+    ) -> None:
+        self._paths = paths
+        self._found = {path: summary for path, summary in built.items() if summary is not None}
+        self._sources, self._hashes, self._cache, self._stats = sources, hashes, cache, stats
+
+    def __getitem__(self, path: str) -> Summary:
+        summary = self._found.get(path)
+        if summary is None:
+            single = {path: self._sources[path]}
+            summary = _summaries(single, self._hashes, self._cache, 1, self._stats).get(path)
+            if summary is None:
+                raise _StaleLinks(path)
+            self._found[path] = summary
+        return summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 def _encoded_facts(index: ProjectIndex, relative: str) -> str:
@@ -862,7 +962,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
     sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    run.project = _project_facts(targets, code_files, sources, setup)
+    run.project = _project_facts(targets, code_files, sources, setup, stats)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
     run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")

@@ -17,6 +17,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -32,6 +33,10 @@ MAX_DEPTH = 12
 MAX_CHAIN = 3
 #: Bound on fixpoint rounds (each round only adds facts).
 MAX_ROUNDS = 30
+#: The parts of a function's summary its links keep as they are.
+_FUNCTION_FLAGS = ("collectives", "returns_rank", "sets_device", "zero_only", "property")
+#: The links of a class without rank attributes or resolved attribute calls.
+_NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}}
 
 FunctionKey = tuple[str, str]  # (module, "f" or "Class.method")
 Symbol = tuple[str, ...]  # ("module", m) | ("function", m, key) | ("class", m, c) |
@@ -67,6 +72,35 @@ def module_name(relative: str) -> tuple[str, bool] | None:
     return ".".join(parts), package
 
 
+def module_paths(paths: Iterable[str]) -> dict[str, str]:
+    """Module name -> path for a project's Python files, in path order; ``x.py`` next to
+    ``x/__init__.py`` leaves the name to the package, as Python does."""
+    return _modules(paths)[0]
+
+
+def _distinct(keys: Iterable[FunctionKey | None]) -> list[list[str]]:
+    """The functions among ``keys``, each once, in order (the fixpoints read no more)."""
+    return [list(key) for key in dict.fromkeys(keys) if key is not None]
+
+
+def _is_package(path: str) -> bool:
+    named = module_name(path)
+    return named is not None and named[1]
+
+
+def _modules(paths: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``module_paths``, and the module each path is read as (a module shadowed by a
+    package read earlier is not read)."""
+    by_name: dict[str, str] = {}
+    by_path: dict[str, str] = {}
+    for path in sorted(paths):
+        named = module_name(path)
+        if named is not None and (named[0] not in by_name or named[1]):
+            by_name[named[0]] = path
+            by_path[path] = named[0]
+    return by_name, by_path
+
+
 #: A name as written, the module it is written in, and the class whose method it is in.
 CallName = tuple[str, str, str | None]
 
@@ -83,42 +117,108 @@ def resolution_inputs(summary: Summary) -> tuple[object, ...]:
     )
 
 
+#: A module's names resolved (``ProjectIndex.link``): what the fixpoints and the facts
+#: read of it, as JSON data, so that a module nothing changed for is not linked again.
+Links = dict[str, Any]
+
+
+class _Touched:
+    """The project modules name resolution read or asked about while linking one
+    module: when one of them changes what it exports, goes or moves, that module's
+    links are stale. (Names asked about and absent are not kept: a module that comes
+    makes every link stale.)"""
+
+    def __init__(self) -> None:
+        self.names: set[str] | None = None
+
+    def add(self, name: str) -> None:
+        if self.names is not None:
+            self.names.add(name)
+
+
+class _ModuleSummaries(Mapping[str, Summary]):
+    """Summaries by module name, read from the caller's mapping (by path) when first
+    asked (an incremental link reads only the modules it links again and what their
+    names lead to); every name asked is told to ``touched``."""
+
+    def __init__(self, by_path: Mapping[str, Summary], paths: dict[str, str], touched: _Touched):
+        self._by_path = by_path
+        self._paths = paths
+        self._touched = touched
+        self._read: dict[str, Summary] = {}
+
+    def __getitem__(self, name: str) -> Summary:
+        self._touched.add(name)
+        summary = self._read.get(name)
+        if summary is None:
+            summary = self._read[name] = self._by_path[self._paths[name]]
+        return summary
+
+    def __contains__(self, name: object) -> bool:
+        found = name in self._paths
+        if found and isinstance(name, str):
+            self._touched.add(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+class _Packages:
+    """The module names that are packages; every name asked is told to ``touched``."""
+
+    def __init__(self, names: set[str], touched: _Touched) -> None:
+        self._names = names
+        self._touched = touched
+
+    def __contains__(self, name: str) -> bool:
+        self._touched.add(name)
+        return name in self._names
+
+
 class ProjectIndex:
     """Summaries of every Python file of a project, linked; see the module docstring."""
 
     def __init__(
         self,
-        summaries: dict[str, Summary],
+        summaries: Mapping[str, Summary],
         resolved: dict[CallName, FunctionKey | None] | None = None,
+        kept: Mapping[str, tuple[Links, frozenset[str]]] | None = None,
     ) -> None:
-        """``summaries``: relative posix path -> summary. ``resolved``: what
-        ``function_key`` answered for an index whose summaries had the same
-        ``resolution_inputs`` (kept and added to)."""
-        self.paths: dict[str, str] = {}
-        self.summaries: dict[str, Summary] = {}
-        self.packages: set[str] = set()
-        self.module_of_path: dict[str, str] = {}
-        for path in sorted(summaries):
-            named = module_name(path)
-            if named is None:
-                continue
-            name, package = named
-            if name in self.summaries and not package:
-                continue  # ``x.py`` next to ``x/__init__.py``: Python takes the package
-            self.summaries[name] = summaries[path]
-            self.paths[name] = path
-            self.module_of_path[path] = name
-            if package:
-                self.packages.add(name)
+        """``summaries``: relative posix path -> summary (read only where a module is
+        linked or a name leads). ``resolved``: what ``function_key`` answered for an
+        index whose summaries had the same ``resolution_inputs`` (kept and added to).
+        ``kept``: by module name, links still valid and the names their linking asked
+        about (``ddplint.code.project.incremental`` decides which)."""
+        self.paths, self.module_of_path = _modules(summaries)
+        packages = {name for name, path in self.paths.items() if _is_package(path)}
+        #: ``function_key`` answers: linking asks the same names again and again.
+        self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
+        self._touched = _Touched()
+        self.summaries = _ModuleSummaries(summaries, self.paths, self._touched)
+        self.packages = _Packages(packages, self._touched)
+        #: Per module, its links, and the names linking it asked about.
+        self.links: dict[str, Links] = {}
+        self.asked: dict[str, frozenset[str]] = {}
+        #: The modules linked by this index (the others' links were kept).
+        self.linked: list[str] = []
+        for name in self.paths:
+            if kept is not None and name in kept:
+                self.links[name], self.asked[name] = kept[name]
+            else:
+                self.links[name], self.asked[name] = self._link_recorded(name)
+                self.linked.append(name)
         self.reach: dict[FunctionKey, Reach] = {}
         self.rank_tests: set[FunctionKey] = set()
         self.device_setters: set[FunctionKey] = set()
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
-        self._calls: dict[FunctionKey, list[tuple[int, FunctionKey]]] = {}
-        #: ``function_key`` answers: linking asks the same names again and again.
-        self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
+        #: Per function, the project functions it calls (each once, in call order).
+        self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
 
     # -- linking -----------------------------------------------------------------
@@ -251,20 +351,96 @@ class ProjectIndex:
             stack.extend((s[1], s[2], depth + 1) for s in reversed(found) if s is not None)
         return order
 
+    # -- links -----------------------------------------------------------------
+
+    def _link_recorded(self, module: str) -> tuple[Links, frozenset[str]]:
+        """The module's links and the module names resolving them asked about."""
+        self._touched.names = {module}
+        try:
+            return self.link(module), frozenset(self._touched.names)
+        finally:
+            self._touched.names = None
+
+    def link(self, module: str) -> Links:
+        """What the fixpoints and the facts read of a module, its names resolved: per
+        function (in order) its resolved calls, return calls, forwarded parameters and
+        DDP-wrapped arguments, and the flags of its summary (calls without their lines:
+        the fixpoints read only which functions are called, in order); the module-level calls;
+        per class, its rank attributes and the resolved calls attributes are set to.
+        Empty parts, functions and classes are left out."""
+        summary = self.summaries[module]
+        functions: dict[str, Links] = {}
+        for name, function in summary["functions"].items():
+            owner = function["owner"]
+            key = (module, name)
+            linked: Links = {
+                "calls": _distinct(
+                    self.function_key(target, module, owner) for target, _line in function["calls"]
+                ),
+                "return_calls": [
+                    list(callee)
+                    for called in function["return_calls"]
+                    if (callee := self.function_key(called, module, owner)) is not None
+                ],
+                "forwards": [
+                    [*callee, argument, own]
+                    for target, argument, own in function.get("forwards", ())
+                    if (callee := self.function_key(target, module, owner)) not in (None, key)
+                ],
+                "wrapped_args": [
+                    [*callee, argument]
+                    for target, argument in function.get("wrapped_args", ())
+                    if (callee := self.function_key(target, module, owner)) is not None
+                ],
+                "shards": list(function.get("shards") or ()),
+                **{flag: function[flag] for flag in _FUNCTION_FLAGS},
+            }
+            kept = {part: value for part, value in linked.items() if value}
+            if kept:
+                functions[name] = kept
+        top = summary.get("top", {})
+        top_calls = [
+            list(callee)
+            for target, _line in top.get("calls", ())
+            if (callee := self.function_key(target, module, None)) is not None
+        ]
+        classes = {}
+        for cls, described in summary["classes"].items():
+            calls = {
+                attribute: [
+                    list(callee)
+                    for called in called_list
+                    if (callee := self.function_key(called, module, cls)) is not None
+                ]
+                for attribute, called_list in described.get("attribute_calls", {}).items()
+            }
+            if described["rank_attributes"] or any(calls.values()):
+                classes[cls] = {
+                    "rank_attributes": list(described["rank_attributes"]),
+                    "calls": calls,
+                }
+        links: Links = {"functions": functions, "classes": classes}
+        if top_calls:
+            links["top_calls"] = top_calls
+        if top.get("sets_device"):
+            links["top_sets_device"] = True
+        return links
+
     # -- fixpoints ---------------------------------------------------------------
 
-    def _function(self, key: FunctionKey) -> Summary:
-        return self.summaries[key[0]]["functions"][key[1]]
+    def _function(self, key: FunctionKey) -> Links:
+        """The function's links (empty for one that calls, returns and flags nothing)."""
+        return self.links[key[0]]["functions"].get(key[1], {})
+
+    def _functions(self) -> Iterator[tuple[FunctionKey, Links]]:
+        """Every function's links, in module and then definition order."""
+        for module, links in self.links.items():
+            for name, function in links["functions"].items():
+                yield (module, name), function
 
     def _solve(self) -> None:
-        for module, summary in self.summaries.items():
-            for name, function in summary["functions"].items():
-                resolved: list[tuple[int, FunctionKey]] = []
-                for target, line in function["calls"]:
-                    callee = self.function_key(target, module, function["owner"])
-                    if callee is not None:
-                        resolved.append((line, callee))
-                self._calls[(module, name)] = resolved
+        for key, function in self._functions():
+            self._calls[key] = [(module, name) for module, name in function.get("calls", ())]
         self._solve_reach()
         self._solve_rank_tests()
         self._solve_device_setters()
@@ -274,7 +450,7 @@ class ProjectIndex:
 
     def _solve_reach(self) -> None:
         for key in self._calls:
-            world = [c for c in self._function(key)["collectives"] if not c[5]]
+            world = [c for c in self._function(key).get("collectives", ()) if not c[5]]
             always = [c for c in world if not c[6]]
             if always or world:
                 *kind, _grouped, switch, line = (always or world)[0]
@@ -285,9 +461,9 @@ class ProjectIndex:
             for key, calls in self._calls.items():
                 if key in self.reach:
                     continue
-                for _line, target in calls:
+                for target in calls:
                     inner = self.reach.get(target)
-                    if inner is None or target == key or self._function(target)["zero_only"]:
+                    if inner is None or target == key or self._function(target).get("zero_only"):
                         continue
                     if inner.switch is not None:
                         continue  # whether this call switches it on is not followed
@@ -302,44 +478,42 @@ class ProjectIndex:
 
     def _solve_rank_tests(self) -> None:
         for key in self._calls:
-            if self._function(key)["returns_rank"]:
+            if self._function(key).get("returns_rank"):
                 self.rank_tests.add(key)
+        returning = [
+            (key, [(module, name) for module, name in function["return_calls"]])
+            for key, function in self._functions()
+            if "return_calls" in function
+        ]
         for _ in range(MAX_ROUNDS):
             changed = False
-            for module, summary in self.summaries.items():
-                for name, function in summary["functions"].items():
-                    key = (module, name)
-                    if key in self.rank_tests:
-                        continue
-                    for called in function["return_calls"]:
-                        if self.function_key(called, module, function["owner"]) in self.rank_tests:
-                            self.rank_tests.add(key)
-                            changed = True
-                            break
+            for key, called in returning:
+                if key not in self.rank_tests and any(c in self.rank_tests for c in called):
+                    self.rank_tests.add(key)
+                    changed = True
             if not changed:
                 return
 
     def _attribute_is_rank_test(self, symbol: Symbol) -> bool:
         """``self.x`` set to a rank test, or to what a project rank test returns."""
         _, module, cls, attribute = symbol
-        summary = self.summaries[module]["classes"][cls]
-        if attribute in summary["rank_attributes"]:
+        linked = self.links[module]["classes"].get(cls, _NO_CLASS_LINKS)
+        if attribute in linked["rank_attributes"]:
             return True
-        owner = cls
         return any(
-            self.function_key(called, module, owner) in self.rank_tests
-            for called in summary.get("attribute_calls", {}).get(attribute, ())
+            (called[0], called[1]) in self.rank_tests
+            for called in linked["calls"].get(attribute, ())
         )
 
     def _solve_device_setters(self) -> None:
         """A function chooses the rank's GPU when it, or a function it calls, does."""
-        self.device_setters = {k for k in self._calls if self._function(k)["sets_device"]}
+        self.device_setters = {k for k in self._calls if self._function(k).get("sets_device")}
         for _ in range(MAX_ROUNDS):
             found = {
                 key
                 for key, calls in self._calls.items()
                 if key not in self.device_setters
-                and any(target in self.device_setters for _line, target in calls)
+                and any(target in self.device_setters for target in calls)
             }
             if not found:
                 return
@@ -351,23 +525,20 @@ class ProjectIndex:
         its caller calls ``torch.cuda.set_device`` next): the caller sets the device up."""
         choosers: dict[FunctionKey, bool] = {}
         for caller, calls in self._calls.items():
-            for _line, target in calls:
+            for target in calls:
                 chosen = caller in self.device_setters
                 choosers[target] = choosers.get(target, True) and chosen
-        for module, summary in self.summaries.items():
-            top = summary.get("top", {})
-            for target, _line in top.get("calls", ()):
-                callee = self.function_key(target, module, None)
-                if callee is not None:
-                    chosen = bool(top.get("sets_device"))
-                    choosers[callee] = choosers.get(callee, True) and chosen
+        for links in self.links.values():
+            chosen = bool(links.get("top_sets_device"))
+            for module, name in links.get("top_calls", ()):
+                choosers[(module, name)] = choosers.get((module, name), True) and chosen
         self.device_chosen_by_callers = {
             key
             for key, chosen in choosers.items()
             if chosen
             and key not in self.device_setters
             and key not in self.reach
-            and not self._function(key)["collectives"]
+            and not self._function(key).get("collectives")
         }
 
     @cached_property
@@ -375,23 +546,18 @@ class ProjectIndex:
         """Per function, the parameters it passes on as they are to another project
         function: ``(callee, argument position, own parameter position)``."""
         forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]] = {}
-        for module, summary in self.summaries.items():
-            for name, function in summary["functions"].items():
-                key = (module, name)
-                for target, argument, own in function.get("forwards", ()):
-                    callee = self.function_key(target, module, function["owner"])
-                    if callee is not None and callee != key:
-                        forwards.setdefault(key, []).append((callee, argument, own))
+        for key, function in self._functions():
+            for module, name, argument, own in function.get("forwards", ()):
+                forwards.setdefault(key, []).append(((module, name), argument, own))
         return forwards
 
     def _solve_sharded_parameters(self) -> None:
         """The parameters a function shards: passes to ``fully_shard`` / ``FSDP(...)``,
         or on to a project function that shards them (``prepare(model)`` ->
         ``apply(model)`` -> ``fully_shard(model)``)."""
-        for module, summary in self.summaries.items():
-            for name, function in summary["functions"].items():
-                if function.get("shards"):
-                    self.sharded_parameters[(module, name)] = set(function["shards"])
+        for key, function in self._functions():
+            if function.get("shards"):
+                self.sharded_parameters[key] = set(function["shards"])
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, passed in self._parameter_forwards.items():
@@ -408,12 +574,9 @@ class ProjectIndex:
         """The parameters a function is handed a ``DistributedDataParallel`` model in:
         a caller wraps it and passes it (``model = DDP(model); evaluate(model)``), or
         passes on a parameter it was handed one in."""
-        for module, summary in self.summaries.items():
-            for function in summary["functions"].values():
-                for target, argument in function.get("wrapped_args", ()):
-                    callee = self.function_key(target, module, function["owner"])
-                    if callee is not None:
-                        self.wrapped_parameters.setdefault(callee, set()).add(argument)
+        for _key, function in self._functions():
+            for module, name, argument in function.get("wrapped_args", ()):
+                self.wrapped_parameters.setdefault((module, name), set()).add(argument)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, passed in self._parameter_forwards.items():
@@ -483,7 +646,7 @@ class ProjectIndex:
         fact: dict[str, Any] = {}
         if key in self.rank_tests:
             fact["k"] = 1
-            if function["property"]:
+            if function.get("property"):
                 fact["p"] = 1
         if key in self.device_setters:
             fact["d"] = 1
@@ -495,7 +658,7 @@ class ProjectIndex:
         if key[0] == module:
             return fact  # the file's own functions: its own analysis reads them
         reach = self.reach.get(key)
-        if function["zero_only"]:
+        if function.get("zero_only"):
             fact["z"] = 1
         elif reach is not None:
             fact["r"] = [*reach.kind, [self.label(key), *reach.chain], reach.where]

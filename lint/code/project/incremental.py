@@ -1,0 +1,141 @@
+"""Incremental linking: which modules' links an earlier run's still serve.
+
+A run that links the project keeps, in the result cache, every source's content hash,
+and per module its path, a digest of what name resolution reads of it
+(``index.resolution_inputs``), the module names linking it asked about, and its links
+(``ProjectIndex.link``). The next run after an edit re-summarises the files whose bytes
+changed and links again only the modules whose bytes changed, and the modules whose
+linking asked about a module that went, moved, or changed what it exports (its
+importers, along the names their imports lead through); every other module keeps its
+links. A module that came links every module again (which names were asked about and
+not found is not kept). The fixpoints then run over all links, so the facts equal a
+fresh link's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ddplint.code.project.encoding import FACTS_VERSION, SUMMARY_VERSION
+from ddplint.code.project.index import Links, ProjectIndex, module_paths, resolution_inputs
+from ddplint.code.project.summaries import Summary
+
+#: Version of the links' layout (``ProjectIndex.link``) and of this entry.
+LINKS_VERSION = "3"
+#: The cache key of the kept links (one per cache: the project's latest link).
+LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
+#: A run that linked at most this many modules again leaves the kept links as they
+#: were: the next run links those few again (a few milliseconds each), which costs
+#: less than writing every module's links (tens of milliseconds on NeMo); a pre-commit
+#: run on a file edited inside its functions links one module.
+REWRITE_AFTER = 4
+
+
+def resolution_digest(summary: Summary) -> str:
+    """A digest of what name resolution reads of a module's summary."""
+    text = json.dumps(resolution_inputs(summary), separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class _KeptModule:
+    path: str
+    digest: str
+    asked: frozenset[str]
+    links: Links
+
+
+@dataclass(frozen=True)
+class LinkState:
+    """An earlier link: each source's content hash and whether it has a summary (a
+    file ``ast`` cannot read has none), and the kept modules by name."""
+
+    sources: dict[str, tuple[str, bool]]
+    modules: dict[str, _KeptModule]
+
+    @classmethod
+    def read(cls, entry: Any) -> LinkState | None:
+        """The state a cache entry holds; None when absent or of another shape."""
+        if not isinstance(entry, dict):
+            return None
+        sources, modules = entry.get("sources"), entry.get("modules")
+        if not isinstance(sources, dict) or not isinstance(modules, dict):
+            return None
+        try:
+            return cls(
+                {path: (str(value[0]), bool(value[1])) for path, value in sources.items()},
+                {name: _kept(value) for name, value in modules.items()},
+            )
+        except (TypeError, ValueError, IndexError, KeyError):
+            return None
+
+    def changed(self, hashes: Mapping[str, str]) -> list[str]:
+        """The sources whose bytes differ from this state's, or that are new."""
+        return [path for path, hash_ in hashes.items() if self.sources.get(path, ("",))[0] != hash_]
+
+    def summarised(
+        self, hashes: Mapping[str, str], built: Mapping[str, Summary | None]
+    ) -> list[str]:
+        """The sources that have a summary now: ``built`` for the changed ones (their
+        summaries, None for none), this state's word for the others."""
+        return [
+            path
+            for path in hashes
+            if (built[path] is not None if path in built else self.sources[path][1])
+        ]
+
+    def kept(
+        self, project: list[str], built: Mapping[str, Summary | None]
+    ) -> dict[str, tuple[Links, frozenset[str]]]:
+        """The links still valid for a project of the paths ``project`` (each with a
+        summary), ``built`` holding the summaries of the sources that changed."""
+        now = module_paths(project)
+        if now.keys() - self.modules.keys():
+            return {}  # a module came: what asked for its name before is not known
+        stale = set()
+        for name, old in self.modules.items():
+            path = now.get(name)
+            if path is None or old.path != path:
+                stale.add(name)  # went, or moved (a package beside a module)
+            elif path in built and resolution_digest(built[path] or {}) != old.digest:
+                stale.add(name)  # exports other names
+        return {
+            name: (old.links, old.asked)
+            for name, old in self.modules.items()
+            if now.get(name) == old.path and old.path not in built and not old.asked & stale
+        }
+
+
+def _kept(value: Any) -> _KeptModule:
+    path, digest, asked, links = value
+    if not (isinstance(path, str) and isinstance(digest, str) and isinstance(links, dict)):
+        raise TypeError("not a kept module")
+    if not isinstance(links.get("functions"), dict) or not isinstance(links.get("classes"), dict):
+        raise TypeError("not a module's links")
+    return _KeptModule(path, digest, frozenset(str(name) for name in asked), links)
+
+
+def state_entry(
+    index: ProjectIndex,
+    hashes: Mapping[str, str],
+    summarised: set[str],
+    previous: LinkState | None,
+) -> dict[str, Any]:
+    """The cache entry of ``index``'s links: the digest of a module linked again is
+    computed from its summary (read while linking), a kept one's is the previous one."""
+    modules = {}
+    linked = set(index.linked)
+    for name, path in index.paths.items():
+        if name in linked or previous is None:
+            digest = resolution_digest(index.summaries[name])
+        else:
+            digest = previous.modules[name].digest
+        modules[name] = [path, digest, sorted(index.asked[name]), index.links[name]]
+    return {
+        "sources": {path: [hash_, path in summarised] for path, hash_ in hashes.items()},
+        "modules": modules,
+    }
