@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sysconfig
 from dataclasses import dataclass
 
@@ -21,6 +22,10 @@ FRAMEWORK_PACKAGES = (
     "transformers",
 )
 VERIFY_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Paths of installed packages and of a standard library, on any machine.
+_LIBRARY_PATH = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?[/\\]"
+)
 
 
 @dataclass(frozen=True)
@@ -97,3 +102,12 @@ class FrameFilter:
             if marker in path:
                 return path.split(marker, 1)[1]
         return path
+
+
+class RecordedFrameFilter(FrameFilter):
+    """For stacks recorded on another machine (a flight-recorder dump): its torch and
+    standard library are not this machine's, so every installed package and standard
+    library is told by the shape of its path (``site-packages``, ``lib/python3.11``)."""
+
+    def _classify(self, filename: str) -> bool:
+        return not _LIBRARY_PATH.search(filename) and super()._classify(filename)

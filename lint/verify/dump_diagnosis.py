@@ -1,0 +1,158 @@
+"""From the flight-recorder dumps of a job that already hung to the line: read one dump
+per rank, find where the ranks first disagree (``compare`` by sequence id), find the
+recorded files here, lint them (the rank rules, in this process; nothing is imported
+or run) and map the findings to the divergence as ``ddplint verify`` does."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+
+from ddplint.engine import RunResult, lint_paths
+from ddplint.settings import LintOptions, Settings
+from ddplint.verify.compare import (
+    Comparison,
+    Divergence,
+    RuntimeProblem,
+    compare,
+    runtime_problems,
+)
+from ddplint.verify.dump_traces import dump_traces
+from ddplint.verify.fr_dumps import DumpSet, read_dump_dir
+from ddplint.verify.frames import Frame, RecordedFrameFilter
+from ddplint.verify.mapping import Mapping, map_findings
+from ddplint.verify.trace import RankTrace, ThreadStack
+
+_SEPARATORS = re.compile(r"[/\\]+")
+
+
+class LocalFiles:
+    """Finds a file a dump names (a path on the machine that ran the job) here: the
+    path itself, else the longest tail of it that exists under ``root``
+    (``/workspace/job/train.py`` -> ``ROOT/train.py``)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self.found: dict[str, str | None] = {}
+
+    def resolve(self, recorded: str) -> str | None:
+        if recorded not in self.found:
+            self.found[recorded] = self._search(recorded)
+        return self.found[recorded]
+
+    def _search(self, recorded: str) -> str | None:
+        if os.path.isfile(recorded):
+            return os.path.realpath(recorded)
+        parts = [p for p in _SEPARATORS.split(recorded) if p and not p.endswith(":")]
+        for start in range(len(parts)):
+            candidate = os.path.join(self.root, *parts[start:])
+            if os.path.isfile(candidate):
+                return os.path.realpath(candidate)
+        return None
+
+    @property
+    def missing(self) -> list[str]:
+        return sorted(path for path, local in self.found.items() if local is None)
+
+    def local(self, frame: Frame) -> Frame:
+        path = self.resolve(frame.file)
+        return frame if path is None else replace(frame, file=path)
+
+
+@dataclass
+class DumpDiagnosis:
+    folder: str
+    dumps: DumpSet
+    traces: dict[int, RankTrace]
+    comparison: Comparison
+    problems: list[RuntimeProblem]
+    mapping: Mapping
+    static: RunResult | None
+    files: LocalFiles
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """unreadable (no dump), divergence, or clean."""
+        if not self.dumps.dumps:
+            return "unreadable"
+        if self.comparison.divergences or self.comparison.call_site_mismatches:
+            return "divergence"
+        return "clean"
+
+    @property
+    def exit_code(self) -> int:
+        """As the rest of the command line: 0 clean, 1 found, 2 nothing to read."""
+        return {"clean": 0, "divergence": 1}.get(self.outcome, 2)
+
+    def divergence_of(self, problem: RuntimeProblem) -> Divergence | None:
+        """The divergence a problem reports (``runtime_problems`` keeps their order)."""
+        found = (*self.comparison.divergences, *self.comparison.call_site_mismatches)
+        index = next((n for n, p in enumerate(self.problems) if p is problem), len(found))
+        return found[index] if index < len(found) else None
+
+
+def _localised(traces: dict[int, RankTrace], files: LocalFiles) -> None:
+    """Every user frame points at the file found here (frames stay as recorded where
+    none is)."""
+    for trace in traces.values():
+        trace.calls = [
+            replace(call, stack=tuple(files.local(f) for f in call.stack)) for call in trace.calls
+        ]
+        trace.threads = [
+            ThreadStack(t.ident, tuple(files.local(f) for f in t.frames)) for t in trace.threads
+        ]
+
+
+def _notes(dumps: DumpSet, files: LocalFiles) -> list[str]:
+    notes = []
+    stackless = [rank for rank, dump in dumps.dumps.items() if not dump.has_stacks]
+    if stackless:
+        notes.append(
+            f"the dumps of rank {', '.join(map(str, stackless))} hold no Python stacks "
+            "(torch's JSON dumps never do; its pickle dumps do): no line to show for them"
+        )
+    if files.missing:
+        shown = ", ".join(files.missing[:5]) + (" ..." if len(files.missing) > 5 else "")
+        notes.append(
+            f"{len(files.missing)} recorded file(s) not found under {files.root} "
+            f"(run from the project's checkout, or pass --root): {shown}"
+        )
+    return notes
+
+
+def diagnose(
+    folder: str, settings: Settings, options: LintOptions, root: str | None = None
+) -> DumpDiagnosis:
+    """The report's model for the dumps in ``folder``; ``root``: where the recorded
+    files are looked for (default: the current folder)."""
+    dumps = read_dump_dir(folder)
+    files = LocalFiles(root or os.getcwd())
+    traces = dump_traces(dumps, RecordedFrameFilter())
+    _localised(traces, files)
+    comparison = compare(traces, all_ranks_local=False, by_seq=True)
+    problems = runtime_problems(comparison, traces, hung=False)
+    scope = sorted(
+        {
+            f.file
+            for t in traces.values()
+            for c in t.calls
+            for f in c.stack
+            if os.path.isfile(f.file)
+        }
+    )
+    static = lint_paths(scope, settings, options, jobs=1, use_cache=False) if scope else None
+    findings = static.findings if static else []
+    mapping = map_findings(findings, problems, os.getcwd())
+    return DumpDiagnosis(
+        os.path.abspath(folder),
+        dumps,
+        traces,
+        comparison,
+        problems,
+        mapping,
+        static,
+        files,
+        _notes(dumps, files),
+    )
