@@ -18,6 +18,7 @@ from ddplint.verify.compare import (
     compare,
     runtime_problems,
 )
+from ddplint.verify.divergence_text import where
 from ddplint.verify.dump_traces import dump_traces
 from ddplint.verify.fr_dumps import DumpSet, read_dump_dir
 from ddplint.verify.frames import Frame, RecordedFrameFilter
@@ -105,6 +106,35 @@ def _localised(traces: dict[int, RankTrace], files: LocalFiles) -> None:
         ]
 
 
+def last_seen(trace: RankTrace) -> str:
+    """The last collective a rank's recorder kept, and where it was issued."""
+    if not trace.calls:
+        return "no collective recorded"
+    call = trace.calls[-1]
+    state = "completed" if call.completed else "not completed"
+    group = "the default group" if call.group == "default" else f"group {call.group}"
+    return f"{call.describe()} #{call.seq} on {group} at {where(call.site)} [{state}]"
+
+
+def _with_last_seen(comparison: Comparison, traces: dict[int, RankTrace]) -> Comparison:
+    """A rank that issued nothing at the split is described by its last recorded
+    collective (a dump has no exit record or thread dump to say more)."""
+
+    def described(divergence: Divergence) -> Divergence:
+        ranks = tuple(
+            at
+            if at.call is not None or at.rank not in traces
+            else replace(at, state=f"last recorded: {last_seen(traces[at.rank])}")
+            for at in divergence.ranks
+        )
+        return replace(divergence, ranks=ranks)
+
+    return Comparison(
+        tuple(described(d) for d in comparison.divergences),
+        tuple(described(d) for d in comparison.call_site_mismatches),
+    )
+
+
 def _notes(dumps: DumpSet, files: LocalFiles) -> list[str]:
     notes = []
     stackless = [rank for rank, dump in dumps.dumps.items() if not dump.has_stacks]
@@ -131,7 +161,7 @@ def diagnose(
     files = LocalFiles(root or os.getcwd())
     traces = dump_traces(dumps, RecordedFrameFilter())
     _localised(traces, files)
-    comparison = compare(traces, all_ranks_local=False, by_seq=True)
+    comparison = _with_last_seen(compare(traces, all_ranks_local=False, by_seq=True), traces)
     problems = runtime_problems(comparison, traces, hung=False)
     scope = sorted(
         {

@@ -15,19 +15,10 @@ from ddplint.verify.divergence_text import (
     frame_json,
     where,
 )
-from ddplint.verify.dump_diagnosis import DumpDiagnosis
+from ddplint.verify.dump_diagnosis import DumpDiagnosis, last_seen
 from ddplint.verify.trace import Collective, RankTrace
 
 JSON_VERSION = 1
-
-
-def _last_seen(trace: RankTrace) -> str:
-    """The last collective a rank's recorder kept, and where it was issued."""
-    if not trace.calls:
-        return "no collective recorded"
-    call = trace.calls[-1]
-    state = "completed" if call.completed else "not completed"
-    return f"{call.describe()} #{call.seq} on {_group(call.group)} at {where(call.site)} [{state}]"
 
 
 def _group(name: str) -> str:
@@ -65,7 +56,7 @@ def new_rule_needs(divergence: Divergence, traces: dict[int, RankTrace]) -> list
             )
         else:
             trace = traces.get(at.rank)
-            last = _last_seen(trace) if trace else "no dump"
+            last = last_seen(trace) if trace else "no dump"
             lines.append(f"rank {at.rank} did not reach it; its last recorded collective: {last}")
     return lines
 
@@ -98,7 +89,7 @@ def render_text(diagnosis: DumpDiagnosis) -> str:
         ]
     if diagnosis.traces:
         out += ["", "Ranks (the last collective each recorder kept):"]
-        out += [f"  rank {r}  {_last_seen(t)}" for r, t in diagnosis.traces.items()]
+        out += [f"  rank {r}  {last_seen(t)}" for r, t in diagnosis.traces.items()]
     static = diagnosis.static
     count = len(static.findings) if static else 0
     out += ["", f"Static check ({count} finding(s) in the recorded files):"]
@@ -109,6 +100,9 @@ def render_text(diagnosis: DumpDiagnosis) -> str:
     for finding in diagnosis.mapping.not_reproduced:
         out.append(f"  not tied to the dump  {finding_text(finding)}")
     for problem in diagnosis.mapping.new:
+        if problem.location is None:
+            out.append(f"  not tied to a line    {problem.summary} (the dumps hold no stacks)")
+            continue
         out.append(
             f"  no rule explains      {problem.summary} (at {where(problem.location)}): "
             "a recall lead for ddplint"
@@ -149,7 +143,7 @@ def render_json(diagnosis: DumpDiagnosis) -> str:
             divergence_json(d) for d in diagnosis.comparison.call_site_mismatches
         ],
         "ranks": [
-            {"rank": rank, "last_seen": _last_seen(trace), "collectives": len(trace.calls)}
+            {"rank": rank, "last_seen": last_seen(trace), "collectives": len(trace.calls)}
             for rank, trace in diagnosis.traces.items()
         ],
         "findings": [
