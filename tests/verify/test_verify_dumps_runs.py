@@ -126,7 +126,7 @@ def test_the_same_hang_in_json(skipped_barrier: Path) -> None:
     (divergence,) = data["divergences"]
     assert (divergence["kind"], divergence["position"]) == ("missing", 2)
     confirmed = [f for f in data["findings"] if f["status"] == "confirmed_by_dump"]
-    assert [(f["code"], f["line"]) for f in confirmed] == [("DDP201", 13)]
+    assert [(f["rule"], f["line"]) for f in confirmed] == [("DDP201", 13)]
     assert confirmed[0]["evidence"]["line"] == 13
     assert [d["rank"] for d in data["dumps"]] == [0, 1, 2]
 
