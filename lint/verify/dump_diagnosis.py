@@ -152,16 +152,26 @@ def _notes(dumps: DumpSet, files: LocalFiles) -> list[str]:
     return notes
 
 
+def dump_split(
+    folder: str, files: LocalFiles | None = None
+) -> tuple[DumpSet, dict[int, RankTrace], Comparison]:
+    """The dumps in ``folder``, one trace per rank, and where the ranks split (paired by
+    sequence id): the model ``ddplint verify`` also asks of its own runs' dumps."""
+    dumps = read_dump_dir(folder)
+    traces = dump_traces(dumps, RecordedFrameFilter())
+    if files is not None:
+        _localised(traces, files)
+    comparison = compare(traces, all_ranks_local=False, by_seq=True)
+    return dumps, traces, _with_last_seen(comparison, traces)
+
+
 def diagnose(
     folder: str, settings: Settings, options: LintOptions, root: str | None = None
 ) -> DumpDiagnosis:
     """The report's model for the dumps in ``folder``; ``root``: where the recorded
     files are looked for (default: the current folder)."""
-    dumps = read_dump_dir(folder)
     files = LocalFiles(root or os.getcwd())
-    traces = dump_traces(dumps, RecordedFrameFilter())
-    _localised(traces, files)
-    comparison = _with_last_seen(compare(traces, all_ranks_local=False, by_seq=True), traces)
+    dumps, traces, comparison = dump_split(folder, files)
     problems = runtime_problems(comparison, traces, hung=False)
     scope = sorted(
         {

@@ -19,13 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddplint.verify.flight_recorder import FORMAT as DDPLINT_FORMAT
+from ddplint.verify.flight_recorder import REQUEST_NAME
 from ddplint.verify.frames import Frame
 from ddplint.verify.plain_pickle import PickleError, UnsafePickle, load_plain
+from ddplint.verify.probes import PROBES_NAME
 
 #: The major version of torch's dump format ddplint reads ("2.x"; torch 2.13 writes 2.10).
 SUPPORTED_MAJOR = "2"
 #: Files of a verify run folder that are not dumps (left out without a word).
-_RUN_FOLDER_FILES = re.compile(r"^(rank-\d+\.(jsonl|stacks|status)|launcher.*\.log|.*\.tmp)$")
+_RUN_FOLDER_FILES = re.compile(
+    rf"^(rank-\d+\.(jsonl|stacks|status)|launcher.*\.log|.*\.tmp"
+    rf"|{re.escape(REQUEST_NAME)}|{re.escape(PROBES_NAME)})$"
+)
 _RANK_SUFFIX = re.compile(r"(\d+)$")
 _KNOWN_EXTENSIONS = (".c10d.json", ".json", ".pickle", ".pkl")
 

@@ -154,6 +154,9 @@ def render_json(result: VerifyResult) -> str:
         "leftovers": [{"pid": p.pid, "command": p.command} for p in result.leftovers],
         "checksums": result.checksum_spread,
         "flight_recorder_dumps": result.watch.flight_recorder_dumps,
+        "flight_recorder_divergence": None
+        if result.dump_comparison is None or result.dump_comparison.first is None
+        else divergence_json(result.dump_comparison.first),
         "run_dir": result.spec.run_dir if result.kept else None,
         "launcher_log": result.spec.log_path if result.kept else None,
     }

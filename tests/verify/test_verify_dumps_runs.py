@@ -168,7 +168,7 @@ def test_a_clean_job_reports_no_divergence(clean_job: Path) -> None:
 def test_dumps_a_verify_run_leaves_read_the_same_way(tmp_path: Path) -> None:
     """One model of where ranks diverged: the rank-N.c10d.json of a `ddplint verify`
     run folder gives the same split and the same finding as the verify report."""
-    subprocess.run(
+    verified = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -179,12 +179,15 @@ def test_dumps_a_verify_run_leaves_read_the_same_way(tmp_path: Path) -> None:
             "5",
             "--trace-dir",
             str(tmp_path),
+            "--format",
+            "json",
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
+    run = json.loads(verified.stdout)
     (run_dir,) = tmp_path.iterdir()
     assert sorted(p.name for p in run_dir.glob("rank-*.c10d.json")) == [
         "rank-0.c10d.json",
@@ -192,6 +195,10 @@ def test_dumps_a_verify_run_leaves_read_the_same_way(tmp_path: Path) -> None:
     ]
     done = report(run_dir)
     assert done.returncode == 1, done.stdout + done.stderr
+    dumped = report_json(run_dir)["divergences"][0]
+    assert run["flight_recorder_divergence"] == dumped  # verify asks the same model
+    assert (dumped["kind"], dumped["position"]) == ("op", 2)
+    assert [r["call"]["op"] for r in dumped["ranks"]] == ["barrier", "all_reduce"]
     assert "(ddplint JSON 2; gloo)" in done.stdout
     assert "problem:" not in done.stdout  # traces, stacks and logs are no dumps: skipped
     assert (
