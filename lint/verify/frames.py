@@ -3,6 +3,7 @@ the standard library and the verifier itself. Standard library only (runs inside
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -67,9 +68,15 @@ class FrameFilter:
         self._skipped = (*(d + os.sep for d in _package_dirs(packages)), self._verifier)
         self._stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
         self._cache: dict[str, bool] = {}
+        self._verifier_cache: dict[str, bool] = {}
 
     def is_verifier(self, filename: str) -> bool:
-        return os.path.realpath(filename).startswith(self._verifier)
+        known = self._verifier_cache.get(filename)
+        if known is None:
+            known = self._verifier_cache[filename] = os.path.realpath(filename).startswith(
+                self._verifier
+            )
+        return known
 
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
@@ -95,6 +102,7 @@ class FrameFilter:
         return f"{os.sep}site-packages{os.sep}" not in path and "dist-packages" not in path
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def display_name(filename: str) -> str:
         """``lightning/pytorch/core/module.py`` for an installed file, else the path."""
         path = os.path.realpath(filename)

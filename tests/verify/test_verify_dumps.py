@@ -226,3 +226,19 @@ def test_a_split_no_rule_explains_is_a_recall_lead(tmp_path: Path) -> None:
         "      rank 1 did not reach it; its last recorded collective: all_reduce "
         "float32[1024] #39 on the default group at train.py:8 in train [completed]",
     ]
+
+
+def test_damaged_pickles_fail_with_one_error_kind() -> None:
+    """Cut short or with a byte changed anywhere, a dump is read or refused with a
+    ``PickleError``: never another exception, never anything run."""
+    data = pickle.dumps(rank_dump(0, 2, 3, REMOTE), protocol=2)
+    for cut in range(0, len(data), 7):
+        with pytest.raises(PickleError):
+            load_plain(data[:cut])
+    for at in range(0, len(data), 3):
+        for value in (0x00, 0x52, 0x63, 0x8A, 0xFF):  # NUL, REDUCE, GLOBAL, LONG1, 0xff
+            damaged = data[:at] + bytes([value]) + data[at + 1 :]
+            try:
+                load_plain(damaged)
+            except PickleError:
+                pass
