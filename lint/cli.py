@@ -114,7 +114,7 @@ def cli() -> None:
     """ddplint: find distributed-training hazards before a multi-GPU job is launched."""
 
 
-@cli.command(short_help="Lint Python files and training YAML (default: the current folder).")
+@cli.command(short_help="Lint Python files and training YAML (default: this folder).")
 @click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @click.option(
     "--select",

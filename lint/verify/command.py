@@ -135,7 +135,9 @@ def verify(
     sys.exit(result.exit_code)
 
 
-@click.command(name="verify-dumps")
+@click.command(
+    name="verify-dumps", short_help="Read a hung job's flight-recorder dumps: where ranks split."
+)
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option(
     "--root",
