@@ -239,3 +239,18 @@ def test_damaged_pickles_fail_with_one_error_kind() -> None:
             damaged = data[:at] + bytes([value]) + data[at + 1 :]
             with contextlib.suppress(PickleError):  # read or refused, nothing else
                 load_plain(damaged)
+
+
+def test_a_size_mismatch_is_a_split_at_its_sequence_id(tmp_path: Path) -> None:
+    dumps = tmp_path / "dumps"
+    write_dumps(dumps, 2, 40, REMOTE)
+    data = rank_dump(1, 2, 40, REMOTE)
+    data["entries"][9]["input_sizes"] = [[512]]  # sequence id 10
+    (dumps / "nccl_trace_rank_1").write_bytes(pickle.dumps(data, protocol=2))
+    (tmp_path / "train.py").write_text(SCRIPT)
+    done = verify_dumps(dumps, cwd=tmp_path)
+    assert (
+        "First divergence at collective #10 on the default group: "
+        "rank 0: float32[1024], rank 1: float32[512]" in done.stdout
+    )
+    assert "rank 1  all_reduce float32[512]  at train.py:9 in train" in done.stdout
