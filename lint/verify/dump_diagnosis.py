@@ -36,6 +36,7 @@ class LocalFiles:
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
         self.found: dict[str, str | None] = {}
+        self.frames: dict[Frame, Frame] = {}
 
     def resolve(self, recorded: str) -> str | None:
         if recorded not in self.found:
@@ -57,8 +58,16 @@ class LocalFiles:
         return sorted(path for path, local in self.found.items() if local is None)
 
     def local(self, frame: Frame) -> Frame:
-        path = self.resolve(frame.file)
-        return frame if path is None else replace(frame, file=path)
+        known = self.frames.get(frame)
+        if known is None:
+            path = self.resolve(frame.file)
+            known = self.frames[frame] = frame if path is None else replace(frame, file=path)
+        return known
+
+    @property
+    def local_files(self) -> list[str]:
+        """The recorded files found here (real paths)."""
+        return sorted({path for path in self.found.values() if path is not None})
 
 
 @dataclass
@@ -98,9 +107,10 @@ def _localised(traces: dict[int, RankTrace], files: LocalFiles) -> None:
     """Every user frame points at the file found here (frames stay as recorded where
     none is)."""
     for trace in traces.values():
-        trace.calls = [
-            replace(call, stack=tuple(files.local(f) for f in call.stack)) for call in trace.calls
-        ]
+        for index, call in enumerate(trace.calls):
+            stack = tuple(files.local(f) for f in call.stack)
+            if stack != call.stack:
+                trace.calls[index] = replace(call, stack=stack)
         trace.threads = [
             ThreadStack(t.ident, tuple(files.local(f) for f in t.frames)) for t in trace.threads
         ]
@@ -173,15 +183,7 @@ def diagnose(
     files = LocalFiles(root or os.getcwd())
     dumps, traces, comparison = dump_split(folder, files)
     problems = runtime_problems(comparison, traces, hung=False)
-    scope = sorted(
-        {
-            f.file
-            for t in traces.values()
-            for c in t.calls
-            for f in c.stack
-            if os.path.isfile(f.file)
-        }
-    )
+    scope = files.local_files
     static = lint_paths(scope, settings, options, jobs=1, use_cache=False) if scope else None
     findings = static.findings if static else []
     mapping = map_findings(findings, problems, os.getcwd())

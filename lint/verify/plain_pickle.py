@@ -124,7 +124,9 @@ class _Reader:
                 stack.append(payload.decode("utf-8", "surrogatepass") if text else payload)
             elif code in _PUTS:
                 layout = _PUTS[code]
-                memo[layout.unpack_from(data, pos)[0]] = self._top()
+                if len(stack) <= (marks[-1] if marks else 0):
+                    raise PickleError("malformed pickle: nothing to memoize")
+                memo[layout.unpack_from(data, pos)[0]] = stack[-1]
                 pos += layout.size
             elif code in _GETS:
                 layout = _GETS[code]
@@ -142,7 +144,11 @@ class _Reader:
                 stack.append({})
             elif code == _SETITEMS_CODE:
                 items = self._pop_mark()
-                self._target(dict).update(zip(items[::2], items[1::2], strict=True))
+                target = self._target(dict)
+                for index in range(0, len(items) - 1, 2):
+                    target[items[index]] = items[index + 1]
+                if len(items) % 2:
+                    raise PickleError("malformed pickle: SETITEMS with a key and no value")
             elif code == _STOP_CODE:
                 return self._result()
             else:
