@@ -135,7 +135,13 @@ def _disagreement(calls: list[Collective]) -> tuple[str, str] | None:
     for kind, key in checks:
         values = {c.rank: key(c) for c in calls}
         if len(set(map(repr, values.values()))) > 1:
-            shown = ", ".join(f"rank {r}: {_show(kind, v)}" for r, v in values.items())
+            sides: dict[str, list[int]] = {}
+            for rank, value in values.items():
+                sides.setdefault(_show(kind, value), []).append(rank)
+            shown = ", ".join(
+                f"rank{'s' if len(ranks) > 1 else ''} {rank_list(ranks)}: {value}"
+                for value, ranks in sides.items()
+            )
             return kind, shown
     return None
 
@@ -213,14 +219,31 @@ def _by_seq(sequences: dict[int, list[Collective]]) -> Aligned:
         yield seq, {r: ids.get(seq) for r, ids in by_rank.items()}
 
 
+def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
+    """``0, 2-63``: runs of three or more consecutive ranks shortened."""
+    parts: list[str] = []
+    ordered = sorted(ranks)
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        if end - start >= 2:
+            parts.append(f"{ordered[start]}-{ordered[end]}")
+        else:
+            parts.extend(str(r) for r in ordered[start : end + 1])
+        start = end + 1
+    return ", ".join(parts)
+
+
 def _missing_detail(here: dict[int, Collective | None]) -> str:
     issued = sorted(r for r, c in here.items() if c is not None)
     absent = sorted(r for r, c in here.items() if c is None)
     ops = sorted({c.op for c in here.values() if c is not None})
     return (
-        f"rank{'s' if len(issued) > 1 else ''} {', '.join(map(str, issued))} issued "
+        f"rank{'s' if len(issued) > 1 else ''} {rank_list(issued)} issued "
         f"{'/'.join(ops)}; rank{'s' if len(absent) > 1 else ''} "
-        f"{', '.join(map(str, absent))} never did"
+        f"{rank_list(absent)} never did"
     )
 
 

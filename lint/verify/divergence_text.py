@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ddplint.discover import display_path
-from ddplint.verify.compare import Divergence, RankAt
+from ddplint.verify.compare import Divergence, RankAt, rank_list
 from ddplint.verify.frames import Frame
 from ddplint.verify.trace import Collective
 
@@ -25,10 +25,12 @@ def call_path(frames: tuple[Frame, ...], depth: int = 4) -> str:
     return shown + (" <- ..." if len(frames) > depth else "")
 
 
-def rank_line(at: RankAt) -> list[str]:
+def rank_line(at: RankAt, who: str | None = None) -> list[str]:
+    """What one rank did at a divergence; ``who``: the label (``rank 3``, ``ranks 0-7``)."""
+    who = who if who is not None else f"rank {at.rank}"
     if at.call is None:
-        return [f"  rank {at.rank}  (no collective)  {at.state}"]
-    lines = [f"  rank {at.rank}  {at.call.describe()}  at {where(at.call.site)}  [{at.state}]"]
+        return [f"  {who}  (no collective)  {at.state}"]
+    lines = [f"  {who}  {at.call.describe()}  at {where(at.call.site)}  [{at.state}]"]
     if at.call.label:
         lines.append(f"          {at.call.label}")
     if at.call.issued_by:
@@ -41,11 +43,19 @@ def rank_line(at: RankAt) -> list[str]:
     return lines
 
 
-def divergence_text(title: str, divergence: Divergence) -> list[str]:
+def divergence_text(title: str, divergence: Divergence, grouped: bool = False) -> list[str]:
+    """``grouped``: ranks that did the same thing from the same line share one entry
+    (``ranks 0, 2-63``), for reports on many ranks."""
     group = "the default group" if divergence.group == "default" else f"group {divergence.group}"
     lines = [f"{title} at collective #{divergence.position} on {group}: {divergence.detail}"]
+    alike: dict[tuple[str, ...], list[RankAt]] = {}
     for at in divergence.ranks:
-        lines.extend(rank_line(at))
+        key = tuple(rank_line(at, "")) if grouped else (str(at.rank),)
+        alike.setdefault(key, []).append(at)
+    for same in alike.values():
+        ranks = [at.rank for at in same]
+        who = f"rank{'s' if len(ranks) > 1 else ''} {rank_list(ranks)}"
+        lines.extend(rank_line(same[0], who))
     if divergence.detail_mode_misses:
         lines.append(f"  note: {DETAIL_NOTE}")
     return lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ddplint.verify.compare import Divergence
+from ddplint.verify.compare import Divergence, rank_list
 from ddplint.verify.divergence_text import (
     divergence_json,
     divergence_text,
@@ -44,21 +44,24 @@ def new_rule_needs(divergence: Divergence, traces: dict[int, RankTrace]) -> list
     lines = [
         f"collective: {first.describe()} (#{divergence.position} on {_group(divergence.group)})",
         f"line: {where(first.site)}",
-        f"reached by rank {', '.join(map(str, reached))}",
+        f"reached by {_ranks(reached)}",
     ]
+    elsewhere: dict[str, list[int]] = {}
     for at in divergence.ranks:
         if at.rank in reached:
             continue
         if at.call is not None:
-            lines.append(
-                f"rank {at.rank} did not reach it; instead it issued {at.call.describe()} "
-                f"at {where(at.call.site)}"
-            )
+            instead = f"instead it issued {at.call.describe()} at {where(at.call.site)}"
         else:
             trace = traces.get(at.rank)
-            last = last_seen(trace) if trace else "no dump"
-            lines.append(f"rank {at.rank} did not reach it; its last recorded collective: {last}")
+            instead = f"its last recorded collective: {last_seen(trace) if trace else 'no dump'}"
+        elsewhere.setdefault(instead, []).append(at.rank)
+    lines += [f"{_ranks(ranks)} did not reach it; {text}" for text, ranks in elsewhere.items()]
     return lines
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {rank_list(ranks)}"
 
 
 def _header(diagnosis: DumpDiagnosis) -> str:
@@ -79,9 +82,9 @@ def render_text(diagnosis: DumpDiagnosis) -> str:
     out.extend(f"note: {note}" for note in diagnosis.notes)
     first = diagnosis.comparison.first
     if first:
-        out += ["", *divergence_text("First divergence", first)]
+        out += ["", *divergence_text("First divergence", first, grouped=True)]
     for mismatch in diagnosis.comparison.call_site_mismatches:
-        out += ["", *divergence_text("Call-site mismatch", mismatch)]
+        out += ["", *divergence_text("Call-site mismatch", mismatch, grouped=True)]
     if diagnosis.traces and first is None and not diagnosis.comparison.call_site_mismatches:
         out += [
             "",
@@ -89,7 +92,10 @@ def render_text(diagnosis: DumpDiagnosis) -> str:
         ]
     if diagnosis.traces:
         out += ["", "Ranks (the last collective each recorder kept):"]
-        out += [f"  rank {r}  {last_seen(t)}" for r, t in diagnosis.traces.items()]
+        alike: dict[str, list[int]] = {}
+        for rank, trace in diagnosis.traces.items():
+            alike.setdefault(last_seen(trace), []).append(rank)
+        out += [f"  {_ranks(ranks)}  {seen}" for seen, ranks in alike.items()]
     static = diagnosis.static
     count = len(static.findings) if static else 0
     out += ["", f"Static check ({count} finding(s) in the recorded files):"]

@@ -221,7 +221,7 @@ def test_a_split_no_rule_explains_is_a_recall_lead(tmp_path: Path) -> None:
     assert lead[:4] == [
         "      collective: barrier (#40 on the default group)",
         "      line: train.py:10 in train",
-        "      reached by rank 0, 2",
+        "      reached by ranks 0, 2",
         "      rank 1 did not reach it; its last recorded collective: all_reduce "
         "float32[1024] #39 on the default group at train.py:8 in train [completed]",
     ]
