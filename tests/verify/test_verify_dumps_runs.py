@@ -107,9 +107,8 @@ def test_a_skipped_barrier_is_traced_to_its_line_and_confirms_ddp201(
         "First divergence at collective #2 on the default group: ranks 1, 2 issued barrier; "
         "rank 0 never did" in done.stdout
     )
-    assert "rank 1  barrier  at fixtures/verify/dumps/rank0_skips_barrier.py:13 in train" in (
-        done.stdout
-    )
+    # ranks 1 and 2 share one entry when the recorder left them in the same state (racy)
+    assert "barrier  at fixtures/verify/dumps/rank0_skips_barrier.py:13 in train" in done.stdout
     # rank 0 went on: its last recorded collective is the all_reduce before the barrier
     assert "rank 0  all_reduce float32[4] #1 on the default group at " in done.stdout
     assert "rank0_skips_barrier.py:11 in train [completed]" in done.stdout
