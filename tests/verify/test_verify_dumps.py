@@ -165,7 +165,7 @@ def test_ring_buffers_that_dropped_different_entries_pair_by_sequence_id(
     shorter["entries"] = shorter["entries"][-500:]
     (dumps / "nccl_trace_rank_0").write_bytes(pickle.dumps(shorter, protocol=2))
     (tmp_path / "train.py").write_text(SCRIPT)
-    done = verify_dumps(dumps, "--format", "json", cwd=tmp_path)
+    done = verify_dumps(dumps, "--output-format", "json", cwd=tmp_path)  # as `check` spells it
     data = json.loads(done.stdout)
     (divergence,) = data["divergences"]
     assert (divergence["kind"], divergence["position"]) == ("missing", 2000)
