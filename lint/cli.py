@@ -49,6 +49,7 @@ from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
 from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
+from ddplint.verify.command import verify_dumps as verify_dumps_command
 from ddplint.watch import watch
 
 #: Sets ``--output-format`` when the flag is not given.
@@ -113,7 +114,7 @@ def cli() -> None:
     """ddplint: find distributed-training hazards before a multi-GPU job is launched."""
 
 
-@cli.command(short_help="Lint Python files and training YAML (default: the current folder).")
+@cli.command(short_help="Lint Python files and training YAML (default: this folder).")
 @click.argument("paths", nargs=-1, type=click.Path(allow_dash=True))
 @click.option(
     "--select",
@@ -689,6 +690,7 @@ verify_command.short_help = verify_command.short_help or (
     "Run a script on several ranks and report where they diverge."
 )
 cli.add_command(verify_command)
+cli.add_command(verify_dumps_command)
 
 
 @cli.command(short_help="Run the language server (LSP over stdio) for editors.")

@@ -8,40 +8,24 @@ frames the recorder captured. Nothing is merged unless every rank left a dump.""
 from __future__ import annotations
 
 import bisect
-import json
 import os
-from typing import Any
 
+from ddplint.verify.dump_traces import entry_collective, group_key
 from ddplint.verify.flight_recorder import dump_path
-from ddplint.verify.frames import Frame, FrameFilter
+from ddplint.verify.fr_dumps import DumpEntry, DumpError, read_dump
+from ddplint.verify.frames import FrameFilter
 from ddplint.verify.trace import Collective, RankTrace
 
-#: The recorder's dtype names -> torch's (as the Python-level trace writes them).
-DTYPES = {
-    "Float": "float32",
-    "Double": "float64",
-    "Half": "float16",
-    "BFloat16": "bfloat16",
-    "Long": "int64",
-    "Int": "int32",
-    "Short": "int16",
-    "Char": "int8",
-    "Byte": "uint8",
-    "Bool": "bool",
-}
 LABEL = "c10d op seen by the flight recorder only"
 #: Sequence numbers of added ops start here (the Python-level ones count from 1).
 FIRST_SEQ = 1_000_000
 
 
-def load_entries(run_dir: str, rank: int) -> list[dict[str, Any]]:
+def load_entries(run_dir: str, rank: int) -> list[DumpEntry]:
     try:
-        with open(dump_path(run_dir, rank), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        return list(read_dump(dump_path(run_dir, rank), rank).entries)
+    except DumpError:
         return []
-    entries = data.get("entries") if isinstance(data, dict) else None
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
 class _Intervals:
@@ -61,38 +45,11 @@ class _Intervals:
 
 
 def _collective(
-    rank: int, seq: int, entry: dict[str, Any], trace: RankTrace, frames: FrameFilter
+    rank: int, seq: int, entry: DumpEntry, trace: RankTrace, frames: FrameFilter
 ) -> Collective:
-    group = "default" if entry.get("pg_desc") == "default_pg" else str(entry.get("pg_name"))
+    group = group_key(entry)
     members = next((c.group_ranks for c in trace.calls if c.group == group), ())
-    tensors = tuple(
-        (f"input{index}", f"{DTYPES.get(str(dtype), str(dtype))}[{', '.join(map(str, size))}]")
-        for index, (size, dtype) in enumerate(
-            zip(entry.get("input_sizes", []), entry.get("input_dtypes", []), strict=False)
-        )
-    )
-    user: list[Frame] = []
-    framework: list[str] = []
-    for raw in entry.get("frames", []):
-        frame = Frame(str(raw.get("file", "")), int(raw.get("line", 0)), str(raw.get("function")))
-        if frames.is_user(frame.file):
-            user.append(frame)
-        elif not user and not frames.is_verifier(frame.file):
-            framework.append(f"{frames.display_name(frame.file)}:{frame.line} in {frame.function}")
-    return Collective(
-        rank=rank,
-        seq=seq,
-        op=str(entry.get("op", "?")).rpartition(":")[2],
-        group=group,
-        group_ranks=members,
-        time=float(entry.get("t", 0.0)),
-        tensors=tensors,
-        label=LABEL,
-        via=framework[-1] if framework else None,
-        issued_by=tuple(framework[:-1]),
-        stack=tuple(user),
-        completed=bool(entry.get("retired")) or entry.get("state") == "completed",
-    )
+    return entry_collective(rank, seq, entry, frames, members, LABEL)
 
 
 def merge(run_dir: str, traces: dict[int, RankTrace], frames: FrameFilter) -> int:
@@ -107,7 +64,7 @@ def merge(run_dir: str, traces: dict[int, RankTrace], frames: FrameFilter) -> in
         extra = [
             _collective(rank, FIRST_SEQ + index, entry, trace, frames)
             for index, entry in enumerate(load_entries(run_dir, rank))
-            if not entry.get("p2p") and not covered.covers(float(entry.get("t", 0.0)))
+            if not entry.p2p and not covered.covers(entry.time)
         ]
         if extra:
             trace.calls = sorted([*trace.calls, *extra], key=lambda c: c.time)

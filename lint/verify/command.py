@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ddplint.settings import Settings
 from ddplint.verify.launch import LaunchSpec
 
 #: Longest hang window accepted (a week): torch turns the process-group timeout into
@@ -20,6 +21,17 @@ def _finite(value: float) -> float:
     if math.isnan(value):
         raise click.BadParameter("must be a number of seconds, not nan")
     return value
+
+
+def rank_rule_settings(start: str) -> Settings:
+    """The rank-divergence rules (DDP2xx), preview ones included: several are opt-in
+    since issue 23, and a run (or a dump) is how their findings are confirmed. DDP219
+    asks DDP201's and DDP210's question on the analysis core: until they are ported
+    onto it, one finding per root cause. DDP220 (an async handle not waited) is no
+    divergence between ranks: a run cannot confirm it."""
+    from ddplint.invocation import build_settings
+
+    return build_settings((start,), None, (), ("DDP2",), ("DDP219", "DDP220"), True)
 
 
 @click.command(name="verify")
@@ -92,7 +104,7 @@ def verify(
     every collective of every rank, stop a hang with every rank's stack, and tell where
     the ranks diverged and which static findings that confirms. Arguments for ENTRY go
     after `--`."""
-    from ddplint.invocation import EXIT_ERROR, build_options, build_settings
+    from ddplint.invocation import EXIT_ERROR, build_options
     from ddplint.settings import SettingsError
     from ddplint.verify import verifier
     from ddplint.verify.report import render_json, render_text
@@ -113,19 +125,7 @@ def verify(
         show_output=show_output,
     )
     try:
-        # The rank-divergence rules (DDP2xx), preview ones included: several are opt-in
-        # since issue 23, and running the ranks is how their findings are confirmed.
-        # DDP219 asks DDP201's and DDP210's question on the analysis core: until they are
-        # ported onto it, one finding per root cause. DDP220 (an async handle not waited)
-        # is no divergence between ranks: the run cannot confirm it.
-        settings = build_settings(
-            (entry if os.path.exists(entry) else ".",),
-            None,
-            (),
-            ("DDP2",),
-            ("DDP219", "DDP220"),
-            True,
-        )
+        settings = rank_rule_settings(entry if os.path.exists(entry) else ".")
         result = verifier.run(spec, settings, build_options(settings))
     except (verifier.VerifyError, SettingsError) as exc:
         click.echo(f"ddplint: error: {exc}", err=True)
@@ -134,3 +134,47 @@ def verify(
     if result.outcome == "interrupted":
         click.echo("ddplint: verify interrupted: the ranks were stopped", err=True)
     sys.exit(result.exit_code)
+
+
+@click.command(
+    name="verify-dumps", short_help="Read a hung job's flight-recorder dumps: where ranks split."
+)
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Where the files the dumps name are looked for (default: the current folder): "
+    "a recorded /job/src/train.py is found as ROOT/src/train.py or ROOT/train.py.",
+)
+@click.option(
+    "--format",
+    "--output-format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+def verify_dumps(folder: str, root: str | None, output_format: str) -> None:
+    """Read the flight-recorder dumps of a job that already hung (one per rank in
+    FOLDER: torch's pickle or JSON dumps, or a `ddplint verify` run folder), tell where
+    the ranks first diverged, at which line, and which static finding explains it.
+    Nothing in the dumps is run (pickles are read opcode by opcode); torch is not
+    needed."""
+    from ddplint.invocation import EXIT_ERROR, build_options
+    from ddplint.settings import SettingsError
+    from ddplint.verify.dump_diagnosis import diagnose
+    from ddplint.verify.dump_report import render_json, render_text
+
+    try:
+        settings = rank_rule_settings(root or ".")
+        diagnosis = diagnose(folder, settings, build_options(settings), root)
+    except SettingsError as exc:
+        click.echo(f"ddplint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    render = render_json if output_format == "json" else render_text
+    click.echo(render(diagnosis), nl=False)
+    if output_format == "json":  # the text report prints them itself
+        for problem in diagnosis.dumps.problems:
+            click.echo(f"ddplint: warning: {problem}", err=True)
+    sys.exit(diagnosis.exit_code)

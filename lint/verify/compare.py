@@ -2,10 +2,13 @@
 every group the members' sequences are walked side by side: the first position where a
 member has no collective (it finished, failed or waits elsewhere) or where the members
 disagree (op, shapes, dtypes, reduce op, root, group members) is a divergence. Equal
-collectives issued from different lines are reported as call-site mismatches."""
+collectives issued from different lines are reported as call-site mismatches. The same
+walk serves flight-recorder dumps (``dump_traces``), whose collectives carry their
+group's sequence ids and pair by id."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.verify.frames import Frame
@@ -49,7 +52,7 @@ class RankAt:
 class Divergence:
     group: str
     group_ranks: tuple[int, ...]
-    position: int  # 1-based, counted inside the group
+    position: int  # 1-based, counted inside the group (a sequence id for dumps)
     kind: str  # missing, op, tensors, reduce_op, root, members, call_site
     detail: str
     ranks: tuple[RankAt, ...]
@@ -132,7 +135,13 @@ def _disagreement(calls: list[Collective]) -> tuple[str, str] | None:
     for kind, key in checks:
         values = {c.rank: key(c) for c in calls}
         if len(set(map(repr, values.values()))) > 1:
-            shown = ", ".join(f"rank {r}: {_show(kind, v)}" for r, v in values.items())
+            sides: dict[str, list[int]] = {}
+            for rank, value in values.items():
+                sides.setdefault(_show(kind, value), []).append(rank)
+            shown = ", ".join(
+                f"rank{'s' if len(ranks) > 1 else ''} {rank_list(ranks)}: {value}"
+                for value, ranks in sides.items()
+            )
             return kind, shown
     return None
 
@@ -151,37 +160,80 @@ def _show(kind: str, value: object) -> str:
     return str(value)
 
 
-def compare(traces: dict[int, RankTrace], all_ranks_local: bool = True) -> Comparison:
+def compare(
+    traces: dict[int, RankTrace], all_ranks_local: bool = True, by_seq: bool = False
+) -> Comparison:
     """``all_ranks_local``: every rank ran here, so a rank without a trace never started
-    (on several machines without a shared trace folder, absent ranks are not compared)."""
+    (on several machines without a shared trace folder, absent ranks are not compared).
+    ``by_seq``: the collectives carry their group's sequence ids (flight-recorder dumps),
+    and pair by id rather than by order."""
     divergences: list[Divergence] = []
     mismatches: list[Divergence] = []
     for group, members in _group_members(traces, all_ranks_local).items():
         sequences = {r: traces[r].calls_on(group) if r in traces else [] for r in members}
-        longest = max((len(s) for s in sequences.values()), default=0)
-        for index in range(longest):
-            here = {r: s[index] if index < len(s) else None for r, s in sequences.items()}
+        aligned = _by_seq(sequences) if by_seq else _by_order(sequences)
+        for position, here in aligned:
             present = [c for c in here.values() if c is not None]
             if len(present) < len(here):
+                detail = _missing_detail(here)
                 divergences.append(
-                    _divergence(
-                        group, members, index, "missing", _missing_detail(here), here, traces
-                    )
+                    _divergence(group, members, position, "missing", detail, here, traces)
                 )
                 break
             disagreement = _disagreement(present)
             if disagreement:
                 kind, detail = disagreement
-                divergences.append(_divergence(group, members, index, kind, detail, here, traces))
+                divergences.append(
+                    _divergence(group, members, position, kind, detail, here, traces)
+                )
                 break
             sites = {(c.site.file, c.site.line) if c.site else None for c in present}
             if len(sites) > 1:
                 detail = "the same collective issued from different lines"
                 mismatches.append(
-                    _divergence(group, members, index, "call_site", detail, here, traces)
+                    _divergence(group, members, position, "call_site", detail, here, traces)
                 )
     divergences.sort(key=lambda d: d.time)
     return Comparison(tuple(divergences), tuple(mismatches))
+
+
+Aligned = Iterator[tuple[int, dict[int, Collective | None]]]
+
+
+def _by_order(sequences: dict[int, list[Collective]]) -> Aligned:
+    """Position n (1-based) holds each rank's n-th collective on the group."""
+    longest = max((len(s) for s in sequences.values()), default=0)
+    for index in range(longest):
+        yield index + 1, {r: s[index] if index < len(s) else None for r, s in sequences.items()}
+
+
+def _by_seq(sequences: dict[int, list[Collective]]) -> Aligned:
+    """Position n holds each rank's collective with sequence id n, from the first id
+    every rank still holds (a ring buffer drops the oldest entries first)."""
+    by_rank = {r: {c.seq: c for c in s} for r, s in sequences.items()}
+    firsts = [min(ids) for ids in by_rank.values() if ids]
+    if not firsts:
+        return
+    last = max(max(ids) for ids in by_rank.values() if ids)
+    for seq in range(max(firsts), last + 1):
+        yield seq, {r: ids.get(seq) for r, ids in by_rank.items()}
+
+
+def rank_list(ranks: list[int] | tuple[int, ...]) -> str:
+    """``0, 2-63``: runs of three or more consecutive ranks shortened."""
+    parts: list[str] = []
+    ordered = sorted(ranks)
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        if end - start >= 2:
+            parts.append(f"{ordered[start]}-{ordered[end]}")
+        else:
+            parts.extend(str(r) for r in ordered[start : end + 1])
+        start = end + 1
+    return ", ".join(parts)
 
 
 def _missing_detail(here: dict[int, Collective | None]) -> str:
@@ -189,16 +241,16 @@ def _missing_detail(here: dict[int, Collective | None]) -> str:
     absent = sorted(r for r, c in here.items() if c is None)
     ops = sorted({c.op for c in here.values() if c is not None})
     return (
-        f"rank{'s' if len(issued) > 1 else ''} {', '.join(map(str, issued))} issued "
+        f"rank{'s' if len(issued) > 1 else ''} {rank_list(issued)} issued "
         f"{'/'.join(ops)}; rank{'s' if len(absent) > 1 else ''} "
-        f"{', '.join(map(str, absent))} never did"
+        f"{rank_list(absent)} never did"
     )
 
 
 def _divergence(
     group: str,
     members: tuple[int, ...],
-    index: int,
+    position: int,
     kind: str,
     detail: str,
     here: dict[int, Collective | None],
@@ -211,7 +263,7 @@ def _divergence(
             ranks.append(RankAt(rank, call, _call_state(call)))
         else:
             ranks.append(RankAt(rank, None, rank_state(trace, rank)))
-    return Divergence(group, members, index + 1, kind, detail, tuple(ranks))
+    return Divergence(group, members, position, kind, detail, tuple(ranks))
 
 
 def evidence(divergence: Divergence, traces: dict[int, RankTrace]) -> tuple[Frame, ...]:

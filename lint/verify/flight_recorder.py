@@ -18,6 +18,9 @@ from typing import Any
 BUFFER_SIZE = "2000"
 #: The verifier creates this file in the run folder to ask every rank for a dump.
 REQUEST_NAME = "dump-flight-recorder"
+#: The ``format`` key of the dumps written here (``fr_dumps`` reads them, and torch's).
+FORMAT = "ddplint-c10d"
+FORMAT_VERSION = "2"
 
 
 def dump_path(run_dir: str, rank: int) -> str:
@@ -50,8 +53,16 @@ def _entry(data: dict[str, Any]) -> dict[str, Any]:
         "retired": bool(data.get("retired", False)),
         "input_sizes": data.get("input_sizes") or [],
         "input_dtypes": data.get("input_dtypes") or [],
+        "output_sizes": data.get("output_sizes") or [],
+        "output_dtypes": data.get("output_dtypes") or [],
         "frames": [_frame(f) for f in data.get("frames") or []],
     }
+
+
+def _rank() -> int | None:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else None
 
 
 def dump(path: str) -> bool:
@@ -82,10 +93,17 @@ def _dump(path: str) -> bool:
         raw = getattr(c10d, "_dump_fr_trace")()  # noqa: B009 (private, absent before 2.6)
         data = pickle.loads(raw) if isinstance(raw, bytes) else raw
         entries = [_entry(e) for e in data.get("entries", [])]
+        document = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "torch_format_version": str(data.get("version", "")),
+            "rank": _rank(),
+            "entries": entries,
+        }
     except Exception:  # an older torch, or a recorder that is off: nothing to add
         return False
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump({"entries": entries}, handle)
+        json.dump(document, handle)
     os.replace(temporary, path)
     return True

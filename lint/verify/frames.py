@@ -3,8 +3,10 @@ the standard library and the verifier itself. Standard library only (runs inside
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import re
 import sysconfig
 from dataclasses import dataclass
 
@@ -21,6 +23,10 @@ FRAMEWORK_PACKAGES = (
     "transformers",
 )
 VERIFY_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Paths of installed packages and of a standard library, on any machine.
+_LIBRARY_PATH = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?[/\\]"
+)
 
 
 @dataclass(frozen=True)
@@ -62,9 +68,15 @@ class FrameFilter:
         self._skipped = (*(d + os.sep for d in _package_dirs(packages)), self._verifier)
         self._stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
         self._cache: dict[str, bool] = {}
+        self._verifier_cache: dict[str, bool] = {}
 
     def is_verifier(self, filename: str) -> bool:
-        return os.path.realpath(filename).startswith(self._verifier)
+        known = self._verifier_cache.get(filename)
+        if known is None:
+            known = self._verifier_cache[filename] = os.path.realpath(filename).startswith(
+                self._verifier
+            )
+        return known
 
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
@@ -90,6 +102,7 @@ class FrameFilter:
         return f"{os.sep}site-packages{os.sep}" not in path and "dist-packages" not in path
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def display_name(filename: str) -> str:
         """``lightning/pytorch/core/module.py`` for an installed file, else the path."""
         path = os.path.realpath(filename)
@@ -97,3 +110,12 @@ class FrameFilter:
             if marker in path:
                 return path.split(marker, 1)[1]
         return path
+
+
+class RecordedFrameFilter(FrameFilter):
+    """For stacks recorded on another machine (a flight-recorder dump): its torch and
+    standard library are not this machine's, so every installed package and standard
+    library is told by the shape of its path (``site-packages``, ``lib/python3.11``)."""
+
+    def _classify(self, filename: str) -> bool:
+        return not _LIBRARY_PATH.search(filename) and super()._classify(filename)

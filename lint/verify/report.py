@@ -3,54 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
-from ddplint.discover import display_path
-from ddplint.verify.compare import Divergence, RankAt, rank_state
-from ddplint.verify.frames import Frame
-from ddplint.verify.trace import Collective
+from ddplint.verify.compare import rank_state
+from ddplint.verify.divergence_text import (
+    call_path,
+    divergence_json,
+    divergence_text,
+    finding_text,
+    frame_json,
+    where,
+)
 from ddplint.verify.verifier import VerifyResult
 
 JSON_VERSION = 1
-DETAIL_NOTE = "TORCH_DISTRIBUTED_DEBUG=DETAIL checks op, shape and dtype only: it does not see this"
-
-
-def where(frame: Frame | None) -> str:
-    if frame is None:
-        return "(no user frame)"
-    return f"{display_path(Path(frame.file))}:{frame.line} in {frame.function}"
-
-
-def call_path(frames: tuple[Frame, ...], depth: int = 4) -> str:
-    shown = " <- ".join(where(f) for f in frames[:depth])
-    return shown + (" <- ..." if len(frames) > depth else "")
-
-
-def _rank_line(at: RankAt) -> list[str]:
-    if at.call is None:
-        return [f"  rank {at.rank}  (no collective)  {at.state}"]
-    lines = [f"  rank {at.rank}  {at.call.describe()}  at {where(at.call.site)}  [{at.state}]"]
-    if at.call.label:
-        lines.append(f"          {at.call.label}")
-    if at.call.issued_by:
-        more = " <- ..." if len(at.call.issued_by) > 4 else ""
-        lines.append(f"          issued by {' <- '.join(at.call.issued_by[:4])}{more}")
-    if at.call.via:
-        lines.append(f"          via {at.call.via}")
-    if len(at.call.stack) > 1:
-        lines.append(f"          called from {call_path(at.call.stack[1:], 3)}")
-    return lines
-
-
-def _divergence_text(title: str, divergence: Divergence) -> list[str]:
-    group = "the default group" if divergence.group == "default" else f"group {divergence.group}"
-    lines = [f"{title} at collective #{divergence.position} on {group}: {divergence.detail}"]
-    for at in divergence.ranks:
-        lines.extend(_rank_line(at))
-    if divergence.detail_mode_misses:
-        lines.append(f"  note: {DETAIL_NOTE}")
-    return lines
 
 
 def render_text(result: VerifyResult) -> str:
@@ -75,9 +40,9 @@ def render_text(result: VerifyResult) -> str:
         )
     first = result.comparison.first
     if first:
-        out += ["", *_divergence_text("First divergence", first)]
+        out += ["", *divergence_text("First divergence", first)]
     for mismatch in result.comparison.call_site_mismatches:
-        out += ["", *_divergence_text("Call-site mismatch", mismatch)]
+        out += ["", *divergence_text("Call-site mismatch", mismatch)]
     if not result.comparison.divergences and not result.comparison.call_site_mismatches:
         calls = sum(len(t.calls) for t in result.traces.values()) // max(world, 1)
         out += [
@@ -95,13 +60,15 @@ def render_text(result: VerifyResult) -> str:
             out.append(f"  rank {rank}  {rank_state(trace, rank)}")
     out += ["", f"Static check ({len(result.static.findings)} finding(s) in the code that ran):"]
     for c in result.mapping.confirmed:
-        out.append(f"  confirmed       {_finding(c.finding)}  [{c.reason}: {where(c.frame)}]")
+        out.append(f"  confirmed       {finding_text(c.finding)}  [{c.reason}: {where(c.frame)}]")
     for finding in result.mapping.ran_not_cause:
-        out.append(f"  ran, not the cause  {_finding(finding)}")
+        out.append(f"  ran, not the cause  {finding_text(finding)}")
     for finding in result.mapping.not_reached:
-        out.append(f"  not reached     {_finding(finding)}")
+        out.append(f"  not reached     {finding_text(finding)}")
     for finding in result.mapping.not_reproduced:
-        out.append(f"  not reproduced  {_finding(finding)}  [not probed: no evidence either way]")
+        out.append(
+            f"  not reproduced  {finding_text(finding)}  [not probed: no evidence either way]"
+        )
     for problem in result.mapping.new:
         out.append(f"  new             {problem.summary} (at {where(problem.location)})")
     if not result.static.findings and not result.mapping.new:
@@ -131,52 +98,6 @@ def render_text(result: VerifyResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def _finding(finding: Any) -> str:
-    return f"{finding.path}:{finding.line}:{finding.column} {finding.rule} {finding.message}"
-
-
-def _frame_json(frame: Frame | None) -> dict[str, Any] | None:
-    if frame is None:
-        return None
-    return {"path": display_path(Path(frame.file)), "line": frame.line, "function": frame.function}
-
-
-def _call_json(call: Collective) -> dict[str, Any]:
-    return {
-        "op": call.op,
-        "reduce_op": call.reduce_op,
-        "roots": dict(call.roots),
-        "tensors": dict(call.tensors),
-        "async": call.asynchronous,
-        "label": call.label,
-        "via": call.via,
-        "issued_by": list(call.issued_by),
-        "site": _frame_json(call.site),
-        "stack": [_frame_json(f) for f in call.stack],
-        "completed": call.completed,
-        "error": call.error,
-    }
-
-
-def _divergence_json(divergence: Divergence) -> dict[str, Any]:
-    return {
-        "group": divergence.group,
-        "group_ranks": list(divergence.group_ranks),
-        "position": divergence.position,
-        "kind": divergence.kind,
-        "detail": divergence.detail,
-        "detail_mode_misses": divergence.detail_mode_misses,
-        "ranks": [
-            {
-                "rank": at.rank,
-                "state": at.state,
-                "call": _call_json(at.call) if at.call else None,
-            }
-            for at in divergence.ranks
-        ],
-    }
-
-
 def render_json(result: VerifyResult) -> str:
     hang = result.watch.hang
     document = {
@@ -193,9 +114,9 @@ def render_json(result: VerifyResult) -> str:
         "hang": None
         if hang is None or result.watch.interrupted
         else {"reason": hang.reason, "detected_after_s": round(hang.detected_after, 3)},
-        "divergences": [_divergence_json(d) for d in result.comparison.divergences],
+        "divergences": [divergence_json(d) for d in result.comparison.divergences],
         "call_site_mismatches": [
-            _divergence_json(d) for d in result.comparison.call_site_mismatches
+            divergence_json(d) for d in result.comparison.call_site_mismatches
         ],
         "ranks": [
             {
@@ -209,7 +130,7 @@ def render_json(result: VerifyResult) -> str:
                     "code": trace.exit.code,
                     "error": trace.exit.error,
                 },
-                "stack": [_frame_json(f) for f in trace.main_stack],
+                "stack": [frame_json(f) for f in trace.main_stack],
             }
             for rank, trace in result.traces.items()
         ],
@@ -217,7 +138,7 @@ def render_json(result: VerifyResult) -> str:
             {
                 "status": "confirmed",
                 "reason": c.reason,
-                "evidence": _frame_json(c.frame),
+                "evidence": frame_json(c.frame),
                 "problem": c.problem.summary,
                 **c.finding.to_json(),
             }
@@ -227,12 +148,15 @@ def render_json(result: VerifyResult) -> str:
         + [{"status": "not_reached", **f.to_json()} for f in result.mapping.not_reached]
         + [{"status": "not_reproduced", **f.to_json()} for f in result.mapping.not_reproduced],
         "new": [
-            {"kind": p.kind, "summary": p.summary, "location": _frame_json(p.location)}
+            {"kind": p.kind, "summary": p.summary, "location": frame_json(p.location)}
             for p in result.mapping.new
         ],
         "leftovers": [{"pid": p.pid, "command": p.command} for p in result.leftovers],
         "checksums": result.checksum_spread,
         "flight_recorder_dumps": result.watch.flight_recorder_dumps,
+        "flight_recorder_divergence": None
+        if result.dump_comparison is None or result.dump_comparison.first is None
+        else divergence_json(result.dump_comparison.first),
         "run_dir": result.spec.run_dir if result.kept else None,
         "launcher_log": result.spec.log_path if result.kept else None,
     }

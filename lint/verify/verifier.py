@@ -17,7 +17,9 @@ from ddplint.engine import RunResult, lint_paths
 from ddplint.settings import LintOptions, Settings
 from ddplint.verify import c10d_ops, launch, watch
 from ddplint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems
+from ddplint.verify.dump_diagnosis import dump_split
 from ddplint.verify.entry import EntryError, check_entry
+from ddplint.verify.flight_recorder import dump_path
 from ddplint.verify.frames import FrameFilter
 from ddplint.verify.launch import LaunchSpec
 from ddplint.verify.mapping import Mapping, map_findings
@@ -49,6 +51,9 @@ class VerifyResult:
     leftovers: list[Leftover] = field(default_factory=list)
     #: Collectives only the flight recorder saw (merged into the traces).
     c10d_only: int = 0
+    #: Where the ranks' own flight-recorder dumps split (``verify-dumps``'s model), when
+    #: every rank left one.
+    dump_comparison: Comparison | None = None
 
     def notes(self) -> list[str]:
         """What the reader should know to trust the report."""
@@ -74,6 +79,13 @@ class VerifyResult:
             notes.append(
                 f"{self.c10d_only} c10d op(s) (functional collectives, DTensor, C++ hooks) "
                 "were seen by the flight recorder only; they are compared with the rest"
+            )
+        dumped = self.dump_comparison
+        if dumped is not None and dumped.first is not None and self.comparison.first is None:
+            notes.append(
+                "the flight-recorder dumps show a split the Python-level trace did not: "
+                f"{dumped.first.detail} at c10d collective #{dumped.first.position} "
+                f"(ddplint verify-dumps {self.spec.run_dir})"
             )
         if self.leftovers:
             shown = "; ".join(f"pid {p.pid}: {p.command[:80]}" for p in self.leftovers[:5])
@@ -232,6 +244,8 @@ def _run_and_analyse(
             f"launcher output:\n{_tail(spec)}"
         )
     comparison = compare(traces, all_ranks_local=spec.standalone)
+    every_rank_dumped = all(os.path.exists(dump_path(spec.run_dir, rank)) for rank in traces)
+    dump_comparison = dump_split(spec.run_dir)[2] if every_rank_dumped else None
     hung = watched.hang is not None and not watched.interrupted
     problems = runtime_problems(comparison, traces, hung=hung)
     scope = sorted({str(entry), *files_that_ran(traces)})
@@ -249,6 +263,7 @@ def _run_and_analyse(
         checksum_spread(traces),
         leftovers=leftovers,
         c10d_only=c10d_only,
+        dump_comparison=dump_comparison,
     )
     if temporary and result.outcome == "clean":
         shutil.rmtree(spec.run_dir, ignore_errors=True)
