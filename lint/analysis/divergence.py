@@ -35,6 +35,7 @@ from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_N
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 
 class Facet(Flag):
@@ -185,9 +186,17 @@ def spawned_functions(calls: list[ast.Call], names: Names) -> frozenset[str]:
 class _Evaluator:
     """The taint of an expression under a state."""
 
-    def __init__(self, names: Names, agreeing_receivers: frozenset[str]) -> None:
+    def __init__(
+        self,
+        names: Names,
+        agreeing_receivers: frozenset[str],
+        project: ProjectFacts = NO_PROJECT,
+        owner: str | None = None,
+    ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
+        self.project = project
+        self.owner = owner
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -256,6 +265,8 @@ class _Evaluator:
             return state[spelled]
         if expression.attr in RANK_ATTRIBUTES:
             return _rank(expression)
+        if spelled is not None and self.project.holds_rank_test(spelled, self.owner):
+            return _rank(expression)
         base = self.taint(expression.value, state)
         if base is None:
             return None
@@ -274,6 +285,9 @@ class _Evaluator:
         name = (resolved or "").rsplit(".", 1)[-1]
         if name in RANK_FUNCTION_NAMES or self._environment_rank(call):
             return _rank(call)
+        spelled = dotted_name(call.func)
+        if spelled is not None and self.project.returns_rank_test(spelled, self.owner):
+            return _rank(call)  # the project model read it: it returns a rank test
         if resolved == "range":
             bound = _join(None, *(self.taint(a, state) for a in call.args))
             return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
@@ -385,10 +399,12 @@ class Divergence:
         names: Names,
         rank_parameters: frozenset[str] = frozenset(),
         agreeing_receivers: frozenset[str] = frozenset(),
+        project: ProjectFacts = NO_PROJECT,
+        owner: str | None = None,
     ) -> None:
         self.graph = graph
         self.dominance = dominance
-        self.evaluator = _Evaluator(names, agreeing_receivers)
+        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner)
         self.names = names
         self._contributed = self._contributions()
         self._entry = self._entry_state(rank_parameters)

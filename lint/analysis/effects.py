@@ -33,6 +33,7 @@ from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 ACCELERATE_CLASSES = frozenset(
     {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState"}
@@ -84,6 +85,8 @@ class Collective:
     name: str
     call: ast.Call
     condition: str | None = None
+    #: The chain of calls to it in other modules of the project, for the message.
+    via: str | None = None
 
     @property
     def line(self) -> int:
@@ -111,16 +114,22 @@ class FrameworkObjects:
     ``Fabric`` or a ``DistributedDataParallel`` model (by allocation or annotation), and
     its ``LightningModule`` classes."""
 
-    def __init__(self, nodes: ModuleNodes, names: Names) -> None:
+    def __init__(
+        self, nodes: ModuleNodes, names: Names, project: ProjectFacts = NO_PROJECT
+    ) -> None:
         self.names = names
+        self.nodes = nodes
+        self.project = project
+        self.local_functions = {f.name for f in nodes.functions()}
         self.accelerators: set[str] = set()
         self.fabrics: set[str] = set()
         #: (scope, name) -> the wrapping call (None when known by annotation only);
         #: the scope is None for attributes (``self.model``), which methods share.
         self.ddp_models: dict[tuple[int | None, str], ast.Call | None] = {}
-        self._scope_of_call = {
-            id(call): id(scope) for scope, calls in nodes.calls_by_scope.items() for call in calls
+        self._scope_nodes = {
+            id(call): scope for scope, calls in nodes.calls_by_scope.items() for call in calls
         }
+        self._scope_of_call = {key: id(scope) for key, scope in self._scope_nodes.items()}
         self.lightning_classes: set[ast.ClassDef] = set()
         assignments: list[ast.Assign | ast.AnnAssign] = [*nodes.of_type(ast.Assign)]
         assignments += nodes.of_type(ast.AnnAssign)
@@ -139,6 +148,38 @@ class FrameworkObjects:
         )
         self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
         self.unsynced: set[int] = self._calls_under_no_sync(nodes)
+        self._models_from_callers(nodes)
+
+    def _models_from_callers(self, nodes: ModuleNodes) -> None:
+        """Parameters of this module's functions that a caller elsewhere in the project
+        hands a DDP model in (the project model follows the model across modules)."""
+        for function in nodes.functions():
+            owner = nodes.scope_of.get(function)
+            if isinstance(owner, ast.ClassDef):
+                key = f"{owner.name}.{function.name}"
+            elif isinstance(owner, ast.Module):
+                key = function.name
+            else:
+                continue  # a nested function: no caller elsewhere
+            positions = self.project.ddp_parameters(key)
+            if not positions:
+                continue
+            parameters = [a.arg for a in function.args.posonlyargs + function.args.args]
+            if isinstance(owner, ast.ClassDef) and parameters[:1] in (["self"], ["cls"]):
+                parameters = parameters[1:]
+            for position in positions:
+                if position < len(parameters):
+                    self.ddp_models.setdefault((id(function), parameters[position]), None)
+
+    def owner_class(self, call: ast.Call) -> str | None:
+        """The class of the method ``call`` sits in (how ``self.x`` is keyed)."""
+        scope = self._scope_nodes.get(id(call))
+        while scope is not None and not isinstance(scope, ast.Module):
+            parent = self.nodes.scope_of.get(scope)
+            if isinstance(parent, ast.ClassDef):
+                return parent.name
+            scope = parent
+        return None
 
     def _calls_under_no_sync(self, nodes: ModuleNodes) -> set[int]:
         """Calls inside ``with model.no_sync():`` (or accelerate's ``no_sync(model)``),
@@ -204,6 +245,9 @@ class FrameworkObjects:
         implicit = self._implicit(call, resolved)
         if implicit is not None:
             return implicit
+        elsewhere = self._reached_elsewhere(call)
+        if elsewhere is not None:
+            return elsewhere
         if not isinstance(call.func, ast.Attribute):
             return None
         method = call.func.attr
@@ -256,10 +300,49 @@ class FrameworkObjects:
             f"when the loss comes from the model wrapped in DistributedDataParallel{where}",
         )
 
+    def _reached_elsewhere(self, call: ast.Call) -> Collective | None:
+        """A call of another module's project function that reaches a collective (and
+        that this call switches on, where the function asks for it)."""
+        spelled = dotted_name(call.func)
+        if spelled is None or spelled in self.local_functions:
+            return None
+        reached = self.project.reached(spelled, self.owner_class(call))
+        if reached is None:
+            return None
+        if reached.switch is not None and not _switches_on(call, *reached.switch):
+            return None
+        return Collective(reached.name, call, via=reached.chain)
+
     def _model_key(self, call: ast.Call, name: str) -> tuple[int | None, str]:
         """Where a model name is looked up: an attribute in the module (``self.model``
         is the same model in every method), a plain name in the scope of ``call``."""
-        return (None if "." in name else self._scope_of_call.get(id(call)), name)
+        if "." in name:
+            return None, name
+        scope = self._scope_nodes.get(id(call))
+        while scope is not None:  # a comprehension or lambda reads its function's names
+            if (id(scope), name) in self.ddp_models:
+                return id(scope), name
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                break
+            scope = self.nodes.scope_of.get(scope)
+        return self._scope_of_call.get(id(call)), name
+
+
+def _switches_on(call: ast.Call, name: str, position: int) -> bool:
+    """The call passes the parameter ``name`` (at ``position`` when positional) a value
+    that is not a literal ``False`` / ``None`` / ``0``."""
+    given: ast.expr | None = None
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            given = keyword.value
+    positional = call.args[
+        : next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
+    ]
+    if given is None and position < len(positional):
+        given = positional[position]
+    if given is None:
+        return False
+    return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))
 
 
 def _position(node: ast.expr) -> tuple[int, int]:

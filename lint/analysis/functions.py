@@ -34,8 +34,11 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Scopes whose code runs inside the statement that holds them.
+_INLINE_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 #: What is known on a way through the code: (dotted name, its truth).
@@ -116,11 +119,12 @@ class ModuleAnalysis:
     """The analysis of one module: graphs, dominance, divergence and effects per
     function, built on first use."""
 
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, project: ProjectFacts = NO_PROJECT) -> None:
         self.module = module
+        self.project = project
         self.nodes = ModuleNodes(module)
         self.names = Names(module)
-        self.objects = FrameworkObjects(self.nodes, self.names)
+        self.objects = FrameworkObjects(self.nodes, self.names, project)
         self.graphs = ScopeGraphs(module)
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
@@ -139,6 +143,16 @@ class ModuleAnalysis:
             return f"self.{function.name}"
         return function.name
 
+    def _owner_of(self, scope: Scope) -> str | None:
+        """The class a method (or a function nested in one) belongs to."""
+        current: ast.AST | None = scope
+        while current is not None and not isinstance(current, ast.Module):
+            parent = self.nodes.scope_of.get(current)
+            if isinstance(parent, ast.ClassDef):
+                return parent.name
+            current = parent
+        return None
+
     def _in_lightning_class(self, scope: ast.AST) -> bool:
         return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
 
@@ -156,6 +170,8 @@ class ModuleAnalysis:
                 self.names,
                 rank_parameters,
                 self.objects.agreeing_receivers(),
+                self.project,
+                self._owner_of(scope),
             )
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
@@ -281,8 +297,12 @@ class ModuleAnalysis:
     def scopes_with_collectives(self) -> Iterator[Scope]:
         """The functions (and module code) whose own calls issue a collective or call a
         local function that reaches one: the only ones worth a graph."""
+        found: set[int] = set()
         for scope, calls in self.nodes.calls_by_scope.items():
-            if not isinstance(scope, (*_FUNCTIONS, ast.Module)):
+            # A comprehension's calls run in the statement of the function around it.
+            while isinstance(scope, _INLINE_SCOPES):
+                scope = self.nodes.scope_of[scope]
+            if not isinstance(scope, (*_FUNCTIONS, ast.Module)) or id(scope) in found:
                 continue
             in_lightning = self._in_lightning_class(scope)
             if any(
@@ -290,6 +310,7 @@ class ModuleAnalysis:
                 or _local_callee(call) in self._reaching
                 for call in calls
             ):
+                found.add(id(scope))
                 yield scope
 
 

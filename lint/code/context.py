@@ -166,7 +166,7 @@ class CodeContext:
     @cached_property
     def analysis(self) -> ModuleAnalysis:
         """The analysis core over the module's ``ast`` (``ddplint.analysis``)."""
-        return ModuleAnalysis(parse_python(self.source.text))
+        return ModuleAnalysis(parse_python(self.source.text), self.project.core_facts())
 
     def ast_range(self, node: ast.AST) -> tuple[int, int, int, int]:
         """1-based (line, column, end_line, end_column) of an ``ast`` node, end exclusive

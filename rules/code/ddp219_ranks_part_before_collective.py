@@ -137,6 +137,8 @@ def _missed(parting: Parting) -> str:
     missed = f"`{parting.missed.name}` (line {parting.missed.line})"
     if parting.through is not None:
         missed += f" through `{parting.through}()`"
+    if parting.missed.via is not None:
+        missed += f" {parting.missed.via}"
     if parting.missed.condition is not None:
         missed += f", which synchronises {parting.missed.condition}"
     return missed

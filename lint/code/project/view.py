@@ -14,6 +14,7 @@ from typing import Any
 
 import libcst as cst
 
+from ddplint.analysis.project import Reached
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
@@ -37,6 +38,10 @@ class ProjectView:
 
     def __bool__(self) -> bool:
         return bool(self._facts)
+
+    def core_facts(self) -> CoreFacts:
+        """The same facts, for the analysis core (names, not LibCST nodes)."""
+        return CoreFacts(self._facts)
 
     def _fact(self, expr: cst.BaseExpression) -> dict[str, Any]:
         name = dotted_name(expr)
@@ -150,3 +155,49 @@ def _switches_on(call: cst.Call, name: str, position: int) -> bool:
             )
             return not off
     return False
+
+
+class CoreFacts:
+    """The project view's answers to the analysis core's questions
+    (``ddplint.analysis.project.ProjectFacts``), asked with names as the file spells
+    them."""
+
+    def __init__(self, facts: dict[str, dict[str, Any]]) -> None:
+        self._facts = facts
+
+    def _fact(self, name: str, owner: str | None) -> dict[str, Any]:
+        if name.split(".", 1)[0] in ("self", "cls"):
+            if owner is None:
+                return {}
+            name = f"{owner}:{name}"
+        fact = self._facts.get(name)
+        return fact if isinstance(fact, dict) else {}
+
+    def reached(self, name: str, owner: str | None) -> Reached | None:
+        fact = self._fact(name, owner)
+        reach = fact.get("r")
+        if not isinstance(reach, list) or len(reach) != 7 or fact.get("z"):
+            return None
+        api, op, _family, _creates_group, _saves, chain, where = reach
+        steps = chain if isinstance(chain, list) else []
+        via = " -> ".join(f"`{step}`" for step in steps)
+        switch = fact.get("s")
+        switched = (
+            (str(switch[0]), int(switch[1]))
+            if isinstance(switch, list) and len(switch) == 2
+            else None
+        )
+        return Reached(str(op or api), f"through {via} ({where})", switched)
+
+    def ddp_parameters(self, function: str) -> frozenset[int]:
+        fact = self._facts.get(f"def:{function}")
+        positions = fact.get("m") if isinstance(fact, dict) else None
+        return frozenset(positions) if isinstance(positions, list) else frozenset()
+
+    def returns_rank_test(self, name: str, owner: str | None) -> bool:
+        fact = self._fact(name, owner)
+        return bool(fact.get("k")) and not fact.get("p")
+
+    def holds_rank_test(self, name: str, owner: str | None) -> bool:
+        fact = self._fact(name, owner)
+        return bool(fact.get("k")) and bool(fact.get("p"))

@@ -1,0 +1,64 @@
+"""What the project model tells the core about names defined in other modules of the
+project: a function reaches a collective (and through which chain), a function's
+parameters receive a ``DistributedDataParallel`` model from its callers, a function
+returns a rank test. The engine answers through the file's project
+view; a file linted on its own has no project, and every answer is "unknown".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A collective another module's function reaches: its name, the chain of calls to
+    it (for the message), and the parameter a call must switch on, if any."""
+
+    name: str
+    chain: str
+    switch: tuple[str, int] | None = None
+
+
+class ProjectFacts(Protocol):
+    """The questions the core asks of the project model (names as spelled in the file;
+    ``owner`` is the class of the method a ``self.x`` spelling sits in)."""
+
+    def reached(self, name: str, owner: str | None) -> Reached | None:
+        """The collective a call of ``name`` reaches in another module."""
+        ...
+
+    def ddp_parameters(self, function: str) -> frozenset[int]:
+        """Positions (``self`` not counted) of the parameters of this module's function
+        (``f`` or ``Class.f``) that a project caller hands a DDP model in."""
+        ...
+
+    def returns_rank_test(self, name: str, owner: str | None) -> bool:
+        """Whether the function returns the rank or a test of it (``is_main()`` of a
+        project's utilities)."""
+        ...
+
+    def holds_rank_test(self, name: str, owner: str | None) -> bool:
+        """Whether an attribute or property holds a rank test (``self.is_rank_zero``,
+        ``distr.is_global_main``), as the project's methods set or compute it."""
+        ...
+
+
+class NoProject:
+    """A file linted on its own: nothing is known of other modules."""
+
+    def reached(self, name: str, owner: str | None) -> Reached | None:
+        return None
+
+    def ddp_parameters(self, function: str) -> frozenset[int]:
+        return frozenset()
+
+    def returns_rank_test(self, name: str, owner: str | None) -> bool:
+        return False
+
+    def holds_rank_test(self, name: str, owner: str | None) -> bool:
+        return False
+
+
+NO_PROJECT = NoProject()
