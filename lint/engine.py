@@ -28,6 +28,7 @@ from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
+from ddplint.launch_facts import launch_facts
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import all_rules
 from ddplint.rules.catalogue import CATALOGUE
@@ -865,11 +866,17 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     run.project = _project_facts(targets, code_files, sources, setup)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
-    run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
+    code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)
+    run.lint(others, options, code_kinds, ":" + ",".join(code_kinds) if code_kinds else "")
     config_options, suffix = options, ""
+    launch_notices: list[str] = []
     if wanted:
         per_file = [(targets[p].display, run.outcomes[p].facts) for p in others]
-        per_file += _facts_of_others(targets, sources, settings, options, wanted, run)
+        if code_kinds:
+            per_file += _facts_of_others(targets, sources, settings, options, code_kinds, run)
+        if code_facts.LAUNCHES in wanted:
+            scripts, launch_notices = launch_facts(settings.project_root)
+            per_file += scripts
         merged = code_facts.merge((path, facts) for path, facts in per_file if facts)
         encoded = code_facts.encode(merged)
         config_options = replace(options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded)))
@@ -877,7 +884,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     run.lint(configs, config_options, (), suffix)
 
     findings: list[Finding] = []
-    notices: list[str] = []
+    notices: list[str] = list(launch_notices)
     warnings: list[str] = []
     bare_noqa: list[Finding] = []
     internal = False

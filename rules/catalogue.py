@@ -93,6 +93,14 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP613", "deepspeed-zero-option-ignored", "config", False),
         RuleEntry("DDP614", "accelerate-process-layout", "config", False),
         RuleEntry("DDP615", "lhotse-with-distributed-sampler", "config", False),
+        RuleEntry(
+            "DDP620",
+            "trainer-disagrees-with-launch-script",
+            "config",
+            False,
+            code_facts=("launches",),
+            needles=("devices", "num_nodes"),
+        ),
         RuleEntry("DDP900", "unused-suppression", "suppression", False),
     )
 }

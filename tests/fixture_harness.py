@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from ddplint import code_facts
+from ddplint.config.launch_scripts import launches
 from ddplint.engine import FileOutcome, lint_source
 from ddplint.fix import apply_edits, choose_fixes
 from ddplint.rules import all_rules
@@ -40,8 +42,24 @@ def lint_fixture(path: Path, **option_overrides: object) -> FileOutcome:
     display = path.relative_to(ROOT).as_posix()
     code = rule_of(path)
     selected = tuple(all_rules()) if code in WITH_EVERY_RULE else (code,)
-    options = LintOptions(selected=selected, project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
+    if "facts" not in option_overrides:
+        option_overrides["facts"] = _launch_scripts_beside(path)
+    options = LintOptions(selected=selected, project_root=str(ROOT), **option_overrides)
     return lint_source(display, path.read_bytes(), options)
+
+
+def _launch_scripts_beside(path: Path) -> tuple[tuple[str, str], ...]:
+    """The launch scripts of a config fixture (``NAME*.sh`` beside it) as the engine
+    hands them to config rules."""
+    scripts = sorted(path.parent.glob(f"{path.stem}*.sh")) if path.suffix != ".py" else []
+    per_file = [
+        (script.relative_to(ROOT).as_posix(), {code_facts.LAUNCHES: records})
+        for script in scripts
+        if (records := [launch.to_record() for launch in launches(script.read_text())])
+    ]
+    if not per_file:
+        return ()
+    return ((code_facts.OPTIONS_KEY, code_facts.encode(code_facts.merge(per_file))),)
 
 
 def expected_lines(path: Path) -> list[str]:
