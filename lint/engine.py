@@ -536,6 +536,10 @@ class _Run:
         for position in positions:
             kind = file_kind(self.targets[position].display) or "code"
             key = cache_key(kind, self.contents[position], key_suffix)
+            if kind == "code":
+                key += _bound_configs_digest(
+                    self.targets[position].display, self.contents[position], options.project_root
+                )
             if position in self.project:
                 encoded = self.project[position]
                 per_file[position] = replace(
@@ -577,6 +581,31 @@ class _Run:
             self.outcomes[position] = outcome
             if self.cache is not None and not outcome.internal_error:
                 self.cache.put(key, outcome.to_cache())
+
+
+#: Bytes of a bound config read for a cache key (a larger file counts as empty).
+MAX_BOUND_CONFIG_BYTES = 1024 * 1024
+
+
+def _bound_configs_digest(display: str, raw: bytes, project_root: str) -> str:
+    """``:b<digest>`` of the YAML configs a Python file is bound to (``@hydra.main``,
+    ``OmegaConf.load``: code rules read their values), over their paths and bytes; ""
+    for a file bound to none. A config edited since makes the file's cached result stale."""
+    from ddplint.code.values.config_files import BINDING_NEEDLES, bound_files
+
+    if not any(needle in raw for needle in BINDING_NEEDLES):
+        return ""
+    digest = hashlib.blake2b(digest_size=8)
+    found = False
+    for bound in bound_files(raw.decode("utf-8", "replace"), display, project_root):
+        for path in bound.dependencies():
+            try:
+                content = read_source_bytes(path, MAX_BOUND_CONFIG_BYTES)
+            except (OSError, FileTooLarge):
+                content = b""
+            digest.update(f"{path}\0".encode("utf-8", "surrogateescape") + content)
+            found = True
+    return ":b" + digest.hexdigest() if found else ""
 
 
 def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
