@@ -50,6 +50,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP217", "collectives-per-batch-value", "code", True),
         RuleEntry("DDP218", "file-check-decides-collective", "code", False),
         RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
+        RuleEntry("DDP240", "host-tensor-built-every-step", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
         RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
