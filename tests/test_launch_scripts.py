@@ -52,6 +52,12 @@ def test_torchrun_forms(command: str, nproc: object, nnodes: object) -> None:
     assert (stated.value if stated is not None else None) == nnodes
 
 
+def test_overrides_in_hydra_and_lightning_cli_forms() -> None:
+    command = "python main.py fit --config c.yaml --trainer.devices 4 +trainer.num_nodes=2\n"
+    [launch] = launches(command)
+    assert launch.overrides == frozenset({"trainer.devices", "trainer.num_nodes"})
+
+
 def test_lines_that_are_not_launches_or_do_not_split() -> None:
     text = 'echo "unclosed\nexport X=1\nls data/\n# srun python train.py\n'
     assert launches(text) == []

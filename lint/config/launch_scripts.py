@@ -33,6 +33,8 @@ CONFIG_PATH_OPTIONS = ("--config-path", "--config_path", "-cp")
 TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 #: Keys a Hydra override on the command line may set (``trainer.devices=8``).
 OVERRIDE = re.compile(r"^[+~]{0,2}([A-Za-z_][\w.]*)=")
+#: ... or a LightningCLI option (``--trainer.devices 8``, ``--trainer.devices=8``).
+CLI_OVERRIDE = re.compile(r"^--([A-Za-z_]\w*\.[\w.]+)(?:=|$)")
 _SBATCH = re.compile(r"^#SBATCH\s+(.*)$")
 
 
@@ -225,7 +227,9 @@ def _launch(
         config_words=tuple(w.partition("=")[2] or w for w in words if "." in w or "/" in w),
         config_name=next((options[o] for o in CONFIG_NAME_OPTIONS if options.get(o)), None),
         config_path=next((options[o] for o in CONFIG_PATH_OPTIONS if options.get(o)), None),
-        overrides=frozenset(m.group(1) for w in words if (m := OVERRIDE.match(w))),
+        overrides=frozenset(
+            m.group(1) for w in words if (m := OVERRIDE.match(w) or CLI_OVERRIDE.match(w))
+        ),
     )
 
 
