@@ -56,7 +56,9 @@ class HostTensorBuiltEveryStep(CodeRule):
 
     ## References
     - PyTorch Performance Tuning Guide: "Avoid unnecessary CPU-GPU synchronization"
-      (`torch.tensor(..., device=...)` is listed among the operations that synchronise).
+      (memory copies such as `tensor.cuda()` / `tensor.to(device)`, which
+      `torch.tensor(values, device=...)` makes, are listed among the operations that
+      synchronise).
     - PyTorch docs, CUDA semantics: "Use pinned memory buffers" (pageable copies are
       synchronous).
     - IDEA-Research/DINO `models/dino/deformable_transformer.py` and
