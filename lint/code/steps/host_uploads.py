@@ -6,9 +6,9 @@ assignment before the call is one of those).
 
 Each is a host-to-device copy from pageable memory, which PyTorch finishes with a stream
 synchronisation: the CPU waits for every kernel queued before it. Left out: a target
-device that is the CPU, data that may already be a tensor (no copy), a call under a
-sparse condition (``if step % 100 == 0``), evaluation steps (``validation_step``, ...)
-and test files.
+device that is the CPU, data that may already be a tensor (no copy), an empty list, a
+call under a sparse condition (``if step % 100 == 0``), evaluation steps
+(``validation_step``, ...) and test files.
 """
 
 from __future__ import annotations
@@ -97,7 +97,10 @@ class HostUploads:
 
     def _is_host(self, site: cst.CSTNode, value: cst.BaseExpression, depth: int) -> bool:
         """Whether ``value`` is made on the host (a Python value, never a tensor)."""
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+        if isinstance(value, (cst.List, cst.Tuple)):
+            # ``torch.tensor([])`` copies nothing; ``shapes = []`` is filled later
+            return bool(value.elements) or depth > 0
+        if isinstance(value, (cst.ListComp, cst.Integer, cst.Float)):
             return True
         if isinstance(value, cst.UnaryOperation):
             return self._is_host(site, value.expression, depth)
