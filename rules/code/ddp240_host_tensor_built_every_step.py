@@ -60,7 +60,8 @@ class HostTensorBuiltEveryStep(CodeRule):
       `torch.tensor(values, device=...)` makes, are listed among the operations that
       synchronise).
     - PyTorch docs, CUDA semantics: "Use pinned memory buffers" (pageable copies are
-      synchronous).
+      synchronous); CUDA Runtime API, "API synchronization behavior" (a copy from
+      pageable host memory to the device performs a stream synchronisation first).
     - IDEA-Research/DINO `models/dino/deformable_transformer.py` and
       facebookresearch/detr `models/detr.py` (`torch.as_tensor([num_boxes], ...,
       device=...)` in the criterion's forward, every step).
