@@ -105,7 +105,9 @@ class TrainerDisagreesWithLaunchScript(ConfigRule):
     (`--nnodes=$NNODES`), `devices: auto` / `-1` and a config no script names are not
     judged. When several scripts run the config, one that agrees is enough.
 
-    Preview (opt-in): measured on no repository where it fires yet.
+    Preview (opt-in): on 44 repositories it was not built on (345 launch scripts, 667
+    training commands read) no script runs a Lightning / NeMo trainer config, so it has
+    not fired on code it was not built on.
 
     ## Why is this bad?
     Lightning checks the trainer against the launcher at start: under torchrun
