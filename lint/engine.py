@@ -588,24 +588,22 @@ MAX_BOUND_CONFIG_BYTES = 1024 * 1024
 
 
 def _bound_configs_digest(display: str, raw: bytes, project_root: str) -> str:
-    """``:b<digest>`` of the YAML configs a Python file is bound to (``@hydra.main``,
+    """``:b<digest>`` of the YAML configs a Python file may be bound to (``@hydra.main``,
     ``OmegaConf.load``: code rules read their values), over their paths and bytes; ""
     for a file bound to none. A config edited since makes the file's cached result stale."""
-    from ddplint.code.values.config_files import BINDING_NEEDLES, bound_files
+    from ddplint.code.values.config_files import dependency_files
 
-    if not any(needle in raw for needle in BINDING_NEEDLES):
+    files = dependency_files(raw, display, project_root)
+    if not files:
         return ""
     digest = hashlib.blake2b(digest_size=8)
-    found = False
-    for bound in bound_files(raw.decode("utf-8", "replace"), display, project_root):
-        for path in bound.dependencies():
-            try:
-                content = read_source_bytes(path, MAX_BOUND_CONFIG_BYTES)
-            except (OSError, FileTooLarge):
-                content = b""
-            digest.update(f"{path}\0".encode("utf-8", "surrogateescape") + content)
-            found = True
-    return ":b" + digest.hexdigest() if found else ""
+    for path in files:
+        try:
+            content = read_source_bytes(path, MAX_BOUND_CONFIG_BYTES)
+        except (OSError, FileTooLarge):
+            content = b""
+        digest.update(f"{path}\0".encode("utf-8", "surrogateescape") + content)
+    return ":b" + digest.hexdigest()
 
 
 def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddplint.analysis.config_bindings import config_bindings, read_key
+from ddplint.code.values.config_files import dependency_files
 from ddplint.code.values.config_reads import ConfigReads
 from ddplint.engine import lint_paths
 from ddplint.settings import LintOptions, Settings
@@ -80,3 +81,12 @@ def test_finding_cites_the_yaml_and_follows_its_edits(repo: Path) -> None:
     assert finding.rule == "DDP404" and "conf/data/small.yaml:2" in finding.message
     (repo / "conf" / "data" / "small.yaml").write_text("num_workers: 4\n")
     assert [f for f in _run(repo).findings if f.path == "train.py"] == []
+
+
+def test_cache_dependencies_cover_groups_and_loaded_files(repo: Path) -> None:
+    (repo / "eval.yaml").write_text("workers: 0\n")
+    text = PROGRAM + 'OTHER = OmegaConf.load("eval.yaml")\n'
+    found = {p.resolve() for p in dependency_files(text.encode(), "train.py", str(repo))}
+    assert {repo / "conf" / "train.yaml", repo / "conf" / "data" / "small.yaml"} <= found
+    assert repo / "eval.yaml" in found
+    assert dependency_files(b"import torch\n", "train.py", str(repo)) == []

@@ -3,8 +3,9 @@ paths on disk and as shown in output: Hydra's ``config_path`` is relative to the
 folder; ``OmegaConf.load`` is relative to the working directory, taken to be the project
 root (or, failing that, the module's folder).
 
-Light on purpose (``ast`` and paths, no YAML): the engine asks it for the files whose
-contents belong in a module's cache key.
+``dependency_files`` is the engine's question, asked for every module on warm runs too:
+the files whose contents belong in a module's cache key, found by a text scan (no parse,
+no YAML), a superset of what ``bound_files`` loads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,11 @@ BINDING_NEEDLES = (b"hydra", b"OmegaConf")
 CONFIG_SUFFIXES = (".yaml", ".yml")
 #: Most config files whose contents key a module's cached result.
 MAX_DEPENDENCIES = 500
+#: Folder levels below a Hydra config folder whose YAML files key the result.
+MAX_DEPENDENCY_DEPTH = 3
+_HYDRA_FOLDER = re.compile(rb"""(?:config_path\s*=\s*|hydra\.main\(\s*)["']([^"']*)["']""")
+_HYDRA_NAME = re.compile(rb"config_name\s*=|hydra\.main\(\s*[\"']")
+_LOADED_FILE = re.compile(rb"""OmegaConf\.load\(\s*(?:file_\s*=\s*)?["']([^"']+)["']""")
 
 
 @dataclass(frozen=True)
@@ -32,22 +39,6 @@ class BoundFile:
     binding: ConfigBinding
     path: Path
     shown: str
-
-    def dependencies(self) -> list[Path]:
-        """The files its values may come from: for Hydra every YAML file below the
-        config folder (the ``defaults:`` groups), at most ``MAX_DEPENDENCIES``; for
-        ``OmegaConf.load`` the file itself."""
-        if self.binding.config_name is None:
-            return [self.path]
-        found: list[Path] = []
-        top = self.path.parent
-        for folder, folders, files in os.walk(top):
-            depth = len(Path(folder).relative_to(top).parts)
-            folders[:] = sorted(f for f in folders if not f.startswith(".")) if depth < 3 else []
-            found.extend(Path(folder, f) for f in sorted(files) if f.endswith(CONFIG_SUFFIXES))
-            if len(found) >= MAX_DEPENDENCIES:
-                break
-        return found[:MAX_DEPENDENCIES]
 
 
 def _shown(module_path: str, relative: str) -> str:
@@ -103,3 +94,33 @@ def bound_files(text: str, module_path: str, project_root: str) -> list[BoundFil
         return []
     found = (_bound_file(b, module_path, project_root) for b in config_bindings(tree))
     return [bound for bound in found if bound is not None]
+
+
+def _yaml_below(top: Path) -> list[Path]:
+    """The YAML files in ``top`` and up to ``MAX_DEPENDENCY_DEPTH`` folders below it."""
+    found: list[Path] = []
+    for folder, folders, files in os.walk(top):
+        depth = len(Path(folder).relative_to(top).parts)
+        keep = depth < MAX_DEPENDENCY_DEPTH
+        folders[:] = sorted(f for f in folders if not f.startswith(".")) if keep else []
+        found.extend(Path(folder, f) for f in sorted(files) if f.endswith(CONFIG_SUFFIXES))
+        if len(found) >= MAX_DEPENDENCIES:
+            break
+    return found
+
+
+def dependency_files(raw: bytes, module_path: str, project_root: str) -> list[Path]:
+    """Every file the module's config values may come from (Hydra config folders with
+    their groups, ``OmegaConf.load`` files), at most ``MAX_DEPENDENCIES``."""
+    if not any(needle in raw for needle in BINDING_NEEDLES):
+        return []
+    folder = _module_folder(module_path, project_root)
+    found: list[Path] = []
+    if b"hydra" in raw and _HYDRA_NAME.search(raw):
+        relatives = {m.group(1).decode("utf-8", "replace") for m in _HYDRA_FOLDER.finditer(raw)}
+        for relative in sorted(relatives or {""}):
+            found.extend(_yaml_below(folder / relative))
+    for match in _LOADED_FILE.finditer(raw):
+        loaded = match.group(1).decode("utf-8", "replace")
+        found.extend(p for p in (Path(project_root) / loaded, folder / loaded) if p.is_file())
+    return found[:MAX_DEPENDENCIES]
