@@ -112,3 +112,18 @@ def test_unreadable_script_is_one_notice_and_the_run_goes_on(repo: Path) -> None
     result = _run(repo)
     assert [f.rule for f in result.findings] == ["DDP620"]
     assert len([n for n in result.notices if "launch script not read" in n]) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x00\x01binary",
+        "torchrun --nproc_per_node='8 train.py\n",
+        "\\\n" * 10_000,
+        "#SBATCH --nodes\n#SBATCH --gres=\nsrun -N python x.py\n",
+        "srun " + "--nodes=1 " * 20_000 + "python x.py\n",
+    ],
+)
+def test_odd_scripts_give_no_crash_and_no_made_up_values(text: str) -> None:
+    for launch in launches(text):
+        assert all(s.value == UNKNOWN_VALUE or s.value > 0 for s in launch.allocation.values())
