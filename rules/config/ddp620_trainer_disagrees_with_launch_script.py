@@ -37,6 +37,10 @@ def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _count(number: int | None, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _stem(name: str) -> str:
     for suffix in CONFIG_SUFFIXES:
         if name.endswith(suffix):
@@ -182,7 +186,13 @@ class TrainerDisagreesWithLaunchScript(ConfigRule):
             return
         site, allocated = stated[0]
         yield self._finding(
-            ctx, doc, NODES_KEY, nodes, f"allocates {allocated.known} nodes", site, allocated
+            ctx,
+            doc,
+            NODES_KEY,
+            nodes,
+            f"allocates {_count(allocated.known, 'node')}",
+            site,
+            allocated,
         )
 
     def _devices(
@@ -275,11 +285,13 @@ def _devices_verdict(launch: Launch, devices: int, nodes: int | None) -> tuple[s
         if tasks.known is None:
             return None
         return (
-            ("", tasks) if tasks.known == devices else (f"runs {tasks.known} tasks per node", tasks)
+            ("", tasks)
+            if tasks.known == devices
+            else (f"runs {_count(tasks.known, 'task')} per node", tasks)
         )
     gpus = allocation.get("gpus_per_node")
     if gpus is None or gpus.known is None:
         return None
     if devices <= gpus.known:
         return "", gpus
-    return f"gives each node {gpus.known} GPUs", gpus
+    return f"gives each node {_count(gpus.known, 'GPU')}", gpus
