@@ -15,4 +15,7 @@ Floors, each importing only the ones before it:
 - ``pairing``: whether ranks issue the same collectives: a test's branches, and the
   whole function walked as rank 0 and as another rank;
 - ``questions``: the questions rules ask (where ranks part, at the root cause).
+
+Beside them, on ``names``: ``config_bindings`` (which names hold a config loaded from a
+file, and which key an expression reads).
 """
