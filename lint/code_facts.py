@@ -18,6 +18,8 @@ from typing import Any
 OPTIONS_KEY = "code-facts"
 METRIC_LOGS = "metric-logs"
 RANK_ZERO_CALLS = "rank-zero-calls"
+#: Training commands of the project's launch scripts (``ddplint.launch_facts``).
+LAUNCHES = "launches"
 
 Record = dict[str, Any]
 
@@ -92,6 +94,8 @@ class CodeFacts:
 
     metric_logs: tuple[MetricLog, ...] = ()
     rank_zero_calls: tuple[RankZeroCall, ...] = ()
+    #: Launch-script records as written (``ddplint.config.launch_scripts.Launch``).
+    launches: tuple[Record, ...] = ()
 
     @classmethod
     def decode(cls, encoded: str | None) -> CodeFacts:
@@ -108,6 +112,7 @@ class CodeFacts:
             rank_zero_calls=tuple(
                 RankZeroCall(r["path"], r["line"], r["call"]) for r in data.get(RANK_ZERO_CALLS, [])
             ),
+            launches=tuple(data.get(LAUNCHES, [])),
         )
 
     def logs_of(self, metric: str) -> list[MetricLog]:

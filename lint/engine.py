@@ -28,6 +28,7 @@ from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
+from ddplint.launch_facts import launch_facts
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import all_rules
 from ddplint.rules.catalogue import CATALOGUE
@@ -539,6 +540,10 @@ class _Run:
         for position in positions:
             kind = file_kind(self.targets[position].display) or "code"
             key = cache_key(kind, self.contents[position], key_suffix)
+            if kind == "code":
+                key += _bound_configs_digest(
+                    self.targets[position].display, self.contents[position], options.project_root
+                )
             if position in self.project:
                 encoded = self.project[position]
                 per_file[position] = replace(
@@ -580,6 +585,29 @@ class _Run:
             self.outcomes[position] = outcome
             if self.cache is not None and not outcome.internal_error:
                 self.cache.put(key, outcome.to_cache())
+
+
+#: Bytes of a bound config read for a cache key (a larger file counts as empty).
+MAX_BOUND_CONFIG_BYTES = 1024 * 1024
+
+
+def _bound_configs_digest(display: str, raw: bytes, project_root: str) -> str:
+    """``:b<digest>`` of the YAML configs a Python file may be bound to (``@hydra.main``,
+    ``OmegaConf.load``: code rules read their values), over their paths and bytes; ""
+    for a file bound to none. A config edited since makes the file's cached result stale."""
+    from ddplint.code.values.config_files import dependency_files
+
+    files = dependency_files(raw, display, project_root)
+    if not files:
+        return ""
+    digest = hashlib.blake2b(digest_size=8)
+    for path in files:
+        try:
+            content = read_source_bytes(path, MAX_BOUND_CONFIG_BYTES)
+        except (OSError, FileTooLarge):
+            content = b""
+        digest.update(f"{path}\0".encode("utf-8", "surrogateescape") + content)
+    return ":b" + digest.hexdigest()
 
 
 def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
@@ -965,11 +993,17 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     run.project = _project_facts(targets, code_files, sources, setup, stats)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
-    run.lint(others, options, wanted, ":" + ",".join(wanted) if wanted else "")
+    code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)
+    run.lint(others, options, code_kinds, ":" + ",".join(code_kinds) if code_kinds else "")
     config_options, suffix = options, ""
+    launch_notices: list[str] = []
     if wanted:
         per_file = [(targets[p].display, run.outcomes[p].facts) for p in others]
-        per_file += _facts_of_others(targets, sources, settings, options, wanted, run)
+        if code_kinds:
+            per_file += _facts_of_others(targets, sources, settings, options, code_kinds, run)
+        if code_facts.LAUNCHES in wanted:
+            scripts, launch_notices = launch_facts(settings.project_root)
+            per_file += scripts
         merged = code_facts.merge((path, facts) for path, facts in per_file if facts)
         encoded = code_facts.encode(merged)
         config_options = replace(options, facts=(*options.facts, (code_facts.OPTIONS_KEY, encoded)))
@@ -977,7 +1011,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     run.lint(configs, config_options, (), suffix)
 
     findings: list[Finding] = []
-    notices: list[str] = []
+    notices: list[str] = list(launch_notices)
     warnings: list[str] = []
     bare_noqa: list[Finding] = []
     internal = False

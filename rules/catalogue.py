@@ -52,6 +52,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
         RuleEntry("DDP220", "async-handle-not-waited", "code", False),
         RuleEntry("DDP230", "monitored-metric-rank-local", "code", False),
+        RuleEntry("DDP240", "host-tensor-built-every-step", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
         RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
@@ -102,6 +103,14 @@ CATALOGUE: dict[str, RuleEntry] = {
             False,
             code_facts=("metric-logs",),
             needles=("monitor",),
+        ),
+        RuleEntry(
+            "DDP620",
+            "trainer-disagrees-with-launch-script",
+            "config",
+            False,
+            code_facts=("launches",),
+            needles=("devices", "num_nodes"),
         ),
         RuleEntry("DDP900", "unused-suppression", "suppression", False),
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddplint import code_facts
 from ddplint.code.fact_collectors import COLLECTORS, collect_facts
+from ddplint.config.launch_scripts import launches
 from ddplint.engine import FileOutcome, lint_source
 from ddplint.fix import apply_edits, choose_fixes
 from ddplint.rules import all_rules
@@ -42,13 +43,29 @@ def lint_fixture(path: Path, **option_overrides: object) -> FileOutcome:
     display = path.relative_to(ROOT).as_posix()
     code = rule_of(path)
     selected = tuple(all_rules()) if code in WITH_EVERY_RULE else (code,)
-    code_file = path.with_suffix(".code")  # Python whose code facts a config fixture reads
-    if code_file.exists() and "facts" not in option_overrides:
-        facts = collect_facts(code_file.read_text(), list(COLLECTORS.values()))
-        merged = code_facts.merge([(f"{path.stem}.py", facts)])
-        option_overrides["facts"] = ((code_facts.OPTIONS_KEY, code_facts.encode(merged)),)
+    if "facts" not in option_overrides:
+        option_overrides["facts"] = _code_facts_beside(path)
     options = LintOptions(selected=selected, project_root=str(ROOT), **option_overrides)  # type: ignore[arg-type]
     return lint_source(display, path.read_bytes(), options)
+
+
+def _code_facts_beside(path: Path) -> tuple[tuple[str, str], ...]:
+    """The code facts of a config fixture as the engine hands them to config rules: of
+    the Python beside it (``NAME.code``) and of its launch scripts (``NAME*.sh``)."""
+    per_file: list[tuple[str, dict[str, list[code_facts.Record]]]] = []
+    code_file = path.with_suffix(".code")
+    if code_file.exists():
+        facts = collect_facts(code_file.read_text(), list(COLLECTORS.values()))
+        per_file.append((f"{path.stem}.py", facts))
+    scripts = sorted(path.parent.glob(f"{path.stem}*.sh")) if path.suffix != ".py" else []
+    per_file += [
+        (script.relative_to(ROOT).as_posix(), {code_facts.LAUNCHES: records})
+        for script in scripts
+        if (records := [launch.to_record() for launch in launches(script.read_text())])
+    ]
+    if not per_file:
+        return ()
+    return ((code_facts.OPTIONS_KEY, code_facts.encode(code_facts.merge(per_file))),)
 
 
 def expected_lines(path: Path) -> list[str]:

@@ -19,4 +19,9 @@ Floors, each importing only the ones before it:
   by allocation, and the logs that leave them rank-local.
 - ``handles``: work handles of asynchronous collectives not waited where they matter
   (a forward analysis over ``control_flow``, beside ``questions``).
+
+Beside them, on ``names``: ``config_bindings`` (which names hold a config loaded from a
+file, and which key an expression reads); and ``project`` (below every floor): what the
+project model tells the core of other modules (their collectives, DDP models their
+callers hand in, their rank tests).
 """

@@ -37,6 +37,7 @@ from ddplint.finding import Finding, Fix, RuleIdentity
 from ddplint.source import SourceFile
 
 if TYPE_CHECKING:
+    from ddplint.code.values.config_reads import ConfigReads
     from ddplint.settings import LintOptions
 
 
@@ -162,6 +163,14 @@ class CodeContext:
         return StepSkips(
             self.index, self.names, self.call_reach, self.training_steps, self.data_dependence
         )
+
+    @cached_property
+    def config_reads(self) -> ConfigReads:
+        """Values the module reads from the YAML config it is bound to (``@hydra.main``,
+        ``OmegaConf.load``), with the file and line that set them."""
+        from ddplint.code.values.config_reads import ConfigReads
+
+        return ConfigReads(self.source.text, self.source.path, self.options.project_root)
 
     @cached_property
     def analysis(self) -> ModuleAnalysis:

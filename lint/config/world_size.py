@@ -26,7 +26,7 @@ class WorldSize:
         return not self.may_be_multi
 
 
-def _count_devices(devices: Any) -> int | str | None:
+def count_devices(devices: Any) -> int | str | None:
     """A count, None when it cannot be known, or "all" for every visible device."""
     if devices is ABSENT or devices is None:
         return "all"  # Lightning's default is "auto"
@@ -83,7 +83,7 @@ def world_size(doc: ConfigDocument) -> WorldSize:
     nodes = doc.value(("trainer", "num_nodes"))
     if nodes is ABSENT or nodes is None:
         nodes = 1
-    count = _count_devices(devices)
+    count = count_devices(devices)
     shown = "auto" if devices is ABSENT else "?" if devices is UNKNOWN else devices
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
         multi = count == "all" or (isinstance(count, int) and count > 1)

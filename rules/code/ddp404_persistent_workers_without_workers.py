@@ -28,8 +28,11 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     default is `0`: a parameter of the enclosing function (`def build(num_workers=0)`),
     an `argparse` option of the module (`add_argument("--num-workers", default=0)` read
     as `args.num_workers`), a config class field (`num_workers: int = 0`) or an
-    attribute set in `__init__` from such a parameter. A call that passes `**kwargs` and
-    no `num_workers` is not flagged: the workers may come from there.
+    attribute set in `__init__` from such a parameter; or a key that the YAML config the
+    program is bound to sets to `0` (`cfg.data.num_workers` in a
+    `@hydra.main(config_path=..., config_name=...)` function, or on a name bound to
+    `OmegaConf.load("path")`; the finding cites the file and line). A call that passes
+    `**kwargs` and no `num_workers` is not flagged: the workers may come from there.
 
     ## Why is this bad?
     `DataLoader` raises `ValueError: persistent_workers option needs num_workers > 0`
@@ -105,15 +108,29 @@ class PersistentWorkersWithoutWorkers(CodeRule):
         self, ctx: CodeContext, persistent: cst.Arg, workers: cst.Arg
     ) -> Iterator[Finding]:
         """``num_workers`` is a value that falls back to 0: a parameter, option or config
-        field whose declared default is 0."""
-        default = fallback_default(ctx.index, workers.value)
-        if default is None or default.value != 0 or isinstance(default.value, bool):
-            return
+        field whose declared default is 0, or a key the program's YAML config sets to 0."""
         workers_text = ctx.node_text(workers.value)
+        default = fallback_default(ctx.index, workers.value)
+        if default is not None:
+            if default.value != 0 or isinstance(default.value, bool):
+                return
+            why = (
+                f"and {default.where} 0: a run left at the default (or set to 0 to debug a "
+                "hang) makes DataLoader raise"
+            )
+            summary = "persistent_workers=True; num_workers may be 0"
+        else:
+            found = ctx.config_reads.value_at(workers_text, ctx.range_of(workers.value)[0])
+            if found is None or found.value != 0 or isinstance(found.value, bool):
+                return
+            why = (
+                f"which the config sets to 0 (`{found.key}` at `{found.where}`): as "
+                "configured, DataLoader raises"
+            )
+            summary = f"persistent_workers=True; `{found.key}` is 0 at `{found.where}`"
         message = (
-            f"`persistent_workers=True` with `num_workers={workers_text}`, and {default.where} "
-            "0: a run left at the default (or set to 0 to debug a hang) makes DataLoader raise "
-            "ValueError (persistent_workers option needs num_workers > 0) when it is built"
+            f"`persistent_workers=True` with `num_workers={workers_text}`, {why} ValueError "
+            "(persistent_workers option needs num_workers > 0) when it is built"
         )
         condition = f"{workers_text} > 0"
         fix = Fix(
@@ -121,6 +138,4 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             (replace_node(ctx, persistent.value, condition),),
             f"Set `persistent_workers={condition}`",
         )
-        yield ctx.finding(
-            self, persistent, message, fix, summary="persistent_workers=True; num_workers may be 0"
-        )
+        yield ctx.finding(self, persistent, message, fix, summary=summary)

@@ -1,0 +1,123 @@
+"""Values a program reads from the YAML config it is bound to, with the file and line
+that set them: the primary config and the groups of its Hydra ``defaults:`` list
+(``- data: imagenet`` mounts ``data/imagenet.yaml`` under ``data``; ``# @package
+_global_`` at the top mounts it at the root). Plain ``${a.b}`` references resolve;
+resolvers never run.
+
+A file that is missing, unreadable or not loadable YAML is no source of values (its own
+lint reports what is wrong with it); a key the files do not set is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddplint.config.document import ConfigDocument, KeyPath, dotted
+from ddplint.config.loader import load_documents
+from ddplint.config.values import ABSENT, UNKNOWN
+from ddplint.source import FileTooLarge, SourceError, SourceFile, read_source_bytes
+
+CONFIG_SUFFIXES = (".yaml", ".yml")
+MAX_CONFIG_BYTES = 1024 * 1024
+GLOBAL_PACKAGE = "# @package _global_"
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """A value set in a config file: ``value`` (a plain scalar, or UNKNOWN), ``key``
+    the dotted key, and where it is written."""
+
+    value: Any
+    key: str
+    path: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class _Mounted:
+    """A loaded config file and the key path it is mounted at."""
+
+    document: ConfigDocument
+    at: KeyPath
+
+
+def config_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` with its YAML suffix (given or added), when it exists."""
+    candidates = [name] if name.endswith(CONFIG_SUFFIXES) else [name + s for s in CONFIG_SUFFIXES]
+    return next((folder / c for c in candidates if (folder / c).is_file()), None)
+
+
+def _load(path: Path, shown: str) -> ConfigDocument | None:
+    try:
+        source = SourceFile.decode(shown, read_source_bytes(path, MAX_CONFIG_BYTES))
+        roots = load_documents(source.text)
+    except (OSError, FileTooLarge, SourceError):
+        return None
+    if len(roots) != 1 or not isinstance(roots[0], Mapping):
+        return None
+    return ConfigDocument(roots[0], 0, source)
+
+
+class BoundConfig:
+    """The config a program runs with: the primary file, then its defaults groups
+    (the primary's own keys win, as Hydra's ``_self_`` last)."""
+
+    def __init__(self, primary: Path, shown: str) -> None:
+        self._mounted: list[_Mounted] = []
+        document = _load(primary, shown)
+        if document is None:
+            return
+        self._mounted.append(_Mounted(document, ()))
+        self._mounted.extend(self._groups(document, primary.parent, Path(shown).parent))
+
+    @property
+    def loaded(self) -> bool:
+        return bool(self._mounted)
+
+    @staticmethod
+    def _groups(document: ConfigDocument, folder: Path, shown: Path) -> list[_Mounted]:
+        defaults = document.value(("defaults",))
+        found: list[_Mounted] = []
+        for item in defaults if isinstance(defaults, list) else []:
+            if not (isinstance(item, Mapping) and len(item) == 1):
+                continue
+            [(group, option)] = item.items()
+            if not (isinstance(group, str) and isinstance(option, str)) or "$" in option:
+                continue
+            group = group.split("@", 1)[0].lstrip("+/").replace("override ", "")
+            path = config_file(folder / group, option)
+            if path is None:
+                continue
+            loaded = _load(path, (shown / group / path.name).as_posix())
+            if loaded is None:
+                continue
+            is_global = loaded.source.text.lstrip().startswith(GLOBAL_PACKAGE)
+            at: KeyPath = () if is_global else tuple(group.split("/"))
+            found.append(_Mounted(loaded, at))
+        return found
+
+    def value(self, keys: tuple[str, ...]) -> ConfigValue | None:
+        """The value at ``keys`` and where it is set; None when no file sets it."""
+        for mounted in self._mounted:
+            if keys[: len(mounted.at)] != mounted.at:
+                continue
+            inner = keys[len(mounted.at) :]
+            entry = mounted.document.entry(inner) if inner else None
+            if entry is None or entry.key_position is None:
+                continue
+            value = mounted.document.value(inner)
+            if value is ABSENT:
+                continue
+            if isinstance(value, (Mapping, list)):
+                value = UNKNOWN
+            return ConfigValue(
+                value, dotted(keys), mounted.document.source.path, entry.key_position[0]
+            )
+        return None
