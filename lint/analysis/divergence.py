@@ -34,7 +34,7 @@ from enum import Enum, Flag, auto
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 
@@ -597,12 +597,7 @@ class Divergence:
         function = distributed_function(self.names.resolve(call.func))
         if function not in AGREEING_BUFFERS:
             return None
-        position, keyword = AGREEING_BUFFERS[function]
-        buffer: ast.expr | None = call.args[position] if len(call.args) > position else None
-        for given in call.keywords:
-            if given.arg == keyword:
-                buffer = given.value
-        return buffer
+        return call_argument(call, *AGREEING_BUFFERS[function])
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement

@@ -174,12 +174,7 @@ class FrameworkObjects:
     def owner_class(self, call: ast.Call) -> str | None:
         """The class of the method ``call`` sits in (how ``self.x`` is keyed)."""
         scope = self._scope_nodes.get(id(call))
-        while scope is not None and not isinstance(scope, ast.Module):
-            parent = self.nodes.scope_of.get(scope)
-            if isinstance(parent, ast.ClassDef):
-                return parent.name
-            scope = parent
-        return None
+        return None if scope is None else self.nodes.owner_class(scope)
 
     def _calls_under_no_sync(self, nodes: ModuleNodes) -> set[int]:
         """Calls inside ``with model.no_sync():`` (or accelerate's ``no_sync(model)``),

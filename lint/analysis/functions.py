@@ -143,16 +143,6 @@ class ModuleAnalysis:
             return f"self.{function.name}"
         return function.name
 
-    def _owner_of(self, scope: Scope) -> str | None:
-        """The class a method (or a function nested in one) belongs to."""
-        current: ast.AST | None = scope
-        while current is not None and not isinstance(current, ast.Module):
-            parent = self.nodes.scope_of.get(current)
-            if isinstance(parent, ast.ClassDef):
-                return parent.name
-            current = parent
-        return None
-
     def _in_lightning_class(self, scope: ast.AST) -> bool:
         return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
 
@@ -171,7 +161,7 @@ class ModuleAnalysis:
                 rank_parameters,
                 self.objects.agreeing_receivers(),
                 self.project,
-                self._owner_of(scope),
+                self.nodes.owner_class(scope),
             )
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)

@@ -36,7 +36,7 @@ from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, No
 from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import header_parts
 from ddplint.analysis.functions import Facts, ModuleAnalysis, condition_fact, path_facts
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names, call_argument, dotted_name
 
 #: Where each function takes ``async_op`` positionally, and its output tensor (position,
 #: keyword; None: it writes nothing this rank reads).
@@ -161,11 +161,7 @@ def _async_requested(call: ast.Call, function: str) -> bool:
 def _output(call: ast.Call, function: str) -> str | None:
     if function not in _OUTPUTS:
         return None
-    position, keyword = _OUTPUTS[function]
-    value: ast.expr | None = call.args[position] if len(call.args) > position else None
-    for given in call.keywords:
-        if given.arg == keyword:
-            value = given.value
+    value = call_argument(call, *_OUTPUTS[function])
     while isinstance(value, ast.Subscript):  # a slice of a buffer is the buffer
         value = value.value
     return dotted_name(value) if value is not None else None

@@ -40,3 +40,14 @@ class ModuleNodes:
 
     def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         return [*self.of_type(ast.FunctionDef), *self.of_type(ast.AsyncFunctionDef)]
+
+    def owner_class(self, scope: Scope) -> str | None:
+        """The class a method (or a scope nested in one) belongs to: how ``self.x`` is
+        keyed."""
+        current: ast.AST | None = scope
+        while current is not None and not isinstance(current, ast.Module):
+            parent = self.scope_of.get(current)
+            if isinstance(parent, ast.ClassDef):
+                return parent.name
+            current = parent
+        return None

@@ -24,6 +24,16 @@ def dotted_name(expression: ast.AST) -> str | None:
     return None
 
 
+def call_argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    """The argument a call passes for the parameter at ``position`` named ``keyword``
+    (the keyword wins, as in Python), None when it passes none."""
+    given: ast.expr | None = call.args[position] if len(call.args) > position else None
+    for argument in call.keywords:
+        if argument.arg == keyword:
+            given = argument.value
+    return given
+
+
 def import_bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, str]]:
     """(depth, local, dotted) of every import in the statements, in walk order."""
     level: list[ast.AST] = list(statements)
