@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,7 @@ from ddplint.finding import FileError, Finding
 from ddplint.interrupt import native_work_ends_on_signals, quiet_worker, stop_pool
 from ddplint.launch_facts import launch_facts
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
-from ddplint.rules import all_rules
+from ddplint.rules import rule_class
 from ddplint.rules.catalogue import CATALOGUE
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import (
@@ -139,18 +139,32 @@ ProgressCallback = Callable[[int, int], None]
 Reader = Callable[[Path, int], bytes]
 
 
-@lru_cache(maxsize=8)
-def _rule_instances(selected: tuple[str, ...]) -> tuple[CodeRule | ConfigRule, ...]:
-    rules = all_rules()
-    instances = (rules[code]() for code in selected if code in rules)
-    return tuple(r for r in instances if isinstance(r, (CodeRule, ConfigRule)))
+@cache
+def _rule(code: str) -> Any:
+    """An instance of rule ``code`` (its module imported now, when first needed)."""
+    return rule_class(code)()
 
 
-@lru_cache(maxsize=8)
-def _suppression_rules(selected: tuple[str, ...]) -> tuple[SuppressionRule, ...]:
-    rules = all_rules()
-    instances = (rules[code]() for code in selected if code in rules)
-    return tuple(r for r in instances if isinstance(r, SuppressionRule))
+def _passing_rules(
+    selected: tuple[str, ...], kind: str, path: str, raw: bytes, informed: bool
+) -> list[CodeRule | ConfigRule]:
+    """The selected rules of this kind that read ``path`` and whose pre-filter the
+    bytes pass (all of them when ``informed``): asked of the catalogue, so a rule's
+    module is imported only for a file that passes its pre-filter."""
+    entries = (CATALOGUE.get(code) for code in selected)
+    return [
+        _rule(entry.code)
+        for entry in entries
+        if entry is not None
+        and entry.kind == kind
+        and entry.reads(path)
+        and (informed or entry.prefilter(raw))
+    ]
+
+
+def _suppression_rules(selected: tuple[str, ...]) -> list[SuppressionRule]:
+    kinds = ((code, CATALOGUE.get(code)) for code in selected)
+    return [_rule(code) for code, entry in kinds if entry and entry.kind == "suppression"]
 
 
 def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
@@ -259,11 +273,7 @@ def _triage(
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
     informed = kind == "code" and informs_rules(options.fact(PROJECT_KEY))
-    rules = [
-        r
-        for r in _rule_instances(options.selected)
-        if r.kind == kind and r.reads(path) and (informed or r.prefilter(raw))
-    ]
+    rules = _passing_rules(options.selected, kind, path, raw, informed)
     if not rules and not collectors:
         if is_json(path):  # JSON no rule reads (package.json, data) is not ours to judge
             return FileOutcome(prefiltered=True)

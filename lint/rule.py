@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from ddplint.finding import Applicability, Finding, Severity
+from ddplint.needles import holds_words
 from ddplint.source import is_json
 
 if TYPE_CHECKING:
@@ -88,28 +89,7 @@ class Rule:
         """Whether the engine should parse a file (its bytes) for this rule: it holds one
         of ``needles``, one of ``also_needles``, one of each ``more_needles`` group and all
         of ``required``. A rule may narrow this with another cheap text test."""
-        required, groups = _encoded_needles(cls)
-        return all(word in raw for word in required) and all(
-            any(needle in raw for needle in group) for group in groups
-        )
-
-
-_ENCODED: dict[type[Rule], tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...]]] = {}
-
-
-def _encoded_needles(
-    rule: type[Rule],
-) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...]]:
-    """A rule's required strings and non-empty needle groups, as bytes (made once)."""
-    cached = _ENCODED.get(rule)
-    if cached is None:
-        groups = (rule.needles, rule.also_needles, *rule.more_needles)
-        cached = (
-            tuple(word.encode() for word in rule.required),
-            tuple(tuple(n.encode() for n in group) for group in groups if group),
-        )
-        _ENCODED[rule] = cached
-    return cached
+        return holds_words(raw, cls.required, (cls.needles, cls.also_needles, *cls.more_needles))
 
 
 class CodeRule(Rule):

@@ -1,74 +1,369 @@
 """What the engine and the settings need to know of every rule without importing the
 rule modules (their imports reach LibCST and the semantic layer): code, name, kind,
-whether it is on by default, and for the YAML rules that read code facts, which kinds
-and on which words. ``all_rules()`` stays the source of truth: a test checks that this
-table says what the rule classes say (a new rule is a module and a line here).
+whether it is on by default, which code facts a YAML rule reads, and each rule's
+pre-filter (its words, and the cheap text test some rules narrow them by), so a file
+is parsed, and a rule module imported, only for the rules whose pre-filter it passes.
+``all_rules()`` stays the source of truth: a test checks that this table says what the
+rule classes say (a new rule is a module and a line here).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
+
+from ddplint.needles import (
+    COLLECTIVE_CALL_NEEDLES,
+    COLLECTIVE_NEEDLES,
+    IMPLICIT_NEEDLES,
+    RANK_NEEDLES,
+    holds_words,
+)
+from ddplint.rules.prefilters import (
+    barrier_timeout_spelled,
+    enumerate_counter_tested,
+    iterable_dataset_class,
+    persistent_workers_true,
+    timeout_spelled,
+)
+from ddplint.source import is_json
 
 
 class RuleEntry(NamedTuple):
-    """One rule as the catalogue knows it."""
+    """One rule as the catalogue knows it (the fields of ``Rule`` of the same names)."""
 
     code: str
     name: str
     kind: str
     default_enabled: bool
-    #: Code-fact kinds a config rule reads (``ConfigRule.code_facts``) ...
+    #: Code-fact kinds a config rule reads (``ConfigRule.code_facts``).
     code_facts: tuple[str, ...] = ()
-    #: ... and its pre-filter words (``Rule.needles``), listed for such rules only.
     needles: tuple[str, ...] = ()
+    also_needles: tuple[str, ...] = ()
+    more_needles: tuple[tuple[str, ...], ...] = ()
+    required: tuple[str, ...] = ()
+    #: The rule's own narrowing of its words (``ddplint.rules.prefilters``), if any.
+    narrowed_by: Callable[[bytes], bool] | None = None
+    #: Whether a config rule also reads ``.json`` files (``ConfigRule.reads_json``).
+    reads_json: bool = False
+
+    def prefilter(self, raw: bytes) -> bool:
+        """``Rule.prefilter`` of the rule, without importing it."""
+        groups = (self.needles, self.also_needles, *self.more_needles)
+        if not holds_words(raw, self.required, groups):
+            return False
+        return self.narrowed_by is None or self.narrowed_by(raw)
+
+    def reads(self, path: str) -> bool:
+        """``Rule.reads`` of the rule: a config rule reads JSON only when it says so."""
+        return self.kind != "config" or self.reads_json or not is_json(path)
 
 
 #: Every rule, in code order.
 CATALOGUE: dict[str, RuleEntry] = {
     entry.code: entry
     for entry in (
-        RuleEntry("DDP101", "host-sync-in-forward", "code", False),
-        RuleEntry("DDP102", "host-read-in-training-step", "code", False),
-        RuleEntry("DDP103", "empty-cache-every-step", "code", False),
-        RuleEntry("DDP104", "host-sync-on-some-ranks", "code", False),
-        RuleEntry("DDP201", "collective-on-some-ranks", "code", False),
-        RuleEntry("DDP202", "log-sync-dist-on-some-ranks", "code", True),
-        RuleEntry("DDP203", "checkpoint-save-on-some-ranks", "code", False),
-        RuleEntry("DDP204", "data-dependent-skip", "code", False),
-        RuleEntry("DDP205", "training-step-returns-none", "code", True),
-        RuleEntry("DDP206", "collective-in-exception-handler", "code", False),
-        RuleEntry("DDP207", "process-group-on-some-ranks", "code", True),
-        RuleEntry("DDP208", "step-on-some-ranks", "code", False),
-        RuleEntry("DDP209", "collectives-in-set-loop", "code", True),
-        RuleEntry("DDP210", "divergent-exit-before-collective", "code", False),
-        RuleEntry("DDP211", "decision-on-some-ranks", "code", False),
-        RuleEntry("DDP212", "swallowed-exception-skips-step", "code", True),
-        RuleEntry("DDP213", "ddp-forward-on-some-ranks", "code", False),
-        RuleEntry("DDP214", "log-dir-on-some-ranks", "code", True),
-        RuleEntry("DDP215", "should-stop-on-some-ranks", "code", True),
-        RuleEntry("DDP216", "skip-decided-by-one-rank", "code", True),
-        RuleEntry("DDP217", "collectives-per-batch-value", "code", True),
-        RuleEntry("DDP218", "file-check-decides-collective", "code", False),
-        RuleEntry("DDP219", "ranks-part-before-collective", "code", False),
-        RuleEntry("DDP220", "async-handle-not-waited", "code", False),
-        RuleEntry("DDP230", "monitored-metric-rank-local", "code", False),
-        RuleEntry("DDP240", "host-tensor-built-every-step", "code", False),
-        RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
-        RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
-        RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
-        RuleEntry("DDP304", "timeout-not-inherited", "code", True),
-        RuleEntry("DDP305", "sigalrm-around-collective", "code", True),
-        RuleEntry("DDP306", "timeout-shorter-than-rank-zero-work", "code", True),
-        RuleEntry("DDP401", "last-batch-off-by-one", "code", True),
-        RuleEntry("DDP402", "sampler-without-set-epoch", "code", True),
-        RuleEntry("DDP403", "uneven-batches-across-ranks", "code", True),
-        RuleEntry("DDP404", "dataloader-persistent-no-workers", "code", True),
-        RuleEntry("DDP405", "uneven-rank-shards", "code", True),
-        RuleEntry("DDP501", "nccl-without-device", "code", False),
-        RuleEntry("DDP502", "branch-skips-submodule", "code", False),
-        RuleEntry("DDP503", "collective-before-set-device", "code", True),
-        RuleEntry("DDP601", "persistent-workers-without-workers", "config", True),
-        RuleEntry("DDP602", "batchnorm-without-sync", "config", True),
+        RuleEntry("DDP101", "host-sync-in-forward", "code", False, needles=("synchronize",)),
+        RuleEntry(
+            "DDP102",
+            "host-read-in-training-step",
+            "code",
+            False,
+            needles=(".item(", ".cpu(", ".tolist(", ".numpy(", '"cpu"', "'cpu'", "float(", "int("),
+        ),
+        RuleEntry("DDP103", "empty-cache-every-step", "code", False, needles=("empty_cache",)),
+        RuleEntry(
+            "DDP104",
+            "host-sync-on-some-ranks",
+            "code",
+            False,
+            needles=("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", "float(", "int("),
+        ),
+        RuleEntry(
+            "DDP201",
+            "collective-on-some-ranks",
+            "code",
+            False,
+            needles=RANK_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry(
+            "DDP202",
+            "log-sync-dist-on-some-ranks",
+            "code",
+            True,
+            needles=RANK_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry(
+            "DDP203",
+            "checkpoint-save-on-some-ranks",
+            "code",
+            False,
+            needles=RANK_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry(
+            "DDP204", "data-dependent-skip", "code", False, needles=("backward(", "training_step")
+        ),
+        RuleEntry("DDP205", "training-step-returns-none", "code", True, needles=("training_step",)),
+        RuleEntry(
+            "DDP206",
+            "collective-in-exception-handler",
+            "code",
+            False,
+            needles=COLLECTIVE_CALL_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+        ),
+        RuleEntry(
+            "DDP207",
+            "process-group-on-some-ranks",
+            "code",
+            True,
+            needles=RANK_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry("DDP208", "step-on-some-ranks", "code", False, needles=(".step(",)),
+        RuleEntry(
+            "DDP209",
+            "collectives-in-set-loop",
+            "code",
+            True,
+            needles=COLLECTIVE_CALL_NEEDLES,
+            also_needles=COLLECTIVE_NEEDLES,
+        ),
+        RuleEntry(
+            "DDP210",
+            "divergent-exit-before-collective",
+            "code",
+            False,
+            needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry("DDP211", "decision-on-some-ranks", "code", False, needles=RANK_NEEDLES),
+        RuleEntry(
+            "DDP212",
+            "swallowed-exception-skips-step",
+            "code",
+            True,
+            needles=("except",),
+            also_needles=("backward(", "training_step"),
+        ),
+        RuleEntry(
+            "DDP213",
+            "ddp-forward-on-some-ranks",
+            "code",
+            False,
+            needles=("DistributedDataParallel",),
+        ),
+        RuleEntry(
+            "DDP214",
+            "log-dir-on-some-ranks",
+            "code",
+            True,
+            needles=("log_dir",),
+            also_needles=RANK_NEEDLES,
+        ),
+        RuleEntry("DDP215", "should-stop-on-some-ranks", "code", True, needles=("should_stop",)),
+        RuleEntry(
+            "DDP216",
+            "skip-decided-by-one-rank",
+            "code",
+            True,
+            needles=("broadcast",),
+            also_needles=("backward(", "training_step"),
+        ),
+        RuleEntry(
+            "DDP217",
+            "collectives-per-batch-value",
+            "code",
+            True,
+            needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry(
+            "DDP218",
+            "file-check-decides-collective",
+            "code",
+            False,
+            needles=(
+                "exists",
+                "isfile",
+                "isdir",
+                "listdir",
+                "scandir",
+                "glob",
+                "is_file",
+                "is_dir",
+            ),
+            also_needles=COLLECTIVE_NEEDLES,
+            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+        ),
+        RuleEntry(
+            "DDP219",
+            "ranks-part-before-collective",
+            "code",
+            False,
+            needles=(*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES),
+            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),),
+        ),
+        RuleEntry(
+            "DDP220",
+            "async-handle-not-waited",
+            "code",
+            False,
+            needles=("async_op", "isend", "irecv", "batch_isend_irecv"),
+        ),
+        RuleEntry(
+            "DDP230",
+            "monitored-metric-rank-local",
+            "code",
+            False,
+            needles=("ModelCheckpoint", "EarlyStopping"),
+            more_needles=((".log(", ".log_dict("),),
+        ),
+        RuleEntry(
+            "DDP240",
+            "host-tensor-built-every-step",
+            "code",
+            False,
+            needles=("tensor(",),
+            required=("device",),
+        ),
+        RuleEntry(
+            "DDP301",
+            "barrier-timeout-old-torch",
+            "code",
+            True,
+            needles=("barrier",),
+            narrowed_by=barrier_timeout_spelled,
+        ),
+        RuleEntry("DDP302", "monitored-barrier-nccl", "code", True, needles=("monitored_barrier",)),
+        RuleEntry(
+            "DDP303",
+            "timeout-not-timedelta",
+            "code",
+            True,
+            needles=(
+                "init_process_group",
+                "new_group",
+                "new_subgroups",
+                "barrier",
+                "Strategy",
+                "InitProcessGroupKwargs",
+                "init_distributed",
+            ),
+            narrowed_by=timeout_spelled,
+        ),
+        RuleEntry(
+            "DDP304",
+            "timeout-not-inherited",
+            "code",
+            True,
+            needles=("new_group", "new_subgroups", "monitored_barrier"),
+        ),
+        RuleEntry(
+            "DDP305", "sigalrm-around-collective", "code", True, needles=("alarm", "setitimer")
+        ),
+        RuleEntry(
+            "DDP306",
+            "timeout-shorter-than-rank-zero-work",
+            "code",
+            True,
+            needles=("timeout",),
+            also_needles=("timedelta", "ddp_timeout"),
+            more_needles=(("zero_first", "main_process_first", "barrier", "wait_for_everyone"),),
+        ),
+        RuleEntry(
+            "DDP401",
+            "last-batch-off-by-one",
+            "code",
+            True,
+            needles=("enumerate",),
+            narrowed_by=enumerate_counter_tested,
+        ),
+        RuleEntry(
+            "DDP402",
+            "sampler-without-set-epoch",
+            "code",
+            True,
+            needles=("DistributedSampler",),
+            required=("DataLoader",),
+        ),
+        RuleEntry(
+            "DDP403",
+            "uneven-batches-across-ranks",
+            "code",
+            True,
+            needles=("IterableDataset", "IterDataPipe"),
+            required=("DataLoader",),
+            narrowed_by=iterable_dataset_class,
+        ),
+        RuleEntry(
+            "DDP404",
+            "dataloader-persistent-no-workers",
+            "code",
+            True,
+            needles=("persistent_workers",),
+            required=("DataLoader",),
+            narrowed_by=persistent_workers_true,
+        ),
+        RuleEntry(
+            "DDP405",
+            "uneven-rank-shards",
+            "code",
+            True,
+            needles=("rank",),
+            also_needles=(
+                "world",
+                "replica",
+                "num_processes",
+                "data_parallel",
+                "dp_size",
+                "nranks",
+            ),
+        ),
+        RuleEntry(
+            "DDP501",
+            "nccl-without-device",
+            "code",
+            False,
+            needles=("nccl", "NCCL"),
+            required=("init_process_group",),
+        ),
+        RuleEntry(
+            "DDP502",
+            "branch-skips-submodule",
+            "code",
+            False,
+            needles=("DistributedDataParallel", "DDPStrategy", "strategy="),
+        ),
+        RuleEntry(
+            "DDP503",
+            "collective-before-set-device",
+            "code",
+            True,
+            needles=("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'"),
+            required=("init_process_group",),
+        ),
+        RuleEntry(
+            "DDP601",
+            "persistent-workers-without-workers",
+            "config",
+            True,
+            needles=("persistent_workers",),
+        ),
+        RuleEntry(
+            "DDP602",
+            "batchnorm-without-sync",
+            "config",
+            True,
+            needles=("ConformerEncoder", "SpectrogramConformer", "SqueezeformerEncoder"),
+        ),
         RuleEntry(
             "DDP603",
             "conformer-sync-max-audio-length",
@@ -77,7 +372,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             code_facts=("rank-zero-calls",),
             needles=("ConformerEncoder", "SpectrogramConformer"),
         ),
-        RuleEntry("DDP604", "tarred-shards-not-divisible", "config", True),
+        RuleEntry("DDP604", "tarred-shards-not-divisible", "config", True, needles=("is_tarred",)),
         RuleEntry(
             "DDP605",
             "checkpoint-name-unsynced-metric",
@@ -86,16 +381,69 @@ CATALOGUE: dict[str, RuleEntry] = {
             code_facts=("metric-logs",),
             needles=("checkpoint_callback_params", "ModelCheckpoint"),
         ),
-        RuleEntry("DDP606", "sync-batchnorm-on-cpu", "config", True),
-        RuleEntry("DDP607", "sampler-uneven-or-duplicated", "config", True),
-        RuleEntry("DDP608", "trainer-disagrees-with-allocation", "config", True),
-        RuleEntry("DDP609", "sync-bn-single-process-config", "config", True),
-        RuleEntry("DDP610", "sync-bn-single-process-py-config", "code", True),
-        RuleEntry("DDP611", "deepspeed-batch-size-mismatch", "config", False),
-        RuleEntry("DDP612", "deepspeed-fp16-and-bf16", "config", False),
-        RuleEntry("DDP613", "deepspeed-zero-option-ignored", "config", False),
-        RuleEntry("DDP614", "accelerate-process-layout", "config", False),
-        RuleEntry("DDP615", "lhotse-with-distributed-sampler", "config", False),
+        RuleEntry("DDP606", "sync-batchnorm-on-cpu", "config", True, needles=("sync_batchnorm",)),
+        RuleEntry(
+            "DDP607",
+            "sampler-uneven-or-duplicated",
+            "config",
+            True,
+            needles=("use_distributed_sampler", "replace_sampler_ddp", "Sampler"),
+        ),
+        RuleEntry(
+            "DDP608",
+            "trainer-disagrees-with-allocation",
+            "config",
+            True,
+            needles=("nodes", "tasks_per_node", "gpus_per_node"),
+        ),
+        RuleEntry("DDP609", "sync-bn-single-process-config", "config", True, needles=("SyncBN",)),
+        RuleEntry(
+            "DDP610",
+            "sync-bn-single-process-py-config",
+            "code",
+            True,
+            needles=("SyncBN",),
+            also_needles=("launcher", "gpu_ids"),
+        ),
+        RuleEntry(
+            "DDP611",
+            "deepspeed-batch-size-mismatch",
+            "config",
+            False,
+            needles=("train_micro_batch_size_per_gpu", "zero_optimization"),
+            also_needles=("train_batch_size",),
+            reads_json=True,
+        ),
+        RuleEntry(
+            "DDP612",
+            "deepspeed-fp16-and-bf16",
+            "config",
+            False,
+            needles=("fp16",),
+            also_needles=("bf16", "bfloat16"),
+            required=("enabled",),
+            reads_json=True,
+        ),
+        RuleEntry(
+            "DDP613",
+            "deepspeed-zero-option-ignored",
+            "config",
+            False,
+            needles=("zero_optimization",),
+            reads_json=True,
+        ),
+        RuleEntry(
+            "DDP614",
+            "accelerate-process-layout",
+            "config",
+            False,
+            needles=("distributed_type",),
+            also_needles=("num_processes",),
+            reads_json=True,
+        ),
+        RuleEntry(
+            "DDP615", "lhotse-with-distributed-sampler", "config", False, needles=("use_lhotse",)
+        ),
         RuleEntry(
             "DDP616",
             "monitor-rank-local-metric",

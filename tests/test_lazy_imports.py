@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ddplint.rule import ConfigRule
-from ddplint.rules import all_rules
+from ddplint.rule import ConfigRule, Rule
+from ddplint.rules import all_rules, rule_class
 from ddplint.rules.catalogue import CATALOGUE
 
 HAZARD = (
@@ -77,6 +77,41 @@ def test_the_catalogue_says_what_the_rule_classes_say() -> None:
         ), code
         facts = rule.code_facts if issubclass(rule, ConfigRule) else ()
         assert entry.code_facts == facts, code
-        if facts:
-            assert entry.needles == rule.needles, code
+        words = (rule.needles, rule.also_needles, rule.more_needles, rule.required)
+        assert (entry.needles, entry.also_needles, entry.more_needles, entry.required) == words
+        narrows = rule.prefilter.__func__ is not Rule.prefilter.__func__  # type: ignore[attr-defined]
+        assert (entry.narrowed_by is not None) == narrows, code
+        reads_json = rule.reads_json if issubclass(rule, ConfigRule) else False
+        assert entry.reads_json == reads_json, code
+        assert rule_class(code) is rule, code
     assert list(CATALOGUE) == list(all_rules())
+
+
+def _sample_texts() -> list[tuple[str, bytes]]:
+    """Every fixture file, and the five narrowed rules' words with and without what
+    narrows them."""
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    found = [(str(p), p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+    narrowed = [
+        b"dist.barrier(group, 1, 2, 3)",
+        b"dist.barrier(timeout=t)",
+        b"dist.new_group(ranks, 1800)",
+        b"for i, b in enumerate(loader):\n    if i == len(loader) - 1: pass",
+        b"for i, b in enumerate(loader):\n    if i % 4: opt.step(); loss.backward()",
+        b"class D(IterableDataset): pass\nDataLoader(D())",
+        b"DataLoader(x, persistent_workers=True)",
+        b"DataLoader(x, persistent_workers=KEEP)",
+        b"DataLoader(x, persistent_workers=False)",
+    ]
+    return found + [(f"sample{n}.py", text) for n, text in enumerate(narrowed)]
+
+
+def test_the_catalogue_prefilters_as_the_rules_do() -> None:
+    """On every fixture (and texts made to pass and fail the narrowing tests), each
+    catalogue entry passes and reads exactly what its rule class does."""
+    samples = _sample_texts()
+    for code, rule in all_rules().items():
+        entry = CATALOGUE[code]
+        for path, raw in samples:
+            assert entry.prefilter(raw) == rule.prefilter(raw), (code, path)
+            assert entry.reads(path) == rule.reads(path), (code, path)

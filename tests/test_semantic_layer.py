@@ -7,6 +7,7 @@ import libcst as cst
 import pytest
 
 from ddplint.code.context import CodeContext
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 
@@ -169,7 +170,7 @@ def test_collective_needles_cover_the_catalogue() -> None:
     framework forms name their receiver (or the method itself is a needle)."""
     from ddplint.code.collectives import catalogue
 
-    needles = catalogue.COLLECTIVE_NEEDLES
+    needles = COLLECTIVE_NEEDLES
     qualified = [
         *(f"torch.distributed.{name}" for name in catalogue.TORCH_COLLECTIVES),
         *catalogue.DEVICE_MESH_CREATORS,
@@ -203,4 +204,4 @@ def test_collective_call_needles_cover_the_catalogue() -> None:
         "sync_dist",
     ]
     for name in names:
-        assert any(needle in name for needle in catalogue.COLLECTIVE_CALL_NEEDLES), name
+        assert any(needle in name for needle in COLLECTIVE_CALL_NEEDLES), name

@@ -7,12 +7,12 @@ import libcst as cst
 import pytest
 
 from ddplint.code.collectives.call_reach import StepEvent
-from ddplint.code.collectives.catalogue import COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.lossless_returns import LossKind, lossless_returns
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.conditions import guarding_conditions
 from ddplint.code.values.set_iteration import SetValues
+from ddplint.needles import COLLECTIVE_NEEDLES
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 

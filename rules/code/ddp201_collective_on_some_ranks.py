@@ -6,12 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import FirstAfterExit, ReachedCollective
 from ddplint.finding import Finding, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 

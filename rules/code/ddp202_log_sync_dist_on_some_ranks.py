@@ -6,12 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 #: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.

@@ -6,14 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node, shift_continuation_lines
 from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import FirstAfterExit, RankGuard
 from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1
 from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 

@@ -7,15 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.collectives.call_reach import StepEvent
-from ddplint.code.collectives.catalogue import (
-    COLLECTIVE_CALL_NEEDLES,
-    COLLECTIVE_NEEDLES,
-    TORCH_DIST_MODULES,
-)
+from ddplint.code.collectives.catalogue import TORCH_DIST_MODULES
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.step_skips import try_statements
 from ddplint.code.syntax.messages import except_clause, snippet
 from ddplint.finding import Finding, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 
 _COLLECTIVE = frozenset({StepEvent.COLLECTIVE})

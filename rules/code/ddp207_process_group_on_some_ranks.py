@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import (
     insert_before,
@@ -15,10 +14,10 @@ from ddplint.code.edits.edits import (
     shift_continuation_lines,
 )
 from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.ranks.rank_reachability import RankGuard
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 

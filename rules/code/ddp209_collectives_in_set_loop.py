@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ddplint.code.collectives.call_reach import Reached, StepEvent
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node
 from ddplint.code.syntax.conditions import guarding_conditions
@@ -17,6 +16,7 @@ from ddplint.code.syntax.messages import snippet
 from ddplint.code.values.data_dependence import bound_names, value_names_read
 from ddplint.code.values.set_iteration import SetIteration, SetValues
 from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 
 _COLLECTIVE = frozenset({StepEvent.COLLECTIVE})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.collectives.divergent_exits import DivergentExit, ExitKind
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.messages import snippet
 from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp204_data_dependent_skip import skip_consequence, skipped_text
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
+from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp210_divergent_exit_before_collective import (
     divergent_exit_message,

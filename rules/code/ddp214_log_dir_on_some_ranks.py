@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.rank_predicates import RANK_NEEDLES
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
+from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.messages import snippet
 from ddplint.code.syntax.names import dotted_name
 from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 
 #: Calls that pick the values present in their input: their length is data, not shape.

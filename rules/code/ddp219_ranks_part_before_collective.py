@@ -7,14 +7,12 @@ from collections.abc import Iterator
 
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.questions import Parting, where_ranks_part
-from ddplint.code.collectives.catalogue import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, IMPLICIT_NEEDLES
 from ddplint.rule import CodeRule
 
 _LIMIT = 80
-#: The text of the implicit collectives: a DDP model's forward and backward.
-IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
 
 
 class RanksPartBeforeCollective(CodeRule):

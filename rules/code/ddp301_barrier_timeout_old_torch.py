@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -18,12 +17,12 @@ from ddplint.code.syntax.constants import literal_value
 from ddplint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.prefilters import barrier_timeout_spelled
 
 #: The first torch release whose ``barrier`` takes ``timeout``.
 BARRIER_TIMEOUT_SINCE = (2, 12)
 _SINCE_TEXT = ".".join(map(str, BARRIER_TIMEOUT_SINCE))
 _VERSION_WORDS = ("version", "signature", "parameters")
-_FOURTH_ARGUMENT = re.compile(rb"barrier\([^()]*,[^()]*,[^()]*,")
 
 
 class BarrierTimeoutOnOldTorch(CodeRule):
@@ -82,10 +81,8 @@ class BarrierTimeoutOnOldTorch(CodeRule):
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
-        """``timeout`` spelled out, or a barrier with four positional arguments."""
-        return super().prefilter(raw) and (
-            b"timeout" in raw or _FOURTH_ARGUMENT.search(raw) is not None
-        )
+        """The words, and barrier_timeout_spelled: see ``ddplint.rules.prefilters``."""
+        return super().prefilter(raw) and barrier_timeout_spelled(raw)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         version = ctx.options.torch_version

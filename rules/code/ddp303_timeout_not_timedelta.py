@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -14,12 +13,9 @@ from ddplint.code.edits.imports import import_edit
 from ddplint.code.syntax.constants import constant_value
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.prefilters import timeout_spelled
 
 _CONVERTERS = {"int": int, "float": float}
-_SECOND_ARGUMENT = re.compile(
-    rb"(?:init_process_group|new_group|new_subgroups\w*|barrier|init_distributed|"
-    rb"InitProcessGroupKwargs)\([^()]*,"
-)
 
 
 class TimeoutNotTimedelta(CodeRule):
@@ -78,11 +74,8 @@ class TimeoutNotTimedelta(CodeRule):
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
-        """One of the APIs, and ``timeout`` spelled out or a second argument to an API
-        that takes the timeout positionally (``new_group(ranks, 1800)``)."""
-        return super().prefilter(raw) and (
-            b"timeout" in raw or _SECOND_ARGUMENT.search(raw) is not None
-        )
+        """The words, and timeout_spelled: see ``ddplint.rules.prefilters``."""
+        return super().prefilter(raw) and timeout_spelled(raw)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

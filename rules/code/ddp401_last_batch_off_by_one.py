@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -20,13 +19,11 @@ from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.prefilters import enumerate_counter_tested
 
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Pass)
 # Text pre-filter: the counter of ``for i, x in enumerate(...)``, then ``i == <not a
 # number>`` / ``i + 1 != ...`` / ``== i`` and ``(i + 1) %``.
-_ENUMERATE_COUNTER = re.compile(rb"\bfor\s+[(\[]?\s*([A-Za-z_]\w*)\s*,[^\n]*?\bin\s+enumerate\(")
-_COMPARED = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*[=!]=(?!\s*-?\d+\b)|[=!]=\s*\(?\s*%s\b"
-_MODULO = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*%%"
 
 
 class LastBatchOffByOne(CodeRule):
@@ -100,20 +97,8 @@ class LastBatchOffByOne(CodeRule):
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
-        """Parse only files where an enumerate counter is compared (``i == ...``,
-        ``... != i``, not ``i == 0``) next to a ``len(``, or taken modulo next to
-        ``backward`` and an optimizer ``step(``."""
-        if b"enumerate" not in raw:
-            return False
-        lengths = b"len(" in raw
-        steps = b"step(" in raw and b"backward" in raw
-        for counter in set(_ENUMERATE_COUNTER.findall(raw)):
-            name = re.escape(counter)
-            if lengths and re.search(_COMPARED % (name, name), raw):
-                return True
-            if steps and re.search(_MODULO % name, raw):
-                return True
-        return False
+        """The words, and enumerate_counter_tested: see ``ddplint.rules.prefilters``."""
+        return super().prefilter(raw) and enumerate_counter_tested(raw)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for loop in enumerate_loops(ctx):

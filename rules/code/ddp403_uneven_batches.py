@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -14,8 +13,8 @@ from ddplint.code.steps.loop_facts import EnumerateLoop, enumerate_loops
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.prefilters import iterable_dataset_class
 
-_ITERABLE_CLASS = re.compile(rb"\bclass\s+\w+\s*\([^)]*(?:IterableDataset|IterDataPipe)")
 #: Imports that say the module runs on several ranks.
 DISTRIBUTED_MODULES = ("torch.distributed", "torch.nn.parallel", "lightning", "pytorch_lightning")
 
@@ -83,8 +82,8 @@ class UnevenBatchesAcrossRanks(CodeRule):
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
-        """The module defines a class on an iterable-dataset base."""
-        return super().prefilter(raw) and _ITERABLE_CLASS.search(raw) is not None
+        """The words, and iterable_dataset_class: see ``ddplint.rules.prefilters``."""
+        return super().prefilter(raw) and iterable_dataset_class(raw)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         datasets = IterableDatasets(ctx.index, ctx.names)

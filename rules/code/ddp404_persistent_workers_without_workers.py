@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -15,8 +14,7 @@ from ddplint.code.syntax.constants import constant_value
 from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
-
-_PERSISTENT_TRUE = re.compile(rb"persistent_workers\s*=\s*(?:True\b|[A-Z_][A-Z0-9_]*\b)")
+from ddplint.rules.prefilters import persistent_workers_true
 
 
 class PersistentWorkersWithoutWorkers(CodeRule):
@@ -72,8 +70,8 @@ class PersistentWorkersWithoutWorkers(CodeRule):
 
     @classmethod
     def prefilter(cls, raw: bytes) -> bool:
-        """``persistent_workers=True`` or ``=`` a constant's name (``KEEP_WORKERS``)."""
-        return super().prefilter(raw) and _PERSISTENT_TRUE.search(raw) is not None
+        """The words, and persistent_workers_true: see ``ddplint.rules.prefilters``."""
+        return super().prefilter(raw) and persistent_workers_true(raw)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

@@ -229,46 +229,6 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
     return _of_kind(call, framework) if framework is not None else None
 
 
-#: Text one of which every call of a catalogued collective holds, whatever the spelling
-#: (an aliased import still names the function in its import): the function or method
-#: name, or the module it comes from. A pre-filter, used with ``COLLECTIVE_NEEDLES``.
-COLLECTIVE_CALL_NEEDLES = (
-    "barrier",
-    "reduce",
-    "gather",
-    "broadcast",
-    "scatter",
-    "all_to_all",
-    "new_group",
-    "new_subgroups",
-    "device_mesh",
-    "save_checkpoint",
-    "wait_for_everyone",
-    "save_state",
-    "sync_dist",
-    "summon_full_params",
-    "state_dict",
-    "pad_across",
-    "save(",
-    "distributed.checkpoint",
-)
-
-#: Text one of which every module with a catalogued collective contains (the import of
-#: ``torch.distributed`` / ``deepspeed``, or the framework receiver's name): a cheap
-#: pre-filter for rules that need a collective in the module (``Rule.needles``).
-COLLECTIVE_NEEDLES = (
-    "torch.distributed",
-    "import distributed",
-    "deepspeed",
-    "strategy",
-    "save_checkpoint",
-    "fabric",
-    "accelerator",
-    "all_gather",
-    "sync_dist",
-)
-
-
 _TORCH_DISTRIBUTED_PREFIXES = (
     "torch.distributed.",
     "torch.distributed.distributed_c10d.",

@@ -407,16 +407,3 @@ def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
         elif isinstance(node, (cst.Tuple, cst.List)):
             stack.extend(element.value for element in node.elements)
     return names
-
-
-#: Text a file must contain to hold a rank predicate or a rank-only decorator: the
-#: pre-filter of the rank-reachability rules.
-RANK_NEEDLES = (
-    "rank",
-    "_zero",
-    "main_process",
-    "process_index",
-    "last_process",
-    "on_process",
-    "local_process",
-)

@@ -1,0 +1,85 @@
+"""The words of the text pre-filters (a file is parsed for a rule only if it holds
+them) and the test itself: plain data, importable without LibCST, so the engine can
+drop a file before any rule module is imported (``rules/catalogue.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+#: Text a file must contain to hold a rank predicate or a rank-only decorator: the
+#: pre-filter of the rank-reachability rules.
+RANK_NEEDLES = (
+    "rank",
+    "_zero",
+    "main_process",
+    "process_index",
+    "last_process",
+    "on_process",
+    "local_process",
+)
+
+#: Text one of which every call of a catalogued collective holds, whatever the spelling
+#: (an aliased import still names the function in its import): the function or method
+#: name, or the module it comes from. A pre-filter, used with ``COLLECTIVE_NEEDLES``.
+COLLECTIVE_CALL_NEEDLES = (
+    "barrier",
+    "reduce",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "new_group",
+    "new_subgroups",
+    "device_mesh",
+    "save_checkpoint",
+    "wait_for_everyone",
+    "save_state",
+    "sync_dist",
+    "summon_full_params",
+    "state_dict",
+    "pad_across",
+    "save(",
+    "distributed.checkpoint",
+)
+
+#: Text one of which every module with a catalogued collective contains (the import of
+#: ``torch.distributed`` / ``deepspeed``, or the framework receiver's name): a cheap
+#: pre-filter for rules that need a collective in the module (``Rule.needles``).
+COLLECTIVE_NEEDLES = (
+    "torch.distributed",
+    "import distributed",
+    "deepspeed",
+    "strategy",
+    "save_checkpoint",
+    "fabric",
+    "accelerator",
+    "all_gather",
+    "sync_dist",
+)
+
+#: What implies a collective without naming one (a DDP model's forward and backward
+#: synchronise gradients): DDP219 counts them with the collectives' words.
+IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
+
+Words = tuple[str, ...]
+
+
+def holds_words(raw: bytes, required: Words, groups: Sequence[Words]) -> bool:
+    """Whether ``raw`` holds every ``required`` word and one word of each non-empty
+    group (``needles``, ``also_needles``, each ``more_needles`` group)."""
+    encoded_required, encoded_groups = _encoded(required, tuple(groups))
+    return all(word in raw for word in encoded_required) and all(
+        any(needle in raw for needle in group) for group in encoded_groups
+    )
+
+
+@lru_cache(maxsize=256)
+def _encoded(
+    required: Words, groups: tuple[Words, ...]
+) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, ...], ...]]:
+    """The words as bytes, empty groups left out (made once per set of words)."""
+    return (
+        tuple(word.encode() for word in required),
+        tuple(tuple(needle.encode() for needle in group) for group in groups if group),
+    )
