@@ -168,12 +168,12 @@ def test_collective_needles_cover_the_catalogue() -> None:
     """A file holding a catalogued collective always contains a pre-filter needle: the
     qualified names need an import of ``torch.distributed`` or ``deepspeed``, and the
     framework forms name their receiver (or the method itself is a needle)."""
-    from ddplint.code.collectives import catalogue
+    from ddplint.code.collectives import catalogue, kinds
 
     needles = COLLECTIVE_NEEDLES
     qualified = [
         *(f"torch.distributed.{name}" for name in catalogue.TORCH_COLLECTIVES),
-        *catalogue.DEVICE_MESH_CREATORS,
+        *kinds.DEVICE_MESH_CREATORS,
         *catalogue.CHECKPOINT_FUNCTIONS,
         *catalogue.FSDP_COLLECTIVES,
     ]
@@ -181,7 +181,7 @@ def test_collective_needles_cover_the_catalogue() -> None:
         assert name.startswith(("torch.distributed", "deepspeed")), name
     receivers = {"strategy", "fabric", "accelerator"}
     assert receivers <= set(needles)
-    for kind, method in catalogue._CHECKPOINT_METHODS:
+    for kind, method in kinds._CHECKPOINT_METHODS:
         assert kind in receivers or method in needles or "save_checkpoint" in needles, kind
     assert {"all_gather", "sync_dist", "save_checkpoint"} <= set(needles)
 
@@ -190,17 +190,17 @@ def test_collective_call_needles_cover_the_catalogue() -> None:
     """Every spelling of a catalogued collective names its function or method somewhere
     in the file (an aliased import names it in the import), so one of these needles is
     always there."""
-    from ddplint.code.collectives import catalogue
+    from ddplint.code.collectives import catalogue, kinds
 
     names = [
         *catalogue.TORCH_COLLECTIVES,
-        *(name.rsplit(".", 1)[-1] for name in catalogue.DEVICE_MESH_CREATORS),
+        *(name.rsplit(".", 1)[-1] for name in kinds.DEVICE_MESH_CREATORS),
         *(name.rsplit(".", 1)[-1] + "(" for name in catalogue.CHECKPOINT_FUNCTIONS),
         *(name.rsplit(".", 1)[-1] for name in catalogue.FSDP_COLLECTIVES),
-        *(f"{method}(" for _, method in catalogue._CHECKPOINT_METHODS),
-        *catalogue._STRATEGY_METHODS,
-        *catalogue._ACCELERATE_METHODS,
-        *catalogue._LIGHTNING_MODULE_METHODS,
+        *(f"{method}(" for _, method in kinds._CHECKPOINT_METHODS),
+        *kinds._STRATEGY_METHODS,
+        *kinds._ACCELERATE_METHODS,
+        *kinds._LIGHTNING_MODULE_METHODS,
         "sync_dist",
     ]
     for name in names:

@@ -103,6 +103,24 @@ DDP_CLASSES = frozenset(
         "torch.nn.parallel.distributed.DistributedDataParallel",
     }
 )
+#: The classes a model is wrapped in for data parallelism, by qualified name.
+DDP_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.DistributedDataParallel",
+    }
+)
+#: Calls that choose this process's GPU (or make only one visible).
+DEVICE_CHOICES = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.cuda.device",
+        "torch.accelerator.set_device_index",
+        "torch.accelerator.set_device_idx",
+        "torch.set_default_device",
+    }
+)
 #: Backward calls that are not a method of the loss.
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 

@@ -7,17 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.api import DDP_WRAPPERS as DDP_WRAPPERS
 from ddplint.code.syntax.call_args import argument, has_star_arguments, keyword_argument
 from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.names import ImportTable
 
-DDP_WRAPPERS = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.nn.DistributedDataParallel",
-    }
-)
 LIGHTNING_DDP_STRATEGIES = frozenset(
     {
         "lightning.pytorch.strategies.DDPStrategy",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ddplint.code.collectives.catalogue import kind_of_method
+from ddplint.code.collectives.kinds import kind_of_method
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddplint.analysis.api import DEVICE_CHOICES
+from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
@@ -27,9 +29,7 @@ from ddplint.code.project.summaries import (
     own_nodes,
     qualify,
 )
-from ddplint.code.ranks.process_groups import DEVICE_CHOICES
-from ddplint.code.ranks.rank_guard import dotted
-from ddplint.code.syntax.incremental_parse import Piece, split
+from ddplint.code.syntax.pieces import Piece, split
 from ddplint.code.syntax.python_ast import parse_python
 
 #: Pieces whose parts are kept between runs (about 100 files of 2,000 lines).

@@ -13,21 +13,17 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ddplint.code.collectives.catalogue import (
-    SHARDING_WRAPPERS,
-    CollectiveKind,
-    kind_of_function,
-    kind_of_method,
-)
-from ddplint.code.collectives.ddp_wrappers import DDP_WRAPPERS
-from ddplint.code.ranks.process_groups import DEVICE_CHOICES
-from ddplint.code.ranks.rank_guard import dotted
-from ddplint.code.ranks.rank_predicates import (
+from ddplint.analysis.api import (
+    DDP_WRAPPERS,
+    DEVICE_CHOICES,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
     RANK_ONLY_DECORATORS,
+    SHARDING_WRAPPERS,
 )
+from ddplint.analysis.names import dotted_name as dotted
+from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)

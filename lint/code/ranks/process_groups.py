@@ -13,22 +13,13 @@ from functools import cached_property
 
 import libcst as cst
 
+from ddplint.analysis.api import DEVICE_CHOICES as DEVICE_CHOICES
 from ddplint.code.collectives.catalogue import torch_distributed_call, torch_distributed_function
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import constant_value, single_assignment
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 
-#: Calls that choose this process's GPU (or make only one visible).
-DEVICE_CHOICES = frozenset(
-    {
-        "torch.cuda.set_device",
-        "torch.cuda.device",
-        "torch.accelerator.set_device_index",
-        "torch.accelerator.set_device_idx",
-        "torch.set_default_device",
-    }
-)
 _WORLD_GROUPS = ("group.WORLD", "GroupMember.WORLD")
 #: Where ``backend`` sits among the positional parameters of the group creators.
 _BACKEND_POSITION = {"new_group": 2, "new_subgroups": 3}

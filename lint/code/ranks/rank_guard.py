@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ast
 
-from ddplint.analysis.names import dotted_name as dotted
-from ddplint.code.ranks.rank_predicates import (
+from ddplint.analysis.api import (
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
     RANK_ONLY_DECORATORS,
 )
+from ddplint.analysis.names import dotted_name as dotted
 
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv", "environ.get"})
 

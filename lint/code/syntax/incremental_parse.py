@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ddplint.source import split_lines
+from ddplint.code.syntax.pieces import Piece
+from ddplint.code.syntax.pieces import split as split
 
 #: Characters of piece text whose trees are kept between runs: about 40 files of 2,000
 #: lines (their trees and walks take about 110 MB per million characters, measured).
@@ -53,15 +54,6 @@ Nesting = tuple[tuple[int, int], ...]
 Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
-@dataclass(frozen=True)
-class Piece:
-    """A stretch of the file: its text and the line it starts on (1-based)."""
-
-    text: str
-    line: int
-    statements: tuple[ast.stmt, ...]
-
-
 @dataclass
 class _Parsed:
     """What one piece text gave, alone: its nesting (line within the piece, depth) and,
@@ -72,30 +64,6 @@ class _Parsed:
     parsed: bool = False
     #: The first statement given the lines of the piece before it, and that piece's text.
     joined: tuple[str, Statement] | None = None
-
-
-def split(text: str, tree: ast.Module) -> list[Piece]:
-    """The file's pieces, in order (one piece for a file without statements)."""
-    lines = split_lines(text)
-    starts: list[int] = []
-    grouped: list[list[ast.stmt]] = []
-    ended = 0  # the last line of the statement before
-    for statement in tree.body:
-        decorators = getattr(statement, "decorator_list", ())
-        first = min([statement.lineno, *(d.lineno for d in decorators)])
-        if first <= ended:  # ``a; b``: one LibCST statement line
-            grouped[-1].append(statement)
-        else:
-            starts.append(first)
-            grouped.append([statement])
-        ended = max(ended, statement.end_lineno or statement.lineno)
-    if not starts:
-        return [Piece(text, 1, ())]
-    cuts = [0, *(line - 1 for line in starts[1:]), len(lines)]
-    return [
-        Piece("".join(lines[begin:end]), begin + 1, tuple(statements))
-        for begin, end, statements in zip(cuts[:-1], cuts[1:], grouped, strict=True)
-    ]
 
 
 class IncrementalParser:

@@ -14,12 +14,16 @@ import ast
 import io
 import tokenize
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from ddplint.code.syntax import incremental_parse
+from ddplint.code.syntax.pieces import split
 from ddplint.code.syntax.python_ast import parse_python
 from ddplint.source import SourceError
+
+if TYPE_CHECKING:  # the bounds (``too_large``) are asked of files no rule parses
+    import libcst as cst
+
+    from ddplint.code.syntax.incremental_parse import IncrementalParser
 
 #: The sum over statements of (nesting depth)^2. LibCST costs about 0.02 ms per unit
 #: in its worst shapes, so this bounds a file's parse at about 10 s. The real corpus
@@ -53,6 +57,10 @@ def parse_module(text: str) -> cst.Module:
     beyond ``MAX_SYNTAX_UNITS``, and
     ``libcst.ParserSyntaxError`` for invalid code.
     """
+    import libcst as cst
+
+    from ddplint.code.syntax import incremental_parse
+
     parser = incremental_parse.active()
     if parser is not None:
         module = _parse_in_pieces(text, parser)
@@ -62,7 +70,7 @@ def parse_module(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-def _parse_in_pieces(text: str, parser: incremental_parse.IncrementalParser) -> cst.Module | None:
+def _parse_in_pieces(text: str, parser: IncrementalParser) -> cst.Module | None:
     """The module from pieces (``ddplint.code.syntax.incremental_parse``), each piece's
     nesting checked before LibCST sees it; None where the whole file must be parsed
     (``check_nesting`` then says why a file cannot be)."""
@@ -72,7 +80,7 @@ def _parse_in_pieces(text: str, parser: incremental_parse.IncrementalParser) -> 
         tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    pieces = incremental_parse.split(text, tree)
+    pieces = split(text, tree)
     _check_cost(parser.nesting(pieces, statement_nesting))
     return parser.assemble(pieces)
 
