@@ -1,6 +1,7 @@
-"""A run that only reads the cache must not import the analysis: no LibCST, ruamel,
-OmegaConf or rule module. Checked by running
-``ddplint check`` in a subprocess and reading its ``sys.modules``, not by timing it."""
+"""A run that only reads the cache, or whose files the pre-filter drops, must not import
+the analysis: no LibCST, ruamel, OmegaConf or rule module; a file that passes some
+rules' pre-filters imports those rules' modules only. Checked by running ``ddplint
+check`` in a subprocess and reading its ``sys.modules``, not by timing it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from ddplint.rules import all_rules, rule_class
 from ddplint.rules.catalogue import CATALOGUE
 
 HAZARD = (
-    "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
-    "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n\n\n"
+    "class Net(nn.Module):\n"
+    "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n\n\n"
+    "def loader(data):\n    return DataLoader(data, persistent_workers=True)\n"
 )
 CONFIG = "trainer:\n  devices: 2\nmodel:\n  train_ds:\n    num_workers: 0\n"
 #: Runs ``ddplint check`` and prints, after it, the heavy modules it imported.
@@ -24,7 +27,7 @@ PROBE = """
 import json, sys
 from ddplint.cli import cli
 try:
-    cli(["check", "--exit-zero", "-q", "."])
+    cli(["check", "--exit-zero", "-q", *sys.argv[1:]])
 except SystemExit:
     pass
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("libcst", "ruamel", "omegaconf")
@@ -33,14 +36,15 @@ print(json.dumps(heavy))
 """
 
 
-def _imported(tree: Path, tmp_path: Path) -> list[str]:
+def _imported(tree: Path, tmp_path: Path, *paths: str) -> list[str]:
+    """The heavy modules ``ddplint check PATHS`` (default ``.``) imported."""
     environment = {
         **os.environ,
         "DDPLINT_CACHE_DIR": str(tmp_path / "cache"),
         "DDPLINT_CACHE_KEY_FILE": str(tmp_path / "key"),
     }
     result = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", PROBE, *(paths or (".",))],
         cwd=tree,
         env=environment,
         capture_output=True,
@@ -65,6 +69,36 @@ def test_a_warm_run_imports_no_analysis(tmp_path: Path) -> None:
     cold = _imported(tree, tmp_path)
     assert any(m.startswith("libcst") for m in cold)  # the cold run did parse
     assert _imported(tree, tmp_path) == []
+
+
+def _hook(tree: Path, tmp_path: Path, name: str) -> list[str]:
+    """The heavy modules a pre-commit run imports on ``name`` just edited (a comment
+    appended: a text the cache has not seen)."""
+    path = tree / name
+    path.write_text(path.read_text() + "# edited\n")
+    return _imported(tree, tmp_path, "--force-exclude", "--", name)
+
+
+def test_an_edited_file_the_prefilter_drops_imports_no_analysis(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {"net.py": HAZARD, "train.yaml": CONFIG, "util.py": "x = 1\n"})
+    _imported(tree, tmp_path)  # the whole tree cached, as after a first run
+    assert _hook(tree, tmp_path, "util.py") == []
+
+
+def test_an_edited_file_imports_only_the_rules_its_prefilters_pass(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {"net.py": HAZARD, "util.py": "x = 1\n"})
+    _imported(tree, tmp_path)
+    raw = (tree / "net.py").read_bytes()
+    passing = {
+        rule_class(code).__module__
+        for code, entry in CATALOGUE.items()
+        if entry.kind == "code" and entry.default_enabled and entry.prefilter(raw)
+    }
+    imported = _hook(tree, tmp_path, "net.py")
+    assert "ddplint.rules.code.ddp404_persistent_workers_without_workers" in passing
+    assert {m for m in imported if m.startswith("ddplint.rules.code.ddp")} == passing
+    assert any(m.startswith("libcst") for m in imported)  # the file was parsed
+    assert not any(m.startswith(("ruamel", "omegaconf")) for m in imported)
 
 
 def test_the_catalogue_says_what_the_rule_classes_say() -> None:
