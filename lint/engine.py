@@ -8,8 +8,6 @@ import ast
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
@@ -443,6 +441,8 @@ def run_jobs(
     """
     if jobs <= 1 or len(work) < POOL_THRESHOLD:
         return _run_in_process(job, work, done)
+    from concurrent.futures.process import BrokenProcessPool  # multiprocessing: pools only
+
     finished: dict[int, R] = {}
     batches = [list(range(len(work)))]
     while batches:
@@ -489,6 +489,8 @@ def _run_batch(
     done: Callable[[int], None] | None,
 ) -> list[int]:
     """Run ``batch`` (positions in ``work``) in one pool; the positions left unfinished."""
+    from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+
     size = max(1, len(batch) // (jobs * 8))
     chunks = [batch[start : start + size] for start in range(0, len(batch), size)]
     failed: list[int] = []

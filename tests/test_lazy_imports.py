@@ -113,7 +113,7 @@ def test_the_catalogue_says_what_the_rule_classes_say() -> None:
         assert entry.code_facts == facts, code
         words = (rule.needles, rule.also_needles, rule.more_needles, rule.required)
         assert (entry.needles, entry.also_needles, entry.more_needles, entry.required) == words
-        narrows = rule.prefilter.__func__ is not Rule.prefilter.__func__  # type: ignore[attr-defined]
+        narrows = rule.prefilter.__func__ is not Rule.prefilter.__func__
         assert (entry.narrowed_by is not None) == narrows, code
         reads_json = rule.reads_json if issubclass(rule, ConfigRule) else False
         assert entry.reads_json == reads_json, code
