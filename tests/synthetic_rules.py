@@ -161,15 +161,32 @@ def use_synthetic_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     for rule in SYNTHETIC:
         monkeypatch.setattr(rule, "default_enabled", False)
         catalogue[rule.code] = rule
-    for module in (ddplint.engine, ddplint.cli, ddplint.report.sarif):
+    for module in (ddplint.cli, ddplint.report.sarif):
         monkeypatch.setattr(module, "all_rules", lambda: dict(sorted(catalogue.items())))
     # What the settings and the engine know without importing rules: the catalogue.
     entries = {**CATALOGUE}
     for rule in SYNTHETIC:
-        entries[rule.code] = RuleEntry(rule.code, rule.name, rule.kind, False)
+        entries[rule.code] = catalogue_entry(rule, default_enabled=False)
     for module in (ddplint.engine, ddplint.invocation):
         monkeypatch.setattr(module, "CATALOGUE", dict(sorted(entries.items())))
-    # The engine caches rule instances by selection; bypass the cache while patched.
-    monkeypatch.setattr(
-        ddplint.engine, "_rule_instances", ddplint.engine._rule_instances.__wrapped__
+    engine_sees(monkeypatch, catalogue)
+
+
+def catalogue_entry(rule: type[Rule], default_enabled: bool) -> RuleEntry:
+    """A catalogue line for a rule defined in a test (its pre-filter is the class's)."""
+    return RuleEntry(
+        rule.code,
+        rule.name,
+        rule.kind,
+        default_enabled,
+        needles=rule.needles,
+        also_needles=rule.also_needles,
+        more_needles=rule.more_needles,
+        required=rule.required,
+        narrowed_by=rule.prefilter,
     )
+
+
+def engine_sees(monkeypatch: pytest.MonkeyPatch, rules: dict[str, type[Rule]]) -> None:
+    """Make the engine instantiate ``rules`` by code (its instance cache bypassed)."""
+    monkeypatch.setattr(ddplint.engine, "_rule", lambda code: rules[code]())

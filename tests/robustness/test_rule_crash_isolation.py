@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from synthetic_rules import catalogue_entry, engine_sees
 
 import ddplint.cli
 import ddplint.code.syntax.safe_parse
@@ -20,7 +21,7 @@ from ddplint.engine import POOL_THRESHOLD
 from ddplint.finding import Finding
 from ddplint.rule import CodeRule
 from ddplint.rules import all_rules
-from ddplint.rules.catalogue import CATALOGUE, RuleEntry
+from ddplint.rules.catalogue import CATALOGUE
 
 from .support import HAZARD, run_cli
 
@@ -54,15 +55,12 @@ class CrashingRule(CodeRule):
 @pytest.fixture
 def crashing_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[CrashingRule]]:
     catalogue = {**all_rules(), CrashingRule.code: CrashingRule}
-    entry = RuleEntry(CrashingRule.code, CrashingRule.name, "code", True)
-    entries = {**CATALOGUE, CrashingRule.code: entry}
-    monkeypatch.setattr(ddplint.engine, "all_rules", lambda: catalogue)
+    entries = {**CATALOGUE, CrashingRule.code: catalogue_entry(CrashingRule, default_enabled=True)}
     monkeypatch.setattr(ddplint.engine, "CATALOGUE", entries)
     monkeypatch.setattr(ddplint.cli, "all_rules", lambda: catalogue)
     monkeypatch.setattr(ddplint.invocation, "CATALOGUE", entries)
-    ddplint.engine._rule_instances.cache_clear()
+    engine_sees(monkeypatch, catalogue)
     yield CrashingRule
-    ddplint.engine._rule_instances.cache_clear()
 
 
 def _write(project: Path, count: int, special: dict[str, str]) -> None:
