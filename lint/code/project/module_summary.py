@@ -2,7 +2,7 @@
 
 The summary (``ddplint.code.project.summaries`` says what each part means) is built one
 *piece* at a time (a top-level statement and the lines after it, as
-``ddplint.code.syntax.incremental_parse.split`` cuts a file) and the parts are joined
+``ddplint.code.syntax.pieces.split`` cuts a file) and the parts are joined
 in file order. A language server re-summarises the file it edits on every change: with
 ``enable``, each piece's part is kept by its text (and, for the parts that resolve
 names, by the module's imports), so an edit costs the pieces it touched; a part reused
