@@ -27,7 +27,7 @@ not stick to a new ``for step in range(...)``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
@@ -90,25 +90,6 @@ class Taint:
 
 
 State = dict[str, Taint]
-
-
-@dataclass(frozen=True)
-class ReturnSummary:
-    """What a function of the module hands back: the taint its result carries of its
-    own (it reads the rank inside), its parameters in order (``self`` left out), and
-    those whose value may flow into the result."""
-
-    own: Taint | None
-    parameters: tuple[str, ...]
-    reaching: frozenset[str]
-
-
-#: The summary of the module's function a call names (``f``, ``self.f``), if any.
-Summaries = Callable[[str], "ReturnSummary | None"]
-
-
-def _no_summaries(_: str) -> ReturnSummary | None:
-    return None
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -211,13 +192,11 @@ class _Evaluator:
         agreeing_receivers: frozenset[str],
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
-        summaries: Summaries = _no_summaries,
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
         self.project = project
         self.owner = owner
-        self.summaries = summaries
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -321,36 +300,11 @@ class _Evaluator:
         if resolved == "torch.device":
             found = _join(None, *(self.taint(a, state) for a in call.args))
             return _device(found) if found else None
-        summary = self._local_summary(call)
-        if summary is not None:
-            return self._returned(summary, call, state)
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
         if distributed_function(resolved) is not None:
             return None
         return _join(None, *(self.taint(a, state) for a in call.args))
-
-    def _local_summary(self, call: ast.Call) -> ReturnSummary | None:
-        """The summary of the module's own function ``call`` runs (``f(...)``,
-        ``self.f(...)``), when the arguments can be matched to its parameters."""
-        spelled = dotted_name(call.func)
-        if spelled is None or spelled.count(".") > (1 if spelled.startswith("self.") else 0):
-            return None
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(
-            k.arg is None for k in call.keywords
-        ):
-            return None
-        return self.summaries(spelled)
-
-    def _returned(self, summary: ReturnSummary, call: ast.Call, state: State) -> Taint | None:
-        """The taint of a call's result: the callee's own, and that of the arguments
-        given to the parameters that flow into its result."""
-        given = list(zip(summary.parameters, call.args, strict=False))
-        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        return _join(
-            summary.own,
-            *(self.taint(value, state) for name, value in given if name in summary.reaching),
-        )
 
     def _method(self, call: ast.Call, func: ast.Attribute, state: State) -> Taint | None:
         receiver = self.taint(func.value, state)
@@ -447,11 +401,10 @@ class Divergence:
         agreeing_receivers: frozenset[str] = frozenset(),
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
-        summaries: Summaries = _no_summaries,
     ) -> None:
         self.graph = graph
         self.dominance = dominance
-        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner, summaries)
+        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner)
         self.names = names
         self._contributed = self._contributions()
         self._entry = self._entry_state(rank_parameters)
@@ -522,35 +475,6 @@ class Divergence:
     def taint(self, expression: ast.AST, node: Node) -> Taint | None:
         """The taint of an expression read where ``node`` starts."""
         return self.evaluator.taint(expression, self.before(node))
-
-    def returned(self) -> ReturnSummary | None:
-        """What the function's result carries (None for module code, a generator, or a
-        signature with ``*args`` / ``**kwargs``)."""
-        scope = self.graph.scope
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        arguments = scope.args
-        if arguments.vararg is not None or arguments.kwarg is not None:
-            return None
-        statements = list(self.graph.statements())
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in statements for n in ast.walk(s)):
-            return None
-        parameters = [a.arg for a in arguments.posonlyargs + arguments.args]
-        if parameters[:1] in (["self"], ["cls"]):
-            parameters = parameters[1:]
-        own: Taint | None = None
-        read: set[str] = set()
-        for node in self.graph.nodes:
-            if isinstance(node.statement, ast.Return) and node.statement.value is not None:
-                own = _join(own, self.taint(node.statement.value, node))
-                read |= _names_read(node.statement.value)
-        reaching = _flowing_into(read, statements)
-        keyword_only = [a.arg for a in arguments.kwonlyargs]
-        return ReturnSummary(
-            own,
-            tuple(parameters),
-            frozenset(p for p in (*parameters, *keyword_only) if p in reaching),
-        )
 
     # -- solving --------------------------------------------------------------------
 
@@ -748,37 +672,6 @@ class Divergence:
         if spelled is None or spelled not in state:
             return state
         return {name: taint for name, taint in state.items() if name != spelled}
-
-
-def _names_read(expression: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}
-
-
-def _flowing_into(read: set[str], statements: list[ast.AST]) -> set[str]:
-    """The names whose values may flow into ``read``: closed over the assignments of
-    the function in any order (a loop may carry a value back)."""
-    flowing = set(read)
-    changed = True
-    while changed:
-        changed = False
-        for statement in statements:
-            sources: ast.AST | None
-            targets: list[ast.AST]
-            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                sources, targets = statement.value, _targets(statement)
-            elif isinstance(statement, (ast.For, ast.AsyncFor)):
-                sources, targets = statement.iter, [statement.target]
-            else:
-                continue
-            if sources is None:
-                continue
-            bound = {name.split(".", 1)[0] for t in targets for name, _ in _assigned_names(t)}
-            if bound & flowing:
-                new = _names_read(sources) - flowing
-                if new:
-                    flowing |= new
-                    changed = True
-    return flowing
 
 
 def _read_back(value: ast.expr, buffers: set[str]) -> bool:

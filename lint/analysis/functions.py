@@ -21,7 +21,6 @@ from ddplint.analysis.control_flow import (
 )
 from ddplint.analysis.divergence import (
     Divergence,
-    ReturnSummary,
     spawned_functions,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
@@ -134,7 +133,6 @@ class ModuleAnalysis:
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
             self._definitions.setdefault(self._key_of(function), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
-        self._summaries: dict[str, ReturnSummary | None] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -144,17 +142,6 @@ class ModuleAnalysis:
         if isinstance(self.nodes.scope_of.get(function), ast.ClassDef):
             return f"self.{function.name}"
         return function.name
-
-    def return_summary(self, name: str) -> ReturnSummary | None:
-        """What the module's function ``name`` (``f``, ``self.f``) hands back, from its
-        own divergence (None while it is being summarised: a recursive call)."""
-        if name in self._summaries:
-            return self._summaries[name]
-        self._summaries[name] = None
-        definition = self._definitions.get(name)
-        if definition is not None:
-            self._summaries[name] = self.function(definition).divergence.returned()
-        return self._summaries[name]
 
     def _in_lightning_class(self, scope: ast.AST) -> bool:
         return self.nodes.scope_of.get(scope) in self.objects.lightning_classes
@@ -175,7 +162,6 @@ class ModuleAnalysis:
                 self.objects.agreeing_receivers(),
                 self.project,
                 self.nodes.owner_class(scope),
-                self.return_summary,
             )
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
