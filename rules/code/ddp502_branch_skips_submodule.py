@@ -67,7 +67,8 @@ class BranchSkipsSubmodule(CodeRule):
     finishes, and the next iteration fails with `RuntimeError: Expected to have finished
     reduction in the prior iteration` (reproduced) — one iteration late, so the stack
     trace points at the wrong step. When the condition differs across ranks, they can
-    also hang.
+    also hang. `static_graph=True` does not help: it promises that the set of used
+    parameters never changes between iterations, which such a branch breaks.
 
     ## Example
     ```python

@@ -218,7 +218,7 @@ class WholeForwards:
         if holders is None:
             return False
         used = self._straight_line_uses(forward, methods, set())
-        return used is not None and holders <= used
+        return bool(holders) and used is not None and holders <= used
 
     def _parameter_holders(
         self, cls: cst.ClassDef, methods: dict[str, cst.FunctionDef], depth: int
@@ -345,7 +345,9 @@ class WholeForwards:
             for node in (statement, *self._index.walk_within(statement)):
                 if isinstance(node, _BRANCHING):
                     return None
-                if isinstance(node, (cst.Return, cst.Raise)) and position != last:
+                if isinstance(node, cst.Raise) or (
+                    isinstance(node, cst.Return) and position != last
+                ):
                     return None
                 if isinstance(node, cst.Call):
                     called = dotted_name(node.func) or ""
