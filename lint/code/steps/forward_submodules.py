@@ -350,8 +350,7 @@ class WholeForwards:
                 ):
                     return None
                 if isinstance(node, cst.Call):
-                    called = dotted_name(node.func) or ""
-                    if called.rsplit(".", 1)[-1] in _GRAPH_CUTS:
+                    if _called_method(node) in _GRAPH_CUTS:
                         return None
                     helper = _self_attribute(node.func)
                     if helper in methods:
@@ -364,6 +363,14 @@ class WholeForwards:
                     if attribute is not None:
                         used.add(attribute)
         return used
+
+
+def _called_method(call: cst.Call) -> str:
+    """``detach`` for ``x.detach()`` and ``self.body(x).detach()``; ``no_grad`` for
+    ``torch.no_grad()``."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return dotted_name(call.func) or ""
 
 
 _BRANCHING = (
