@@ -130,9 +130,13 @@ def _self_attribute(expr: cst.BaseExpression) -> str | None:
 
 def frozen_submodules(index: ModuleIndex, cls: cst.ClassDef) -> frozenset[str]:
     """``x`` for ``self.x.requires_grad_(False)`` or ``for p in self.x.parameters():
-    p.requires_grad = False`` in ``cls``: DDP ignores parameters without gradients."""
-    frozen = set()
-    for node in index.walk_within(cls, into_functions=True):
+    p.requires_grad = False`` in the ``__init__`` of ``cls``: DDP leaves out parameters
+    that need no gradient when it is built (frozen later, DDP still waits for them)."""
+    frozen: set[str] = set()
+    init = next((m for m in class_methods(cls) if m.name.value == "__init__"), None)
+    if init is None:
+        return frozenset()
+    for node in index.walk_within(init):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
