@@ -16,6 +16,7 @@ from ddplint.code.steps.forward_submodules import (
     class_methods,
     parameterised_submodules,
 )
+from ddplint.code.syntax.call_args import keyword_argument
 from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
@@ -92,7 +93,9 @@ class BranchSkipsSubmodule(CodeRule):
     The fix adds `find_unused_parameters=True` to the wrapper (for
     `Trainer(strategy="ddp")`: `strategy="ddp_find_unused_parameters_true"`). It is
     unsafe and opt-in: it costs an extra graph traversal every step, and the finding
-    is a medium-confidence reading of the branch.
+    is a medium-confidence reading of the branch. No fix is offered when the wrapper
+    sets `static_graph=True`: the graph is then read once, and the set of used
+    parameters must change neither way; the branch itself has to go.
 
     ## References
     - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
@@ -119,7 +122,7 @@ class BranchSkipsSubmodule(CodeRule):
             wrapping = [w for w in wrappers if _wraps(ctx, w, cls.name.value)]
             if not wrapping or any(w.find_unused_parameters is not False for w in wrapping):
                 continue
-            fix = _fix(ctx, wrapping)
+            fix = None if any(_static_graph(w) for w in wrapping) else _fix(ctx, wrapping)
             line = ctx.range_of(wrapping[0].call)[0]
             for unit in _forward_units(ctx, cls):
                 for branch in _branches(ctx, unit.method, unit.submodules, unit.elsewhere):
@@ -447,6 +450,13 @@ def _dynamic_reason(
         if word in _RANK_WORDS:
             return "the rank"
     return None
+
+
+def _static_graph(wrapper: DataParallelWrapper) -> bool:
+    """Whether the wrapper sets ``static_graph`` to anything but a literal False (the flag
+    would not help then: the graph is read once)."""
+    static = keyword_argument(wrapper.call, "static_graph")
+    return static is not None and literal_value(static.value) is not False
 
 
 def _fix(ctx: CodeContext, wrappers: list[DataParallelWrapper]) -> Fix:
