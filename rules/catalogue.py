@@ -53,6 +53,7 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry("DDP220", "async-handle-not-waited", "code", False),
         RuleEntry("DDP230", "monitored-metric-rank-local", "code", False),
         RuleEntry("DDP240", "host-tensor-built-every-step", "code", False),
+        RuleEntry("DDP250", "find-unused-without-unused", "code", False),
         RuleEntry("DDP301", "barrier-timeout-old-torch", "code", True),
         RuleEntry("DDP302", "monitored-barrier-nccl", "code", True),
         RuleEntry("DDP303", "timeout-not-timedelta", "code", True),
