@@ -90,6 +90,23 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place in the same file a finding points to (the collective skipped, the
+    test that parts the ranks): a line and column, 1-based, and what it is."""
+
+    line: int
+    column: int
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Related:
+        return cls(int(data["line"]), int(data["column"]), str(data["message"]))
+
+
+@dataclass(frozen=True)
 class Finding:
     """One hazard at one place in one file. Lines and columns are 1-based; end is exclusive."""
 
@@ -110,6 +127,9 @@ class Finding:
     # Lines of the enclosing statement: a suppression comment on any of them applies.
     # Internal: not part of the JSON output.
     statement_lines: tuple[int, int] | None = field(default=None, compare=False)
+    #: Other places of the file the finding names (SARIF ``relatedLocations``, LSP
+    #: ``relatedInformation``, the full text format).
+    related: tuple[Related, ...] = ()
 
     @classmethod
     def of(
@@ -122,6 +142,7 @@ class Finding:
         key_path: str | None = None,
         statement_lines: tuple[int, int] | None = None,
         summary: str = "",
+        related: tuple[Related, ...] = (),
     ) -> Finding:
         """A finding of ``rule`` over ``span`` = (line, column, end_line, end_column)."""
         line, column, end_line, end_column = span
@@ -139,6 +160,7 @@ class Finding:
             key_path=key_path,
             summary=summary,
             statement_lines=statement_lines,
+            related=related,
         )
 
     @property
@@ -162,6 +184,8 @@ class Finding:
             data["key_path"] = self.key_path
         if self.summary:
             data["summary"] = self.summary
+        if self.related:
+            data["related"] = [place.to_json() for place in self.related]
         return data
 
     @classmethod
@@ -180,6 +204,7 @@ class Finding:
             fix=Fix.from_json(fix) if fix else None,
             key_path=data.get("key_path"),
             summary=data.get("summary", ""),
+            related=tuple(Related.from_json(place) for place in data.get("related", ())),
         )
 
     @property

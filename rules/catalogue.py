@@ -235,6 +235,13 @@ CATALOGUE: dict[str, RuleEntry] = {
             required=("device",),
         ),
         RuleEntry(
+            "DDP250",
+            "find-unused-without-unused",
+            "code",
+            False,
+            needles=("find_unused_parameters",),
+        ),
+        RuleEntry(
             "DDP301",
             "barrier-timeout-old-torch",
             "code",

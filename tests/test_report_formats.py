@@ -153,3 +153,42 @@ def test_machine_formats_print_no_summary(project: Path, name: str) -> None:
     (project / "pkg" / "broken.py").unlink()
     _, out, err = run("--format", name)
     assert "Found" not in out and err == ""
+
+
+PARTING = """\
+import torch.distributed as dist
+
+
+def stop_on_rank_zero(batches):
+    for batch in batches:
+        if dist.get_rank() == 0 and batch.sum() > 0:
+            break
+        dist.all_reduce(batch)
+"""
+
+
+def test_related_locations_in_sarif_json_and_full_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, validator: jsonschema.Draft4Validator
+) -> None:
+    """A finding at the root cause names the test and the skipped collective as related
+    places: SARIF ``relatedLocations`` (schema-valid), JSON ``related``, full text."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(PARTING)
+    selection = ("--select", "DDP219", "--preview", "--no-cache")
+    code, out, _ = run("train.py", *selection, "--output-format", "sarif")
+    assert code == 1
+    document = json.loads(out)
+    validator.validate(document)
+    (result,) = document["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
+    related = result["relatedLocations"]
+    assert [r["physicalLocation"]["region"] for r in related] == [
+        {"startLine": 6, "startColumn": 9},
+        {"startLine": 8, "startColumn": 9},
+    ]
+    assert "all_reduce" in related[1]["message"]["text"]
+    code, out, _ = run("train.py", *selection, "--output-format", "json")
+    (finding,) = json.loads(out)["findings"]
+    assert [(p["line"], p["column"]) for p in finding["related"]] == [(6, 9), (8, 9)]
+    code, out, _ = run("train.py", *selection, "--output-format", "full")
+    assert "= see train.py:8:9: `all_reduce`, which some ranks skip" in out

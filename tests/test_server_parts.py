@@ -14,8 +14,9 @@ from ddplint.cache import ResultCache
 from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine import ProjectMemo, lint_buffers
-from ddplint.finding import Edit
+from ddplint.finding import Edit, Finding, Related, Severity
 from ddplint.invocation import build_options, build_settings
+from ddplint.server.diagnostics import finding_diagnostic
 from ddplint.server.documents import EDIT_ENTRIES, ProjectLinter, SessionCache, Snapshot
 from ddplint.server.positions import UTF8, UTF16, UTF32, to_lsp
 from ddplint.server.scheduling import LintScheduler
@@ -436,3 +437,25 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     monkeypatch.setattr(ddplint.engine, "_check", real_check)
     assert [f.rule for f in lint_buffers(buffers, settings, options, cache).findings] == ["DDP201"]
     assert any(key.startswith("code") for key in cache.entries)  # a whole run is cached
+
+
+def test_related_places_become_related_information_in_the_document() -> None:
+    lines = ["if rank == 0:\n", "    break\n", "dist.barrier()\n"]
+    finding = Finding(
+        "DDP219",
+        "ranks-part-before-collective",
+        Severity.ERROR,
+        "t.py",
+        2,
+        5,
+        2,
+        10,
+        "parts",
+        related=(Related(3, 1, "`barrier`, which some ranks skip"),),
+    )
+    diagnostic = finding_diagnostic(lines, finding, UTF16, "file:///t.py")
+    (related,) = diagnostic.related_information or []
+    assert related.location.uri == "file:///t.py"
+    assert (related.location.range.start.line, related.location.range.start.character) == (2, 0)
+    assert related.message == "`barrier`, which some ranks skip"
+    assert finding_diagnostic(lines, finding, UTF16).related_information is None

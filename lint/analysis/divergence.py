@@ -642,7 +642,8 @@ class Divergence:
             for target in _targets(statement):
                 for part, expression in _unpacked(target, statement.value):
                     value = self.evaluator.taint(expression, state)
-                    state = _bound(state, part, self._with_contribution(part, value))
+                    contributed = self._with_contribution(part, value, statement.lineno)
+                    state = _bound(state, part, contributed)
             return state
         if isinstance(statement, ast.AugAssign):
             value = _join(
@@ -660,10 +661,15 @@ class Divergence:
             return self._agreement(statement.value, state)
         return state
 
-    def _with_contribution(self, target: ast.AST, value: Taint | None) -> Taint | None:
+    def _with_contribution(self, target: ast.AST, value: Taint | None, line: int) -> Taint | None:
+        """A value bound to a name this rank hands to a reduction below is its own
+        share; bound after the reduction (``loss = loss / world``) it is whatever it
+        is computed from."""
         spelled = dotted_name(target)
         contributed = self._contributed.get(spelled) if spelled is not None else None
-        return value if contributed is None else contributed.joined(value)
+        if contributed is None or line > contributed.line:
+            return value
+        return contributed.joined(value)
 
     def _agreement(self, call: ast.Call, state: State) -> State:
         """After an in-place collective its buffer holds the same on every rank."""

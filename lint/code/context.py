@@ -4,6 +4,7 @@ shared by every rule that runs on the file."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
 from ddplint.code.values.divergence import Divergence
 from ddplint.code_facts import is_test_file
-from ddplint.finding import Finding, Fix, RuleIdentity
+from ddplint.finding import Finding, Fix, Related, RuleIdentity
 from ddplint.source import SourceFile
 
 if TYPE_CHECKING:
@@ -197,10 +198,17 @@ class CodeContext:
         )
 
     def ast_finding(
-        self, rule: RuleIdentity, node: ast.AST, message: str, *, summary: str = ""
+        self,
+        rule: RuleIdentity,
+        node: ast.AST,
+        message: str,
+        *,
+        summary: str = "",
+        related: Sequence[tuple[ast.AST, str]] = (),
     ) -> Finding:
         """A finding of ``rule`` at an ``ast`` node (a compound statement: its header
-        line), with no fix; a suppression on any of its lines applies."""
+        line), with no fix; a suppression on any of its lines applies. ``related``:
+        other nodes it names, each with what it is."""
         span = self.ast_range(node)
         if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With)):
             header = node.body[0].lineno - 1 if node.body else span[0]
@@ -209,8 +217,19 @@ class CodeContext:
             statement_lines = (span[0], max(span[0], header))
         else:
             statement_lines = (span[0], span[2])
+        places = tuple(
+            Related(*self.ast_range(place)[:2], what)
+            for place, what in related
+            if getattr(place, "lineno", None) is not None
+        )
         return Finding.of(
-            rule, self.source.path, span, message, statement_lines=statement_lines, summary=summary
+            rule,
+            self.source.path,
+            span,
+            message,
+            statement_lines=statement_lines,
+            summary=summary,
+            related=places,
         )
 
     @cached_property

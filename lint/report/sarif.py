@@ -98,6 +98,18 @@ def _result(finding: Finding, rule_index: dict[str, int], fingerprint: str) -> d
         result["locations"][0]["logicalLocations"] = [
             {"fullyQualifiedName": finding.key_path, "kind": "member"}
         ]
+    if finding.related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "message": {"text": place.message},
+                "physicalLocation": {
+                    "artifactLocation": location,
+                    "region": {"startLine": place.line, "startColumn": place.column},
+                },
+            }
+            for number, place in enumerate(finding.related, start=1)
+        ]
     if finding.fix is not None:
         result["fixes"] = [
             {

@@ -90,6 +90,10 @@ def render_full(result: RunResult, context: ReportContext) -> str:
         lines = context.read_lines(finding.path)
         if lines:
             out.extend(code_frame(finding, lines))
+        for place in finding.related:
+            out.append(
+                f"  = see {finding.path}:{place.line}:{place.column}: {printable(place.message)}"
+            )
         if finding.fix is not None and context.show_fixes:
             how = "--fix" if finding.fix.applicability.value == "safe" else "--unsafe-fixes"
             label = finding.fix.message or "fix available"

@@ -84,7 +84,7 @@ def _key(position: types.Position) -> tuple[int, int]:
 def _finding_actions(
     result: DocumentResult, finding: Finding, encoding: str
 ) -> list[types.CodeAction]:
-    diagnostic = finding_diagnostic(result.lines, finding, encoding)
+    diagnostic = finding_diagnostic(result.lines, finding, encoding, result.snapshot.uri)
     actions = []
     if finding.fix is not None and finding.fix.edits:
         safe = finding.fix.applicability is Applicability.SAFE

@@ -32,7 +32,22 @@ def finding_range(lines: Sequence[str], finding: Finding, encoding: str) -> type
     return lsp_range(lines, span, encoding)
 
 
-def finding_diagnostic(lines: Sequence[str], finding: Finding, encoding: str) -> types.Diagnostic:
+def finding_diagnostic(
+    lines: Sequence[str], finding: Finding, encoding: str, uri: str | None = None
+) -> types.Diagnostic:
+    """The diagnostic of a finding; with the document's ``uri``, the other places it
+    names as related information."""
+    related = None
+    if uri is not None and finding.related:
+        related = [
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri, lsp_range(lines, (p.line, p.column, p.line, p.column), encoding)
+                ),
+                message=p.message,
+            )
+            for p in finding.related
+        ]
     return types.Diagnostic(
         range=finding_range(lines, finding, encoding),
         message=finding.message,
@@ -40,6 +55,7 @@ def finding_diagnostic(lines: Sequence[str], finding: Finding, encoding: str) ->
         code=finding.rule,
         code_description=types.CodeDescription(href=rule_docs_url(finding.rule)),
         source=SOURCE,
+        related_information=related,
     )
 
 

@@ -142,7 +142,7 @@ class DdplintServer(LanguageServer):
                 continue  # changed or closed since: a newer run is on its way
             self.results[uri] = result
             diagnostics = [
-                finding_diagnostic(result.lines, f, self.encoding) for f in result.findings
+                finding_diagnostic(result.lines, f, self.encoding, uri) for f in result.findings
             ]
             diagnostics += [error_diagnostic(result.lines, e, self.encoding) for e in result.errors]
             diagnostics += [

@@ -102,7 +102,11 @@ class RanksPartBeforeCollective(CodeRule):
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):
             yield ctx.ast_finding(
-                self, parting.cause, parting_message(parting), summary=_summary(parting)
+                self,
+                parting.cause,
+                parting_message(parting),
+                summary=_summary(parting),
+                related=_related(parting),
             )
 
 
@@ -166,6 +170,19 @@ def parting_message(parting: Parting) -> str:
         f"{parting.test_line}) skips {missed} on some ranks only, because {reason}: "
         f"{consequence}; decide together first (all_reduce the flag with MAX)"
     )
+
+
+def _related(parting: Parting) -> list[tuple[ast.AST, str]]:
+    """The places the finding names besides its own: the test that parts the ranks,
+    the collective one side skips, and where the differing value comes from."""
+    places: list[tuple[ast.AST, str]] = []
+    if parting.test is not parting.cause:
+        places.append((parting.test, "the test whose answer differs between ranks"))
+    skipped = f"`{parting.missed.name}`, which some ranks skip"
+    if parting.through is not None:
+        skipped += f" (through `{parting.through}()`)"
+    places.append((parting.missed.call, skipped))
+    return places
 
 
 def _summary(parting: Parting) -> str:

@@ -11,59 +11,21 @@ from ddplint.code.collectives.ddp_wrappers import DataParallelWrapper, data_para
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.argument_edits import add_keyword_argument
 from ddplint.code.edits.edits import replace_node
-from ddplint.code.syntax.constants import literal_value, single_assignment
+from ddplint.code.steps.forward_submodules import (
+    built_class,
+    class_methods,
+    parameterised_submodules,
+)
+from ddplint.code.syntax.call_args import keyword_argument
+from ddplint.code.syntax.constants import literal_value
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
 #: Methods DDP runs as the forward (Lightning wraps ``training_step``).
 DDP_FORWARDS = frozenset({"forward", "training_step"})
-#: Layers without parameters: skipping them leaves nothing unused.
-PARAMETER_FREE = frozenset(
-    {
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "Identity",
-        "ReLU",
-        "ReLU6",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "Tanh",
-        "Sigmoid",
-        "Softmax",
-        "LogSoftmax",
-        "LeakyReLU",
-        "ELU",
-        "Flatten",
-        "Unflatten",
-        "Upsample",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "CrossEntropyLoss",
-        "MSELoss",
-        "L1Loss",
-        "BCELoss",
-        "BCEWithLogitsLoss",
-        "NLLLoss",
-        "CTCLoss",
-    }
-)
 _RANDOM_PREFIXES = ("random.", "numpy.random.", "torch.rand", "torch.bernoulli")
 _RANK_WORDS = frozenset({"rank", "global_rank", "local_rank", "get_rank", "is_global_zero"})
-#: Methods that return the same module on another device or dtype.
-_MOVES = frozenset({"cuda", "to", "cpu", "half", "float", "bfloat16", "double", "train"})
 
 
 @dataclass(frozen=True)
@@ -96,7 +58,9 @@ class BranchSkipsSubmodule(CodeRule):
     dropped layer's parameters without a gradient on that step.
     Branches on the module's own settings (`if self.use_head:`) are not flagged:
     they take the same path every step. Parameter-free layers (dropout, activations,
-    pooling, losses) do not count.
+    pooling, losses) do not count, nor do frozen submodules
+    (`self.x.requires_grad_(False)`, or `p.requires_grad = False` for each of
+    `self.x.parameters()`): DDP does not wait for parameters without gradients.
 
     ## Why is this bad?
     DDP reduces gradients of every parameter it expects to see. In an iteration where
@@ -104,7 +68,8 @@ class BranchSkipsSubmodule(CodeRule):
     finishes, and the next iteration fails with `RuntimeError: Expected to have finished
     reduction in the prior iteration` (reproduced) — one iteration late, so the stack
     trace points at the wrong step. When the condition differs across ranks, they can
-    also hang.
+    also hang. `static_graph=True` does not help: it promises that the set of used
+    parameters never changes between iterations, which such a branch breaks.
 
     ## Example
     ```python
@@ -128,7 +93,9 @@ class BranchSkipsSubmodule(CodeRule):
     The fix adds `find_unused_parameters=True` to the wrapper (for
     `Trainer(strategy="ddp")`: `strategy="ddp_find_unused_parameters_true"`). It is
     unsafe and opt-in: it costs an extra graph traversal every step, and the finding
-    is a medium-confidence reading of the branch.
+    is a medium-confidence reading of the branch. No fix is offered when the wrapper
+    sets `static_graph=True`: the graph is then read once, and the set of used
+    parameters must change neither way; the branch itself has to go.
 
     ## References
     - PyTorch docs: `DistributedDataParallel` (`find_unused_parameters`).
@@ -155,7 +122,7 @@ class BranchSkipsSubmodule(CodeRule):
             wrapping = [w for w in wrappers if _wraps(ctx, w, cls.name.value)]
             if not wrapping or any(w.find_unused_parameters is not False for w in wrapping):
                 continue
-            fix = _fix(ctx, wrapping)
+            fix = None if any(_static_graph(w) for w in wrapping) else _fix(ctx, wrapping)
             line = ctx.range_of(wrapping[0].call)[0]
             for unit in _forward_units(ctx, cls):
                 for branch in _branches(ctx, unit.method, unit.submodules, unit.elsewhere):
@@ -196,8 +163,8 @@ _MAX_UNIT_DEPTH = 3
 def _forward_units(ctx: CodeContext, cls: cst.ClassDef) -> Iterator[_ForwardUnit]:
     """The wrapped class's forwards, then what they run in this module."""
     pending = [
-        _ForwardUnit(m, _parameterised_submodules(ctx, cls), frozenset(), m.name.value, "")
-        for m in _methods(cls)
+        _ForwardUnit(m, parameterised_submodules(ctx.index, cls), frozenset(), m.name.value, "")
+        for m in class_methods(cls)
         if m.name.value in DDP_FORWARDS
     ]
     seen: set[cst.FunctionDef] = set()
@@ -240,11 +207,11 @@ def _callees(ctx: CodeContext, unit: _ForwardUnit) -> Iterator[_ForwardUnit]:
         sub_cls = classes.get(cls_name or "")
         if sub_cls is None or not ctx.forward_paths.is_module_class(sub_cls):
             continue
-        forward = next((m for m in _methods(sub_cls) if m.name.value == "forward"), None)
+        forward = next((m for m in class_methods(sub_cls) if m.name.value == "forward"), None)
         if forward is not None:
             yield _ForwardUnit(
                 forward,
-                _parameterised_submodules(ctx, sub_cls),
+                parameterised_submodules(ctx.index, sub_cls),
                 frozenset(),
                 f"{sub_cls.name.value}.forward",
                 caller,
@@ -280,48 +247,7 @@ def _unbranched_submodules(ctx: CodeContext, method: cst.FunctionDef) -> frozens
 
 def _wraps(ctx: CodeContext, wrapper: DataParallelWrapper, class_name: str) -> bool:
     """Whether one of the models ``wrapper`` wraps is built from ``class_name``."""
-    return any(_built_class(ctx, model) == class_name for model in wrapper.models)
-
-
-def _built_class(ctx: CodeContext, expr: cst.BaseExpression, hops: int = 0) -> str | None:
-    """``Net`` for ``Net(...)``, ``Net(...).cuda()``, ``Net(...).to(device)``, or a name
-    bound once to one of those."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in _MOVES
-    ):
-        expr = expr.func.value
-    if isinstance(expr, cst.Call):
-        return dotted_name(expr.func)
-    if isinstance(expr, cst.Name) and hops < 3:
-        bound = single_assignment(ctx.index, expr, expr.value)
-        if bound is not None:
-            return _built_class(ctx, bound, hops + 1)
-    return None
-
-
-def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    if not isinstance(cls.body, cst.IndentedBlock):
-        return []
-    return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
-
-
-def _parameterised_submodules(ctx: CodeContext, cls: cst.ClassDef) -> frozenset[str]:
-    """``x`` for every ``self.x = SomeLayer(...)`` in the class whose layer may hold
-    parameters."""
-    found = set()
-    for node in ctx.index.walk_within(cls, into_functions=True):
-        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
-            continue
-        layer = (dotted_name(node.value.func) or "").rsplit(".", 1)[-1]
-        if not layer[:1].isupper() or layer in PARAMETER_FREE:
-            continue
-        for target in node.targets:
-            dotted = dotted_name(target.target) or ""
-            if dotted.startswith("self.") and dotted.count(".") == 1:
-                found.add(dotted[5:])
-    return frozenset(found)
+    return any(built_class(ctx.index, model) == class_name for model in wrapper.models)
 
 
 def _called_submodules(ctx: CodeContext, roots: list[cst.CSTNode]) -> set[str]:
@@ -524,6 +450,13 @@ def _dynamic_reason(
         if word in _RANK_WORDS:
             return "the rank"
     return None
+
+
+def _static_graph(wrapper: DataParallelWrapper) -> bool:
+    """Whether the wrapper sets ``static_graph`` to anything but a literal False (the flag
+    would not help then: the graph is read once)."""
+    static = keyword_argument(wrapper.call, "static_graph")
+    return static is not None and literal_value(static.value) is not False
 
 
 def _fix(ctx: CodeContext, wrappers: list[DataParallelWrapper]) -> Fix:
