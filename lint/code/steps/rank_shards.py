@@ -238,9 +238,7 @@ def _only_index(subscript: cst.Subscript) -> cst.BaseExpression | None:
 
 #: Calls that hand every rank the same count whatever the shard: an endless stream
 #: (stopped by a step count) or a sampler that pads or drops the uneven tail itself.
-_EQUALISING_CALLS = frozenset(
-    {"itertools.cycle", "itertools.repeat", *DISTRIBUTED_SAMPLERS}
-)
+_EQUALISING_CALLS = frozenset({"itertools.cycle", "itertools.repeat", *DISTRIBUTED_SAMPLERS})
 
 
 def equalises_shards(index: ModuleIndex, shards: RankShards, owner: cst.CSTNode) -> bool:
@@ -249,17 +247,17 @@ def equalises_shards(index: ModuleIndex, shards: RankShards, owner: cst.CSTNode)
     stream (``while True``, ``itertools.cycle``), drops the tail (``drop_last=True``, a
     ``DistributedSampler``), agrees on the count with a collective, or takes a length
     modulo the world size or divides it into one count for all."""
-    for node in index.walk_within(owner, into_functions=True):
-        if isinstance(node, cst.While) and isinstance(node.test, cst.Name):
-            if node.test.value == "True":
-                return True
-        elif isinstance(node, (cst.BinaryOperation, cst.Call)) and shards.equalises(node):
-            return True
-        elif isinstance(node, cst.Call) and shards.agrees_or_drops(node):
-            return True
-        elif isinstance(node, (cst.BinaryOperation, cst.AugAssign)) and _pads_with_itself(node):
-            return True
-    return False
+    return any(_equalises(shards, node) for node in index.walk_within(owner, into_functions=True))
+
+
+def _equalises(shards: RankShards, node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.While):
+        return isinstance(node.test, cst.Name) and node.test.value == "True"
+    if isinstance(node, cst.Call):
+        return shards.equalises(node) or shards.agrees_or_drops(node)
+    if isinstance(node, cst.BinaryOperation):
+        return shards.equalises(node) or _pads_with_itself(node)
+    return isinstance(node, cst.AugAssign) and _pads_with_itself(node)
 
 
 def _pads_with_itself(node: cst.BinaryOperation | cst.AugAssign) -> bool:
