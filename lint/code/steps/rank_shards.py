@@ -60,6 +60,16 @@ _WORLD_CALLS = frozenset(
 _ARRAY_SPLITS = frozenset({"numpy.array_split", "torch.tensor_split", "torch.chunk"})
 
 
+def names_rank(spelled: str) -> bool:
+    """``spelled`` (a variable or attribute) is one of the data-parallel rank's spellings."""
+    return spelled in _RANK_NAMES
+
+
+def names_world_size(spelled: str) -> bool:
+    """``spelled`` is one of the data-parallel world size's spellings."""
+    return spelled in _WORLD_NAMES or spelled.endswith(_WORLD_SUFFIXES)
+
+
 @dataclass(frozen=True)
 class RankShard:
     """One expression that picks this rank's part of ``data`` (its text, for messages)
@@ -171,7 +181,7 @@ class RankShards:
                 return True
             if isinstance(node, (cst.Name, cst.Attribute)):
                 last = (dotted_name(node) or "").rsplit(".", 1)[-1]
-                if last in words or (words is _WORLD_NAMES and last.endswith(_WORLD_SUFFIXES)):
+                if last in words or (words is _WORLD_NAMES and names_world_size(last)):
                     return True
         return False
 
