@@ -103,6 +103,15 @@ DDP_CLASSES = frozenset(
         "torch.nn.parallel.distributed.DistributedDataParallel",
     }
 )
+#: The classes of framework objects whose methods communicate.
+ACCELERATE_CLASSES = frozenset(
+    {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState"}
+)
+FABRIC_CLASSES = frozenset(
+    {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
+#: Returns the DeepSpeed engine first (``engine, optimizer, _, _ = deepspeed.initialize(...)``).
+DEEPSPEED_INITIALIZE = "deepspeed.initialize"
 #: Backward calls that are not a method of the loss.
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 

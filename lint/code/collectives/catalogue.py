@@ -11,6 +11,7 @@ method name on a receiver whose name says what it is (``self.trainer.strategy``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -36,6 +37,9 @@ from ddplint.analysis.api import (
     TORCH_DIST_MODULES as TORCH_DIST_MODULES,
 )
 from ddplint.code.syntax.names import ImportTable, dotted_name
+
+if TYPE_CHECKING:
+    from ddplint.code.collectives.receivers import Receivers
 
 DEVICE_MESH_CREATORS = frozenset(
     {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
@@ -184,11 +188,14 @@ _FRAMEWORK_METHODS = {
 }
 
 
-def kind_of_method(receiver: str, method: str) -> CollectiveKind | None:
-    """The framework collective ``receiver.method()`` is, by what the receiver's name
-    says it is (``self.trainer.strategy.barrier``); ``self`` methods are not decided here."""
-    kind = _receiver_kind(receiver)
-    if kind is None or kind == "self" or method not in _FRAMEWORK_METHODS[kind]:
+def kind_of_method(
+    receiver: str, method: str, allocated: str | None = None
+) -> CollectiveKind | None:
+    """The framework collective ``receiver.method()`` is: by the receiver's ``allocated``
+    kind (``receivers.Receivers``) when the module says, else by what its name says
+    (``self.trainer.strategy.barrier``); ``self`` methods are not decided here."""
+    kind = allocated or _receiver_kind(receiver)
+    if kind not in _FRAMEWORK_METHODS or method not in _FRAMEWORK_METHODS[kind]:
         return None
     return CollectiveKind(
         f"{kind}.{method}", method, kind, saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS
@@ -201,8 +208,11 @@ def _of_kind(call: cst.Call, kind: CollectiveKind) -> Collective:
     )
 
 
-def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
-    """The collective this call is, or None."""
+def classify_call(
+    call: cst.Call, names: ImportTable, receivers: Receivers | None = None
+) -> Collective | None:
+    """The collective this call is, or None; ``receivers`` says what the module's own
+    allocations hold (without it, a receiver is judged by its name)."""
     qualified = names.qualified_name(call.func)
     if qualified is not None:
         kind = kind_of_function(qualified)
@@ -225,7 +235,8 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
         if method in _LIGHTNING_MODULE_METHODS:
             return Collective(call, f"self.{method}", method, "lightning")
         return None
-    framework = kind_of_method(receiver, method)
+    allocated = receivers.kind(receiver) if receivers is not None else None
+    framework = kind_of_method(receiver, method, allocated)
     return _of_kind(call, framework) if framework is not None else None
 
 
