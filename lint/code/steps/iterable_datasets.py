@@ -106,13 +106,13 @@ class IterableDatasets:
 
     def _worker_infos(self, owner: cst.ClassDef) -> frozenset[str]:
         """Names bound to ``get_worker_info()`` in ``owner``."""
-        found = set()
+        found: set[str] = set()
         for node in self._index.walk_within(owner.body, into_functions=True):
             if isinstance(node, cst.Assign) and self._calls_worker_info(node.value):
                 found.update(spelled for t in node.targets if (spelled := dotted_name(t.target)))
         return frozenset(found)
 
-    def _calls_worker_info(self, expr: cst.BaseExpression) -> bool:
+    def _calls_worker_info(self, expr: cst.CSTNode) -> bool:
         return isinstance(expr, cst.Call) and self._names.qualified_name(expr.func) in _WORKER_INFO
 
     def _strides(self, node: cst.CSTNode, workers: frozenset[str]) -> bool:
