@@ -121,6 +121,15 @@ DEVICE_CHOICES = frozenset(
         "torch.set_default_device",
     }
 )
+#: The classes of framework objects whose methods communicate.
+ACCELERATE_CLASSES = frozenset(
+    {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState"}
+)
+FABRIC_CLASSES = frozenset(
+    {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
+#: Returns the DeepSpeed engine first (``engine, optimizer, _, _ = deepspeed.initialize(...)``).
+DEEPSPEED_INITIALIZE = "deepspeed.initialize"
 #: Backward calls that are not a method of the loss.
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 

@@ -21,9 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import (
+    ACCELERATE_CLASSES,
     BACKWARD_FUNCTIONS,
     CHECKPOINT_FUNCTIONS,
     DDP_CLASSES,
+    FABRIC_CLASSES,
     FSDP_COLLECTIVES,
     SHARDING_WRAPPERS,
     STATE_DICT_READS,
@@ -35,12 +37,6 @@ from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
-ACCELERATE_CLASSES = frozenset(
-    {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState"}
-)
-FABRIC_CLASSES = frozenset(
-    {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
-)
 LIGHTNING_MODULES = frozenset(
     {
         "lightning.LightningModule",

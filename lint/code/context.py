@@ -14,6 +14,7 @@ from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
+from ddplint.code.collectives.receivers import Receivers
 from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.encoding import OPTIONS_KEY
@@ -75,6 +76,11 @@ class CodeContext:
         return ProjectView.decode(self.options.fact(OPTIONS_KEY), self.index)
 
     @cached_property
+    def receivers(self) -> Receivers:
+        """The framework objects the module allocates or annotates."""
+        return Receivers(self.index, self.names)
+
+    @cached_property
     def collectives(self) -> dict[cst.Call, Collective]:
         """Every collective-bearing call of the module, keyed by its Call node: the
         catalogued ones, and calls of another module's project function that reaches
@@ -84,7 +90,7 @@ class CodeContext:
         project = self.project
         unsharded = UnshardedModels(self.index, self.names, project)
         for call in self.index.nodes(cst.Call):
-            collective = classify_call(call, self.names)
+            collective = classify_call(call, self.names, self.receivers)
             if project:
                 if collective is None:
                     collective = project.collective(call)

@@ -11,6 +11,7 @@ method name on a receiver whose name says what it is (``self.trainer.strategy``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -54,6 +55,9 @@ from ddplint.code.collectives.kinds import (
     kind_of_method as kind_of_method,
 )
 from ddplint.code.syntax.names import ImportTable, dotted_name
+
+if TYPE_CHECKING:
+    from ddplint.code.collectives.receivers import Receivers
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,11 @@ def _of_kind(call: cst.Call, kind: CollectiveKind) -> Collective:
     )
 
 
-def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
-    """The collective this call is, or None."""
+def classify_call(
+    call: cst.Call, names: ImportTable, receivers: Receivers | None = None
+) -> Collective | None:
+    """The collective this call is, or None; ``receivers`` says what the module's own
+    allocations hold (without it, a receiver is judged by its name)."""
     qualified = names.qualified_name(call.func)
     if qualified is not None:
         kind = kind_of_function(qualified)
@@ -128,7 +135,8 @@ def classify_call(call: cst.Call, names: ImportTable) -> Collective | None:
         if method in _LIGHTNING_MODULE_METHODS:
             return Collective(call, f"self.{method}", method, "lightning")
         return None
-    framework = kind_of_method(receiver, method)
+    allocated = receivers.kind(receiver) if receivers is not None else None
+    framework = kind_of_method(receiver, method, allocated)
     return _of_kind(call, framework) if framework is not None else None
 
 

@@ -120,11 +120,14 @@ _FRAMEWORK_METHODS = {
 }
 
 
-def kind_of_method(receiver: str, method: str) -> CollectiveKind | None:
-    """The framework collective ``receiver.method()`` is, by what the receiver's name
-    says it is (``self.trainer.strategy.barrier``); ``self`` methods are not decided here."""
-    kind = _receiver_kind(receiver)
-    if kind is None or kind == "self" or method not in _FRAMEWORK_METHODS[kind]:
+def kind_of_method(
+    receiver: str, method: str, allocated: str | None = None
+) -> CollectiveKind | None:
+    """The framework collective ``receiver.method()`` is: by the receiver's ``allocated``
+    kind (``receivers.Receivers``) when the module says, else by what its name says
+    (``self.trainer.strategy.barrier``); ``self`` methods are not decided here."""
+    kind = allocated or _receiver_kind(receiver)
+    if kind not in _FRAMEWORK_METHODS or method not in _FRAMEWORK_METHODS[kind]:
         return None
     return CollectiveKind(
         f"{kind}.{method}", method, kind, saves_checkpoint=(kind, method) in _CHECKPOINT_METHODS

@@ -1,10 +1,13 @@
 """``IterableDataset`` subclasses a module defines, whether they split their stream by
 rank, and the ``DataLoader`` calls they feed.
 
-A class "splits by rank" when anything in it (or in a base class of the same module)
-names a rank, world size, shard, replica or node: ``self.rank``, ``get_world_size()``,
-``split_by_node``, ``num_shards``. That is generous on purpose: only a class that never
-mentions how ranks share the stream is taken to hand every rank all of it.
+A class "splits by rank" when its code (or a base class's in the same module) does:
+reads the rank or the world size (the spellings the rank rules know, exactly:
+``self.rank``, ``get_world_size()``, ``os.environ["RANK"]``), calls a library's splitter
+(``split_by_node``, ``split_dataset_by_node``, ``sharding_filter``), or strides or
+filters its stream by values that are not the loader worker's (``files[k::n]``,
+``islice(it, k, None, n)``, ``i % n == k``: the rank handed in under another name).
+Words inside names (``node``, ``partition``, ``shard``) decide nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from functools import cached_property
 
 import libcst as cst
 
+from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, bound_name, is_data_loader
+from ddplint.code.steps.rank_shards import names_rank, names_world_size
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import single_assignment
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -28,15 +33,15 @@ ITERABLE_DATASET_BASES = frozenset(
         "torch.utils.data.datapipes.datapipe.IterDataPipe",
     }
 )
-_RANK_WORDS = (
-    "rank",
-    "world",
-    "shard",
-    "replica",
-    "node",
-    "num_processes",
-    "process_index",
-    "partition",
+#: Library calls that split a stream between nodes or ranks (webdataset, datasets,
+#: torchdata).
+_RANK_SPLITTERS = frozenset(
+    {"split_by_node", "split_dataset_by_node", "sharding_filter", "nodesplitter"}
+)
+_RANK_SPELLINGS = RANK_ATTRIBUTES | RANK_FUNCTION_NAMES | _RANK_SPLITTERS
+_WORLD_ENV_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"})
+_WORKER_INFO = frozenset(
+    {"torch.utils.data.get_worker_info", "torch.utils.data._utils.worker.get_worker_info"}
 )
 
 
@@ -93,18 +98,53 @@ class IterableDatasets:
 
     def splits_by_rank(self, cls: cst.ClassDef) -> bool:
         for owner in self._lineage(cls):
+            workers = self._worker_infos(owner)
             for node in self._index.walk_within(owner.body, into_functions=True):
-                word = ""
-                if isinstance(node, cst.Name):
-                    word = node.value
-                elif isinstance(node, cst.Attribute):
-                    word = node.attr.value
-                elif isinstance(node, cst.SimpleString):
-                    value = node.evaluated_value
-                    word = value if isinstance(value, str) else ""
-                lowered = word.lower()
-                if any(w in lowered for w in _RANK_WORDS):
+                if _reads_rank(node) or self._strides(node, workers):
                     return True
+        return False
+
+    def _worker_infos(self, owner: cst.ClassDef) -> frozenset[str]:
+        """Names bound to ``get_worker_info()`` in ``owner``."""
+        found: set[str] = set()
+        for node in self._index.walk_within(owner.body, into_functions=True):
+            if isinstance(node, cst.Assign) and self._calls_worker_info(node.value):
+                found.update(spelled for t in node.targets if (spelled := dotted_name(t.target)))
+        return frozenset(found)
+
+    def _calls_worker_info(self, expr: cst.CSTNode) -> bool:
+        return isinstance(expr, cst.Call) and self._names.qualified_name(expr.func) in _WORKER_INFO
+
+    def _strides(self, node: cst.CSTNode, workers: frozenset[str]) -> bool:
+        """``x[k::n]``, ``islice(x, k, None, n)`` or ``i % n == k`` with a step that is
+        neither a literal nor the loader worker's count."""
+        step: cst.BaseExpression | None = None
+        if isinstance(node, cst.Slice) and node.lower is not None:
+            step = node.step
+        elif (
+            isinstance(node, cst.Call)
+            and self._names.qualified_name(node.func) == "itertools.islice"
+            and len(node.args) == 4
+        ):
+            step = node.args[3].value
+        elif (
+            isinstance(node, cst.Comparison)
+            and isinstance(node.left, cst.BinaryOperation)
+            and isinstance(node.left.operator, cst.Modulo)
+            and all(isinstance(t.operator, (cst.Equal, cst.NotEqual)) for t in node.comparisons)
+        ):
+            step = node.left.right
+        return step is not None and not self._literal_or_worker(step, workers)
+
+    def _literal_or_worker(self, expr: cst.BaseExpression, workers: frozenset[str]) -> bool:
+        if isinstance(expr, (cst.Integer, cst.UnaryOperation)):
+            return True
+        for node in (expr, *self._index.walk_within(expr)):
+            if self._calls_worker_info(node):
+                return True
+            spelled = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            if spelled is not None and spelled.split(".", 1)[0] in workers:
+                return True
         return False
 
     def defines_len(self, cls: cst.ClassDef) -> bool:
@@ -139,3 +179,14 @@ class IterableDatasets:
         if isinstance(expr, cst.Call):
             return self.classes.get(dotted_name(expr.func) or "")
         return None
+
+
+def _reads_rank(node: cst.CSTNode) -> bool:
+    """``node`` reads the rank or the world size, or names a library's splitter."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        spelled = node.value if isinstance(node, cst.Name) else node.attr.value
+        return spelled in _RANK_SPELLINGS or names_rank(spelled) or names_world_size(spelled)
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value in RANK_ENV_VARS or value in _WORLD_ENV_VARS
+    return False

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.code.collectives.catalogue import keyword_is_true, kind_of_function
+from ddplint.code.steps.data_loaders import DISTRIBUTED_SAMPLERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
@@ -56,6 +58,16 @@ _WORLD_CALLS = frozenset(
     }
 )
 _ARRAY_SPLITS = frozenset({"numpy.array_split", "torch.tensor_split", "torch.chunk"})
+
+
+def names_rank(spelled: str) -> bool:
+    """``spelled`` (a variable or attribute) is one of the data-parallel rank's spellings."""
+    return spelled in _RANK_NAMES
+
+
+def names_world_size(spelled: str) -> bool:
+    """``spelled`` is one of the data-parallel world size's spellings."""
+    return spelled in _WORLD_NAMES or spelled.endswith(_WORLD_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -169,7 +181,7 @@ class RankShards:
                 return True
             if isinstance(node, (cst.Name, cst.Attribute)):
                 last = (dotted_name(node) or "").rsplit(".", 1)[-1]
-                if last in words or (words is _WORLD_NAMES and last.endswith(_WORLD_SUFFIXES)):
+                if last in words or (words is _WORLD_NAMES and names_world_size(last)):
                     return True
         return False
 
@@ -200,6 +212,21 @@ class RankShards:
             return self.counts_per_rank(node)
         return self._names.qualified_name(node.func) == "itertools.islice" and len(node.args) == 2
 
+    def _agrees(self, call: cst.Call) -> bool:
+        """A collective that moves data between ranks (not one that makes a group)."""
+        kind = kind_of_function(self._names.qualified_name(call.func) or "")
+        return kind is not None and not kind.creates_group
+
+    def agrees_or_drops(self, call: cst.Call) -> bool:
+        """A call that gives every rank the same count: a ``torch.distributed``
+        collective (the ranks agree on it), ``drop_last=True``, an endless stream or a
+        ``DistributedSampler``."""
+        return (
+            self._agrees(call)
+            or keyword_is_true(call, "drop_last")
+            or self._names.qualified_name(call.func) in _EQUALISING_CALLS
+        )
+
     def mentions_world_size(self, expr: cst.BaseExpression) -> bool:
         """``expr`` reads the data-parallel world size (a name or ``get_world_size()``)."""
         return self._mentions(expr, _WORLD_NAMES, _WORLD_CALLS)
@@ -219,48 +246,57 @@ def _only_index(subscript: cst.Subscript) -> cst.BaseExpression | None:
     return piece.value if isinstance(piece, cst.Index) else None
 
 
-#: Words in names that show the shards are made equal: padded, truncated to a common
-#: count, repeated without end, or the count checked against the world size.
-_EQUALISER_WORDS = (
-    "pad",
-    "total_size",
-    "num_samples",
-    "cycle",
-    "repeat",
-    "drop_last",
-    "all_reduce",
-    "samples_per",
-    "per_rank",
-    "even",
-    "divisible",
-    "truncat",
-    "min_len",
-)
+#: Calls that hand every rank the same count whatever the shard: an endless stream
+#: (stopped by a step count) or a sampler that pads or drops the uneven tail itself.
+_EQUALISING_CALLS = frozenset({"itertools.cycle", "itertools.repeat", *DISTRIBUTED_SAMPLERS})
 
 
 def equalises_shards(index: ModuleIndex, shards: RankShards, owner: cst.CSTNode) -> bool:
-    """Whether ``owner`` (a class, function or module) shows signs of giving every rank
-    the same count: padding or truncation words, ``while True`` (an endless stream
-    stopped by a step count), a length taken modulo the world size or divided by it
-    into one count for all."""
-    for node in index.walk_within(owner, into_functions=True):
-        if isinstance(node, cst.While) and isinstance(node.test, cst.Name):
-            if node.test.value == "True":
-                return True
-        elif isinstance(node, (cst.BinaryOperation, cst.Call)) and shards.equalises(node):
-            return True
-        elif isinstance(node, cst.Name) and not _names_a_definition(index, node):
-            lowered = node.value.lower()
-            if any(word in lowered for word in _EQUALISER_WORDS):
-                return True
-    return False
+    """Whether ``owner`` (a class, function or module) gives every rank the same count,
+    by what its code does: pads a list with its own items (``x + x[:k]``), repeats the
+    stream (``while True``, ``itertools.cycle``), drops the tail (``drop_last=True``, a
+    ``DistributedSampler``), agrees on the count with a collective, or takes a length
+    modulo the world size or divides it into one count for all."""
+    return any(_equalises(shards, node) for node in index.walk_within(owner, into_functions=True))
 
 
-def _names_a_definition(index: ModuleIndex, name: cst.Name) -> bool:
-    """``name`` is the name of a ``def`` or ``class`` (``per_rank_loader`` says nothing
-    about what the body does)."""
-    parent = index.parent.get(name)
-    return isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.name is name
+def _equalises(shards: RankShards, node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.While):
+        return isinstance(node.test, cst.Name) and node.test.value == "True"
+    if isinstance(node, cst.Call):
+        return shards.equalises(node) or shards.agrees_or_drops(node)
+    if isinstance(node, cst.BinaryOperation):
+        return shards.equalises(node) or _pads_with_itself(node)
+    return isinstance(node, cst.AugAssign) and _pads_with_itself(node)
+
+
+def _pads_with_itself(node: cst.BinaryOperation | cst.AugAssign) -> bool:
+    """``x + x[:k]``, ``x += (x * m)[:k]``: a list extended with its own items (how
+    ``DistributedSampler`` pads to a multiple of the world size)."""
+    if isinstance(node, cst.BinaryOperation):
+        if not isinstance(node.operator, cst.Add):
+            return False
+        base, added = node.left, node.right
+    else:
+        if not isinstance(node.operator, cst.AddAssign):
+            return False
+        base, added = node.target, node.value
+    spelled = dotted_name(base)
+    if spelled is None or not isinstance(added, cst.Subscript):
+        return False
+    return any(
+        dotted_name(part) == spelled
+        for part in _subexpressions(added.value)
+        if isinstance(part, (cst.Name, cst.Attribute))
+    )
+
+
+def _subexpressions(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """``expr`` and the operands of the arithmetic it is made of."""
+    yield expr
+    if isinstance(expr, cst.BinaryOperation):
+        yield from _subexpressions(expr.left)
+        yield from _subexpressions(expr.right)
 
 
 def joins_uneven_inputs(index: ModuleIndex) -> bool:
