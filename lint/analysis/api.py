@@ -95,15 +95,9 @@ SHARDING_WRAPPERS = frozenset(
     }
 )
 
-#: DistributedDataParallel: the model it returns synchronises in forward (its buffers,
-#: unless ``broadcast_buffers=False``) and in backward (its gradients).
-DDP_CLASSES = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
-#: The classes a model is wrapped in for data parallelism, by qualified name.
+#: The classes a model is wrapped in for data parallelism, by qualified name: the model
+#: it returns synchronises in forward (its buffers, unless ``broadcast_buffers=False``)
+#: and in backward (its gradients).
 DDP_WRAPPERS = frozenset(
     {
         "torch.nn.parallel.DistributedDataParallel",

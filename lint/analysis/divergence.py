@@ -410,6 +410,7 @@ class Divergence:
         self._entry = self._entry_state(rank_parameters)
         self._before: dict[int, State] = {}
         self._decided: dict[int, State] = {}
+        self._binders: dict[str, set[int]] | None = None
         self._solve()
 
     def _contributions(self) -> dict[str, Taint]:
@@ -518,13 +519,12 @@ class Divergence:
         0: out_dir = make_dir()``)."""
         bound = {name for node in region for name in self._binds(node) if not self._rewraps(node)}
         inside = {node.index for node in region}
-        outside = {
-            name
-            for node in self.graph.nodes
-            if node.index not in inside and node.index != test.index
-            for name in self._binds(node)
-        }
-        outside |= set(self._entry) | _parameters_of(self.graph.scope)
+        binders = self._binding_nodes()
+        given = set(self._entry) | _parameters_of(self.graph.scope)
+
+        def bound_outside(name: str) -> bool:
+            return name in given or bool(binders.get(name, set()) - inside - {test.index})
+
         arms = [self._arm_nodes(successor, inside, join) for successor, _ in _arms(test)]
         bound_on = [
             {name for node in arm for name in self._binds(node) if not self._rewraps(node)}
@@ -536,10 +536,19 @@ class Divergence:
             root = name.split(".", 1)[0]
             if all(name in agreed for agreed in agreed_on):
                 continue  # every arm makes it agree: one broadcasts it, the others receive
-            bound_before = name in outside or root in outside or "." in name
+            bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
                 chosen.add(name)
         return chosen
+
+    def _binding_nodes(self) -> dict[str, set[int]]:
+        """Name -> the nodes of the graph that bind it (made once)."""
+        if self._binders is None:
+            self._binders = {}
+            for node in self.graph.nodes:
+                for name in self._binds(node):
+                    self._binders.setdefault(name, set()).add(node.index)
+        return self._binders
 
     def _rewraps(self, node: Node) -> bool:
         """``pbar = tqdm(pbar, ...)``: a progress bar over the same items, which the

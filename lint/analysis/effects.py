@@ -24,7 +24,7 @@ from ddplint.analysis.api import (
     ACCELERATE_CLASSES,
     BACKWARD_FUNCTIONS,
     CHECKPOINT_FUNCTIONS,
-    DDP_CLASSES,
+    DDP_WRAPPERS,
     FABRIC_CLASSES,
     FSDP_COLLECTIVES,
     SHARDING_WRAPPERS,
@@ -34,7 +34,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
 from ddplint.analysis.module_nodes import ModuleNodes
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 LIGHTNING_MODULES = frozenset(
@@ -207,7 +207,7 @@ class FrameworkObjects:
                 self.accelerators.add(spelled)
             elif resolved in FABRIC_CLASSES:
                 self.fabrics.add(spelled)
-            elif resolved in DDP_CLASSES and isinstance(node.value, ast.Call):
+            elif resolved in DDP_WRAPPERS and isinstance(node.value, ast.Call):
                 self.ddp_models[self._model_key(node.value, spelled)] = node.value
 
     def _annotated(self, name: str, annotation: ast.AST) -> None:
@@ -216,7 +216,7 @@ class FrameworkObjects:
             self.accelerators.add(name)
         elif resolved in FABRIC_CLASSES:
             self.fabrics.add(name)
-        elif resolved in DDP_CLASSES:
+        elif resolved in DDP_WRAPPERS:
             self.ddp_models.setdefault((None, name), None)
 
     def agreeing_receivers(self) -> frozenset[str]:
@@ -322,16 +322,8 @@ class FrameworkObjects:
 def _switches_on(call: ast.Call, name: str, position: int) -> bool:
     """The call passes the parameter ``name`` (at ``position`` when positional) a value
     that is not a literal ``False`` / ``None`` / ``0``."""
-    given: ast.expr | None = None
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            given = keyword.value
-    positional = call.args[
-        : next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), len(call.args))
-    ]
-    if given is None and position < len(positional):
-        given = positional[position]
-    if given is None:
+    given = call_argument(call, position, name)
+    if given is None or isinstance(given, ast.Starred):
         return False
     return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))
 

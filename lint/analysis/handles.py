@@ -556,34 +556,36 @@ def _rank(found: UnwaitedHandle) -> tuple[int, int]:
     return order.index(found.how), found.line
 
 
+def _append_of(node: ast.AST) -> tuple[str, ast.expr] | None:
+    """(list, item) for ``works.append(item)``."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "append"
+        and isinstance(node.func.value, ast.Name)
+        and len(node.args) == 1
+    ):
+        return node.func.value.id, node.args[0]
+    return None
+
+
 def _lists_appended_to(scope: Scope, holders: set[str]) -> set[str]:
     """Names of lists that ``works.append(h)`` hands a handle to."""
     found: set[str] = set()
     for node in ast.walk(scope):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "append"
-            and isinstance(node.func.value, ast.Name)
-            and len(node.args) == 1
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id in holders
+        appended = _append_of(node)
+        if appended is not None and (
+            isinstance(appended[1], ast.Name) and appended[1].id in holders
         ):
-            found.add(node.func.value.id)
+            found.add(appended[0])
     return found
 
 
 def _appended_call(value: ast.expr) -> tuple[ast.Call, str] | None:
     """(call, list) for ``works.append(call(...))``."""
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr == "append"
-        and isinstance(value.func.value, ast.Name)
-        and len(value.args) == 1
-        and isinstance(value.args[0], ast.Call)
-    ):
-        return value.args[0], value.func.value.id
+    appended = _append_of(value)
+    if appended is not None and isinstance(appended[1], ast.Call):
+        return appended[1], appended[0]
     return None
 
 

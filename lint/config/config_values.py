@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddplint.code_facts import Located
 from ddplint.config.document import ConfigDocument, KeyPath, dotted
 from ddplint.config.loader import load_documents
 from ddplint.config.values import ABSENT, UNKNOWN
@@ -26,18 +27,12 @@ GLOBAL_PACKAGE = "# @package _global_"
 
 
 @dataclass(frozen=True)
-class ConfigValue:
-    """A value set in a config file: ``value`` (a plain scalar, or UNKNOWN), ``key``
-    the dotted key, and where it is written."""
+class ConfigValue(Located):
+    """A value set in a config file at ``path:line``: ``value`` (a plain scalar, or
+    UNKNOWN) and ``key``, the dotted key."""
 
     value: Any
     key: str
-    path: str
-    line: int
-
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +113,9 @@ class BoundConfig:
             if isinstance(value, (Mapping, list)):
                 value = UNKNOWN
             return ConfigValue(
-                value, dotted(keys), mounted.document.source.path, entry.key_position[0]
+                path=mounted.document.source.path,
+                line=entry.key_position[0],
+                value=value,
+                key=dotted(keys),
             )
         return None

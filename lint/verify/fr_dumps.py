@@ -186,15 +186,22 @@ def _torch_entry(item: dict[str, Any]) -> DumpEntry:
         op=op,
         backend=backend,
         p2p=bool(item.get("is_p2p", False)),
-        input_sizes=_sizes(item.get("input_sizes")),
-        input_dtypes=tuple(str(d) for d in item.get("input_dtypes") or ()),
-        output_sizes=_sizes(item.get("output_sizes")),
-        output_dtypes=tuple(str(d) for d in item.get("output_dtypes") or ()),
-        state=str(item.get("state", "")),
-        retired=bool(item.get("retired", False)),
+        **_tensors_and_state(item),
         time=int(item.get("time_created_ns") or 0) / 1e9,
         frames=_frames(item.get("frames"), "filename", "name"),
     )
+
+
+def _tensors_and_state(item: dict[str, Any]) -> dict[str, Any]:
+    """The fields both dump formats spell alike: sizes, dtypes and the entry's state."""
+    return {
+        "input_sizes": _sizes(item.get("input_sizes")),
+        "input_dtypes": tuple(str(d) for d in item.get("input_dtypes") or ()),
+        "output_sizes": _sizes(item.get("output_sizes")),
+        "output_dtypes": tuple(str(d) for d in item.get("output_dtypes") or ()),
+        "state": str(item.get("state", "")),
+        "retired": bool(item.get("retired", False)),
+    }
 
 
 def _torch_groups(data: dict[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -229,12 +236,7 @@ def _ddplint_entry(item: dict[str, Any]) -> DumpEntry:
         op=op,
         backend=backend,
         p2p=bool(item.get("p2p", False)),
-        input_sizes=_sizes(item.get("input_sizes")),
-        input_dtypes=tuple(str(d) for d in item.get("input_dtypes") or ()),
-        output_sizes=_sizes(item.get("output_sizes")),
-        output_dtypes=tuple(str(d) for d in item.get("output_dtypes") or ()),
-        state=str(item.get("state", "")),
-        retired=bool(item.get("retired", False)),
+        **_tensors_and_state(item),
         time=float(item.get("t") or 0.0),
         frames=_frames(item.get("frames"), "file", "function"),
     )

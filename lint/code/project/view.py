@@ -26,6 +26,7 @@ class ProjectView:
     def __init__(self, facts: dict[str, dict[str, Any]], index: ModuleIndex) -> None:
         self._facts = facts
         self._index = index
+        self._by_name = CoreFacts(facts)
 
     @classmethod
     def decode(cls, encoded: str | None, index: ModuleIndex) -> ProjectView:
@@ -41,19 +42,19 @@ class ProjectView:
 
     def core_facts(self) -> CoreFacts:
         """The same facts, for the analysis core (names, not LibCST nodes)."""
-        return CoreFacts(self._facts)
+        return self._by_name
 
-    def _fact(self, expr: cst.BaseExpression) -> dict[str, Any]:
+    def _spelled(self, expr: cst.BaseExpression) -> tuple[str, str | None] | None:
+        """The name ``expr`` spells and, for ``self.x``, the class it sits in."""
         name = dotted_name(expr)
         if name is None:
-            return {}
-        if name.split(".", 1)[0] in ("self", "cls"):
-            owner = self._owner_class(expr)
-            if owner is None:
-                return {}
-            name = f"{owner}:{name}"
-        fact = self._facts.get(name)
-        return fact if isinstance(fact, dict) else {}
+            return None
+        owner = self._owner_class(expr) if name.split(".", 1)[0] in ("self", "cls") else None
+        return name, owner
+
+    def _fact(self, expr: cst.BaseExpression) -> dict[str, Any]:
+        spelled = self._spelled(expr)
+        return {} if spelled is None else self._by_name.fact(*spelled)
 
     def _owner_class(self, node: cst.CSTNode) -> str | None:
         function = self._index.enclosing_function(node)
@@ -75,7 +76,6 @@ class ProjectView:
         if isinstance(switch, list) and not _switches_on(call, *switch):
             return None
         api, op, family, creates_group, saves_checkpoint, chain, where = reach
-        via = " -> ".join(f"`{step}`" for step in chain)
         return Collective(
             call,
             api,
@@ -83,7 +83,7 @@ class ProjectView:
             family,
             bool(creates_group),
             bool(saves_checkpoint),
-            via=f"through {via} ({where})",
+            via=_chain_text(chain, where),
         )
 
     def is_project_function(self, call: cst.Call) -> bool:
@@ -126,8 +126,8 @@ class ProjectView:
 
     def returns_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function that returns the rank or a test of it."""
-        fact = self._fact(call.func)
-        return bool(fact.get("k")) and not fact.get("p")
+        spelled = self._spelled(call.func)
+        return spelled is not None and self._by_name.returns_rank_test(*spelled)
 
     def returns_no_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function known not to return the rank or a test of
@@ -138,8 +138,14 @@ class ProjectView:
     def holds_rank_test(self, attribute: cst.Attribute) -> bool:
         """``self.is_rank_zero`` / ``distr.is_global_main``: a property returning a rank
         test, or an attribute some method sets to one."""
-        fact = self._fact(attribute)
-        return bool(fact.get("k")) and bool(fact.get("p"))
+        spelled = self._spelled(attribute)
+        return spelled is not None and self._by_name.holds_rank_test(*spelled)
+
+
+def _chain_text(chain: Any, where: Any) -> str:
+    """``through `a.f` -> `b.g` (b.py:12)``: the calls to another module's collective."""
+    steps = chain if isinstance(chain, list) else []
+    return "through " + " -> ".join(f"`{step}`" for step in steps) + f" ({where})"
 
 
 def _switches_on(call: cst.Call, name: str, position: int) -> bool:
@@ -165,7 +171,8 @@ class CoreFacts:
     def __init__(self, facts: dict[str, dict[str, Any]]) -> None:
         self._facts = facts
 
-    def _fact(self, name: str, owner: str | None) -> dict[str, Any]:
+    def fact(self, name: str, owner: str | None) -> dict[str, Any]:
+        """The facts of a name as spelled (``self.x`` keyed by its ``owner`` class)."""
         if name.split(".", 1)[0] in ("self", "cls"):
             if owner is None:
                 return {}
@@ -174,20 +181,18 @@ class CoreFacts:
         return fact if isinstance(fact, dict) else {}
 
     def reached(self, name: str, owner: str | None) -> Reached | None:
-        fact = self._fact(name, owner)
+        fact = self.fact(name, owner)
         reach = fact.get("r")
         if not isinstance(reach, list) or len(reach) != 7 or fact.get("z"):
             return None
         api, op, _family, _creates_group, _saves, chain, where = reach
-        steps = chain if isinstance(chain, list) else []
-        via = " -> ".join(f"`{step}`" for step in steps)
         switch = fact.get("s")
         switched = (
             (str(switch[0]), int(switch[1]))
             if isinstance(switch, list) and len(switch) == 2
             else None
         )
-        return Reached(str(op or api), f"through {via} ({where})", switched)
+        return Reached(str(op or api), _chain_text(chain, where), switched)
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
         fact = self._facts.get(f"def:{function}")
@@ -195,9 +200,9 @@ class CoreFacts:
         return frozenset(positions) if isinstance(positions, list) else frozenset()
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
-        fact = self._fact(name, owner)
+        fact = self.fact(name, owner)
         return bool(fact.get("k")) and not fact.get("p")
 
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
-        fact = self._fact(name, owner)
+        fact = self.fact(name, owner)
         return bool(fact.get("k")) and bool(fact.get("p"))
