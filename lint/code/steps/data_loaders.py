@@ -15,6 +15,10 @@ DATA_LOADERS = frozenset(
         "torch.utils.data.DataLoader",
         "torch.utils.data.dataloader.DataLoader",
         "torchdata.stateful_dataloader.StatefulDataLoader",
+        # PyTorch Geometric's loader is a torch DataLoader with a graph collate function.
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
     }
 )
 DISTRIBUTED_SAMPLERS = frozenset(
