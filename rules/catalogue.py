@@ -335,6 +335,15 @@ CATALOGUE: dict[str, RuleEntry] = {
             ),
         ),
         RuleEntry(
+            "DDP406",
+            "persistent-workers-fixed-true",
+            "code",
+            False,
+            needles=("persistent_workers",),
+            required=("DataLoader",),
+            narrowed_by=persistent_workers_true,
+        ),
+        RuleEntry(
             "DDP501",
             "nccl-without-device",
             "code",

@@ -138,7 +138,13 @@ def test_metric_log_facts() -> None:
         "        self.log_dict(dict(lr=1))\n"
         "        self.log(f'{prefix}_loss', 1)\n"
         "        logger.log('not a metric')\n"
-        "        torch.log(x)\n",
+        "        torch.log(x)\n"
+        "        lit.log('seen', v, sync_dist=True)\n"
+        "        trainer.lightning_module.log_dict({'deep': v}, **kw)\n"
+        "        logger.log('INFO', 'a message')\n"
+        "        logging.log(logging.INFO, 'a message')\n"
+        "        mlflow.log_dict({'artifact': 1}, 'params.json')\n"
+        "        run.log('tracker', 1, step=3)\n",
     )
     assert [(r["metric"], r["sync_dist"], r["line"]) for r in records] == [
         ("val_loss", True, 3),
@@ -146,6 +152,8 @@ def test_metric_log_facts() -> None:
         ("x", None, 4),
         ("acc", False, 5),
         ("lr", False, 6),
+        ("seen", True, 10),
+        ("deep", None, 11),
     ]
 
 

@@ -18,8 +18,25 @@ from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code_facts import METRIC_LOGS, RANK_ZERO_CALLS, Record
 
 RANK_ZERO_METHODS = frozenset({"transcribe", "encoder"})
-#: Receivers of ``.log`` that are a LightningModule (``self``, a callback's ``pl_module``).
-LOGGING_RECEIVERS = frozenset({"self", "pl_module", "module", "model", "lightning_module"})
+#: The keywords of ``LightningModule.log_dict``; ``log`` also takes ``name``, ``value`` and
+#: ``metric_attribute``. A ``.log`` call with any other keyword is some other logger's.
+_LOG_DICT_KEYWORDS = frozenset(
+    {
+        "dictionary",
+        "prog_bar",
+        "logger",
+        "on_step",
+        "on_epoch",
+        "reduce_fx",
+        "enable_graph",
+        "sync_dist",
+        "sync_dist_group",
+        "add_dataloader_idx",
+        "batch_size",
+        "rank_zero_only",
+    }
+)
+_LOG_KEYWORDS = _LOG_DICT_KEYWORDS - {"dictionary"} | {"name", "value", "metric_attribute"}
 
 
 @dataclass(frozen=True)
@@ -49,8 +66,29 @@ def _string(expression: ast.expr | None) -> str | None:
     return None
 
 
+def _is_text(expression: ast.expr | None) -> bool:
+    return isinstance(expression, ast.JoinedStr) or _string(expression) is not None
+
+
+def _lightning_signature(call: ast.Call, method: str) -> bool:
+    """Whether the call fits ``LightningModule.log(name, value, ...)`` /
+    ``log_dict(dictionary, ...)``: whatever the receiver is called, a logger of another
+    kind (``logging``'s and loguru's ``log(level, message)``, MLflow's
+    ``log_dict(data, file)``) passes other arguments."""
+    allowed = _LOG_KEYWORDS if method == "log" else _LOG_DICT_KEYWORDS
+    if any(k.arg is not None and k.arg not in allowed for k in call.keywords):
+        return False
+    if method == "log_dict":
+        return not (len(call.args) > 1 and _is_text(call.args[1]))
+    value = call.args[1] if len(call.args) > 1 else _keyword(call, "value")
+    unpacked = any(k.arg is None for k in call.keywords)
+    return (value is not None or unpacked) and not _is_text(value)
+
+
 def _logged_names(call: ast.Call, method: str) -> list[str]:
     """Literal metric names of ``self.log("name", ...)`` / ``self.log_dict({...})``."""
+    if not _lightning_signature(call, method):
+        return []
     first = call.args[0] if call.args else None
     if method == "log":
         name = _string(first or _keyword(call, "name"))
@@ -75,9 +113,9 @@ def metric_logs(tree: ast.Module, parents: Parents) -> list[Record]:
         if method not in ("log", "log_dict"):
             continue
         receiver = dotted(node.func.value) or ""
-        if receiver.rsplit(".", 1)[-1] not in LOGGING_RECEIVERS:
-            continue
         sync = _literal_bool(_keyword(node, "sync_dist"))
+        if sync is False and any(k.arg is None for k in node.keywords):
+            sync = None  # ``**kwargs`` may carry it
         for name in _logged_names(node, method):
             record: Record = {"metric": name, "sync_dist": sync, "line": node.lineno}
             if rank_local is None and receiver == "self":

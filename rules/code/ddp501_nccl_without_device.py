@@ -10,6 +10,7 @@ from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.statement_edits import insert_statement_before
 from ddplint.code.ranks.process_groups import DEVICE_CHOICES, InitCall, ProcessGroups
+from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.syntax.call_args import argument, keyword_argument
 from ddplint.code.syntax.names import dotted_name
 from ddplint.code_facts import is_test_file
@@ -123,25 +124,22 @@ def _places_per_call(ctx: CodeContext) -> bool:
             return True
         if ctx.names.qualified_name(call.func) == "torch.device" and len(call.args) >= 2:
             return True
-    return any(_is_rank_device_string(node) for node in ctx.index.nodes(cst.FormattedString))
+    return any(
+        _is_rank_device_string(node, ctx.rank_predicates)
+        for node in ctx.index.nodes(cst.FormattedString)
+    )
 
 
-def _is_rank_device_string(node: cst.FormattedString) -> bool:
-    """``f"cuda:{...rank...}"``."""
+def _is_rank_device_string(node: cst.FormattedString, ranks: RankPredicates) -> bool:
+    """``f"cuda:{...}"`` whose index reads the rank (what the expression reads, not what
+    its names are called)."""
     text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
     if not text.startswith("cuda:"):
         return False
     return any(
-        isinstance(part, cst.FormattedStringExpression)
-        and "rank" in (dotted_name(part.expression) or _first_name(part.expression)).lower()
+        isinstance(part, cst.FormattedStringExpression) and ranks.is_rank_dependent(part.expression)
         for part in node.parts
     )
-
-
-def _first_name(expr: cst.BaseExpression) -> str:
-    while isinstance(expr, (cst.BinaryOperation, cst.Attribute, cst.Subscript)):
-        expr = expr.left if isinstance(expr, cst.BinaryOperation) else expr.value
-    return expr.value if isinstance(expr, cst.Name) else ""
 
 
 def _not_the_real_init(ctx: CodeContext, init: InitCall) -> bool:

@@ -3,6 +3,8 @@ bound to (``loader = DataLoader(...)``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -13,6 +15,10 @@ DATA_LOADERS = frozenset(
         "torch.utils.data.DataLoader",
         "torch.utils.data.dataloader.DataLoader",
         "torchdata.stateful_dataloader.StatefulDataLoader",
+        # PyTorch Geometric's loader is a torch DataLoader with a graph collate function.
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
     }
 )
 DISTRIBUTED_SAMPLERS = frozenset(
@@ -45,3 +51,25 @@ def bound_name(index: ModuleIndex, value: cst.BaseExpression) -> str | None:
         if len(targets) == 1:
             return dotted_name(targets[0])
     return None
+
+
+def spread_keywords(
+    call: cst.Call, bound_once: Callable[[cst.Name], cst.BaseExpression | None]
+) -> dict[str, cst.BaseExpression]:
+    """The keyword values ``call`` receives through ``**name`` when ``name`` is bound once
+    (``bound_once``) to ``dict(key=...)`` or a display with literal string keys:
+    ``common = dict(num_workers=w, persistent_workers=True); DataLoader(ds, **common)``."""
+    found: dict[str, cst.BaseExpression] = {}
+    for arg in call.args:
+        if arg.star != "**" or not isinstance(arg.value, cst.Name):
+            continue
+        value = bound_once(arg.value)
+        if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
+            found.update((a.keyword.value, a.value) for a in value.args if a.keyword is not None)
+        elif isinstance(value, cst.Dict):
+            for element in value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                text = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+                if isinstance(text, str):
+                    found[text] = element.value
+    return found
