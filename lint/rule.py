@@ -50,6 +50,8 @@ class Rule:
     more_needles: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: ... and every one of these (e.g. a rule on ``DataLoader(persistent_workers=...)``).
     required: ClassVar[tuple[str, ...]] = ()
+    #: A cheaper-than-parsing text test that narrows the words (``ddplint.rules.prefilters``).
+    narrowed_by: ClassVar[staticmethod[[bytes], bool] | None] = None
     kind: ClassVar[str]
 
     @classmethod
@@ -88,8 +90,11 @@ class Rule:
     def prefilter(cls, raw: bytes) -> bool:
         """Whether the engine should parse a file (its bytes) for this rule: it holds one
         of ``needles``, one of ``also_needles``, one of each ``more_needles`` group and all
-        of ``required``. A rule may narrow this with another cheap text test."""
-        return holds_words(raw, cls.required, (cls.needles, cls.also_needles, *cls.more_needles))
+        of ``required``, and passes ``narrowed_by`` when the rule has one."""
+        groups = (cls.needles, cls.also_needles, *cls.more_needles)
+        if not holds_words(raw, cls.required, groups):
+            return False
+        return cls.narrowed_by is None or cls.narrowed_by(raw)
 
 
 class CodeRule(Rule):

@@ -78,11 +78,7 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
     needles = ("barrier",)
-
-    @classmethod
-    def prefilter(cls, raw: bytes) -> bool:
-        """The words, and barrier_timeout_spelled: see ``ddplint.rules.prefilters``."""
-        return super().prefilter(raw) and barrier_timeout_spelled(raw)
+    narrowed_by = staticmethod(barrier_timeout_spelled)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         version = ctx.options.torch_version

@@ -71,11 +71,7 @@ class TimeoutNotTimedelta(CodeRule):
         "InitProcessGroupKwargs",
         "init_distributed",
     )
-
-    @classmethod
-    def prefilter(cls, raw: bytes) -> bool:
-        """The words, and timeout_spelled: see ``ddplint.rules.prefilters``."""
-        return super().prefilter(raw) and timeout_spelled(raw)
+    narrowed_by = staticmethod(timeout_spelled)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):

@@ -94,11 +94,7 @@ class LastBatchOffByOne(CodeRule):
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
     needles = ("enumerate",)
-
-    @classmethod
-    def prefilter(cls, raw: bytes) -> bool:
-        """The words, and enumerate_counter_tested: see ``ddplint.rules.prefilters``."""
-        return super().prefilter(raw) and enumerate_counter_tested(raw)
+    narrowed_by = staticmethod(enumerate_counter_tested)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for loop in enumerate_loops(ctx):

@@ -79,11 +79,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
     severity = Severity.WARNING
     needles = ("IterableDataset", "IterDataPipe")
     required = ("DataLoader",)
-
-    @classmethod
-    def prefilter(cls, raw: bytes) -> bool:
-        """The words, and iterable_dataset_class: see ``ddplint.rules.prefilters``."""
-        return super().prefilter(raw) and iterable_dataset_class(raw)
+    narrowed_by = staticmethod(iterable_dataset_class)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         datasets = IterableDatasets(ctx.index, ctx.names)

@@ -75,11 +75,7 @@ class PersistentWorkersFixedTrue(CodeRule):
     fix_applicability = Applicability.SAFE
     needles = ("persistent_workers",)
     required = ("DataLoader",)
-
-    @classmethod
-    def prefilter(cls, raw: bytes) -> bool:
-        """The words, and persistent_workers_true: see ``ddplint.rules.prefilters``."""
-        return super().prefilter(raw) and persistent_workers_true(raw)
+    narrowed_by = staticmethod(persistent_workers_true)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for call in ctx.index.nodes(cst.Call):
