@@ -52,6 +52,7 @@ class Source(str, Enum):
     PROBE = "a local probe (clock, memory)"
     DECIDED = "a value set under a rank-dependent test"
     CONTRIBUTED = "this rank's own share of a collective"
+    OUTPUT = "this rank's model output"
 
 
 @dataclass(frozen=True)
@@ -192,11 +193,13 @@ class _Evaluator:
         agreeing_receivers: frozenset[str],
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
+        torch_modules: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
         self.project = project
         self.owner = owner
+        self.torch_modules = torch_modules
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -300,11 +303,24 @@ class _Evaluator:
         if resolved == "torch.device":
             found = _join(None, *(self.taint(a, state) for a in call.args))
             return _device(found) if found else None
+        if self._forward_of(call.func) is not None:
+            spelled_call = f"{ast.unparse(call.func)}(...)"
+            output = Taint(Facet.CONTENTS, Source.OUTPUT, call.lineno, spelled_call)
+            return _join(output, *(self.taint(a, state) for a in call.args))
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
         if distributed_function(resolved) is not None:
             return None
         return _join(None, *(self.taint(a, state) for a in call.args))
+
+    def _forward_of(self, func: ast.expr) -> str | None:
+        """The model whose forward ``func`` runs (``model(x)``, ``model.forward(x)``):
+        its output is computed on this rank's inputs and, where sampled, its own
+        randomness."""
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        spelled = dotted_name(func)
+        return spelled if spelled in self.torch_modules else None
 
     def _method(self, call: ast.Call, func: ast.Attribute, state: State) -> Taint | None:
         receiver = self.taint(func.value, state)
@@ -401,10 +417,11 @@ class Divergence:
         agreeing_receivers: frozenset[str] = frozenset(),
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
+        torch_modules: frozenset[str] = frozenset(),
     ) -> None:
         self.graph = graph
         self.dominance = dominance
-        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner)
+        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner, torch_modules)
         self.names = names
         self._contributed = self._contributions()
         self._entry = self._entry_state(rank_parameters)

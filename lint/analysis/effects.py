@@ -27,6 +27,7 @@ from ddplint.analysis.api import (
     DDP_WRAPPERS,
     FABRIC_CLASSES,
     FSDP_COLLECTIVES,
+    PARALLELIZE_FUNCTIONS,
     SHARDING_WRAPPERS,
     STATE_DICT_READS,
     TORCH_COLLECTIVES,
@@ -62,6 +63,12 @@ FABRIC_COLLECTIVES = frozenset({"barrier", "broadcast", "all_reduce", "all_gathe
 ACCELERATE_CONDITIONAL = {
     "save_state": "under DeepSpeed, FSDP or Megatron-LM, or with automatic checkpoint naming"
 }
+#: Wrappers that take a ``torch.nn`` module (first argument or ``module=``).
+MODEL_WRAPPERS = DDP_WRAPPERS | SHARDING_WRAPPERS | PARALLELIZE_FUNCTIONS
+#: Methods only a ``torch.nn`` module has among what a training script calls.
+MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules"}
+)
 #: What a module spells when one of those backends or settings can hold.
 CONDITION_MARKERS = (
     "DEEPSPEED",
@@ -145,6 +152,37 @@ class FrameworkObjects:
         self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
         self.unsynced: set[int] = self._calls_under_no_sync(nodes)
         self._models_from_callers(nodes)
+        self.torch_modules = self._torch_modules(nodes)
+
+    def _torch_modules(self, nodes: ModuleNodes) -> dict[int | None, set[str]]:
+        """Names the module treats as ``torch.nn`` modules, by what it does with them:
+        wraps them for data or model parallelism, or calls a module's own methods
+        (``model.eval()``, ``model.parameters()``); keyed like ``ddp_models`` (the scope,
+        None for attributes)."""
+        found: dict[int | None, set[str]] = {}
+
+        def add(expression: ast.AST | None, scope: ast.AST) -> None:
+            spelled = dotted_name(expression) if expression is not None else None
+            if spelled is not None:
+                found.setdefault(None if "." in spelled else id(scope), set()).add(spelled)
+
+        for scope, calls in nodes.calls_by_scope.items():
+            for call in calls:
+                if self.names.resolve(call.func) in MODEL_WRAPPERS:
+                    add(call_argument(call, 0, "module"), scope)
+                elif isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS:
+                    add(call.func.value, scope)
+        for assignment in nodes.of_type(ast.Assign):
+            value = assignment.value
+            if isinstance(value, ast.Call) and self.names.resolve(value.func) in MODEL_WRAPPERS:
+                for target in assignment.targets:
+                    add(target, self._scope_nodes[id(value)])
+        return found
+
+    def torch_modules_in(self, scope: ast.AST) -> frozenset[str]:
+        """The names a scope may call as a ``torch.nn`` module (its forward)."""
+        own = self.torch_modules.get(id(scope), set())
+        return frozenset(own | self.torch_modules.get(None, set()))
 
     def _models_from_callers(self, nodes: ModuleNodes) -> None:
         """Parameters of this module's functions that a caller elsewhere in the project

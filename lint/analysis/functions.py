@@ -162,6 +162,7 @@ class ModuleAnalysis:
                 self.objects.agreeing_receivers(),
                 self.project,
                 self.nodes.owner_class(scope),
+                self.objects.torch_modules_in(scope),
             )
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
