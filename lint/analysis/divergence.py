@@ -418,13 +418,14 @@ class Divergence:
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
         torch_modules: frozenset[str] = frozenset(),
+        fields: State | None = None,
     ) -> None:
         self.graph = graph
         self.dominance = dominance
         self.evaluator = _Evaluator(names, agreeing_receivers, project, owner, torch_modules)
         self.names = names
         self._contributed = self._contributions()
-        self._entry = self._entry_state(rank_parameters)
+        self._entry = {**(fields or {}), **self._entry_state(rank_parameters)}
         self._before: dict[int, State] = {}
         self._decided: dict[int, State] = {}
         self._binders: dict[str, set[int]] | None = None
@@ -489,6 +490,29 @@ class Divergence:
             iterable = self.evaluator.taint(statement.iter, state)
             return iterable.as_contents(Facet.SHAPE) if iterable else None
         return None
+
+    def stored_fields(self) -> State:
+        """``self.x`` -> how the values this function stores in it may differ between
+        ranks (joined over its stores; a field stored only agreeing values is left
+        out)."""
+        stored: State = {}
+        for node in self.graph.nodes:
+            statement = node.statement
+            if node.kind is not NodeKind.STATEMENT or not isinstance(
+                statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)
+            ):
+                continue
+            state = self.before(node)
+            for target in _targets(statement):
+                for part, expression in _unpacked(target, statement.value):
+                    value = self.evaluator.taint(expression, state)
+                    if isinstance(statement, ast.AugAssign):
+                        value = _join(value, self.evaluator.taint(part, state))
+                    spelled = dotted_name(part)
+                    if value is None or spelled is None or not _self_field(spelled):
+                        continue
+                    stored[spelled] = value.joined(stored.get(spelled))
+        return stored
 
     def taint(self, expression: ast.AST, node: Node) -> Taint | None:
         """The taint of an expression read where ``node`` starts."""
@@ -711,6 +735,11 @@ def _read_back(value: ast.expr, buffers: set[str]) -> bool:
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
         value = value.value
     return isinstance(value, ast.Name) and value.id in buffers
+
+
+def _self_field(spelled: str) -> bool:
+    """``self.x``: a field of the object a method runs on."""
+    return spelled.startswith("self.") and spelled.count(".") == 1
 
 
 def _parameters_of(scope: ast.AST) -> set[str]:

@@ -21,6 +21,7 @@ from ddplint.analysis.control_flow import (
 )
 from ddplint.analysis.divergence import (
     Divergence,
+    State,
     spawned_functions,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
@@ -45,6 +46,8 @@ _INLINE_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Facts = frozenset[tuple[str, bool]]
 
 
+#: Rounds of the fixed point over a class's ``self.x`` fields.
+FIELD_ROUNDS = 4
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
 
@@ -133,6 +136,7 @@ class ModuleAnalysis:
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
             self._definitions.setdefault(self._key_of(function), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
+        self._fields: dict[int, State] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -151,19 +155,7 @@ class ModuleAnalysis:
         if found is None:
             graph = self.graphs.graph(scope)
             dominance = PostDominance(graph)
-            rank_parameters: frozenset[str] = frozenset()
-            if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
-                rank_parameters = frozenset({scope.args.args[0].arg})
-            divergence = Divergence(
-                graph,
-                dominance,
-                self.names,
-                rank_parameters,
-                self.objects.agreeing_receivers(),
-                self.project,
-                self.nodes.owner_class(scope),
-                self.objects.torch_modules_in(scope),
-            )
+            divergence = self._divergence(scope, graph, dominance, self._fields_of(scope))
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
             for node in graph.nodes:
@@ -176,6 +168,54 @@ class ModuleAnalysis:
                     found.effects[node.index] = effects
             self._functions[scope] = found
         return found
+
+    def _divergence(
+        self, scope: Scope, graph: Graph, dominance: PostDominance, fields: State
+    ) -> Divergence:
+        rank_parameters: frozenset[str] = frozenset()
+        if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
+            rank_parameters = frozenset({scope.args.args[0].arg})
+        return Divergence(
+            graph,
+            dominance,
+            self.names,
+            rank_parameters,
+            self.objects.agreeing_receivers(),
+            self.project,
+            self.nodes.owner_class(scope),
+            self.objects.torch_modules_in(scope),
+            fields,
+        )
+
+    def _fields_of(self, scope: Scope) -> State:
+        """What a method may find in ``self.x`` on entry: the values any method of its
+        class stores there (field-sensitive on ``self``, to a fixed point over the
+        class's methods); nothing for a function outside a class."""
+        owner = self.nodes.scope_of.get(scope)
+        if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
+            return {}
+        found = self._fields.get(id(owner))
+        if found is not None:
+            return found
+        self._fields[id(owner)] = {}  # recursion: nothing known while solving
+        storing = [
+            method
+            for method in owner.body
+            if isinstance(method, _FUNCTIONS) and _stores_on_self(method)
+        ]
+        fields: State = {}
+        for _ in range(FIELD_ROUNDS):
+            stored: State = {}
+            for method in storing:
+                graph = self.graphs.graph(method)
+                divergence = self._divergence(method, graph, PostDominance(graph), fields)
+                for name, taint in divergence.stored_fields().items():
+                    stored[name] = taint.joined(stored.get(name))
+            if stored == fields:
+                break
+            fields = stored
+        self._fields[id(owner)] = fields
+        return fields
 
     def _node_effects(
         self, node: Node, in_lightning: bool, dominance: PostDominance | None
@@ -303,6 +343,19 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the method's own code assigns a ``self.x``."""
+    return any(
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+        for node in ast.walk(method)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for target in ((target,) if not isinstance(target, (ast.Tuple, ast.List)) else target.elts)
+    )
 
 
 def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
