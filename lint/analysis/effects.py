@@ -385,7 +385,10 @@ class FrameworkObjects:
         return Collective(reached.name, call, via=reached.chain)
 
     def _model_key(
-        self, call: ast.Call, name: str, models: Mapping[tuple[int | None, str], object] | None = None
+        self,
+        call: ast.Call,
+        name: str,
+        models: Mapping[tuple[int | None, str], object] | None = None,
     ) -> tuple[int | None, str]:
         """Where a model name is looked up: an attribute in the module (``self.model``
         is the same model in every method), a plain name in the scope of ``call``."""

@@ -346,16 +346,24 @@ class ModuleAnalysis:
 
 
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the method's own code assigns a ``self.x``."""
-    return any(
-        isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-        for node in ast.walk(method)
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        for target in ((target,) if not isinstance(target, (ast.Tuple, ast.List)) else target.elts)
-    )
+    """Whether the method's code assigns a ``self.x``."""
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            if any(
+                isinstance(part, ast.Attribute)
+                and isinstance(part.value, ast.Name)
+                and part.value.id == "self"
+                for part in parts
+            ):
+                return True
+    return False
 
 
 def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
