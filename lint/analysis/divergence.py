@@ -53,6 +53,7 @@ class Source(str, Enum):
     DECIDED = "a value set under a rank-dependent test"
     CONTRIBUTED = "this rank's own share of a collective"
     OUTPUT = "this rank's model output"
+    RAISED = "an exception raised on this rank's values"
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,9 @@ def _header(node: ast.AST) -> str:
         return _spelled(node.test)
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return f"for {_spelled(node.target)} in {_spelled(node.iter)}"
+    if isinstance(node, ast.ExceptHandler):
+        caught = f" {_spelled(node.type)}" if node.type is not None else ""
+        return f"except{caught}" + (f" as {node.name}" if node.name else "")
     return _spelled(node)
 
 

@@ -196,3 +196,37 @@ def test_the_plain_model_of_a_ddp_wrapper_syncs_nothing(unwrap: str, parts: bool
         """
     )
     assert bool(partings) is parts
+
+
+HANDLER = """
+def train(net, loader, path):
+    model = DistributedDataParallel(net)
+    for batch in loader:
+        try:
+            {body}
+        except RuntimeError as error:
+            {handler}
+        dist.all_reduce(torch.zeros(1))
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "handler", "parts"),
+    [
+        ("model(batch).backward()", "continue", True),
+        ("model(batch).backward()", "break", True),
+        ("model(batch).backward()", "return", True),
+        ("model(batch).backward()", "raise", False),
+        ("state = torch.load(path)", "continue", False),
+        ("model(batch).backward()", "dist.all_reduce(torch.zeros(1))\n            continue", False),
+    ],
+)
+def test_an_exception_from_this_ranks_values_is_per_rank(
+    body: str, handler: str, parts: bool
+) -> None:
+    partings = _partings(HANDLER.format(body=body, handler=handler))
+    assert bool(partings) is parts
+    if parts:
+        assert partings[0].taint.source is Source.RAISED
+        assert isinstance(partings[0].test, ast.ExceptHandler)
+        assert isinstance(partings[0].cause, (ast.Continue, ast.Break, ast.Return))
