@@ -137,6 +137,7 @@ class ModuleAnalysis:
             self._definitions.setdefault(self._key_of(function), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
         self._fields: dict[int, State] = {}
+        self._constructions: dict[int, tuple[State, State]] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -155,7 +156,7 @@ class ModuleAnalysis:
         if found is None:
             graph = self.graphs.graph(scope)
             dominance = PostDominance(graph)
-            divergence = self._divergence(scope, graph, dominance, self._fields_of(scope))
+            divergence = self._divergence(scope, graph, dominance, self._entry_of(scope))
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
             for node in graph.nodes:
@@ -187,28 +188,39 @@ class ModuleAnalysis:
             fields,
         )
 
-    def _fields_of(self, scope: Scope) -> State:
-        """What a method may find in ``self.x`` on entry: the values any method of its
-        class stores there (field-sensitive on ``self``, to a fixed point over the
-        class's methods); nothing for a function outside a class."""
+    def _entry_of(self, scope: Scope) -> State:
+        """What a function finds on entry: for a method, the fields of its class;
+        for ``__init__``, also what the module's calls of the class hand its
+        parameters."""
         owner = self.nodes.scope_of.get(scope)
         if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
             return {}
+        fields = self._fields_of(owner)
+        if scope.name != "__init__":
+            return fields
+        return {**self._constructed_with(owner)[0], **fields}
+
+    def _fields_of(self, owner: ast.ClassDef) -> State:
+        """What a method may find in ``self.x``: the values any method of the class
+        stores there, or a call of a dataclass fills in (field-sensitive on ``self``,
+        to a fixed point over the class's methods)."""
         found = self._fields.get(id(owner))
         if found is not None:
             return found
         self._fields[id(owner)] = {}  # recursion: nothing known while solving
+        parameters, filled = self._constructed_with(owner)
         storing = [
             method
             for method in owner.body
             if isinstance(method, _FUNCTIONS) and _stores_on_self(method)
         ]
-        fields: State = {}
+        fields: State = dict(filled)
         for _ in range(FIELD_ROUNDS):
-            stored: State = {}
+            stored: State = dict(filled)
             for method in storing:
                 graph = self.graphs.graph(method)
-                divergence = self._divergence(method, graph, PostDominance(graph), fields)
+                given = {**parameters, **fields} if method.name == "__init__" else fields
+                divergence = self._divergence(method, graph, PostDominance(graph), given)
                 for name, taint in divergence.stored_fields().items():
                     stored[name] = taint.joined(stored.get(name))
             if stored == fields:
@@ -216,6 +228,64 @@ class ModuleAnalysis:
             fields = stored
         self._fields[id(owner)] = fields
         return fields
+
+    def _constructed_with(self, owner: ast.ClassDef) -> tuple[State, State]:
+        """How the values the module's own calls of a class (``Trainer(args, rank)``,
+        outside the class) hand it may differ between ranks: by ``__init__``
+        parameter, and by ``self.x`` field of a dataclass."""
+        found = self._constructions.get(id(owner))
+        if found is None:
+            self._constructions[id(owner)] = ({}, {})  # recursion: nothing while asking
+            found = self._constructions[id(owner)] = self._handed_to(owner)
+        return found
+
+    def _handed_to(self, owner: ast.ClassDef) -> tuple[State, State]:
+        if not isinstance(self.nodes.scope_of.get(owner), ast.Module):
+            return {}, {}
+        init = next(
+            (m for m in owner.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"), None
+        )
+        if init is not None:
+            names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+            names += [a.arg for a in init.args.kwonlyargs]
+        elif any(
+            (self.names.resolve(d.func if isinstance(d, ast.Call) else d) or "").endswith(
+                "dataclass"
+            )
+            for d in owner.decorator_list
+        ):
+            names = [
+                f.target.id
+                for f in owner.body
+                if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+            ]
+        else:
+            return {}, {}
+        handed: State = {}
+        for caller, calls in self.nodes.calls_by_scope.items():
+            constructions = [
+                c for c in calls if isinstance(c.func, ast.Name) and c.func.id == owner.name
+            ]
+            if not constructions or not isinstance(caller, (*_FUNCTIONS, ast.Module)):
+                continue
+            if isinstance(caller, _FUNCTIONS) and self.nodes.scope_of.get(caller) is owner:
+                continue  # the class's own methods: their fields are being solved
+            facts = self.function(caller)
+            for node in facts.graph.nodes:
+                if node.statement is None or node.kind is not NodeKind.STATEMENT:
+                    continue
+                for call in own_calls(node.statement):
+                    if not any(call is c for c in constructions):
+                        continue
+                    given = list(zip(names, call.args, strict=False))
+                    given += [(k.arg, k.value) for k in call.keywords if k.arg in names]
+                    for name, value in given:
+                        taint = facts.divergence.taint(value, node)
+                        if taint is not None:
+                            handed[name] = taint.joined(handed.get(name))
+        if init is not None:
+            return handed, {}
+        return {}, {f"self.{name}": taint for name, taint in handed.items()}
 
     def _node_effects(
         self, node: Node, in_lightning: bool, dominance: PostDominance | None

@@ -230,3 +230,55 @@ def test_an_exception_from_this_ranks_values_is_per_rank(
         assert partings[0].taint.source is Source.RAISED
         assert isinstance(partings[0].test, ast.ExceptHandler)
         assert isinstance(partings[0].cause, (ast.Continue, ast.Break, ast.Return))
+
+
+@pytest.mark.parametrize(
+    ("handed", "divergent"),
+    [("dist.get_rank()", True), ("dist.get_world_size()", False), ("0", False)],
+)
+def test_what_the_module_hands_a_constructor_reaches_its_fields(
+    handed: str, divergent: bool
+) -> None:
+    partings = _partings(
+        f"""
+        class Runner:
+            def __init__(self, args, slot):
+                self.slot = slot
+
+            def end(self):
+                if self.slot <= 0:
+                    return
+                dist.barrier()
+
+
+        def main(args):
+            Runner(args, {handed}).end()
+        """
+    )
+    assert bool(partings) is divergent
+
+
+def test_constructors_that_construct_each_other_end() -> None:
+    partings = _partings(
+        """
+        class A:
+            def __init__(self, r):
+                self.r = r
+                self.b = B(r)
+
+            def go(self):
+                if self.r:
+                    dist.barrier()
+
+
+        class B:
+            def __init__(self, r):
+                self.r = r
+                self.a = A(r)
+
+
+        def main():
+            A(dist.get_rank())
+        """
+    )
+    assert [p.missed.name for p in partings] == ["barrier"]
