@@ -21,7 +21,10 @@ from ddplint.analysis.control_flow import (
 )
 from ddplint.analysis.divergence import (
     Divergence,
+    Facet,
+    Source,
     State,
+    Taint,
     spawned_functions,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
@@ -48,6 +51,8 @@ Facts = frozenset[tuple[str, bool]]
 
 #: Rounds of the fixed point over a class's ``self.x`` fields.
 FIELD_ROUNDS = 4
+#: Functions with more parameters get no summary of what reaches their result.
+RESULT_PARAMETERS = 8
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
 
@@ -138,6 +143,7 @@ class ModuleAnalysis:
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
         self._fields: dict[int, State] = {}
         self._constructions: dict[int, tuple[State, State]] = {}
+        self._results: dict[str, tuple[list[str], frozenset[str]] | None] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -186,7 +192,46 @@ class ModuleAnalysis:
             self.nodes.owner_class(scope),
             self.objects.torch_modules_in(scope),
             fields,
+            self._result_parameters,
         )
+
+    def _result_parameters(self, name: str) -> tuple[list[str], frozenset[str]] | None:
+        """For a module-level function that reaches a collective: its positional
+        parameters and those whose values may reach its result, one parameter at a
+        time (``reduce_tensor(t, n)`` returns ``t`` all-reduced: only ``n`` reaches it).
+        None where its result reads a source of its own or it is not known."""
+        if name in self._results:
+            return self._results[name]
+        self._results[name] = None  # recursion: unknown while asking
+        definition = self._definitions.get(name)
+        if (
+            definition is None
+            or name not in self._reaching
+            or not isinstance(self.nodes.scope_of.get(definition), ast.Module)
+        ):
+            return None
+        arguments = definition.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        every = positional + [a.arg for a in arguments.kwonlyargs]
+        if len(every) > RESULT_PARAMETERS:
+            return None
+        graph = self.graphs.graph(definition)
+        dominance = PostDominance(graph)
+        if self._divergence(definition, graph, dominance, {}).returned() is not None:
+            return None
+        reaching = frozenset(
+            parameter
+            for parameter in every
+            if self._divergence(
+                definition,
+                graph,
+                dominance,
+                {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)},
+            ).returned()
+            is not None
+        )
+        self._results[name] = (positional, reaching)
+        return self._results[name]
 
     def _entry_of(self, scope: Scope) -> State:
         """What a function finds on entry: for a method, the fields of its class;

@@ -282,3 +282,66 @@ def test_constructors_that_construct_each_other_end() -> None:
         """
     )
     assert [p.missed.name for p in partings] == ["barrier"]
+
+
+REDUCED = """
+import os
+
+
+def reduce_tensor(tensor, count):
+    total = tensor.clone()
+    dist.all_reduce(total)
+    total /= count
+    return total
+
+
+def local_mean(tensor, count):
+    dist.barrier()
+    return tensor / count
+
+
+def train(net, loader, world):
+    several = int(os.environ.get("WORLD_SIZE", 1)) > 1
+    model = DistributedDataParallel(net)
+    for batch in loader:
+        loss = model(batch)
+        {reduced}
+        if torch.isnan(reduced).any():
+            continue
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("reduced", "parts"),
+    [
+        ("reduced = reduce_tensor(loss, world)", False),
+        ("reduced = local_mean(loss, world)", True),
+        ("reduced = loss", True),
+        (
+            "if several:\n            reduced = reduce_tensor(loss, world)\n"
+            "        else:\n            reduced = loss",
+            False,
+        ),
+    ],
+)
+def test_what_reaches_a_local_result_and_one_process_ways(reduced: str, parts: bool) -> None:
+    partings = _partings(REDUCED.format(reduced=reduced))
+    assert bool(partings) is parts
+
+
+def test_a_test_whose_other_arm_raises_parts_nothing() -> None:
+    partings = _partings(
+        """
+        def train(model, loader, steps):
+            model.train()
+            for step in range(steps):
+                if step % 10 == 0:
+                    dist.barrier()
+                loss = model(next(loader))
+                if not torch.isfinite(loss).all():
+                    raise RuntimeError(f"bad loss {loss.item()}")
+                loss.backward()
+        """
+    )
+    assert partings == []
