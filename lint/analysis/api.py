@@ -105,6 +105,13 @@ DDP_WRAPPERS = frozenset(
         "torch.nn.DistributedDataParallel",
     }
 )
+#: Tensor-parallel plans applied to a model in place.
+PARALLELIZE_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.tensor.parallel.parallelize_module",
+        "torch.distributed.tensor.parallel.api.parallelize_module",
+    }
+)
 #: Calls that choose this process's GPU (or make only one visible).
 DEVICE_CHOICES = frozenset(
     {

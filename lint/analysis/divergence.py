@@ -27,7 +27,7 @@ not stick to a new ``for step in range(...)``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
@@ -52,6 +52,8 @@ class Source(str, Enum):
     PROBE = "a local probe (clock, memory)"
     DECIDED = "a value set under a rank-dependent test"
     CONTRIBUTED = "this rank's own share of a collective"
+    OUTPUT = "this rank's model output"
+    RAISED = "an exception raised on this rank's values"
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Taint:
 
 
 State = dict[str, Taint]
+#: A local function's name -> its positional parameters and those whose values may
+#: reach its result (None: not known, every argument may).
+ResultParameters = Callable[[str], tuple[list[str], frozenset[str]] | None]
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -192,11 +197,15 @@ class _Evaluator:
         agreeing_receivers: frozenset[str],
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
+        torch_modules: frozenset[str] = frozenset(),
+        results: ResultParameters | None = None,
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
         self.project = project
         self.owner = owner
+        self.torch_modules = torch_modules
+        self.results = results
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -300,11 +309,39 @@ class _Evaluator:
         if resolved == "torch.device":
             found = _join(None, *(self.taint(a, state) for a in call.args))
             return _device(found) if found else None
+        if self._forward_of(call.func) is not None:
+            spelled_call = f"{ast.unparse(call.func)}(...)"
+            output = Taint(Facet.CONTENTS, Source.OUTPUT, call.lineno, spelled_call)
+            return _join(output, *(self.taint(a, state) for a in call.args))
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
         if distributed_function(resolved) is not None:
             return None
-        return _join(None, *(self.taint(a, state) for a in call.args))
+        return _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+
+    def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
+        """The positional arguments whose values may reach the call's result: all of
+        them, except for a local function whose returns are known to drop some (a
+        helper that all-reduces its argument returns the agreed value)."""
+        known = None
+        if isinstance(call.func, ast.Name) and self.results is not None:
+            known = self.results(call.func.id)
+        if known is None or any(isinstance(a, ast.Starred) for a in call.args):
+            return list(call.args)
+        parameters, reaching = known
+        given = list(zip(parameters, call.args, strict=False))
+        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        extra = call.args[len(parameters) :]
+        return [value for name, value in given if name in reaching] + list(extra)
+
+    def _forward_of(self, func: ast.expr) -> str | None:
+        """The model whose forward ``func`` runs (``model(x)``, ``model.forward(x)``):
+        its output is computed on this rank's inputs and, where sampled, its own
+        randomness."""
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        spelled = dotted_name(func)
+        return spelled if spelled in self.torch_modules else None
 
     def _method(self, call: ast.Call, func: ast.Attribute, state: State) -> Taint | None:
         receiver = self.taint(func.value, state)
@@ -401,13 +438,18 @@ class Divergence:
         agreeing_receivers: frozenset[str] = frozenset(),
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
+        torch_modules: frozenset[str] = frozenset(),
+        fields: State | None = None,
+        results: ResultParameters | None = None,
     ) -> None:
         self.graph = graph
         self.dominance = dominance
-        self.evaluator = _Evaluator(names, agreeing_receivers, project, owner)
+        self.evaluator = _Evaluator(
+            names, agreeing_receivers, project, owner, torch_modules, results
+        )
         self.names = names
         self._contributed = self._contributions()
-        self._entry = self._entry_state(rank_parameters)
+        self._entry = {**(fields or {}), **self._entry_state(rank_parameters)}
         self._before: dict[int, State] = {}
         self._decided: dict[int, State] = {}
         self._binders: dict[str, set[int]] | None = None
@@ -473,7 +515,39 @@ class Divergence:
             return iterable.as_contents(Facet.SHAPE) if iterable else None
         return None
 
-    def taint(self, expression: ast.AST, node: Node) -> Taint | None:
+    def stored_fields(self) -> State:
+        """``self.x`` -> how the values this function stores in it may differ between
+        ranks (joined over its stores; a field stored only agreeing values is left
+        out)."""
+        stored: State = {}
+        for node in self.graph.nodes:
+            statement = node.statement
+            if node.kind is not NodeKind.STATEMENT or not isinstance(
+                statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)
+            ):
+                continue
+            state = self.before(node)
+            for target in _targets(statement):
+                for part, expression in _unpacked(target, statement.value):
+                    value = self.evaluator.taint(expression, state)
+                    if isinstance(statement, ast.AugAssign):
+                        value = _join(value, self.evaluator.taint(part, state))
+                    spelled = dotted_name(part)
+                    if value is None or spelled is None or not _self_field(spelled):
+                        continue
+                    stored[spelled] = value.joined(stored.get(spelled))
+        return stored
+
+    def returned(self) -> Taint | None:
+        """How the values the function returns may differ between ranks (the join
+        over its ``return`` statements)."""
+        found: Taint | None = None
+        for node in self.graph.nodes:
+            if isinstance(node.statement, ast.Return) and node.kind is NodeKind.STATEMENT:
+                found = _join(found, self.taint(node.statement.value, node))
+        return found
+
+    def taint(self, expression: ast.AST | None, node: Node) -> Taint | None:
         """The taint of an expression read where ``node`` starts."""
         return self.evaluator.taint(expression, self.before(node))
 
@@ -631,9 +705,12 @@ class Divergence:
                     state[name] = taint.joined(state.get(name))
                 self._before[node.index] = state
             after = self._transfer(node, state)
-            for successor, _ in node.successors:
+            alone = self._one_process_edge(node)
+            for successor, edge in node.successors:
+                # On a way that runs one process no value can differ from a peer's.
+                given = {} if edge is alone else after
                 old = self._before.get(successor.index)
-                new = after if old is None else _merged(old, after)
+                new = given if old is None else _merged(old, given)
                 if old is None or new != old:
                     self._before[successor.index] = new
                     if successor.index not in queued:
@@ -670,6 +747,71 @@ class Divergence:
             return self._agreement(statement.value, state)
         return state
 
+    def _one_process_edge(self, node: Node) -> EdgeKind | None:
+        """The branch of a test on which the job runs as one process
+        (``dist.is_initialized()`` false, ``world_size > 1`` false, or a flag bound
+        once to such a comparison), if the test asks that."""
+        statement = node.statement
+        if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
+            return None
+        several = self._several_processes(statement.test)
+        if several is None:
+            return None
+        return EdgeKind.FALSE if several else EdgeKind.TRUE
+
+    def _several_processes(self, test: ast.expr, depth: int = 2) -> bool | None:
+        """True when ``test`` holds exactly when several processes run (its false
+        branch runs one), False for the converse, None when it asks something else."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._several_processes(test.operand, depth)
+            return None if inner is None else not inner
+        if isinstance(test, ast.Call) and self.names.resolve(test.func) in _DISTRIBUTED_QUERIES:
+            return True
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            if not self._world_size_read(test.left):
+                return None
+            try:
+                bound = ast.literal_eval(test.comparators[0])
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+            return _several_when(test.ops[0], bound)
+        if isinstance(test, ast.Name) and depth > 0:
+            assigned = self._sole_assignment(test.id)
+            if assigned is not None:
+                return self._several_processes(assigned, depth - 1)
+        return None
+
+    def _sole_assignment(self, name: str) -> ast.expr | None:
+        """The value of the one statement of the function that binds ``name``."""
+        binders = self._binding_nodes().get(name, set())
+        if len(binders) != 1 or name in _parameters_of(self.graph.scope):
+            return None
+        statement = self.graph.nodes[next(iter(binders))].statement
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            return statement.value
+        return None
+
+    def _world_size_read(self, expression: ast.expr) -> bool:
+        """``dist.get_world_size()``, ``WORLD_SIZE`` from the environment (through
+        ``int()``)."""
+        while (
+            isinstance(expression, ast.Call)
+            and isinstance(expression.func, ast.Name)
+            and expression.func.id == "int"
+            and len(expression.args) == 1
+        ):
+            expression = expression.args[0]
+        if isinstance(expression, ast.Call):
+            if self.names.resolve(expression.func) == "torch.distributed.get_world_size":
+                return not expression.args and not expression.keywords
+            if self.names.resolve(expression.func) in _ENVIRONMENT_READERS and expression.args:
+                return _is_world_size_key(expression.args[0])
+        if isinstance(expression, ast.Subscript):
+            return self.names.resolve(expression.value) == "os.environ" and _is_world_size_key(
+                expression.slice
+            )
+        return False
+
     def _with_contribution(self, target: ast.AST, value: Taint | None, line: int) -> Taint | None:
         """A value bound to a name this rank hands to a reduction below is its own
         share; bound after the reduction (``loss = loss / world``) it is whatever it
@@ -689,11 +831,41 @@ class Divergence:
         return {name: taint for name, taint in state.items() if name != spelled}
 
 
+_DISTRIBUTED_QUERIES = frozenset(
+    {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+)
+
+
+def _is_world_size_key(key: ast.expr) -> bool:
+    return isinstance(key, ast.Constant) and key.value == "WORLD_SIZE"
+
+
+def _several_when(op: ast.cmpop, bound: object) -> bool | None:
+    """For ``world_size <op> bound``: True when it holds exactly with several
+    processes, False when exactly with one, None otherwise."""
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    several = {
+        (ast.Gt, 1): True,
+        (ast.GtE, 2): True,
+        (ast.NotEq, 1): True,
+        (ast.Eq, 1): False,
+        (ast.LtE, 1): False,
+        (ast.Lt, 2): False,
+    }
+    return several.get((type(op), bound))
+
+
 def _read_back(value: ast.expr, buffers: set[str]) -> bool:
     """``received`` or ``received[0]``: a buffer's contents, unchanged."""
     if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
         value = value.value
     return isinstance(value, ast.Name) and value.id in buffers
+
+
+def _self_field(spelled: str) -> bool:
+    """``self.x``: a field of the object a method runs on."""
+    return spelled.startswith("self.") and spelled.count(".") == 1
 
 
 def _parameters_of(scope: ast.AST) -> set[str]:

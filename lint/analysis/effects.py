@@ -17,7 +17,7 @@ uses one of them.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import (
@@ -27,6 +27,7 @@ from ddplint.analysis.api import (
     DDP_WRAPPERS,
     FABRIC_CLASSES,
     FSDP_COLLECTIVES,
+    PARALLELIZE_FUNCTIONS,
     SHARDING_WRAPPERS,
     STATE_DICT_READS,
     TORCH_COLLECTIVES,
@@ -62,6 +63,17 @@ FABRIC_COLLECTIVES = frozenset({"barrier", "broadcast", "all_reduce", "all_gathe
 ACCELERATE_CONDITIONAL = {
     "save_state": "under DeepSpeed, FSDP or Megatron-LM, or with automatic checkpoint naming"
 }
+#: Wrappers that take a ``torch.nn`` module (first argument or ``module=``).
+MODEL_WRAPPERS = DDP_WRAPPERS | SHARDING_WRAPPERS | PARALLELIZE_FUNCTIONS
+#: Wrappers that shard or parallelise the model they are given in place.
+IN_PLACE_SHARDING = (SHARDING_WRAPPERS | PARALLELIZE_FUNCTIONS) - {
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+}
+#: Methods only a ``torch.nn`` module has among what a training script calls.
+MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules"}
+)
 #: What a module spells when one of those backends or settings can hold.
 CONDITION_MARKERS = (
     "DEEPSPEED",
@@ -145,6 +157,69 @@ class FrameworkObjects:
         self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
         self.unsynced: set[int] = self._calls_under_no_sync(nodes)
         self._models_from_callers(nodes)
+        #: Models sharded or tensor-parallel (keyed like ``ddp_models``), and the
+        #: ``model = model.module`` statements that unwrap a DDP model.
+        self.sharded_models: dict[tuple[int | None, str], ast.Call] = {}
+        self._unwrapped: list[tuple[int, str, tuple[int, int]]] = []
+        self.torch_modules = self._torch_modules(nodes)
+
+    def _torch_modules(self, nodes: ModuleNodes) -> dict[int | None, set[str]]:
+        """Names the module treats as ``torch.nn`` modules, by what it does with them:
+        wraps them for data or model parallelism, or calls a module's own methods
+        (``model.eval()``, ``model.parameters()``); keyed like ``ddp_models`` (the scope,
+        None for attributes)."""
+        found: dict[int | None, set[str]] = {}
+
+        def add(expression: ast.AST | None, scope: ast.AST) -> None:
+            spelled = dotted_name(expression) if expression is not None else None
+            if spelled is not None:
+                found.setdefault(None if "." in spelled else id(scope), set()).add(spelled)
+
+        for scope, calls in nodes.calls_by_scope.items():
+            for call in calls:
+                resolved = self.names.resolve(call.func)
+                if resolved in MODEL_WRAPPERS:
+                    model = call_argument(call, 0, "module")
+                    add(model, scope)
+                    if resolved in IN_PLACE_SHARDING and model is not None:
+                        self._sharded(call, model)
+                elif isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS:
+                    add(call.func.value, scope)
+        for assignment in nodes.of_type(ast.Assign):
+            value = assignment.value
+            if isinstance(value, ast.Call) and self.names.resolve(value.func) in MODEL_WRAPPERS:
+                for target in assignment.targets:
+                    add(target, self._scope_nodes[id(value)])
+                    if self.names.resolve(value.func) in SHARDING_WRAPPERS:
+                        self._sharded(value, target)
+        for function in nodes.functions():
+            for inner in ast.walk(function):
+                if _unwraps(inner):
+                    assert isinstance(inner, ast.Assign)
+                    name = dotted_name(inner.targets[0]) or ""
+                    self._unwrapped.append((id(function), name, _position(inner)))
+        return found
+
+    def _sharded(self, wrapping: ast.Call, model: ast.expr) -> None:
+        """A model whose forward gathers shards or reduces partial results (FSDP,
+        ``fully_shard``, ``parallelize_module``)."""
+        spelled = dotted_name(model)
+        if spelled is not None:
+            scope = None if "." in spelled else self._scope_of_call.get(id(wrapping))
+            self.sharded_models.setdefault((scope, spelled), wrapping)
+
+    def _unwrapped_before(self, call: ast.Call, key: tuple[int | None, str]) -> bool:
+        """``model = model.module`` earlier in the function: the plain model since."""
+        scope, name = key
+        return scope is not None and any(
+            (where, unwrapped) == (scope, name) and position < _position(call)
+            for where, unwrapped, position in self._unwrapped
+        )
+
+    def torch_modules_in(self, scope: ast.AST) -> frozenset[str]:
+        """The names a scope may call as a ``torch.nn`` module (its forward)."""
+        own = self.torch_modules.get(id(scope), set())
+        return frozenset(own | self.torch_modules.get(None, set()))
 
     def _models_from_callers(self, nodes: ModuleNodes) -> None:
         """Parameters of this module's functions that a caller elsewhere in the project
@@ -262,8 +337,13 @@ class FrameworkObjects:
         if isinstance(model, ast.Attribute) and model.attr == "forward":
             model = model.value
         key = self._model_key(call, dotted_name(model) or "")
+        sharded = self.sharded_models.get(self._model_key(call, key[1], self.sharded_models))
+        if sharded is not None and (key[0] is None or _position(sharded) < _position(call)):
+            return Collective("sharded forward", call)
         if key in self.ddp_models:
             wrapping = self.ddp_models[key]
+            if self._unwrapped_before(call, key):
+                return None
             if wrapping is not None and (
                 _keyword_false(wrapping, "broadcast_buffers")
                 or (key[0] is not None and _position(wrapping) > _position(call))
@@ -304,14 +384,20 @@ class FrameworkObjects:
             return None
         return Collective(reached.name, call, via=reached.chain)
 
-    def _model_key(self, call: ast.Call, name: str) -> tuple[int | None, str]:
+    def _model_key(
+        self,
+        call: ast.Call,
+        name: str,
+        models: Mapping[tuple[int | None, str], object] | None = None,
+    ) -> tuple[int | None, str]:
         """Where a model name is looked up: an attribute in the module (``self.model``
         is the same model in every method), a plain name in the scope of ``call``."""
         if "." in name:
             return None, name
+        models = self.ddp_models if models is None else models
         scope = self._scope_nodes.get(id(call))
         while scope is not None:  # a comprehension or lambda reads its function's names
-            if (id(scope), name) in self.ddp_models:
+            if (id(scope), name) in models:
                 return id(scope), name
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
                 break
@@ -328,7 +414,19 @@ def _switches_on(call: ast.Call, name: str, position: int) -> bool:
     return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))
 
 
-def _position(node: ast.expr) -> tuple[int, int]:
+def _unwraps(node: ast.AST) -> bool:
+    """``model = model.module``: the plain model a DDP wrapper holds."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "module"
+        and dotted_name(node.value.value) == node.targets[0].id
+    )
+
+
+def _position(node: ast.expr | ast.stmt) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 

@@ -21,6 +21,10 @@ from ddplint.analysis.control_flow import (
 )
 from ddplint.analysis.divergence import (
     Divergence,
+    Facet,
+    Source,
+    State,
+    Taint,
     spawned_functions,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
@@ -45,6 +49,10 @@ _INLINE_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Facts = frozenset[tuple[str, bool]]
 
 
+#: Rounds of the fixed point over a class's ``self.x`` fields.
+FIELD_ROUNDS = 4
+#: Functions with more parameters get no summary of what reaches their result.
+RESULT_PARAMETERS = 8
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
 
@@ -133,6 +141,9 @@ class ModuleAnalysis:
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
             self._definitions.setdefault(self._key_of(function), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
+        self._fields: dict[int, State] = {}
+        self._constructions: dict[int, tuple[State, State]] = {}
+        self._results: dict[str, tuple[list[str], frozenset[str]] | None] = {}
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -151,18 +162,7 @@ class ModuleAnalysis:
         if found is None:
             graph = self.graphs.graph(scope)
             dominance = PostDominance(graph)
-            rank_parameters: frozenset[str] = frozenset()
-            if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
-                rank_parameters = frozenset({scope.args.args[0].arg})
-            divergence = Divergence(
-                graph,
-                dominance,
-                self.names,
-                rank_parameters,
-                self.objects.agreeing_receivers(),
-                self.project,
-                self.nodes.owner_class(scope),
-            )
+            divergence = self._divergence(scope, graph, dominance, self._entry_of(scope))
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
             for node in graph.nodes:
@@ -175,6 +175,162 @@ class ModuleAnalysis:
                     found.effects[node.index] = effects
             self._functions[scope] = found
         return found
+
+    def _divergence(
+        self, scope: Scope, graph: Graph, dominance: PostDominance, fields: State
+    ) -> Divergence:
+        rank_parameters: frozenset[str] = frozenset()
+        if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
+            rank_parameters = frozenset({scope.args.args[0].arg})
+        return Divergence(
+            graph,
+            dominance,
+            self.names,
+            rank_parameters,
+            self.objects.agreeing_receivers(),
+            self.project,
+            self.nodes.owner_class(scope),
+            self.objects.torch_modules_in(scope),
+            fields,
+            self._result_parameters,
+        )
+
+    def _result_parameters(self, name: str) -> tuple[list[str], frozenset[str]] | None:
+        """For a module-level function that reaches a collective: its positional
+        parameters and those whose values may reach its result, one parameter at a
+        time (``reduce_tensor(t, n)`` returns ``t`` all-reduced: only ``n`` reaches it).
+        None where its result reads a source of its own or it is not known."""
+        if name in self._results:
+            return self._results[name]
+        self._results[name] = None  # recursion: unknown while asking
+        definition = self._definitions.get(name)
+        if (
+            definition is None
+            or name not in self._reaching
+            or not isinstance(self.nodes.scope_of.get(definition), ast.Module)
+        ):
+            return None
+        arguments = definition.args
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        every = positional + [a.arg for a in arguments.kwonlyargs]
+        if len(every) > RESULT_PARAMETERS:
+            return None
+        graph = self.graphs.graph(definition)
+        dominance = PostDominance(graph)
+        if self._divergence(definition, graph, dominance, {}).returned() is not None:
+            return None
+        reaching = frozenset(
+            parameter
+            for parameter in every
+            if self._divergence(
+                definition,
+                graph,
+                dominance,
+                {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)},
+            ).returned()
+            is not None
+        )
+        self._results[name] = (positional, reaching)
+        return self._results[name]
+
+    def _entry_of(self, scope: Scope) -> State:
+        """What a function finds on entry: for a method, the fields of its class;
+        for ``__init__``, also what the module's calls of the class hand its
+        parameters."""
+        owner = self.nodes.scope_of.get(scope)
+        if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
+            return {}
+        fields = self._fields_of(owner)
+        if scope.name != "__init__":
+            return fields
+        return {**self._constructed_with(owner)[0], **fields}
+
+    def _fields_of(self, owner: ast.ClassDef) -> State:
+        """What a method may find in ``self.x``: the values any method of the class
+        stores there, or a call of a dataclass fills in (field-sensitive on ``self``,
+        to a fixed point over the class's methods)."""
+        found = self._fields.get(id(owner))
+        if found is not None:
+            return found
+        self._fields[id(owner)] = {}  # recursion: nothing known while solving
+        parameters, filled = self._constructed_with(owner)
+        storing = [
+            method
+            for method in owner.body
+            if isinstance(method, _FUNCTIONS) and _stores_on_self(method)
+        ]
+        fields: State = dict(filled)
+        for _ in range(FIELD_ROUNDS):
+            stored: State = dict(filled)
+            for method in storing:
+                graph = self.graphs.graph(method)
+                given = {**parameters, **fields} if method.name == "__init__" else fields
+                divergence = self._divergence(method, graph, PostDominance(graph), given)
+                for name, taint in divergence.stored_fields().items():
+                    stored[name] = taint.joined(stored.get(name))
+            if stored == fields:
+                break
+            fields = stored
+        self._fields[id(owner)] = fields
+        return fields
+
+    def _constructed_with(self, owner: ast.ClassDef) -> tuple[State, State]:
+        """How the values the module's own calls of a class (``Trainer(args, rank)``,
+        outside the class) hand it may differ between ranks: by ``__init__``
+        parameter, and by ``self.x`` field of a dataclass."""
+        found = self._constructions.get(id(owner))
+        if found is None:
+            self._constructions[id(owner)] = ({}, {})  # recursion: nothing while asking
+            found = self._constructions[id(owner)] = self._handed_to(owner)
+        return found
+
+    def _handed_to(self, owner: ast.ClassDef) -> tuple[State, State]:
+        if not isinstance(self.nodes.scope_of.get(owner), ast.Module):
+            return {}, {}
+        init = next(
+            (m for m in owner.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"), None
+        )
+        if init is not None:
+            names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+            names += [a.arg for a in init.args.kwonlyargs]
+        elif any(
+            (self.names.resolve(d.func if isinstance(d, ast.Call) else d) or "").endswith(
+                "dataclass"
+            )
+            for d in owner.decorator_list
+        ):
+            names = [
+                f.target.id
+                for f in owner.body
+                if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+            ]
+        else:
+            return {}, {}
+        handed: State = {}
+        for caller, calls in self.nodes.calls_by_scope.items():
+            constructions = [
+                c for c in calls if isinstance(c.func, ast.Name) and c.func.id == owner.name
+            ]
+            if not constructions or not isinstance(caller, (*_FUNCTIONS, ast.Module)):
+                continue
+            if isinstance(caller, _FUNCTIONS) and self.nodes.scope_of.get(caller) is owner:
+                continue  # the class's own methods: their fields are being solved
+            facts = self.function(caller)
+            for node in facts.graph.nodes:
+                if node.statement is None or node.kind is not NodeKind.STATEMENT:
+                    continue
+                for call in own_calls(node.statement):
+                    if not any(call is c for c in constructions):
+                        continue
+                    given = list(zip(names, call.args, strict=False))
+                    given += [(k.arg, k.value) for k in call.keywords if k.arg in names]
+                    for name, value in given:
+                        taint = facts.divergence.taint(value, node)
+                        if taint is not None:
+                            handed[name] = taint.joined(handed.get(name))
+        if init is not None:
+            return handed, {}
+        return {}, {f"self.{name}": taint for name, taint in handed.items()}
 
     def _node_effects(
         self, node: Node, in_lightning: bool, dominance: PostDominance | None
@@ -302,6 +458,27 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the method's code assigns a ``self.x``."""
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            if any(
+                isinstance(part, ast.Attribute)
+                and isinstance(part.value, ast.Name)
+                and part.value.id == "self"
+                for part in parts
+            ):
+                return True
+    return False
 
 
 def condition_fact(test: ast.expr) -> tuple[str, bool] | None:

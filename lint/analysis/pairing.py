@@ -61,22 +61,19 @@ def arms_agree(function: FunctionFacts, test: Node) -> bool | None:
     """Whether every branch of ``test`` issues the same collective sequence before the
     branches meet again (None: cannot tell)."""
     join = function.dominance.immediate(test)
-    seen: set[Sequence_] | None = None
     arms = list(ways_on(test))  # a failing assert is an error path
     if len(arms) < 2:
         return True
+    live: list[set[Sequence_]] = []
     for successor, _ in arms:
         sequences = _sequences(function, successor, join)
         if sequences is None:
             return None
-        if sequences == set():
-            continue  # every way on is an error path
-        if len(sequences) != 1:
-            return False
-        if seen is not None and sequences != seen:
-            return False
-        seen = sequences
-    return True
+        if sequences:
+            live.append(sequences)  # not every way on is an error path
+    if len(live) < 2:
+        return True  # one live arm: the others stop the job loudly, they part nothing
+    return all(len(sequences) == 1 and sequences == live[0] for sequences in live)
 
 
 # -- rank classes ----------------------------------------------------------------------

@@ -90,6 +90,7 @@ def where_ranks_part(analysis: ModuleAnalysis) -> list[Parting]:
             continue
         partings.extend(_partings(analysis, scope, function))
         partings.extend(_expression_guards(scope, function))
+        partings.extend(_handler_exits(scope, function))
     return partings
 
 
@@ -160,6 +161,107 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 through,
                 loop=test.kind is NodeKind.STEP or isinstance(test.statement, ast.While),
             )
+
+
+def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
+    """A ``return`` / ``break`` / ``continue`` in an ``except`` handler whose ``try``
+    body computes on this rank's values (a model's forward, a backward of its loss):
+    the exception is per-rank data, raised on some ranks only, and the handler's exit
+    skips a collective the ranks that did not raise go on to issue. A ``try`` body
+    that computes on shared values only (``torch.load(path)``) raises on every rank or
+    on none."""
+    nodes_of = {id(node.statement): node for node in function.graph.nodes if node.statement}
+    for statement in _own_statements(scope):
+        if not isinstance(statement, ast.Try) or not statement.handlers:
+            continue
+        body = [nodes_of[id(s)] for s in _statements_in(statement.body) if id(s) in nodes_of]
+        found = _per_rank_call(function, body)
+        if found is None:
+            continue
+        raised, start = found
+        for handler in statement.handlers:
+            handled = [nodes_of[id(s)] for s in _statements_in(handler.body) if id(s) in nodes_of]
+            if any(node.index in function.effects for node in handled):
+                continue  # the handler issues collectives of its own: pairing unknown
+            for jump in handled:
+                if not isinstance(jump.statement, _JUMPS):
+                    continue
+                head = _loop_head(scope, function, jump, nodes_of)
+                missed = _skipped_by(function, start, jump, head)
+                if missed is not None:
+                    collective, through = missed
+                    yield Parting(scope, jump.statement, handler, raised, collective, through)
+
+
+def _per_rank_call(function: FunctionFacts, body: list[Node]) -> tuple[Taint, Node] | None:
+    """The first statement of the ``try`` body with a call that computes on values
+    that differ between ranks (the exception it may raise is then this rank's own),
+    and the reason."""
+    for node in body:
+        for call in own_calls(node.statement) if node.statement is not None else ():
+            taint = function.divergence.taint(call, node)
+            if taint is not None:
+                spelled = f"{ast.unparse(call.func)}(...)"
+                return Taint(Facet.CONTENTS, Source.RAISED, call.lineno, spelled), node
+    return None
+
+
+def _skipped_by(
+    function: FunctionFacts, start: Node, jump: Node, head: Node
+) -> tuple[Collective, str | None] | None:
+    """The first collective after ``start`` (the call that may raise) that the ``try``
+    body's way reaches before ``head`` (the loop step, or the function's entry for a
+    ``return``) and the jump's way does not."""
+    for index in sorted(function.effects, key=lambda i: function.graph.nodes[i].line):
+        target = function.graph.nodes[index]
+        if target is start:
+            continue
+        if not _avoids(start, target, head) and _avoids(jump, target, head):
+            return function.effects[index][0]
+    return None
+
+
+def _loop_head(
+    scope: Scope, function: FunctionFacts, jump: Node, nodes_of: dict[int, Node]
+) -> Node:
+    """The node a ``break`` / ``continue`` returns to: its loop's step or test (the
+    function's entry for a ``return``: no way goes back there)."""
+    statement = jump.statement
+    if isinstance(statement, (ast.Break, ast.Continue)):
+        loops = [
+            loop
+            for loop in _own_statements(scope)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+            and any(inner is statement for inner in _statements_in(loop.body))
+        ]
+        if loops:
+            innermost = max(loops, key=lambda loop: (loop.lineno, loop.col_offset))
+            head = nodes_of.get(id(innermost))
+            if head is not None:
+                return head
+    return function.graph.entry
+
+
+def _own_statements(scope: Scope) -> Iterator[ast.stmt]:
+    """The statements of a scope's own code (not of functions or classes nested in
+    it)."""
+    body = getattr(scope, "body", [])
+    yield from _statements_in(body if isinstance(body, list) else [])
+
+
+def _statements_in(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    pending = list(reversed(body))
+    while pending:
+        statement = pending.pop()
+        yield statement
+        if isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            pending.extend(reversed(getattr(statement, field, [])))
+        for handler in getattr(statement, "handlers", []):
+            pending.extend(reversed(handler.body))
+        for case in getattr(statement, "cases", []):
+            pending.extend(reversed(case.body))
 
 
 def _class_tests(function: FunctionFacts) -> list[Node]:

@@ -28,14 +28,22 @@ class RanksPartBeforeCollective(CodeRule):
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
-    `broadcast_buffers=False`), a `backward()` in a module that wraps one (it all-reduces
+    `broadcast_buffers=False`; not after `model = model.module`), the forward of a
+    model sharded (`FSDP`, `fully_shard`) or made tensor-parallel
+    (`parallelize_module`), a `backward()` in a module that wraps one (it all-reduces
     the gradients; not inside `no_sync()`), and accelerate's and Fabric's `backward`.
 
     A value differs between ranks when it reads the rank (`dist.get_rank()`,
     `RANK` / `LOCAL_RANK`, `.rank`, `.is_main_process`, the first parameter of a
-    function handed to `mp.spawn`), a local clock or memory probe, or what this rank
-    hands to a reduction, or was set under a test on one of those; a rank's slice of a
-    list differs in length.
+    function handed to `mp.spawn`), a local clock or memory probe, what this rank
+    hands to a reduction, or the output of a model's forward (`token.item()` of a
+    sampled token), or was set under a test on one of those; a rank's slice of a
+    list differs in length. A field of `self` differs when any method of the class
+    stores such a value in it, or the module constructs the class with one
+    (`Trainer(args, local_rank)`). An `except` handler that leaves with `continue`,
+    `break` or `return` parts the ranks when its `try` body computed on such values
+    (out of memory on this rank's batch); a `try` that reads a shared file raises on
+    every rank or none.
 
     Not flagged: a failing `assert` or a `raise` (the job stops loudly); `rank != -1`
     (whether the job was launched); file-system checks (a shared file system answers
@@ -119,6 +127,9 @@ def _header(node: ast.AST) -> str:
         return _spelled(node.test)
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return f"for {_spelled(node.target)} in {_spelled(node.iter)}"
+    if isinstance(node, ast.ExceptHandler):
+        caught = f" {_spelled(node.type)}" if node.type is not None else ""
+        return f"except{caught}" + (f" as {node.name}" if node.name else "")
     return _spelled(node)
 
 
