@@ -8,7 +8,11 @@ import textwrap
 
 import pytest
 
-from ddplint.analysis.forms import loops_over_selected_values, may_iterate_a_set
+from ddplint.analysis.forms import (
+    loops_over_selected_values,
+    may_iterate_a_set,
+    may_shard_by_rank,
+)
 
 
 def _module(code: str) -> ast.Module:
@@ -71,3 +75,38 @@ def test_a_loop_over_selected_values(code: str) -> None:
 )
 def test_no_loop_over_selected_values(code: str) -> None:
     assert not loops_over_selected_values(_module(code))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "part = files[rank::world_size]",
+        "part = files[rank * k + w::world * k]",
+        "part = data[rank * n // w:(rank + 1) * n // w]",
+        "import numpy as np\npart = np.array_split(data, w)[rank]",
+        "from numpy import array_split as cut\npart = cut(data, w)[rank]",
+        "part = torch.chunk(data, w)[rank]",
+        "import itertools\nstream = itertools.islice(items, rank, None, world)",
+        "from itertools import islice as take\nstream = take(items, rank, None, world)",
+        "keep = [x for i, x in enumerate(xs) if i % world == rank]",
+        "if rank != i % world:\n    pass",
+    ],
+)
+def test_a_rank_shard_form(code: str) -> None:
+    assert may_shard_by_rank(_module(code))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "part = files[rank:]",  # no step
+        "part = files[::2]",  # a step, no start
+        "part = data[start:end]",  # bounds that are not floor divisions
+        "name = path.split('.')[0]",  # an index into a call that splits no array
+        "stream = itertools.islice(items, 10)",  # islice with two arguments
+        "last = (i % world) + 1 == rank",  # a remainder inside a longer side
+        "if i % world < rank:\n    pass",
+    ],
+)
+def test_not_a_rank_shard_form(code: str) -> None:
+    assert not may_shard_by_rank(_module(code))
