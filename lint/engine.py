@@ -180,13 +180,30 @@ def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
 
 
 def _build_context(source: SourceFile, options: LintOptions) -> Any:
+    """The context rules read; a Python file's LibCST module is parsed when first asked
+    for (``_rules_to_run`` asks for it up front where a rule reads it)."""
     if source.kind == "code":
         from ddplint.code.context import CodeContext
 
-        return CodeContext.parse(source, options)
+        return CodeContext(source, options)
     from ddplint.config.context import ConfigContext
 
     return ConfigContext.load(source, options)
+
+
+def _rules_to_run(plan: _Plan, context: Any) -> list[CodeRule | ConfigRule]:
+    """The planned rules that may report on the file (``CodeRule.may_report``, asked of
+    its ``ast``). A Python file is parsed with LibCST here, where its parse errors are
+    reported, when a rule left reads LibCST, when CPython refuses the file (LibCST says
+    why, or reads syntax newer than this Python) or when the plan is to say why it does
+    not parse; otherwise not at all. (A rule's ``may_report`` says yes where CPython
+    refuses the file.)"""
+    if context is None or plan.kind != "code":
+        return plan.rules
+    rules = [r for r in plan.rules if isinstance(r, CodeRule) and r.may_report(context)]
+    if plan.syntax_only or context.ast_module is None or any(r.reads_libcst for r in rules):
+        _ = context.module
+    return list[CodeRule | ConfigRule](rules)
 
 
 #: How a notice about a file that was not linted begins.
@@ -323,6 +340,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
     try:
         source = SourceFile.decode(path, raw)
         context = _build_context(source, options) if plan.rules or plan.syntax_only else None
+        rules = _rules_to_run(plan, context)
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
@@ -344,13 +362,13 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
             outcome, path, "code facts", lambda: collect_facts(source.text, plan.collectors)
         )
         outcome.facts = facts or {}
-    if context is None:
+    if context is None or not (rules or plan.syntax_only):
         if mentions_own_codes(raw):
             _apply_suppressions(outcome, path, source.text, plan.kind, [], options)
         return outcome
     outcome.parsed = True
     findings: list[Finding] = []
-    for rule in plan.rules:
+    for rule in rules:
         cancellation.check()
         findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
     if findings and plan.kind == "config":

@@ -101,6 +101,18 @@ class CodeRule(Rule):
     """A rule over one Python module, asking the shared semantic layer (``CodeContext``)."""
 
     kind = "code"
+    #: Whether ``check`` reads the LibCST module (its nodes, positions, the LibCST
+    #: semantic layer). A rule that asks only the analysis core (``ctx.analysis``,
+    #: ``ctx.ast_finding``) says no: a file whose rules all say no is never parsed with
+    #: LibCST.
+    reads_libcst: ClassVar[bool] = True
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        """Whether ``check`` may report on this module, asked before LibCST parses it: a
+        cheap test of the forms the rule looks for on CPython's ``ast``
+        (``ddplint.analysis.forms``), never False where ``check`` would report. A rule
+        that says no is not run, and costs the file no LibCST parse."""
+        return True
 
     def check(self, ctx: CodeContext) -> Iterable[Finding]:
         raise NotImplementedError

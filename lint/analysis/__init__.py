@@ -3,6 +3,8 @@
 Floors, each importing only the ones before it:
 
 - ``api`` (the distributed APIs known by name) and ``names`` (a module's imports);
+  ``forms`` (on ``names``): which forms a module holds at all, the screens that spare a
+  file its LibCST parse (``CodeRule.may_report``);
 - ``control_flow``: a control-flow graph per function (module code counts as one) on
   CPython's ``ast``, with exception edges, ``with`` exits, ``finally`` and loop ``else``;
 - ``module_nodes``: one walk of the module: its nodes by type, its calls by scope;

@@ -44,18 +44,37 @@ if TYPE_CHECKING:
 
 
 class CodeContext:
-    """One Python file: source, LibCST module, and the shared facts rules ask for."""
+    """One Python file: source, its ``ast`` and LibCST module (each parsed when first
+    asked for), and the shared facts rules ask for."""
 
-    def __init__(self, source: SourceFile, module: cst.Module, options: LintOptions) -> None:
+    def __init__(self, source: SourceFile, options: LintOptions) -> None:
         self.source = source
-        self.module = module
         self.options = options
 
     @classmethod
     def parse(cls, source: SourceFile, options: LintOptions) -> CodeContext:
-        """Parse ``source``; raises ``libcst.ParserSyntaxError`` on invalid code and what
-        ``safe_parse.parse_module`` raises on pathological nesting."""
-        return cls(source, parse_module(source.text), options)
+        """A context whose LibCST module is parsed now; raises what ``module`` raises."""
+        context = cls(source, options)
+        _ = context.module
+        return context
+
+    @cached_property
+    def module(self) -> cst.Module:
+        """The LibCST module, parsed on first use (a file whose rules all answer on
+        ``ast`` is never parsed with LibCST); raises ``libcst.ParserSyntaxError`` on
+        invalid code and what ``safe_parse.parse_module`` raises on pathological
+        nesting."""
+        return parse_module(self.source.text)
+
+    @cached_property
+    def ast_module(self) -> ast.Module | None:
+        """CPython's ``ast`` of the module (one parse, shared with the analysis core and
+        the project summary), or None where CPython refuses it (syntax newer than this
+        Python, which LibCST may still read)."""
+        try:
+            return parse_python(self.source.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
     @cached_property
     def index(self) -> ModuleIndex:
@@ -73,7 +92,7 @@ class CodeContext:
     def project(self) -> ProjectView:
         """What the project model says about the names this file uses (empty when the
         file is linted without its project)."""
-        return ProjectView.decode(self.options.fact(OPTIONS_KEY), self.index)
+        return ProjectView.decode(self.options.fact(OPTIONS_KEY), lambda: self.index)
 
     @cached_property
     def receivers(self) -> Receivers:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.forms import may_iterate_a_set
 from ddplint.code.collectives.call_reach import Reached, StepEvent
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node
@@ -71,6 +72,9 @@ class CollectivesInSetLoop(CodeRule):
     fix_applicability = Applicability.SAFE
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        return ctx.ast_module is None or may_iterate_a_set(ctx.ast_module)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if not ctx.collectives:

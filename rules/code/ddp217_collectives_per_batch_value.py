@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.forms import VALUE_SELECTIONS, loops_over_selected_values
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.messages import snippet
 from ddplint.code.syntax.names import dotted_name
@@ -14,8 +15,6 @@ from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 
-#: Calls that pick the values present in their input: their length is data, not shape.
-VALUE_SELECTIONS = frozenset({"unique", "nonzero", "bincount", "set", "tolist", "argwhere"})
 _DIVERGENT = frozenset({Source.DATA, Source.CONTRIBUTED, Source.DECIDED})
 
 
@@ -92,6 +91,9 @@ class CollectivesPerBatchValue(CodeRule):
     severity = Severity.ERROR
     needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        return ctx.ast_module is None or loops_over_selected_values(ctx.ast_module)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reported: set[cst.CSTNode] = set()

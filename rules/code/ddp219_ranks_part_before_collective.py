@@ -100,6 +100,7 @@ class RanksPartBeforeCollective(CodeRule):
     """
 
     code = "DDP219"
+    reads_libcst = False
     name = "ranks-part-before-collective"
     summary = "ranks stop issuing the same collectives here"
     severity = Severity.ERROR

@@ -69,6 +69,7 @@ class AsyncHandleNotWaited(CodeRule):
     """
 
     code = "DDP220"
+    reads_libcst = False
     name = "async-handle-not-waited"
     summary = "asynchronous collective not waited before its result is needed"
     severity = Severity.ERROR

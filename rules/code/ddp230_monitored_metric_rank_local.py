@@ -89,6 +89,7 @@ class MonitoredMetricRankLocal(CodeRule):
     """
 
     code = "DDP230"
+    reads_libcst = False
     name = "monitored-metric-rank-local"
     summary = "a metric a callback monitors is logged rank-locally"
     severity = Severity.ERROR

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.forms import may_shard_by_rank
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.data_loaders import bound_name, is_data_loader
 from ddplint.code.steps.iterable_datasets import IterableDatasets
@@ -82,6 +83,9 @@ class UnevenRankShards(CodeRule):
     severity = Severity.WARNING
     needles = ("rank",)
     also_needles = ("world", "replica", "num_processes", "data_parallel", "dp_size", "nranks")
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        return ctx.ast_module is None or may_shard_by_rank(ctx.ast_module)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if is_test_file(ctx.source.path) or joins_uneven_inputs(ctx.index):

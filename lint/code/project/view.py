@@ -10,6 +10,8 @@ Without facts (a file linted on its own, a test) every answer is "unknown": no.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 import libcst as cst
@@ -23,19 +25,27 @@ from ddplint.code.syntax.names import dotted_name
 class ProjectView:
     """The project facts of one file, asked with its LibCST nodes."""
 
-    def __init__(self, facts: dict[str, dict[str, Any]], index: ModuleIndex) -> None:
+    def __init__(
+        self, facts: dict[str, dict[str, Any]], index_of: Callable[[], ModuleIndex]
+    ) -> None:
         self._facts = facts
-        self._index = index
+        self._index_of = index_of
         self._by_name = CoreFacts(facts)
 
     @classmethod
-    def decode(cls, encoded: str | None, index: ModuleIndex) -> ProjectView:
-        """The view of encoded facts; an empty one when absent or unreadable."""
+    def decode(cls, encoded: str | None, index_of: Callable[[], ModuleIndex]) -> ProjectView:
+        """The view of encoded facts; an empty one when absent or unreadable.
+        ``index_of`` gives the file's LibCST index when a question needs it (the core's
+        facts do not: a file whose rules answer on ``ast`` is not parsed for them)."""
         try:
             facts = json.loads(encoded) if encoded else {}
         except ValueError:
             facts = {}
-        return cls(facts if isinstance(facts, dict) else {}, index)
+        return cls(facts if isinstance(facts, dict) else {}, index_of)
+
+    @cached_property
+    def _index(self) -> ModuleIndex:
+        return self._index_of()
 
     def __bool__(self) -> bool:
         return bool(self._facts)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.forms import ARRAY_SPLITS
 from ddplint.code.collectives.catalogue import keyword_is_true, kind_of_function
 from ddplint.code.steps.data_loaders import DISTRIBUTED_SAMPLERS
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -57,7 +58,6 @@ _WORLD_CALLS = frozenset(
         "deepspeed.comm.get_world_size",
     }
 )
-_ARRAY_SPLITS = frozenset({"numpy.array_split", "torch.tensor_split", "torch.chunk"})
 
 
 def names_rank(spelled: str) -> bool:
@@ -155,7 +155,7 @@ class RankShards:
         split = subscript.value
         if index is None or not isinstance(split, cst.Call) or len(split.args) < 2:
             return None
-        if self._names.qualified_name(split.func) not in _ARRAY_SPLITS:
+        if self._names.qualified_name(split.func) not in ARRAY_SPLITS:
             return None
         if self._mentions(index, _RANK_NAMES, _RANK_CALLS) and self._mentions(
             split.args[1].value, _WORLD_NAMES, _WORLD_CALLS

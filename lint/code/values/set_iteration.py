@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.forms import SET_ANNOTATIONS, SET_BUILDERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 from ddplint.code.values.data_dependence import bound_names
 
-_SET_BUILDERS = frozenset({"set", "frozenset"})
 _SET_METHODS = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
 _SET_OPERATORS = (cst.BitOr, cst.BitAnd, cst.Subtract, cst.BitXor)
-_SET_ANNOTATIONS = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSet", "MutableSet"})
 # Wrappers that keep the order of what they wrap.
 _ORDER_KEEPING = frozenset({"list", "tuple", "iter"})
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
@@ -111,7 +110,7 @@ class SetValues:
         if isinstance(expr, (cst.Set, cst.SetComp)):
             return [expr]
         if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Name) and expr.func.value in _SET_BUILDERS:
+            if isinstance(expr.func, cst.Name) and expr.func.value in SET_BUILDERS:
                 return [expr] if expr.func.value not in self._names.bindings else None
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SET_METHODS:
                 return self._set_source(expr.func.value, seen)
@@ -170,7 +169,7 @@ def _annotation_is_set(annotation: cst.BaseExpression) -> bool:
     if isinstance(annotation, cst.Subscript):
         annotation = annotation.value
     name = dotted_name(annotation)
-    return name is not None and name.rsplit(".", 1)[-1] in _SET_ANNOTATIONS
+    return name is not None and name.rsplit(".", 1)[-1] in SET_ANNOTATIONS
 
 
 def _elements(source: cst.BaseExpression) -> list[cst.BaseExpression] | None:

@@ -1,0 +1,121 @@
+"""Which forms a module holds at all, read off CPython's ``ast`` in one walk: a rule
+whose forms a module lacks cannot report there, so the engine need not parse the module
+with LibCST for it (``CodeRule.may_report``). Each answer is a superset: it may say yes
+where the rule then finds nothing, never no where it would report.
+
+The names here are shared with the LibCST layer (``code/values/set_iteration``, DDP217),
+so both sides read the same forms.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddplint.analysis.names import Names
+
+#: Calls that build a set from their argument.
+SET_BUILDERS = frozenset({"set", "frozenset"})
+#: Annotations that make a name a set (``names: set[str]``, ``typing.AbstractSet``).
+SET_ANNOTATIONS = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSet", "MutableSet"})
+#: Calls that pick the values present in their input (``labels.unique()``,
+#: ``set(batch["lang"])``): their length is data, not shape.
+VALUE_SELECTIONS = frozenset({"unique", "nonzero", "bincount", "set", "tolist", "argwhere"})
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
+
+
+def _last_name(expr: ast.expr | None) -> str | None:
+    """``b`` of ``a.b`` / ``b`` / ``a.b[...]``: the name a call or annotation ends in."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+def _builds_a_set(node: ast.AST) -> bool:
+    """A set literal or comprehension, ``set(...)`` / ``frozenset(...)``, or a set
+    annotation: every set a name or attribute can hold comes from one of these."""
+    if isinstance(node, (ast.Set, ast.SetComp)):
+        return True
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id in SET_BUILDERS
+    if isinstance(node, (ast.AnnAssign, ast.arg)):
+        return _last_name(node.annotation) in SET_ANNOTATIONS
+    return False
+
+
+def may_iterate_a_set(module: ast.Module) -> bool:
+    """Whether a loop or comprehension of the module may iterate a set: the module
+    loops, and builds or annotates a set somewhere."""
+    loops = sets = False
+    for node in ast.walk(module):
+        loops = loops or isinstance(node, _LOOPS)
+        sets = sets or _builds_a_set(node)
+        if loops and sets:
+            return True
+    return False
+
+
+def loops_over_selected_values(module: ast.Module) -> bool:
+    """Whether a loop or comprehension iterates over something built by a call that
+    selects the values present in its input (``for c in y.unique():``)."""
+    for node in ast.walk(module):
+        if isinstance(node, _LOOPS) and any(
+            isinstance(part, ast.Call) and _last_name(part.func) in VALUE_SELECTIONS
+            for part in ast.walk(node.iter)
+        ):
+            return True
+    return False
+
+
+#: Calls whose result, indexed by the rank, is one rank's contiguous chunk.
+ARRAY_SPLITS = frozenset({"numpy.array_split", "torch.tensor_split", "torch.chunk"})
+_ARRAY_SPLIT_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in ARRAY_SPLITS)
+
+
+def _called(call: ast.Call, names: frozenset[str], imports: dict[str, str]) -> bool:
+    """Whether ``call`` may call a function of one of ``names`` (its last name), as
+    spelled or through an import that renamed it."""
+    if _last_name(call.func) in names:
+        return True
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    bound = imports.get(head.id) if isinstance(head, ast.Name) else None
+    return bound is not None and bound.rsplit(".", 1)[-1] in names
+
+
+def _may_shard(node: ast.AST, imports: dict[str, str]) -> bool:
+    """A slice with a start and a step (``x[rank::world]``), one bounded by two floor
+    divisions (``x[rank * n // w:(rank + 1) * n // w]``), an index into an array split
+    (``array_split(x, w)[rank]``), ``islice`` with four arguments, or an equality test
+    on a remainder (``i % world == rank``)."""
+    if isinstance(node, ast.Slice):
+        bounds = (node.lower, node.upper)
+        return (node.lower is not None and node.step is not None and node.upper is None) or (
+            node.step is None
+            and all(isinstance(b, ast.BinOp) and isinstance(b.op, ast.FloorDiv) for b in bounds)
+        )
+    if isinstance(node, ast.Subscript):
+        split = node.value
+        return isinstance(split, ast.Call) and _called(split, _ARRAY_SPLIT_NAMES, imports)
+    if isinstance(node, ast.Call):
+        arguments = len(node.args) + len(node.keywords)
+        return arguments == 4 and _called(node, frozenset({"islice"}), imports)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and any(
+            isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mod)
+            for side in (node.left, node.comparators[0])
+        )
+    return False
+
+
+def may_shard_by_rank(module: ast.Module) -> bool:
+    """Whether the module may pick one rank's part of a list in a way whose parts can
+    differ in length (``code/steps/rank_shards``): it holds one of the forms of
+    ``_may_shard``, whatever names they use."""
+    imports = Names(module).imports
+    return any(_may_shard(node, imports) for node in ast.walk(module))

@@ -1,0 +1,120 @@
+"""The LibCST module is parsed only when a rule asks for it: a file on which every rule
+that runs answers on ``ast`` (the analysis core) or is screened out by its forms
+(``CodeRule.may_report``) costs no LibCST parse, and the findings are the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fixture_harness import ROOT, fixture_files
+
+import ddplint.code.context as context_module
+from ddplint.code.context import CodeContext
+from ddplint.engine import lint_source
+from ddplint.rule import CodeRule
+from ddplint.rules import all_rules
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
+
+COLLECTIVES_NO_SET = b"""import torch.distributed as dist
+
+def sync(grads, names):
+    for name in names:
+        dist.all_reduce(grads[name])
+"""
+
+COLLECTIVES_IN_SET_LOOP = b"""import torch.distributed as dist
+
+def sync(grads):
+    for name in {"encoder", "decoder"}:
+        dist.all_reduce(grads[name])
+"""
+
+RANKS_PART = b"""import torch.distributed as dist
+
+def train(loader, model):
+    for batch in loader:
+        if dist.get_rank() == 0:
+            break
+        dist.all_reduce(model(batch))
+"""
+
+
+@pytest.fixture
+def libcst_parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The texts parsed with LibCST while the test runs."""
+    parsed: list[str] = []
+    parse = context_module.parse_module
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(context_module, "parse_module", counting)
+    yield parsed
+
+
+def _lint(raw: bytes, *codes: str):  # type: ignore[no-untyped-def]
+    return lint_source("m.py", raw, LintOptions(selected=codes, project_root="."))
+
+
+def test_a_screened_out_rule_costs_no_libcst_parse(libcst_parses: list[str]) -> None:
+    outcome = _lint(COLLECTIVES_NO_SET, "DDP209", "DDP217")
+    assert outcome.errors == [] and outcome.findings == []
+    assert libcst_parses == []
+
+
+def test_a_rule_whose_forms_are_there_parses_once_and_fixes(libcst_parses: list[str]) -> None:
+    outcome = _lint(COLLECTIVES_IN_SET_LOOP, "DDP209", "DDP217")
+    assert [(f.rule, f.line) for f in outcome.findings] == [("DDP209", 4)]
+    assert outcome.findings[0].fix is not None
+    assert len(libcst_parses) == 1
+
+
+def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
+    outcome = _lint(RANKS_PART, "DDP219")
+    assert [f.rule for f in outcome.findings] == ["DDP219"]
+    assert libcst_parses == []
+
+
+def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
+    outcome = _lint(RANKS_PART, "DDP219", "DDP201")
+    assert "DDP219" in {f.rule for f in outcome.findings}
+    assert len(libcst_parses) == 1
+
+
+def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None:
+    """The screens say yes where CPython refuses the file: LibCST parses it and the
+    error is reported, as when every file was parsed."""
+    outcome = _lint(b"import torch.distributed as dist\ndef f(:\n    dist.barrier()\n", "DDP209")
+    assert [e.message.startswith("cannot parse") for e in outcome.errors] == [True]
+    assert len(libcst_parses) == 1
+
+
+SCREENED = [
+    r
+    for r in all_rules().values()
+    if issubclass(r, CodeRule) and r.may_report is not CodeRule.may_report
+]
+
+
+def test_some_rules_are_screened() -> None:
+    assert {r.code for r in SCREENED} >= {"DDP209", "DDP217"}
+
+
+@pytest.mark.parametrize("rule", SCREENED, ids=lambda r: r.code)
+def test_a_screen_never_hides_a_finding(rule: type[CodeRule]) -> None:
+    """On every Python fixture of every rule: where ``check`` reports, ``may_report``
+    said yes."""
+    checked = reported = 0
+    for path in fixture_files():
+        if path.suffix != ".py":
+            continue
+        source = SourceFile.decode(path.name, path.read_bytes())
+        ctx = CodeContext(source, LintOptions(selected=(rule.code,), project_root=str(ROOT)))
+        found = list(rule().check(ctx))
+        checked += 1
+        reported += bool(found)
+        assert not found or rule().may_report(ctx), f"{path}: {rule.code} screened out"
+    assert checked and reported  # the rule's own bad fixtures report
