@@ -32,6 +32,7 @@ from ddplint.analysis.pairing import (
     ArgumentsApart,
     arguments_apart,
     arm_sequences,
+    arms_agree,
     class_arguments_apart,
     settled_by_class,
 )
@@ -77,7 +78,10 @@ def disagreeing_arguments(analysis: ModuleAnalysis) -> list[Disagreement]:
 
 def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disagreement]:
     for node in function.graph.nodes:
-        for collective, through in function.effects.get(node.index, []):
+        effects = function.effects.get(node.index, [])
+        if effects and _on_a_paired_branch(function, node):
+            continue  # pairing compares the branches' arguments
+        for collective, through in effects:
             if through is not None:
                 continue  # a local function's collective: asked in its own scope
             agreed = list(collective.agreed())
@@ -98,6 +102,28 @@ def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disa
                 else:
                     continue
                 break  # one finding per collective
+
+
+def _on_a_paired_branch(function: FunctionFacts, node: Node) -> bool:
+    """Whether ``node`` runs on one branch of a test whose branches each issue the same
+    kinds of collective: the sending rank's ``broadcast(t, src=rank)`` against the
+    others' ``broadcast(t, src=holder)`` (a test that tells the sender apart, whether
+    or not the analysis sees it differ), which rank reads alone cannot compare."""
+    for dependence in function.dominance.all_dependences(node):
+        test = dependence.test
+        if test.kind is NodeKind.TEST and _both_branches_issue(function, test):
+            return True
+    return False
+
+
+def _both_branches_issue(function: FunctionFacts, test: Node) -> bool:
+    sequences = arm_sequences(function, test)
+    return (
+        sequences is not None
+        and len(sequences) == 2
+        and all(sequences)
+        and arms_agree(function, test) is True
+    )
 
 
 def _named_group(agreed: list[tuple[str, str, ast.expr | None]]) -> bool:

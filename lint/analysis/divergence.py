@@ -363,11 +363,19 @@ class _Evaluator:
 
     def _sized(self, sizes: list[ast.expr], call: ast.Call, state: State) -> Taint | None:
         """The taint of a tensor made in the shape ``sizes`` (or ``size=``) give: a size
-        that differs between ranks makes another shape, and other contents."""
+        that differs between ranks makes another shape, and other contents. A size
+        known only to be chosen per rank (decided) or counted from this rank's share of
+        a collective makes other contents alone: a count shared with the peers is
+        shared to pad to the largest (``torch.empty(max_size - local_size)``), and a
+        value decided per arm may be the same number on each (the arms that make
+        tensors of other literal sizes are seen where they meet)."""
         given = [*sizes, *(k.value for k in call.keywords if k.arg == "size")]
         found = _join(None, *(self.taint(a, state) for a in given))
         found = found.only(DECIDING) if found else None
-        return Taint(VALUES, found.source, found.line, found.spelled) if found else None
+        if found is None:
+            return None
+        facets = Facet.CONTENTS if found.source in _WEAK_SIZES else VALUES
+        return Taint(facets, found.source, found.line, found.spelled)
 
     def _dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
         """The dtype a ``.to()`` / ``.type()`` call converts to, if it spells one."""
@@ -496,6 +504,10 @@ def _literal_shape(value: object) -> tuple[int, ...] | None:
         return None
     rest = next(iter(inner), ())
     return None if rest is None else (len(value), *rest)
+
+
+#: Reasons a size may differ that do not show the shape differs (see ``_sized``).
+_WEAK_SIZES = frozenset({Source.DECIDED, Source.CONTRIBUTED})
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
