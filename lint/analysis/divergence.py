@@ -269,7 +269,11 @@ class _Evaluator:
                 return _rank(expression)
             base = self.taint(expression.value, state)
             index = self.taint(expression.slice, state)
-            if index is not None and isinstance(expression.slice, ast.Slice):
+            if (
+                index is not None
+                and isinstance(expression.slice, ast.Slice)
+                and not self._fixed_width(expression.slice, state)
+            ):
                 index = Taint(VALUES, index.source, index.line, index.spelled)
             return _join(base.only(VALUES) if base else None, index)
         if isinstance(expression, _SCOPES):
@@ -290,6 +294,35 @@ class _Evaluator:
             if isinstance(child, ast.expr):
                 found = _join(found, self.taint(child, state))
         return found
+
+    def _fixed_width(self, window: ast.Slice, state: State) -> bool:
+        """A slice whose length is the same on every rank however its bounds differ:
+        ``x[start : start + k]`` and ``x[r * k : (r + 1) * k]`` with ``k`` the same on
+        every rank (and no step)."""
+        lower, upper = window.lower, window.upper
+        if lower is None or upper is None or window.step is not None:
+            return False
+        if isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add):
+            for first, second in ((upper.left, upper.right), (upper.right, upper.left)):
+                if ast.dump(first) == ast.dump(lower) and self.taint(second, state) is None:
+                    return True
+        if not (
+            isinstance(lower, ast.BinOp)
+            and isinstance(upper, ast.BinOp)
+            and isinstance(lower.op, ast.Mult)
+            and isinstance(upper.op, ast.Mult)
+            and ast.dump(lower.right) == ast.dump(upper.right)
+            and self.taint(lower.right, state) is None
+        ):
+            return False
+        step = upper.left
+        return (
+            isinstance(step, ast.BinOp)
+            and isinstance(step.op, ast.Add)
+            and ast.dump(step.left) == ast.dump(lower.left)
+            and isinstance(step.right, ast.Constant)
+            and step.right.value == 1
+        )
 
     def _comprehension(self, expression: ast.expr, state: State) -> Taint | None:
         """Elements carry what they read; the length differs where an iterable's length
@@ -614,6 +647,8 @@ class Divergence:
                     found[spelled] = Taint(facets, Source.CONTRIBUTED, call.lineno, spelled)
         for name, taint in list(found.items()):
             for value in assignments.get(name, []):
+                if value.lineno > taint.line:
+                    continue  # bound after the reduction: computed from the agreed value
                 for measured in _lengths_read(value):
                     # A count of this rank's items: their number is its own.
                     found.setdefault(measured, Taint(VALUES, taint.source, taint.line, measured))

@@ -411,3 +411,37 @@ def test_a_dtype_alone_decides_no_test() -> None:
     (test,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
     assert facts.divergence.taint(ast.parse("t", mode="eval").body, test) is not None
     assert facts.divergence.test_taint(test) is None
+
+
+@pytest.mark.parametrize(
+    ("window", "varies"),
+    [
+        ("x[rank * k : (rank + 1) * k]", False),
+        ("x[start : start + k]", False),
+        ("x[start : min(n, start + k)]", True),
+        ("x[rank * k : (rank + 2) * k]", True),
+        ("x[start : start + rank]", True),
+    ],
+)
+def test_a_window_of_one_width_has_the_same_length_on_every_rank(window: str, varies: bool) -> None:
+    source = f"""
+    def f(x, k, n):
+        rank = dist.get_rank()
+        start = rank * k
+        mine = {window}
+        use(mine)  # here
+    """
+    assert (_taint_at(source, "len(mine)") is not None) is varies
+
+
+def test_a_count_read_after_the_reduction_is_not_this_ranks_own() -> None:
+    source = """
+    def f(outputs):
+        center = torch.sum(outputs, dim=0)
+        dist.all_reduce(center)
+        center = center / len(outputs)
+        use(outputs)  # here
+    """
+    assert _taint_at(source, "outputs") is None
+    before = source.replace("center = torch.sum(outputs, dim=0)", "center = len(outputs)")
+    assert _taint_at(before, "len(outputs)") is not None
