@@ -332,6 +332,10 @@ class _Evaluator:
         for generator in expression.generators:
             iterable = self.taint(generator.iter, state)
             found = _join(found, iterable)
+            # The comprehension's own names hide the function's: items of the iterable.
+            state = _bound(
+                state, generator.target, iterable.only(Facet.CONTENTS) if iterable else None
+            )
             for condition in generator.ifs:
                 kept = self.taint(condition, state)
                 found = _join(

@@ -59,7 +59,12 @@ class CollectiveArgumentsDiffer(CodeRule):
     `map_location`); the objects of `all_gather_object` / `gather_object` (any size);
     point-to-point `send` / `recv` (their peer is per rank by design); a collective on
     a named process group (the group, and its root, follow the rank); two different
-    named groups on two ways (each rank in its own group).
+    named groups on two ways (each rank in its own group); branches that issue the same
+    collectives (the holder's `broadcast(t, src=rank)` against the others'
+    `broadcast(t, src=holder)`: only literal roots, ops and groups are compared there);
+    a tensor padded to a size the ranks gathered (`torch.empty(max_size - local_size)`:
+    a size decided per rank or counted from this rank's share is not taken as a shape);
+    a window of one width (`x[rank * k : (rank + 1) * k]`).
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.

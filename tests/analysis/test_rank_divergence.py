@@ -445,3 +445,17 @@ def test_a_count_read_after_the_reduction_is_not_this_ranks_own() -> None:
     assert _taint_at(source, "outputs") is None
     before = source.replace("center = torch.sum(outputs, dim=0)", "center = len(outputs)")
     assert _taint_at(before, "len(outputs)") is not None
+
+
+def test_a_comprehension_variable_hides_the_functions_name_of_the_same_spelling() -> None:
+    source = """
+    def f(params, skipped):
+        p = params[dist.get_rank()]
+        kept = [p for p in params if p not in skipped]
+        use(kept)  # here
+    """
+    assert _taint_at(source, "len(kept)") is None
+    outer = source.replace(
+        "[p for p in params if p not in skipped]", "[q for q in params if q != p]"
+    )
+    assert _taint_at(outer, "len(kept)") is not None  # the filter reads this rank's choice
