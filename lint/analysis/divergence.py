@@ -393,9 +393,9 @@ class _Evaluator:
             return _join(data.only(VALUES | Facet.DTYPE) if data else None, dtype)
         if resolved in LIKE_FACTORIES:
             like = self.taint(call_argument(call, 0, "input"), state)
-            fill = self.taint(call_argument(call, 1, "fill_value"), state)
+            filled = self.taint(call_argument(call, 1, "fill_value"), state)
             kept = like.only(Facet.SHAPE | Facet.DTYPE | Facet.DEVICE) if like else None
-            return _join(kept, fill.only(Facet.CONTENTS) if fill else None, dtype)
+            return _join(kept, filled.only(Facet.CONTENTS) if filled else None, dtype)
         return None
 
     def _sized(self, sizes: list[ast.expr], call: ast.Call, state: State) -> Taint | None:
