@@ -219,6 +219,14 @@ CATALOGUE: dict[str, RuleEntry] = {
             needles=("async_op", "isend", "irecv", "batch_isend_irecv"),
         ),
         RuleEntry(
+            "DDP221",
+            "collective-arguments-differ",
+            "code",
+            False,
+            needles=("torch.distributed", "import distributed", "deepspeed"),
+            more_needles=(("reduce", "gather", "broadcast", "scatter", "all_to_all", "barrier"),),
+        ),
+        RuleEntry(
             "DDP230",
             "monitored-metric-rank-local",
             "code",

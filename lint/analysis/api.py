@@ -203,3 +203,62 @@ FILE_CALLS = frozenset(
         "glob.glob",
     }
 )
+
+#: The arguments of torch.distributed's collectives that every rank must pass alike:
+#: (what it is, its position or None when keyword-only, its keyword). "root" is the
+#: sending or receiving rank, "op" the reduction, "group" the process group, "tensor"
+#: a tensor whose shape and dtype every rank must match, "split" split sizes that let
+#: the tensors' shapes differ.
+AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
+    "broadcast": (
+        ("tensor", 0, "tensor"),
+        ("root", 1, "src"),
+        ("root", None, "group_src"),
+        ("group", 2, "group"),
+    ),
+    "broadcast_object_list": (
+        ("root", 1, "src"),
+        ("root", None, "group_src"),
+        ("group", 2, "group"),
+    ),
+    "reduce": (
+        ("tensor", 0, "tensor"),
+        ("root", 1, "dst"),
+        ("root", None, "group_dst"),
+        ("op", 2, "op"),
+        ("group", 3, "group"),
+    ),
+    "all_reduce": (("tensor", 0, "tensor"), ("op", 1, "op"), ("group", 2, "group")),
+    "all_reduce_coalesced": (("op", 1, "op"), ("group", 2, "group")),
+    "reduce_scatter": (("op", 2, "op"), ("group", 3, "group")),
+    "reduce_scatter_tensor": (
+        ("tensor", 0, "output"),
+        ("tensor", 1, "input"),
+        ("op", 2, "op"),
+        ("group", 3, "group"),
+    ),
+    "all_gather": (("tensor", 1, "tensor"), ("group", 2, "group")),
+    "all_gather_into_tensor": (
+        ("tensor", 0, "output_tensor"),
+        ("tensor", 1, "input_tensor"),
+        ("group", 2, "group"),
+    ),
+    "all_gather_object": (("group", 2, "group"),),
+    "all_gather_coalesced": (("group", 2, "group"),),
+    "gather": (("root", 2, "dst"), ("root", None, "group_dst"), ("group", 3, "group")),
+    "gather_object": (("root", 2, "dst"), ("root", None, "group_dst"), ("group", 3, "group")),
+    "scatter": (("root", 2, "src"), ("root", None, "group_src"), ("group", 3, "group")),
+    "scatter_object_list": (("root", 2, "src"), ("root", None, "group_src"), ("group", 3, "group")),
+    "all_to_all_single": (
+        ("tensor", 0, "output"),
+        ("tensor", 1, "input"),
+        ("split", 2, "output_split_sizes"),
+        ("split", 3, "input_split_sizes"),
+        ("group", 4, "group"),
+    ),
+    "all_to_all": (("group", 2, "group"),),
+    "barrier": (("group", 0, "group"),),
+    "monitored_barrier": (("group", 0, "group"),),
+}
+#: The reduction a collective with an ``op`` applies when it names none.
+DEFAULT_REDUCE_OP = "SUM"

@@ -42,9 +42,13 @@ class Facet(Flag):
     CONTENTS = auto()
     SHAPE = auto()
     DEVICE = auto()
+    DTYPE = auto()
 
 
 VALUES = Facet.CONTENTS | Facet.SHAPE
+#: The facets a decision can read: a dtype alone decides nothing (fp16 and fp32 sums
+#: agree to the decision), it matters only where a collective pairs buffers.
+DECIDING = Facet.CONTENTS | Facet.SHAPE | Facet.DEVICE
 
 
 class Source(str, Enum):
@@ -136,6 +140,57 @@ ITEMS_PRESERVING = frozenset(
 PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
 #: Methods and attributes that read a value's shape.
 SHAPE_READERS = frozenset({"size", "numel", "dim", "shape", "ndim", "__len__"})
+#: Tensor factories whose positional arguments (or ``size=``) give the result's shape:
+#: a size that differs between ranks makes a tensor of another shape (and contents).
+SIZED_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.eye"}
+)
+#: Factories that fill a shape (first argument) with a value (second).
+FILLED_FACTORIES = frozenset({"torch.full"})
+#: Factories whose arguments are the bounds of a range: its length and its items.
+RANGE_FACTORIES = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
+#: Factories of a tensor from data: the data's facets carry over.
+DATA_FACTORIES = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.asarray", "numpy.array"}
+)
+#: Factories shaped like another tensor (its shape, dtype and device carry over).
+LIKE_FACTORIES = frozenset(
+    {
+        "torch.zeros_like",
+        "torch.ones_like",
+        "torch.empty_like",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.full_like",
+    }
+)
+FACTORIES = SIZED_FACTORIES | FILLED_FACTORIES | RANGE_FACTORIES | DATA_FACTORIES | LIKE_FACTORIES
+#: Tensor methods that make a new tensor of the shape their arguments give.
+SIZED_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+#: Tensor methods that convert to a dtype their name gives.
+DTYPE_METHODS = frozenset({"half", "float", "double", "bfloat16", "int", "long", "bool"})
+#: torch's dtypes, by resolved name (a ``.to()`` argument that spells one converts).
+TORCH_DTYPES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float16",
+        "half",
+        "float32",
+        "float",
+        "float64",
+        "double",
+        "bfloat16",
+        "int8",
+        "int16",
+        "int32",
+        "int",
+        "int64",
+        "long",
+        "uint8",
+        "bool",
+        "complex64",
+    )
+)
 #: In-place collectives: argument position (and keyword) of the buffer that agrees after.
 AGREEING_BUFFERS: dict[str, tuple[int, str]] = {
     "all_reduce": (0, "tensor"),
@@ -223,7 +278,11 @@ class _Evaluator:
                 return _rank(expression)
             base = self.taint(expression.value, state)
             index = self.taint(expression.slice, state)
-            if index is not None and isinstance(expression.slice, ast.Slice):
+            if (
+                index is not None
+                and isinstance(expression.slice, ast.Slice)
+                and not self._fixed_width(expression.slice, state)
+            ):
                 index = Taint(VALUES, index.source, index.line, index.spelled)
             return _join(base.only(VALUES) if base else None, index)
         if isinstance(expression, _SCOPES):
@@ -245,6 +304,35 @@ class _Evaluator:
                 found = _join(found, self.taint(child, state))
         return found
 
+    def _fixed_width(self, window: ast.Slice, state: State) -> bool:
+        """A slice whose length is the same on every rank however its bounds differ:
+        ``x[start : start + k]`` and ``x[r * k : (r + 1) * k]`` with ``k`` the same on
+        every rank (and no step)."""
+        lower, upper = window.lower, window.upper
+        if lower is None or upper is None or window.step is not None:
+            return False
+        if isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add):
+            for first, second in ((upper.left, upper.right), (upper.right, upper.left)):
+                if ast.dump(first) == ast.dump(lower) and self.taint(second, state) is None:
+                    return True
+        if not (
+            isinstance(lower, ast.BinOp)
+            and isinstance(upper, ast.BinOp)
+            and isinstance(lower.op, ast.Mult)
+            and isinstance(upper.op, ast.Mult)
+            and ast.dump(lower.right) == ast.dump(upper.right)
+            and self.taint(lower.right, state) is None
+        ):
+            return False
+        step = upper.left
+        return (
+            isinstance(step, ast.BinOp)
+            and isinstance(step.op, ast.Add)
+            and ast.dump(step.left) == ast.dump(lower.left)
+            and isinstance(step.right, ast.Constant)
+            and step.right.value == 1
+        )
+
     def _comprehension(self, expression: ast.expr, state: State) -> Taint | None:
         """Elements carry what they read; the length differs where an iterable's length
         or a filter does."""
@@ -253,6 +341,10 @@ class _Evaluator:
         for generator in expression.generators:
             iterable = self.taint(generator.iter, state)
             found = _join(found, iterable)
+            # The comprehension's own names hide the function's: items of the iterable.
+            state = _bound(
+                state, generator.target, iterable.only(Facet.CONTENTS) if iterable else None
+            )
             for condition in generator.ifs:
                 kept = self.taint(condition, state)
                 found = _join(
@@ -283,7 +375,78 @@ class _Evaluator:
             return base.as_contents(Facet.SHAPE)
         if expression.attr == "device":
             return base.as_contents(Facet.DEVICE)
+        if expression.attr == "dtype":
+            return base.as_contents(Facet.DTYPE)
         return base
+
+    def _factory(self, call: ast.Call, resolved: str, state: State) -> Taint | None:
+        """A tensor factory's result: its shape from the
+        size it is given, its contents from its data or fill value, its dtype from
+        ``dtype=``; the device it is put on is placement."""
+        dtype = self._dtype(_keyword_value(call, "dtype"), state)
+        if resolved in SIZED_FACTORIES:
+            return _join(self._sized(call.args, call, state), dtype)
+        if resolved in FILLED_FACTORIES:
+            fill = call_argument(call, 1, "fill_value")
+            return _join(self._sized(call.args[:1], call, state), self.taint(fill, state), dtype)
+        if resolved in RANGE_FACTORIES:
+            bounds = _join(None, *(self.taint(a, state) for a in call.args))
+            bounds = bounds.only(DECIDING) if bounds else None
+            return (
+                _join(Taint(VALUES, bounds.source, bounds.line, bounds.spelled), dtype)
+                if bounds
+                else dtype
+            )
+        if resolved in DATA_FACTORIES:
+            data = self.taint(call_argument(call, 0, "data"), state)
+            return _join(data.only(VALUES | Facet.DTYPE) if data else None, dtype)
+        if resolved in LIKE_FACTORIES:
+            like = self.taint(call_argument(call, 0, "input"), state)
+            filled = self.taint(call_argument(call, 1, "fill_value"), state)
+            kept = like.only(Facet.SHAPE | Facet.DTYPE | Facet.DEVICE) if like else None
+            return _join(kept, filled.only(Facet.CONTENTS) if filled else None, dtype)
+        return None
+
+    def _sized(self, sizes: list[ast.expr], call: ast.Call, state: State) -> Taint | None:
+        """The taint of a tensor made in the shape ``sizes`` (or ``size=``) give: a size
+        that differs between ranks makes another shape, and other contents. A size
+        known only to be chosen per rank (decided) or counted from this rank's share of
+        a collective makes other contents alone: a count shared with the peers is
+        shared to pad to the largest (``torch.empty(max_size - local_size)``), and a
+        value decided per arm may be the same number on each (the arms that make
+        tensors of other literal sizes are seen where they meet)."""
+        given = [*sizes, *(k.value for k in call.keywords if k.arg == "size")]
+        found = _join(None, *(self.taint(a, state) for a in given))
+        found = found.only(DECIDING) if found else None
+        if found is None:
+            return None
+        facets = Facet.CONTENTS if found.source in _WEAK_SIZES else VALUES
+        return Taint(facets, found.source, found.line, found.spelled)
+
+    def _dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
+        """The dtype a ``.to()`` / ``.type()`` call converts to, if it spells one."""
+        for keyword in call.keywords:
+            if keyword.arg == "dtype":
+                return keyword.value
+        for argument in call.args:
+            if method == "type" or self._spells_dtype(argument):
+                return argument
+        return None
+
+    def _spells_dtype(self, expression: ast.expr) -> bool:
+        return any(
+            (isinstance(n, ast.Attribute) and n.attr == "dtype")
+            or self.names.resolve(n) in TORCH_DTYPES
+            for n in ast.walk(expression)
+            if isinstance(n, (ast.Attribute, ast.Name))
+        )
+
+    def _dtype(self, given: ast.expr | None, state: State) -> Taint | None:
+        """The dtype facet of a tensor made with the dtype ``given``."""
+        found = self.taint(given, state)
+        if found is None or not found.facets & Facet.CONTENTS:
+            return None
+        return Taint(Facet.DTYPE, found.source, found.line, found.spelled)
 
     def _call(self, call: ast.Call, state: State) -> Taint | None:
         resolved = self.names.resolve(call.func)
@@ -313,6 +476,8 @@ class _Evaluator:
             spelled_call = f"{ast.unparse(call.func)}(...)"
             output = Taint(Facet.CONTENTS, Source.OUTPUT, call.lineno, spelled_call)
             return _join(output, *(self.taint(a, state) for a in call.args))
+        if resolved in FACTORIES:
+            return self._factory(call, resolved, state)
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
         if distributed_function(resolved) is not None:
@@ -348,8 +513,24 @@ class _Evaluator:
         method = func.attr
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
+        if method in ("to", "type"):
+            given = self._dtype_given(call, method)
+            facets = VALUES if given is not None else VALUES | Facet.DTYPE
+            kept = receiver.only(facets) if receiver else None
+            return _join(kept, self._dtype(given, state))
         if method in PLACEMENT_METHODS:
+            return receiver.only(VALUES | Facet.DTYPE) if receiver else None
+        if method in DTYPE_METHODS and not call.args:
             return receiver.only(VALUES) if receiver else None
+        if method in SIZED_METHODS:
+            sizes = call.args[:1] if method == "new_full" else call.args
+            fill = call.args[1:2] if method == "new_full" else []
+            return _join(
+                receiver.only(Facet.DTYPE) if receiver else None,
+                self._sized(sizes, call, state),
+                *(self.taint(a, state) for a in fill),
+                self._dtype(_keyword_value(call, "dtype"), state),
+            )
         if method in SHAPE_READERS:
             return receiver.as_contents(Facet.SHAPE) if receiver else None
         if method in ("keys", "items", "values"):
@@ -370,6 +551,41 @@ class _Evaluator:
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+#: Other spellings of one dtype.
+_DTYPE_ALIASES = {
+    "torch.float": "torch.float32",
+    "torch.half": "torch.float16",
+    "torch.double": "torch.float64",
+    "torch.int": "torch.int32",
+    "torch.long": "torch.int64",
+}
+
+
+def _canonical_dtype(resolved: str | None) -> str | None:
+    if resolved is None or resolved not in TORCH_DTYPES:
+        return None
+    return _DTYPE_ALIASES.get(resolved, resolved)
+
+
+def _literal_shape(value: object) -> tuple[int, ...] | None:
+    """The shape of a literal nested list (None when ragged or not a list)."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    inner = {_literal_shape(item) for item in value}
+    if len(inner) > 1 or None in inner:
+        return None
+    rest = next(iter(inner), ())
+    return None if rest is None else (len(value), *rest)
+
+
+#: Reasons a size may differ that do not show the shape differs (see ``_sized``).
+_WEAK_SIZES = frozenset({Source.DECIDED, Source.CONTRIBUTED})
+
+
+def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def _launch_check(compare: ast.Compare) -> bool:
@@ -477,6 +693,8 @@ class Divergence:
                     found[spelled] = Taint(facets, Source.CONTRIBUTED, call.lineno, spelled)
         for name, taint in list(found.items()):
             for value in assignments.get(name, []):
+                if value.lineno > taint.line:
+                    continue  # bound after the reduction: computed from the agreed value
                 for measured in _lengths_read(value):
                     # A count of this rank's items: their number is its own.
                     found.setdefault(measured, Taint(VALUES, taint.source, taint.line, measured))
@@ -506,14 +724,13 @@ class Divergence:
         """How the decision a test or loop step takes may differ between ranks."""
         statement = node.statement
         state = self.before(node)
-        if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While)):
-            return self.evaluator.taint(statement.test, state)
-        if node.kind is NodeKind.TEST and isinstance(statement, ast.Assert):
-            return self.evaluator.taint(statement.test, state)
-        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+        found: Taint | None = None
+        if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While, ast.Assert)):
+            found = self.evaluator.taint(statement.test, state)
+        elif node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             iterable = self.evaluator.taint(statement.iter, state)
-            return iterable.as_contents(Facet.SHAPE) if iterable else None
-        return None
+            found = iterable.as_contents(Facet.SHAPE) if iterable else None
+        return found.only(DECIDING) if found else None
 
     def stored_fields(self) -> State:
         """``self.x`` -> how the values this function stores in it may differ between
@@ -578,19 +795,20 @@ class Divergence:
                 continue
             taint = self.test_taint(test)
             assert taint is not None
-            marked = Taint(Facet.CONTENTS, Source.DECIDED, test.line, taint.spelled)
             target = decided.setdefault(join.index, {})
             region = self.dominance.region(test)
-            for name in self._chosen_between_arms(test, region, join):
+            for name, facets in self._chosen_between_arms(test, region, join).items():
+                marked = Taint(facets, Source.DECIDED, test.line, taint.spelled)
                 target[name] = marked.joined(target.get(name))
         return decided
 
-    def _chosen_between_arms(self, test: Node, region: list[Node], join: Node) -> set[str]:
+    def _chosen_between_arms(self, test: Node, region: list[Node], join: Node) -> dict[str, Facet]:
         """The names the test's region binds whose value after the join depends on the
-        arm taken. Left out: a name that no code outside the region binds (nor a
-        parameter) while some arm leaves it unbound: after the join a rank either
-        holds the one arm's value or stops with a ``NameError``, loudly (``if rank ==
-        0: out_dir = make_dir()``)."""
+        arm taken, and how (its contents; its shape or dtype too where the arms make
+        tensors of other literal sizes or dtypes). Left out: a name that no code
+        outside the region binds (nor a parameter) while some arm leaves it unbound:
+        after the join a rank either holds the one arm's value or stops with a
+        ``NameError``, loudly (``if rank == 0: out_dir = make_dir()``)."""
         bound = {name for node in region for name in self._binds(node) if not self._rewraps(node)}
         inside = {node.index for node in region}
         binders = self._binding_nodes()
@@ -605,15 +823,64 @@ class Divergence:
             for arm in arms
         ]
         agreed_on = [self._agreed_on_arm(arm) for arm in arms]
-        chosen = set()
+        chosen: dict[str, Facet] = {}
         for name in bound:
             root = name.split(".", 1)[0]
             if all(name in agreed for agreed in agreed_on):
                 continue  # every arm makes it agree: one broadcasts it, the others receive
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
-                chosen.add(name)
+                chosen[name] = Facet.CONTENTS | self._made_apart(name, arms)
         return chosen
+
+    def _made_apart(self, name: str, arms: list[list[Node]]) -> Facet:
+        """SHAPE and DTYPE where each arm makes ``name`` once, a tensor of a literal
+        size or dtype (``torch.zeros(4)`` on one arm, ``torch.zeros(8)`` on the other),
+        and the arms' sizes or dtypes differ; nothing where any arm cannot tell."""
+        made = []
+        for arm in arms:
+            values = [
+                node.statement.value
+                for node in arm
+                if isinstance(node.statement, ast.Assign)
+                and [dotted_name(t) for t in node.statement.targets] == [name]
+            ]
+            if len(values) != 1 or not isinstance(values[0], ast.Call):
+                return Facet(0)
+            made.append(self._literal_make(values[0]))
+        facets = Facet(0)
+        for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
+            spelled = [m[position] for m in made]
+            if None not in spelled and len(set(spelled)) > 1:
+                facets |= facet
+        return facets
+
+    def _literal_make(self, call: ast.Call) -> tuple[str | None, str | None]:
+        """(the literal size, the dtype) a tensor factory call spells, each None when
+        it is not a literal (or the call is no factory)."""
+        resolved = self.names.resolve(call.func)
+        sizes: list[ast.expr] | None = None
+        if resolved in SIZED_FACTORIES:
+            sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+        elif resolved in FILLED_FACTORIES:
+            sizes = call.args[:1]
+        if resolved in DATA_FACTORIES and call.args:
+            sizes = call.args[:1]  # a literal list's length
+        if resolved not in SIZED_FACTORIES | FILLED_FACTORIES | DATA_FACTORIES:
+            return None, None
+        size: str | None = None
+        try:
+            value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
+            if resolved in DATA_FACTORIES:
+                value = _literal_shape(value[0]) if value else None
+            size = None if value is None else repr(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            size = None
+        given = _keyword_value(call, "dtype")
+        dtype = self.names.resolve(given) if given is not None else "torch.float32"
+        if resolved in DATA_FACTORIES and given is None:
+            dtype = None  # inferred from the data
+        return size, _canonical_dtype(dtype)
 
     def _binding_nodes(self) -> dict[str, set[int]]:
         """Name -> the nodes of the graph that bind it (made once)."""
@@ -955,9 +1222,11 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
     item stored into a container adds its taint to the container's."""
     new = dict(state)
     if isinstance(target, ast.Subscript):
+        # An item stored changes what the container holds, not its shape or dtype.
         container = dotted_name(target.value)
-        if container is not None and value is not None:
-            new[container] = value.joined(new.get(container))
+        stored = value.only(Facet.CONTENTS) if value is not None else None
+        if container is not None and stored is not None:
+            new[container] = stored.joined(new.get(container))
         return new
     for name, _ in _assigned_names(target):
         new.pop(name, None)

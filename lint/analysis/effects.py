@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ddplint.analysis.api import (
     ACCELERATE_CLASSES,
+    AGREED_ARGUMENTS,
     BACKWARD_FUNCTIONS,
     CHECKPOINT_FUNCTIONS,
     DDP_WRAPPERS,
@@ -100,17 +101,31 @@ class Collective:
     def line(self) -> int:
         return self.call.lineno
 
+    def agreed(self) -> Iterator[tuple[str, str, ast.expr | None]]:
+        """(what it is, its keyword, the expression given or None) for each argument of
+        this collective that every rank must pass alike (``AGREED_ARGUMENTS``); none
+        for a call of a project function that reaches it elsewhere."""
+        if self.via is not None:
+            return
+        for kind, position, keyword in AGREED_ARGUMENTS.get(self.name, ()):
+            if position is None:
+                given = next((k.value for k in self.call.keywords if k.arg == keyword), None)
+            else:
+                given = call_argument(self.call, position, keyword)
+            yield kind, keyword, given
+
     @property
     def group(self) -> str | None:
         """The process group it runs on when one is named (membership may follow the
         very rank test around it), None for the default group."""
         for keyword in self.call.keywords:
-            if keyword.arg == "group" and not _default_group(keyword.value):
+            if keyword.arg == "group" and not default_group(keyword.value):
                 return ast.unparse(keyword.value)
         return None
 
 
-def _default_group(value: ast.expr) -> bool:
+def default_group(value: ast.expr) -> bool:
+    """``None`` or ``group.WORLD``: the default process group, every rank a member."""
     spelled = dotted_name(value) or ""
     return (isinstance(value, ast.Constant) and value.value is None) or spelled.endswith(
         "group.WORLD"

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeAlias
 
+from ddplint.analysis.api import DEFAULT_REDUCE_OP
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
@@ -19,6 +22,7 @@ from ddplint.analysis.divergence import (
     Divergence,
     Source,
 )
+from ddplint.analysis.effects import Collective, default_group
 from ddplint.analysis.functions import Facts, FunctionFacts, ways_on
 from ddplint.analysis.names import dotted_name
 
@@ -30,7 +34,14 @@ MAX_PATHS = 256
 MAX_STEPS = 20_000
 
 
-Sequence_ = tuple[str, ...]
+#: A collective issued, or a marker (a way that goes on round a loop).
+Element: TypeAlias = Collective | str
+Sequence_: TypeAlias = tuple[Element, ...]
+
+
+def kinds(sequence: Sequence_) -> tuple[str, ...]:
+    """The kinds of collective a sequence issues, in order (markers as they are)."""
+    return tuple(e if isinstance(e, str) else e.name for e in sequence)
 
 
 def _sequences(function: FunctionFacts, start: Node, stop: Node | None) -> set[Sequence_] | None:
@@ -51,29 +62,110 @@ def _sequences(function: FunctionFacts, start: Node, stop: Node | None) -> set[S
             if len(found) > MAX_PATHS:
                 return None
             continue
-        issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
+        issued = issued + tuple(c for c, _ in function.effects.get(node.index, []))
         for successor, _ in function.ways(node):
             stack.append((successor, issued, visited | {node.index}))
     return found
 
 
 def arms_agree(function: FunctionFacts, test: Node) -> bool | None:
-    """Whether every branch of ``test`` issues the same collective sequence before the
-    branches meet again (None: cannot tell)."""
+    """Whether every branch of ``test`` issues the same kinds of collective in the same
+    order before the branches meet again (None: cannot tell)."""
     join = function.dominance.immediate(test)
     arms = list(ways_on(test))  # a failing assert is an error path
     if len(arms) < 2:
         return True
-    live: list[set[Sequence_]] = []
+    live: list[set[tuple[str, ...]]] = []
     for successor, _ in arms:
         sequences = _sequences(function, successor, join)
         if sequences is None:
             return None
-        if sequences:
-            live.append(sequences)  # not every way on is an error path
+        if sequences:  # not every way on is an error path
+            live.append({kinds(s) for s in sequences})
     if len(live) < 2:
         return True  # one live arm: the others stop the job loudly, they part nothing
-    return all(len(sequences) == 1 and sequences == live[0] for sequences in live)
+    return all(len(issued) == 1 and issued == live[0] for issued in live)
+
+
+def arm_sequences(function: FunctionFacts, test: Node) -> list[Sequence_] | None:
+    """The one collective sequence each branch of ``test`` issues before the branches
+    meet (error paths left out); None where a branch issues several or it cannot tell."""
+    join = function.dominance.immediate(test)
+    found: list[Sequence_] = []
+    for successor, _ in ways_on(test):
+        sequences = _sequences(function, successor, join)
+        if sequences is None or len(sequences) > 1:
+            return None
+        found.extend(sequences)
+    return found
+
+
+def first_difference(first: Sequence_, second: Sequence_) -> tuple[Element | None, ...] | None:
+    """Where two sequences first issue other kinds: (the one's, the other's), None for
+    a side that has ended; None when they issue the same kinds."""
+    for position in range(max(len(first), len(second))):
+        mine = first[position] if position < len(first) else None
+        theirs = second[position] if position < len(second) else None
+        if kinds((mine,) if mine is not None else ()) != kinds(
+            (theirs,) if theirs is not None else ()
+        ):
+            return mine, theirs
+    return None
+
+
+# -- arguments every rank must pass alike ------------------------------------------------
+
+
+def _settled(kind: str, value: ast.expr | None) -> str | None:
+    """What an agreed argument comes to where the code spells it plainly: a literal
+    root, a ``ReduceOp`` member (the default when none is given), the default process
+    group or a named one; None when it cannot tell."""
+    if kind == "op":
+        if value is None:
+            return DEFAULT_REDUCE_OP
+        spelled = dotted_name(value)
+        return spelled.rsplit(".", 1)[-1] if spelled and "ReduceOp." in spelled else None
+    if kind == "group":
+        return "the default group" if value is None or default_group(value) else "a named group"
+    if kind == "root" and value is not None:
+        try:
+            literal = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        return repr(literal) if isinstance(literal, int) else None
+    return None
+
+
+@dataclass(frozen=True)
+class ArgumentsApart:
+    """Two collectives of one kind, issued at the same place in two ways' sequences,
+    whose ``keyword`` argument comes to ``values`` (a root, an op, a group) apart."""
+
+    first: Collective
+    second: Collective
+    keyword: str
+    values: tuple[str, str]
+
+
+def arguments_apart(first: Sequence_, second: Sequence_) -> ArgumentsApart | None:
+    """The first place where two sequences of the same kinds pass an agreed argument
+    that plainly differs (two literal roots, two ops, the default group against a named
+    one)."""
+    if kinds(first) != kinds(second):
+        return None
+    for mine, theirs in zip(first, second, strict=True):
+        if isinstance(mine, str) or isinstance(theirs, str):
+            continue
+        for (kind, keyword, given), (_, _, other) in zip(
+            mine.agreed(), theirs.agreed(), strict=True
+        ):
+            values = (_settled(kind, given), _settled(kind, other))
+            if values[0] is None or values[1] is None or values[0] == values[1]:
+                continue
+            if kind == "root" and (given is None or other is None):
+                continue
+            return ArgumentsApart(mine, theirs, keyword, (values[0], values[1]))
+    return None
 
 
 # -- rank classes ----------------------------------------------------------------------
@@ -292,7 +384,7 @@ def _class_steps(
     ``ignored`` nodes left out)."""
     entered = {**entered, node.index: len(issued)}
     if node.index not in ignored:
-        issued = issued + tuple(c.name for c, _ in function.effects.get(node.index, []))
+        issued = issued + tuple(c for c, _ in function.effects.get(node.index, []))
     statement = node.statement
     # An assert the class fails is an error path: the way ends there.
     test = statement.test if isinstance(statement, (ast.If, ast.While, ast.Assert)) else None
@@ -337,11 +429,32 @@ def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozen
     if zero is None or other is None:
         return False
     return all(
-        first == second
+        kinds(first) == kinds(second)
         for zero_facts, first in zero
         for other_facts, second in other
         if _compatible(zero_facts, other_facts)
     )
+
+
+def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
+    """Where rank 0 and the other ranks issue the same kinds of collective but pass
+    one of them an agreed argument that plainly differs (``if rank == 0: reduce(t,
+    dst=0)`` / ``else: reduce(t, dst=1)``, or two complementary ``if``s); the way of
+    rank 0 first."""
+    try:
+        zero = _class_walks(function, True)
+        other = _class_walks(function, False)
+    except _Unsettled:
+        return None
+    if zero is None or other is None:
+        return None
+    for zero_facts, first in zero:
+        for other_facts, second in other:
+            if _compatible(zero_facts, other_facts):
+                apart = arguments_apart(first, second)
+                if apart is not None:
+                    return apart
+    return None
 
 
 # -- the question ----------------------------------------------------------------------

@@ -45,8 +45,10 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in
 from ddplint.analysis.pairing import (
+    arm_sequences,
     arms_agree,
     class_culprits,
+    first_difference,
     rank_classes_agree,
     settled_by_class,
 )
@@ -71,6 +73,8 @@ class Parting:
     missed: Collective
     through: str | None = None  # the local function that issues it, if not issued here
     loop: bool = False  # the trip count itself differs
+    #: Where both branches issue a collective but of other kinds, the first each issues.
+    order: tuple[Collective, Collective] | None = None
 
     @property
     def test_line(self) -> int:
@@ -160,6 +164,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 collective,
                 through,
                 loop=test.kind is NodeKind.STEP or isinstance(test.statement, ast.While),
+                order=_first_of_each(function, test),
             )
 
 
@@ -262,6 +267,21 @@ def _statements_in(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             pending.extend(reversed(handler.body))
         for case in getattr(statement, "cases", []):
             pending.extend(reversed(case.body))
+
+
+def _first_of_each(function: FunctionFacts, test: Node) -> tuple[Collective, Collective] | None:
+    """Where the two branches of ``test`` each issue one sequence and, at the first
+    place they differ, both issue a collective (of other kinds): those two."""
+    sequences = arm_sequences(function, test)
+    if sequences is None or len(sequences) != 2:
+        return None
+    difference = first_difference(*sequences)
+    if difference is None:
+        return None
+    mine, theirs = difference
+    if isinstance(mine, Collective) and isinstance(theirs, Collective):
+        return mine, theirs
+    return None
 
 
 def _class_tests(function: FunctionFacts) -> list[Node]:

@@ -134,7 +134,8 @@ def _header(node: ast.AST) -> str:
     return _spelled(node)
 
 
-def _reason(taint: Taint) -> str:
+def reason_text(taint: Taint) -> str:
+    """Why a value differs between ranks, for a message."""
     if taint.source is Source.RANK:
         return f"it reads the rank (`{_spelled_text(taint.spelled)}`, line {taint.line})"
     if taint.source is Source.DECIDED:
@@ -161,7 +162,7 @@ def _missed(parting: Parting) -> str:
 def parting_message(parting: Parting) -> str:
     """The whole explanation of one parting."""
     missed = _missed(parting)
-    reason = _reason(parting.taint)
+    reason = reason_text(parting.taint)
     consequence = (
         "the ranks that skip it leave their peers waiting in it until the timeout, or "
         "pair them with their next collective"
@@ -170,6 +171,15 @@ def parting_message(parting: Parting) -> str:
         return (
             f"the number of trips of `{_header(parting.test)}` differs between ranks, "
             f"because {reason}, and each trip runs {missed}: {consequence}"
+        )
+    if parting.order is not None:
+        mine, theirs = parting.order
+        return (
+            f"the branches of `{_header(parting.test)}` issue collectives in another "
+            f"order: one issues `{mine.name}` (line {mine.line}) first where the other "
+            f"issues `{theirs.name}` (line {theirs.line}), and which branch a rank takes "
+            f"differs between ranks because {reason}: the ranks pair different "
+            "collectives, a hang or wrong data; issue them in one order on every rank"
         )
     if parting.cause is parting.test:
         return (
@@ -198,6 +208,9 @@ def _related(parting: Parting) -> list[tuple[ast.AST, str]]:
 
 
 def _summary(parting: Parting) -> str:
+    if parting.order is not None:
+        mine, theirs = parting.order
+        return f"ranks part here: `{mine.name}` first on one side, `{theirs.name}` on the other"
     if parting.loop:
         return f"trip count differs between ranks around `{parting.missed.name}`"
     return f"ranks part here: `{parting.missed.name}` is skipped on some ranks"

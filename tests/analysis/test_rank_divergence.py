@@ -299,3 +299,163 @@ def test_a_tuple_assigned_element_by_element_taints_each_name_with_its_own_value
     assert _taint_at(source, "rank") is not None
     assert _taint_at(source, "first") is None
     assert _taint_at(source, "start") is not None
+
+
+@pytest.mark.parametrize(
+    ("made", "facet"),
+    [
+        ("torch.zeros(rank + 1)", Facet.SHAPE),
+        ("torch.full((len(mine),), 0.0)", Facet.SHAPE),
+        ("torch.arange(rank)", Facet.SHAPE),
+        ("torch.tensor(mine)", Facet.SHAPE),
+        ("x.new_zeros(rank)", Facet.SHAPE),
+        ("torch.ones(4, dtype=torch.float16 if rank == 0 else torch.float32)", Facet.DTYPE),
+        ("x.to(torch.half if rank else torch.float)", Facet.DTYPE),
+    ],
+)
+def test_a_tensor_made_from_a_per_rank_size_or_dtype_differs_in_that_facet(
+    made: str, facet: Facet
+) -> None:
+    taint = _taint_at(
+        f"""
+        def f(x, shards):
+            rank = dist.get_rank()
+            mine = shards[rank :: dist.get_world_size()]
+            t = {made}
+            use(t)  # here
+        """,
+        "t",
+    )
+    assert taint is not None and taint.facets & facet
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        "torch.tensor([rank, 1.0])",
+        "torch.full((4,), float(rank))",
+        "torch.zeros(4, device=f'cuda:{rank}')",
+        "torch.zeros(4).to(f'cuda:{rank}')",
+        "torch.zeros(len(scaled))",
+    ],
+)
+def test_a_tensor_of_one_shape_and_dtype_on_every_rank_has_neither_facet(made: str) -> None:
+    taint = _taint_at(
+        f"""
+        def f(shards):
+            rank = dist.get_rank()
+            scaled = [s * rank for s in shards]
+            t = {made}
+            use(t)  # here
+        """,
+        "t",
+    )
+    assert taint is None or not taint.facets & (Facet.SHAPE | Facet.DTYPE)
+
+
+def test_an_item_stored_changes_the_contents_not_the_shape() -> None:
+    source = """
+    def f(preds, largest):
+        mine = preds[dist.get_rank() :: dist.get_world_size()]
+        padded = torch.zeros(largest)
+        padded[: len(mine)] = torch.tensor(mine)
+        use(padded)  # here
+    """
+    taint = _taint_at(source, "padded")
+    assert taint is not None and taint.facets == Facet.CONTENTS
+
+
+@pytest.mark.parametrize(
+    ("other_arm", "facet"),
+    [
+        ("torch.zeros(8)", Facet.SHAPE),
+        ("torch.zeros(4, dtype=torch.float16)", Facet.DTYPE),
+        ("torch.zeros(4)", None),
+        ("torch.zeros(4, dtype=torch.float)", None),
+    ],
+)
+def test_arms_that_make_a_tensor_of_another_literal_size_or_dtype_differ_in_it(
+    other_arm: str, facet: Facet | None
+) -> None:
+    taint = _taint_at(
+        f"""
+        def f():
+            if dist.get_rank() == 0:
+                t = torch.zeros(4)
+            else:
+                t = {other_arm}
+            use(t)  # here
+        """,
+        "t",
+    )
+    assert taint is not None and taint.source is Source.DECIDED
+    if facet is None:
+        assert taint.facets == Facet.CONTENTS
+    else:
+        assert taint.facets & facet
+
+
+def test_a_dtype_alone_decides_no_test() -> None:
+    source = """
+    def f():
+        rank = dist.get_rank()
+        t = torch.ones(4, dtype=torch.float16 if rank == 0 else torch.float32)
+        if t.sum() > 0:  # here
+            dist.barrier()
+    """
+    text = HEADER + textwrap.dedent(source)
+    tree = ast.parse(text)
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    facts = ModuleAnalysis(tree).function(function)
+    (line,) = [i for i, t in enumerate(text.splitlines(), 1) if "# here" in t]
+    (test,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
+    assert facts.divergence.taint(ast.parse("t", mode="eval").body, test) is not None
+    assert facts.divergence.test_taint(test) is None
+
+
+@pytest.mark.parametrize(
+    ("window", "varies"),
+    [
+        ("x[rank * k : (rank + 1) * k]", False),
+        ("x[start : start + k]", False),
+        ("x[start : min(n, start + k)]", True),
+        ("x[rank * k : (rank + 2) * k]", True),
+        ("x[start : start + rank]", True),
+    ],
+)
+def test_a_window_of_one_width_has_the_same_length_on_every_rank(window: str, varies: bool) -> None:
+    source = f"""
+    def f(x, k, n):
+        rank = dist.get_rank()
+        start = rank * k
+        mine = {window}
+        use(mine)  # here
+    """
+    assert (_taint_at(source, "len(mine)") is not None) is varies
+
+
+def test_a_count_read_after_the_reduction_is_not_this_ranks_own() -> None:
+    source = """
+    def f(outputs):
+        center = torch.sum(outputs, dim=0)
+        dist.all_reduce(center)
+        center = center / len(outputs)
+        use(outputs)  # here
+    """
+    assert _taint_at(source, "outputs") is None
+    before = source.replace("center = torch.sum(outputs, dim=0)", "center = len(outputs)")
+    assert _taint_at(before, "len(outputs)") is not None
+
+
+def test_a_comprehension_variable_hides_the_functions_name_of_the_same_spelling() -> None:
+    source = """
+    def f(params, skipped):
+        p = params[dist.get_rank()]
+        kept = [p for p in params if p not in skipped]
+        use(kept)  # here
+    """
+    assert _taint_at(source, "len(kept)") is None
+    outer = source.replace(
+        "[p for p in params if p not in skipped]", "[q for q in params if q != p]"
+    )
+    assert _taint_at(outer, "len(kept)") is not None  # the filter reads this rank's choice

@@ -1,0 +1,162 @@
+"""DDP221: collective arguments that every rank must pass alike but do not (the analysis
+core's answer)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddplint.analysis.arguments import Disagreement, disagreeing_arguments
+from ddplint.code.context import CodeContext
+from ddplint.finding import Finding, Severity
+from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
+
+#: The words a file must hold: torch.distributed (or deepspeed.comm), and a collective
+#: with arguments every rank must pass alike.
+NEEDLES = ("torch.distributed", "import distributed", "deepspeed")
+CALL_NEEDLES = ("reduce", "gather", "broadcast", "scatter", "all_to_all", "barrier")
+
+_CONSEQUENCE = {
+    "value": "the ranks pair with different roots or reductions: wrong results, or a hang",
+    "shape": (
+        "NCCL pairs buffers by size: a mismatch hangs, fails, or reads past the end of "
+        "the smaller buffer"
+    ),
+    "dtype": "NCCL pairs buffers by bytes: a mismatch hangs or mixes numbers of two types",
+}
+
+
+class CollectiveArgumentsDiffer(CodeRule):
+    """
+    ## What it does
+    Flags a collective of `torch.distributed` whose arguments that every rank must pass
+    alike differ between ranks:
+
+    - the root: `src` / `dst` (positional too), `group_src` / `group_dst` of
+      `broadcast`, `reduce`, `scatter`, `gather` and their `_object` / `_object_list`
+      forms;
+    - the reduction `op` of `all_reduce`, `reduce`, `reduce_scatter*`,
+      `all_reduce_coalesced`;
+    - the shape and dtype of the tensor of `all_reduce`, `broadcast`, `reduce`,
+      `all_gather_into_tensor`, `reduce_scatter_tensor`, `all_to_all_single` (without
+      split sizes) and `all_gather`'s own tensor;
+    - the root, op or group two ways pass where the ranks issue the same collectives
+      in the same order (`if rank == 0: dist.reduce(t, dst=0)` / `else:
+      dist.reduce(t, dst=1)`; the default group on one way, a named group on the other).
+
+    A value differs between ranks as for DDP219: it reads the rank, a local clock, or
+    what this rank hands to a reduction, or was set under a test on one of those. A
+    root or an op differs by its value; a tensor by its shape (`torch.zeros(rank + 1)`,
+    `torch.zeros(len(my_shard))` where `my_shard` is this rank's slice, a tensor made of
+    another literal size on each arm of a rank test) or its dtype
+    (`dtype=torch.float16 if rank == 0 else torch.float32`). The finding names the
+    argument and, as a related location, the line where its value was decided.
+
+    Not flagged: a constant root; a root agreed before (broadcast, all-reduced) or
+    computed from the world size or the configuration; a tensor whose numbers differ
+    but whose shape does not (every loss you all-reduce); placement (`.to(device)`,
+    `map_location`); the objects of `all_gather_object` / `gather_object` (any size);
+    point-to-point `send` / `recv` (their peer is per rank by design); a collective on
+    a named process group (the group, and its root, follow the rank); two different
+    named groups on two ways (each rank in its own group); branches that issue the same
+    collectives (the holder's `broadcast(t, src=rank)` against the others'
+    `broadcast(t, src=holder)`: only literal roots, ops and groups are compared there);
+    a tensor padded to a size the ranks gathered (`torch.empty(max_size - local_size)`:
+    a size decided per rank or counted from this rank's share is not taken as a shape);
+    a window of one width (`x[rank * k : (rank + 1) * k]`).
+
+    This rule is built on the analysis core: preview while its precision on code nobody
+    tuned on is measured.
+
+    ## Why is this bad?
+    Every rank of a collective must name the same root and the same reduction, and hand
+    tensors of the same shape and dtype: NCCL and Gloo pair the ranks' buffers by
+    position and size. A rank that names another root waits for a send nobody makes (a
+    hang until the timeout) or receives into the wrong buffer; another op reduces with
+    mixed operators; buffers of other sizes hang, fail with an unhelpful error, or read
+    past the end of the smaller one.
+
+    ## Example
+    ```python
+    rank = dist.get_rank()
+    counts = torch.zeros(len(my_shard))  # the length of this rank's shard
+    dist.all_reduce(counts)
+    dist.broadcast(weights, src=rank)
+    ```
+
+    ## Use instead
+    ```python
+    counts = torch.zeros(num_classes)  # a shape every rank agrees on
+    dist.all_reduce(counts)
+    dist.broadcast(weights, src=0)
+    ```
+    To gather items of per-rank sizes, use `all_gather_object`, or all-gather the sizes
+    first and pad to the largest.
+
+    ## Fix safety
+    No automatic fix: which root, op or shape every rank should use is the author's call.
+
+    ## References
+    - PyTorch docs, `torch.distributed`: tensors "must have the same number of elements
+      in all processes"; `src` / `dst` is the rank of the root on every process.
+    - "Designing Quality MPI Correctness Benchmarks" (Correctness@SC24): root, op, type
+      and size mismatches of collectives.
+    """
+
+    code = "DDP221"
+    name = "collective-arguments-differ"
+    summary = "an argument every rank must pass alike differs between ranks"
+    severity = Severity.ERROR
+    default_enabled = False
+    needles = NEEDLES
+    more_needles = (CALL_NEEDLES,)
+    reads_libcst = False
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for found in disagreeing_arguments(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                found.collective.call,
+                message(found),
+                summary=_summary(found),
+                related=_related(found),
+            )
+
+
+def message(found: Disagreement) -> str:
+    """The whole explanation of one disagreement."""
+    name = found.collective.name
+    consequence = _CONSEQUENCE[found.what]
+    if found.apart is not None:
+        apart = found.apart
+        if apart.keyword == "group":
+            consequence = (
+                "the default group's collective waits for every rank, also those in the "
+                "named group's: a hang, or buffers paired with the wrong collective"
+            )
+        return (
+            f"some ranks issue `{name}` here and the others at line {apart.second.line}, "
+            f"at the same place of their collective sequences, but with `{apart.keyword}` "
+            f"{apart.values[0]} here and {apart.values[1]} there: {consequence}; "
+            "pass every rank the same value"
+        )
+    assert found.taint is not None
+    return (
+        f"{_summary(found)}, because "
+        f"{reason_text(found.taint)}: {consequence}; every rank must pass the same "
+        f"{'value' if found.what == 'value' else found.what}"
+    )
+
+
+def _summary(found: Disagreement) -> str:
+    what = {"value": "", "shape": "the shape of ", "dtype": "the dtype of "}[found.what]
+    return f"{what}`{found.keyword}` of `{found.collective.name}` differs between ranks"
+
+
+def _related(found: Disagreement) -> list[tuple[ast.AST, str]]:
+    if found.apart is not None:
+        return [(found.apart.second.call, f"the other ranks' `{found.apart.second.name}`")]
+    if found.decided is not None:
+        return [(found.decided, f"where the `{found.keyword}` value is decided per rank")]
+    return []
