@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddplint import cancellation, code_facts
 from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
-from ddplint.code.project.encoding import (
-    FACTS_VERSION,
-    SUMMARY_VERSION,
-    encode_facts,
-    informs_rules,
-)
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
+from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts, informs_rules
+from ddplint.code.project.memo import (
+    DIGESTS_KEY,
+    digests_entry,
+    facts_key,
+    read_digests,
+    summary_digest,
+)
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
@@ -716,21 +718,42 @@ def _project_facts(
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
 
-    Memoized in the cache by the project's sources (every path and content hash): a
-    file an earlier run of the same sources answered costs no summary and no linking
-    (a pre-commit run after a whole-tree run, a warm run)."""
+    Memoized in the cache by the project's paths and summaries (``code.project.memo``):
+    a file an earlier run of the same summaries answered costs no linking (a pre-commit
+    run after a whole-tree run, a warm run, an edit that changes no summary)."""
     relatives = sorted({targets[p].relative for p in positions})
     hashes = {relative: content_hash(raw) for relative, raw in sources.items()}
-    memo_key = _project_facts_key(hashes)
     cache = setup.cache
-    known = (_cached_project_facts(cache, memo_key) if cache is not None else None) or {}
+    memo_key = None
+    known: dict[str, str] = {}
+    if cache is not None:
+        memo_key = facts_key(_summary_digests(sources, hashes, cache, setup.jobs, stats))
+        known = _cached_project_facts(cache, memo_key) or {}
     missing = [relative for relative in relatives if relative not in known]
     if missing:
         index = _linked_index(sources, hashes, setup, stats)
         known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
-        if cache is not None:
+        if cache is not None and memo_key is not None:
             cache.put(memo_key, {"project_facts": known})
     return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
+
+
+def _summary_digests(
+    sources: dict[str, bytes],
+    hashes: dict[str, str],
+    cache: ResultCache,
+    jobs: int,
+    stats: RunStats,
+) -> dict[str, str]:
+    """The summary digest of every source (relative path -> digest): kept in the cache
+    by content hash; the sources whose bytes are new are summarised (``_summaries``)."""
+    known = read_digests(cache.get(DIGESTS_KEY))
+    new = {relative: raw for relative, raw in sources.items() if hashes[relative] not in known}
+    if new:
+        found = _summaries(new, hashes, cache, jobs, stats)
+        known = {**known, **{hashes[r]: summary_digest(found.get(r)) for r in new}}
+        cache.put(DIGESTS_KEY, digests_entry(known, set(hashes.values())))
+    return {relative: known[hashes[relative]] for relative in sources}
 
 
 def _linked_index(
@@ -831,15 +854,6 @@ def _encoded_facts(index: ProjectIndex, relative: str) -> str:
     """The file's facts encoded; "" for a file without any."""
     facts = index.facts_for(relative)
     return encode_facts(facts) if facts else ""
-
-
-def _project_facts_key(hashes: dict[str, str]) -> str:
-    """The cache key of the project facts of a project whose sources have ``hashes``
-    (relative path -> content hash): a digest of every source's path and bytes."""
-    digest = hashlib.blake2b(digest_size=16)
-    for relative in sorted(hashes):
-        digest.update(f"{relative}\0{hashes[relative]}\0".encode("utf-8", "surrogateescape"))
-    return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}:{digest.hexdigest()}"
 
 
 def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:

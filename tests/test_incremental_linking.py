@@ -13,7 +13,8 @@ from test_project_model import DEFAULT_RULES, FIXTURES, generated_project
 
 from ddplint.cache import ResultCache, content_hash
 from ddplint.code.project.incremental import REWRITE_AFTER
-from ddplint.engine import RunResult, _project_facts_key, lint_paths, open_cache
+from ddplint.code.project.memo import DIGESTS_KEY, facts_key, read_digests
+from ddplint.engine import RunResult, lint_paths, open_cache
 from ddplint.settings import LintOptions, Settings
 
 #: The edits, each with the modules it must link again (by module name). The project:
@@ -98,7 +99,9 @@ def _memoized_facts(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) ->
         path.relative_to(root).as_posix(): content_hash(path.read_bytes())
         for path in root.rglob("*.py")
     }
-    entry = open_cache(settings, options).get(_project_facts_key(hashes))
+    cache = open_cache(settings, options)
+    digests = read_digests(cache.get(DIGESTS_KEY))
+    entry = cache.get(facts_key({path: digests[hash_] for path, hash_ in hashes.items()}))
     assert entry is not None
     return dict(entry["project_facts"])
 
