@@ -8,13 +8,14 @@ import ast
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddplint import cancellation, code_facts
-from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
+from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts, informs_rules
 from ddplint.code.project.memo import (
@@ -40,6 +41,15 @@ from ddplint.source import (
     file_kind,
     is_json,
     read_source_bytes,
+)
+from ddplint.source_stats import (
+    ProjectSources,
+    SourceChanged,
+    Stamp,
+    read_stats,
+    stamp_of,
+    stats_entry,
+    stats_key,
 )
 from ddplint.suppress import Suppressions, mentions_own_codes
 
@@ -649,7 +659,7 @@ def _summary_job(raw: bytes) -> Summary | None:
 
 
 def _summaries(
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     hashes: dict[str, str],
     cache: ResultCache | None,
     jobs: int,
@@ -680,39 +690,69 @@ def _summaries(
 def _model_sources(
     targets: list[Target],
     contents: dict[int, bytes],
-    settings: Settings,
+    stamps: dict[int, Stamp],
     whole_root: bool,
     setup: _RunSetup,
-) -> dict[str, bytes]:
+    trust_stats: bool,
+) -> ProjectSources:
     """The Python files the project model is built from, by relative path: the code
-    files linted, and with ``whole_root`` every Python file of the project root."""
-    sources = {
-        targets[p].relative: raw
-        for p, raw in contents.items()
-        if file_kind(targets[p].display) == "code"
-    }
+    files linted, and with ``whole_root`` every Python file of the project root. With
+    ``trust_stats`` (and the cache), a file not linted whose stat is unchanged since a
+    run read it is not read (``ddplint.source_stats``)."""
+    settings, cache = setup.settings, setup.cache
+    paths: dict[str, Path] = {}
+    sources = ProjectSources(lambda relative: setup.read(paths[relative], settings.max_file_size))
+    for position, raw in contents.items():
+        if file_kind(targets[position].display) == "code":
+            sources.add(targets[position].relative, raw, stamps.get(position))
     root = settings.project_root.resolve()
-    if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
-        return sources  # no project around the files named: they are the model
+    key = stats_key(str(root))
+    recorded = read_stats(cache.get(key)) if cache is not None and setup.disk_stats else {}
+    if whole_root and all(root in Path(t.path).resolve().parents for t in targets):
+        _add_root(sources, paths, recorded if trust_stats else {}, setup)
+    # else no project around the files named: they are the model
+    if cache is not None and setup.disk_stats:
+        kept = {path: known for path, known in recorded.items() if path not in sources}
+        kept.update(sources.records)  # a file read now and not settled is left out
+        if kept != recorded:
+            cache.put(key, stats_entry(kept))
+    return sources
+
+
+def _add_root(
+    sources: ProjectSources,
+    paths: dict[str, Path],
+    recorded: dict[str, tuple[Stamp, str]],
+    setup: _RunSetup,
+) -> None:
+    """Every other Python file of the project root into ``sources``: read, or its hash
+    taken from ``recorded`` where its stat is the one recorded."""
+    settings = setup.settings
     listing = setup.memo.listing if setup.memo is not None else None
     if listing is None:
-        listing = discover([str(root)], settings).targets
+        listing = discover([str(settings.project_root.resolve())], settings).targets
         if setup.memo is not None:
             setup.memo.listing = listing
     for target in listing:
-        if target.relative in sources or file_kind(target.display) != "code":
+        relative = target.relative
+        if relative in sources or file_kind(target.display) != "code":
             continue
+        paths[relative] = target.path
         try:
-            sources[target.relative] = setup.read(target.path, settings.max_file_size)
+            stamp = stamp_of(os.stat(target.path)) if setup.disk_stats else None
+            known = recorded.get(relative) if stamp is not None else None
+            if known is not None and known[0] == stamp and stamp[2] <= settings.max_file_size:
+                sources.add_unread(relative, stamp, known[1])
+                continue
+            sources.add(relative, setup.read(target.path, settings.max_file_size), stamp)
         except (FileTooLarge, OSError):
             continue  # the model goes without it; this file is not reported on
-    return sources
 
 
 def _project_facts(
     targets: list[Target],
     positions: list[int],
-    sources: dict[str, bytes],
+    sources: ProjectSources,
     setup: _RunSetup,
     stats: RunStats,
 ) -> dict[int, str]:
@@ -722,7 +762,7 @@ def _project_facts(
     a file an earlier run of the same summaries answered costs no linking (a pre-commit
     run after a whole-tree run, a warm run, an edit that changes no summary)."""
     relatives = sorted({targets[p].relative for p in positions})
-    hashes = {relative: content_hash(raw) for relative, raw in sources.items()}
+    hashes = sources.hashes
     cache = setup.cache
     memo_key = None
     known: dict[str, str] = {}
@@ -739,7 +779,7 @@ def _project_facts(
 
 
 def _summary_digests(
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     hashes: dict[str, str],
     cache: ResultCache,
     jobs: int,
@@ -748,7 +788,7 @@ def _summary_digests(
     """The summary digest of every source (relative path -> digest): kept in the cache
     by content hash; the sources whose bytes are new are summarised (``_summaries``)."""
     known = read_digests(cache.get(DIGESTS_KEY))
-    new = {relative: raw for relative, raw in sources.items() if hashes[relative] not in known}
+    new = {relative: sources[relative] for relative in sources if hashes[relative] not in known}
     if new:
         found = _summaries(new, hashes, cache, jobs, stats)
         known = {**known, **{hashes[r]: summary_digest(found.get(r)) for r in new}}
@@ -757,7 +797,7 @@ def _summary_digests(
 
 
 def _linked_index(
-    sources: dict[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
+    sources: Mapping[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
 ) -> ProjectIndex:
     """The project linked: by the caller's memo (the language server); else from the
     links the cache keeps of the last link, only what an edit changed linked again
@@ -797,7 +837,7 @@ class _StaleLinks(Exception):
 
 def _relinked(
     previous: Any,
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     hashes: dict[str, str],
     setup: _RunSetup,
     stats: RunStats,
@@ -824,7 +864,7 @@ class _CachedSummaries(Mapping[str, "Summary"]):
         self,
         paths: list[str],
         built: dict[str, Summary | None],
-        sources: dict[str, bytes],
+        sources: Mapping[str, bytes],
         hashes: dict[str, str],
         cache: ResultCache | None,
         stats: RunStats,
@@ -900,7 +940,15 @@ def lint_targets(
     does, are analysed with their whole project).
     """
     cache = open_cache(settings, options) if use_cache else None
-    run = _RunSetup(settings, options, read_source_bytes, cache, jobs or default_jobs(), progress)
+    run = _RunSetup(
+        settings,
+        options,
+        read_source_bytes,
+        cache,
+        jobs or default_jobs(),
+        progress,
+        disk_stats=True,
+    )
     result = _lint_read(targets, run, whole_project)
     if cache is not None:
         cache.save()
@@ -952,6 +1000,9 @@ class _RunSetup:
     jobs: int
     progress: ProgressCallback | None = None
     memo: ProjectMemo | None = None
+    #: Whether ``read`` reads the files on disk (their stat then tells whether they
+    #: changed since a run read them); an editor's buffers are not on disk.
+    disk_stats: bool = False
 
 
 @dataclass
@@ -1003,7 +1054,11 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     errors: list[FileError] = []
     contents: dict[int, bytes] = {}
     too_large: dict[int, FileOutcome] = {}
+    stamps: dict[int, Stamp] = {}
     for position, target in enumerate(targets):
+        if setup.disk_stats:  # taken before the read: a later write moves it
+            with suppress(OSError):
+                stamps[position] = stamp_of(os.stat(target.path))
         try:
             contents[position] = setup.read(target.path, options.max_file_size)
         except FileTooLarge as exc:
@@ -1014,9 +1069,13 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
     run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
-    sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    run.project = _project_facts(targets, code_files, sources, setup, stats)
+    sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=True)
+    try:
+        run.project = _project_facts(targets, code_files, sources, setup, stats)
+    except SourceChanged:  # a file changed while this run read the project: read it all
+        sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=False)
+        run.project = _project_facts(targets, code_files, sources, setup, stats)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
     code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)
@@ -1064,7 +1123,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
 
 def _facts_of_others(
     targets: list[Target],
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     settings: Settings,
     options: LintOptions,
     wanted: tuple[str, ...],

@@ -99,9 +99,9 @@ def _memoized_facts(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) ->
         path.relative_to(root).as_posix(): content_hash(path.read_bytes())
         for path in root.rglob("*.py")
     }
-    cache = open_cache(settings, options)
-    digests = read_digests(cache.get(DIGESTS_KEY))
-    entry = cache.get(facts_key({path: digests[hash_] for path, hash_ in hashes.items()}))
+    results = open_cache(settings, options)
+    digests = read_digests(results.get(DIGESTS_KEY))
+    entry = results.get(facts_key({path: digests[hash_] for path, hash_ in hashes.items()}))
     assert entry is not None
     return dict(entry["project_facts"])
 
@@ -112,6 +112,11 @@ def _findings(result: RunResult) -> list[tuple[str, int, str, str]]:
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_tree(tmp_path, monkeypatch)
+
+
+def make_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The ``save_checkpoint`` fixture beside a generated project of 8 modules."""
     root = tmp_path / "project"
     shutil.copytree(FIXTURES / "save_checkpoint", root)
     for relative, text in generated_project(8).items():
