@@ -698,7 +698,8 @@ def _model_sources(
     """The Python files the project model is built from, by relative path: the code
     files linted, and with ``whole_root`` every Python file of the project root. With
     ``trust_stats`` (and the cache), a file not linted whose stat is unchanged since a
-    run read it is not read (``ddplint.source_stats``)."""
+    run read it is not read (``ddplint.source_stats``); a linted file's stat is taken
+    only where it was read from disk (``stamp_targets``), never an editor's buffer."""
     settings, cache = setup.settings, setup.cache
     paths: dict[str, Path] = {}
     sources = ProjectSources(lambda relative: setup.read(paths[relative], settings.max_file_size))
@@ -707,11 +708,12 @@ def _model_sources(
             sources.add(targets[position].relative, raw, stamps.get(position))
     root = settings.project_root.resolve()
     key = stats_key(str(root))
-    recorded = read_stats(cache.get(key)) if cache is not None and setup.disk_stats else {}
+    recorded = read_stats(cache.get(key)) if cache is not None else {}
     if whole_root and all(root in Path(t.path).resolve().parents for t in targets):
-        _add_root(sources, paths, recorded if trust_stats else {}, setup)
+        linted = {target.relative for target in targets}
+        _add_root(sources, paths, linted, recorded if trust_stats else {}, setup)
     # else no project around the files named: they are the model
-    if cache is not None and setup.disk_stats:
+    if cache is not None:
         kept = {path: known for path, known in recorded.items() if path not in sources}
         kept.update(sources.records)  # a file read now and not settled is left out
         if kept != recorded:
@@ -722,11 +724,12 @@ def _model_sources(
 def _add_root(
     sources: ProjectSources,
     paths: dict[str, Path],
+    linted: set[str],
     recorded: dict[str, tuple[Stamp, str]],
     setup: _RunSetup,
 ) -> None:
-    """Every other Python file of the project root into ``sources``: read, or its hash
-    taken from ``recorded`` where its stat is the one recorded."""
+    """Every Python file of the project root not ``linted`` into ``sources``: read from
+    disk, or its hash taken from ``recorded`` where its stat is the one recorded."""
     settings = setup.settings
     listing = setup.memo.listing if setup.memo is not None else None
     if listing is None:
@@ -735,12 +738,12 @@ def _add_root(
             setup.memo.listing = listing
     for target in listing:
         relative = target.relative
-        if relative in sources or file_kind(target.display) != "code":
+        if relative in linted or file_kind(target.display) != "code":
             continue
         paths[relative] = target.path
         try:
-            stamp = stamp_of(os.stat(target.path)) if setup.disk_stats else None
-            known = recorded.get(relative) if stamp is not None else None
+            stamp = stamp_of(os.stat(target.path))
+            known = recorded.get(relative)
             if known is not None and known[0] == stamp and stamp[2] <= settings.max_file_size:
                 sources.add_unread(relative, stamp, known[1])
                 continue
@@ -947,7 +950,7 @@ def lint_targets(
         cache,
         jobs or default_jobs(),
         progress,
-        disk_stats=True,
+        stamp_targets=True,
     )
     result = _lint_read(targets, run, whole_project)
     if cache is not None:
@@ -1000,9 +1003,9 @@ class _RunSetup:
     jobs: int
     progress: ProgressCallback | None = None
     memo: ProjectMemo | None = None
-    #: Whether ``read`` reads the files on disk (their stat then tells whether they
-    #: changed since a run read them); an editor's buffers are not on disk.
-    disk_stats: bool = False
+    #: Whether ``read`` reads the linted files from disk (their stat then tells whether
+    #: they changed since a run read them); an editor's buffers are not on disk.
+    stamp_targets: bool = False
 
 
 @dataclass
@@ -1056,7 +1059,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     too_large: dict[int, FileOutcome] = {}
     stamps: dict[int, Stamp] = {}
     for position, target in enumerate(targets):
-        if setup.disk_stats:  # taken before the read: a later write moves it
+        if setup.stamp_targets:  # taken before the read: a later write moves it
             with suppress(OSError):
                 stamps[position] = stamp_of(os.stat(target.path))
         try:

@@ -53,12 +53,13 @@ def read_stats(entry: Any) -> dict[str, tuple[Stamp, str]]:
         return {}
     found: dict[str, tuple[Stamp, str]] = {}
     for relative, value in files.items():
-        if not (isinstance(value, list) and len(value) == 6 and isinstance(value[5], str)):
+        if type(value) is not list or len(value) != 6:
             return {}
-        numbers = value[:5]
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
-            return {}
-        found[relative] = ((numbers[0], numbers[1], numbers[2], numbers[3], numbers[4]), value[5])
+        mtime, ctime, size, inode, device, hash_ = value
+        numbers = (mtime, ctime, size, inode, device)
+        if type(hash_) is not str or any(type(n) is not int for n in numbers):
+            return {}  # (``type``, not ``isinstance``: a bool is no number here)
+        found[relative] = (numbers, hash_)
     return found
 
 

@@ -180,3 +180,28 @@ def test_a_record_that_no_longer_says_what_the_file_holds_is_read_afresh(
     assert _stats(project, warm, monkeypatch)["utils.py"][1] == content_hash(
         (project / "utils.py").read_bytes()
     )
+
+
+def test_an_editors_buffer_is_linted_not_the_file_its_stat_describes(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settled: None
+) -> None:
+    """``utils.py`` open in an editor without its barrier (not saved; the same size):
+    its record on disk says the text with the barrier; the buffer decides what
+    ``train_bad.py`` is told, and the buffer's text is never recorded as the file's."""
+    from ddplint.engine import lint_buffers
+
+    warm = tmp_path / "warm"
+    _run(project, [project], warm, monkeypatch)
+    options = LintOptions(selected=DEFAULT_RULES, project_root=str(project))
+    settings = Settings(project_root=project)
+    utils, target = project / "utils.py", project / "train_bad.py"
+    buffer = utils.read_text().replace("dist.barrier()", "dist.Barrier()").encode()  # same size
+    buffers = {utils.resolve(): buffer, target.resolve(): target.read_bytes()}
+    result = lint_buffers(buffers, settings, options, open_cache(settings, options))
+    assert not any(Path(f.path).name == "train_bad.py" for f in result.findings)
+    with_disk = lint_buffers({target.resolve(): target.read_bytes()}, settings, options)
+    assert any(Path(f.path).name == "train_bad.py" for f in with_disk.findings)
+    recorded = {hash_ for _stamp, hash_ in _stats(project, warm, monkeypatch).values()}
+    assert content_hash(buffer) not in recorded
+    hook = _run(project, [target], warm, monkeypatch)  # the files on disk again
+    assert _findings(hook) == _cold_findings(project, target, tmp_path, "cold", monkeypatch) != []
