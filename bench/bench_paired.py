@@ -3,7 +3,7 @@
 Usage::
 
     python bench/bench_paired.py TREE [--ddplint CMD] [--before CMD] [--repeat 3]
-        [--modes cold,warm,hook,hook-edit,hook-insert] [--hook-file PATH]
+        [--modes cold,warm,hook,hook-edit,hook-insert,hook-relink] [--hook-file PATH]
         [--keep-output DIR]
 
 Each measurement runs ddplint and then ``ruff check --no-cache --exit-zero`` from the
@@ -15,7 +15,9 @@ cache a cold run left), ``hook`` (one file with ``--force-exclude``, as pre-comm
 it, warm), ``hook-edit`` (the same after a comment line was appended to the file: its
 outcome is not in the cache, its summary is the same), ``hook-insert`` (an import line
 inserted above the file's first import: every line moves and the module imports one
-more name, so the modules whose names lead to it are linked again). Each edit is a text
+more name, so the modules whose names lead to it are linked again; after the first run
+the same summary is memoized), ``hook-relink`` (the same import under a name no run
+has seen: a summary no run has seen, so the project is always linked again). Each edit is a text
 no run has seen; the file is restored after each run (run it on a copy of the tree).
 ruff lints the same paths. Prints min / median of each and the median of the pair ratios to ruff.
 Not a test: read the numbers as the machine's, and on a shared machine read CPU.
@@ -55,8 +57,17 @@ def _inserted(original: bytes, stamp: str) -> bytes:
     return b"".join(lines)
 
 
+def _imported(original: bytes, stamp: str) -> bytes:
+    """``_inserted`` with a name no run has seen: the module's summary is new too, so
+    the project is linked again (``hook-insert`` after its first run finds the facts
+    memoized for the same summary: its edits differ in a comment only)."""
+    name = "bench_" + "".join(c if c.isalnum() else "_" for c in stamp)
+    spelled = f"import os as {name}  #".encode()
+    return _inserted(original, stamp).replace(b"import os  #", spelled, 1)
+
+
 #: The edited-file modes: how each edits the hook file.
-EDITS = {"hook-edit": _appended, "hook-insert": _inserted}
+EDITS = {"hook-edit": _appended, "hook-insert": _inserted, "hook-relink": _imported}
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_server.py [--lines 2000] [--edits 30] [--project DIR]
+    python bench/bench_server.py [--lines 2000] [--edits 30] [--project DIR] [--fresh-layouts]
 
 Starts the real server (``python -m ddplint server``) with pygls's client, opens a
 generated training file of about ``--lines`` lines (in a fresh project, or written into
@@ -91,13 +91,17 @@ def training_file(lines: int) -> str:
     return "".join(parts)
 
 
-def edited(text: str, edit: int) -> tuple[str, str]:
+def edited(text: str, edit: int, fresh_layouts: bool = False) -> tuple[str, str]:
     """The ``edit``-th change of the file: even ones rewrite one line, odd ones also
     insert a line after it (every line below moves, as when one presses Enter), so
-    successive edits alternate between the two layouts. Each text is new."""
+    successive edits alternate between the two layouts. Each text is new. With
+    ``fresh_layouts`` an odd edit inserts as many lines as its number: every layout is
+    new too (the module's summary differs from every earlier one, so no memo of the
+    project's facts answers it)."""
     if edit % 2 == 0:
         return "rewrite", text.replace(EDITED, f'        print("epoch {edit}", epoch, total)', 1)
-    inserted = f"{EDITED}\n        total += {edit}"
+    added = edit if fresh_layouts else 1
+    inserted = EDITED + "".join(f"\n        total += {edit}" for _ in range(added))
     return "insert", text.replace(EDITED, inserted, 1)
 
 
@@ -133,7 +137,7 @@ class Bench:
 READING_SECONDS = 2.0
 
 
-async def run(lines: int, edits: int, burst: int, project: Path) -> None:
+async def run(lines: int, edits: int, burst: int, project: Path, fresh: bool) -> None:
     path = project / "bench_train.py"
     text = training_file(lines)
     path.write_text(text, encoding="utf-8")
@@ -156,7 +160,7 @@ async def run(lines: int, edits: int, burst: int, project: Path) -> None:
     server_pid = bench.client._server.pid if bench.client._server is not None else None
     for edit in range(edits):
         version += 1
-        kind, changed = edited(text, edit)
+        kind, changed = edited(text, edit, fresh)
         before = cpu_seconds(server_pid)
         sent = bench.change(uri, version, changed)
         delays[kind].append(await bench.until_published(version) - sent)
@@ -193,6 +197,7 @@ async def run(lines: int, edits: int, burst: int, project: Path) -> None:
     await bench.client.shutdown_async(None)
     bench.client.exit(None)
     await bench.client.stop()
+    path.unlink(missing_ok=True)  # the project is left as it was
 
 
 def cpu_seconds(pid: int | None) -> float:
@@ -220,14 +225,18 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=30)
     parser.add_argument("--burst", type=int, default=10)
     parser.add_argument("--project", type=Path, help="lint the file inside this project")
+    parser.add_argument(
+        "--fresh-layouts", action="store_true", help="no two inserts leave the same layout"
+    )
     args = parser.parse_args()
     if args.project is not None:
-        asyncio.run(run(args.lines, args.edits, args.burst, args.project.resolve()))
+        project = args.project.resolve()
+        asyncio.run(run(args.lines, args.edits, args.burst, project, args.fresh_layouts))
         return
     with tempfile.TemporaryDirectory() as folder:
         project = Path(folder)
         (project / ".git").mkdir()
-        asyncio.run(run(args.lines, args.edits, args.burst, project))
+        asyncio.run(run(args.lines, args.edits, args.burst, project, args.fresh_layouts))
 
 
 if __name__ == "__main__":

@@ -8,20 +8,23 @@ import ast
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddplint import cancellation, code_facts
-from ddplint.cache import ResultCache, cache_key, content_hash, valid_outcome_entry
-from ddplint.code.project.encoding import (
-    FACTS_VERSION,
-    SUMMARY_VERSION,
-    encode_facts,
-    informs_rules,
-)
+from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
+from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts, informs_rules
+from ddplint.code.project.memo import (
+    DIGESTS_KEY,
+    digests_entry,
+    facts_key,
+    read_digests,
+    summary_digest,
+)
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.discover import Target, discover, display_path, file_target
 from ddplint.finding import FileError, Finding
@@ -38,6 +41,15 @@ from ddplint.source import (
     file_kind,
     is_json,
     read_source_bytes,
+)
+from ddplint.source_stats import (
+    ProjectSources,
+    SourceChanged,
+    Stamp,
+    read_stats,
+    stamp_of,
+    stats_entry,
+    stats_key,
 )
 from ddplint.suppress import Suppressions, mentions_own_codes
 
@@ -665,7 +677,7 @@ def _summary_job(raw: bytes) -> Summary | None:
 
 
 def _summaries(
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     hashes: dict[str, str],
     cache: ResultCache | None,
     jobs: int,
@@ -696,63 +708,117 @@ def _summaries(
 def _model_sources(
     targets: list[Target],
     contents: dict[int, bytes],
-    settings: Settings,
+    stamps: dict[int, Stamp],
     whole_root: bool,
     setup: _RunSetup,
-) -> dict[str, bytes]:
+    trust_stats: bool,
+) -> ProjectSources:
     """The Python files the project model is built from, by relative path: the code
-    files linted, and with ``whole_root`` every Python file of the project root."""
-    sources = {
-        targets[p].relative: raw
-        for p, raw in contents.items()
-        if file_kind(targets[p].display) == "code"
-    }
+    files linted, and with ``whole_root`` every Python file of the project root. With
+    ``trust_stats`` (and the cache), a file not linted whose stat is unchanged since a
+    run read it is not read (``ddplint.source_stats``); a linted file's stat is taken
+    only where it was read from disk (``stamp_targets``), never an editor's buffer."""
+    settings, cache = setup.settings, setup.cache
+    paths: dict[str, Path] = {}
+    sources = ProjectSources(lambda relative: setup.read(paths[relative], settings.max_file_size))
+    for position, raw in contents.items():
+        if file_kind(targets[position].display) == "code":
+            sources.add(targets[position].relative, raw, stamps.get(position))
     root = settings.project_root.resolve()
-    if not whole_root or not all(root in Path(t.path).resolve().parents for t in targets):
-        return sources  # no project around the files named: they are the model
+    key = stats_key(str(root))
+    recorded = read_stats(cache.get(key)) if cache is not None else {}
+    if whole_root and all(root in Path(t.path).resolve().parents for t in targets):
+        linted = {target.relative for target in targets}
+        _add_root(sources, paths, linted, recorded if trust_stats else {}, setup)
+    # else no project around the files named: they are the model
+    if cache is not None:
+        kept = {path: known for path, known in recorded.items() if path not in sources}
+        kept.update(sources.records)  # a file read now and not settled is left out
+        if kept != recorded:
+            cache.put(key, stats_entry(kept))
+    return sources
+
+
+def _add_root(
+    sources: ProjectSources,
+    paths: dict[str, Path],
+    linted: set[str],
+    recorded: dict[str, tuple[Stamp, str]],
+    setup: _RunSetup,
+) -> None:
+    """Every Python file of the project root not ``linted`` into ``sources``: read from
+    disk, or its hash taken from ``recorded`` where its stat is the one recorded."""
+    settings = setup.settings
     listing = setup.memo.listing if setup.memo is not None else None
     if listing is None:
-        listing = discover([str(root)], settings).targets
+        listing = discover([str(settings.project_root.resolve())], settings).targets
         if setup.memo is not None:
             setup.memo.listing = listing
     for target in listing:
-        if target.relative in sources or file_kind(target.display) != "code":
+        relative = target.relative
+        if relative in linted or file_kind(target.display) != "code":
             continue
+        paths[relative] = target.path
         try:
-            sources[target.relative] = setup.read(target.path, settings.max_file_size)
+            stamp = stamp_of(os.stat(target.path))
+            known = recorded.get(relative)
+            if known is not None and known[0] == stamp and stamp[2] <= settings.max_file_size:
+                sources.add_unread(relative, stamp, known[1])
+                continue
+            sources.add(relative, setup.read(target.path, settings.max_file_size), stamp)
         except (FileTooLarge, OSError):
             continue  # the model goes without it; this file is not reported on
-    return sources
 
 
 def _project_facts(
     targets: list[Target],
     positions: list[int],
-    sources: dict[str, bytes],
+    sources: ProjectSources,
     setup: _RunSetup,
     stats: RunStats,
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
 
-    Memoized in the cache by the project's sources (every path and content hash): a
-    file an earlier run of the same sources answered costs no summary and no linking
-    (a pre-commit run after a whole-tree run, a warm run)."""
+    Memoized in the cache by the project's paths and summaries (``code.project.memo``):
+    a file an earlier run of the same summaries answered costs no linking (a pre-commit
+    run after a whole-tree run, a warm run, an edit that changes no summary)."""
     relatives = sorted({targets[p].relative for p in positions})
-    hashes = {relative: content_hash(raw) for relative, raw in sources.items()}
-    memo_key = _project_facts_key(hashes)
+    hashes = sources.hashes
     cache = setup.cache
-    known = (_cached_project_facts(cache, memo_key) if cache is not None else None) or {}
+    memo_key = None
+    known: dict[str, str] = {}
+    if cache is not None:
+        memo_key = facts_key(_summary_digests(sources, hashes, cache, setup.jobs, stats))
+        known = _cached_project_facts(cache, memo_key) or {}
     missing = [relative for relative in relatives if relative not in known]
     if missing:
         index = _linked_index(sources, hashes, setup, stats)
         known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
-        if cache is not None:
+        if cache is not None and memo_key is not None:
             cache.put(memo_key, {"project_facts": known})
     return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
 
 
+def _summary_digests(
+    sources: Mapping[str, bytes],
+    hashes: dict[str, str],
+    cache: ResultCache,
+    jobs: int,
+    stats: RunStats,
+) -> dict[str, str]:
+    """The summary digest of every source (relative path -> digest): kept in the cache
+    by content hash; the sources whose bytes are new are summarised (``_summaries``)."""
+    known = read_digests(cache.get(DIGESTS_KEY))
+    new = {relative: sources[relative] for relative in sources if hashes[relative] not in known}
+    if new:
+        found = _summaries(new, hashes, cache, jobs, stats)
+        known = {**known, **{hashes[r]: summary_digest(found.get(r)) for r in new}}
+        cache.put(DIGESTS_KEY, digests_entry(known, set(hashes.values())))
+    return {relative: known[hashes[relative]] for relative in sources}
+
+
 def _linked_index(
-    sources: dict[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
+    sources: Mapping[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
 ) -> ProjectIndex:
     """The project linked: by the caller's memo (the language server); else from the
     links the cache keeps of the last link, only what an edit changed linked again
@@ -792,7 +858,7 @@ class _StaleLinks(Exception):
 
 def _relinked(
     previous: Any,
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     hashes: dict[str, str],
     setup: _RunSetup,
     stats: RunStats,
@@ -819,7 +885,7 @@ class _CachedSummaries(Mapping[str, "Summary"]):
         self,
         paths: list[str],
         built: dict[str, Summary | None],
-        sources: dict[str, bytes],
+        sources: Mapping[str, bytes],
         hashes: dict[str, str],
         cache: ResultCache | None,
         stats: RunStats,
@@ -849,15 +915,6 @@ def _encoded_facts(index: ProjectIndex, relative: str) -> str:
     """The file's facts encoded; "" for a file without any."""
     facts = index.facts_for(relative)
     return encode_facts(facts) if facts else ""
-
-
-def _project_facts_key(hashes: dict[str, str]) -> str:
-    """The cache key of the project facts of a project whose sources have ``hashes``
-    (relative path -> content hash): a digest of every source's path and bytes."""
-    digest = hashlib.blake2b(digest_size=16)
-    for relative in sorted(hashes):
-        digest.update(f"{relative}\0{hashes[relative]}\0".encode("utf-8", "surrogateescape"))
-    return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}:{digest.hexdigest()}"
 
 
 def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:
@@ -904,7 +961,15 @@ def lint_targets(
     does, are analysed with their whole project).
     """
     cache = open_cache(settings, options) if use_cache else None
-    run = _RunSetup(settings, options, read_source_bytes, cache, jobs or default_jobs(), progress)
+    run = _RunSetup(
+        settings,
+        options,
+        read_source_bytes,
+        cache,
+        jobs or default_jobs(),
+        progress,
+        stamp_targets=True,
+    )
     result = _lint_read(targets, run, whole_project)
     if cache is not None:
         cache.save()
@@ -956,6 +1021,9 @@ class _RunSetup:
     jobs: int
     progress: ProgressCallback | None = None
     memo: ProjectMemo | None = None
+    #: Whether ``read`` reads the linted files from disk (their stat then tells whether
+    #: they changed since a run read them); an editor's buffers are not on disk.
+    stamp_targets: bool = False
 
 
 @dataclass
@@ -1007,7 +1075,11 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     errors: list[FileError] = []
     contents: dict[int, bytes] = {}
     too_large: dict[int, FileOutcome] = {}
+    stamps: dict[int, Stamp] = {}
     for position, target in enumerate(targets):
+        if setup.stamp_targets:  # taken before the read: a later write moves it
+            with suppress(OSError):
+                stamps[position] = stamp_of(os.stat(target.path))
         try:
             contents[position] = setup.read(target.path, options.max_file_size)
         except FileTooLarge as exc:
@@ -1018,9 +1090,13 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
     others = [p for p in contents if p not in set(configs)]
     wanted = _facts_wanted(options, [contents[p] for p in configs])
     run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
-    sources = _model_sources(targets, contents, settings, whole_project, setup)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    run.project = _project_facts(targets, code_files, sources, setup, stats)
+    sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=True)
+    try:
+        run.project = _project_facts(targets, code_files, sources, setup, stats)
+    except SourceChanged:  # a file changed while this run read the project: read it all
+        sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=False)
+        run.project = _project_facts(targets, code_files, sources, setup, stats)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
     code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)
@@ -1068,7 +1144,7 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
 
 def _facts_of_others(
     targets: list[Target],
-    sources: dict[str, bytes],
+    sources: Mapping[str, bytes],
     settings: Settings,
     options: LintOptions,
     wanted: tuple[str, ...],

@@ -13,7 +13,8 @@ from test_project_model import DEFAULT_RULES, FIXTURES, generated_project
 
 from ddplint.cache import ResultCache, content_hash
 from ddplint.code.project.incremental import REWRITE_AFTER
-from ddplint.engine import RunResult, _project_facts_key, lint_paths, open_cache
+from ddplint.code.project.memo import DIGESTS_KEY, facts_key, read_digests
+from ddplint.engine import RunResult, lint_paths, open_cache
 from ddplint.settings import LintOptions, Settings
 
 #: The edits, each with the modules it must link again (by module name). The project:
@@ -98,7 +99,9 @@ def _memoized_facts(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) ->
         path.relative_to(root).as_posix(): content_hash(path.read_bytes())
         for path in root.rglob("*.py")
     }
-    entry = open_cache(settings, options).get(_project_facts_key(hashes))
+    results = open_cache(settings, options)
+    digests = read_digests(results.get(DIGESTS_KEY))
+    entry = results.get(facts_key({path: digests[hash_] for path, hash_ in hashes.items()}))
     assert entry is not None
     return dict(entry["project_facts"])
 
@@ -109,6 +112,11 @@ def _findings(result: RunResult) -> list[tuple[str, int, str, str]]:
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_tree(tmp_path, monkeypatch)
+
+
+def make_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The ``save_checkpoint`` fixture beside a generated project of 8 modules."""
     root = tmp_path / "project"
     shutil.copytree(FIXTURES / "save_checkpoint", root)
     for relative, text in generated_project(8).items():
