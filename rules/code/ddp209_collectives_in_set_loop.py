@@ -69,6 +69,7 @@ class CollectivesInSetLoop(CodeRule):
     name = "collectives-in-set-loop"
     summary = "collectives issued while iterating a set: the order differs per rank"
     severity = Severity.ERROR
+    default_enabled = False
     fix_applicability = Applicability.SAFE
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES

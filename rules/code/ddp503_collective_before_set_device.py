@@ -103,6 +103,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     name = "collective-before-set-device"
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
+    default_enabled = False
     fix_applicability = Applicability.SAFE
     needles = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
     required = ("init_process_group",)
