@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ddplint.cli import cli
@@ -91,3 +92,12 @@ def deadline(seconds: int = HANG_GUARD) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+#: A test run started with SIGINT ignored (a background job of a script) hands that on
+#: to ddplint, which then rightly keeps ignoring Ctrl-C: tests that interrupt a run with
+#: SIGINT cannot run there.
+sigint_ignored = pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+    reason="SIGINT is ignored in this test run (started as a background job?)",
+)

@@ -18,18 +18,12 @@ import pytest
 from ddplint.fixer import write_atomic
 from ddplint.interrupt import Interrupted, _raise_interrupted
 
-from .support import HANG_GUARD, HAZARD
+from .support import HANG_GUARD, HAZARD, sigint_ignored
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc"),
 ]
-#: A test run started with SIGINT ignored (a background job of a script) hands that on
-#: to ddplint, which then rightly keeps ignoring Ctrl-C: those tests cannot run there.
-sigint_ignored = pytest.mark.skipif(
-    signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
-    reason="SIGINT is ignored in this test run (started as a background job?)",
-)
 
 #: Enough files that a 2-worker run is still busy when the test signals it.
 TREE_FILES = 3000

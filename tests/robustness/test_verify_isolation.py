@@ -24,6 +24,8 @@ import pytest
 from ddplint.verify.launch import MAX_SCRATCH_PATH, LaunchSpec, rank_environment
 from ddplint.verify.reaper import is_alive, marked_processes
 
+from .support import sigint_ignored
+
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
@@ -98,6 +100,7 @@ class Run:
         )
 
 
+@sigint_ignored
 def test_interrupt_stops_everything_and_a_second_run_works(short_tmp: Path) -> None:
     first = Run(short_tmp, "a", "--timeout", "60", script_args=("--mode", "sleep", "--detached"))
     first.wait_for_children()
