@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -111,7 +112,11 @@ def test_a_skipped_barrier_is_traced_to_its_line_and_confirms_ddp201(
     assert "barrier  at fixtures/verify/dumps/rank0_skips_barrier.py:13 in train" in done.stdout
     # rank 0 went on: its last recorded collective is the all_reduce before the barrier
     assert "rank 0  all_reduce float32[4] #1 on the default group at " in done.stdout
-    assert "rank0_skips_barrier.py:11 in train [completed]" in done.stdout
+    # The entry's state is what the flight recorder had seen when it dumped: rank 0's
+    # all_reduce has completed unless the dump overtook it on a loaded machine.
+    assert re.search(
+        r"rank0_skips_barrier\.py:11 in train \[(completed|started|scheduled)\]", done.stdout
+    )
     assert (
         "confirmed by the dump  fixtures/verify/dumps/rank0_skips_barrier.py:13:9 DDP201"
         in done.stdout
