@@ -215,7 +215,7 @@ def _rules_to_run(plan: _Plan, context: Any) -> list[CodeRule | ConfigRule]:
     rules = [r for r in plan.rules if isinstance(r, CodeRule) and r.may_report(context)]
     if plan.syntax_only or context.ast_module is None or any(r.reads_libcst for r in rules):
         _ = context.module
-    return list[CodeRule | ConfigRule](rules)
+    return [*rules]
 
 
 #: How a notice about a file that was not linted begins.

@@ -95,7 +95,7 @@ class PersistentWorkersFixedTrue(CodeRule):
             text = ctx.node_text(workers)
             condition = f"{text} > 0"
             plain = isinstance(workers, (cst.Name, cst.Attribute, cst.Subscript)) and not any(
-                ctx.index.is_inside(node, workers) for node in ctx.index.nodes(cst.Call)
+                isinstance(node, cst.Call) for node in ctx.index.walk_within(workers)
             )
             fix = Fix(
                 Applicability.SAFE if plain else Applicability.UNSAFE,
@@ -123,9 +123,16 @@ class PersistentWorkersFixedTrue(CodeRule):
         if found is not None and found.value == 0 and not isinstance(found.value, bool):
             return False  # DDP404: zero as configured
         return not any(
-            isinstance(ancestor, (cst.If, cst.IfExp)) and text in ctx.node_text(ancestor.test)
+            isinstance(ancestor, (cst.If, cst.IfExp)) and _reads(ctx, ancestor.test, text)
             for ancestor in ctx.index.ancestors(call)
         )
+
+
+def _reads(ctx: CodeContext, test: cst.BaseExpression, spelled: str) -> bool:
+    """Whether ``test`` holds the expression ``spelled`` (``args.workers`` in
+    ``args.workers > 0``; not in ``args.workers_eval > 0``)."""
+    parts = [test, *ctx.index.walk_within(test)]
+    return any(ctx.node_text(part) == spelled for part in parts)
 
 
 def _at_least_one(ctx: CodeContext, workers: cst.BaseExpression) -> bool:
