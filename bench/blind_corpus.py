@@ -6,12 +6,14 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3`` (default 1): which list, split and verdicts it
+Every command takes ``--corpus-set 1|2|3|4`` (default 1): which list, split and verdicts it
 uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
 second blind half), set 3 is ``repositories-3.tsv`` / ``split-3.tsv`` /
-``verdicts-repositories-3.tsv`` (the third blind half). ``--repos``, ``--split`` and
+``verdicts-repositories-3.tsv`` (the third blind half), set 4 is ``repositories-4.tsv`` /
+``split-4.tsv`` / ``verdicts-repositories-4.tsv`` (every repository blind: no draw, no
+seed). ``--repos``, ``--split`` and
 ``--verdicts`` name other files.
 ``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
 the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
@@ -64,9 +66,14 @@ CORPUS_SETS = {
         CORPORA / "split-3.tsv",
         CORPORA / "verdicts-repositories-3.tsv",
     ),
+    "4": (
+        CORPORA / "repositories-4.tsv",
+        CORPORA / "split-4.tsv",
+        CORPORA / "verdicts-repositories-4.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
-SPLIT_SEEDS = {"1": "ddplint-issue23-repos-1:", "2": "ddplint-blind-2:", "3": "ddplint-blind-3:"}
+SPLIT_SEEDS = {"1": "ddplint-issue23-repos-1:", "2": "ddplint-blind-2:", "3": "ddplint-blind-3:", "4": ""}
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
 
