@@ -73,7 +73,12 @@ CORPUS_SETS = {
     ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
-SPLIT_SEEDS = {"1": "ddplint-issue23-repos-1:", "2": "ddplint-blind-2:", "3": "ddplint-blind-3:", "4": ""}
+SPLIT_SEEDS = {
+    "1": "ddplint-issue23-repos-1:",
+    "2": "ddplint-blind-2:",
+    "3": "ddplint-blind-3:",
+    "4": "",
+}
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
 
