@@ -11,18 +11,18 @@ from ddplint.code.collectives.catalogue import torch_distributed_call
 from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
 from ddplint.code.collectives.run_order import RunOrder, TracedCall
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.argument_edits import add_keyword_argument
 from ddplint.code.ranks.process_groups import DEVICE_CHOICES, ProcessGroups
 from ddplint.code.syntax.call_args import argument, keyword_argument
 from ddplint.code.syntax.constants import literal_value, single_assignment
-from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
-#: Collectives that pick their GPU from the current device (no tensor says where):
-#: a barrier allocates its own one-element tensor, object collectives pickle to it.
+#: Collectives that pickle to the *current* device (``torch.cuda.current_device()``, as
+#: PyTorch documents for NCCL groups): cuda:0 on every rank before ``set_device``. A
+#: ``barrier`` is not one: with no device bound, ProcessGroupNCCL runs it on GPU
+#: ``rank % device_count`` (or on the devices its earlier collectives used).
 CURRENT_DEVICE_COLLECTIVES = frozenset(
     {
-        "barrier",
         "all_gather_object",
         "broadcast_object_list",
         "gather_object",
@@ -49,10 +49,10 @@ class _LateChoice:
 class CollectiveBeforeSetDevice(CodeRule):
     """
     ## What it does
-    Flags a `torch.distributed.barrier()`, an object collective (`all_gather_object`,
-    `broadcast_object_list`, `gather_object`, `scatter_object_list`) or a collective on
-    a tensor made on `"cuda"` with no index (`torch.ones(1, device="cuda")`,
-    `t.cuda()`) on the default NCCL group that runs after
+    Flags an object collective (`all_gather_object`, `broadcast_object_list`,
+    `gather_object`, `scatter_object_list`) or a collective on a tensor made on
+    `"cuda"` with no index (`torch.ones(1, device="cuda")`, `t.cuda()`) on the
+    default NCCL group that runs after
     `init_process_group` but before the rank chooses its GPU, when the same code path
     chooses it later: `torch.cuda.set_device(local_rank)` comes after the collective, or
     the GPU is only ever named per use (`DistributedDataParallel(...,
@@ -64,19 +64,20 @@ class CollectiveBeforeSetDevice(CodeRule):
     a gloo group.
 
     ## Why is this bad?
-    These collectives run on the *current* CUDA device (a tensor made on `"cuda"` lives
-    there too). Before `set_device` that is
-    `cuda:0` on every rank: every process creates a CUDA context and an NCCL
-    communicator on GPU 0, the barrier can hang or fail with a duplicate-GPU error, and
-    GPU 0 runs out of memory on large nodes. `DistributedDataParallel(device_ids=...)`
-    places the model but does not change the current device, so a later barrier still
-    runs on GPU 0. The device chosen later does not repair the communicator made
-    earlier.
+    Object collectives move their pickled bytes to the *current* CUDA device (PyTorch
+    documents that the user must make it the rank's own with `set_device`), and a
+    tensor made on `"cuda"` lives there too. Before `set_device` that is `cuda:0` on
+    every rank: every process creates a CUDA context and an NCCL communicator on GPU 0,
+    the collective can hang or fail with a duplicate-GPU error, and GPU 0 runs out of
+    memory on large nodes. `DistributedDataParallel(device_ids=...)` places the model
+    but does not change the current device, so a later object collective still runs
+    on GPU 0. The device chosen later does not repair the communicator made earlier.
 
     ## Example
     ```python
     dist.init_process_group("nccl")
-    dist.barrier()
+    config = [cfg]
+    dist.broadcast_object_list(config, src=0)
     torch.cuda.set_device(local_rank)
     ```
 
@@ -84,18 +85,20 @@ class CollectiveBeforeSetDevice(CodeRule):
     ```python
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
-    dist.barrier()
+    config = [cfg]
+    dist.broadcast_object_list(config, src=0)
     ```
 
     ## Fix safety
-    When the GPU index chosen later is a name already bound where the barrier runs, the
-    fix passes it to the barrier: `dist.barrier(device_ids=[local_rank])`. It is safe:
-    the barrier runs on the GPU the rank will use anyway. Moving `set_device` up is
-    not offered (what runs in between may depend on the current device).
+    No automatic fix: moving `set_device` up changes what runs in between on the
+    current device, and an object collective takes no device argument.
 
     ## References
-    - PyTorch docs: `torch.distributed.barrier` (the note on how the barrier's device
-      is chosen), `torch.distributed.init_process_group` (`device_id`).
+    - PyTorch docs: `torch.distributed.all_gather_object` and the other object
+      collectives (the note on `torch.cuda.current_device()` under NCCL),
+      `torch.distributed.init_process_group` (`device_id`); ProcessGroupNCCL's barrier
+      warning "using GPU N to perform barrier as devices used by this process are
+      currently unknown" (the `rank % device_count` guess).
     - pytorch/pytorch#15051, #124714 (processes sharing GPU 0 under NCCL).
     """
 
@@ -104,7 +107,6 @@ class CollectiveBeforeSetDevice(CodeRule):
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
     default_enabled = False
-    fix_applicability = Applicability.SAFE
     needles = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
     required = ("init_process_group",)
 
@@ -179,8 +181,6 @@ def _runs_on_current_device(ctx: CodeContext, groups: ProcessGroups, call: cst.C
         function in TENSOR_COLLECTIVES and _on_current_cuda_device(ctx, call)
     ):
         return False
-    if function == "barrier" and argument(call, "device_ids", 2) is not None:
-        return False
     group = keyword_argument(call, "group")
     return groups.is_default_group(group) and groups.default_backend in (None, "nccl")
 
@@ -231,7 +231,6 @@ def _finding(
         rule,
         traced.call,
         message,
-        _fix(ctx, traced, late),
         summary=f"`{name}()` runs on cuda:0 before the rank's GPU is chosen",
     )
 
@@ -239,28 +238,3 @@ def _finding(
 def _short(ctx: CodeContext, call: cst.Call) -> str:
     text = " ".join(ctx.node_text(call).split())
     return text if len(text) <= 60 else f"{' '.join(ctx.node_text(call.func).split())}(...)"
-
-
-def _fix(ctx: CodeContext, traced: TracedCall, late: _LateChoice) -> Fix | None:
-    """``device_ids=[<the later set_device's name>]`` on a plain ``barrier()``, when that
-    name is bound in the barrier's own function before it."""
-    call = traced.call
-    if (
-        not late.sets_current_device
-        or call.args
-        or torch_distributed_call(ctx.names, call) != ("barrier")
-    ):
-        return None
-    chosen = argument(late.call, "device", 0)
-    if chosen is None or not isinstance(chosen.value, cst.Name):
-        return None
-    function = ctx.index.enclosing_function(call)
-    if function is None or ctx.index.enclosing_function(late.call) is not function:
-        return None
-    name = chosen.value.value
-    is_parameter = any(p.name.value == name for p in function.params.params)
-    bound = None if is_parameter else single_assignment(ctx.index, call, name)
-    if not is_parameter and (bound is None or ctx.index.order[bound] > ctx.index.order[call]):
-        return None
-    edit = add_keyword_argument(ctx, call, f"device_ids=[{name}]")
-    return Fix(Applicability.SAFE, (edit,), f"Pass `device_ids=[{name}]` to the barrier")
