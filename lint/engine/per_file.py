@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddplint import cancellation
 from ddplint.deep_stack import call_with_deep_stack
-from ddplint.engine.suppressions import _apply_suppressions
-from ddplint.engine.triage import _Plan, _triage
+from ddplint.engine.suppressions import apply_suppressions
+from ddplint.engine.triage import Plan, triage_file
 from ddplint.finding import FileError, Finding
 from ddplint.results import SKIPPED, FileOutcome
 from ddplint.rule import CodeRule, ConfigRule
@@ -59,7 +59,7 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def _rules_to_run(plan: _Plan, context: Any) -> list[CodeRule | ConfigRule]:
+def _rules_to_run(plan: Plan, context: Any) -> list[CodeRule | ConfigRule]:
     """The planned rules that may report on the file (``CodeRule.may_report``, asked of
     its ``ast``). A Python file is parsed with LibCST here, where its parse errors are
     reported, when a rule left reads LibCST, when CPython refuses the file (LibCST says
@@ -94,7 +94,7 @@ def lint_source(
     exception that escapes (a bug of ours outside any one rule) is an error entry.
     """
     try:
-        plan = _triage(path, raw, options, collect)
+        plan = triage_file(path, raw, options, collect)
         if isinstance(plan, FileOutcome):
             return plan
         return call_with_deep_stack(_lint_planned, path, raw, options, plan)
@@ -103,7 +103,7 @@ def lint_source(
         return FileOutcome(errors=[FileError(path, message)], internal_error=True)
 
 
-def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> FileOutcome:
+def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> FileOutcome:
     """Parse the file once and run the planned rules and fact collectors on it."""
     import libcst as cst  # only a file that is parsed needs LibCST and the analysis
 
@@ -138,7 +138,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
         outcome.facts = facts or {}
     if context is None or not (rules or plan.syntax_only):
         if mentions_own_codes(raw):
-            _apply_suppressions(outcome, path, source.text, plan.kind, [], options)
+            apply_suppressions(outcome, path, source.text, plan.kind, [], options)
         return outcome
     outcome.parsed = True
     findings: list[Finding] = []
@@ -149,7 +149,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: _Plan) -> F
         settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
         findings = settled if settled is not None else [replace(f, fix=None) for f in findings]
     if findings or mentions_own_codes(raw):
-        _apply_suppressions(outcome, path, source.text, plan.kind, findings, options)
+        apply_suppressions(outcome, path, source.text, plan.kind, findings, options)
     else:
         outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
     return outcome
@@ -173,10 +173,10 @@ def _guarded(outcome: FileOutcome, path: str, what: str, run: Callable[[], T]) -
     return None
 
 
-def _lint_job(job: Job) -> FileOutcome:
+def lint_job(job: Job) -> FileOutcome:
     return lint_source(*job)
 
 
-def _worker_died(job: Job) -> FileOutcome:
+def worker_died(job: Job) -> FileOutcome:
     message = "internal error: the worker process died while linting this file"
     return FileOutcome(errors=[FileError(job[0], message)], internal_error=True)

@@ -20,8 +20,8 @@ from ddplint.code.project.memo import (
 )
 from ddplint.discover import Target, discover
 from ddplint.engine.pool import run_jobs
-from ddplint.engine.run_setup import _RunSetup
-from ddplint.engine.triage import _beyond_bounds
+from ddplint.engine.run_setup import RunSetup
+from ddplint.engine.triage import beyond_bounds
 from ddplint.results import RunStats
 from ddplint.source import (
     FileTooLarge,
@@ -48,7 +48,7 @@ def _summary_job(raw: bytes) -> Summary | None:
     or one too large to analyse (its own lint run reports why)."""
     from ddplint.code.project.module_summary import summarize
 
-    if _beyond_bounds(raw) is not None:
+    if beyond_bounds(raw) is not None:
         return None  # its own lint says it was skipped
     try:
         return summarize(SourceFile.decode("", raw).text)
@@ -85,12 +85,12 @@ def _summaries(
     return found
 
 
-def _model_sources(
+def model_sources(
     targets: list[Target],
     contents: dict[int, bytes],
     stamps: dict[int, Stamp],
     whole_root: bool,
-    setup: _RunSetup,
+    setup: RunSetup,
     trust_stats: bool,
 ) -> ProjectSources:
     """The Python files the project model is built from, by relative path: the code
@@ -124,7 +124,7 @@ def _add_root(
     paths: dict[str, Path],
     linted: set[str],
     recorded: dict[str, tuple[Stamp, str]],
-    setup: _RunSetup,
+    setup: RunSetup,
 ) -> None:
     """Every Python file of the project root not ``linted`` into ``sources``: read from
     disk, or its hash taken from ``recorded`` where its stat is the one recorded."""
@@ -150,11 +150,11 @@ def _add_root(
             continue  # the model goes without it; this file is not reported on
 
 
-def _project_facts(
+def project_facts(
     targets: list[Target],
     positions: list[int],
     sources: ProjectSources,
-    setup: _RunSetup,
+    setup: RunSetup,
     stats: RunStats,
 ) -> dict[int, str]:
     """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
@@ -198,7 +198,7 @@ def _summary_digests(
 
 
 def _linked_index(
-    sources: Mapping[str, bytes], hashes: dict[str, str], setup: _RunSetup, stats: RunStats
+    sources: Mapping[str, bytes], hashes: dict[str, str], setup: RunSetup, stats: RunStats
 ) -> ProjectIndex:
     """The project linked: by the caller's memo (the language server); else from the
     links the cache keeps of the last link, only what an edit changed linked again
@@ -240,7 +240,7 @@ def _relinked(
     previous: Any,
     sources: Mapping[str, bytes],
     hashes: dict[str, str],
-    setup: _RunSetup,
+    setup: RunSetup,
     stats: RunStats,
 ) -> tuple[ProjectIndex, set[str]]:
     """The index linked again from ``previous`` (a ``LinkState``): the changed files

@@ -14,12 +14,12 @@ from ddplint import code_facts
 from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
 from ddplint.discover import Target, discover, display_path, file_target
-from ddplint.engine.per_file import _lint_job, _worker_died
+from ddplint.engine.per_file import lint_job, worker_died
 from ddplint.engine.pool import default_jobs, run_jobs
-from ddplint.engine.project_model import _model_sources, _project_facts
-from ddplint.engine.run_setup import ProgressCallback, ProjectMemo, _RunSetup, open_cache
-from ddplint.engine.selection import _facts_wanted
-from ddplint.engine.triage import _too_large, prefilter
+from ddplint.engine.project_model import model_sources, project_facts
+from ddplint.engine.run_setup import ProgressCallback, ProjectMemo, RunSetup, open_cache
+from ddplint.engine.selection import facts_wanted
+from ddplint.engine.triage import prefilter, too_large_outcome
 from ddplint.finding import FileError, Finding
 from ddplint.launch_facts import launch_facts
 from ddplint.results import SKIPPED, FileOutcome, RunResult, RunStats
@@ -100,7 +100,7 @@ class _Run:
             if self.progress is not None:
                 self.progress(before + finished, len(self.targets))
 
-        results = run_jobs(_lint_job, work, self.jobs, crashed=_worker_died, done=done)
+        results = run_jobs(lint_job, work, self.jobs, crashed=worker_died, done=done)
         for (position, key), outcome in zip(pending, results, strict=True):
             self.outcomes[position] = outcome
             if self.cache is not None and not outcome.internal_error:
@@ -160,7 +160,7 @@ def lint_targets(
     does, are analysed with their whole project).
     """
     cache = open_cache(settings, options) if use_cache else None
-    run = _RunSetup(
+    run = RunSetup(
         settings,
         options,
         read_source_bytes,
@@ -199,11 +199,11 @@ def lint_buffers(
         return raw
 
     targets = [file_target(path, settings) for path in buffers]
-    setup = _RunSetup(settings, options, read, cache, 1, memo=memo)
+    setup = RunSetup(settings, options, read, cache, 1, memo=memo)
     return _lint_read(targets, setup, whole_project=True)
 
 
-def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> RunResult:
+def _lint_read(targets: list[Target], setup: RunSetup, whole_project: bool) -> RunResult:
     """Read the targets and lint them (``lint_targets``)."""
     settings, options, cache = setup.settings, setup.options, setup.cache
     stats = RunStats(files=len(targets))
@@ -218,20 +218,20 @@ def _lint_read(targets: list[Target], setup: _RunSetup, whole_project: bool) -> 
         try:
             contents[position] = setup.read(target.path, options.max_file_size)
         except FileTooLarge as exc:
-            too_large[position] = _too_large(target.display, exc.size, options.max_file_size)
+            too_large[position] = too_large_outcome(target.display, exc.size, options.max_file_size)
         except OSError as exc:
             errors.append(FileError(target.display, f"cannot read: {exc.strerror or exc}"))
     configs = [p for p in contents if file_kind(targets[p].display) == "config"]
     others = [p for p in contents if p not in set(configs)]
-    wanted = _facts_wanted(options, [contents[p] for p in configs])
+    wanted = facts_wanted(options, [contents[p] for p in configs])
     run = _Run(targets, contents, cache, setup.jobs, stats, dict(too_large), setup.progress)
     code_files = [p for p in others if file_kind(targets[p].display) == "code"]
-    sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=True)
+    sources = model_sources(targets, contents, stamps, whole_project, setup, trust_stats=True)
     try:
-        run.project = _project_facts(targets, code_files, sources, setup, stats)
+        run.project = project_facts(targets, code_files, sources, setup, stats)
     except SourceChanged:  # a file changed while this run read the project: read it all
-        sources = _model_sources(targets, contents, stamps, whole_project, setup, trust_stats=False)
-        run.project = _project_facts(targets, code_files, sources, setup, stats)
+        sources = model_sources(targets, contents, stamps, whole_project, setup, trust_stats=False)
+        run.project = project_facts(targets, code_files, sources, setup, stats)
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
     code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)

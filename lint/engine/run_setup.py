@@ -38,7 +38,7 @@ def open_cache(settings: Settings, options: LintOptions) -> ResultCache:
 
 
 @dataclass(frozen=True)
-class _RunSetup:
+class RunSetup:
     """What shapes a run besides its targets: settings, how files are read, the cache."""
 
     settings: Settings

@@ -22,7 +22,7 @@ def _rule(code: str) -> Any:
     return rule_class(code)()
 
 
-def _passing_rules(
+def passing_rules(
     selected: tuple[str, ...], kind: str, path: str, raw: bytes, informed: bool
 ) -> list[CodeRule | ConfigRule]:
     """The selected rules of this kind that read ``path`` and whose pre-filter the
@@ -39,12 +39,12 @@ def _passing_rules(
     ]
 
 
-def _suppression_rules(selected: tuple[str, ...]) -> list[SuppressionRule]:
+def suppression_rules(selected: tuple[str, ...]) -> list[SuppressionRule]:
     kinds = ((code, CATALOGUE.get(code)) for code in selected)
     return [_rule(code) for code, entry in kinds if entry and entry.kind == "suppression"]
 
 
-def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
+def fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
     if not kinds:
         return []
     from ddplint.code.fact_collectors import COLLECTORS
@@ -53,7 +53,7 @@ def _fact_collectors(kinds: Sequence[str], raw: bytes) -> list[FactCollector]:
     return [c for c in wanted if any(n.encode() in raw for n in c.needles)]
 
 
-def _facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
+def facts_wanted(options: LintOptions, config_raws: list[bytes]) -> tuple[str, ...]:
     """Code-fact kinds some selected config rule could use on these YAML files (read
     from the rule catalogue: no rule module is imported)."""
     kinds: set[str] = set()

@@ -3,7 +3,7 @@ codes, bare ``# noqa`` on reported lines, and the suppression rules (DDP900)."""
 
 from __future__ import annotations
 
-from ddplint.engine.selection import _suppression_rules
+from ddplint.engine.selection import suppression_rules
 from ddplint.finding import Finding
 from ddplint.results import FileOutcome
 from ddplint.rules.catalogue import CATALOGUE
@@ -11,7 +11,7 @@ from ddplint.settings import LintOptions
 from ddplint.suppress import Suppressions
 
 
-def _apply_suppressions(
+def apply_suppressions(
     outcome: FileOutcome,
     path: str,
     text: str,
@@ -33,7 +33,7 @@ def _apply_suppressions(
     kept = review.kept
     if not outcome.errors:
         selected = frozenset(options.selected)
-        for rule in _suppression_rules(options.selected):
+        for rule in suppression_rules(options.selected):
             found = rule.check_suppressions(path, suppressions, review, selected, known)
             kept += [f for f in found if not suppressions.suppresses(f)]
     outcome.bare_noqa = review.bare_noqa

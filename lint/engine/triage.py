@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
 from ddplint.code.project.encoding import informs_rules
-from ddplint.engine.selection import _fact_collectors, _passing_rules
-from ddplint.engine.suppressions import _apply_suppressions
+from ddplint.engine.selection import fact_collectors, passing_rules
+from ddplint.engine.suppressions import apply_suppressions
 from ddplint.finding import FileError
 from ddplint.results import SKIPPED, FileOutcome
 from ddplint.rule import CodeRule, ConfigRule
@@ -31,13 +31,13 @@ def _size_notice(size: int, limit: int) -> str:
     return f"{SKIPPED}{size} bytes is above max-file-size ({limit})"
 
 
-def _too_large(path: str, size: int, limit: int) -> FileOutcome:
+def too_large_outcome(path: str, size: int, limit: int) -> FileOutcome:
     """A file above the size limit: a notice, except for JSON (large JSON files are
     data, never the configuration the JSON rules read)."""
     return FileOutcome() if is_json(path) else FileOutcome(notices=[_size_notice(size, limit)])
 
 
-def _beyond_bounds(raw: bytes) -> str | None:
+def beyond_bounds(raw: bytes) -> str | None:
     """Why a Python file is too large to analyse (``safe_parse.too_large``), or None."""
     from ddplint.code.syntax.safe_parse import too_large
 
@@ -55,7 +55,7 @@ def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
     """What a file that must be parsed is parsed for: its rules and fact collectors, or
     (``syntax_only``) nothing but to say why Python code does not parse."""
 
@@ -77,9 +77,9 @@ def _compiles(path: str, raw: bytes) -> bool:
     return True
 
 
-def _triage(
+def triage_file(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str]
-) -> FileOutcome | _Plan:
+) -> FileOutcome | Plan:
     """The outcome of a file that needs no parse (too big, or no rule or fact collector
     could fire on it), or the plan for parsing it. Cheap: substring tests on bytes, and
     CPython's parser on a Python file no rule needs (one that does not parse is parsed
@@ -88,30 +88,30 @@ def _triage(
     if kind is None:
         return FileOutcome()
     if len(raw) > options.max_file_size:
-        return _too_large(path, len(raw), options.max_file_size)
-    if kind == "code" and (problem := _beyond_bounds(raw)) is not None:
+        return too_large_outcome(path, len(raw), options.max_file_size)
+    if kind == "code" and (problem := beyond_bounds(raw)) is not None:
         return FileOutcome(notices=[f"{SKIPPED}{problem}"])
-    collectors = _fact_collectors(collect, raw) if kind == "code" else []
+    collectors = fact_collectors(collect, raw) if kind == "code" else []
     # A file that uses project names reaching collectives or testing the rank may hold
     # a hazard without any of the words the rules' pre-filters look for.
     informed = kind == "code" and informs_rules(options.fact(PROJECT_KEY))
-    rules = _passing_rules(options.selected, kind, path, raw, informed)
+    rules = passing_rules(options.selected, kind, path, raw, informed)
     if not rules and not collectors:
         if is_json(path):  # JSON no rule reads (package.json, data) is not ours to judge
             return FileOutcome(prefiltered=True)
         outcome = _unreadable(path, raw) or FileOutcome(prefiltered=True)
         if not outcome.errors and kind == "code" and not _compiles(path, raw):
-            return _Plan(kind, [], [], syntax_only=True)  # never passed unread
+            return Plan(kind, [], [], syntax_only=True)  # never passed unread
         if not outcome.errors and mentions_own_codes(raw):
             text = SourceFile.decode(path, raw).text
-            _apply_suppressions(outcome, path, text, kind, [], options)
+            apply_suppressions(outcome, path, text, kind, [], options)
         return outcome
-    return _Plan(kind, rules, collectors)
+    return Plan(kind, rules, collectors)
 
 
 def prefilter(
     path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
 ) -> FileOutcome | None:
     """The outcome of a file that needs no parse, or None when it must be parsed."""
-    plan = _triage(path, raw, options, collect)
+    plan = triage_file(path, raw, options, collect)
     return plan if isinstance(plan, FileOutcome) else None
