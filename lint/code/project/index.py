@@ -56,12 +56,13 @@ class Reach:
     """A collective a function reaches: its kind, the functions in between (outermost
     first, the one holding the collective last) and where the collective stands."""
 
-    kind: tuple[Any, ...]  # api, op, family, creates_group, saves_checkpoint
+    #: api, op, family, creates_group, saves_checkpoint (``CollectiveKind``'s fields).
+    kind: tuple[str, str, str, bool, bool]
     chain: tuple[str, ...]
     where: str
-    #: ``[parameter, position]`` when the collective runs only if the caller switches
-    #: on a parameter that is off by default (``barrier_after=True``).
-    switch: list[Any] | None = None
+    #: The parameter the caller must switch on when it is off by default
+    #: (``barrier_after=True``).
+    switch: Switch | None = None
 
 
 def module_name(relative: str) -> tuple[str, bool] | None:
@@ -463,7 +464,8 @@ class ProjectIndex:
             if always or world:
                 *kind, _grouped, switch, line = (always or world)[0]
                 where = f"{self.paths[key[0]]}:{line}"
-                self.reach[key] = Reach(tuple(kind), (), where, None if always else switch)
+                switched = None if always else Switch(*switch)
+                self.reach[key] = Reach(tuple(kind), (), where, switched)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, calls in self._calls.items():
@@ -676,8 +678,7 @@ class ProjectIndex:
 
     def _reached(self, key: FunctionKey, reach: Reach) -> ReachedCollective:
         api, op, family, creates_group, saves_checkpoint = reach.kind
-        switch = None if reach.switch is None else Switch(*reach.switch)
         chain = (self.label(key), *reach.chain)
         return ReachedCollective(
-            api, op, family, creates_group, saves_checkpoint, chain, reach.where, switch
+            api, op, family, creates_group, saves_checkpoint, chain, reach.where, reach.switch
         )
