@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ddplint import engine
 from ddplint.cli import cli
+from ddplint.engine import per_file
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Planned:
 
 def record(files: dict[str, Planned]) -> None:
     """Wrap the engine's screening step to record what it planned and kept."""
-    screen = engine._rules_to_run
+    screen = per_file._rules_to_run
 
     def recording(plan: Any, context: Any) -> Any:
         rules = screen(plan, context)
@@ -46,7 +46,7 @@ def record(files: dict[str, Planned]) -> None:
             )
         return rules
 
-    engine._rules_to_run = recording
+    per_file._rules_to_run = recording
 
 
 def report(files: dict[str, Planned]) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ddplint.engine import RunResult
 from ddplint.finding import Finding
+from ddplint.results import RunResult
 from ddplint.source import FileTooLarge, read_source_bytes
 
 BASELINE_VERSION = 1

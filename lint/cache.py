@@ -32,7 +32,9 @@ from ddplint.source import FileTooLarge, read_source_bytes
 MAX_ENTRIES = 200_000
 #: A results file larger than this is not read (a link to /dev/zero, a forged giant).
 MAX_CACHE_BYTES = 512 * 1024 * 1024
-FORMAT = 4
+#: Signed into every entry: entries of another format do not verify and are not read
+#: (5: project facts as typed records, encoded positionally by ``project.encoding``).
+FORMAT = 5
 #: How long a run waits for another run's write to the database to end.
 LOCK_TIMEOUT_SECONDS = 5.0
 _SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"

@@ -17,9 +17,11 @@ from ddplint import __version__, blind_precision
 from ddplint.add_noqa import add_noqa
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
 from ddplint.discover import discover, display_path
-from ddplint.engine import RunResult, default_jobs, lint_paths
+from ddplint.engine.pool import default_jobs
+from ddplint.engine.run import lint_paths
 from ddplint.finding import Finding
-from ddplint.fixer import FixRun, fix_run, unified_diff
+from ddplint.fix import unified_diff
+from ddplint.fixer import FixRun, fix_run
 from ddplint.interrupt import ending_on_signals
 from ddplint.invocation import (
     EXIT_CLEAN,
@@ -43,6 +45,7 @@ from ddplint.report.printable import printable
 from ddplint.report.style import use_colour
 from ddplint.report.summary import count, statistics_json
 from ddplint.report.text import WHY_HINT, concise_line
+from ddplint.results import RunResult
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
 from ddplint.show import files_text, settings_text

@@ -5,13 +5,14 @@ edits from several findings applied once, and a check that the result still pars
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import replace
 
 from ddplint.deep_stack import call_with_deep_stack
 from ddplint.finding import Applicability, Edit, Finding
-from ddplint.source import SourceFile
+from ddplint.source import SourceFile, split_lines
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -147,3 +148,22 @@ def syntax_problem(kind: str, text: str) -> str | None:
         mark = getattr(exc, "problem_mark", None)
         return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)
     return None
+
+
+def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
+    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept, with
+    ``context`` unchanged lines around each change."""
+    name = path.lstrip("/")
+    lines = difflib.unified_diff(
+        split_lines(before),
+        split_lines(after),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+        n=context,
+    )
+    out = []
+    for line in lines:
+        out.append(line)
+        if not line.endswith(("\n", "\r")):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)

@@ -4,7 +4,6 @@ atomic writes that keep encoding, BOM, line endings and permissions."""
 from __future__ import annotations
 
 import contextlib
-import difflib
 import glob
 import os
 import stat
@@ -12,12 +11,21 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddplint.engine import FileOutcome, RunResult, default_jobs, lint_source, run_jobs
+from ddplint.engine.per_file import lint_source
+from ddplint.engine.pool import default_jobs, run_jobs
 from ddplint.finding import FileError, Finding
-from ddplint.fix import applicable, apply_edits, choose_fixes, edits_of, syntax_problem, with_text
+from ddplint.fix import (
+    applicable,
+    apply_edits,
+    choose_fixes,
+    edits_of,
+    syntax_problem,
+    with_text,
+)
 from ddplint.interrupt import signals_held
+from ddplint.results import FileOutcome, RunResult
 from ddplint.settings import LintOptions, Settings, ignored_for_path
-from ddplint.source import SourceError, SourceFile, split_lines
+from ddplint.source import SourceError, SourceFile
 
 #: Passes of apply + re-lint before giving up on a file whose fixes keep offering more.
 MAX_PASSES = 20
@@ -358,22 +366,3 @@ def _replace_bytes(real: Path, data: bytes, info: os.stat_result) -> str | None:
         Path(temporary).unlink(missing_ok=True)
         return exc.strerror or str(exc)
     return None
-
-
-def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
-    """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept, with
-    ``context`` unchanged lines around each change."""
-    name = path.lstrip("/")
-    lines = difflib.unified_diff(
-        split_lines(before),
-        split_lines(after),
-        fromfile=f"a/{name}",
-        tofile=f"b/{name}",
-        n=context,
-    )
-    out = []
-    for line in lines:
-        out.append(line)
-        if not line.endswith(("\n", "\r")):
-            out.append("\n\\ No newline at end of file\n")
-    return "".join(out)

@@ -9,8 +9,10 @@ from typing import BinaryIO
 
 from ddplint.cache import ResultCache
 from ddplint.discover import display_path, file_target
-from ddplint.engine import RunResult, cache_directory, lint_buffers
+from ddplint.engine.run import lint_buffers
+from ddplint.engine.run_setup import cache_directory
 from ddplint.fixer import FileFix, fix_source, options_for_path
+from ddplint.results import RunResult
 from ddplint.settings import LintOptions, Settings
 
 #: The name the text is linted as when ``--stdin-filename`` is not given.

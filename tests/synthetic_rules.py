@@ -10,7 +10,8 @@ import libcst as cst
 import pytest
 
 import ddplint.cli
-import ddplint.engine
+import ddplint.engine.selection
+import ddplint.engine.suppressions
 import ddplint.invocation
 import ddplint.report.sarif
 from ddplint.code.context import CodeContext
@@ -167,7 +168,7 @@ def use_synthetic_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     entries = {**CATALOGUE}
     for rule in SYNTHETIC:
         entries[rule.code] = catalogue_entry(rule, default_enabled=False)
-    for module in (ddplint.engine, ddplint.invocation):
+    for module in (ddplint.engine.selection, ddplint.engine.suppressions, ddplint.invocation):
         monkeypatch.setattr(module, "CATALOGUE", dict(sorted(entries.items())))
     engine_sees(monkeypatch, catalogue)
 
@@ -189,4 +190,4 @@ def catalogue_entry(rule: type[Rule], default_enabled: bool) -> RuleEntry:
 
 def engine_sees(monkeypatch: pytest.MonkeyPatch, rules: dict[str, type[Rule]]) -> None:
     """Make the engine instantiate ``rules`` by code (its instance cache bypassed)."""
-    monkeypatch.setattr(ddplint.engine, "_rule", lambda code: rules[code]())
+    monkeypatch.setattr(ddplint.engine.selection, "_rule", lambda code: rules[code]())

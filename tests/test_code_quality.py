@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -55,3 +56,59 @@ def test_mypy(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: The engine's modules, each importing only those before it (``lint/engine/``).
+ENGINE_FLOORS = (
+    "selection",
+    "suppressions",
+    "triage",
+    "per_file",
+    "pool",
+    "run_setup",
+    "project_model",
+    "run",
+)
+
+
+def _ddplint_imports(path: Path) -> set[str]:
+    """Every ``ddplint.*`` module a file imports, at the top, in functions or for types."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("ddplint.")}
+
+
+def test_engine_modules_import_only_downward() -> None:
+    package = ROOT / "lint" / "engine"
+    assert sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__") == sorted(
+        ENGINE_FLOORS
+    )
+    for floor, name in enumerate(ENGINE_FLOORS):
+        engine = {
+            module.split(".")[2]
+            for module in _ddplint_imports(package / f"{name}.py")
+            if module.startswith("ddplint.engine.")
+        }
+        above = engine - set(ENGINE_FLOORS[:floor])
+        assert not above, f"engine/{name}.py imports {sorted(above)} from its floor or above"
+
+
+def test_results_and_report_formats_do_not_import_the_engine() -> None:
+    files = [ROOT / "lint" / "results.py", *sorted((ROOT / "lint" / "report").glob("*.py"))]
+    for path in files:
+        engine = {m for m in _ddplint_imports(path) if m.split(".")[:2] == ["ddplint", "engine"]}
+        assert not engine, f"{path.relative_to(ROOT)} imports {sorted(engine)}"
+    loaded = _run(
+        sys.executable,
+        "-c",
+        "import sys, ddplint.report, ddplint.baseline; "
+        "print(sorted(m for m in sys.modules if m.startswith(('ddplint.engine', "
+        "'ddplint.fixer'))))",
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]", loaded.stdout

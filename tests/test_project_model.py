@@ -4,11 +4,20 @@ and what the rules gain from them on small multi-file projects (``fixtures/proje
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from ddplint.code.project.encoding import decode_facts, encode_facts, informs_rules
+from ddplint.code.project.facts import (
+    NO_FACTS,
+    FileFacts,
+    NameFacts,
+    OwnFunctionFacts,
+    ReachedCollective,
+    Switch,
+)
 from ddplint.code.project.index import ProjectIndex, module_name
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine import RunResult, lint_paths
@@ -248,10 +257,10 @@ def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
             ),
         }
     )
-    facts = index.facts_for("train.py")
-    assert facts["comm.is_main"] == {"k": 1}
-    assert facts["T:self.main"] == {"k": 1, "p": 1}
-    assert facts["comm.world"] == {"u": 1}  # known, and no rank test
+    facts = index.facts_for("train.py").names
+    assert facts["comm.is_main"] == NameFacts(rank_test=True)
+    assert facts["T:self.main"] == NameFacts(rank_test=True, held=True)
+    assert facts["comm.world"] == NameFacts(no_rank_test=True)  # known, and no rank test
     assert "T:self.size" not in facts
 
 
@@ -275,7 +284,7 @@ def test_a_rank_test_in_either_branch_and_a_dotted_import_beside_a_script() -> N
     script = index.module_of_path["mlpf/pipeline.py"]
     assert index.resolve_module("pyg.dist_utils", script) == utils
     assert (utils, "is_master") in index.rank_tests
-    assert index.facts_for("mlpf/pipeline.py")["is_master"]["k"] == 1
+    assert index.facts_for("mlpf/pipeline.py").names["is_master"].rank_test
 
 
 def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
@@ -303,28 +312,26 @@ def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
     assert index.wrapped_parameters[("evaluation", "evaluate")] == {0}  # through run()
     assert not index.wrapped_parameters.get(("evaluation", "probe"))  # before wrapping
     assert not index.wrapped_parameters.get(("evaluation", "tune"))  # buffers kept local
-    facts = index.facts_for("evaluation.py")
-    assert facts["def:evaluate"] == {"m": [0]}
-    assert facts["def:run"] == {"m": [1]}
+    facts = index.facts_for("evaluation.py").functions
+    assert facts["evaluate"] == OwnFunctionFacts(ddp_parameters=(0,))
+    assert facts["run"] == OwnFunctionFacts(ddp_parameters=(1,))
 
 
-def _facts_by_scanning(index: ProjectIndex, path: str) -> dict[str, dict[str, Any]]:
+def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
     """``facts_for`` as it was before the per-module grouping: every file scanned the
     project-wide sets. The reference the grouped answer must equal."""
     module = index.module_of_path.get(path)
     if module is None:
-        return {}
-    facts: dict[str, dict[str, Any]] = {}
+        return FileFacts()
+    functions: dict[str, OwnFunctionFacts] = {}
     for owner, name in sorted(index.device_chosen_by_callers):
         if owner == module:
-            facts.setdefault(f"def:{name}", {})["c"] = 1
+            functions[name] = OwnFunctionFacts(callers_choose_device=True)
     for (owner, name), positions in sorted(index.wrapped_parameters.items()):
         if owner == module and positions:
-            facts.setdefault(f"def:{name}", {})["m"] = sorted(positions)
-    for use, fact in index.facts_for(path).items():
-        if not use.startswith("def:"):
-            facts[use] = fact
-    return facts
+            chosen = functions.get(name, OwnFunctionFacts())
+            functions[name] = replace(chosen, ddp_parameters=tuple(sorted(positions)))
+    return FileFacts(index.facts_for(path).names, functions)
 
 
 def generated_project(modules: int) -> dict[str, str]:
@@ -353,8 +360,9 @@ def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
     index = index_of(generated_project(40))
     for path in index.module_of_path:
         assert index.facts_for(path) == _facts_by_scanning(index, path), path
-    assert index.facts_for("pkg/m3.py")["def:evaluate"] == {"c": 1, "m": [0]}
-    assert index.facts_for("pkg/m3.py")["def:prepare"] == {"c": 1}
+    own = index.facts_for("pkg/m3.py").functions
+    assert own["evaluate"] == OwnFunctionFacts(callers_choose_device=True, ddp_parameters=(0,))
+    assert own["prepare"] == OwnFunctionFacts(callers_choose_device=True)
 
 
 def test_a_plain_function_whose_first_parameter_is_cls_with_a_default_is_summarised() -> None:
@@ -365,3 +373,39 @@ def test_a_plain_function_whose_first_parameter_is_cls_with_a_default_is_summari
     text = "def register(cls=None, *, name=None):\n    if cls:\n        return cls\n"
     summary = summarize(text)
     assert summary is not None
+
+
+def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> None:
+    reach = ReachedCollective(
+        "torch.distributed.barrier",
+        "barrier",
+        "barrier",
+        False,
+        False,
+        ("utils.save", "utils._wait"),
+        "utils.py:11",
+        Switch("barrier_after", 2),
+    )
+    facts = FileFacts(
+        {
+            "utils.save": NameFacts(reach, no_rank_test=True, sharded_arguments=(0, 2)),
+            "T:self.main": NameFacts(rank_test=True, held=True),
+            "helper": NameFacts(no_rank_test=True, rank_zero_only=True, not_a_collective=True),
+        },
+        {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
+    )
+    assert decode_facts(encode_facts(facts)) == facts
+    assert encode_facts(FileFacts()) == ""
+    # The one-letter dictionaries of facts version 1 (and anything else) read as none.
+    for other in ('{"utils.save":{"k":1}}', '{"a":{"k":1},"def:f":{"c":1}}', "[1, 2]", "{"):
+        assert decode_facts(other) is NO_FACTS
+
+
+def test_only_facts_that_can_make_a_rule_fire_lift_the_pre_filters() -> None:
+    clearing = FileFacts(
+        {"f": NameFacts(no_rank_test=True, sharded_arguments=(0,))},
+        {"g": OwnFunctionFacts(callers_choose_device=True)},
+    )
+    assert not informs_rules(encode_facts(clearing))
+    assert informs_rules(encode_facts(FileFacts({"f": NameFacts(chooses_device=True)})))
+    assert informs_rules(encode_facts(FileFacts({}, {"g": OwnFunctionFacts(ddp_parameters=(0,))})))

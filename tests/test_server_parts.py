@@ -407,7 +407,7 @@ def test_a_newer_request_cancels_the_run_in_progress_at_its_next_check() -> None
 def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ddplint.engine
+    import ddplint.engine.per_file
     from ddplint import cancellation
 
     root = _project(tmp_path, monkeypatch)
@@ -421,20 +421,20 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     cache = ResultCache(tmp_path / "cache", options.fingerprint())
     stop = threading.Event()
     ran: list[str] = []
-    real_check = ddplint.engine._check
+    real_check = ddplint.engine.per_file._check
 
     def check_then_cancel(rule: object, context: object) -> object:
         ran.append(rule.code)  # type: ignore[attr-defined]
         stop.set()  # a newer edit arrives while the first rule runs
         return real_check(rule, context)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ddplint.engine, "_check", check_then_cancel)
+    monkeypatch.setattr(ddplint.engine.per_file, "_check", check_then_cancel)
     buffers = {train.resolve(): train.read_bytes()}
     with pytest.raises(cancellation.Cancelled):
         cancellation.cancellable(stop, lambda: lint_buffers(buffers, settings, options, cache))
     assert len(ran) == 1
     assert not any(key.startswith("code") for key in cache.entries)
-    monkeypatch.setattr(ddplint.engine, "_check", real_check)
+    monkeypatch.setattr(ddplint.engine.per_file, "_check", real_check)
     assert [f.rule for f in lint_buffers(buffers, settings, options, cache).findings] == ["DDP201"]
     assert any(key.startswith("code") for key in cache.entries)  # a whole run is cached
 

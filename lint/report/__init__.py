@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ddplint.engine import RunResult
 from ddplint.report.github import render_github
 from ddplint.report.gitlab import render_gitlab
 from ddplint.report.json_format import render_json
@@ -14,6 +13,7 @@ from ddplint.report.junit import render_junit
 from ddplint.report.rdjson import render_rdjson
 from ddplint.report.sarif import render_sarif
 from ddplint.report.text import render_concise, render_full
+from ddplint.results import RunResult
 
 
 @dataclass(frozen=True)

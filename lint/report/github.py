@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.engine import RunResult
 from ddplint.finding import FileError, Finding, Severity
 from ddplint.report.printable import printable
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

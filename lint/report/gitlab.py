@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddplint.baseline import entries_for
-from ddplint.engine import RunResult
 from ddplint.finding import Finding, Severity
 from ddplint.report.printable import json_document
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.engine import RunResult
 from ddplint.report.printable import json_document
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from ddplint.engine import RunResult
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

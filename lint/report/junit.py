@@ -8,10 +8,10 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from ddplint.engine import RunResult
 from ddplint.finding import FileError, Finding
 from ddplint.report.printable import printable
 from ddplint.report.text import concise_line
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

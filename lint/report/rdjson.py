@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ddplint.engine import RunResult
 from ddplint.finding import Edit, Finding, Severity
 from ddplint.report.printable import json_document
+from ddplint.results import RunResult
 
 if TYPE_CHECKING:
     from ddplint.report import ReportContext

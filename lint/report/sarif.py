@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 from ddplint import __version__
 from ddplint.baseline import entries_for
-from ddplint.engine import RunResult
 from ddplint.finding import Edit, FileError, Finding, Severity
 from ddplint.report.printable import json_document
+from ddplint.results import RunResult
 from ddplint.rules import all_rules
 
 if TYPE_CHECKING:

@@ -7,10 +7,10 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from ddplint.engine import RunResult
 from ddplint.finding import Finding
 from ddplint.fix import applicable
 from ddplint.report.printable import printable
+from ddplint.results import RunResult
 
 
 def count(number: int, noun: str, plural: str | None = None) -> str:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.engine import RunResult
 from ddplint.finding import Finding, Fix, Severity
-from ddplint.fix import applicable, apply_edits
-from ddplint.fixer import unified_diff
+from ddplint.fix import applicable, apply_edits, unified_diff
 from ddplint.report.printable import printable
 from ddplint.report.style import Styler
+from ddplint.results import RunResult
 from ddplint.source import SourceError, SourceFile
 
 if TYPE_CHECKING:

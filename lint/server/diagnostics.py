@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from ddplint.engine import SKIPPED
 from ddplint.finding import FileError, Finding, Severity
+from ddplint.results import SKIPPED
 from ddplint.rule import rule_docs_url
 from ddplint.server.positions import to_lsp
 

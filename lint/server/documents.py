@@ -26,9 +26,11 @@ from ddplint.cache import ResultCache
 from ddplint.code.project import module_summary
 from ddplint.code.syntax import incremental_parse, module_index
 from ddplint.discover import is_excluded
-from ddplint.engine import ProjectMemo, RunResult, cache_directory, lint_buffers
+from ddplint.engine.run import lint_buffers
+from ddplint.engine.run_setup import ProjectMemo, cache_directory
 from ddplint.finding import FileError, Finding
 from ddplint.invocation import build_options, build_settings
+from ddplint.results import RunResult
 from ddplint.settings import LintOptions, Settings, SettingsError, find_project_root
 from ddplint.source import file_kind, split_lines
 

@@ -9,7 +9,8 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-from ddplint.engine import RunResult, lint_paths
+from ddplint.engine.run import lint_paths
+from ddplint.results import RunResult
 from ddplint.settings import LintOptions, Settings
 from ddplint.verify.compare import (
     Comparison,

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddplint.engine import RunResult, lint_paths
+from ddplint.engine.run import lint_paths
+from ddplint.results import RunResult
 from ddplint.settings import LintOptions, Settings
 from ddplint.verify import c10d_ops, launch, watch
 from ddplint.verify.compare import Comparison, RuntimeProblem, compare, runtime_problems

@@ -14,7 +14,9 @@ from synthetic_rules import catalogue_entry, engine_sees
 
 import ddplint.cli
 import ddplint.code.syntax.safe_parse
-import ddplint.engine
+import ddplint.engine.per_file
+import ddplint.engine.selection
+import ddplint.engine.suppressions
 import ddplint.invocation
 from ddplint.code.context import CodeContext
 from ddplint.engine import POOL_THRESHOLD
@@ -56,7 +58,8 @@ class CrashingRule(CodeRule):
 def crashing_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[CrashingRule]]:
     catalogue = {**all_rules(), CrashingRule.code: CrashingRule}
     entries = {**CATALOGUE, CrashingRule.code: catalogue_entry(CrashingRule, default_enabled=True)}
-    monkeypatch.setattr(ddplint.engine, "CATALOGUE", entries)
+    monkeypatch.setattr(ddplint.engine.selection, "CATALOGUE", entries)
+    monkeypatch.setattr(ddplint.engine.suppressions, "CATALOGUE", entries)
     monkeypatch.setattr(ddplint.cli, "all_rules", lambda: catalogue)
     monkeypatch.setattr(ddplint.invocation, "CATALOGUE", entries)
     engine_sees(monkeypatch, catalogue)
@@ -149,7 +152,7 @@ def test_native_parser_crash_becomes_an_error_entry(
         request.addfinalizer(faulthandler.enable)
     monkeypatch.setattr(ddplint.code.syntax.safe_parse, "check_nesting", lambda text: None)
     monkeypatch.setattr(
-        ddplint.engine, "call_with_deep_stack", lambda function, *args: function(*args)
+        ddplint.engine.per_file, "call_with_deep_stack", lambda function, *args: function(*args)
     )
     _write(project, FILES_FOR_POOL - 1, {})
     (project / "deep.py").write_text(

@@ -1,31 +1,129 @@
-"""How project facts travel from the engine to a file's analysis, light enough for the
-engine to import at start-up (no LibCST): the versions in their cache keys, the key in
-``LintOptions.facts``, their encoding, and whether they can make a rule fire."""
+"""How project facts cross the cache and process boundary, light enough for the engine
+to import at start-up (no LibCST): the versions in their cache keys, the key in
+``LintOptions.facts``, and the compact form of a file's facts (``facts.FileFacts``):
+positional JSON, written and read here only."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from ddplint.code.project.facts import (
+    NO_FACTS,
+    FileFacts,
+    NameFacts,
+    OwnFunctionFacts,
+    ReachedCollective,
+    Switch,
+)
+
 #: Version of the summary layout: part of the cache key.
 SUMMARY_VERSION = "6"
-#: Version of linking and ``ProjectIndex.facts_for``: memoized facts of another are unused.
-FACTS_VERSION = "1"
+#: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
+#: facts of another version are not read.
+FACTS_VERSION = "2"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
+#: The boolean fields of ``NameFacts``, one bit each in their encoding (in this order).
+_NAME_FLAGS = (
+    "rank_test",
+    "held",
+    "no_rank_test",
+    "chooses_device",
+    "rank_zero_only",
+    "not_a_collective",
+)
 
-def encode_facts(facts: dict[str, dict[str, Any]]) -> str:
-    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
+
+def encode_facts(facts: FileFacts) -> str:
+    """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach]``
+    (reach ``[api, op, family, creates group, saves checkpoint, chain, where, switch]``,
+    switch ``[parameter, position]``), a function's as ``[callers choose device, DDP
+    parameters]``; "" for a file without facts."""
+    if not facts:
+        return ""
+    names = {name: _encode_name(fact) for name, fact in facts.names.items()}
+    functions = {
+        name: [int(fact.callers_choose_device), list(fact.ddp_parameters)]
+        for name, fact in facts.functions.items()
+    }
+    return json.dumps([names, functions], sort_keys=True, separators=(",", ":"))
+
+
+def _encode_name(fact: NameFacts) -> list[Any]:
+    flags = sum(1 << bit for bit, name in enumerate(_NAME_FLAGS) if getattr(fact, name))
+    reach = fact.reaches
+    encoded_reach = None
+    if reach is not None:
+        switch = reach.switch
+        encoded_reach = [
+            reach.api,
+            reach.op,
+            reach.family,
+            reach.creates_group,
+            reach.saves_checkpoint,
+            list(reach.chain),
+            reach.where,
+            None if switch is None else [switch.parameter, switch.position],
+        ]
+    return [flags, list(fact.sharded_arguments), encoded_reach]
+
+
+def decode_facts(encoded: str | None) -> FileFacts:
+    """The facts ``encode_facts`` wrote; none when absent or of another shape."""
+    if not encoded:
+        return NO_FACTS
+    try:
+        names, functions = json.loads(encoded)
+        return FileFacts(
+            {str(name): _decode_name(value) for name, value in names.items()},
+            {
+                str(name): OwnFunctionFacts(bool(chooses), _positions(ddp))
+                for name, (chooses, ddp) in functions.items()
+            },
+        )
+    except (ValueError, TypeError, AttributeError):
+        return NO_FACTS
+
+
+def _decode_name(value: Any) -> NameFacts:
+    flags, sharded, reach = value
+    if not isinstance(flags, int):
+        raise TypeError("flags")
+    return NameFacts(
+        _decode_reach(reach),
+        sharded_arguments=_positions(sharded),
+        **{name: bool(flags >> bit & 1) for bit, name in enumerate(_NAME_FLAGS)},
+    )
+
+
+def _decode_reach(value: Any) -> ReachedCollective | None:
+    if value is None:
+        return None
+    api, op, family, creates_group, saves_checkpoint, chain, where, switch = value
+    if not all(isinstance(text, str) for text in (api, op, family, where, *chain)):
+        raise TypeError("reach")
+    return ReachedCollective(
+        api,
+        op,
+        family,
+        bool(creates_group),
+        bool(saves_checkpoint),
+        tuple(chain),
+        where,
+        None if switch is None else Switch(str(switch[0]), int(switch[1])),
+    )
+
+
+def _positions(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, int) for item in value):
+        raise TypeError("positions")
+    return tuple(value)
 
 
 def informs_rules(encoded: str | None) -> bool:
     """Whether a file's project facts can make a rule fire without any of the words the
-    rules' pre-filters look for (a project name that reaches a collective, tests the
-    rank, ...). Facts that only clear a suspicion (``u``: a known function returning no
-    rank test, ``c``: callers that choose the GPU, ``w``: arguments it shards) cannot:
-    such a file keeps its pre-filters."""
-    if not encoded:
-        return False
-    facts = json.loads(encoded)
-    return any(set(fact) - {"u", "c", "w"} for fact in facts.values())
+    rules' pre-filters look for (``FileFacts.informs_rules``): a file whose facts only
+    clear a suspicion keeps its pre-filters."""
+    return decode_facts(encoded).informs_rules()

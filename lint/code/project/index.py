@@ -12,17 +12,25 @@ group's members is not known here); a function *is a rank test*
 when it returns one or returns what a rank test returns. What cannot be resolved (a
 receiver with no known class, a dynamic call, a name outside the project) stays unknown.
 
-``facts_for(path)`` gives one file the facts about the names it uses, as plain data.
+``facts_for(path)`` gives one file the facts about the names it uses (``facts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from ddplint.code.collectives.kinds import kind_of_method
+from ddplint.code.project.facts import (
+    NO_FACTS,
+    FileFacts,
+    NameFacts,
+    OwnFunctionFacts,
+    ReachedCollective,
+    Switch,
+)
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -48,12 +56,13 @@ class Reach:
     """A collective a function reaches: its kind, the functions in between (outermost
     first, the one holding the collective last) and where the collective stands."""
 
-    kind: tuple[Any, ...]  # api, op, family, creates_group, saves_checkpoint
+    #: api, op, family, creates_group, saves_checkpoint (``CollectiveKind``'s fields).
+    kind: tuple[str, str, str, bool, bool]
     chain: tuple[str, ...]
     where: str
-    #: ``[parameter, position]`` when the collective runs only if the caller switches
-    #: on a parameter that is off by default (``barrier_after=True``).
-    switch: list[Any] | None = None
+    #: The parameter the caller must switch on when it is off by default
+    #: (``barrier_after=True``).
+    switch: Switch | None = None
 
 
 def module_name(relative: str) -> tuple[str, bool] | None:
@@ -455,7 +464,8 @@ class ProjectIndex:
             if always or world:
                 *kind, _grouped, switch, line = (always or world)[0]
                 where = f"{self.paths[key[0]]}:{line}"
-                self.reach[key] = Reach(tuple(kind), (), where, None if always else switch)
+                switched = None if always else Switch(*switch)
+                self.reach[key] = Reach(tuple(kind), (), where, switched)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, calls in self._calls.items():
@@ -596,75 +606,79 @@ class ProjectIndex:
 
     # -- what one file is told ---------------------------------------------------
 
-    def facts_for(self, path: str) -> dict[str, dict[str, Any]]:
+    def facts_for(self, path: str) -> FileFacts:
         """Facts about the project names the file at ``path`` uses, keyed as it spells
-        them (``Class:self.x`` inside a class): ``r`` the collective a function of
-        another module reaches (kind, chain, where), ``k`` a rank test (a function that
-        returns one, or with ``p`` an attribute or property holding one), ``d`` chooses
-        the rank's GPU (``torch.cuda.set_device``, here or in what it calls), ``s`` the
-        parameter (name, position) a call must switch on for ``r`` to hold, ``z`` runs on
-        rank zero only, ``f`` a project function whose name looks like a framework
-        collective but is not one, ``w`` the positions of the arguments it shards
-        (``fully_shard``, here or in what it calls); and, keyed ``def:f`` for the
-        file's own functions, ``c`` every project caller of ``f`` chooses the GPU, ``m``
-        the positions of the parameters some caller hands a DDP-wrapped model in."""
+        them (``Class:self.x`` inside a class), and about its own functions (``f``,
+        ``Class.f``): see ``facts.NameFacts`` and ``facts.OwnFunctionFacts``. A function
+        of the file itself gets no reach: its own analysis follows its own calls."""
         module = self.module_of_path.get(path)
         if module is None:
-            return {}
-        facts: dict[str, dict[str, Any]] = {}
-        for key, fact in self._own_function_facts.get(module, ()):
-            facts.setdefault(key, {}).update(fact)
+            return NO_FACTS
+        names: dict[str, NameFacts] = {}
         for use in self.summaries[module]["uses"]:
             owner, _, spelled = use.rpartition(":")
             symbol = self.spelled(spelled, module, owner or None)
             if symbol is None:
                 continue
             fact = self._fact(symbol, module, spelled)
-            if fact:
-                facts[use] = fact
-        return facts
+            if fact is not None:
+                names[use] = fact
+        return FileFacts(names, self._own_function_facts.get(module, {}))
 
     @cached_property
-    def _own_function_facts(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """Per module, the ``def:f`` facts of its own functions (``c`` then ``m``, each
-        in function order), grouped once so that ``facts_for`` reads only its module's."""
-        grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        for owner, name in sorted(self.device_chosen_by_callers):
-            grouped.setdefault(owner, []).append((f"def:{name}", {"c": 1}))
-        for (owner, name), positions in sorted(self.wrapped_parameters.items()):
+    def _own_function_facts(self) -> dict[str, dict[str, OwnFunctionFacts]]:
+        """Per module, the facts of its own functions (every caller chooses the GPU,
+        the parameters callers hand a DDP model in), grouped once so that
+        ``facts_for`` reads only its module's."""
+        chosen: dict[str, set[str]] = {}
+        for owner, name in self.device_chosen_by_callers:
+            chosen.setdefault(owner, set()).add(name)
+        wrapped: dict[str, dict[str, tuple[int, ...]]] = {}
+        for (owner, name), positions in self.wrapped_parameters.items():
             if positions:
-                grouped.setdefault(owner, []).append((f"def:{name}", {"m": sorted(positions)}))
+                wrapped.setdefault(owner, {})[name] = tuple(sorted(positions))
+        grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
+        for owner in chosen.keys() | wrapped.keys():
+            choosing, handed = chosen.get(owner, set()), wrapped.get(owner, {})
+            grouped[owner] = {
+                name: OwnFunctionFacts(name in choosing, handed.get(name, ()))
+                for name in sorted(choosing | handed.keys())
+            }
         return grouped
 
-    def _fact(self, symbol: Symbol, module: str, spelled: str) -> dict[str, Any]:
+    def _fact(self, symbol: Symbol, module: str, spelled: str) -> NameFacts | None:
         if symbol[0] == "attribute":
-            return {"k": 1, "p": 1} if self._attribute_is_rank_test(symbol) else {}
+            held = self._attribute_is_rank_test(symbol)
+            return NameFacts(rank_test=True, held=True) if held else None
         if symbol[0] != "function":
-            return {}
+            return None
         key = (symbol[1], symbol[2])
         function = self._function(key)
-        fact: dict[str, Any] = {}
-        if key in self.rank_tests:
-            fact["k"] = 1
-            if function.get("property"):
-                fact["p"] = 1
-        if key in self.device_setters:
-            fact["d"] = 1
-        sharded = self.sharded_parameters.get(key)
-        if sharded:
-            fact["w"] = sorted(sharded)
-        if "k" not in fact:
-            fact["u"] = 1  # a known function whose result is no rank test
+        rank_test = key in self.rank_tests
+        local = NameFacts(
+            rank_test=rank_test,
+            held=rank_test and bool(function.get("property")),
+            no_rank_test=not rank_test,  # a known function whose result is no rank test
+            chooses_device=key in self.device_setters,
+            sharded_arguments=tuple(sorted(self.sharded_parameters.get(key, ()))),
+        )
         if key[0] == module:
-            return fact  # the file's own functions: its own analysis reads them
+            return local  # the file's own functions: its own analysis reads them
         reach = self.reach.get(key)
-        if function.get("zero_only"):
-            fact["z"] = 1
-        elif reach is not None:
-            fact["r"] = [*reach.kind, [self.label(key), *reach.chain], reach.where]
-            if reach.switch is not None:
-                fact["s"] = reach.switch
+        zero_only = bool(function.get("zero_only"))
         receiver, _, method = spelled.rpartition(".")
-        if reach is None and receiver and kind_of_method(receiver, method) is not None:
-            fact["f"] = 1
-        return fact
+        return replace(
+            local,
+            reaches=None if zero_only or reach is None else self._reached(key, reach),
+            rank_zero_only=zero_only,
+            not_a_collective=reach is None
+            and bool(receiver)
+            and kind_of_method(receiver, method) is not None,
+        )
+
+    def _reached(self, key: FunctionKey, reach: Reach) -> ReachedCollective:
+        api, op, family, creates_group, saves_checkpoint = reach.kind
+        chain = (self.label(key), *reach.chain)
+        return ReachedCollective(
+            api, op, family, creates_group, saves_checkpoint, chain, reach.where, reach.switch
+        )

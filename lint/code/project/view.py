@@ -9,15 +9,21 @@ Without facts (a file linted on its own, a test) every answer is "unknown": no.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
 
 import libcst as cst
 
 from ddplint.analysis.project import Reached
 from ddplint.code.collectives.catalogue import Collective
+from ddplint.code.project.encoding import decode_facts
+from ddplint.code.project.facts import (
+    FileFacts,
+    NameFacts,
+    OwnFunctionFacts,
+    ReachedCollective,
+    Switch,
+)
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
@@ -25,9 +31,7 @@ from ddplint.code.syntax.names import dotted_name
 class ProjectView:
     """The project facts of one file, asked with its LibCST nodes."""
 
-    def __init__(
-        self, facts: dict[str, dict[str, Any]], index_of: Callable[[], ModuleIndex]
-    ) -> None:
+    def __init__(self, facts: FileFacts, index_of: Callable[[], ModuleIndex]) -> None:
         self._facts = facts
         self._index_of = index_of
         self._by_name = CoreFacts(facts)
@@ -37,11 +41,7 @@ class ProjectView:
         """The view of encoded facts; an empty one when absent or unreadable.
         ``index_of`` gives the file's LibCST index when a question needs it (the core's
         facts do not: a file whose rules answer on ``ast`` is not parsed for them)."""
-        try:
-            facts = json.loads(encoded) if encoded else {}
-        except ValueError:
-            facts = {}
-        return cls(facts if isinstance(facts, dict) else {}, index_of)
+        return cls(decode_facts(encoded), index_of)
 
     @cached_property
     def _index(self) -> ModuleIndex:
@@ -62,9 +62,9 @@ class ProjectView:
         owner = self._owner_class(expr) if name.split(".", 1)[0] in ("self", "cls") else None
         return name, owner
 
-    def _fact(self, expr: cst.BaseExpression) -> dict[str, Any]:
+    def _fact(self, expr: cst.BaseExpression) -> NameFacts:
         spelled = self._spelled(expr)
-        return {} if spelled is None else self._by_name.fact(*spelled)
+        return _NOTHING if spelled is None else self._by_name.fact(*spelled)
 
     def _owner_class(self, node: cst.CSTNode) -> str | None:
         function = self._index.enclosing_function(node)
@@ -78,61 +78,55 @@ class ProjectView:
     def collective(self, call: cst.Call) -> Collective | None:
         """The collective a call of another module's project function reaches, with
         the chain named in ``via``."""
-        fact = self._fact(call.func)
-        reach = fact.get("r")
-        if not isinstance(reach, list) or len(reach) != 7:
+        reach = self._fact(call.func).reaches
+        if reach is None:
             return None
-        switch = fact.get("s")
-        if isinstance(switch, list) and not _switches_on(call, *switch):
+        if reach.switch is not None and not _switches_on(call, reach.switch):
             return None
-        api, op, family, creates_group, saves_checkpoint, chain, where = reach
         return Collective(
             call,
-            api,
-            op,
-            family,
-            bool(creates_group),
-            bool(saves_checkpoint),
-            via=_chain_text(chain, where),
+            reach.api,
+            reach.op,
+            reach.family,
+            reach.creates_group,
+            reach.saves_checkpoint,
+            via=_chain_text(reach),
         )
 
     def is_project_function(self, call: cst.Call) -> bool:
         """The call runs a project function that only looks like a framework
         collective (``trainer.save_checkpoint`` of the project's own ``Trainer``)."""
-        return bool(self._fact(call.func).get("f"))
+        return self._fact(call.func).not_a_collective
 
     def runs_on_rank_zero_only(self, call: cst.Call) -> bool:
-        return bool(self._fact(call.func).get("z"))
+        return self._fact(call.func).rank_zero_only
 
     def sets_device(self, call: cst.Call) -> bool:
         """The call runs a project function that chooses the rank's GPU."""
-        return bool(self._fact(call.func).get("d"))
+        return self._fact(call.func).chooses_device
 
     def device_chosen_by_callers(self, node: cst.CSTNode) -> bool:
         """``node`` sits in a function of this file that every project caller calls
         around choosing the rank's GPU (``setup()``, then ``torch.cuda.set_device``)."""
         function = self._index.enclosing_function(node)
-        return function is not None and bool(self._def_fact(function).get("c"))
+        return function is not None and self._def_fact(function).callers_choose_device
 
     def wrapped_by_callers(self, function: cst.FunctionDef) -> frozenset[int]:
         """The positions (``self`` not counted) of ``function``'s parameters that a
         project caller hands a ``DistributedDataParallel`` model in."""
-        positions = self._def_fact(function).get("m")
-        return frozenset(positions) if isinstance(positions, list) else frozenset()
+        return frozenset(self._def_fact(function).ddp_parameters)
 
-    def _def_fact(self, function: cst.FunctionDef) -> dict[str, Any]:
-        """The facts about a function of this file (``def:f``, ``def:Class.f``)."""
+    def _def_fact(self, function: cst.FunctionDef) -> OwnFunctionFacts:
+        """The facts about a function of this file (``f``, ``Class.f``)."""
         if self._index.enclosing_function(function) is not None:
-            return {}  # a nested def: no project caller known
+            return _NO_CALLERS  # a nested def: no project caller known
         owner = self._index.enclosing_class(function)
         name = function.name.value if owner is None else f"{owner.name.value}.{function.name.value}"
-        fact = self._facts.get(f"def:{name}", {})
-        return fact if isinstance(fact, dict) else {}
+        return self._facts.functions.get(name, _NO_CALLERS)
 
     def sharded_arguments(self, call: cst.Call) -> frozenset[int]:
         """The positions of the arguments a project function shards (``fully_shard``)."""
-        sharded = self._fact(call.func).get("w")
-        return frozenset(sharded) if isinstance(sharded, list) else frozenset()
+        return frozenset(self._fact(call.func).sharded_arguments)
 
     def returns_rank_test(self, call: cst.Call) -> bool:
         """The call runs a project function that returns the rank or a test of it."""
@@ -143,7 +137,7 @@ class ProjectView:
         """The call runs a project function known not to return the rank or a test of
         it: its result does not differ by rank just because the rank is an argument
         (``validation(model, rank, loader)`` returns an all-reduced loss)."""
-        return bool(self._fact(call.func).get("u"))
+        return self._fact(call.func).no_rank_test
 
     def holds_rank_test(self, attribute: cst.Attribute) -> bool:
         """``self.is_rank_zero`` / ``distr.is_global_main``: a property returning a rank
@@ -152,18 +146,21 @@ class ProjectView:
         return spelled is not None and self._by_name.holds_rank_test(*spelled)
 
 
-def _chain_text(chain: Any, where: Any) -> str:
+_NOTHING = NameFacts()
+_NO_CALLERS = OwnFunctionFacts()
+
+
+def _chain_text(reach: ReachedCollective) -> str:
     """``through `a.f` -> `b.g` (b.py:12)``: the calls to another module's collective."""
-    steps = chain if isinstance(chain, list) else []
-    return "through " + " -> ".join(f"`{step}`" for step in steps) + f" ({where})"
+    return "through " + " -> ".join(f"`{step}`" for step in reach.chain) + f" ({reach.where})"
 
 
-def _switches_on(call: cst.Call, name: str, position: int) -> bool:
-    """The call passes the parameter ``name`` (at ``position`` when positional) a value
+def _switches_on(call: cst.Call, switch: Switch) -> bool:
+    """The call passes the switch's parameter (by name, or at its position) a value
     that is not a literal ``False`` / ``None`` / ``0``."""
     for index, argument in enumerate(call.args):
-        named = argument.keyword is not None and argument.keyword.value == name
-        placed = argument.keyword is None and not argument.star and index == position
+        named = argument.keyword is not None and argument.keyword.value == switch.parameter
+        placed = argument.keyword is None and not argument.star and index == switch.position
         if named or placed:
             value = argument.value
             off = (isinstance(value, cst.Name) and value.value in ("False", "None")) or (
@@ -178,41 +175,33 @@ class CoreFacts:
     (``ddplint.analysis.project.ProjectFacts``), asked with names as the file spells
     them."""
 
-    def __init__(self, facts: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, facts: FileFacts) -> None:
         self._facts = facts
 
-    def fact(self, name: str, owner: str | None) -> dict[str, Any]:
+    def fact(self, name: str, owner: str | None) -> NameFacts:
         """The facts of a name as spelled (``self.x`` keyed by its ``owner`` class)."""
         if name.split(".", 1)[0] in ("self", "cls"):
             if owner is None:
-                return {}
+                return _NOTHING
             name = f"{owner}:{name}"
-        fact = self._facts.get(name)
-        return fact if isinstance(fact, dict) else {}
+        return self._facts.names.get(name, _NOTHING)
 
     def reached(self, name: str, owner: str | None) -> Reached | None:
         fact = self.fact(name, owner)
-        reach = fact.get("r")
-        if not isinstance(reach, list) or len(reach) != 7 or fact.get("z"):
+        reach = fact.reaches
+        if reach is None or fact.rank_zero_only:
             return None
-        api, op, _family, _creates_group, _saves, chain, where = reach
-        switch = fact.get("s")
-        switched = (
-            (str(switch[0]), int(switch[1]))
-            if isinstance(switch, list) and len(switch) == 2
-            else None
-        )
-        return Reached(str(op or api), _chain_text(chain, where), switched)
+        switch = reach.switch
+        switched = None if switch is None else (switch.parameter, switch.position)
+        return Reached(reach.op or reach.api, _chain_text(reach), switched)
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
-        fact = self._facts.get(f"def:{function}")
-        positions = fact.get("m") if isinstance(fact, dict) else None
-        return frozenset(positions) if isinstance(positions, list) else frozenset()
+        return frozenset(self._facts.functions.get(function, _NO_CALLERS).ddp_parameters)
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
-        return bool(fact.get("k")) and not fact.get("p")
+        return fact.rank_test and not fact.held
 
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
-        return bool(fact.get("k")) and bool(fact.get("p"))
+        return fact.rank_test and fact.held

@@ -1,0 +1,105 @@
+"""The project facts one file is handed (``ProjectIndex.facts_for``), as typed records:
+what the project says about each name the file uses, and about the file's own
+functions. Plain data, light enough for the engine to import at start-up; their compact
+form for the cache and the lint options is ``encoding``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """The parameter a call must switch on (a value other than ``False`` / ``None`` /
+    ``0``) for a collective to run: ``barrier_after=True``; ``position`` among the
+    positional arguments, -1 for a keyword-only one."""
+
+    parameter: str
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReachedCollective:
+    """The collective a function of another module reaches: its kind, the chain of
+    project functions to it (the called one first) and where it stands (``utils.py:11``)."""
+
+    api: str
+    op: str
+    family: str
+    creates_group: bool
+    saves_checkpoint: bool
+    chain: tuple[str, ...]
+    where: str
+    #: Set when the collective runs only if the call switches a parameter on.
+    switch: Switch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NameFacts:
+    """What the project says about a name a file uses (a function, an attribute)."""
+
+    #: The collective it reaches in another module (not for a rank-zero-only function).
+    reaches: ReachedCollective | None = None
+    #: It returns the rank or a test of it; with ``held``, an attribute or property
+    #: holds one.
+    rank_test: bool = False
+    held: bool = False
+    #: A project function known not to return a rank test.
+    no_rank_test: bool = False
+    #: It chooses the rank's GPU (``torch.cuda.set_device``, itself or in what it calls).
+    chooses_device: bool = False
+    #: The positions of the arguments it shards (``fully_shard``, ``FSDP(...)``).
+    sharded_arguments: tuple[int, ...] = ()
+    #: It runs on rank zero only (its collectives are reported inside it).
+    rank_zero_only: bool = False
+    #: A project function whose name looks like a framework collective but is not one
+    #: (``trainer.save_checkpoint`` of the project's own ``Trainer``).
+    not_a_collective: bool = False
+
+    def informs_rules(self) -> bool:
+        """Whether it can make a rule fire on a file without any of the words the
+        rules' pre-filters look for; what only clears a suspicion (no rank test, the
+        arguments it shards) cannot."""
+        return bool(
+            self.reaches
+            or self.rank_test
+            or self.held
+            or self.chooses_device
+            or self.rank_zero_only
+            or self.not_a_collective
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OwnFunctionFacts:
+    """What the project says about a function of the file itself (``f``,
+    ``Class.f``): what its project callers do around calling it."""
+
+    #: Every project caller chooses the rank's GPU (``setup()``, then ``set_device``).
+    callers_choose_device: bool = False
+    #: The positions (``self`` not counted) of the parameters callers hand a DDP model in.
+    ddp_parameters: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """The project facts of one file: by name as it spells it (``Class:self.x`` inside
+    a class), and by its own functions' names."""
+
+    names: Mapping[str, NameFacts] = field(default_factory=dict)
+    functions: Mapping[str, OwnFunctionFacts] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.functions)
+
+    def informs_rules(self) -> bool:
+        """Whether a fact can make a rule fire without the pre-filters' words (a DDP
+        model handed in by callers can); a file without such facts keeps its
+        pre-filters."""
+        return any(fact.informs_rules() for fact in self.names.values()) or any(
+            fact.ddp_parameters for fact in self.functions.values()
+        )
+
+
+NO_FACTS = FileFacts()

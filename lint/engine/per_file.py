@@ -1,0 +1,182 @@
+"""Lint one file's bytes: one parse, the planned rules and fact collectors (a crash
+in one is reported and the others go on), suppressions. Never raises."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ddplint import cancellation
+from ddplint.deep_stack import call_with_deep_stack
+from ddplint.engine.suppressions import apply_suppressions
+from ddplint.engine.triage import Plan, triage_file
+from ddplint.finding import FileError, Finding
+from ddplint.results import SKIPPED, FileOutcome
+from ddplint.rule import CodeRule, ConfigRule
+from ddplint.settings import LintOptions
+from ddplint.source import (
+    SourceError,
+    SourceFile,
+)
+from ddplint.suppress import mentions_own_codes
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+T = TypeVar("T")
+
+
+#: What a worker gets: display path, bytes, options, code-fact kinds to collect.
+Job = tuple[str, bytes, LintOptions, tuple[str, ...]]
+
+
+def _parse_error(path: str, text: str, exc: cst.ParserSyntaxError) -> FileError:
+    """Python's own parser words syntax errors better than LibCST's; it runs nothing."""
+    try:
+        ast.parse(text)
+    except SyntaxError as syntax:
+        return FileError(
+            path, f"cannot parse: {syntax.msg}", line=syntax.lineno, column=syntax.offset
+        )
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = exc.message.removeprefix("parser error: ")
+    return FileError(path, f"cannot parse: {message}", line=exc.raw_line, column=exc.raw_column + 1)
+
+
+def _build_context(source: SourceFile, options: LintOptions) -> Any:
+    """The context rules read; a Python file's LibCST module is parsed when first asked
+    for (``_rules_to_run`` asks for it up front where a rule reads it)."""
+    if source.kind == "code":
+        from ddplint.code.context import CodeContext
+
+        return CodeContext(source, options)
+    from ddplint.config.context import ConfigContext
+
+    return ConfigContext.load(source, options)
+
+
+def _rules_to_run(plan: Plan, context: Any) -> list[CodeRule | ConfigRule]:
+    """The planned rules that may report on the file (``CodeRule.may_report``, asked of
+    its ``ast``). A Python file is parsed with LibCST here, where its parse errors are
+    reported, when a rule left reads LibCST, when CPython refuses the file (LibCST says
+    why, or reads syntax newer than this Python) or when the plan is to say why it does
+    not parse; otherwise not at all. (A rule's ``may_report`` says yes where CPython
+    refuses the file.)"""
+    if context is None or plan.kind != "code":
+        return plan.rules
+    rules = [r for r in plan.rules if isinstance(r, CodeRule) and r.may_report(context)]
+    if plan.syntax_only or context.ast_module is None or any(r.reads_libcst for r in rules):
+        _ = context.module
+    return [*rules]
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``, short; arguments that are not plain values (a CST node in a
+    KeyError) are named by type: their repr can be huge, or too deep to print."""
+    plain = all(isinstance(arg, (str, int, float)) for arg in exc.args)
+    text = str(exc) if plain else ", ".join(f"<{type(arg).__name__}>" for arg in exc.args)
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def lint_source(
+    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+) -> FileOutcome:
+    """Lint one file's bytes. Never raises: every failure becomes an error entry.
+
+    ``collect`` names code-fact kinds to gather from a Python file for the config rules.
+    A file that will be parsed is linted on a deep stack (see ``ddplint.deep_stack``); an
+    exception that escapes (a bug of ours outside any one rule) is an error entry.
+    """
+    try:
+        plan = triage_file(path, raw, options, collect)
+        if isinstance(plan, FileOutcome):
+            return plan
+        return call_with_deep_stack(_lint_planned, path, raw, options, plan)
+    except Exception as exc:
+        message = f"internal error: {_describe(exc)}"
+        return FileOutcome(errors=[FileError(path, message)], internal_error=True)
+
+
+def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> FileOutcome:
+    """Parse the file once and run the planned rules and fact collectors on it."""
+    import libcst as cst  # only a file that is parsed needs LibCST and the analysis
+
+    from ddplint.code.fact_collectors import collect_facts
+    from ddplint.code.syntax.safe_parse import ParseLimitExceeded
+
+    outcome = FileOutcome()
+    try:
+        source = SourceFile.decode(path, raw)
+        context = _build_context(source, options) if plan.rules or plan.syntax_only else None
+        rules = _rules_to_run(plan, context)
+    except SourceError as exc:
+        outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
+        return outcome
+    except cst.ParserSyntaxError as exc:
+        outcome.errors.append(_parse_error(path, source.text, exc))
+        return outcome
+    except RecursionError:
+        outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
+        return outcome
+    except ParseLimitExceeded as exc:
+        outcome.notices.append(f"{SKIPPED}{exc}")
+        return outcome
+    except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
+        outcome.internal_error = True
+        outcome.errors.append(FileError(path, f"internal error while parsing: {_describe(exc)}"))
+        return outcome
+    if plan.collectors:
+        facts = _guarded(
+            outcome, path, "code facts", lambda: collect_facts(source.text, plan.collectors)
+        )
+        outcome.facts = facts or {}
+    if context is None or not (rules or plan.syntax_only):
+        if mentions_own_codes(raw):
+            apply_suppressions(outcome, path, source.text, plan.kind, [], options)
+        return outcome
+    outcome.parsed = True
+    findings: list[Finding] = []
+    for rule in rules:
+        cancellation.check()
+        findings.extend(_guarded(outcome, path, rule.code, partial(_check, rule, context)) or [])
+    if findings and plan.kind == "config":
+        settled = _guarded(outcome, path, "fix checks", partial(context.settle_fixes, findings))
+        findings = settled if settled is not None else [replace(f, fix=None) for f in findings]
+    if findings or mentions_own_codes(raw):
+        apply_suppressions(outcome, path, source.text, plan.kind, findings, options)
+    else:
+        outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
+    return outcome
+
+
+def _check(rule: CodeRule | ConfigRule, context: Any) -> list[Finding]:
+    return list(rule.check(context))
+
+
+def _guarded(outcome: FileOutcome, path: str, what: str, run: Callable[[], T]) -> T | None:
+    """``run()``; a crash is reported against ``what`` (a rule code, or code facts)."""
+    try:
+        return run()
+    except RecursionError:
+        outcome.errors.append(FileError(path, f"{what} gave up: nesting too deep", rule=what))
+    except Exception as exc:  # one rule's crash must not stop the others
+        outcome.internal_error = True
+        outcome.errors.append(
+            FileError(path, f"internal error in rule {what}: {_describe(exc)}", rule=what)
+        )
+    return None
+
+
+def lint_job(job: Job) -> FileOutcome:
+    return lint_source(*job)
+
+
+def worker_died(job: Job) -> FileOutcome:
+    message = "internal error: the worker process died while linting this file"
+    return FileOutcome(errors=[FileError(job[0], message)], internal_error=True)

@@ -1,0 +1,309 @@
+"""The project model of a run: the Python files it is built from, their summaries
+(cached, built in the pool), the linked index (incremental), and each file's encoded
+facts, memoized by the project's summaries."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ddplint.cache import ResultCache
+from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts
+from ddplint.code.project.memo import (
+    DIGESTS_KEY,
+    digests_entry,
+    facts_key,
+    read_digests,
+    summary_digest,
+)
+from ddplint.discover import Target, discover
+from ddplint.engine.pool import run_jobs
+from ddplint.engine.run_setup import RunSetup
+from ddplint.engine.triage import beyond_bounds
+from ddplint.results import RunStats
+from ddplint.source import (
+    FileTooLarge,
+    SourceError,
+    SourceFile,
+    file_kind,
+)
+from ddplint.source_stats import (
+    ProjectSources,
+    Stamp,
+    read_stats,
+    stamp_of,
+    stats_entry,
+    stats_key,
+)
+
+if TYPE_CHECKING:
+    from ddplint.code.project.index import ProjectIndex
+    from ddplint.code.project.summaries import Summary
+
+
+def _summary_job(raw: bytes) -> Summary | None:
+    """The module summary of a Python file's bytes; None for one ``ast`` cannot read
+    or one too large to analyse (its own lint run reports why)."""
+    from ddplint.code.project.module_summary import summarize
+
+    if beyond_bounds(raw) is not None:
+        return None  # its own lint says it was skipped
+    try:
+        return summarize(SourceFile.decode("", raw).text)
+    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _summaries(
+    sources: Mapping[str, bytes],
+    hashes: dict[str, str],
+    cache: ResultCache | None,
+    jobs: int,
+    stats: RunStats,
+) -> dict[str, Summary]:
+    """Summaries of the project's Python files (relative path -> summary), from the
+    cache where it has them, the rest built in the pool. ``hashes``: the sources'
+    content hashes."""
+    found: dict[str, Summary] = {}
+    missing: list[tuple[str, str]] = []
+    for relative in sources:
+        key = f"summary:{SUMMARY_VERSION}:{hashes[relative]}"
+        hit = cache.get(key) if cache is not None else None
+        if isinstance(hit, dict) and isinstance(hit.get("summary"), dict):
+            found[relative] = hit["summary"]
+        elif not (isinstance(hit, dict) and hit.get("summary", 0) is None):
+            missing.append((relative, key))
+    built = run_jobs(_summary_job, [sources[r] for r, _ in missing], jobs, crashed=lambda _: None)
+    stats.summarised += len(built)
+    for (relative, key), summary in zip(missing, built, strict=True):
+        if cache is not None:
+            cache.put(key, {"summary": summary})
+        if summary is not None:
+            found[relative] = summary
+    return found
+
+
+def model_sources(
+    targets: list[Target],
+    contents: dict[int, bytes],
+    stamps: dict[int, Stamp],
+    whole_root: bool,
+    setup: RunSetup,
+    trust_stats: bool,
+) -> ProjectSources:
+    """The Python files the project model is built from, by relative path: the code
+    files linted, and with ``whole_root`` every Python file of the project root. With
+    ``trust_stats`` (and the cache), a file not linted whose stat is unchanged since a
+    run read it is not read (``ddplint.source_stats``); a linted file's stat is taken
+    only where it was read from disk (``stamp_targets``), never an editor's buffer."""
+    settings, cache = setup.settings, setup.cache
+    paths: dict[str, Path] = {}
+    sources = ProjectSources(lambda relative: setup.read(paths[relative], settings.max_file_size))
+    for position, raw in contents.items():
+        if file_kind(targets[position].display) == "code":
+            sources.add(targets[position].relative, raw, stamps.get(position))
+    root = settings.project_root.resolve()
+    key = stats_key(str(root))
+    recorded = read_stats(cache.get(key)) if cache is not None else {}
+    if whole_root and all(root in Path(t.path).resolve().parents for t in targets):
+        linted = {target.relative for target in targets}
+        _add_root(sources, paths, linted, recorded if trust_stats else {}, setup)
+    # else no project around the files named: they are the model
+    if cache is not None:
+        kept = {path: known for path, known in recorded.items() if path not in sources}
+        kept.update(sources.records)  # a file read now and not settled is left out
+        if kept != recorded:
+            cache.put(key, stats_entry(kept))
+    return sources
+
+
+def _add_root(
+    sources: ProjectSources,
+    paths: dict[str, Path],
+    linted: set[str],
+    recorded: dict[str, tuple[Stamp, str]],
+    setup: RunSetup,
+) -> None:
+    """Every Python file of the project root not ``linted`` into ``sources``: read from
+    disk, or its hash taken from ``recorded`` where its stat is the one recorded."""
+    settings = setup.settings
+    listing = setup.memo.listing if setup.memo is not None else None
+    if listing is None:
+        listing = discover([str(settings.project_root.resolve())], settings).targets
+        if setup.memo is not None:
+            setup.memo.listing = listing
+    for target in listing:
+        relative = target.relative
+        if relative in linted or file_kind(target.display) != "code":
+            continue
+        paths[relative] = target.path
+        try:
+            stamp = stamp_of(os.stat(target.path))
+            known = recorded.get(relative)
+            if known is not None and known[0] == stamp and stamp[2] <= settings.max_file_size:
+                sources.add_unread(relative, stamp, known[1])
+                continue
+            sources.add(relative, setup.read(target.path, settings.max_file_size), stamp)
+        except (FileTooLarge, OSError):
+            continue  # the model goes without it; this file is not reported on
+
+
+def project_facts(
+    targets: list[Target],
+    positions: list[int],
+    sources: ProjectSources,
+    setup: RunSetup,
+    stats: RunStats,
+) -> dict[int, str]:
+    """Encoded project facts (``ProjectIndex.facts_for``) per code-file position.
+
+    Memoized in the cache by the project's paths and summaries (``code.project.memo``):
+    a file an earlier run of the same summaries answered costs no linking (a pre-commit
+    run after a whole-tree run, a warm run, an edit that changes no summary)."""
+    relatives = sorted({targets[p].relative for p in positions})
+    hashes = sources.hashes
+    cache = setup.cache
+    memo_key = None
+    known: dict[str, str] = {}
+    if cache is not None:
+        memo_key = facts_key(_summary_digests(sources, hashes, cache, setup.jobs, stats))
+        known = _cached_project_facts(cache, memo_key) or {}
+    missing = [relative for relative in relatives if relative not in known]
+    if missing:
+        index = _linked_index(sources, hashes, setup, stats)
+        known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
+        if cache is not None and memo_key is not None:
+            cache.put(memo_key, {"project_facts": known})
+    return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
+
+
+def _summary_digests(
+    sources: Mapping[str, bytes],
+    hashes: dict[str, str],
+    cache: ResultCache,
+    jobs: int,
+    stats: RunStats,
+) -> dict[str, str]:
+    """The summary digest of every source (relative path -> digest): kept in the cache
+    by content hash; the sources whose bytes are new are summarised (``_summaries``)."""
+    known = read_digests(cache.get(DIGESTS_KEY))
+    new = {relative: sources[relative] for relative in sources if hashes[relative] not in known}
+    if new:
+        found = _summaries(new, hashes, cache, jobs, stats)
+        known = {**known, **{hashes[r]: summary_digest(found.get(r)) for r in new}}
+        cache.put(DIGESTS_KEY, digests_entry(known, set(hashes.values())))
+    return {relative: known[hashes[relative]] for relative in sources}
+
+
+def _linked_index(
+    sources: Mapping[str, bytes], hashes: dict[str, str], setup: RunSetup, stats: RunStats
+) -> ProjectIndex:
+    """The project linked: by the caller's memo (the language server); else from the
+    links the cache keeps of the last link, only what an edit changed linked again
+    (``code.project.incremental``), and those links kept for the next run."""
+    from ddplint.code.project.incremental import (
+        LINKS_KEY,
+        REWRITE_AFTER,
+        LinkState,
+        state_entry,
+    )
+    from ddplint.code.project.index import ProjectIndex
+
+    cache, memo = setup.cache, setup.memo
+    if memo is not None or cache is None:
+        summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
+        return memo.index(summaries) if memo is not None else ProjectIndex(summaries)
+    previous = LinkState.read(cache.get(LINKS_KEY))
+    cache.forget(LINKS_KEY)  # the lint workers need not inherit every module's links
+    index: ProjectIndex | None = None
+    if previous is not None:
+        try:
+            index, summarised = _relinked(previous, sources, hashes, setup, stats)
+        except (_StaleLinks, KeyError, TypeError, ValueError, IndexError, AttributeError):
+            index = None  # links that do not fit together: the project is linked afresh
+    if index is None:
+        summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
+        index, summarised, previous = ProjectIndex(summaries), set(summaries), None
+    stats.linked += len(index.linked)
+    if previous is None or len(index.linked) > REWRITE_AFTER:
+        cache.put(LINKS_KEY, state_entry(index, hashes, summarised, previous))
+    return index
+
+
+class _StaleLinks(Exception):
+    """The kept links name a module whose summary cannot be had any more."""
+
+
+def _relinked(
+    previous: Any,
+    sources: Mapping[str, bytes],
+    hashes: dict[str, str],
+    setup: RunSetup,
+    stats: RunStats,
+) -> tuple[ProjectIndex, set[str]]:
+    """The index linked again from ``previous`` (a ``LinkState``): the changed files
+    summarised, the modules whose links are stale linked; the paths with a summary."""
+    from ddplint.code.project.index import ProjectIndex
+
+    changed = previous.changed(hashes)
+    found = _summaries(
+        {path: sources[path] for path in changed}, hashes, setup.cache, setup.jobs, stats
+    )
+    built = {path: found.get(path) for path in changed}
+    project = previous.summarised(hashes, built)
+    summaries = _CachedSummaries(project, built, sources, hashes, setup.cache, stats)
+    return ProjectIndex(summaries, kept=previous.kept(project, built)), set(project)
+
+
+class _CachedSummaries(Mapping[str, "Summary"]):
+    """Module summaries by path, read from the cache when first asked (built again
+    when the cache lost one)."""
+
+    def __init__(
+        self,
+        paths: list[str],
+        built: dict[str, Summary | None],
+        sources: Mapping[str, bytes],
+        hashes: dict[str, str],
+        cache: ResultCache | None,
+        stats: RunStats,
+    ) -> None:
+        self._paths = paths
+        self._found = {path: summary for path, summary in built.items() if summary is not None}
+        self._sources, self._hashes, self._cache, self._stats = sources, hashes, cache, stats
+
+    def __getitem__(self, path: str) -> Summary:
+        summary = self._found.get(path)
+        if summary is None:
+            single = {path: self._sources[path]}
+            summary = _summaries(single, self._hashes, self._cache, 1, self._stats).get(path)
+            if summary is None:
+                raise _StaleLinks(path)
+            self._found[path] = summary
+        return summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def _encoded_facts(index: ProjectIndex, relative: str) -> str:
+    """The file's facts encoded; "" for a file without any."""
+    facts = index.facts_for(relative)
+    return encode_facts(facts) if facts else ""
+
+
+def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:
+    """The memoized project facts by relative path ("" for none); None when absent or
+    damaged."""
+    hit = cache.get(key)
+    found = hit.get("project_facts") if hit is not None else None
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        return None
+    return found
