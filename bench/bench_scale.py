@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     python -m bench.bench_scale --out DIR [--sizes 250,1000,4000,16000] [--repeat 3]
         [--cold-repeat 3] [--modes cold,warm] [--pool DIR ...] [--seed 0] [--ddplint CMD]
-        [--jobs N] [--reports DIR]
+        [--jobs N] [--reports DIR] [--model]
 
 For each size N, builds ``DIR/tree-N`` (once; hard links where the file system allows):
 N Python files sampled (seeded) from the library trees of ``--pool`` (default: the five
@@ -22,7 +22,10 @@ unchanged), each paired run by run with ``ruff check --no-cache`` on the same tr
 (``bench_paired.run``: CPU = user + sys of the process and the workers it waited for,
 wall, peak RSS of the largest process). Prints one row per size and mode: files, ddplint
 CPU and wall (min / median), ruff CPU and wall (median), the median of the pair ratios,
-ddplint CPU per file and peak RSS. Read CPU on a shared machine. Not a test.
+ddplint CPU per file and peak RSS. With ``--model``, also the project model alone, in
+this process (``time.process_time``): ``ProjectIndex()`` and ``facts_for`` of every
+module, the summaries read from the cache the cold run left. Read CPU on a shared
+machine. Not a test.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import shlex
 import shutil
 import statistics
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +121,35 @@ HEADER = (
 )
 
 
+def model_cost(tree: Path, cache_folder: Path, key_file: Path) -> str:
+    """Linking and ``facts_for`` of every module, in process, from a cold run's cache."""
+    from ddplint.cache import ResultCache, content_hash
+    from ddplint.code.project.encoding import SUMMARY_VERSION
+    from ddplint.code.project.index import ProjectIndex
+    from ddplint.invocation import build_options, build_settings
+
+    os.environ["DDPLINT_CACHE_KEY_FILE"] = str(key_file)
+    settings = build_settings((str(tree),), None, (), (), (), False)
+    cache = ResultCache(cache_folder, build_options(settings).fingerprint(), tree)
+    summaries = {}
+    for path in sorted(tree.rglob("*.py")):
+        key = f"summary:{SUMMARY_VERSION}:{content_hash(path.read_bytes())}"
+        hit = cache.get(key)
+        if hit is not None and isinstance(hit.get("summary"), dict):
+            summaries[path.relative_to(tree).as_posix()] = hit["summary"]
+    start = time.process_time()
+    index = ProjectIndex(summaries)
+    linked = time.process_time()
+    facts = sum(len(index.facts_for(path)) for path in summaries)
+    ended = time.process_time()
+    count = max(1, len(summaries))
+    return (
+        f"| {len(summaries):,} | {linked - start:.2f} s | {(linked - start) / count * 1000:.2f}"
+        f" | {ended - linked:.2f} s | {(ended - linked) / count * 1000:.2f}"
+        f" | {facts / count:.1f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="where the trees are built")
@@ -129,11 +162,13 @@ def main() -> None:
     parser.add_argument("--ddplint", default="ddplint", help="the ddplint command")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--reports", type=Path, help="keep each run's JSON report here")
+    parser.add_argument("--model", action="store_true", help="time linking and facts_for too")
     args = parser.parse_args()
     pool = pool_files(args.pool)
     print(f"pool: {len(pool)} Python files from {len(args.pool)} libraries", flush=True)
     command = shlex.split(args.ddplint)
     rows: list[Row] = []
+    models: list[str] = []
     if args.reports:
         args.reports.mkdir(parents=True, exist_ok=True)
     for size in (int(s) for s in args.sizes.split(",")):
@@ -154,9 +189,18 @@ def main() -> None:
                 row.samples.append(run([*ddplint, "."], tree, _env(env, cache), output))
                 row.ruff.append(run([*RUFF, "."], tree, dict(os.environ)))
                 print(f"{size} {mode} {row.samples[-1]} ruff {row.ruff[-1]}", flush=True)
+        if args.model and (scratch / "cache").exists():
+            models.append(model_cost(tree, scratch / "cache", scratch / "key"))
+            print(models[-1], flush=True)
     print(f"\nload average at the end: {os.getloadavg()}\n{HEADER}")
     for row in rows:
         print(row.line())
+    if models:
+        print(
+            "\n| modules | ProjectIndex() | ms per module | facts_for all | ms per module"
+            " | facts per module |\n|---:|---:|---:|---:|---:|---:|"
+        )
+        print("\n".join(models))
 
 
 def _env(base: dict[str, str], cache: Path) -> dict[str, str]:
