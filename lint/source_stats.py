@@ -70,11 +70,13 @@ def stats_entry(records: Mapping[str, tuple[Stamp, str]]) -> dict[str, Any]:
 class ProjectSources(Mapping[str, bytes]):
     """The project's Python files by relative path (``hashes``: every file's content
     hash), their bytes read when first asked for (``read``) where a trusted stat gave
-    the hash unread; ``records``: the stamps to keep for the next run."""
+    the hash unread; ``records``: the stamps to keep for the next run; ``parses``: the
+    files ``ast`` is known to read (their summaries were built)."""
 
     def __init__(self, read: Callable[[str], bytes]) -> None:
         self.hashes: dict[str, str] = {}
         self.records: dict[str, tuple[Stamp, str]] = {}
+        self.parses: frozenset[str] = frozenset()
         self._raw: dict[str, bytes] = {}
         self._read = read
 

@@ -200,6 +200,29 @@ def test_unparsable_file_is_reported_and_run_goes_on(project: Path) -> None:
     assert "pkg/broken.py:1:" in err and "cannot parse" in err
 
 
+@pytest.mark.parametrize("cache", [["--no-cache"], []], ids=["no-cache", "cache"])
+def test_only_a_file_the_project_model_could_not_read_is_parsed_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch, cache: list[str]
+) -> None:
+    """A file no rule needs is parsed once, by the project model; the one it could not
+    read is parsed again only to say why."""
+    import ddplint.engine.triage as triage
+
+    (project / "pkg" / "broken.py").write_text("def f(:\n    pass\n")
+    (project / "pkg" / "plain.py").write_text("def g():\n    return 1\n")
+    parsed_again: list[str] = []
+    compiles = triage._compiles
+
+    def recording(path: str, raw: bytes) -> bool:
+        parsed_again.append(Path(path).name)
+        return compiles(path, raw)
+
+    monkeypatch.setattr(triage, "_compiles", recording)
+    code, _, err = run(["check", *cache])
+    assert code == 2 and "pkg/broken.py:1:" in err and "cannot parse" in err
+    assert set(parsed_again) == {"broken.py"}  # its worker parses it again to say why
+
+
 def test_missing_path_is_an_error(project: Path) -> None:
     code, out, err = run(["check", "--no-cache", "pkg", "nope.py"])
     assert code == 2 and "nope.py: error: no such file or directory" in err

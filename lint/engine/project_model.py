@@ -13,6 +13,7 @@ from ddplint.cache import ResultCache
 from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts
 from ddplint.code.project.memo import (
     DIGESTS_KEY,
+    NO_SUMMARY,
     digests_entry,
     facts_key,
     read_digests,
@@ -168,7 +169,9 @@ def project_facts(
     memo_key = None
     known: dict[str, str] = {}
     if cache is not None:
-        memo_key = facts_key(_summary_digests(sources, hashes, cache, setup.jobs, stats))
+        digests = _summary_digests(sources, hashes, cache, setup.jobs, stats)
+        sources.parses = frozenset(r for r, digest in digests.items() if digest != NO_SUMMARY)
+        memo_key = facts_key(digests)
         known = _cached_project_facts(cache, memo_key) or {}
     missing = [relative for relative in relatives if relative not in known]
     if missing:
@@ -214,6 +217,8 @@ def _linked_index(
     cache, memo = setup.cache, setup.memo
     if memo is not None or cache is None:
         summaries = _summaries(sources, hashes, cache, setup.jobs, stats)
+        if isinstance(sources, ProjectSources):
+            sources.parses = frozenset(summaries)
         return memo.index(summaries) if memo is not None else ProjectIndex(summaries)
     previous = LinkState.read(cache.get(LINKS_KEY))
     cache.forget(LINKS_KEY)  # the lint workers need not inherit every module's links

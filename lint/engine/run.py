@@ -49,6 +49,8 @@ class _Run:
     progress: ProgressCallback | None = None
     #: Encoded project facts per position (``ddplint.code.project``), where any.
     project: dict[int, str] = field(default_factory=dict)
+    #: Relative paths the project model found ``ast`` reads (no second parse to tell).
+    parses: frozenset[str] = frozenset()
 
     def lint(
         self, positions: list[int], options: LintOptions, collect: tuple[str, ...], key_suffix: str
@@ -80,6 +82,7 @@ class _Run:
                 self.contents[position],
                 per_file.get(position, options),
                 collect,
+                self.targets[position].relative in self.parses,
             )
             if skipped is not None:
                 self.outcomes[position] = skipped
@@ -232,6 +235,7 @@ def _lint_read(targets: list[Target], setup: RunSetup, whole_project: bool) -> R
     except SourceChanged:  # a file changed while this run read the project: read it all
         sources = model_sources(targets, contents, stamps, whole_project, setup, trust_stats=False)
         run.project = project_facts(targets, code_files, sources, setup, stats)
+    run.parses = sources.parses
     if cache is not None:
         cache.save()  # the summaries leave memory before the lint workers start
     code_kinds = tuple(kind for kind in wanted if kind != code_facts.LAUNCHES)

@@ -78,12 +78,17 @@ def _compiles(path: str, raw: bytes) -> bool:
 
 
 def triage_file(
-    path: str, raw: bytes, options: LintOptions, collect: Sequence[str]
+    path: str,
+    raw: bytes,
+    options: LintOptions,
+    collect: Sequence[str],
+    known_to_parse: bool = False,
 ) -> FileOutcome | Plan:
     """The outcome of a file that needs no parse (too big, or no rule or fact collector
     could fire on it), or the plan for parsing it. Cheap: substring tests on bytes, and
-    CPython's parser on a Python file no rule needs (one that does not parse is parsed
-    to say why: never passed unread)."""
+    CPython's parser on a Python file no rule needs unless ``known_to_parse`` (the
+    project model read it already; one that does not parse is parsed to say why: never
+    passed unread)."""
     kind = file_kind(path)
     if kind is None:
         return FileOutcome()
@@ -100,7 +105,8 @@ def triage_file(
         if is_json(path):  # JSON no rule reads (package.json, data) is not ours to judge
             return FileOutcome(prefiltered=True)
         outcome = _unreadable(path, raw) or FileOutcome(prefiltered=True)
-        if not outcome.errors and kind == "code" and not _compiles(path, raw):
+        unread = not outcome.errors and kind == "code" and not known_to_parse
+        if unread and not _compiles(path, raw):
             return Plan(kind, [], [], syntax_only=True)  # never passed unread
         if not outcome.errors and mentions_own_codes(raw):
             text = SourceFile.decode(path, raw).text
@@ -110,8 +116,12 @@ def triage_file(
 
 
 def prefilter(
-    path: str, raw: bytes, options: LintOptions, collect: Sequence[str] = ()
+    path: str,
+    raw: bytes,
+    options: LintOptions,
+    collect: Sequence[str] = (),
+    known_to_parse: bool = False,
 ) -> FileOutcome | None:
     """The outcome of a file that needs no parse, or None when it must be parsed."""
-    plan = triage_file(path, raw, options, collect)
+    plan = triage_file(path, raw, options, collect, known_to_parse)
     return plan if isinstance(plan, FileOutcome) else None
