@@ -189,18 +189,33 @@ def _rank_value(
         and len(expression.args) == 1
     ):
         expression = expression.args[0]
+    expression = _several_processes_way(expression, divergence)
     taint = divergence.taint(expression, node)
     if taint is None or taint.source is not Source.RANK:
         return None
     assigned = _bound_value(expression, divergence, depth)
     if assigned is not None:
-        return _rank_value(assigned, zero, divergence, node, depth - 1)
+        value = _rank_value(assigned, zero, divergence, node, depth - 1)
+        if value is not None:
+            return value
     if taint.spelled != ast.unparse(expression) and dotted_name(expression) is None:
         return None
     last = (dotted_name(expression) or ast.unparse(expression)).rsplit(".", 1)[-1]
     if last.startswith("is_") or last.startswith("is_global_zero"):
         return zero
     return 0 if zero else _OTHER
+
+
+def _several_processes_way(expression: ast.AST, divergence: Divergence) -> ast.AST:
+    """``x if dist.is_initialized() else y`` read as ``x``: the other way runs one
+    process, where no collective can part ranks."""
+    while isinstance(expression, ast.IfExp) and _asks_distributed(expression.test, divergence):
+        expression = expression.body
+    return expression
+
+
+#: Expressions that are tests themselves: a name bound to one is that test.
+_TESTS = (ast.Compare, ast.BoolOp, ast.UnaryOp)
 
 
 def _bound_value(expression: ast.AST, divergence: Divergence, depth: int) -> ast.expr | None:
@@ -238,10 +253,18 @@ def _evaluate(
             return False if False in values else (None if None in values else True)
         return True if True in values else (None if None in values else False)
     divergence = function.divergence
+    test = _several_processes_way(test, divergence)
     taint = divergence.taint(test, node)
     assigned = _bound_value(test, divergence, depth)
     if assigned is not None and taint is not None and taint.source is Source.RANK:
-        return _evaluate(assigned, zero, function, node, facts, depth - 1)
+        if isinstance(assigned, _TESTS):
+            return _evaluate(assigned, zero, function, node, facts, depth - 1)
+        try:  # a value (``x if distributed else True``): else the name reads the rank
+            known = _evaluate(assigned, zero, function, node, facts, depth - 1)
+        except _Unsettled:
+            known = None
+        if known is not None:
+            return known
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         truth = _compared(test, zero, divergence, node)
     else:
@@ -300,7 +323,7 @@ def _implied(
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
-    if not truth and _asks_distributed(test, function):
+    if not truth and _asks_distributed(test, function.divergence):
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     kept = truth != negated
@@ -315,12 +338,11 @@ _DISTRIBUTED_QUERIES = frozenset(
 )
 
 
-def _asks_distributed(test: ast.AST, function: FunctionFacts) -> bool:
+def _asks_distributed(test: ast.AST, divergence: Divergence) -> bool:
     """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
     runs one process, where no collective can part ranks."""
     return (
-        isinstance(test, ast.Call)
-        and function.divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
+        isinstance(test, ast.Call) and divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
     )
 
 

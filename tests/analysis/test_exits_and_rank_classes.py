@@ -156,6 +156,9 @@ def test_an_assert_the_classes_cannot_answer_is_taken_as_passing(between: str, a
         ("leader", "dist.get_rank() == 0", True),
         ("follower", "dist.get_rank() == 0", True),  # the name does not decide
         ("is_leader", "dist.get_rank() % 2 == 0", False),  # ranks 2, 4... release too
+        # The way on which the job is not distributed runs one process.
+        ("main", "dist.get_rank() == 0 if dist.is_initialized() else True", True),
+        ("main", "(dist.get_rank() if dist.is_initialized() else 0) == 0", True),
     ],
 )
 def test_a_name_bound_to_a_rank_test_is_that_test(name: str, bound: str, agree: bool) -> None:
