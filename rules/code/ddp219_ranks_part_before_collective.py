@@ -22,10 +22,11 @@ class RanksPartBeforeCollective(CodeRule):
     `return` / `break` / `continue`, or an exit with status 0 (`sys.exit()`,
     `sys.exit(0)`, `os._exit(0)`, `raise SystemExit`, or a status the code computes),
     taken on a value that differs between ranks, a collective under such a test, or a
-    loop whose trip count differs between ranks around a collective. The finding sits at the root cause (the `break`, not the
-    barrier of the next iteration) and names the first collective one side runs and the
-    other does not, also when it is issued by a function of the same module (whose
-    own tests the call's constant arguments and defaults settle, two calls down).
+    loop whose trip count differs between ranks around a collective. The finding sits at
+    the root cause (the `break`, not the barrier of the next iteration) and names the
+    first collective one side runs and the other does not, also when it is issued by a
+    function of the same module (whose own tests the call's constant arguments and
+    defaults settle, two calls down).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
