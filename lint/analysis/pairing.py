@@ -521,19 +521,18 @@ class _Unsettled(Exception):
     """A test on the rank that a class walk cannot settle."""
 
 
-def rank_classes_agree(
-    function: FunctionFacts, ignored: frozenset[int] = frozenset()
-) -> bool | None:
+def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozenset()) -> bool:
     """Whether rank 0 and the other ranks issue the same collectives whenever the
     values they share are the same (the collectives of ``ignored`` nodes left out);
-    None past the walks' budgets (cannot tell)."""
+    past the walks' budgets they are not shown to agree, and each test's own
+    branches decide."""
     try:
         zero = _class_walks(function, True, ignored)
         other = _class_walks(function, False, ignored)
     except _Unsettled:
         return False
     if zero is None or other is None:
-        return None
+        return False
     return all(
         kinds(first) == kinds(second)
         for zero_facts, first in zero
@@ -590,6 +589,6 @@ def class_culprits(function: FunctionFacts, tests: list[Node]) -> set[int]:
     culprits: set[int] = set()
     for test in tests:
         region = frozenset(node.index for node in function.dominance.region(test))
-        if region and rank_classes_agree(function, region) is True:
+        if region and rank_classes_agree(function, region):
             culprits.add(test.index)
     return culprits

@@ -126,7 +126,6 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
     reported: set[int] = set()
     agreement: dict[int, bool | None] = {}
     classes_agree: bool | None = None
-    classes_asked = False
     culprits: set[int] | None = None
     for node in function.graph.nodes:
         effects = function.effects.get(node.index)
@@ -144,10 +143,10 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
             if agreement[test.index] is not False:
                 continue  # the same on every branch, or cannot tell
             if settled_by_class(function, test):
-                if not classes_asked:
-                    classes_agree, classes_asked = rank_classes_agree(function), True
-                if classes_agree is not False:
-                    continue  # the classes pair up, or cannot tell
+                if classes_agree is None:
+                    classes_agree = rank_classes_agree(function)
+                if classes_agree:
+                    continue
                 if culprits is None:
                     culprits = class_culprits(function, _class_tests(function))
                 if culprits and test.index not in culprits:
