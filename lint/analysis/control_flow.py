@@ -11,7 +11,9 @@ to the statement after the ``try``.
 Edges say why they are taken: ``TRUE`` / ``FALSE`` out of a test (for a ``for`` step:
 another item / exhausted), ``RAISE`` for an exit the code spells (``raise``, a failing
 ``assert``, ``sys.exit()``), ``EXCEPTION`` for an exception any statement may raise.
-Analyses of what the code decides read the graph without ``EXCEPTION`` edges.
+Analyses of what the code decides read the graph without ``EXCEPTION`` edges;
+``ends_loudly`` tells an exit that fails the process (an exception, an error status)
+from one that ends it as a success (``sys.exit(0)``).
 
 Module code, class bodies, functions, lambdas and comprehensions are each a graph of
 their own (``ScopeGraphs``); a ``def`` or ``class`` statement is one node of the graph
@@ -172,6 +174,78 @@ def _exit_call(statement: ast.stmt) -> str | None:
         if name in ABORT_CALLS:
             return "abort"
     return None
+
+
+def ends_loudly(statement: ast.AST | None) -> bool:
+    """Whether a statement that leaves along a ``RAISE`` edge ends the process with an
+    error: an exception (``raise``, a failing ``assert``, ``os.abort()``) or an exit
+    with an error status (``sys.exit(1)``, ``sys.exit("message")``, ``os._exit(2)``,
+    ``raise SystemExit(1)``). Under torchrun (and any elastic agent) a worker that
+    fails makes the agent stop every other worker: nobody waits. An exit with status 0
+    (``sys.exit()``, ``sys.exit(0)``, ``raise SystemExit``) ends this process as a
+    success, and its peers wait in their next collective."""
+    if isinstance(statement, ast.Assert):
+        return True
+    if isinstance(statement, ast.Raise):
+        exc = statement.exc
+        if exc is not None and dotted_name(exc) == "SystemExit":
+            return False  # ``raise SystemExit``: status 0
+        if isinstance(exc, ast.Call) and dotted_name(exc.func) == "SystemExit":
+            return _error_status(exc)
+        return True
+    ending = _exit_call(statement) if isinstance(statement, ast.stmt) else None
+    if ending is None:
+        return False
+    assert isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+    if dotted_name(statement.value.func) == "os.abort":
+        return True
+    return _error_status(statement.value)
+
+
+def _error_status(call: ast.Call) -> bool:
+    """Whether an exit call (or ``SystemExit(...)``) surely ends with a status other
+    than 0: a non-zero int, ``True``, or a message (printed, status 1; a string the
+    code formats counts). A status the code computes (``sys.exit(main())``, a child's
+    return code, ``0 if ok else 1``) is 0 on the runs that succeed: not surely an
+    error, so the exit still counts as a way out on which the peers wait."""
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    if not arguments:
+        return False
+    if len(arguments) > 1:
+        return True  # ``SystemExit(a, b)``: a tuple, printed, status 1
+    return _surely_not_zero(arguments[0])
+
+
+def _surely_not_zero(status: ast.expr) -> bool:
+    if isinstance(status, ast.IfExp):
+        return _surely_not_zero(status.body) and _surely_not_zero(status.orelse)
+    if isinstance(status, ast.JoinedStr):
+        return True
+    if isinstance(status, ast.BinOp) and any(
+        isinstance(side, (ast.JoinedStr, ast.Constant)) and _is_text(side)
+        for side in (status.left, status.right)
+    ):
+        return True  # ``"... %s" % value``, ``"..." + text``
+    if (
+        isinstance(status, ast.Call)
+        and isinstance(status.func, ast.Attribute)
+        and status.func.attr == "format"
+        and _is_text(status.func.value)
+    ):
+        return True
+    try:
+        value = ast.literal_eval(status)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    if value is None:
+        return False
+    return not isinstance(value, int) or value != 0  # a message or a float: status 1
+
+
+def _is_text(expression: ast.expr) -> bool:
+    return isinstance(expression, ast.JoinedStr) or (
+        isinstance(expression, ast.Constant) and isinstance(expression.value, str)
+    )
 
 
 def _always_true(test: ast.expr) -> bool:

@@ -1043,12 +1043,12 @@ class Divergence:
                 return None
             return _several_when(test.ops[0], bound)
         if isinstance(test, ast.Name) and depth > 0:
-            assigned = self._sole_assignment(test.id)
+            assigned = self.sole_assignment(test.id)
             if assigned is not None:
                 return self._several_processes(assigned, depth - 1)
         return None
 
-    def _sole_assignment(self, name: str) -> ast.expr | None:
+    def sole_assignment(self, name: str) -> ast.expr | None:
         """The value of the one statement of the function that binds ``name``."""
         binders = self._binding_nodes().get(name, set())
         if len(binders) != 1 or name in _parameters_of(self.graph.scope):

@@ -18,6 +18,7 @@ from ddplint.analysis.control_flow import (
     NodeKind,
     Scope,
     ScopeGraphs,
+    ends_loudly,
 )
 from ddplint.analysis.divergence import (
     Divergence,
@@ -612,10 +613,11 @@ def _local_callee(call: ast.Call) -> str | None:
 
 
 def ways_on(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
-    """The decision successors a hang can follow: a ``raise`` or a failing ``assert``
-    ends the job loudly (the launcher stops every rank), so no way goes on from it;
-    ``sys.exit()`` leaves quietly and counts."""
+    """The decision successors a hang can follow: a ``raise``, a failing ``assert`` or
+    an exit with an error status (``sys.exit(1)``) ends the job loudly (the launcher
+    stops every rank), so no way goes on from it; ``sys.exit()`` / ``sys.exit(0)``
+    leaves quietly and counts."""
     for successor, edge in decision_successors(node):
-        if edge is EdgeKind.RAISE and isinstance(node.statement, (ast.Raise, ast.Assert)):
+        if edge is EdgeKind.RAISE and ends_loudly(node.statement):
             continue
         yield successor, edge

@@ -171,10 +171,17 @@ def arguments_apart(first: Sequence_, second: Sequence_) -> ArgumentsApart | Non
 # -- rank classes ----------------------------------------------------------------------
 
 
-def _rank_value(expression: ast.AST, zero: bool, divergence: Divergence, node: Node) -> object:
+#: How many names a rank test is followed through to the value bound to them.
+_NAME_DEPTH = 2
+
+
+def _rank_value(
+    expression: ast.AST, zero: bool, divergence: Divergence, node: Node, depth: int = _NAME_DEPTH
+) -> object:
     """The value a rank read takes for rank 0 (``zero``) or for another rank: ``True`` /
     ``False`` for ``is_*`` predicates, ``0`` or ``_OTHER`` for numbers; None if
-    ``expression`` is no rank read."""
+    ``expression`` is no rank read. A name bound once in the function stands for its
+    value; a name or field (``args.local_rank``) that holds the rank read is the rank."""
     while (
         isinstance(expression, ast.Call)
         and isinstance(expression.func, ast.Name)
@@ -182,10 +189,16 @@ def _rank_value(expression: ast.AST, zero: bool, divergence: Divergence, node: N
         and len(expression.args) == 1
     ):
         expression = expression.args[0]
+    expression = _several_processes_way(expression, divergence)
     taint = divergence.taint(expression, node)
     if taint is None or taint.source is not Source.RANK:
         return None
-    if taint.spelled != ast.unparse(expression) and not isinstance(expression, ast.Name):
+    assigned = _bound_value(expression, divergence, depth)
+    if assigned is not None:
+        value = _rank_value(assigned, zero, divergence, node, depth - 1)
+        if value is not None:
+            return value
+    if taint.spelled != ast.unparse(expression) and dotted_name(expression) is None:
         return None
     last = (dotted_name(expression) or ast.unparse(expression)).rsplit(".", 1)[-1]
     if last.startswith("is_") or last.startswith("is_global_zero"):
@@ -193,37 +206,72 @@ def _rank_value(expression: ast.AST, zero: bool, divergence: Divergence, node: N
     return 0 if zero else _OTHER
 
 
+def _several_processes_way(expression: ast.AST, divergence: Divergence) -> ast.AST:
+    """``x if dist.is_initialized() else y`` read as ``x``: the other way runs one
+    process, where no collective can part ranks."""
+    while isinstance(expression, ast.IfExp) and _asks_distributed(expression.test, divergence):
+        expression = expression.body
+    return expression
+
+
+#: Expressions that are tests themselves: a name bound to one is that test.
+_TESTS = (ast.Compare, ast.BoolOp, ast.UnaryOp)
+
+
+def _bound_value(expression: ast.AST, divergence: Divergence, depth: int) -> ast.expr | None:
+    """The value of the one assignment of a plain name in the function."""
+    if depth <= 0 or not isinstance(expression, ast.Name):
+        return None
+    return divergence.sole_assignment(expression.id)
+
+
 class _Other:
-    """Any rank but 0 (and not -1): larger than every constant up to 0."""
+    """Any rank but 0 (and not -1): 1 or more."""
 
 
 _OTHER = _Other()
 
 
 def _evaluate(
-    test: ast.AST, zero: bool, function: FunctionFacts, node: Node, facts: Facts
+    test: ast.AST,
+    zero: bool,
+    function: FunctionFacts,
+    node: Node,
+    facts: Facts,
+    depth: int = _NAME_DEPTH,
 ) -> bool | None:
     """A test's truth for rank 0 (``zero``) or another rank, with the truths ``facts``
     give plain names; None if unknown. Raises ``_Unsettled`` for a test on the rank
-    that a class does not settle (``rank == 1``, ``rank % 2``)."""
+    that a class does not settle (``rank == 1``, ``rank % 2``). A name bound once to a
+    rank test (``is_first = rank == 0``) is that test."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _evaluate(test.operand, zero, function, node, facts)
+        inner = _evaluate(test.operand, zero, function, node, facts, depth)
         return None if inner is None else not inner
     if isinstance(test, ast.BoolOp):
-        values = [_evaluate(v, zero, function, node, facts) for v in test.values]
+        values = [_evaluate(v, zero, function, node, facts, depth) for v in test.values]
         if isinstance(test.op, ast.And):
             return False if False in values else (None if None in values else True)
         return True if True in values else (None if None in values else False)
     divergence = function.divergence
+    test = _several_processes_way(test, divergence)
+    taint = divergence.taint(test, node)
+    assigned = _bound_value(test, divergence, depth)
+    if assigned is not None and taint is not None and taint.source is Source.RANK:
+        if isinstance(assigned, _TESTS):
+            return _evaluate(assigned, zero, function, node, facts, depth - 1)
+        try:  # a value (``x if distributed else True``): else the name reads the rank
+            known = _evaluate(assigned, zero, function, node, facts, depth - 1)
+        except _Unsettled:
+            known = None
+        if known is not None:
+            return known
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left = _rank_value(test.left, zero, divergence, node)
-        truth = _compare(left, test.ops[0], test.comparators[0])
+        truth = _compared(test, zero, divergence, node)
     else:
         value = _rank_value(test, zero, divergence, node)
         truth = value if isinstance(value, bool) else (None if value is None else value is _OTHER)
     if truth is not None:
         return truth
-    taint = divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         raise _Unsettled
     key, negated = _leaf_key(test)
@@ -275,7 +323,7 @@ def _implied(
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
-    if not truth and _asks_distributed(test, function):
+    if not truth and _asks_distributed(test, function.divergence):
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     kept = truth != negated
@@ -290,13 +338,47 @@ _DISTRIBUTED_QUERIES = frozenset(
 )
 
 
-def _asks_distributed(test: ast.AST, function: FunctionFacts) -> bool:
+def _asks_distributed(test: ast.AST, divergence: Divergence) -> bool:
     """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
     runs one process, where no collective can part ranks."""
     return (
-        isinstance(test, ast.Call)
-        and function.divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
+        isinstance(test, ast.Call) and divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
     )
+
+
+#: A comparison read from the other side: ``0 < rank`` is ``rank > 0``.
+_MIRRORED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}
+
+
+def _compared(test: ast.Compare, zero: bool, divergence: Divergence, node: Node) -> bool | None:
+    """A one-operator comparison of a rank read with constants, the rank on either
+    side (``local_rank > 0``, ``0 < local_rank``); None if it is not one."""
+    op, right = test.ops[0], test.comparators[0]
+    left = _rank_value(test.left, zero, divergence, node)
+    if left is None and type(op) in _MIRRORED:
+        left = _rank_value(right, zero, divergence, node)
+        op, right = _MIRRORED[type(op)](), test.left
+    return _compare(left, op, right)
+
+
+def _other_rank_order(op: ast.cmpop, constant: int) -> bool | None:
+    """``rank OP constant`` for every rank from 1 up, when they all answer alike."""
+    if isinstance(op, ast.Gt):
+        return True if constant < 1 else None
+    if isinstance(op, ast.GtE):
+        return True if constant <= 1 else None
+    if isinstance(op, ast.Lt):
+        return False if constant <= 1 else None
+    if isinstance(op, ast.LtE):
+        return False if constant < 1 else None
+    return None
 
 
 def _compare(left: object, op: ast.cmpop, right: ast.AST) -> bool | None:
@@ -312,10 +394,15 @@ def _compare(left: object, op: ast.cmpop, right: ast.AST) -> bool | None:
     if not all(isinstance(c, (int, bool)) for c in constants):
         return None
     if left is _OTHER:
-        if any(c > 0 for c in constants if isinstance(c, int)):
-            return None  # rank 1, 2... are not one class against a positive constant
-        equal = False
-        order = {ast.Gt: True, ast.GtE: True, ast.Lt: False, ast.LtE: False}
+        if isinstance(op, (ast.Eq, ast.In, ast.Is, ast.NotEq, ast.NotIn, ast.IsNot)):
+            if any(c > 0 for c in constants):
+                return None  # rank 1, 2... are not one class against a positive constant
+            equal = False
+        elif len(constants) == 1:
+            return _other_rank_order(op, int(constants[0]))
+        else:
+            return None
+        order: dict[type[ast.cmpop], bool] = {}
     else:
         equal = left in constants
         value = left if isinstance(left, int) else 0
@@ -393,7 +480,21 @@ def _class_steps(
     ways = function.ways(node)
     if [edge for _, edge in ways] == [EdgeKind.NEXT]:
         test = None  # no branch issues anything: nothing to settle
-    truth = _evaluate(test, zero, function, node, facts) if test is not None else None
+    try:
+        truth = _evaluate(test, zero, function, node, facts) if test is not None else None
+    except _Unsettled:
+        if not isinstance(statement, ast.Assert):
+            raise
+        # An assert the class cannot answer (``assert rank < world_size``) is taken as
+        # passing: where it fails, the AssertionError stops the process and the
+        # launcher the others (under ``python -O`` it does not run at all).
+        test, truth = None, None
+    # A test on values every rank shares goes one way for both classes wherever both
+    # reach it: two ways that took it apart are not compared (``done`` ... ``continue``
+    # on one way, the rest of the loop on the other), even where its parts leave no
+    # fact of their own.
+    taint = function.divergence.test_taint(node) if test is not None else None
+    shared = len(ways) > 1 and (taint is None or taint.source is not Source.RANK)
     for successor, edge in ways:
         following: Facts | None = facts
         taken = edge is EdgeKind.TRUE
@@ -403,6 +504,8 @@ def _class_steps(
             if truth is not None and truth != taken:
                 continue
             following = _implied(test, taken, facts, zero, function, node)
+            if following is not None and shared:
+                following = following | {(f"#test{node.index}", taken)}
         elif node.kind is NodeKind.STEP:
             following = facts | {(f"#step{node.index}", taken)}
         if following is not None:
@@ -420,7 +523,9 @@ class _Unsettled(Exception):
 
 def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozenset()) -> bool:
     """Whether rank 0 and the other ranks issue the same collectives whenever the
-    values they share are the same (the collectives of ``ignored`` nodes left out)."""
+    values they share are the same (the collectives of ``ignored`` nodes left out);
+    past the walks' budgets they are not shown to agree, and each test's own
+    branches decide."""
     try:
         zero = _class_walks(function, True, ignored)
         other = _class_walks(function, False, ignored)

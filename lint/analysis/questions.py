@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import (
+    EdgeKind,
     Node,
     NodeKind,
     Scope,
+    ends_loudly,
 )
 from ddplint.analysis.divergence import (
     Facet,
@@ -53,7 +55,8 @@ from ddplint.analysis.pairing import (
     settled_by_class,
 )
 
-#: Exits a parting is reported at (a ``raise`` is an error path, never a parting).
+#: Exits a parting is reported at (a ``raise`` is an error path, never a parting; an
+#: exit with status 0 is one too: ``_leaves``).
 _JUMPS = (ast.Return, ast.Break, ast.Continue)
 
 
@@ -383,13 +386,20 @@ def _cause(function: FunctionFacts, test: Node, skipped: Node) -> ast.AST:
     jumps = [
         node.statement
         for node in function.dominance.region(test)
-        if isinstance(node.statement, _JUMPS)
-        and _avoids(node, skipped, test)
-        and _avoids(skipped, node, test)
+        if _leaves(node) and _avoids(node, skipped, test) and _avoids(skipped, node, test)
     ]
     if len(jumps) == 1 and jumps[0] is not None:
         return jumps[0]
     return test.statement
+
+
+def _leaves(node: Node) -> bool:
+    """A ``return`` / ``break`` / ``continue``, or an exit that ends the process as a
+    success (``sys.exit(0)``, ``raise SystemExit``): the peers go on without it."""
+    if isinstance(node.statement, _JUMPS):
+        return True
+    raises = any(edge is EdgeKind.RAISE for _, edge in node.successors)
+    return raises and not ends_loudly(node.statement)
 
 
 def _avoids(start: Node, target: Node, test: Node) -> bool:

@@ -33,8 +33,13 @@ class CollectivesInSetLoop(CodeRule):
     `a.union(b)`), `list(s)` / `enumerate(s)` of one, and names or `self.` attributes
     bound only to sets. The collective must depend on the element (an argument or a
     condition reads it); the same call per element (a bare `dist.barrier()`) pairs up
-    in any order. A set of int literals or `set(range(n))` iterates alike on every rank,
-    and so do dicts (`.keys()` keeps insertion order): not flagged.
+    in any order. Not flagged: a set shown to hold ints, bools, floats or tuples of
+    them, whose hashes are not salted, so every rank that builds it alike walks it
+    alike: written out (`{0, 5, 10}`), counted (`range(n)`, `len(...)`, `enumerate`'s
+    index, `t.tolist()`), computed from such values (`{i * 2 for i in range(n)}`), or
+    bound or annotated so in the scope (`ids = [0, 3]`, `indices: set[int]`); and dicts
+    (`.keys()` keeps insertion order). A set whose elements nothing shows (a parameter,
+    an attribute, `.keys()`) is flagged: strings and objects are the common case.
 
     ## Why is this bad?
     Collectives pair by order. Set order comes from hashing: string hashes are salted
@@ -57,9 +62,9 @@ class CollectivesInSetLoop(CodeRule):
 
     ## Fix safety
     The fix iterates `sorted(...)` of the set. It is safe when the elements are written
-    out as string or number literals. Otherwise it is offered as unsafe: sorting raises
-    `TypeError` for elements that do not order (tensors, modules); give `sorted` a
-    `key=` in that case.
+    out as strings. Otherwise it is offered as unsafe: sorting raises `TypeError` for
+    elements that do not order (tensors, modules, strings mixed with numbers); give
+    `sorted` a `key=` in that case.
 
     ## References
     - Python docs: `PYTHONHASHSEED`, `object.__hash__`; logix PR 68.

@@ -19,12 +19,14 @@ class RanksPartBeforeCollective(CodeRule):
     """
     ## What it does
     Flags the place where ranks stop issuing the same sequence of collectives: a
-    `return` / `break` / `continue` / `raise` taken on a value that differs between
-    ranks, a collective under such a test, or a loop whose trip count differs between
-    ranks around a collective. The finding sits at the root cause (the `break`, not the
-    barrier of the next iteration) and names the first collective one side runs and the
-    other does not, also when it is issued by a function of the same module (whose
-    own tests the call's constant arguments and defaults settle, two calls down).
+    `return` / `break` / `continue`, or an exit with status 0 (`sys.exit()`,
+    `sys.exit(0)`, `os._exit(0)`, `raise SystemExit`, or a status the code computes),
+    taken on a value that differs between ranks, a collective under such a test, or a
+    loop whose trip count differs between ranks around a collective. The finding sits at
+    the root cause (the `break`, not the barrier of the next iteration) and names the
+    first collective one side runs and the other does not, also when it is issued by a
+    function of the same module (whose own tests the call's constant arguments and
+    defaults settle, two calls down).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
@@ -45,7 +47,10 @@ class RanksPartBeforeCollective(CodeRule):
     (out of memory on this rank's batch); a `try` that reads a shared file raises on
     every rank or none.
 
-    Not flagged: a failing `assert` or a `raise` (the job stops loudly); `rank != -1`
+    Not flagged: a failing `assert`, a `raise`, or an exit with an error status
+    (`sys.exit(1)`, `sys.exit("message")`, `os._exit(1)`, `raise SystemExit(1)`): the
+    process fails, and torchrun's agent stops every other worker, so nobody waits;
+    `rank != -1`
     (whether the job was launched); file-system checks (a shared file system answers
     every rank alike: DDP218 is the opt-in rule for node-local disks); values made the
     same by a collective (`all_reduce(flag)` then
@@ -53,8 +58,11 @@ class RanksPartBeforeCollective(CodeRule):
     (`torch.load(..., map_location=f"cuda:{rank}")`, `.to(device)`); `len()` of a list
     whose items, not length, differ; branches that issue the same collectives (send and
     receive arms; one rank broadcasts a value and the others read it back); complementary
-    rank tests (main-process-first: `if not main: barrier()` ... `if main: barrier()`;
-    when another rank test breaks the pairing, only that test is reported); a way on
+    rank tests (main-process-first: `if not main: barrier()` ... `if main: barrier()`,
+    also around a `yield`, with the rank in a field or a name bound to the test, and
+    `local_rank > 0`, `>= 1` or `0 < local_rank` against `== 0` or `< 1`; an `assert`
+    on the rank between them counts as passing; when another rank test breaks the
+    pairing, only that test is reported); a way on
     which `dist.is_initialized()` is false (one process); a name only one arm of a rank
     test binds (the other ranks would stop with a `NameError`, loudly); accelerate's
     `save_state`, which synchronises only under DeepSpeed, FSDP or Megatron-LM, in a

@@ -2,8 +2,9 @@
 
 A set of strings is visited in an order that depends on string hashing, which differs
 per process (``PYTHONHASHSEED`` is unset under torchrun); a set of tensors or modules
-hashes by address. A set of int literals or ``set(range(n))`` is ordered alike on every
-rank; a dict (``.keys()``) keeps insertion order. Names and ``self.`` attributes are
+hashes by address. A set shown to hold ints (or bools, floats, tuples of them) is
+ordered alike on every rank (``element_hashing``); a dict (``.keys()``) keeps insertion
+order. Names and ``self.`` attributes are
 followed when every binding of them in the scope is a set.
 """
 
@@ -17,13 +18,13 @@ from ddplint.analysis.forms import SET_ANNOTATIONS, SET_BUILDERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 from ddplint.code.values.data_dependence import bound_names
+from ddplint.code.values.element_hashing import ElementHashing, annotation_hashes_alike
 
 _SET_METHODS = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
 _SET_OPERATORS = (cst.BitOr, cst.BitAnd, cst.Subtract, cst.BitXor)
 # Wrappers that keep the order of what they wrap.
 _ORDER_KEEPING = frozenset({"list", "tuple", "iter"})
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-_LITERALS = (*_STRINGS, cst.Integer, cst.Float)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class SetIteration:
 Binding = cst.BaseExpression | None  # None: bound by something that is not a plain value
 #: Stands for a value known only by its annotation (``names: set[str]``).
 ANNOTATED_SET = cst.Set([cst.Element(cst.Name("_"))])
+#: Stand for a set and a list annotated to hold ints, bools or floats (``set[int]``).
+ANNOTATED_VALUE_SET = cst.Set([cst.Element(cst.Integer("0"))])
+ANNOTATED_VALUE_LIST = cst.List([cst.Element(cst.Integer("0"))])
 
 
 class SetValues:
@@ -48,6 +52,7 @@ class SetValues:
         self._index = index
         self._names = names
         self._bindings = self._collect()
+        self._hashing = ElementHashing(self._values_of, lambda name: name in names.bindings)
 
     def _collect(self) -> dict[tuple[cst.CSTNode | None, str], list[Binding]]:
         found: dict[tuple[cst.CSTNode | None, str], list[Binding]] = {}
@@ -68,8 +73,8 @@ class SetValues:
                 bind(node, target.target, node.value)
         for annotated in self._index.nodes(cst.AnnAssign):
             known = annotated.value
-            if known is None and _annotation_is_set(annotated.annotation.annotation):
-                known = ANNOTATED_SET
+            if known is None:
+                known = _annotated(annotated.annotation.annotation)
             bind(annotated, annotated.target, known)
         for augmented in self._index.nodes(cst.AugAssign):
             keeps = isinstance(
@@ -87,8 +92,8 @@ class SetValues:
             bind(walrus, walrus.target, walrus.value)
         for param in self._index.nodes(cst.Param):
             annotation = param.annotation
-            is_set = annotation is not None and _annotation_is_set(annotation.annotation)
-            bind(param, param.name, ANNOTATED_SET if is_set else None)
+            known = _annotated(annotation.annotation) if annotation is not None else None
+            bind(param, param.name, known)
         return found
 
     def _scope_of(self, node: cst.CSTNode, target: cst.CSTNode | None = None) -> cst.CSTNode | None:
@@ -151,7 +156,8 @@ class SetValues:
 
     def set_iteration(self, iterable: cst.BaseExpression) -> SetIteration | None:
         """How ``iterable`` inherits a set's order, or None when it does not (or when
-        the set holds only ints, whose order is the same in every process)."""
+        the set holds only values hashed alike in every process, such as ints:
+        ``element_hashing``)."""
         replace, source = iterable, iterable
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.args:
             called = iterable.func.value
@@ -160,9 +166,18 @@ class SetValues:
             elif called == "enumerate":
                 source = replace = iterable.args[0].value
         sets = self._set_source(source, frozenset())
-        if sets is None or all(_holds_only_ints(s) for s in sets):
+        if sets is None or all(self._hashing.set_hashes_alike(s) for s in sets):
             return None
-        return SetIteration(replace, source, all(_holds_only_literals(s) for s in sets))
+        return SetIteration(replace, source, all(_holds_only_strings(s) for s in sets))
+
+
+def _annotated(annotation: cst.BaseExpression) -> Binding:
+    """What an annotation alone says a name holds: a set, or a set or list of values
+    hashed alike in every process (``set[int]``); None when it says neither."""
+    set_annotated = _annotation_is_set(annotation)
+    if annotation_hashes_alike(annotation):
+        return ANNOTATED_VALUE_SET if set_annotated else ANNOTATED_VALUE_LIST
+    return ANNOTATED_SET if set_annotated else None
 
 
 def _annotation_is_set(annotation: cst.BaseExpression) -> bool:
@@ -183,18 +198,12 @@ def _elements(source: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     return None
 
 
-def _holds_only_ints(source: cst.BaseExpression) -> bool:
-    elements = _elements(source)
-    if elements is not None:
-        return bool(elements) and all(isinstance(e, cst.Integer) for e in elements)
-    if isinstance(source, cst.Call) and source.args:
-        argument = source.args[0].value
-        return isinstance(argument, cst.Call) and dotted_name(argument.func) == "range"
-    return False
-
-
-def _holds_only_literals(source: cst.BaseExpression) -> bool:
+def _holds_only_strings(source: cst.BaseExpression) -> bool:
+    """Whether a set's elements are written out as strings (``sorted`` orders them;
+    mixed with numbers it raises ``TypeError``)."""
     if isinstance(source, cst.SetComp):
         return isinstance(source.elt, _STRINGS)
     elements = _elements(source)
-    return elements is not None and all(isinstance(e, _LITERALS) for e in elements)
+    if not elements:
+        return False
+    return all(isinstance(e, _STRINGS) for e in elements)

@@ -1,0 +1,207 @@
+"""Whether the elements of a collection hash alike in every process: the fact a set's
+iteration order rests on.
+
+A set built by the same operations visits its elements in an order fixed by their
+hashes. Ints, bools and floats hash by value (``PYTHONHASHSEED`` salts only ``str`` and
+``bytes``), and a tuple combines its items' hashes: a set of them built alike is
+walked alike on every rank. Strings and bytes are salted per process (the seed is
+unset under torchrun); objects without a value hash (tensors, modules) hash by
+address; ``None`` hashed by address before Python 3.12. Only elements shown to be
+ints, bools, floats or tuples of them count: what is not shown may be any of the
+others.
+
+Shown means written out (``{0, 5, 10}``), counted (``range``, ``len``, ``enumerate``'s
+index, ``.item()``, ``.tolist()`` of a tensor, ``int(...)``), computed from shown
+values (``i * 2`` for ``i`` from a ``range``), or bound only to such values in the
+scope (``ids = [0, 3]``; ``layers: set[int]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from ddplint.code.syntax.names import bound_names, dotted_name
+
+#: What a name is bound to in its scope (``None`` for a binding that is no plain value:
+#: a loop target, a parameter, ``with ... as``), or None when nothing binds it there.
+Bindings = Callable[[cst.BaseExpression, str], list[cst.BaseExpression | None] | None]
+
+#: Builtins whose result is a number or a bool, whatever they are given.
+_NUMBER_BUILTINS = frozenset({"int", "float", "bool", "len", "ord"})
+#: Builtins that yield the elements of what they are given, in some order.
+_ELEMENT_KEEPING = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"})
+#: Methods whose result is a Python number: ``t.item()``, ``xs.index(x)``.
+_NUMBER_METHODS = frozenset({"item", "index", "count", "numel", "dim", "bit_length"})
+#: Methods whose result holds Python numbers: ``t.tolist()`` of a tensor or an array.
+_NUMBER_LIST_METHODS = frozenset({"tolist"})
+#: Annotations of elements that hash by value.
+_VALUE_HASHED = frozenset({"int", "bool", "float"})
+_COLLECTION_ANNOTATIONS = frozenset(
+    {"set", "frozenset", "Set", "FrozenSet", "AbstractSet", "MutableSet", "list", "List"}
+)
+#: How deep names are followed to what they are bound to.
+_DEPTH = 4
+
+Targets = dict[str, bool]
+
+
+class ElementHashing:
+    """Answers, for one module, whether elements hash alike in every process;
+    ``bindings`` says what a name is bound to in its scope, ``shadowed`` whether the
+    module binds a builtin's name itself."""
+
+    def __init__(self, bindings: Bindings, shadowed: Callable[[str], bool]) -> None:
+        self._bindings = bindings
+        self._shadowed = shadowed
+
+    def set_hashes_alike(self, source: cst.BaseExpression) -> bool:
+        """Whether the set ``source`` builds (a literal, a comprehension, ``set(...)``)
+        holds only elements that hash alike in every process."""
+        if isinstance(source, (cst.Set, cst.SetComp)):
+            return self.elements_hash_alike(source, {}, _DEPTH)
+        if isinstance(source, cst.Call) and source.args:
+            return self.elements_hash_alike(source.args[0].value, {}, _DEPTH)
+        return False
+
+    def elements_hash_alike(
+        self, iterable: cst.BaseExpression, targets: Targets, depth: int
+    ) -> bool:
+        """Whether every element ``iterable`` yields hashes alike in every process."""
+        if depth <= 0:
+            return False
+        if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
+            return all(
+                isinstance(e, cst.Element) and self.element_hashes_alike(e.value, targets, depth)
+                for e in iterable.elements
+            )
+        if isinstance(iterable, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            inner = self._comprehension_targets(iterable.for_in, targets, depth)
+            return self.element_hashes_alike(iterable.elt, inner, depth)
+        if isinstance(iterable, cst.Call):
+            return self._call_elements(iterable, targets, depth)
+        if isinstance(iterable, cst.Name) and iterable.value not in targets:
+            return self._bound_alike(iterable, depth, self.elements_hash_alike)
+        return False
+
+    def element_hashes_alike(
+        self, element: cst.BaseExpression, targets: Targets, depth: int
+    ) -> bool:
+        """Whether the value ``element`` computes hashes alike in every process."""
+        if depth <= 0:
+            return False
+        if isinstance(element, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(element, cst.Name):
+            if element.value in ("True", "False"):
+                return True
+            if element.value in targets:
+                return targets[element.value]
+            return self._bound_alike(element, depth, self.element_hashes_alike)
+        if isinstance(element, cst.Tuple):
+            return all(
+                isinstance(e, cst.Element) and self.element_hashes_alike(e.value, targets, depth)
+                for e in element.elements
+            )
+        if isinstance(element, cst.UnaryOperation):
+            return isinstance(element.operator, cst.Not) or self.element_hashes_alike(
+                element.expression, targets, depth
+            )
+        if isinstance(element, cst.BinaryOperation):
+            return self.element_hashes_alike(
+                element.left, targets, depth
+            ) and self.element_hashes_alike(element.right, targets, depth)
+        if isinstance(element, cst.Call):
+            return self._number_call(element)
+        return False
+
+    def _number_call(self, call: cst.Call) -> bool:
+        """A call whose result is a Python number: ``len(x)``, ``int(x)``,
+        ``t.item()``."""
+        if isinstance(call.func, cst.Name):
+            name = call.func.value
+            return name in _NUMBER_BUILTINS and not self._shadowed(name)
+        if isinstance(call.func, cst.Attribute):
+            return call.func.attr.value in _NUMBER_METHODS
+        return False
+
+    def _call_elements(self, call: cst.Call, targets: Targets, depth: int) -> bool:
+        """The elements of ``range(...)``, ``enumerate(x)``, ``zip(a, b)``,
+        ``list(x)`` / ``sorted(x)``, ``t.tolist()``."""
+        if isinstance(call.func, cst.Attribute):
+            return call.func.attr.value in _NUMBER_LIST_METHODS
+        if not isinstance(call.func, cst.Name) or self._shadowed(call.func.value):
+            return False
+        name = call.func.value
+        arguments = [a.value for a in call.args if a.keyword is None and not a.star]
+        if name == "range":
+            return True
+        if name == "zip":
+            wrapped = arguments
+        elif name == "enumerate" or name in _ELEMENT_KEEPING:
+            wrapped = arguments[:1]  # enumerate's index is an int
+        else:
+            return False
+        return bool(wrapped) and all(
+            self.elements_hash_alike(a, targets, depth - 1) for a in wrapped
+        )
+
+    def _comprehension_targets(
+        self, for_in: cst.CompFor | None, targets: Targets, depth: int
+    ) -> Targets:
+        """The comprehension's loop names, each with whether it hashes alike: all of
+        a target's names when the iterable's elements do; the index of
+        ``enumerate(...)`` always."""
+        found = dict(targets)
+        while for_in is not None:
+            alike = self.elements_hash_alike(for_in.iter, found, depth - 1)
+            names = list(bound_names(for_in.target))
+            for name in names:
+                found[name] = alike
+            index = _enumerate_index(for_in)
+            if index is not None:
+                found[index] = True
+            for_in = for_in.inner_for_in
+        return found
+
+    def _bound_alike(
+        self,
+        name: cst.Name,
+        depth: int,
+        check: Callable[[cst.BaseExpression, Targets, int], bool],
+    ) -> bool:
+        """Whether everything ``name`` is bound to in its scope passes ``check``."""
+        values = self._bindings(name, name.value)
+        if not values:
+            return False
+        return all(value is not None and check(value, {}, depth - 1) for value in values)
+
+
+def _enumerate_index(for_in: cst.CompFor) -> str | None:
+    """``i`` of ``for i, x in enumerate(...)``."""
+    call = for_in.iter
+    target = for_in.target
+    if (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Name)
+        and call.func.value == "enumerate"
+        and isinstance(target, cst.Tuple)
+        and target.elements
+        and isinstance(target.elements[0].value, cst.Name)
+    ):
+        return target.elements[0].value.value
+    return None
+
+
+def annotation_hashes_alike(annotation: cst.BaseExpression) -> bool:
+    """``set[int]``, ``frozenset[int]``, ``list[float]``: a collection annotated to
+    hold values that hash alike in every process."""
+    if not isinstance(annotation, cst.Subscript) or len(annotation.slice) != 1:
+        return False
+    collection = dotted_name(annotation.value)
+    if collection is None or collection.rsplit(".", 1)[-1] not in _COLLECTION_ANNOTATIONS:
+        return False
+    index = annotation.slice[0].slice
+    element = index.value if isinstance(index, cst.Index) else None
+    return isinstance(element, cst.Name) and element.value in _VALUE_HASHED
