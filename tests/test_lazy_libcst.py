@@ -4,6 +4,7 @@ that runs answers on ``ast`` (the analysis core) or is screened out by its forms
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -90,6 +91,22 @@ def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None
     outcome = _lint(b"import torch.distributed as dist\ndef f(:\n    dist.barrier()\n", "DDP209")
     assert [e.message.startswith("cannot parse") for e in outcome.errors] == [True]
     assert len(libcst_parses) == 1
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="this Python's ast reads 3.12 syntax")
+def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
+    libcst_parses: list[str],
+) -> None:
+    """LibCST reads a 3.12 ``type`` statement that CPython 3.11 refuses: the rules over
+    LibCST run, the core's rules are left out with one notice, and nothing is an error."""
+    code = (
+        b"import torch.distributed as dist\ntype Batch = list[int]\n"
+        b"def f(rank):\n    if rank == 0:\n        dist.barrier()\n"
+    )
+    outcome = _lint(code, "DDP201", "DDP219")
+    assert outcome.errors == [] and not outcome.internal_error
+    assert [f.rule for f in outcome.findings] == ["DDP201"]
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
 SCREENED = [

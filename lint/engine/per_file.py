@@ -4,6 +4,7 @@ in one is reported and the others go on), suppressions. Never raises."""
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -74,6 +75,30 @@ def _rules_to_run(plan: Plan, context: Any) -> list[CodeRule | ConfigRule]:
     return [*rules]
 
 
+def _without_core_rules(rules: list[Any], text: str, outcome: FileOutcome) -> list[Any]:
+    """The rules that read LibCST alone, for a file CPython's parser refuses but LibCST
+    reads (syntax newer than the Python ddplint runs on): the analysis core reads
+    ``ast``, so its rules are left out, with one notice naming them and the reason."""
+    from ddplint.code.syntax.python_ast import parse_python
+
+    left_out = sorted(rule.code for rule in rules if not rule.reads_libcst)
+    if left_out:
+        reason = "CPython's parser refuses it"
+        try:
+            parse_python(text)
+        except SyntaxError as exc:
+            reason += f" (line {exc.lineno}: {exc.msg})"
+        except (ValueError, RecursionError, MemoryError) as exc:
+            reason += f" ({_describe(exc)})"
+        version = ".".join(str(part) for part in sys.version_info[:2])
+        outcome.notices.append(
+            f"{', '.join(left_out)} not run: the analysis core reads code with the parser "
+            f"of the Python ddplint runs on ({version}), and {reason}; run ddplint on a "
+            "Python as new as this code to check it with them"
+        )
+    return [rule for rule in rules if rule.reads_libcst]
+
+
 def _describe(exc: BaseException) -> str:
     """``Type: message``, short; arguments that are not plain values (a CST node in a
     KeyError) are named by type: their repr can be huge, or too deep to print."""
@@ -141,6 +166,8 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
             apply_suppressions(outcome, path, source.text, plan.kind, [], options)
         return outcome
     outcome.parsed = True
+    if plan.kind == "code" and context.ast_module is None:
+        rules = _without_core_rules(rules, source.text, outcome)
     findings: list[Finding] = []
     for rule in rules:
         cancellation.check()
