@@ -110,8 +110,9 @@ class CallSummary:
     agreeing: frozenset[str]
 
 
-#: A local function's name (``f``, ``self.f``) -> its summary (None: not known).
-CallSummaries = Callable[[str], CallSummary | None]
+#: A local function's name (``f``, ``self.f``) and the class the call is made in ->
+#: its summary (None: not known).
+CallSummaries = Callable[[str, str | None], CallSummary | None]
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -588,7 +589,7 @@ class _Evaluator:
             return None
         if "." in spelled and not _self_field(spelled):
             return None
-        return self.results(spelled)
+        return self.results(spelled, self.owner)
 
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of

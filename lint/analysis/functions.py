@@ -139,8 +139,13 @@ class ModuleAnalysis:
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        #: (class name, method name) -> the method, for the classes of module code.
+        self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
             self._definitions.setdefault(self._key_of(function), function)
+            owner = self.nodes.scope_of.get(function)
+            if isinstance(owner, ast.ClassDef):
+                self._methods.setdefault((owner.name, function.name), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
         self._fields: dict[int, State] = {}
         self._constructions: dict[int, tuple[State, State]] = {}
@@ -197,25 +202,29 @@ class ModuleAnalysis:
             self._call_summary,
         )
 
-    def _call_summary(self, name: str) -> CallSummary | None:
+    def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
         """For a module-level function or a method (``self.f``) that reaches a
         collective: its positional parameters, those whose values may reach its result,
         one parameter at a time (``reduce_tensor(t, n)`` returns ``t`` all-reduced: only
         ``n`` reaches it; every one where its result reads a source of its own), and
         those it makes agree in place (``sync(t)``: ``all_reduce(t)`` inside, ``t``
         never bound again). None where it is not known."""
-        if name in self._summaries:
-            return self._summaries[name]
         definition = self._definitions.get(name)
+        if name.startswith("self."):
+            # The method of the caller's own class (another class may define one alike).
+            definition = self._methods.get((caller_class or "", name[len("self.") :]))
         owner = self.nodes.scope_of.get(definition) if definition is not None else None
         if definition is None or name not in self._reaching:
             return None
+        key = f"{owner.name}.{definition.name}" if isinstance(owner, ast.ClassDef) else name
+        if key in self._summaries:
+            return self._summaries[key]
         if isinstance(owner, ast.ClassDef):
             if id(owner) in self._solving_fields:
                 return None  # its fields are not known yet: ask again later
         elif not isinstance(owner, ast.Module):
             return None
-        self._summaries[name] = None  # recursion: unknown while asking
+        self._summaries[key] = None  # recursion: unknown while asking
         arguments = definition.args
         positional = [a.arg for a in arguments.posonlyargs + arguments.args]
         if isinstance(owner, ast.ClassDef):
@@ -241,7 +250,7 @@ class ModuleAnalysis:
         summary = CallSummary(
             tuple(positional), None if own else frozenset(reaching), frozenset(agreeing)
         )
-        self._summaries[name] = summary
+        self._summaries[key] = summary
         return summary
 
     def _entry_of(self, scope: Scope) -> State:

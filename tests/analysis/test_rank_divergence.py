@@ -656,6 +656,25 @@ def test_a_method_that_reduces_its_argument_makes_it_agree() -> None:
     """
     assert _taint_at(source, "stop") is None
     assert _taint_at(source, "own") is not None
+    # Another class's method of the same name is not the one this class calls.
+    other = """
+    class Reducer:
+        def _any(self, flag):
+            dist.all_reduce(flag)
+            return flag.item() > 0
+
+    class Trainer:
+        def _any(self, flag):
+            dist.barrier()
+            return flag.item() > 0
+
+        def step(self, model, batch):
+            model.eval()
+            flag = torch.tensor(float(model(batch).sum() > 3))
+            stop = self._any(flag)
+            use(stop)  # here
+    """
+    assert _taint_at(other, "stop") is not None
 
 
 @pytest.mark.parametrize(
