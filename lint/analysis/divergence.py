@@ -15,11 +15,21 @@ not stick to a new ``for step in range(...)``.
   ``rank != -1`` asks whether the job was launched, which every rank answers alike.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
-  same on every rank.
+  same on every rank (its work handle kept or not), and so does what is computed from
+  it alone; a local function or method that runs such a collective on its own
+  parameter makes the caller's argument agree; a functional collective's result agrees
+  unless it is this rank's share (``reduce_scatter``, ``all_to_all``, ``scatter``).
+- Keys: a mapping's keys are its shape facet. ``k in d``, ``d.keys()``, ``for k in d``
+  and ``sorted(d)`` read them; a model's output dict, or ``{name: v for name in
+  names}``, has the same keys on every rank however its values differ. A mapping is
+  known by its display or by how the function uses it (``d["key"]``, ``d.get(k)``,
+  ``d.items()``, ``**d``); ``x in c`` on anything else reads what ``c`` holds.
 - Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
   ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
   call's keyword arguments carry nothing into its result (``tqdm(disable=rank != 0)``,
-  ``torch.load(path, map_location=f"cuda:{rank}")``).
+  ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
+  unknown call's result carries its positional arguments (and its receiver's) taint,
+  a local function's only that of the parameters that reach its returns.
 - Decided: a name bound under a divergent test differs after the test's branches meet.
 - Unknown is uniform: nothing is reported from a value nobody can see.
 """
@@ -31,7 +41,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
-from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import (
+    PER_RANK_RESULTS,
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+)
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
@@ -232,18 +247,6 @@ MAPPING_FACTORIES = frozenset({"dict", "collections.OrderedDict", "collections.d
 KEY_LISTERS = frozenset({"list", "sorted", "set", "tuple", "frozenset", "iter"})
 #: Methods whose use shows their receiver is a mapping (``d.get(k)``, ``d.items()``).
 MAPPING_METHODS = frozenset({"get", "setdefault", "keys", "items", "values"})
-#: Functions of ``torch.distributed`` (their functional forms included) whose result is
-#: this rank's own share: a shard, a piece scattered or exchanged, a message received.
-PER_RANK_RESULTS = frozenset(
-    {
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "all_to_all",
-        "all_to_all_single",
-        "scatter",
-        "recv",
-    }
-)
 #: Methods of a framework object (accelerate, Lightning, Fabric) whose result agrees.
 AGREEING_METHODS = frozenset(
     {"gather", "gather_for_metrics", "reduce", "all_gather", "broadcast", "all_reduce"}
