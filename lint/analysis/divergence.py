@@ -243,6 +243,10 @@ CONTRIBUTIONS: dict[str, tuple[int, Facet]] = {
 }
 #: Calls that make a mapping (its keys are its shape facet).
 MAPPING_FACTORIES = frozenset({"dict", "collections.OrderedDict", "collections.defaultdict"})
+#: Builtins whose result is one number or truth computed from their arguments.
+SCALAR_BUILTINS = frozenset(
+    {"sum", "max", "min", "any", "all", "int", "float", "bool", "round", "abs"}
+)
 #: Builtins that, given a mapping, hold or yield its keys.
 KEY_LISTERS = frozenset({"list", "sorted", "set", "tuple", "frozenset", "iter"})
 #: Methods whose use shows their receiver is a mapping (``d.get(k)``, ``d.items()``).
@@ -437,7 +441,23 @@ class _Evaluator:
     ) -> list[tuple[ast.AST, Taint | None]]:
         """(target part, taint) for what a loop over ``iterable`` binds: a mapping
         yields its keys (they differ where its shape does); ``d.items()`` yields its
-        keys and its values; anything else yields items carrying its taint."""
+        keys and its values; ``zip(a, b)`` each part from its own iterable;
+        ``enumerate(x)`` an index (it differs where the length of ``x`` does) and
+        ``x``'s items; anything else yields items carrying its taint."""
+        parts = _unstarred_parts(target)
+        if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
+            function = self.names.resolve(iterable.func)
+            given = iterable.args
+            if not any(isinstance(a, ast.Starred) for a in given):
+                if function == "zip" and len(given) == len(parts):
+                    return [
+                        found
+                        for part, inner in zip(parts, given, strict=True)
+                        for found in self.iterated(part, inner, state)
+                    ]
+                if function == "enumerate" and len(given) == 1 and len(parts) == 2:
+                    index = _keys(self.taint(given[0], state))
+                    return [(parts[0], index), *self.iterated(parts[1], given[0], state)]
         if (
             isinstance(iterable, ast.Call)
             and isinstance(iterable.func, ast.Attribute)
@@ -563,6 +583,11 @@ class _Evaluator:
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
             return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
+        if resolved in SCALAR_BUILTINS and not any(isinstance(a, ast.Starred) for a in call.args):
+            # One number (or truth) from its arguments: other contents where theirs, or
+            # their lengths, differ; never another shape.
+            found = _join(None, *(self.taint(a, state) for a in call.args))
+            return found.as_contents(VALUES) if found else None
         if resolved in ("len", "torch.numel"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
@@ -780,6 +805,15 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
         found.update(n for n in map(dotted_name, used) if n is not None)
     found.update(container for container, _ in iterated & indexed if container is not None)
     return frozenset(found)
+
+
+def _unstarred_parts(target: ast.AST) -> list[ast.expr] | None:
+    """The parts of a tuple or list target without a starred part, else None."""
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(
+        isinstance(e, ast.Starred) for e in target.elts
+    ):
+        return list(target.elts)
+    return None
 
 
 def _membership_test(compare: ast.Compare) -> bool:

@@ -800,3 +800,42 @@ def test_an_unknown_call_carries_its_positional_data_not_its_keyword_options(
         use(root)  # here
     """
     assert (_taint_at(source, "root") is not None) is differs
+
+
+def test_zip_and_enumerate_bind_each_part_from_its_own_iterable() -> None:
+    source = """
+    def f(model, batch, names):
+        model.eval()
+        outputs = model(batch)
+        by_name = {name: out for name, out in zip(names, outputs)}
+        by_index = {i: out for i, out in enumerate(outputs)}
+        for name, out in zip(names, outputs):
+            use(name, out)  # here
+    """
+    assert _taint_at(source, "name") is None
+    assert _taint_at(source, "out") is not None
+    assert _taint_at(source, "len(by_name)") is None
+    assert _taint_at(source, "len(by_index)") is None
+    mine = source.replace("zip(names, outputs)", "zip(outputs, names)")
+    assert _taint_at(mine, "len(by_name)") is not None  # keyed by this rank's outputs
+
+
+@pytest.mark.parametrize(
+    ("scalar", "shaped"),
+    [("sum(sizes)", False), ("max(sizes)", False), ("int(len(sizes))", False), ("sizes", True)],
+)
+def test_a_number_computed_from_a_per_rank_list_has_no_shape_of_its_own(
+    scalar: str, shaped: bool
+) -> None:
+    source = f"""
+    def f(items):
+        mine = items[dist.get_rank() :: 3]
+        sizes = [len(x) for x in mine]
+        total = {scalar}
+        use(total)  # here
+    """
+    taint = _taint_at(source, "total")
+    assert taint is not None and bool(taint.facets & Facet.SHAPE) is shaped
+    if not shaped:
+        made = _taint_at(source, "torch.tensor([total])")
+        assert made is not None and not made.facets & Facet.SHAPE
