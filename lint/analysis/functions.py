@@ -227,8 +227,10 @@ class ModuleAnalysis:
         self._summaries[key] = None  # recursion: unknown while asking
         arguments = definition.args
         positional = [a.arg for a in arguments.posonlyargs + arguments.args]
-        if isinstance(owner, ast.ClassDef):
-            positional = positional[1:]
+        if isinstance(owner, ast.ClassDef) and not any(
+            dotted_name(d) == "staticmethod" for d in definition.decorator_list
+        ):
+            positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
         every = positional + [a.arg for a in arguments.kwonlyargs]
         if len(every) > RESULT_PARAMETERS:
             return None
