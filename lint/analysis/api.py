@@ -34,6 +34,19 @@ TORCH_COLLECTIVES = frozenset(
     }
 )
 
+#: Functions of ``torch.distributed`` (their functional forms included) whose result is
+#: this rank's own share: a shard, a piece scattered or exchanged, a message received.
+PER_RANK_RESULTS = frozenset(
+    {
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+        "scatter",
+        "recv",
+    }
+)
+
 #: Group-creating calls: every rank must make them, in the same order.
 GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 

@@ -15,11 +15,21 @@ not stick to a new ``for step in range(...)``.
   ``rank != -1`` asks whether the job was launched, which every rank answers alike.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
-  same on every rank.
+  same on every rank (its work handle kept or not), and so does what is computed from
+  it alone; a local function or method that runs such a collective on its own
+  parameter makes the caller's argument agree; a functional collective's result agrees
+  unless it is this rank's share (``reduce_scatter``, ``all_to_all``, ``scatter``).
+- Keys: a mapping's keys are its shape facet. ``k in d``, ``d.keys()``, ``for k in d``
+  and ``sorted(d)`` read them; a model's output dict, or ``{name: v for name in
+  names}``, has the same keys on every rank however its values differ. A mapping is
+  known by its display or by how the function uses it (``d["key"]``, ``d.get(k)``,
+  ``d.items()``, ``**d``); ``x in c`` on anything else reads what ``c`` holds.
 - Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
   ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
   call's keyword arguments carry nothing into its result (``tqdm(disable=rank != 0)``,
-  ``torch.load(path, map_location=f"cuda:{rank}")``).
+  ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
+  unknown call's result carries its positional arguments (and its receiver's) taint,
+  a local function's only that of the parameters that reach its returns.
 - Decided: a name bound under a divergent test differs after the test's branches meet.
 - Unknown is uniform: nothing is reported from a value nobody can see.
 """
@@ -31,7 +41,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
-from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import (
+    PER_RANK_RESULTS,
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+)
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
@@ -96,9 +111,23 @@ class Taint:
 
 
 State = dict[str, Taint]
-#: A local function's name -> its positional parameters and those whose values may
-#: reach its result (None: not known, every argument may).
-ResultParameters = Callable[[str], tuple[list[str], frozenset[str]] | None]
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    """What a call of a local function does with its arguments: its positional
+    parameters (``self`` left out for a method), those whose values may reach its
+    result (None: every positional argument may), and those it makes agree in place
+    (hands to an in-place collective, never binding the name again)."""
+
+    parameters: tuple[str, ...]
+    reaching: frozenset[str] | None
+    agreeing: frozenset[str]
+
+
+#: A local function's name (``f``, ``self.f``) and the class the call is made in ->
+#: its summary (None: not known).
+CallSummaries = Callable[[str, str | None], CallSummary | None]
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -212,6 +241,16 @@ CONTRIBUTIONS: dict[str, tuple[int, Facet]] = {
     "all_gather_object": (1, VALUES),
     "gather_object": (0, VALUES),
 }
+#: Calls that make a mapping (its keys are its shape facet).
+MAPPING_FACTORIES = frozenset({"dict", "collections.OrderedDict", "collections.defaultdict"})
+#: Builtins whose result is one number or truth computed from their arguments.
+SCALAR_BUILTINS = frozenset(
+    {"sum", "max", "min", "any", "all", "int", "float", "bool", "round", "abs"}
+)
+#: Builtins that, given a mapping, hold or yield its keys.
+KEY_LISTERS = frozenset({"list", "sorted", "set", "tuple", "frozenset", "iter"})
+#: Methods whose use shows their receiver is a mapping (``d.get(k)``, ``d.items()``).
+MAPPING_METHODS = frozenset({"get", "setdefault", "keys", "items", "values"})
 #: Methods of a framework object (accelerate, Lightning, Fabric) whose result agrees.
 AGREEING_METHODS = frozenset(
     {"gather", "gather_for_metrics", "reduce", "all_gather", "broadcast", "all_reduce"}
@@ -253,7 +292,8 @@ class _Evaluator:
         project: ProjectFacts = NO_PROJECT,
         owner: str | None = None,
         torch_modules: frozenset[str] = frozenset(),
-        results: ResultParameters | None = None,
+        results: CallSummaries | None = None,
+        mappings: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
@@ -261,6 +301,7 @@ class _Evaluator:
         self.owner = owner
         self.torch_modules = torch_modules
         self.results = results
+        self.mappings = mappings
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -287,6 +328,10 @@ class _Evaluator:
             return _join(base.only(VALUES) if base else None, index)
         if isinstance(expression, _SCOPES):
             return self._comprehension(expression, state)
+        if isinstance(expression, ast.Dict):
+            return self._dictionary(expression, state)
+        if isinstance(expression, ast.Compare) and _membership_test(expression):
+            return self._membership(expression, state)
         if isinstance(expression, ast.Compare) and _presence_test(expression):
             # Whether a value is there: its shape, or which arm of a rank test chose it
             # (``writer = None`` on the other ranks).
@@ -339,26 +384,96 @@ class _Evaluator:
         assert isinstance(expression, _SCOPES)
         found: Taint | None = None
         for generator in expression.generators:
-            iterable = self.taint(generator.iter, state)
-            found = _join(found, iterable)
+            found = _join(found, self.taint(generator.iter, state))
             # The comprehension's own names hide the function's: items of the iterable.
-            state = _bound(
-                state, generator.target, iterable.only(Facet.CONTENTS) if iterable else None
-            )
+            for part, item in self.iterated(generator.target, generator.iter, state):
+                state = _bound(state, part, item.only(Facet.CONTENTS) if item else None)
             for condition in generator.ifs:
                 kept = self.taint(condition, state)
                 found = _join(
                     found, Taint(VALUES, kept.source, kept.line, kept.spelled) if kept else None
                 )
-        parts = (
-            [expression.key, expression.value]
-            if isinstance(expression, ast.DictComp)
-            else [expression.elt]
-        )
-        for part in parts:
-            element = self.taint(part, state)
-            found = _join(found, element.only(Facet.CONTENTS) if element else None)
+        if isinstance(expression, ast.DictComp):
+            # Keys that differ make a mapping of other keys; values, other contents.
+            return _join(
+                found,
+                _as_values(self.taint(expression.key, state)),
+                _contents(self.taint(expression.value, state)),
+            )
+        return _join(found, _contents(self.taint(expression.elt, state)))
+
+    def _dictionary(self, expression: ast.Dict, state: State) -> Taint | None:
+        """A mapping literal: its keys (its shape) differ where a key does, what it
+        holds where a value does; ``**other`` brings the other mapping's taint."""
+        found: Taint | None = None
+        for key, value in zip(expression.keys, expression.values, strict=True):
+            keyed = None if key is None else _as_values(self.taint(key, state))
+            found = _join(found, self.taint(value, state), keyed)
         return found
+
+    def _membership(self, expression: ast.Compare, state: State) -> Taint | None:
+        """``x in c``: what ``x`` holds, and of ``c`` its keys where ``c`` is a mapping
+        (its shape facet: a model's output dict has the same keys on every rank however
+        its numbers differ), its members (contents and length) otherwise."""
+        found = self.taint(expression.left, state)
+        for op, right in zip(expression.ops, expression.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                container = self.taint(right, state)
+                read = Facet.SHAPE if self.is_mapping(right) else VALUES
+                found = _join(found, container.as_contents(read) if container else None)
+            else:
+                found = _join(found, self.taint(right, state))
+        return found
+
+    def is_mapping(self, expression: ast.expr) -> bool:
+        """Whether ``expression`` is a mapping: a dict display or comprehension, a
+        ``dict`` made by a call, or a name the function uses as one (``d["key"]``,
+        ``d.get(k)``, ``d.items()``, ``**d``; see ``_mapping_names``)."""
+        if isinstance(expression, (ast.Dict, ast.DictComp)):
+            return True
+        if isinstance(expression, ast.Call):
+            return self.names.resolve(expression.func) in MAPPING_FACTORIES
+        spelled = dotted_name(expression)
+        return spelled is not None and spelled in self.mappings
+
+    def iterated(
+        self, target: ast.AST, iterable: ast.expr, state: State
+    ) -> list[tuple[ast.AST, Taint | None]]:
+        """(target part, taint) for what a loop over ``iterable`` binds: a mapping
+        yields its keys (they differ where its shape does); ``d.items()`` yields its
+        keys and its values; ``zip(a, b)`` each part from its own iterable;
+        ``enumerate(x)`` an index (it differs where the length of ``x`` does) and
+        ``x``'s items; anything else yields items carrying its taint."""
+        parts = _unstarred_parts(target)
+        if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
+            function = self.names.resolve(iterable.func)
+            given = iterable.args
+            if not any(isinstance(a, ast.Starred) for a in given):
+                if function == "zip" and len(given) == len(parts):
+                    return [
+                        found
+                        for part, inner in zip(parts, given, strict=True)
+                        for found in self.iterated(part, inner, state)
+                    ]
+                if function == "enumerate" and len(given) == 1 and len(parts) == 2:
+                    index = _keys(self.taint(given[0], state))
+                    return [(parts[0], index), *self.iterated(parts[1], given[0], state)]
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr == "items"
+            and not iterable.args
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == 2
+            and not any(isinstance(e, ast.Starred) for e in target.elts)
+        ):
+            mapping = self.taint(iterable.func.value, state)
+            key, value = target.elts
+            return [(key, _keys(mapping)), (value, mapping)]
+        taint = self.taint(iterable, state)
+        if self.is_mapping(iterable):
+            return [(target, _keys(taint))]
+        return [(target, taint)]
 
     def _attribute(self, expression: ast.Attribute, state: State) -> Taint | None:
         spelled = dotted_name(expression)
@@ -466,6 +581,13 @@ class _Evaluator:
         if resolved in ("isinstance", "type", "hasattr"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
+        if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
+            return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
+        if resolved in SCALAR_BUILTINS and not any(isinstance(a, ast.Starred) for a in call.args):
+            # One number (or truth) from its arguments: other contents where theirs, or
+            # their lengths, differ; never another shape.
+            found = _join(None, *(self.taint(a, state) for a in call.args))
+            return found.as_contents(VALUES) if found else None
         if resolved in ("len", "torch.numel"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
@@ -478,26 +600,57 @@ class _Evaluator:
             return _join(output, *(self.taint(a, state) for a in call.args))
         if resolved in FACTORIES:
             return self._factory(call, resolved, state)
+        function = distributed_function(resolved)
+        if function in PER_RANK_RESULTS:
+            return Taint(Facet.CONTENTS, Source.CONTRIBUTED, call.lineno, ast.unparse(call.func))
+        if function is not None:
+            return None  # a functional collective's result agrees; the others return none
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
-        if distributed_function(resolved) is not None:
-            return None
         return _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+
+    def summary(self, call: ast.Call) -> CallSummary | None:
+        """The summary of the local function ``call`` runs (``f(...)``,
+        ``self.f(...)``), if known."""
+        spelled = dotted_name(call.func)
+        if spelled is None or self.results is None:
+            return None
+        if "." in spelled and not _self_field(spelled):
+            return None
+        return self.results(spelled, self.owner)
 
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
-        them, except for a local function whose returns are known to drop some (a
-        helper that all-reduces its argument returns the agreed value)."""
-        known = None
-        if isinstance(call.func, ast.Name) and self.results is not None:
-            known = self.results(call.func.id)
-        if known is None or any(isinstance(a, ast.Starred) for a in call.args):
+        them (keyword arguments are options: a device, a logger, a flag), except for
+        a local function whose returns are known to drop some (a helper that
+        all-reduces its argument returns the agreed value) or to read a keyword."""
+        known = self.summary(call)
+        if (
+            known is None
+            or known.reaching is None
+            or any(isinstance(a, ast.Starred) for a in call.args)
+        ):
             return list(call.args)
-        parameters, reaching = known
-        given = list(zip(parameters, call.args, strict=False))
+        given = list(zip(known.parameters, call.args, strict=False))
         given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        extra = call.args[len(parameters) :]
-        return [value for name, value in given if name in reaching] + list(extra)
+        extra = call.args[len(known.parameters) :]
+        return [value for name, value in given if name in known.reaching] + list(extra)
+
+    def agreed_arguments(self, call: ast.Call) -> Iterator[ast.expr]:
+        """The arguments a call makes agree in place: an in-place collective's buffer,
+        and what a local function hands to one as its own parameter."""
+        function = distributed_function(self.names.resolve(call.func))
+        if function in AGREEING_BUFFERS:
+            buffer = call_argument(call, *AGREEING_BUFFERS[function])
+            if buffer is not None:
+                yield buffer
+            return
+        known = self.summary(call)
+        if known is None or not known.agreeing:
+            return
+        given = list(zip(known.parameters, call.args, strict=False))
+        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        yield from (value for name, value in given if name in known.agreeing)
 
     def _forward_of(self, func: ast.expr) -> str | None:
         """The model whose forward ``func`` runs (``model(x)``, ``model.forward(x)``):
@@ -533,9 +686,11 @@ class _Evaluator:
             )
         if method in SHAPE_READERS:
             return receiver.as_contents(Facet.SHAPE) if receiver else None
-        if method in ("keys", "items", "values"):
+        if method == "keys" and not call.args:
+            return _as_values(_keys(receiver))  # which keys, and how many
+        if method in ("items", "values"):
             return receiver
-        return _join(receiver, *(self.taint(a, state) for a in call.args))
+        return _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
 
     def _environment_rank(self, node: ast.AST) -> bool:
         key: ast.AST | None = None
@@ -603,6 +758,85 @@ def _launch_check(compare: ast.Compare) -> bool:
     )
 
 
+def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
+    """The dotted names a scope's own code uses as mappings: indexed by a string
+    (``out["loss"]``), asked ``get`` / ``items`` / ``keys`` / ``values`` /
+    ``setdefault``, unpacked as ``**d``, or bound to a dict display or ``dict(...)``."""
+    found: set[str] = set()
+    #: (container, name) for ``for name in container`` and ``container[name]``: a
+    #: container indexed by what iterating it yields is a mapping.
+    iterated: set[tuple[str | None, str]] = set()
+    indexed: set[tuple[str | None, str]] = set()
+    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+        used: list[ast.expr] = []
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
+            node.target, ast.Name
+        ):
+            iterated.add((dotted_name(node.iter), node.target.id))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+            indexed.add((dotted_name(node.value), node.slice.id))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            if isinstance(node.slice.value, str):
+                used.append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MAPPING_METHODS
+            and bool(node.args) == (node.func.attr in ("get", "setdefault"))
+        ):
+            used.append(node.func.value)
+        elif isinstance(node, ast.keyword) and node.arg is None:
+            used.append(node.value)
+        elif isinstance(node, ast.Dict):
+            used += [v for k, v in zip(node.keys, node.values, strict=True) if k is None]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and (
+            isinstance(node.value, (ast.Dict, ast.DictComp))
+            or (
+                isinstance(node.value, ast.Call)
+                and names.resolve(node.value.func) in MAPPING_FACTORIES
+            )
+        ):
+            used += node.targets if isinstance(node, ast.Assign) else [node.target]
+        found.update(n for n in map(dotted_name, used) if n is not None)
+    found.update(container for container, _ in iterated & indexed if container is not None)
+    return frozenset(found)
+
+
+def _unstarred_parts(target: ast.AST) -> list[ast.expr] | None:
+    """The parts of a tuple or list target without a starred part, else None."""
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(
+        isinstance(e, ast.Starred) for e in target.elts
+    ):
+        return list(target.elts)
+    return None
+
+
+def _membership_test(compare: ast.Compare) -> bool:
+    return any(isinstance(op, (ast.In, ast.NotIn)) for op in compare.ops)
+
+
+def _keys(mapping: Taint | None) -> Taint | None:
+    """The taint of a mapping's keys: they differ where its shape does."""
+    return mapping.as_contents(Facet.SHAPE) if mapping else None
+
+
+def _as_values(taint: Taint | None) -> Taint | None:
+    """What a value that decides a container's keys or length makes of the container:
+    other contents and another shape."""
+    if taint is None or not taint.facets & DECIDING:
+        return None
+    return Taint(VALUES, taint.source, taint.line, taint.spelled)
+
+
+def _contents(taint: Taint | None) -> Taint | None:
+    return taint.only(Facet.CONTENTS) if taint else None
+
+
 def _presence_test(compare: ast.Compare) -> bool:
     """``x is None`` / ``x is not None``: whether a value is there, not what it holds."""
     return (
@@ -656,12 +890,18 @@ class Divergence:
         owner: str | None = None,
         torch_modules: frozenset[str] = frozenset(),
         fields: State | None = None,
-        results: ResultParameters | None = None,
+        results: CallSummaries | None = None,
     ) -> None:
         self.graph = graph
         self.dominance = dominance
         self.evaluator = _Evaluator(
-            names, agreeing_receivers, project, owner, torch_modules, results
+            names,
+            agreeing_receivers,
+            project,
+            owner,
+            torch_modules,
+            results,
+            _mapping_names(graph.scope, names),
         )
         self.names = names
         self._contributed = self._contributions()
@@ -719,6 +959,10 @@ class Divergence:
     def before(self, node: Node) -> State:
         """The taints that hold when ``node`` starts."""
         return self._before.get(node.index, {})
+
+    def at_exit(self) -> State | None:
+        """The taints that hold where the function returns (None: it never does)."""
+        return self._before.get(self.graph.exit.index)
 
     def test_taint(self, node: Node) -> Taint | None:
         """How the decision a test or loop step takes may differ between ranks."""
@@ -928,8 +1172,7 @@ class Divergence:
         buffers: set[str] = set()
         for node in arm:
             for call in _calls_of(node.statement) if node.statement is not None else ():
-                buffer = self._agreeing_buffer(call)
-                if buffer is not None:
+                for buffer in self.evaluator.agreed_arguments(call):
                     buffers.update(n.id for n in ast.walk(buffer) if isinstance(n, ast.Name))
         received: set[str] = set()
         elsewhere: set[str] = set()
@@ -941,13 +1184,6 @@ class Divergence:
             else:
                 elsewhere |= names
         return buffers | (received - elsewhere)
-
-    def _agreeing_buffer(self, call: ast.Call) -> ast.expr | None:
-        """The buffer an in-place collective makes agree, if ``call`` is one."""
-        function = distributed_function(self.names.resolve(call.func))
-        if function not in AGREEING_BUFFERS:
-            return None
-        return call_argument(call, *AGREEING_BUFFERS[function])
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
@@ -987,8 +1223,9 @@ class Divergence:
     def _transfer(self, node: Node, state: State) -> State:
         statement = node.statement
         if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
-            iterable = self.evaluator.taint(statement.iter, state)
-            return _bound(state, statement.target, iterable)
+            for part, taint in self.evaluator.iterated(statement.target, statement.iter, state):
+                state = _bound(state, part, taint)
+            return state
         if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
             return state
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -996,23 +1233,36 @@ class Divergence:
                 for part, expression in _unpacked(target, statement.value):
                     value = self.evaluator.taint(expression, state)
                     contributed = self._with_contribution(part, value, statement.lineno)
-                    state = _bound(state, part, contributed)
-            return state
-        if isinstance(statement, ast.AugAssign):
+                    state = self._stored(state, part, contributed)
+        elif isinstance(statement, ast.AugAssign):
             value = _join(
                 self.evaluator.taint(statement.target, state),
                 self.evaluator.taint(statement.value, state),
             )
-            return _bound(state, statement.target, value)
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            state = self._stored(state, statement.target, value)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
             for item in statement.items:
                 if item.optional_vars is not None:
                     value = self.evaluator.taint(item.context_expr, state)
                     state = _bound(state, item.optional_vars, value)
             return state
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            return self._agreement(statement.value, state)
-        return state
+        return self._agreement(statement, state)
+
+    def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
+        """``_bound``, and for an item stored under a key that differs between ranks
+        (``d[key] = v``) the container's keys differ too where it is a mapping, what
+        it holds where it is not."""
+        container = dotted_name(target.value) if isinstance(target, ast.Subscript) else None
+        if container is None or not isinstance(target, ast.Subscript):
+            return _bound(state, target, value)
+        key = self.evaluator.taint(target.slice, state)
+        if key is not None and not isinstance(target.slice, ast.Slice):
+            mapping = self.evaluator.is_mapping(target.value)
+            key = _as_values(key) if mapping else _contents(key)
+        else:
+            key = None
+        held = _join(_contents(value), key)
+        return {**state, container: held.joined(state.get(container))} if held else state
 
     def _one_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of a test on which the job runs as one process
@@ -1089,13 +1339,16 @@ class Divergence:
             return value
         return contributed.joined(value)
 
-    def _agreement(self, call: ast.Call, state: State) -> State:
-        """After an in-place collective its buffer holds the same on every rank."""
-        buffer = self._agreeing_buffer(call)
-        spelled = dotted_name(buffer) if buffer is not None else None
-        if spelled is None or spelled not in state:
-            return state
-        return {name: taint for name, taint in state.items() if name != spelled}
+    def _agreement(self, statement: ast.stmt, state: State) -> State:
+        """After an in-place collective (or a local function that runs one on its
+        parameter) the buffer holds the same on every rank, whether the statement
+        drops the call's result, keeps its work handle or uses it otherwise."""
+        for call in _calls_of(statement):
+            for buffer in self.evaluator.agreed_arguments(call):
+                spelled = dotted_name(buffer)
+                if spelled is not None and spelled in state:
+                    state = {name: taint for name, taint in state.items() if name != spelled}
+        return state
 
 
 _DISTRIBUTED_QUERIES = frozenset(

@@ -21,6 +21,7 @@ from ddplint.analysis.control_flow import (
     ends_loudly,
 )
 from ddplint.analysis.divergence import (
+    CallSummary,
     Divergence,
     Facet,
     Source,
@@ -139,12 +140,18 @@ class ModuleAnalysis:
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        #: (class name, method name) -> the method, for the classes of module code.
+        self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for function in sorted(self.nodes.functions(), key=lambda f: (f.lineno, f.col_offset)):
             self._definitions.setdefault(self._key_of(function), function)
+            owner = self.nodes.scope_of.get(function)
+            if isinstance(owner, ast.ClassDef):
+                self._methods.setdefault((owner.name, function.name), function)
         self._reached_memo: dict[tuple[str, Facts], Collective | None] = {}
         self._fields: dict[int, State] = {}
         self._constructions: dict[int, tuple[State, State]] = {}
-        self._results: dict[str, tuple[list[str], frozenset[str]] | None] = {}
+        self._summaries: dict[str, CallSummary | None] = {}
+        self._solving_fields: set[int] = set()
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
 
@@ -193,46 +200,61 @@ class ModuleAnalysis:
             self.nodes.owner_class(scope),
             self.objects.torch_modules_in(scope),
             fields,
-            self._result_parameters,
+            self._call_summary,
         )
 
-    def _result_parameters(self, name: str) -> tuple[list[str], frozenset[str]] | None:
-        """For a module-level function that reaches a collective: its positional
-        parameters and those whose values may reach its result, one parameter at a
-        time (``reduce_tensor(t, n)`` returns ``t`` all-reduced: only ``n`` reaches it).
-        None where its result reads a source of its own or it is not known."""
-        if name in self._results:
-            return self._results[name]
-        self._results[name] = None  # recursion: unknown while asking
+    def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
+        """For a module-level function or a method (``self.f``) that reaches a
+        collective: its positional parameters, those whose values may reach its result,
+        one parameter at a time (``reduce_tensor(t, n)`` returns ``t`` all-reduced: only
+        ``n`` reaches it; every one where its result reads a source of its own), and
+        those it makes agree in place (``sync(t)``: ``all_reduce(t)`` inside, ``t``
+        never bound again). None where it is not known."""
         definition = self._definitions.get(name)
-        if (
-            definition is None
-            or name not in self._reaching
-            or not isinstance(self.nodes.scope_of.get(definition), ast.Module)
-        ):
+        if name.startswith("self."):
+            # The method of the caller's own class (another class may define one alike).
+            definition = self._methods.get((caller_class or "", name[len("self.") :]))
+        owner = self.nodes.scope_of.get(definition) if definition is not None else None
+        if definition is None or name not in self._reaching:
             return None
+        key = f"{owner.name}.{definition.name}" if isinstance(owner, ast.ClassDef) else name
+        if key in self._summaries:
+            return self._summaries[key]
+        if isinstance(owner, ast.ClassDef):
+            if id(owner) in self._solving_fields:
+                return None  # its fields are not known yet: ask again later
+        elif not isinstance(owner, ast.Module):
+            return None
+        self._summaries[key] = None  # recursion: unknown while asking
         arguments = definition.args
         positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+        if isinstance(owner, ast.ClassDef) and not any(
+            dotted_name(d) == "staticmethod" for d in definition.decorator_list
+        ):
+            positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
         every = positional + [a.arg for a in arguments.kwonlyargs]
         if len(every) > RESULT_PARAMETERS:
             return None
         graph = self.graphs.graph(definition)
         dominance = PostDominance(graph)
-        if self._divergence(definition, graph, dominance, {}).returned() is not None:
-            return None
-        reaching = frozenset(
-            parameter
-            for parameter in every
-            if self._divergence(
-                definition,
-                graph,
-                dominance,
-                {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)},
-            ).returned()
-            is not None
+        fields = self._entry_of(definition)
+        own = self._divergence(definition, graph, dominance, fields).returned() is not None
+        reaching: set[str] = set()
+        agreeing: set[str] = set()
+        bound = _bound_names(definition)
+        for parameter in every:
+            given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
+            divergence = self._divergence(definition, graph, dominance, {**fields, **given})
+            if divergence.returned() is not None:
+                reaching.add(parameter)
+            after = divergence.at_exit()
+            if parameter not in bound and after is not None and parameter not in after:
+                agreeing.add(parameter)
+        summary = CallSummary(
+            tuple(positional), None if own else frozenset(reaching), frozenset(agreeing)
         )
-        self._results[name] = (positional, reaching)
-        return self._results[name]
+        self._summaries[key] = summary
+        return summary
 
     def _entry_of(self, scope: Scope) -> State:
         """What a function finds on entry: for a method, the fields of its class;
@@ -254,6 +276,7 @@ class ModuleAnalysis:
         if found is not None:
             return found
         self._fields[id(owner)] = {}  # recursion: nothing known while solving
+        self._solving_fields.add(id(owner))
         parameters, filled = self._constructed_with(owner)
         storing = [
             method
@@ -273,6 +296,7 @@ class ModuleAnalysis:
                 break
             fields = stored
         self._fields[id(owner)] = fields
+        self._solving_fields.discard(id(owner))
         return fields
 
     def _constructed_with(self, owner: ast.ClassDef) -> tuple[State, State]:
@@ -459,6 +483,15 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a function's own code binds (its parameters bound again included)."""
+    found: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+    return found
 
 
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -21,11 +21,20 @@ from tqdm import tqdm
 
 
 def _taint_at(source: str, expression: str, line_marker: str = "# here"):
-    """The taint of ``expression`` read where the statement marked ``# here`` starts."""
+    """The taint of ``expression`` read where the statement marked ``# here`` starts
+    (in the function that holds the mark)."""
     text = HEADER + textwrap.dedent(source)
     tree = ast.parse(text)
     analysis = ModuleAnalysis(tree)
-    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    (marked,) = [i for i, t in enumerate(text.splitlines(), 1) if line_marker in t]
+    function = min(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.lineno <= marked <= (n.end_lineno or 0)
+        ),
+        key=lambda n: (n.end_lineno or 0) - n.lineno,
+    )
     facts = analysis.function(function)
     (line,) = [i for i, t in enumerate(text.splitlines(), 1) if line_marker in t]
     (node,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
@@ -459,3 +468,374 @@ def test_a_comprehension_variable_hides_the_functions_name_of_the_same_spelling(
         "[p for p in params if p not in skipped]", "[q for q in params if q != p]"
     )
     assert _taint_at(outer, "len(kept)") is not None  # the filter reads this rank's choice
+
+
+# -- values every rank holds alike though the analysis once read them as divergent ----
+
+
+OUTPUTS = """
+def f(model, batch, names):
+    model.eval()
+    outputs = model(batch)
+    loss = outputs["loss"]
+    summed = {name: outputs[name].sum() for name in names}
+    per_rank = {outputs["id"].item(): 1.0 for _ in names}
+    use(loss, summed, per_rank)  # here
+"""
+
+
+@pytest.mark.parametrize(
+    ("read", "differs"),
+    [
+        ('"aux" in outputs', False),
+        ('"aux" not in outputs', False),
+        ('outputs.get("aux") is not None', False),
+        ("len(outputs)", False),
+        ("sorted(outputs)", False),
+        ("list(outputs.keys())", False),
+        ('"loss" in summed', False),
+        ("len(summed)", False),
+        ("list(summed)", False),
+        ("outputs", True),
+        ('outputs["aux"]', True),
+        ('outputs["loss"].item() > 0', True),
+        ("summed", True),
+        ("1.0 in per_rank", True),
+        ("len(per_rank)", True),
+        ("per_rank.keys()", True),
+        ("loss.item() in [0, 1]", True),
+    ],
+)
+def test_a_model_outputs_keys_are_the_same_on_every_rank(read: str, differs: bool) -> None:
+    """The model's code decides which keys its output holds, the data what they hold;
+    a mapping built over names every rank shares has the same keys too."""
+    assert (_taint_at(OUTPUTS, read) is not None) is differs
+
+
+def test_iterating_a_mapping_yields_its_keys_and_items_its_values() -> None:
+    source = """
+    def f(model, batch):
+        model.eval()
+        outputs = model(batch)
+        for key in outputs:
+            use(key)  # keys
+        for key, value in outputs.items():
+            use(key, value)  # items
+        means = {k: v.mean() for k, v in outputs.items()}
+        use(means)  # here
+    """
+    assert _taint_at(source, "key", "# keys") is None
+    assert _taint_at(source, "key", "# items") is None
+    assert _taint_at(source, "value", "# items") is not None
+    assert _taint_at(source, '"loss" in means') is None
+    assert _taint_at(source, 'means["loss"]') is not None
+
+
+@pytest.mark.parametrize(
+    ("member", "differs"),
+    [('"nan" in text', True), ("0 in shard", True), ("name in tags", False)],
+)
+def test_membership_in_a_sequence_reads_what_it_holds(member: str, differs: bool) -> None:
+    """A list, tensor or string is no mapping: ``x in c`` reads its members."""
+    source = """
+    def f(model, batch, decode, tags):
+        model.eval()
+        text = decode(model(batch))
+        shard = list(range(10))[dist.get_rank() :: 2]
+        name = "x"
+        use(text, shard, name)  # here
+    """
+    assert (_taint_at(source, member) is not None) is differs
+
+
+@pytest.mark.parametrize(
+    ("store", "differs"),
+    [
+        ("counts[name] = loss", False),
+        ("counts[dist.get_rank()] = 1", True),
+        ("counts.setdefault(dist.get_rank(), 1)", False),  # unknown calls do not store
+    ],
+)
+def test_a_key_stored_that_differs_between_ranks_changes_a_mappings_keys(
+    store: str, differs: bool
+) -> None:
+    source = f"""
+    def f(loss, name):
+        counts = {{}}
+        {store}
+        use(counts)  # here
+    """
+    assert (_taint_at(source, '"x" in counts') is not None) is differs
+
+
+@pytest.mark.parametrize(
+    "derived",
+    [
+        "count",
+        "count.item()",
+        "count.item() > 0",
+        "int(count)",
+        "bool(count)",
+        "count.tolist()",
+        "count > 0",
+        "float(count) / world + 1",
+        "flag",
+        "total",
+    ],
+)
+def test_what_is_computed_from_an_agreed_value_agrees(derived: str) -> None:
+    source = """
+    def f(model, batch):
+        model.eval()
+        count = torch.tensor(float(model(batch).isnan().any()))
+        world = dist.get_world_size()
+        work = dist.all_reduce(count, async_op=True)
+        work.wait()
+        flag = count.item() > 0
+        total = int(count) * world
+        use(flag, total)  # here
+    """
+    assert _taint_at(source, derived) is None
+    # Without the collective every one of them is this rank's own.
+    unreduced = source.replace("work = dist.all_reduce(count, async_op=True)", "work = None")
+    assert _taint_at(unreduced, derived) is not None
+
+
+@pytest.mark.parametrize(
+    ("helper", "call", "agrees"),
+    [
+        ("def sync(x):\n    dist.all_reduce(x)\n    return x", "flag = sync(flag)", True),
+        ("def sync(x):\n    dist.all_reduce(x)", "sync(flag)", True),
+        (
+            "def sync(x):\n    x = x.clone()\n    dist.all_reduce(x)",
+            "sync(flag)",
+            False,  # the agreed tensor is a copy: the caller's is unchanged
+        ),
+        ("def sync(x):\n    dist.barrier()\n    return x", "flag = sync(flag)", False),
+        (
+            "def sync(x):\n    t = torch.tensor(float(x))\n    dist.all_reduce(t)\n"
+            "    return t.item() > 0",
+            "flag = sync(flag)",
+            True,
+        ),
+    ],
+)
+def test_a_local_helper_that_reduces_its_argument_makes_it_agree(
+    helper: str, call: str, agrees: bool
+) -> None:
+    source = f"""
+{helper}
+
+
+def f(model, batch):
+    model.eval()
+    flag = torch.tensor(float(model(batch).sum() > 3))
+    {call}
+    use(flag)  # here
+"""
+    assert (_taint_at(source, "flag") is None) is agrees
+
+
+def test_a_method_that_reduces_its_argument_makes_it_agree() -> None:
+    source = """
+    class Trainer:
+        def _any(self, flag):
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            return flag.item() > 0
+
+        def _mine(self, flag):
+            dist.barrier()
+            return flag.item() > 0
+
+        def step(self, model, batch):
+            model.eval()
+            flag = torch.tensor(float(model(batch).sum() > 3))
+            own = self._mine(flag)  # a barrier: the flag is still this rank's
+            stop = self._any(flag)
+            use(stop, own)  # here
+    """
+    assert _taint_at(source, "stop") is None
+    assert _taint_at(source, "own") is not None
+    # Another class's method of the same name is not the one this class calls.
+    other = """
+    class Reducer:
+        def _any(self, flag):
+            dist.all_reduce(flag)
+            return flag.item() > 0
+
+    class Trainer:
+        def _any(self, flag):
+            dist.barrier()
+            return flag.item() > 0
+
+        def step(self, model, batch):
+            model.eval()
+            flag = torch.tensor(float(model(batch).sum() > 3))
+            stop = self._any(flag)
+            use(stop)  # here
+    """
+    assert _taint_at(other, "stop") is not None
+
+
+@pytest.mark.parametrize(
+    ("read", "differs"),
+    [
+        ("gathered", False),
+        ("any(g.item() for g in gathered)", False),
+        ("torch.cat(gathered).sum() > 0", False),
+        ("all(x == gathered[0] for x in gathered)", False),
+        ("max(gathered)", False),
+        ("objects", False),
+        ("max(len(o) for o in objects)", False),
+        ("out.sum() > 0", False),
+        ("functional.sum() > 0", False),
+        ("gathered[rank]", True),
+        ("objects[rank]", True),
+        ("shard.sum() > 0", True),
+    ],
+)
+def test_the_whole_result_of_a_gather_agrees(read: str, differs: bool) -> None:
+    source = """
+    import torch.distributed._functional_collectives as funcol
+
+    def f(model, batch):
+        model.eval()
+        rank = dist.get_rank()
+        t = model(batch).sum()
+        world = dist.get_world_size()
+        gathered = [torch.zeros_like(t) for _ in range(world)]
+        dist.all_gather(gathered, t)
+        objects = [None] * world
+        dist.all_gather_object(objects, t.tolist())
+        out = torch.empty(world, device=t.device)
+        dist.all_gather_into_tensor(out, t)
+        functional = funcol.all_reduce(t, "sum", None)
+        shard = funcol.reduce_scatter_tensor(out, "sum", 0, None)
+        use(gathered)  # here
+    """
+    assert (_taint_at(source, read) is not None) is differs
+
+
+@pytest.mark.parametrize(
+    ("gather", "differs"),
+    [
+        ("accelerator.gather(t)", False),
+        ("accelerator.gather_for_metrics(t)", False),
+        ("t * 2", True),
+    ],
+)
+def test_a_framework_gather_agrees(gather: str, differs: bool) -> None:
+    source = f"""
+    from accelerate import Accelerator
+
+    def f(model, batch):
+        accelerator = Accelerator()
+        model.eval()
+        t = model(batch)
+        every = {gather}
+        use(every)  # here
+    """
+    assert (_taint_at(source, "every.sum() > 0") is not None) is differs
+
+
+def test_a_lightning_all_gather_agrees() -> None:
+    source = """
+    import lightning as L
+
+    class Module(L.LightningModule):
+        def validation_step(self, batch, index):
+            mine = torch.tensor(float(time.time()))
+            every = self.all_gather(mine)
+            use(every)  # here
+    """
+    assert _taint_at(source, "every.sum() > 0") is None
+    assert _taint_at(source, "mine.sum() > 0") is not None
+
+
+def test_fields_of_one_object_are_separate() -> None:
+    source = """
+    class Trainer:
+        def __init__(self):
+            self.leader = dist.get_rank() == 0
+            self.epochs = 3
+
+        def mark(self, loss):
+            self.last = loss
+            self.seen = 0
+
+        def run(self, job):
+            job.owner = dist.get_rank()
+            job.size = 4
+            use(job)  # here
+    """
+    assert _taint_at(source, "self.leader") is not None
+    assert _taint_at(source, "self.epochs") is None
+    assert _taint_at(source, "self.seen") is None
+    assert _taint_at(source, "self.never_written") is None
+    assert _taint_at(source, "job.owner") is not None
+    assert _taint_at(source, "job.size") is None
+    assert _taint_at(source, "job.other") is None
+
+
+@pytest.mark.parametrize(
+    ("computed", "differs"),
+    [
+        ("pick(size, device=device)", False),
+        ("pick(size, logger=writer)", False),
+        ("helper.pick(size, device=device)", False),
+        ("pick(rank, device=device)", True),
+        ("helper.pick(rank)", True),
+        ("pick(*[rank])", True),
+    ],
+)
+def test_an_unknown_call_carries_its_positional_data_not_its_keyword_options(
+    computed: str, differs: bool
+) -> None:
+    source = f"""
+    def f(size, pick, helper, make_writer):
+        rank = dist.get_rank()
+        device = torch.device(f"cuda:{{rank}}")
+        writer = make_writer() if rank == 0 else None
+        root = {computed}
+        use(root)  # here
+    """
+    assert (_taint_at(source, "root") is not None) is differs
+
+
+def test_zip_and_enumerate_bind_each_part_from_its_own_iterable() -> None:
+    source = """
+    def f(model, batch, names):
+        model.eval()
+        outputs = model(batch)
+        by_name = {name: out for name, out in zip(names, outputs)}
+        by_index = {i: out for i, out in enumerate(outputs)}
+        for name, out in zip(names, outputs):
+            use(name, out)  # here
+    """
+    assert _taint_at(source, "name") is None
+    assert _taint_at(source, "out") is not None
+    assert _taint_at(source, "len(by_name)") is None
+    assert _taint_at(source, "len(by_index)") is None
+    mine = source.replace("zip(names, outputs)", "zip(outputs, names)")
+    assert _taint_at(mine, "len(by_name)") is not None  # keyed by this rank's outputs
+
+
+@pytest.mark.parametrize(
+    ("scalar", "shaped"),
+    [("sum(sizes)", False), ("max(sizes)", False), ("int(len(sizes))", False), ("sizes", True)],
+)
+def test_a_number_computed_from_a_per_rank_list_has_no_shape_of_its_own(
+    scalar: str, shaped: bool
+) -> None:
+    source = f"""
+    def f(items):
+        mine = items[dist.get_rank() :: 3]
+        sizes = [len(x) for x in mine]
+        total = {scalar}
+        use(total)  # here
+    """
+    taint = _taint_at(source, "total")
+    assert taint is not None and bool(taint.facets & Facet.SHAPE) is shaped
+    if not shaped:
+        made = _taint_at(source, "torch.tensor([total])")
+        assert made is not None and not made.facets & Facet.SHAPE
