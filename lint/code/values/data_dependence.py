@@ -274,9 +274,7 @@ class DataDependence:
         owner = _root_name(receiver)
         if call.args and call.args[0].keyword is None:
             kind = self._receivers.kind(dotted_name(receiver) or "")
-            computed_here = owner is not None and any(
-                name == owner for name, _, _ in flow.bindings
-            )
+            computed_here = owner is not None and any(name == owner for name, _, _ in flow.bindings)
             if (kind is not None and kind != OTHER) or not computed_here:
                 return _root_name(call.args[0].value)
         return owner
