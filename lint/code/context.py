@@ -161,7 +161,7 @@ class CodeContext:
 
     @cached_property
     def data_dependence(self) -> DataDependence:
-        return DataDependence(self.index, self.collectives, self.training_steps, self.receivers)
+        return DataDependence(self.index, self.collectives, self.training_steps)
 
     @cached_property
     def divergence(self) -> Divergence:

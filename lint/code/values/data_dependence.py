@@ -19,7 +19,6 @@ from collections.abc import Collection, Iterator
 import libcst as cst
 
 from ddplint.code.collectives.catalogue import Collective
-from ddplint.code.collectives.receivers import OTHER, Receivers
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.constants import parameters
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
@@ -62,6 +61,8 @@ STRUCTURE_METHODS = frozenset(
 )
 # Literal iterables hold configurations, not batches.
 _LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString)
+# Receivers whose ``.backward(x)`` takes the loss as an argument, not as the receiver.
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "autograd", "strategy", "self", "model")
 
 Scope = cst.FunctionDef | cst.Module
 
@@ -145,12 +146,10 @@ class DataDependence:
         index: ModuleIndex,
         collectives: dict[cst.Call, Collective],
         training_steps: TrainingSteps,
-        receivers: Receivers,
     ) -> None:
         self._index = index
         self._collectives = collectives
         self._steps = training_steps
-        self._receivers = receivers
         self._flows: dict[Scope, _ScopeFlow] = {}
         self._optional = OptionalValues(index)
 
@@ -247,37 +246,9 @@ class DataDependence:
                 first = node.args[0].value
                 if isinstance(first, cst.Name):
                     flow.synced_at.setdefault(first.value, self._index.order[node])
-            loss = self._loss_of_backward(flow, node)
+            loss = _loss_of_backward(node)
             if loss is not None:
                 flow.seeds.add(loss)
-
-    def _loss_of_backward(self, flow: _ScopeFlow, call: cst.Call) -> str | None:
-        """The name of the loss a backward call differentiates, when it is a plain name:
-        ``loss`` in ``loss.backward()``, ``scaler.scale(loss).backward()``,
-        ``self.manual_backward(loss)``, and in ``owner.backward(loss)`` when the owner is
-        a framework object (its allocation says so: ``acc = Accelerator()``) or a value
-        this scope did not compute (a parameter, ``self``, an attribute, an import:
-        ``self.engine.backward(loss)``, ``autograd.backward(loss)``). A tensor this scope
-        computed differentiates itself, its argument being the gradient
-        (``out.backward(grad)``)."""
-        if not isinstance(call.func, cst.Attribute):
-            return None
-        method = call.func.attr.value
-        receiver = call.func.value
-        if method == "manual_backward":
-            return _root_name(call.args[0].value) if call.args else None
-        if method != "backward":
-            return None
-        if _called_name(receiver) == "scale":  # scaler.scale(loss).backward()
-            assert isinstance(receiver, cst.Call)
-            return _root_name(receiver.args[0].value) if receiver.args else None
-        owner = _root_name(receiver)
-        if call.args and call.args[0].keyword is None:
-            kind = self._receivers.kind(dotted_name(receiver) or "")
-            computed_here = owner is not None and any(name == owner for name, _, _ in flow.bindings)
-            if (kind is not None and kind != OTHER) or not computed_here:
-                return _root_name(call.args[0].value)
-        return owner
 
     def _is_batch_loop(self, flow: _ScopeFlow, loop: cst.For) -> bool:
         """A training loop whose targets are batches: not an outer loop around another
@@ -420,6 +391,25 @@ def _has_literal_default(function: cst.FunctionDef | None, name: str) -> bool:
         return False
     found = next((p for p in parameters(function) if p.name.value == name), None)
     return found is not None and isinstance(found.default, _LITERALS)
+
+
+def _loss_of_backward(call: cst.Call) -> str | None:
+    """The name of the loss a backward call differentiates, when it is a plain name."""
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    method = call.func.attr.value
+    receiver = call.func.value
+    if method == "manual_backward":
+        return _root_name(call.args[0].value) if call.args else None
+    if method != "backward":
+        return None
+    owner = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
+    if owner and any(owner == o or owner.endswith(o) for o in _BACKWARD_OWNERS):
+        return _root_name(call.args[0].value) if call.args else None
+    if _called_name(receiver) == "scale":  # scaler.scale(loss).backward()
+        assert isinstance(receiver, cst.Call)
+        return _root_name(receiver.args[0].value) if receiver.args else None
+    return _root_name(receiver)
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
