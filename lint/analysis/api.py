@@ -178,6 +178,30 @@ RANK_ATTRIBUTES = frozenset(
     }
 )
 
+#: Attributes that hold the (data-parallel) world size in the libraries' own spelling:
+#: torch's and Lightning's ``world_size``, ``DistributedSampler.num_replicas``,
+#: accelerate's ``num_processes``, Megatron's and NeMo's ``data_parallel_size``.
+WORLD_SIZE_ATTRIBUTES = frozenset(
+    {"world_size", "num_replicas", "num_processes", "data_parallel_size"}
+)
+#: Functions that return the world size (``torch.distributed``, ``deepspeed.comm``,
+#: Megatron's ``parallel_state``), by their last name as ``RANK_FUNCTION_NAMES``.
+WORLD_SIZE_FUNCTION_NAMES = frozenset({"get_world_size", "get_data_parallel_world_size"})
+#: Launcher variables that hold the world size.
+WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"})
+
+#: Context managers under which torch records no gradients: code there evaluates, it
+#: does not train.
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+
 #: Decorators (and wrappers: ``rank_zero_only(fn)(...)``) that run a function on some
 #: ranks only: Lightning / lightning_utilities / NeMo, and accelerate's.
 RANK_ONLY_DECORATORS = frozenset(

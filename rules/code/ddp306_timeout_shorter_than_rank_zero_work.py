@@ -89,13 +89,15 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     severity = Severity.WARNING
     needles = ("timeout",)
     also_needles = ("timedelta", "ddp_timeout")
-    more_needles = (("zero_first", "main_process_first", "barrier", "wait_for_everyone"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         timeouts = {t.call: t for t in _short_group_timeouts(ctx)}
         if not timeouts:
             return
-        works = {w.work: w for w in rank_zero_work(ctx.index, ctx.rank_predicates, ctx.collectives)}
+        works = {
+            w.work: w
+            for w in rank_zero_work(ctx.index, ctx.rank_predicates, ctx.collectives, ctx.call_reach)
+        }
         if not works:
             return
         order = RunOrder(ctx.index)

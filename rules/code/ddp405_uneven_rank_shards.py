@@ -90,7 +90,7 @@ class UnevenRankShards(CodeRule):
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if is_test_file(ctx.source.path) or joins_uneven_inputs(ctx.index):
             return
-        shards = RankShards(ctx.index, ctx.names)
+        shards = RankShards(ctx.index, ctx.names, ctx.rank_predicates)
         iterable_classes = set(IterableDatasets(ctx.index, ctx.names).classes.values())
         for shard in shards.shards():
             owner = _feeding_owner(ctx, shard, iterable_classes)

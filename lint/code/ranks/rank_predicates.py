@@ -12,7 +12,7 @@ else. Functions decorated with ``@rank_zero_only`` (or accelerate's
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -28,6 +28,11 @@ from ddplint.analysis.api import (
 )
 from ddplint.analysis.api import (
     RANK_ONLY_DECORATORS as RANK_ONLY_DECORATORS,
+)
+from ddplint.analysis.api import (
+    WORLD_SIZE_ATTRIBUTES,
+    WORLD_SIZE_ENV_VARS,
+    WORLD_SIZE_FUNCTION_NAMES,
 )
 from ddplint.code.collectives.catalogue import classify_call
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
@@ -164,8 +169,8 @@ class RankPredicates:
         for node in self._index.nodes(cst.Assign):
             scope = self._index.enclosing_function(node)
             for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    found.setdefault((scope, target.target.value), []).append((node, node.value))
+                for name, value in _paired_targets(target.target, node.value):
+                    found.setdefault((scope, name), []).append((node, value))
         for annotated in self._index.nodes(cst.AnnAssign):
             if annotated.value is not None and isinstance(annotated.target, cst.Name):
                 scope = self._index.enclosing_function(annotated)
@@ -212,7 +217,22 @@ class RankPredicates:
         ``rank``) is its own read."""
         return list(self._reads(expr, frozenset()))
 
-    def _reads(self, expr: cst.CSTNode, seen: frozenset[str]) -> Iterator[cst.CSTNode]:
+    def world_size_reads(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
+        """Where ``expr`` reads the world size (``get_world_size()``, ``WORLD_SIZE``
+        from the environment, ``sampler.num_replicas``), found through the names bound
+        to them as ``rank_reads`` finds the rank."""
+        return list(self._reads(expr, frozenset(), self._reads_world_size, WORLD_SIZE_ATTRIBUTES))
+
+    def _reads(
+        self,
+        expr: cst.CSTNode,
+        seen: frozenset[str],
+        source: Callable[[cst.CSTNode], bool] | None = None,
+        spellings: frozenset[str] = RANK_ATTRIBUTES,
+    ) -> Iterator[cst.CSTNode]:
+        """The reads of a source (the rank unless ``source`` says otherwise) in
+        ``expr``; an unbound name is one when its spelling is among ``spellings``."""
+        reads_source = source or self._reads_rank
         scope = self._index.enclosing_function(expr)
         stack: list[cst.CSTNode] = [expr]
         while stack:
@@ -220,9 +240,9 @@ class RankPredicates:
             if isinstance(node, (cst.Lambda, cst.FunctionDef)) or self._uniform_result(node):
                 continue
             if isinstance(node, cst.Name):
-                yield from self._name_reads(node, scope, seen)
+                yield from self._name_reads(node, scope, seen, reads_source, spellings)
                 continue
-            if self._reads_rank(node):
+            if reads_source(node):
                 yield node
                 continue
             if isinstance(node, cst.Call) and self._known_not_rank(node):
@@ -274,8 +294,24 @@ class RankPredicates:
             )
         return False
 
+    def _reads_world_size(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Call):
+            qualified = self._names.qualified_name(node.func) or dotted_name(node.func) or ""
+            return (
+                qualified.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES
+                or _env_key(node, self._names) in WORLD_SIZE_ENV_VARS
+            )
+        if isinstance(node, cst.Subscript):
+            return _env_key(node, self._names) in WORLD_SIZE_ENV_VARS
+        return isinstance(node, cst.Attribute) and node.attr.value in WORLD_SIZE_ATTRIBUTES
+
     def _name_reads(
-        self, name_node: cst.Name, scope: cst.CSTNode | None, seen: frozenset[str]
+        self,
+        name_node: cst.Name,
+        scope: cst.CSTNode | None,
+        seen: frozenset[str],
+        source: Callable[[cst.CSTNode], bool],
+        spellings: frozenset[str],
     ) -> Iterator[cst.CSTNode]:
         """A name holds the rank when it is assigned from a rank read, or, when nothing
         in the file binds it (a parameter, a global), when its name says so. A loop
@@ -290,9 +326,9 @@ class RankPredicates:
         if values is not None:
             for value in values:
                 if value is not None:
-                    yield from self._reads(value, seen | {name})
+                    yield from self._reads(value, seen | {name}, source, spellings)
             return
-        if key not in self._loop_targets and name in RANK_ATTRIBUTES:
+        if key not in self._loop_targets and name in spellings:
             yield name_node
 
     def _reaching_values(
@@ -394,6 +430,23 @@ def _non_empty_display(value: cst.BaseExpression | None) -> bool:
 def _names_rank_only_decorator(expr: cst.BaseExpression) -> bool:
     dotted = dotted_name(expr)
     return dotted is not None and dotted.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS
+
+
+def _paired_targets(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """The plain names an assignment binds, each with its own value: ``x = v``, and
+    ``a, b = u, v`` item by item (an unpacking of anything else binds no known value)."""
+    if isinstance(target, cst.Name):
+        yield target.value, value
+    elif (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    ):
+        for left, right in zip(target.elements, value.elements, strict=True):
+            yield from _paired_targets(left.value, right.value)
 
 
 def _target_names(target: cst.BaseExpression) -> list[cst.Name]:

@@ -17,9 +17,15 @@ from functools import cached_property
 
 import libcst as cst
 
-from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import (
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
+    WORLD_SIZE_ATTRIBUTES,
+    WORLD_SIZE_ENV_VARS,
+    WORLD_SIZE_FUNCTION_NAMES,
+)
 from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, bound_name, is_data_loader
-from ddplint.code.steps.rank_shards import names_rank, names_world_size
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import single_assignment
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -38,8 +44,13 @@ ITERABLE_DATASET_BASES = frozenset(
 _RANK_SPLITTERS = frozenset(
     {"split_by_node", "split_dataset_by_node", "sharding_filter", "nodesplitter"}
 )
-_RANK_SPELLINGS = RANK_ATTRIBUTES | RANK_FUNCTION_NAMES | _RANK_SPLITTERS
-_WORLD_ENV_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"})
+_RANK_SPELLINGS = (
+    RANK_ATTRIBUTES
+    | RANK_FUNCTION_NAMES
+    | WORLD_SIZE_ATTRIBUTES
+    | WORLD_SIZE_FUNCTION_NAMES
+    | _RANK_SPLITTERS
+)
 _WORKER_INFO = frozenset(
     {"torch.utils.data.get_worker_info", "torch.utils.data._utils.worker.get_worker_info"}
 )
@@ -185,8 +196,8 @@ def _reads_rank(node: cst.CSTNode) -> bool:
     """``node`` reads the rank or the world size, or names a library's splitter."""
     if isinstance(node, (cst.Name, cst.Attribute)):
         spelled = node.value if isinstance(node, cst.Name) else node.attr.value
-        return spelled in _RANK_SPELLINGS or names_rank(spelled) or names_world_size(spelled)
+        return spelled in _RANK_SPELLINGS
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
-        return value in RANK_ENV_VARS or value in _WORLD_ENV_VARS
+        return value in RANK_ENV_VARS or value in WORLD_SIZE_ENV_VARS
     return False

@@ -2,9 +2,12 @@
 ``data[rank * n // w:(rank + 1) * n // w]`` and ``np.array_split(data, w)[rank]``
 (contiguous chunks), and whether each rank's shard can have a different length.
 
-Only the data-parallel rank counts (``rank``, ``global_rank``, ``dp_rank``,
-``process_index``, ``dist.get_rank()``): a tensor- or context-parallel rank slices
-weights and sequences, not the data each rank trains on.
+The rank and the world size are found by where the value comes from (the rank
+predicates' reads: ``dist.get_rank()``, ``os.environ["RANK"]``, the libraries'
+attributes ``rank`` / ``process_index`` / ``num_replicas``, names bound to them, and
+``self.<name>`` set from them), not by what a variable is called. Only the data-parallel
+rank counts: a tensor- or pipeline-parallel rank slices weights, not the data each
+rank trains on.
 """
 
 from __future__ import annotations
@@ -14,60 +17,28 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.api import RANK_ATTRIBUTES
 from ddplint.analysis.forms import ARRAY_SPLITS
 from ddplint.code.collectives.catalogue import keyword_is_true, kind_of_function
+from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.steps.data_loaders import DISTRIBUTED_SAMPLERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
-_RANK_NAMES = frozenset(
+#: Rank reads that are not the data-parallel rank: a slice by a tensor- or
+#: pipeline-parallel rank splits weights, not data.
+_MODEL_PARALLEL_RANKS = frozenset(
     {
-        "rank",
-        "global_rank",
-        "local_rank",
-        "dp_rank",
-        "data_parallel_rank",
-        "process_index",
-        "rank_id",
-        "my_rank",
-        "node_rank",
-    }
-)
-_WORLD_NAMES = frozenset({"world", "num_ranks", "nranks", "n_ranks", "ws"})
-#: Endings of names that hold the data-parallel world size (``micro_batch_times_...``).
-_WORLD_SUFFIXES = (
-    "world_size",
-    "num_replicas",
-    "num_processes",
-    "dp_size",
-    "data_parallel_size",
-)
-#: Data-parallel ranks only (a subset of ``rank_predicates.RANK_FUNCTIONS``): a slice by a
-#: tensor- or pipeline-parallel rank splits weights, not data.
-_RANK_CALLS = frozenset(
-    {
-        "torch.distributed.get_rank",
-        "megatron.core.parallel_state.get_data_parallel_rank",
-        "deepspeed.comm.get_rank",
-    }
-)
-_WORLD_CALLS = frozenset(
-    {
-        "torch.distributed.get_world_size",
-        "megatron.core.parallel_state.get_data_parallel_world_size",
-        "deepspeed.comm.get_world_size",
+        "megatron.core.parallel_state.get_tensor_model_parallel_rank",
+        "megatron.core.parallel_state.get_pipeline_model_parallel_rank",
     }
 )
 
 
-def names_rank(spelled: str) -> bool:
-    """``spelled`` (a variable or attribute) is one of the data-parallel rank's spellings."""
-    return spelled in _RANK_NAMES
-
-
-def names_world_size(spelled: str) -> bool:
-    """``spelled`` is one of the data-parallel world size's spellings."""
-    return spelled in _WORLD_NAMES or spelled.endswith(_WORLD_SUFFIXES)
+def _names_rank_number(spelled: str) -> bool:
+    """``spelled`` is the libraries' spelling of the rank number (``rank``,
+    ``process_index``), not a per-rank truth value (``is_main_process``)."""
+    return spelled in RANK_ATTRIBUTES and not spelled.startswith("is_")
 
 
 @dataclass(frozen=True)
@@ -83,9 +54,11 @@ class RankShard:
 class RankShards:
     """The uneven per-rank shards of one module."""
 
-    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+    def __init__(self, index: ModuleIndex, names: ImportTable, ranks: RankPredicates) -> None:
         self._index = index
         self._names = names
+        self._ranks = ranks
+        self._instance_values = _instance_assignments(index)
 
     def shards(self) -> Iterator[RankShard]:
         for subscript in self._index.nodes(cst.Subscript):
@@ -106,7 +79,7 @@ class RankShards:
         if self._names.qualified_name(call.func) != "itertools.islice" or len(call.args) != 4:
             return None
         start, step = call.args[1].value, call.args[3].value
-        if self._mentions(start, _RANK_NAMES, _RANK_CALLS) and self.mentions_world_size(step):
+        if self.mentions_rank(start) and self.mentions_world_size(step):
             return RankShard(call, call.args[0].value, "round robin")
         return None
 
@@ -125,7 +98,7 @@ class RankShards:
                 isinstance(modulo, cst.BinaryOperation)
                 and isinstance(modulo.operator, cst.Modulo)
                 and self.mentions_world_size(modulo.right)
-                and self._mentions(other, _RANK_NAMES, _RANK_CALLS)
+                and self.mentions_rank(other)
             ):
                 return RankShard(comparison, modulo.left, "modulo filter")
         return None
@@ -135,9 +108,7 @@ class RankShards:
         piece = _only_slice(subscript)
         if piece is None or piece.lower is None or piece.step is None or piece.upper:
             return None
-        if self._mentions(piece.lower, _RANK_NAMES, _RANK_CALLS) and self._mentions(
-            piece.step, _WORLD_NAMES, _WORLD_CALLS
-        ):
+        if self.mentions_rank(piece.lower) and self.mentions_world_size(piece.step):
             return RankShard(subscript, subscript.value, "round robin")
         return None
 
@@ -157,9 +128,7 @@ class RankShards:
             return None
         if self._names.qualified_name(split.func) not in ARRAY_SPLITS:
             return None
-        if self._mentions(index, _RANK_NAMES, _RANK_CALLS) and self._mentions(
-            split.args[1].value, _WORLD_NAMES, _WORLD_CALLS
-        ):
+        if self.mentions_rank(index) and self.mentions_world_size(split.args[1].value):
             return RankShard(subscript, split.args[0].value, "array_split")
         return None
 
@@ -169,21 +138,44 @@ class RankShards:
         return (
             isinstance(bound, cst.BinaryOperation)
             and isinstance(bound.operator, cst.FloorDivide)
-            and self._mentions(bound.left, _RANK_NAMES, _RANK_CALLS)
-            and self._mentions(bound.right, _WORLD_NAMES, _WORLD_CALLS)
+            and self.mentions_rank(bound.left)
+            and self.mentions_world_size(bound.right)
         )
 
-    def _mentions(
-        self, expr: cst.BaseExpression, words: frozenset[str], calls: frozenset[str]
-    ) -> bool:
-        for node in (expr, *self._index.walk_within(expr)):
-            if isinstance(node, cst.Call) and self._names.qualified_name(node.func) in calls:
+    def mentions_rank(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` reads the data-parallel rank: a rank call, variable or attribute of
+        the libraries, a name bound to one, or an attribute the class sets from one."""
+        return self._reads(expr, world=False, seen=frozenset())
+
+    def _reads(self, expr: cst.BaseExpression, *, world: bool, seen: frozenset[str]) -> bool:
+        if world:
+            if self._ranks.world_size_reads(expr):
                 return True
-            if isinstance(node, (cst.Name, cst.Attribute)):
-                last = (dotted_name(node) or "").rsplit(".", 1)[-1]
-                if last in words or (words is _WORLD_NAMES and names_world_size(last)):
+        elif any(self._is_data_rank(read) for read in self._ranks.rank_reads(expr)):
+            return True
+        cls = self._index.enclosing(expr, cst.ClassDef)
+        for node in (expr, *self._index.walk_within(expr)):
+            attribute = _instance_attribute(node)
+            if attribute is None or cls is None or attribute in seen:
+                continue
+            for value in self._instance_values.get((cls, attribute), ()):
+                if self._reads(value, world=world, seen=seen | {attribute}):
                     return True
         return False
+
+    def _is_data_rank(self, read: cst.CSTNode) -> bool:
+        """A rank read that holds the data-parallel rank number: not a model-parallel
+        rank, not a per-rank truth value (``is_main_process``, ``is_global_rank_zero()``)."""
+        if isinstance(read, cst.Call):
+            qualified = self._names.qualified_name(read.func) or dotted_name(read.func) or ""
+            if qualified in _MODEL_PARALLEL_RANKS:
+                return False
+            return not qualified.rsplit(".", 1)[-1].startswith("is_")
+        if isinstance(read, cst.Name):
+            return _names_rank_number(read.value)
+        if isinstance(read, cst.Attribute):
+            return _names_rank_number(read.attr.value)
+        return True  # ``os.environ["RANK"]``
 
     def counts_per_rank(self, node: cst.BinaryOperation) -> bool:
         """``n % world`` (a divisibility check or remainder) or ``n // world`` with no rank
@@ -192,18 +184,14 @@ class RankShards:
             return False
         if isinstance(node.operator, cst.Modulo):
             return not self._compared_with_rank(node)
-        return isinstance(node.operator, cst.FloorDivide) and not self._mentions(
-            node.left, _RANK_NAMES, _RANK_CALLS
-        )
+        return isinstance(node.operator, cst.FloorDivide) and not self.mentions_rank(node.left)
 
     def _compared_with_rank(self, node: cst.BinaryOperation) -> bool:
         """``i % world == rank``: the modulo picks items, it does not check a count."""
         parent = self._index.parent.get(node)
         if isinstance(parent, cst.ComparisonTarget):
             parent = self._index.parent.get(parent)
-        return isinstance(parent, cst.Comparison) and self._mentions(
-            parent, _RANK_NAMES, _RANK_CALLS
-        )
+        return isinstance(parent, cst.Comparison) and self.mentions_rank(parent)
 
     def equalises(self, node: cst.BinaryOperation | cst.Call) -> bool:
         """A count shared by all ranks (``counts_per_rank``) or ``islice(stream, count)``:
@@ -228,8 +216,36 @@ class RankShards:
         )
 
     def mentions_world_size(self, expr: cst.BaseExpression) -> bool:
-        """``expr`` reads the data-parallel world size (a name or ``get_world_size()``)."""
-        return self._mentions(expr, _WORLD_NAMES, _WORLD_CALLS)
+        """``expr`` reads the world size (``get_world_size()``, ``num_replicas``, a name
+        bound to one, an attribute the class sets from one)."""
+        return self._reads(expr, world=True, seen=frozenset())
+
+
+def _instance_attribute(node: cst.CSTNode) -> str | None:
+    """``name`` for ``self.name``."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
+def _instance_assignments(
+    index: ModuleIndex,
+) -> dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]]:
+    """The values each class's methods assign to ``self.<name>``."""
+    found: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
+    for assign in index.nodes(cst.Assign):
+        cls = index.enclosing(assign, cst.ClassDef)
+        if cls is None:
+            continue
+        for target in assign.targets:
+            attribute = _instance_attribute(target.target)
+            if attribute is not None:
+                found.setdefault((cls, attribute), []).append(assign.value)
+    return found
 
 
 def _only_slice(subscript: cst.Subscript) -> cst.Slice | None:
