@@ -190,18 +190,6 @@ WORLD_SIZE_FUNCTION_NAMES = frozenset({"get_world_size", "get_data_parallel_worl
 #: Launcher variables that hold the world size.
 WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"})
 
-#: Context managers under which torch records no gradients: code there evaluates, it
-#: does not train.
-NO_GRAD_CONTEXTS = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
-
 #: Decorators (and wrappers: ``rank_zero_only(fn)(...)``) that run a function on some
 #: ranks only: Lightning / lightning_utilities / NeMo, and accelerate's.
 RANK_ONLY_DECORATORS = frozenset(

@@ -27,7 +27,6 @@ from enum import Enum
 
 import libcst as cst
 
-from ddplint.analysis.api import NO_GRAD_CONTEXTS
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
 from ddplint.code.steps.sparse_conditions import last_name, under_sparse_condition
@@ -123,6 +122,8 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
+#: The iterable of an evaluation loop: ``eval_dataloader``, ``val_loader``, ``test_set``.
+_EVALUATION_DATA = re.compile(r"eval|valid|val_|test|dev_", re.I)
 #: Collectives that leave the same value on every rank (their first argument, in place).
 _REDUCING_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 #: Longest call text shown whole in a message.
@@ -174,39 +175,17 @@ class HostSyncs:
     def _per_step_in(self, call: cst.Call, loop: cst.For | cst.While) -> bool:
         """Whether ``call`` runs once per step of the training loop ``loop``: not a short
         test loop, not an epoch loop around the step loop, not inside an evaluation loop
-        nested in it: a ``for`` loop (it reaches no ``backward()``, or it would be the
-        training loop) that runs without gradients (``with torch.no_grad():`` around it
-        or around the call), whatever its data is called."""
+        nested in it (``for batch in eval_loader:``)."""
         if few_iterations(loop) or self._training_steps.is_epoch_loop(loop):
             return False
-        nested_loop = without_gradients = False
         for ancestor in self._index.ancestors(call):
             if ancestor is loop:
-                break
-            nested_loop = nested_loop or isinstance(ancestor, cst.For)
-            without_gradients = without_gradients or (
-                isinstance(ancestor, cst.With) and self._records_no_gradients(ancestor)
-            )
-        return not (nested_loop and without_gradients)
-
-    def _records_no_gradients(self, block: cst.With) -> bool:
-        """``with torch.no_grad():``, ``torch.inference_mode()``,
-        ``torch.set_grad_enabled(False)``."""
-        for item in block.items:
-            context = item.item
-            if not isinstance(context, cst.Call):
-                continue
-            qualified = self._names.qualified_name(context.func)
-            if qualified in NO_GRAD_CONTEXTS:
                 return True
-            if (
-                qualified == "torch.set_grad_enabled"
-                and context.args
-                and isinstance(context.args[0].value, cst.Name)
-                and context.args[0].value.value == "False"
+            if isinstance(ancestor, cst.For) and _EVALUATION_DATA.search(
+                self._index.module.code_for_node(ancestor.iter)
             ):
-                return True
-        return False
+                return False
+        return True
 
     def _spelled(self, call: cst.Call) -> str:
         """The call as written on one line, shortened: ``float(loss)``, ``x.item()``."""
