@@ -291,7 +291,6 @@ CATALOGUE: dict[str, RuleEntry] = {
             True,
             needles=("timeout",),
             also_needles=("timedelta", "ddp_timeout"),
-            more_needles=(("zero_first", "main_process_first", "barrier", "wait_for_everyone"),),
         ),
         RuleEntry(
             "DDP401",
@@ -331,7 +330,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP405",
             "uneven-rank-shards",
             "code",
-            True,
+            False,
             needles=("rank",),
             also_needles=(
                 "world",

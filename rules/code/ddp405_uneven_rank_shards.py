@@ -81,6 +81,7 @@ class UnevenRankShards(CodeRule):
     name = "uneven-rank-shards"
     summary = "Per-rank data shards of different lengths; ranks stop at different steps"
     severity = Severity.WARNING
+    default_enabled = False
     needles = ("rank",)
     also_needles = ("world", "replica", "num_processes", "data_parallel", "dp_size", "nranks")
 
