@@ -14,7 +14,6 @@ import re
 
 import libcst as cst
 
-from ddplint.code.syntax.constants import single_assignment
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
 
@@ -44,22 +43,9 @@ def under_sparse_condition(index: ModuleIndex, node: cst.CSTNode) -> bool:
             and child is ancestor.right
         ):
             test = ancestor.left
-        if test is not None and (is_sparse(test) or _bound_to_sparse(index, test)):
+        if test is not None and is_sparse(test):
             return True
         child = ancestor
-    return False
-
-
-def _bound_to_sparse(index: ModuleIndex, test: cst.BaseExpression) -> bool:
-    """A name in ``test`` that its scope binds once to a sparse test
-    (``should_validate = step % every == 0``; ``if ready and should_validate:``)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return False
-    for node in _walk(test):
-        if isinstance(node, cst.Name):
-            value = single_assignment(index, test, node.value)
-            if value is not None and value is not test and is_sparse(value):
-                return True
     return False
 
 
