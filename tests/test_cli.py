@@ -221,6 +221,14 @@ def test_only_a_file_the_project_model_could_not_read_is_parsed_again(
     code, _, err = run(["check", *cache])
     assert code == 2 and "pkg/broken.py:1:" in err and "cannot parse" in err
     assert set(parsed_again) == {"broken.py"}  # its worker parses it again to say why
+    if cache:
+        return  # without a cache, a YAML file linted alone builds no summaries to reuse
+    # A YAML file linted alone reads code facts from the project's other files: the
+    # files whose summaries the cache holds are not parsed again for that either.
+    (project / "trainer.yaml").write_text("callbacks:\n  - class_path: ModelCheckpoint\n")
+    parsed_again.clear()
+    run(["check", "trainer.yaml"])
+    assert set(parsed_again) <= {"broken.py"}
 
 
 def test_missing_path_is_an_error(project: Path) -> None:

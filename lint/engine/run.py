@@ -304,7 +304,7 @@ def _facts_of_others(
     if not others:
         return []
     contents = {position: sources[t.relative] for position, t in enumerate(others)}
-    side = _Run(others, contents, run.cache, run.jobs, RunStats())
+    side = _Run(others, contents, run.cache, run.jobs, RunStats(), parses=run.parses)
     facts_only = replace(options, selected=())
     side.lint(list(contents), facts_only, wanted, ":facts:" + ",".join(wanted))
     return [(others[p].display, side.outcomes[p].facts) for p in contents]
