@@ -190,6 +190,12 @@ WORLD_SIZE_FUNCTION_NAMES = frozenset({"get_world_size", "get_data_parallel_worl
 #: Launcher variables that hold the world size.
 WORLD_SIZE_ENV_VARS = frozenset({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"})
 
+#: Calls that ask whether the job runs as several processes at all: a way on which they
+#: are false runs one process.
+DISTRIBUTED_QUERIES = frozenset(
+    {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+)
+
 #: Decorators (and wrappers: ``rank_zero_only(fn)(...)``) that run a function on some
 #: ranks only: Lightning / lightning_utilities / NeMo, and accelerate's.
 RANK_ONLY_DECORATORS = frozenset(

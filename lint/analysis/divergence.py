@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import (
+    DISTRIBUTED_QUERIES,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -1282,7 +1283,7 @@ class Divergence:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             inner = self._several_processes(test.operand, depth)
             return None if inner is None else not inner
-        if isinstance(test, ast.Call) and self.names.resolve(test.func) in _DISTRIBUTED_QUERIES:
+        if isinstance(test, ast.Call) and self.names.resolve(test.func) in DISTRIBUTED_QUERIES:
             return True
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             if not self._world_size_read(test.left):
@@ -1349,11 +1350,6 @@ class Divergence:
                 if spelled is not None and spelled in state:
                     state = {name: taint for name, taint in state.items() if name != spelled}
         return state
-
-
-_DISTRIBUTED_QUERIES = frozenset(
-    {"torch.distributed.is_initialized", "torch.distributed.is_available"}
-)
 
 
 def _is_world_size_key(key: ast.expr) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from ddplint.analysis.api import DEFAULT_REDUCE_OP
+from ddplint.analysis.api import DEFAULT_REDUCE_OP, DISTRIBUTED_QUERIES
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
@@ -332,18 +332,10 @@ def _implied(
     return facts | {(key, kept)}
 
 
-#: Calls that ask whether the job runs as several processes at all.
-_DISTRIBUTED_QUERIES = frozenset(
-    {"torch.distributed.is_initialized", "torch.distributed.is_available"}
-)
-
-
 def _asks_distributed(test: ast.AST, divergence: Divergence) -> bool:
     """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
     runs one process, where no collective can part ranks."""
-    return (
-        isinstance(test, ast.Call) and divergence.names.resolve(test.func) in _DISTRIBUTED_QUERIES
-    )
+    return isinstance(test, ast.Call) and divergence.names.resolve(test.func) in DISTRIBUTED_QUERIES
 
 
 #: A comparison read from the other side: ``0 < rank`` is ``rank > 0``.
