@@ -42,6 +42,9 @@ def last_call_argument(ctx: CodeContext) -> cst.BaseExpression:
             "p.add_argument('-w', dest='workers', default=0)\ndef f(args):\n    g(args.workers)",
             0,
         ),
+        ("p.add_argument('--shuffle', action='store_true')\ndef f(a):\n    g(a.shuffle)", False),
+        ("p.add_argument('--no-sort', action='store_false')\ndef f(a):\n    g(a.no_sort)", True),
+        ("p.add_argument('--verbose', action='count')\ndef f(a):\n    g(a.verbose)", None),
         ("class C:\n    workers: int = 0\ndef f(cfg):\n    g(cfg.workers)", 0),
         (
             "class C:\n    workers: int = 0\nclass D:\n    workers: int = 4\n"

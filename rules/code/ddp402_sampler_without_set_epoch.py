@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -18,7 +19,8 @@ from ddplint.code.steps.data_loaders import (
 from ddplint.code.steps.loader_flow import LoaderLoop, loader_loop
 from ddplint.code.steps.loop_facts import iterated_name
 from ddplint.code.syntax.call_args import argument
-from ddplint.code.syntax.constants import constant_value
+from ddplint.code.syntax.constants import UNKNOWN, constant_value
+from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -29,7 +31,9 @@ SHUFFLE_POSITION = 3
 class SamplerWithoutSetEpoch(CodeRule):
     """
     ## What it does
-    Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default) when a
+    Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default, or a
+    setting such as `shuffle=cfg.shuffle`: the message names it, and the config file
+    and line when the module is bound to one that sets it) when a
     `DataLoader` built on it is iterated inside an outer (epoch) loop and the module
     never calls `set_epoch` (any `set_epoch(...)` call in the module counts: samplers
     are often reached through the loader or a helper). The loader is followed through
@@ -38,7 +42,9 @@ class SamplerWithoutSetEpoch(CodeRule):
     or around a call of the function that walks it; there, only a loop that trains
     (reaches `backward()`) counts. Samplers handed to
     Lightning, accelerate or a `Trainer` are not flagged: those call `set_epoch`
-    themselves, and no hand-written epoch loop iterates the loader here.
+    themselves, and no hand-written epoch loop iterates the loader here. A setting
+    that is off by default (an argparse option, a parameter or a config field
+    declared `False`) or off in the bound config file is not flagged.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`, and `epoch` changes only
@@ -86,7 +92,10 @@ class SamplerWithoutSetEpoch(CodeRule):
         if _calls_set_epoch(ctx):
             return
         for call in ctx.index.nodes(cst.Call):
-            if not is_distributed_sampler(ctx.names, call) or not _shuffles(ctx, call):
+            if not is_distributed_sampler(ctx.names, call):
+                continue
+            shuffle = _shuffle(ctx, call)
+            if shuffle is None:
                 continue
             found = _loader_of(ctx, call)
             if found is None:
@@ -108,7 +117,7 @@ class SamplerWithoutSetEpoch(CodeRule):
             epoch_line = ctx.range_of(loops.epoch_loop)[0]
             what = f"`{loader}`" if loader is not None else "its loader"
             message = (
-                "`DistributedSampler` shuffles with the same seed every epoch unless "
+                f"`DistributedSampler` {shuffle.says} with the same seed every epoch unless "
                 f"`set_epoch(epoch)` is called: the epoch loop (line {epoch_line}) "
                 f"iterating {what} (line {line}) silently sees the same order every epoch"
             )
@@ -123,9 +132,40 @@ def _calls_set_epoch(ctx: CodeContext) -> bool:
     )
 
 
-def _shuffles(ctx: CodeContext, call: cst.Call) -> bool:
-    shuffle = argument(call, "shuffle", SHUFFLE_POSITION)
-    return shuffle is None or constant_value(ctx.index, shuffle.value) is True
+@dataclass(frozen=True)
+class _Shuffle:
+    """That a sampler shuffles: always (``setting`` None), or when a setting is true
+    (its text, and the config file and line that set it when one does)."""
+
+    setting: str | None = None
+    configured_at: str | None = None
+
+    @property
+    def says(self) -> str:
+        if self.setting is None:
+            return "shuffles"
+        where = f", set true at {self.configured_at}" if self.configured_at else ""
+        return f"shuffles when `{self.setting}` is true{where},"
+
+
+def _shuffle(ctx: CodeContext, call: cst.Call) -> _Shuffle | None:
+    """Whether the sampler shuffles; None when it does not (``shuffle=False``), or
+    shuffles only by a setting that is off by default or in the bound config."""
+    argument_given = argument(call, "shuffle", SHUFFLE_POSITION)
+    if argument_given is None:
+        return _Shuffle()
+    expression = argument_given.value
+    value = constant_value(ctx.index, expression)
+    if value is not UNKNOWN:
+        return _Shuffle() if value is True else None
+    text = ctx.node_text(expression)
+    configured = ctx.config_reads.value_at(text, ctx.range_of(expression)[0])
+    if configured is not None and configured.value is not UNKNOWN:
+        return _Shuffle(text, configured.where) if configured.value is True else None
+    default = fallback_default(ctx.index, expression)
+    if default is not None and default.value is not True:
+        return None
+    return _Shuffle(text)
 
 
 def _loader_of(

@@ -108,8 +108,13 @@ def _init_parameter_defaults(
     return found
 
 
+#: The default argparse gives an option of these actions when it names none.
+_IMPLIED_DEFAULTS: dict[object, bool] = {"store_true": False, "store_false": True}
+
+
 def _option_defaults(index: ModuleIndex, field: str) -> list[FallbackDefault]:
-    """``parser.add_argument("--num-workers", default=0)`` (``dest`` taken into account)."""
+    """``parser.add_argument("--num-workers", default=0)`` (``dest`` taken into account;
+    ``action="store_true"`` defaults to False)."""
     found = []
     for call in index.nodes(cst.Call):
         if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
@@ -124,9 +129,14 @@ def _option_defaults(index: ModuleIndex, field: str) -> list[FallbackDefault]:
         if not isinstance(dest, str):
             long_flags = [f for f in flags if f.startswith("--")] or flags
             dest = long_flags[0].lstrip("-").replace("-", "_") if long_flags else None
-        if dest != field or "default" not in keywords:
+        if dest != field:
             continue
-        value = constant_value(index, keywords["default"])
+        if "default" in keywords:
+            value = constant_value(index, keywords["default"])
+        elif "action" in keywords and literal_value(keywords["action"]) in _IMPLIED_DEFAULTS:
+            value = _IMPLIED_DEFAULTS[str(literal_value(keywords["action"]))]
+        else:
+            continue
         if value is not UNKNOWN:
             flag = flags[0] if flags else dest
             found.append(FallbackDefault(value, f"the option `{flag}` defaults to"))
