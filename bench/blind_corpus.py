@@ -6,14 +6,15 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3|4`` (default 1): which list, split and verdicts it
+Every command takes ``--corpus-set 1|2|3|4|5`` (default 1): which list, split and verdicts it
 uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
 second blind half), set 3 is ``repositories-3.tsv`` / ``split-3.tsv`` /
 ``verdicts-repositories-3.tsv`` (the third blind half), set 4 is ``repositories-4.tsv`` /
 ``split-4.tsv`` / ``verdicts-repositories-4.tsv`` (every repository blind: no draw, no
-seed). ``--repos``, ``--split`` and
+seed), set 5 likewise ``repositories-5.tsv`` / ``split-5.tsv`` /
+``verdicts-repositories-5.tsv`` (every repository blind). ``--repos``, ``--split`` and
 ``--verdicts`` name other files.
 ``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
 the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
@@ -71,6 +72,11 @@ CORPUS_SETS = {
         CORPORA / "split-4.tsv",
         CORPORA / "verdicts-repositories-4.tsv",
     ),
+    "5": (
+        CORPORA / "repositories-5.tsv",
+        CORPORA / "split-5.tsv",
+        CORPORA / "verdicts-repositories-5.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -78,6 +84,7 @@ SPLIT_SEEDS = {
     "2": "ddplint-blind-2:",
     "3": "ddplint-blind-3:",
     "4": "",
+    "5": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
