@@ -131,7 +131,8 @@ def _spelled(node: ast.AST) -> str:
     return _spelled_text(ast.unparse(node))
 
 
-def _header(node: ast.AST) -> str:
+def header_text(node: ast.AST) -> str:
+    """A statement's header (a test, a loop, a handler) or an expression, spelled short."""
     if isinstance(node, (ast.If, ast.While)):
         return _spelled(node.test)
     if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -177,13 +178,13 @@ def parting_message(parting: Parting) -> str:
     )
     if parting.loop:
         return (
-            f"the number of trips of `{_header(parting.test)}` differs between ranks, "
+            f"the number of trips of `{header_text(parting.test)}` differs between ranks, "
             f"because {reason}, and each trip runs {missed}: {consequence}"
         )
     if parting.order is not None:
         mine, theirs = parting.order
         return (
-            f"the branches of `{_header(parting.test)}` issue collectives in another "
+            f"the branches of `{header_text(parting.test)}` issue collectives in another "
             f"order: one issues `{mine.name}` (line {mine.line}) first where the other "
             f"issues `{theirs.name}` (line {theirs.line}), and which branch a rank takes "
             f"differs between ranks because {reason}: the ranks pair different "
@@ -191,12 +192,12 @@ def parting_message(parting: Parting) -> str:
         )
     if parting.cause is parting.test:
         return (
-            f"{missed} runs only where `{_header(parting.test)}` holds, which differs "
+            f"{missed} runs only where `{header_text(parting.test)}` holds, which differs "
             f"between ranks because {reason}: {consequence}; reach it on every rank or "
             "decide together first"
         )
     return (
-        f"`{_spelled(parting.cause)}` under `{_header(parting.test)}` (line "
+        f"`{_spelled(parting.cause)}` under `{header_text(parting.test)}` (line "
         f"{parting.test_line}) skips {missed} on some ranks only, because {reason}: "
         f"{consequence}; decide together first (all_reduce the flag with MAX)"
     )
