@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
 from ddplint.analysis.divergence import Facet, Source, Taint
-from ddplint.analysis.dominance import decision_successors
 from ddplint.analysis.effects import own_calls
-from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
+from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, ways_on
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.pairing import arms_agree
 from ddplint.analysis.questions import expression_guard
@@ -235,8 +234,10 @@ def _guarded(
             if test.index in reported or test.statement is None:
                 continue
             taint = function.divergence.test_taint(test)
-            if taint is None or arms_agree(function, test) is False:
-                continue  # every rank alike; or the ranks part in collectives there
+            if taint is None or len(list(ways_on(test))) < 2:
+                continue  # every rank alike; or one way ends the job loudly (``assert``)
+            if arms_agree(function, test) is False:
+                continue  # the ranks part in collectives there: that question's finding
             if _paired(function, test, _identity(call, through), by_node):
                 continue
             reported.add(test.index)
@@ -269,33 +270,41 @@ def _identity(call: ast.Call, through: str | None) -> str:
 def _paired(
     function: FunctionFacts, test: Node, identity: str, by_node: dict[int, set[str]]
 ) -> bool:
-    """Whether every branch of ``test`` takes the same step before the branches meet
-    (``if main: opt.step(); log() else: opt.step()``)."""
+    """Whether every branch of ``test`` that goes on takes the same step before the
+    branches meet (``if main: opt.step(); log() else: opt.step()``); a branch that ends
+    the job loudly (``raise``, a failing ``assert``) leaves no rank waiting."""
     join = function.dominance.immediate(test)
-    for start, _ in decision_successors(test):
-        if identity not in _steps_until(by_node, start, test, join):
+    for start, _ in ways_on(test):
+        steps, goes_on = _steps_until(by_node, start, test, join)
+        if goes_on and identity not in steps:
             return False
     return True
 
 
 def _steps_until(
     by_node: dict[int, set[str]], start: Node, test: Node, join: Node | None
-) -> set[str]:
+) -> tuple[set[str], bool]:
     """The identities of the steps a branch takes before the join (not around the loop
-    again: a loop step ends the walk)."""
+    again: a loop step ends the walk), and whether it goes on at all (reaches the join,
+    the loop or the function's end) rather than ending the job loudly."""
     found: set[str] = set()
+    goes_on = False
     seen = {test.index}
     pending = [start]
     while pending:
         node = pending.pop()
-        if node.index in seen or (join is not None and node.index == join.index):
+        if join is not None and node.index == join.index:
+            goes_on = True
+            continue
+        if node.index in seen:
             continue
         seen.add(node.index)
         found.update(by_node.get(node.index, ()))
-        if node.kind is NodeKind.STEP:
+        if node.kind in (NodeKind.STEP, NodeKind.EXIT, NodeKind.RAISE):
+            goes_on = True
             continue
-        pending.extend(s for s, _ in decision_successors(node))
-    return found
+        pending.extend(s for s, _ in ways_on(node))
+    return found, goes_on
 
 
 def _steps(

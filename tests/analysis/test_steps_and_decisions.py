@@ -183,3 +183,21 @@ def test_a_rank_test_is_not_a_decided_flag() -> None:
     """
     (parting,) = where_ranks_part(_analysis(source))
     assert not decided_by_some_ranks(parting)
+
+
+@pytest.mark.parametrize(
+    "exit_",
+    ["assert torch.allclose(y, y2)", "if not torch.isfinite(y).all():\n            raise ValueError"],
+)
+def test_a_loud_exit_on_model_output_parts_no_rank(exit_: str) -> None:
+    source = f"""
+    def check(net, ref, x):
+        model = DDP(net)
+        opt = torch.optim.Adam(model.parameters())
+        y = model(x)
+        y2 = ref(x)
+        y.sum().backward()
+        {exit_}
+        opt.step()
+    """
+    assert _step_lines(source) == []
