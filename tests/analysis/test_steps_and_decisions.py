@@ -187,7 +187,10 @@ def test_a_rank_test_is_not_a_decided_flag() -> None:
 
 @pytest.mark.parametrize(
     "exit_",
-    ["assert torch.allclose(y, y2)", "if not torch.isfinite(y).all():\n            raise ValueError"],
+    [
+        "assert torch.allclose(y, y2)",
+        "if not torch.isfinite(y).all():\n            raise ValueError",
+    ],
 )
 def test_a_loud_exit_on_model_output_parts_no_rank(exit_: str) -> None:
     source = f"""
