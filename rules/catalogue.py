@@ -144,7 +144,14 @@ CATALOGUE: dict[str, RuleEntry] = {
             needles=COLLECTIVE_NEEDLES,
             more_needles=(COLLECTIVE_CALL_NEEDLES,),
         ),
-        RuleEntry("DDP211", "decision-on-some-ranks", "code", False, needles=RANK_NEEDLES),
+        RuleEntry(
+            "DDP211",
+            "decision-on-some-ranks",
+            "code",
+            False,
+            needles=RANK_NEEDLES,
+            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),),
+        ),
         RuleEntry(
             "DDP212",
             "swallowed-exception-skips-step",

@@ -35,7 +35,7 @@ def test_step_hazards_are_found_at_their_places() -> None:
     assert found == {
         "fixtures/example_project/scripts/finetune.py:21:17 DDP209",
         "fixtures/example_project/scripts/finetune.py:33:17 DDP204",
-        "fixtures/example_project/scripts/finetune.py:37:17 DDP208",
+        "fixtures/example_project/scripts/finetune.py:36:13 DDP208",
         "fixtures/example_project/speechnet/recognizer.py:18:13 DDP205",
     }
 

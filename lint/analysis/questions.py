@@ -342,7 +342,7 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
         if not effects or node.statement is None:
             continue
         for collective, through in effects:
-            guard = _guard_within(node.statement, collective.call)
+            guard = expression_guard(node.statement, collective.call)
             if guard is None:
                 continue
             taint = function.divergence.taint(guard, node)
@@ -350,7 +350,7 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
                 yield Parting(scope, node.statement, guard, taint, collective, through)
 
 
-def _guard_within(statement: ast.AST, call: ast.Call) -> ast.expr | None:
+def expression_guard(statement: ast.AST, call: ast.Call) -> ast.expr | None:
     """The expression that decides, inside ``statement``, whether ``call`` runs."""
     for parent in ast.walk(statement):
         if (isinstance(parent, ast.IfExp) and _holds(parent.body, call)) or (

@@ -105,9 +105,6 @@ def _reason(ctx: CodeContext, found: DivergentExit) -> str:
             "that asks after another one wrote the file, or on a node-local disk, answers "
             "differently)"
         )
-    if divergent.source is Source.DECIDED:
-        line = ctx.range_of(divergent.origin)[0]
-        return f"`{divergent.key}` is set on some ranks only (line {line}) and never shared"
     return f"it reads {divergent.source.value}"
 
 
@@ -118,10 +115,7 @@ def divergent_exit_message(ctx: CodeContext, found: DivergentExit) -> str:
     skipped = skipped_text(ctx, found.skipped)
     reason = _reason(ctx, found)
     consequence = skip_consequence(found.skipped)
-    if found.divergent.source is Source.DECIDED:
-        remedy = "share the flag before it is used (broadcast it from the deciding rank)"
-    else:
-        remedy = "decide together first (all_reduce the flag with MAX) or reach it on every rank"
+    remedy = "decide together first (all_reduce the flag with MAX) or reach it on every rank"
     if found.kind is ExitKind.GUARDED:
         return (
             f"{skipped} runs only {when} `{condition}`, and {reason}: on a rank that skips "
@@ -138,7 +132,6 @@ _SUMMARY_REASONS = {
     Source.CONTRIBUTED: "this rank's own share",
     Source.PROBE: "a local probe (clock, memory)",
     Source.FILE_CHECK: "a per-rank file-system check",
-    Source.DECIDED: "a flag set on some ranks only",
 }
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddplint.analysis.decisions import decided_by_some_ranks, decided_flag
+from ddplint.analysis.questions import Parting, where_ranks_part
 from ddplint.code.context import CodeContext
-from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
-from ddplint.needles import RANK_NEEDLES
+from ddplint.needles import COLLECTIVE_CALL_NEEDLES, IMPLICIT_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
-from ddplint.rules.code.ddp210_divergent_exit_before_collective import (
-    divergent_exit_message,
-    divergent_exit_summary,
+from ddplint.rules.code.ddp219_ranks_part_before_collective import (
+    parting_message,
+    parting_related,
 )
 
 
@@ -19,15 +20,21 @@ class DecisionOnSomeRanks(CodeRule):
     """
     ## What it does
     Flags a `break` / `continue` / `return` (or a collective) decided by a flag that is
-    set under a rank guard and never shared: an early-stopping, patience or skip flag
-    computed on rank 0 (`if rank == 0: stop = val_loss > best`, or `self.stop = True` in
-    a rank-0-only method) and then tested by every rank (`if stop: break`) before a
-    collective or `backward()` that the others still run, this iteration or the next.
+    set under a test that differs between ranks and never shared: an early-stopping,
+    patience or skip flag computed on rank 0 (`if rank == 0: stop = val_loss > best`)
+    and then tested by every rank (`if stop: break`) before a collective (or the
+    all-reduce of a DDP model's backward) that the others still run, this iteration or
+    the next. The finding names the flag and where it was set.
+
+    This is DDP219's question (where ranks stop issuing the same collectives) in the
+    case where the reason is a value some ranks set: each such place is reported by
+    DDP211 alone, every other parting by DDP219 (one finding per root cause). It is
+    built on the analysis core.
 
     Not flagged: the flag shared before it is used (`dist.broadcast(flag, src=0)`,
-    `broadcast_object_list([stop])` then `stop = objs[0]`, `all_reduce`,
-    `strategy.reduce_boolean_decision`); a flag reassigned on every rank after the guarded
-    assignment; a test that itself sits under the rank guard (DDP201's).
+    `broadcast_object_list([stop])` then `stop = objs[0]`, `all_reduce`); a flag bound
+    again on every rank after the guarded assignment; a test whose branches issue the
+    same collectives; a flag that decides no collective.
 
     ## Why is this bad?
     The other ranks still hold the flag's initial value. Rank 0 leaves the loop; its
@@ -70,18 +77,39 @@ class DecisionOnSomeRanks(CodeRule):
     """
 
     code = "DDP211"
+    reads_libcst = False
     name = "decision-on-some-ranks"
     summary = "a flag set on some ranks only decides an exit every rank takes"
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
     needles = RANK_NEEDLES
+    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        owned_by_ddp204 = {skip.statement for skip in ctx.step_skips.find()}
-        for found in ctx.divergent_exits.find({Source.DECIDED}):
-            if found.statement in owned_by_ddp204:
+        for parting in where_ranks_part(ctx.analysis):
+            if not decided_by_some_ranks(parting):
                 continue
-            message = divergent_exit_message(ctx, found)
-            summary = divergent_exit_summary(found)
-            yield ctx.finding(self, found.statement, message, summary=summary)
+            found = decided_flag(ctx.analysis, parting)
+            flag = found[0] if found is not None else None
+            yield ctx.ast_finding(
+                self,
+                parting.cause,
+                _message(parting, flag),
+                summary=_summary(parting, flag),
+                related=parting_related(parting),
+            )
+
+
+def _message(parting: Parting, flag: str | None) -> str:
+    named = f"`{flag}`" if flag is not None else "a value it reads"
+    reason = (
+        f"{named} is set on some ranks only (under the test on line {parting.taint.line}) "
+        "and never shared"
+    )
+    return parting_message(parting, reason)
+
+
+def _summary(parting: Parting, flag: str | None) -> str:
+    named = f"`{flag}`" if flag is not None else "a value"
+    return f"{named}, set on some ranks only, decides whether `{parting.missed.name}` runs"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddplint.analysis.decisions import decided_by_some_ranks
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.questions import Parting, where_ranks_part
 from ddplint.code.context import CodeContext
@@ -45,7 +46,9 @@ class RanksPartBeforeCollective(CodeRule):
     (`Trainer(args, local_rank)`). An `except` handler that leaves with `continue`,
     `break` or `return` parts the ranks when its `try` body computed on such values
     (out of memory on this rank's batch); a `try` that reads a shared file raises on
-    every rank or none.
+    every rank or none. Where the ranks part on a value some ranks set under such a
+    test (`if rank == 0: stop = ...` then `if stop: break`), the finding is DDP211's,
+    which names the flag: one finding per root cause.
 
     Not flagged: a failing `assert`, a `raise`, or an exit with an error status
     (`sys.exit(1)`, `sys.exit("message")`, `os._exit(1)`, `raise SystemExit(1)`): the
@@ -118,12 +121,14 @@ class RanksPartBeforeCollective(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):
+            if decided_by_some_ranks(parting):
+                continue  # DDP211's finding: it names the flag (one per root cause)
             yield ctx.ast_finding(
                 self,
                 parting.cause,
                 parting_message(parting),
                 summary=_summary(parting),
-                related=_related(parting),
+                related=parting_related(parting),
             )
 
 
@@ -131,7 +136,8 @@ def _spelled(node: ast.AST) -> str:
     return _spelled_text(ast.unparse(node))
 
 
-def _header(node: ast.AST) -> str:
+def header_text(node: ast.AST) -> str:
+    """A statement's header (a test, a loop, a handler) or an expression, spelled short."""
     if isinstance(node, (ast.If, ast.While)):
         return _spelled(node.test)
     if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -167,23 +173,24 @@ def _missed(parting: Parting) -> str:
     return missed
 
 
-def parting_message(parting: Parting) -> str:
-    """The whole explanation of one parting."""
+def parting_message(parting: Parting, reason: str | None = None) -> str:
+    """The whole explanation of one parting (``reason``: why the test differs between
+    ranks, in the caller's words; by default from the parting's taint)."""
     missed = _missed(parting)
-    reason = reason_text(parting.taint)
+    reason = reason or reason_text(parting.taint)
     consequence = (
         "the ranks that skip it leave their peers waiting in it until the timeout, or "
         "pair them with their next collective"
     )
     if parting.loop:
         return (
-            f"the number of trips of `{_header(parting.test)}` differs between ranks, "
+            f"the number of trips of `{header_text(parting.test)}` differs between ranks, "
             f"because {reason}, and each trip runs {missed}: {consequence}"
         )
     if parting.order is not None:
         mine, theirs = parting.order
         return (
-            f"the branches of `{_header(parting.test)}` issue collectives in another "
+            f"the branches of `{header_text(parting.test)}` issue collectives in another "
             f"order: one issues `{mine.name}` (line {mine.line}) first where the other "
             f"issues `{theirs.name}` (line {theirs.line}), and which branch a rank takes "
             f"differs between ranks because {reason}: the ranks pair different "
@@ -191,18 +198,18 @@ def parting_message(parting: Parting) -> str:
         )
     if parting.cause is parting.test:
         return (
-            f"{missed} runs only where `{_header(parting.test)}` holds, which differs "
+            f"{missed} runs only where `{header_text(parting.test)}` holds, which differs "
             f"between ranks because {reason}: {consequence}; reach it on every rank or "
             "decide together first"
         )
     return (
-        f"`{_spelled(parting.cause)}` under `{_header(parting.test)}` (line "
+        f"`{_spelled(parting.cause)}` under `{header_text(parting.test)}` (line "
         f"{parting.test_line}) skips {missed} on some ranks only, because {reason}: "
         f"{consequence}; decide together first (all_reduce the flag with MAX)"
     )
 
 
-def _related(parting: Parting) -> list[tuple[ast.AST, str]]:
+def parting_related(parting: Parting) -> list[tuple[ast.AST, str]]:
     """The places the finding names besides its own: the test that parts the ranks,
     the collective one side skips, and where the differing value comes from."""
     places: list[tuple[ast.AST, str]] = []

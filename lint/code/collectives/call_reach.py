@@ -19,7 +19,6 @@ import libcst as cst
 
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.steps.forward_paths import ForwardPaths
-from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.call_args import (
     false_self_conditions,
     runs_only_if,
@@ -36,7 +35,6 @@ class StepEvent(str, Enum):
 
     COLLECTIVE = "collective"
     BACKWARD = "backward"
-    OPTIMIZER_STEP = "optimizer step"
 
 
 #: Events that communicate: a collective, or backward (DDP's gradient all-reduce).
@@ -106,8 +104,6 @@ class CallReach:
             return Reached(StepEvent.COLLECTIVE, call, collective.api, via=collective.via)
         if StepEvent.BACKWARD in kinds and is_backward_call(call):
             return Reached(StepEvent.BACKWARD, call, f"{callee_text(call.func)}()")
-        if StepEvent.OPTIMIZER_STEP in kinds and is_optimizer_step(call):
-            return Reached(StepEvent.OPTIMIZER_STEP, call, f"{callee_text(call.func)}()")
         return None
 
     def callee(self, call: cst.Call) -> cst.FunctionDef | None:
