@@ -1520,7 +1520,8 @@ def _filled_apart(arms: list[list[Node]], bound: set[str]) -> dict[str, Facet]:
     """Containers that some arms of a test add items to and others do not (neither
     binding them anew): after the join their length and keys depend on the arm taken."""
     filled_on = [{name for node in arm for name in _filled_containers(node)} for arm in arms]
-    apart = set().union(*filled_on) - set.intersection(*filled_on) if filled_on else set()
+    every = {name for filled in filled_on for name in filled}
+    apart = {name for name in every if not all(name in filled for filled in filled_on)}
     return {name: Facet.CONTENTS | Facet.SHAPE for name in apart - bound}
 
 

@@ -506,7 +506,7 @@ def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             grows = isinstance(func, ast.Attribute) and func.attr in GROWING_METHODS
-            targets = [func.value] if grows else []
+            targets = [func.value] if grows and isinstance(func, ast.Attribute) else []
         else:
             continue
         for target in targets:
