@@ -998,6 +998,11 @@ class Divergence:
                     if value is None or spelled is None or not _self_field(spelled):
                         continue
                     stored[spelled] = value.joined(stored.get(spelled))
+        for decided in self._decided.values():
+            for spelled, taint in decided.items():
+                if _self_field(spelled) and taint.facets & Facet.SHAPE:
+                    # Filled on some ranks only: its length and keys are this rank's.
+                    stored[spelled] = taint.joined(stored.get(spelled))
         return stored
 
     def returned(self) -> Taint | None:
@@ -1076,6 +1081,8 @@ class Divergence:
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
                 chosen[name] = Facet.CONTENTS | self._made_apart(name, arms)
+        for name, facets in _filled_apart(arms, bound).items():
+            chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
 
     def _made_apart(self, name: str, arms: list[list[Node]]) -> Facet:
@@ -1484,6 +1491,38 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
         if value is not None:
             new[name] = value
     return new
+
+
+#: Methods that add an item to a list or mapping in place.
+GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
+
+
+def _filled_containers(node: Node) -> Iterator[str]:
+    """Containers the node adds items to: ``d[key] = v`` (also augmented) and
+    ``items.append(v)`` as a statement."""
+    statement = node.statement
+    if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
+        return
+    for target in _targets(statement):
+        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
+            spelled = dotted_name(target.value)
+            if spelled is not None:
+                yield spelled
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        if isinstance(func, ast.Attribute) and func.attr in GROWING_METHODS:
+            spelled = dotted_name(func.value)
+            if spelled is not None:
+                yield spelled
+
+
+def _filled_apart(arms: list[list[Node]], bound: set[str]) -> dict[str, Facet]:
+    """Containers that some arms of a test add items to and others do not (neither
+    binding them anew): after the join their length and keys depend on the arm taken."""
+    filled_on = [{name for node in arm for name in _filled_containers(node)} for arm in arms]
+    every = {name for filled in filled_on for name in filled}
+    apart = {name for name in every if not all(name in filled for filled in filled_on)}
+    return {name: Facet.CONTENTS | Facet.SHAPE for name in apart - bound}
 
 
 def _merged(first: State, second: State) -> State:

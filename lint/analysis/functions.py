@@ -21,6 +21,7 @@ from ddplint.analysis.control_flow import (
     ends_loudly,
 )
 from ddplint.analysis.divergence import (
+    GROWING_METHODS,
     CallSummary,
     Divergence,
     Facet,
@@ -495,24 +496,33 @@ def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the method's code assigns a ``self.x``."""
+    """Whether the method's code assigns a ``self.x`` or adds an item to one
+    (``self.x[key] = v``, ``self.x.append(v)``)."""
     for node in ast.walk(method):
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            grows = isinstance(func, ast.Attribute) and func.attr in GROWING_METHODS
+            targets = [func.value] if grows and isinstance(func, ast.Attribute) else []
         else:
             continue
         for target in targets:
             parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            if any(
-                isinstance(part, ast.Attribute)
-                and isinstance(part.value, ast.Name)
-                and part.value.id == "self"
-                for part in parts
-            ):
+            if any(_is_self_field(_container(part)) for part in parts):
                 return True
     return False
+
+
+def _container(target: ast.expr) -> ast.expr:
+    """The container of ``x[key] = v``; any other target itself."""
+    return target.value if isinstance(target, ast.Subscript) else target
+
+
+def _is_self_field(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and dotted_name(node.value) == "self"
 
 
 def condition_fact(test: ast.expr) -> tuple[str, bool] | None:

@@ -43,7 +43,10 @@ class RanksPartBeforeCollective(CodeRule):
     sampled token), or was set under a test on one of those; a rank's slice of a
     list differs in length. A field of `self` differs when any method of the class
     stores such a value in it, or the module constructs the class with one
-    (`Trainer(args, local_rank)`). An `except` handler that leaves with `continue`,
+    (`Trainer(args, local_rank)`). A list or mapping that some ranks add items to
+    under such a test (`self.pending[step] = loss`, `.append(...)`) differs in length
+    and keys, in the other methods too: `if not self.pending: return` before the
+    collective that reduces it parts the ranks. An `except` handler that leaves with `continue`,
     `break` or `return` parts the ranks when its `try` body computed on such values
     (out of memory on this rank's batch); a `try` that reads a shared file raises on
     every rank or none. Where the ranks part on a value some ranks set under such a
