@@ -51,7 +51,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
-from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 
 
 class Facet(Flag):
@@ -114,21 +114,50 @@ class Taint:
 State = dict[str, Taint]
 
 
-@dataclass(frozen=True)
-class CallSummary:
-    """What a call of a local function does with its arguments: its positional
-    parameters (``self`` left out for a method), those whose values may reach its
-    result (None: every positional argument may), and those it makes agree in place
-    (hands to an in-place collective, never binding the name again)."""
-
-    parameters: tuple[str, ...]
-    reaching: frozenset[str] | None
-    agreeing: frozenset[str]
-
-
 #: A local function's name (``f``, ``self.f``) and the class the call is made in ->
 #: its summary (None: not known).
 CallSummaries = Callable[[str, str | None], CallSummary | None]
+
+
+#: Past this many parameters a function is not summarised (one analysis per parameter).
+RESULT_PARAMETERS = 8
+
+
+def summarise_call(
+    definition: ast.FunctionDef | ast.AsyncFunctionDef,
+    positional: list[str],
+    solved: Callable[[State], Divergence],
+) -> CallSummary | None:
+    """What a call of ``definition`` does with its arguments (``CallSummary``), from
+    its divergence ``solved`` with each parameter in turn made to differ: those whose
+    values may reach its result (every one where its result reads a source of its
+    own), and those it makes agree in place (never bound again, agreed at its exit).
+    ``positional``: its positional parameters, ``self`` left out for a method."""
+    every = positional + [a.arg for a in definition.args.kwonlyargs]
+    if len(every) > RESULT_PARAMETERS:
+        return None
+    own = solved({}).returned() is not None
+    reaching: set[str] = set()
+    agreeing: set[str] = set()
+    bound = _bound_names(definition)
+    for parameter in every:
+        given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
+        divergence = solved(given)
+        if divergence.returned() is not None:
+            reaching.add(parameter)
+        after = divergence.at_exit()
+        if parameter not in bound and after is not None and parameter not in after:
+            agreeing.add(parameter)
+    return CallSummary(tuple(positional), None if own else frozenset(reaching), frozenset(agreeing))
+
+
+def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a function's own code binds (its parameters bound again included)."""
+    found: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+    return found
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -611,14 +640,17 @@ class _Evaluator:
         return _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
 
     def summary(self, call: ast.Call) -> CallSummary | None:
-        """The summary of the local function ``call`` runs (``f(...)``,
-        ``self.f(...)``), if known."""
+        """The summary of the function ``call`` runs, if known: a local one (``f(...)``,
+        ``self.f(...)``) by its own analysis, another module's by the project's."""
         spelled = dotted_name(call.func)
-        if spelled is None or self.results is None:
+        if spelled is None:
             return None
-        if "." in spelled and not _self_field(spelled):
-            return None
-        return self.results(spelled, self.owner)
+        local = "." not in spelled or _self_field(spelled)
+        if local and self.results is not None:
+            found = self.results(spelled, self.owner)
+            if found is not None:
+                return found
+        return self.project.call_summary(spelled, self.owner)
 
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of

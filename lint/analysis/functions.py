@@ -21,13 +21,10 @@ from ddplint.analysis.control_flow import (
     ends_loudly,
 )
 from ddplint.analysis.divergence import (
-    CallSummary,
     Divergence,
-    Facet,
-    Source,
     State,
-    Taint,
     spawned_functions,
+    summarise_call,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import (
@@ -40,7 +37,7 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -53,8 +50,6 @@ Facts = frozenset[tuple[str, bool]]
 
 #: Rounds of the fixed point over a class's ``self.x`` fields.
 FIELD_ROUNDS = 4
-#: Functions with more parameters get no summary of what reaches their result.
-RESULT_PARAMETERS = 8
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
 
@@ -232,26 +227,13 @@ class ModuleAnalysis:
             dotted_name(d) == "staticmethod" for d in definition.decorator_list
         ):
             positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
-        every = positional + [a.arg for a in arguments.kwonlyargs]
-        if len(every) > RESULT_PARAMETERS:
-            return None
         graph = self.graphs.graph(definition)
         dominance = PostDominance(graph)
         fields = self._entry_of(definition)
-        own = self._divergence(definition, graph, dominance, fields).returned() is not None
-        reaching: set[str] = set()
-        agreeing: set[str] = set()
-        bound = _bound_names(definition)
-        for parameter in every:
-            given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
-            divergence = self._divergence(definition, graph, dominance, {**fields, **given})
-            if divergence.returned() is not None:
-                reaching.add(parameter)
-            after = divergence.at_exit()
-            if parameter not in bound and after is not None and parameter not in after:
-                agreeing.add(parameter)
-        summary = CallSummary(
-            tuple(positional), None if own else frozenset(reaching), frozenset(agreeing)
+        summary = summarise_call(
+            definition,
+            positional,
+            lambda given: self._divergence(definition, graph, dominance, {**fields, **given}),
         )
         self._summaries[key] = summary
         return summary
@@ -483,15 +465,6 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
-
-
-def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The names a function's own code binds (its parameters bound again included)."""
-    found: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            found.add(node.id)
-    return found
 
 
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
