@@ -371,6 +371,11 @@ class _Evaluator:
             return operand.as_contents(Facet.SHAPE) if operand else None
         if isinstance(expression, ast.Compare) and _launch_check(expression):
             return None
+        if isinstance(expression, ast.Compare) and (measured := _positive_test(expression)):
+            # Whether a clock or probe was read at all (``if self.started > 0``): every
+            # rank's reading is positive once taken, so every rank answers alike.
+            operand = self.taint(measured, state)
+            return None if operand is not None and operand.source is Source.PROBE else operand
         if isinstance(expression, ast.Lambda):
             return None
         found: Taint | None = None
@@ -608,7 +613,7 @@ class _Evaluator:
         if resolved == "range":
             bound = _join(None, *(self.taint(a, state) for a in call.args))
             return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
-        if resolved in ("isinstance", "type", "hasattr"):
+        if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
@@ -788,6 +793,26 @@ def _launch_check(compare: ast.Compare) -> bool:
     op = compare.ops[0]
     return (constant == -1 and not isinstance(op, (ast.Gt, ast.LtE))) or (
         constant == 0 and isinstance(op, (ast.GtE, ast.Lt))
+    )
+
+
+def _positive_test(compare: ast.Compare) -> ast.expr | None:
+    """The operand of ``x > 0``, ``x != 0`` or ``0 < x`` (None for another test)."""
+    if len(compare.ops) != 1:
+        return None
+    op, left, right = compare.ops[0], compare.left, compare.comparators[0]
+    if _is_zero(right) and isinstance(op, (ast.Gt, ast.NotEq)):
+        return left
+    if _is_zero(left) and isinstance(op, (ast.Lt, ast.NotEq)):
+        return right
+    return None
+
+
+def _is_zero(expression: ast.expr) -> bool:
+    return (
+        isinstance(expression, ast.Constant)
+        and not isinstance(expression.value, bool)
+        and expression.value == 0
     )
 
 

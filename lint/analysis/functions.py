@@ -559,7 +559,49 @@ def _call_facts(
     for name, value in given:
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
             known.add((name, bool(value.value)))
+        if _plain_number(value):
+            known.add((_tensor_fact(name), False))
     return frozenset(known)
+
+
+#: Calls whose result is a Python number, never a tensor.
+_NUMBER_CALLS = frozenset({"float", "int", "round", "len", "abs"})
+
+
+def _plain_number(value: ast.expr) -> bool:
+    """Whether an argument is a Python number, never a tensor: a numeric constant
+    (``1.0``, ``-3``), ``float(...)`` / ``int(...)`` / ``len(...)``, ``x.item()``."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        value = value.operand
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Name):
+        return value.func.id in _NUMBER_CALLS
+    return isinstance(value.func, ast.Attribute) and value.func.attr == "item" and not value.args
+
+
+def _tensor_fact(parameter: str) -> str:
+    """The fact that a parameter holds a tensor (``isinstance(x, torch.Tensor)``)."""
+    return f"{parameter}:tensor"
+
+
+def _tensor_tested(test: ast.expr) -> str | None:
+    """The plain name a test asks whether it holds a tensor: ``isinstance(x,
+    torch.Tensor)``, ``torch.is_tensor(x)``."""
+    if not isinstance(test, ast.Call) or len(test.args) not in (1, 2) or test.keywords:
+        return None
+    function = dotted_name(test.func)
+    subject = test.args[0]
+    if not isinstance(subject, ast.Name):
+        return None
+    if function == "isinstance" and len(test.args) == 2:
+        kind = dotted_name(test.args[1])
+        return subject.id if kind in ("torch.Tensor", "Tensor") else None
+    if function in ("torch.is_tensor", "is_tensor") and len(test.args) == 1:
+        return subject.id
+    return None
 
 
 def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
@@ -586,7 +628,8 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
-    spelled = dotted_name(test)
+    tensor = _tensor_tested(test)
+    spelled = _tensor_fact(tensor) if tensor is not None else dotted_name(test)
     if spelled is None:
         return None
     return next((value for name, value in facts if name == spelled), None)
