@@ -967,6 +967,7 @@ class Divergence:
         self._before: dict[int, State] = {}
         self._decided: dict[int, State] = {}
         self._binders: dict[str, set[int]] | None = None
+        self._sharing_arms: dict[int, EdgeKind | None] = {}
         self._solve()
 
     def _contributions(self) -> dict[str, Taint]:
@@ -1331,8 +1332,48 @@ class Divergence:
             return None
         several = self._several_processes(statement.test)
         if several is None:
-            return None
+            return self._unshared_arm(node)
         return EdgeKind.FALSE if several else EdgeKind.TRUE
+
+    def _unshared_arm(self, test: Node) -> EdgeKind | None:
+        """The arm of a test that every rank answers alike (``if self.multi_gpu:``,
+        ``if opts.num_gpus > 1:``) whose other arm shares values between the ranks
+        (broadcasts a flag, all-reduces a count) while this one issues no collective:
+        the job runs as one process there, with no peer to share with."""
+        if test.index not in self._sharing_arms:
+            self._sharing_arms[test.index] = self._arm_without_sharing(test)
+        found = self._sharing_arms[test.index]
+        if found is None or self.test_taint(test) is not None:
+            return None
+        return found
+
+    def _arm_without_sharing(self, test: Node) -> EdgeKind | None:
+        if not isinstance(test.statement, ast.If):
+            return None
+        join = self.dominance.immediate(test)
+        if join is None:
+            return None
+        inside = {node.index for node in self.dominance.region(test)}
+        arms = [(edge, self._arm_nodes(start, inside, join)) for start, edge in _arms(test)]
+        if len(arms) != 2:
+            return None
+        (first_edge, first), (second_edge, second) = arms
+        if self._agreed_on_arm(first) and not self._issues_collective(second):
+            return second_edge
+        if self._agreed_on_arm(second) and not self._issues_collective(first):
+            return first_edge
+        return None
+
+    def _issues_collective(self, arm: list[Node]) -> bool:
+        """Whether an arm calls torch.distributed (or deepspeed.comm) or a function
+        that makes an argument agree."""
+        for node in arm:
+            for call in _calls_of(node.statement) if node.statement is not None else ():
+                if distributed_function(self.evaluator.names.resolve(call.func)) is not None:
+                    return True
+                if next(self.evaluator.agreed_arguments(call), None) is not None:
+                    return True
+        return False
 
     def _several_processes(self, test: ast.expr, depth: int = 2) -> bool | None:
         """True when ``test`` holds exactly when several processes run (its false
