@@ -219,8 +219,19 @@ def function_summary(
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
-        "agreement": _agreement(function, imports) if collectives else None,
+        "agreement": _agreement(function, imports)
+        if collectives and _statements(function) <= AGREEMENT_STATEMENTS
+        else None,
     }
+
+
+#: Functions longer than this get no agreement fact (one analysis per parameter): the
+#: helpers that reduce a value for their callers are short.
+AGREEMENT_STATEMENTS = 30
+
+
+def _statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(function))
 
 
 def _agreement(
