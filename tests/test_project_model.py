@@ -12,6 +12,7 @@ import pytest
 from ddplint.code.project.encoding import decode_facts, encode_facts, informs_rules
 from ddplint.code.project.facts import (
     NO_FACTS,
+    Agreement,
     FileFacts,
     NameFacts,
     OwnFunctionFacts,
@@ -48,6 +49,10 @@ EXPECTED = {
     ),
     "shadowed_save": (set(), ""),
     "device_elsewhere": ({("train_bad.py", 7, "DDP501")}, ""),
+    # helpers of another module that all-reduce their argument in place, return a
+    # reduced dict or a value broadcast from rank 0: a test on what they agreed is no
+    # parting (train_good.py); a helper that only waits at a barrier agrees nothing.
+    "agreed_elsewhere": ({("train_bad.py", 15, "DDP210")}, ""),
     "opt_in_barrier": ({("train_bad.py", 8, "DDP201")}, "(markers.py:10)"),
     # validation(model, rank, loader) returns an all-reduced loss: the rank argument
     # does not make a condition on it rank-dependent; `rank == 0` does.
@@ -74,6 +79,7 @@ EXPECTED = {
 #: `self.is_rank_zero`), and a DDP model a caller in another module hands in. Reported
 #: at the root cause (the rank test or the early return), not at the collective.
 EXPECTED_CORE = {
+    "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
     "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219")},
     "distr_object": {("src/project/train_bad.py", 5, "DDP219")},
     "opt_in_barrier": {("train_bad.py", 7, "DDP219")},
@@ -391,6 +397,8 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "utils.save": NameFacts(reach, no_rank_test=True, sharded_arguments=(0, 2)),
             "T:self.main": NameFacts(rank_test=True, held=True),
             "helper": NameFacts(no_rank_test=True, rank_zero_only=True, not_a_collective=True),
+            "comm.reduce": NameFacts(agreement=Agreement(("t", "n"), ("n",), ("t",))),
+            "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
         },
         {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
     )
@@ -399,6 +407,21 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
     # The one-letter dictionaries of facts version 1 (and anything else) read as none.
     for other in ('{"utils.save":{"k":1}}', '{"a":{"k":1},"def:f":{"c":1}}', "[1, 2]", "{"):
         assert decode_facts(other) is NO_FACTS
+
+
+def test_a_helper_that_agrees_its_argument_says_so_to_other_modules() -> None:
+    index = index_of(
+        {
+            "comm.py": (FIXTURES / "agreed_elsewhere" / "comm.py").read_text(),
+            "train.py": "import comm\nfrom comm import sync_flag\n"
+            "def f(x):\n    sync_flag(x)\n    comm.reduce_losses(x)\n    comm.mean_here(x)\n",
+        }
+    )
+    names = index.facts_for("train.py").names
+    assert names["sync_flag"].agreement == Agreement(("flag",), (), ("flag",))
+    assert names["comm.reduce_losses"].agreement == Agreement(("losses",), (), ())
+    # it waits at a barrier and returns what it computed from its argument on this rank
+    assert names["comm.mean_here"].agreement == Agreement(("values",), ("values",), ())
 
 
 def test_only_facts_that_can_make_a_rule_fire_lift_the_pre_filters() -> None:

@@ -51,7 +51,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
-from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 
 
 class Facet(Flag):
@@ -114,21 +114,50 @@ class Taint:
 State = dict[str, Taint]
 
 
-@dataclass(frozen=True)
-class CallSummary:
-    """What a call of a local function does with its arguments: its positional
-    parameters (``self`` left out for a method), those whose values may reach its
-    result (None: every positional argument may), and those it makes agree in place
-    (hands to an in-place collective, never binding the name again)."""
-
-    parameters: tuple[str, ...]
-    reaching: frozenset[str] | None
-    agreeing: frozenset[str]
-
-
 #: A local function's name (``f``, ``self.f``) and the class the call is made in ->
 #: its summary (None: not known).
 CallSummaries = Callable[[str, str | None], CallSummary | None]
+
+
+#: Past this many parameters a function is not summarised (one analysis per parameter).
+RESULT_PARAMETERS = 8
+
+
+def summarise_call(
+    definition: ast.FunctionDef | ast.AsyncFunctionDef,
+    positional: list[str],
+    solved: Callable[[State], Divergence],
+) -> CallSummary | None:
+    """What a call of ``definition`` does with its arguments (``CallSummary``), from
+    its divergence ``solved`` with each parameter in turn made to differ: those whose
+    values may reach its result (every one where its result reads a source of its
+    own), and those it makes agree in place (never bound again, agreed at its exit).
+    ``positional``: its positional parameters, ``self`` left out for a method."""
+    every = positional + [a.arg for a in definition.args.kwonlyargs]
+    if len(every) > RESULT_PARAMETERS:
+        return None
+    own = solved({}).returned() is not None
+    reaching: set[str] = set()
+    agreeing: set[str] = set()
+    bound = _bound_names(definition)
+    for parameter in every:
+        given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
+        divergence = solved(given)
+        if divergence.returned() is not None:
+            reaching.add(parameter)
+        after = divergence.at_exit()
+        if parameter not in bound and after is not None and parameter not in after:
+            agreeing.add(parameter)
+    return CallSummary(tuple(positional), None if own else frozenset(reaching), frozenset(agreeing))
+
+
+def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a function's own code binds (its parameters bound again included)."""
+    found: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+    return found
 
 
 def _reason_order(taint: Taint) -> tuple[int, str, str]:
@@ -342,6 +371,11 @@ class _Evaluator:
             return operand.as_contents(Facet.SHAPE) if operand else None
         if isinstance(expression, ast.Compare) and _launch_check(expression):
             return None
+        if isinstance(expression, ast.Compare) and (measured := _positive_test(expression)):
+            # Whether a clock or probe was read at all (``if self.started > 0``): every
+            # rank's reading is positive once taken, so every rank answers alike.
+            operand = self.taint(measured, state)
+            return None if operand is not None and operand.source is Source.PROBE else operand
         if isinstance(expression, ast.Lambda):
             return None
         found: Taint | None = None
@@ -579,7 +613,7 @@ class _Evaluator:
         if resolved == "range":
             bound = _join(None, *(self.taint(a, state) for a in call.args))
             return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
-        if resolved in ("isinstance", "type", "hasattr"):
+        if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
@@ -611,14 +645,17 @@ class _Evaluator:
         return _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
 
     def summary(self, call: ast.Call) -> CallSummary | None:
-        """The summary of the local function ``call`` runs (``f(...)``,
-        ``self.f(...)``), if known."""
+        """The summary of the function ``call`` runs, if known: a local one (``f(...)``,
+        ``self.f(...)``) by its own analysis, another module's by the project's."""
         spelled = dotted_name(call.func)
-        if spelled is None or self.results is None:
+        if spelled is None:
             return None
-        if "." in spelled and not _self_field(spelled):
-            return None
-        return self.results(spelled, self.owner)
+        local = "." not in spelled or _self_field(spelled)
+        if local and self.results is not None:
+            found = self.results(spelled, self.owner)
+            if found is not None:
+                return found
+        return self.project.call_summary(spelled, self.owner)
 
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
@@ -756,6 +793,26 @@ def _launch_check(compare: ast.Compare) -> bool:
     op = compare.ops[0]
     return (constant == -1 and not isinstance(op, (ast.Gt, ast.LtE))) or (
         constant == 0 and isinstance(op, (ast.GtE, ast.Lt))
+    )
+
+
+def _positive_test(compare: ast.Compare) -> ast.expr | None:
+    """The operand of ``x > 0``, ``x != 0`` or ``0 < x`` (None for another test)."""
+    if len(compare.ops) != 1:
+        return None
+    op, left, right = compare.ops[0], compare.left, compare.comparators[0]
+    if _is_zero(right) and isinstance(op, (ast.Gt, ast.NotEq)):
+        return left
+    if _is_zero(left) and isinstance(op, (ast.Lt, ast.NotEq)):
+        return right
+    return None
+
+
+def _is_zero(expression: ast.expr) -> bool:
+    return (
+        isinstance(expression, ast.Constant)
+        and not isinstance(expression.value, bool)
+        and expression.value == 0
     )
 
 
@@ -910,6 +967,7 @@ class Divergence:
         self._before: dict[int, State] = {}
         self._decided: dict[int, State] = {}
         self._binders: dict[str, set[int]] | None = None
+        self._sharing_arms: dict[int, EdgeKind | None] = {}
         self._solve()
 
     def _contributions(self) -> dict[str, Taint]:
@@ -1281,8 +1339,48 @@ class Divergence:
             return None
         several = self._several_processes(statement.test)
         if several is None:
-            return None
+            return self._unshared_arm(node)
         return EdgeKind.FALSE if several else EdgeKind.TRUE
+
+    def _unshared_arm(self, test: Node) -> EdgeKind | None:
+        """The arm of a test that every rank answers alike (``if self.multi_gpu:``,
+        ``if opts.num_gpus > 1:``) whose other arm shares values between the ranks
+        (broadcasts a flag, all-reduces a count) while this one issues no collective:
+        the job runs as one process there, with no peer to share with."""
+        if test.index not in self._sharing_arms:
+            self._sharing_arms[test.index] = self._arm_without_sharing(test)
+        found = self._sharing_arms[test.index]
+        if found is None or self.test_taint(test) is not None:
+            return None
+        return found
+
+    def _arm_without_sharing(self, test: Node) -> EdgeKind | None:
+        if not isinstance(test.statement, ast.If):
+            return None
+        join = self.dominance.immediate(test)
+        if join is None:
+            return None
+        inside = {node.index for node in self.dominance.region(test)}
+        arms = [(edge, self._arm_nodes(start, inside, join)) for start, edge in _arms(test)]
+        if len(arms) != 2:
+            return None
+        (first_edge, first), (second_edge, second) = arms
+        if self._agreed_on_arm(first) and not self._issues_collective(second):
+            return second_edge
+        if self._agreed_on_arm(second) and not self._issues_collective(first):
+            return first_edge
+        return None
+
+    def _issues_collective(self, arm: list[Node]) -> bool:
+        """Whether an arm calls torch.distributed (or deepspeed.comm) or a function
+        that makes an argument agree."""
+        for node in arm:
+            for call in _calls_of(node.statement) if node.statement is not None else ():
+                if distributed_function(self.evaluator.names.resolve(call.func)) is not None:
+                    return True
+                if next(self.evaluator.agreed_arguments(call), None) is not None:
+                    return True
+        return False
 
     def _several_processes(self, test: ast.expr, depth: int = 2) -> bool | None:
         """True when ``test`` holds exactly when several processes run (its false

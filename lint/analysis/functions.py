@@ -22,13 +22,10 @@ from ddplint.analysis.control_flow import (
 )
 from ddplint.analysis.divergence import (
     GROWING_METHODS,
-    CallSummary,
     Divergence,
-    Facet,
-    Source,
     State,
-    Taint,
     spawned_functions,
+    summarise_call,
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import (
@@ -41,7 +38,7 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -54,8 +51,6 @@ Facts = frozenset[tuple[str, bool]]
 
 #: Rounds of the fixed point over a class's ``self.x`` fields.
 FIELD_ROUNDS = 4
-#: Functions with more parameters get no summary of what reaches their result.
-RESULT_PARAMETERS = 8
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
 
@@ -233,26 +228,13 @@ class ModuleAnalysis:
             dotted_name(d) == "staticmethod" for d in definition.decorator_list
         ):
             positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
-        every = positional + [a.arg for a in arguments.kwonlyargs]
-        if len(every) > RESULT_PARAMETERS:
-            return None
         graph = self.graphs.graph(definition)
         dominance = PostDominance(graph)
         fields = self._entry_of(definition)
-        own = self._divergence(definition, graph, dominance, fields).returned() is not None
-        reaching: set[str] = set()
-        agreeing: set[str] = set()
-        bound = _bound_names(definition)
-        for parameter in every:
-            given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
-            divergence = self._divergence(definition, graph, dominance, {**fields, **given})
-            if divergence.returned() is not None:
-                reaching.add(parameter)
-            after = divergence.at_exit()
-            if parameter not in bound and after is not None and parameter not in after:
-                agreeing.add(parameter)
-        summary = CallSummary(
-            tuple(positional), None if own else frozenset(reaching), frozenset(agreeing)
+        summary = summarise_call(
+            definition,
+            positional,
+            lambda given: self._divergence(definition, graph, dominance, {**fields, **given}),
         )
         self._summaries[key] = summary
         return summary
@@ -486,15 +468,6 @@ class ModuleAnalysis:
                 yield scope
 
 
-def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The names a function's own code binds (its parameters bound again included)."""
-    found: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            found.add(node.id)
-    return found
-
-
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the method's code assigns a ``self.x`` or adds an item to one
     (``self.x[key] = v``, ``self.x.append(v)``)."""
@@ -596,7 +569,49 @@ def _call_facts(
     for name, value in given:
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
             known.add((name, bool(value.value)))
+        if _plain_number(value):
+            known.add((_tensor_fact(name), False))
     return frozenset(known)
+
+
+#: Calls whose result is a Python number, never a tensor.
+_NUMBER_CALLS = frozenset({"float", "int", "round", "len", "abs"})
+
+
+def _plain_number(value: ast.expr) -> bool:
+    """Whether an argument is a Python number, never a tensor: a numeric constant
+    (``1.0``, ``-3``), ``float(...)`` / ``int(...)`` / ``len(...)``, ``x.item()``."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        value = value.operand
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Name):
+        return value.func.id in _NUMBER_CALLS
+    return isinstance(value.func, ast.Attribute) and value.func.attr == "item" and not value.args
+
+
+def _tensor_fact(parameter: str) -> str:
+    """The fact that a parameter holds a tensor (``isinstance(x, torch.Tensor)``)."""
+    return f"{parameter}:tensor"
+
+
+def _tensor_tested(test: ast.expr) -> str | None:
+    """The plain name a test asks whether it holds a tensor: ``isinstance(x,
+    torch.Tensor)``, ``torch.is_tensor(x)``."""
+    if not isinstance(test, ast.Call) or len(test.args) not in (1, 2) or test.keywords:
+        return None
+    function = dotted_name(test.func)
+    subject = test.args[0]
+    if not isinstance(subject, ast.Name):
+        return None
+    if function == "isinstance" and len(test.args) == 2:
+        kind = dotted_name(test.args[1])
+        return subject.id if kind in ("torch.Tensor", "Tensor") else None
+    if function in ("torch.is_tensor", "is_tensor") and len(test.args) == 1:
+        return subject.id
+    return None
 
 
 def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
@@ -623,7 +638,8 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
-    spelled = dotted_name(test)
+    tensor = _tensor_tested(test)
+    spelled = _tensor_fact(tensor) if tensor is not None else dotted_name(test)
     if spelled is None:
         return None
     return next((value for name, value in facts if name == spelled), None)

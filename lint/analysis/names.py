@@ -90,6 +90,14 @@ class Names:
     def __init__(self, module: ast.Module) -> None:
         self.imports = joined_imports(import_bindings(module.body), module_aliases(module.body))
 
+    @classmethod
+    def bound(cls, imports: dict[str, str]) -> Names:
+        """The names of a module whose imports are already resolved (local name ->
+        dotted name), as the project summaries read them."""
+        names = cls.__new__(cls)
+        names.imports = imports
+        return names
+
     def resolve(self, expression: ast.AST) -> str | None:
         """The dotted name an expression spells, its head replaced by what the module
         imported under it (``dist.barrier`` -> ``torch.distributed.barrier``)."""

@@ -1,7 +1,8 @@
 """What the project model tells the core about names defined in other modules of the
 project: a function reaches a collective (and through which chain), a function's
 parameters receive a ``DistributedDataParallel`` model from its callers, a function
-returns a rank test. The engine answers through the file's project
+returns a rank test, what a call of it does with its arguments (reduces them in place,
+returns an agreed value). The engine answers through the file's project
 view; a file linted on its own has no project, and every answer is "unknown".
 """
 
@@ -19,6 +20,18 @@ class Reached:
     name: str
     chain: str
     switch: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    """What a call of a function does with its arguments: its positional
+    parameters (``self`` left out for a method), those whose values may reach its
+    result (None: every positional argument may), and those it makes agree in place
+    (hands to an in-place collective, never binding the name again)."""
+
+    parameters: tuple[str, ...]
+    reaching: frozenset[str] | None
+    agreeing: frozenset[str]
 
 
 class ProjectFacts(Protocol):
@@ -44,6 +57,12 @@ class ProjectFacts(Protocol):
         ``distr.is_global_main``), as the project's methods set or compute it."""
         ...
 
+    def call_summary(self, name: str, owner: str | None) -> CallSummary | None:
+        """What a call of another module's function does with its arguments
+        (``utils.reduce_dict(d)`` returns the agreed dict, ``comm.sync(t)`` all-reduces
+        ``t`` in place)."""
+        ...
+
 
 class NoProject:
     """A file linted on its own: nothing is known of other modules."""
@@ -59,6 +78,9 @@ class NoProject:
 
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         return False
+
+    def call_summary(self, name: str, owner: str | None) -> CallSummary | None:
+        return None
 
 
 NO_PROJECT = NoProject()

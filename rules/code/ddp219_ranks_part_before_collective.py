@@ -46,7 +46,8 @@ class RanksPartBeforeCollective(CodeRule):
     (`Trainer(args, local_rank)`). A list or mapping that some ranks add items to
     under such a test (`self.pending[step] = loss`, `.append(...)`) differs in length
     and keys, in the other methods too: `if not self.pending: return` before the
-    collective that reduces it parts the ranks. An `except` handler that leaves with `continue`,
+    collective that reduces it parts the ranks (DDP211 reports it, naming the record).
+    An `except` handler that leaves with `continue`,
     `break` or `return` parts the ranks when its `try` body computed on such values
     (out of memory on this rank's batch); a `try` that reads a shared file raises on
     every rank or none. Where the ranks part on a value some ranks set under such a

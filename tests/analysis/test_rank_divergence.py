@@ -748,8 +748,10 @@ def test_a_lightning_all_gather_agrees() -> None:
             every = self.all_gather(mine)
             use(every)  # here
     """
-    assert _taint_at(source, "every.sum() > 0") is None
-    assert _taint_at(source, "mine.sum() > 0") is not None
+    # (``> 1``: a clock tested only for ``> 0`` reads whether it was read at all)
+    assert _taint_at(source, "every.sum() > 1") is None
+    assert _taint_at(source, "mine.sum() > 1") is not None
+    assert _taint_at(source, "mine.sum() > 0") is None
 
 
 def test_fields_of_one_object_are_separate() -> None:
@@ -839,3 +841,55 @@ def test_a_number_computed_from_a_per_rank_list_has_no_shape_of_its_own(
     if not shaped:
         made = _taint_at(source, "torch.tensor([total])")
         assert made is not None and not made.facets & Facet.SHAPE
+
+
+@pytest.mark.parametrize(
+    ("test", "differs"),
+    [
+        ("started > 0", False),
+        ("0 < started", False),
+        ("started != 0", False),
+        ("started > 5.0", True),
+        ("started == 2.0", True),
+        ("rank > 0", True),
+    ],
+)
+def test_a_clock_tested_only_for_being_read_is_shared(test: str, differs: bool) -> None:
+    source = """
+    def f():
+        rank = dist.get_rank()
+        started = time.time()
+        use(started)  # here
+    """
+    assert (_taint_at(source, test) is not None) is differs
+
+
+@pytest.mark.parametrize(
+    ("other_arm", "differs"),
+    [("pass", False), ("dist.barrier()", True)],
+)
+def test_an_arm_that_shares_nothing_beside_one_that_shares_runs_one_process(
+    other_arm: str, differs: bool
+) -> None:
+    source = f"""
+    def f(opts):
+        stop = time.time() > opts.budget if dist.get_rank() == 0 else False
+        if opts.num_gpus > 1:
+            flag = torch.tensor(stop)
+            dist.broadcast(flag, 0)
+            stop = flag.item()
+        else:
+            {other_arm}
+        use(stop)  # here
+    """
+    assert (_taint_at(source, "stop") is not None) is differs
+
+
+def test_whether_a_contribution_is_a_tensor_is_shared() -> None:
+    source = """
+    def f(value):
+        kind = torch.is_tensor(value)  # here
+        dist.all_reduce(value)
+    """
+    assert _taint_at(source, "torch.is_tensor(value)") is None
+    assert _taint_at(source, "value + 1") is not None

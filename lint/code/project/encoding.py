@@ -10,6 +10,7 @@ from typing import Any
 
 from ddplint.code.project.facts import (
     NO_FACTS,
+    Agreement,
     FileFacts,
     NameFacts,
     OwnFunctionFacts,
@@ -18,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "6"
+SUMMARY_VERSION = "7"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "2"
+FACTS_VERSION = "3"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -37,9 +38,10 @@ _NAME_FLAGS = (
 
 
 def encode_facts(facts: FileFacts) -> str:
-    """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach]``
-    (reach ``[api, op, family, creates group, saves checkpoint, chain, where, switch]``,
-    switch ``[parameter, position]``), a function's as ``[callers choose device, DDP
+    """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
+    agreement]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
+    where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
+    reaching, agreeing]``), a function's as ``[callers choose device, DDP
     parameters]``; "" for a file without facts."""
     if not facts:
         return ""
@@ -67,7 +69,16 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             reach.where,
             None if switch is None else [switch.parameter, switch.position],
         ]
-    return [flags, list(fact.sharded_arguments), encoded_reach]
+    agreement = fact.agreement
+    encoded_agreement = None
+    if agreement is not None:
+        reaching = agreement.reaching
+        encoded_agreement = [
+            list(agreement.parameters),
+            None if reaching is None else list(reaching),
+            list(agreement.agreeing),
+        ]
+    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement]
 
 
 def decode_facts(encoded: str | None) -> FileFacts:
@@ -88,12 +99,13 @@ def decode_facts(encoded: str | None) -> FileFacts:
 
 
 def _decode_name(value: Any) -> NameFacts:
-    flags, sharded, reach = value
+    flags, sharded, reach, agreement = value
     if not isinstance(flags, int):
         raise TypeError("flags")
     return NameFacts(
         _decode_reach(reach),
         sharded_arguments=_positions(sharded),
+        agreement=_decode_agreement(agreement),
         **{name: bool(flags >> bit & 1) for bit, name in enumerate(_NAME_FLAGS)},
     )
 
@@ -114,6 +126,21 @@ def _decode_reach(value: Any) -> ReachedCollective | None:
         where,
         None if switch is None else Switch(str(switch[0]), int(switch[1])),
     )
+
+
+def _decode_agreement(value: Any) -> Agreement | None:
+    if value is None:
+        return None
+    parameters, reaching, agreeing = value
+    return Agreement(
+        _texts(parameters), None if reaching is None else _texts(reaching), _texts(agreeing)
+    )
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError("texts")
+    return tuple(value)
 
 
 def _positions(value: Any) -> tuple[int, ...]:

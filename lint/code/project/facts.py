@@ -36,6 +36,19 @@ class ReachedCollective:
 
 
 @dataclass(frozen=True, slots=True)
+class Agreement:
+    """What a call of another module's function does with its arguments, by the
+    analysis core's divergence: its positional parameters (``self`` left out), those
+    whose values may reach its result (None: every one may, or it returns a value of
+    its own that differs between ranks) and those it makes agree in place
+    (``all_reduce(t)`` on its parameter ``t``)."""
+
+    parameters: tuple[str, ...]
+    reaching: tuple[str, ...] | None
+    agreeing: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NameFacts:
     """What the project says about a name a file uses (a function, an attribute)."""
 
@@ -56,6 +69,9 @@ class NameFacts:
     #: A project function whose name looks like a framework collective but is not one
     #: (``trainer.save_checkpoint`` of the project's own ``Trainer``).
     not_a_collective: bool = False
+    #: What a call of it (a function of another module that issues a collective) does
+    #: with its arguments: which it reduces in place, whether its result agrees.
+    agreement: Agreement | None = None
 
     def informs_rules(self) -> bool:
         """Whether it can make a rule fire on a file without any of the words the

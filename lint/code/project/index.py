@@ -25,6 +25,7 @@ from typing import Any
 from ddplint.code.collectives.kinds import kind_of_method
 from ddplint.code.project.facts import (
     NO_FACTS,
+    Agreement,
     FileFacts,
     NameFacts,
     OwnFunctionFacts,
@@ -42,7 +43,14 @@ MAX_CHAIN = 3
 #: Bound on fixpoint rounds (each round only adds facts).
 MAX_ROUNDS = 30
 #: The parts of a function's summary its links keep as they are.
-_FUNCTION_FLAGS = ("collectives", "returns_rank", "sets_device", "zero_only", "property")
+_FUNCTION_FLAGS = (
+    "collectives",
+    "returns_rank",
+    "sets_device",
+    "zero_only",
+    "property",
+    "agreement",
+)
 #: The links of a class without rank attributes or resolved attribute calls.
 _NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}}
 
@@ -667,9 +675,11 @@ class ProjectIndex:
         reach = self.reach.get(key)
         zero_only = bool(function.get("zero_only"))
         receiver, _, method = spelled.rpartition(".")
+        agreement = function.get("agreement")
         return replace(
             local,
             reaches=None if zero_only or reach is None else self._reached(key, reach),
+            agreement=None if agreement is None else _agreement(agreement),
             rank_zero_only=zero_only,
             not_a_collective=reach is None
             and bool(receiver)
@@ -682,3 +692,11 @@ class ProjectIndex:
         return ReachedCollective(
             api, op, family, creates_group, saves_checkpoint, chain, reach.where, reach.switch
         )
+
+
+def _agreement(summarised: list[Any]) -> Agreement:
+    """A summary's ``agreement`` as the typed fact."""
+    parameters, reaching, agreeing = summarised
+    return Agreement(
+        tuple(parameters), None if reaching is None else tuple(reaching), tuple(agreeing)
+    )

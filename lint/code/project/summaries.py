@@ -22,6 +22,10 @@ from ddplint.analysis.api import (
     RANK_ONLY_DECORATORS,
     SHARDING_WRAPPERS,
 )
+from ddplint.analysis.control_flow import build_graph
+from ddplint.analysis.divergence import Divergence, State, summarise_call
+from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.names import Names
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 
@@ -215,7 +219,44 @@ def function_summary(
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
+        "agreement": _agreement(function, imports)
+        if collectives and _statements(function) <= AGREEMENT_STATEMENTS
+        else None,
     }
+
+
+#: Functions longer than this get no agreement fact (one analysis per parameter): the
+#: helpers that reduce a value for their callers are short.
+AGREEMENT_STATEMENTS = 30
+
+
+def _statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(function))
+
+
+def _agreement(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]
+) -> list[Any] | None:
+    """For a function that issues a collective, what a call of it does with its
+    arguments by the analysis core's divergence (``divergence.summarise_call``):
+    ``[parameters, reaching (None: any), agreeing]``; None where it tells nothing (every
+    argument may reach the result and none is made to agree)."""
+    graph = build_graph(function)
+    dominance = PostDominance(graph)
+    names = Names.bound(imports)
+
+    def solved(given: State) -> Divergence:
+        return Divergence(graph, dominance, names, fields=given)
+
+    summary = summarise_call(function, [a.arg for a in _positional(function)], solved)
+    if summary is None or (summary.reaching is None and not summary.agreeing):
+        return None
+    reaching = summary.reaching
+    return [
+        list(summary.parameters),
+        None if reaching is None else sorted(reaching),
+        sorted(summary.agreeing),
+    ]
 
 
 def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:

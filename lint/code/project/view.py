@@ -14,7 +14,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ddplint.analysis.project import Reached
+from ddplint.analysis.project import CallSummary, Reached
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.project.encoding import decode_facts
 from ddplint.code.project.facts import (
@@ -205,3 +205,14 @@ class CoreFacts:
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
         return fact.rank_test and fact.held
+
+    def call_summary(self, name: str, owner: str | None) -> CallSummary | None:
+        agreement = self.fact(name, owner).agreement
+        if agreement is None:
+            return None
+        reaching = agreement.reaching
+        return CallSummary(
+            agreement.parameters,
+            None if reaching is None else frozenset(reaching),
+            frozenset(agreement.agreeing),
+        )
