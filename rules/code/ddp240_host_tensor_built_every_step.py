@@ -84,6 +84,7 @@ class HostTensorBuiltEveryStep(CodeRule):
             ctx.names,
             ctx.forward_paths,
             ctx.step_hooks,
+            ctx.step_waits,
             test_code=is_test_file(ctx.source.path),
         )
         for upload in uploads.found:
