@@ -112,9 +112,11 @@ class HostWaits:
         self._dominators: dict[int, Dominators] = {}
         self._post: dict[int, PostDominance] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
-        self._tests: set[ast.expr] = set()
-        for kind in (ast.If, ast.While, ast.Assert):
-            self._tests.update(node.test for node in self.nodes.of_type(kind))
+        self._tests: set[ast.expr] = {
+            *(node.test for node in self.nodes.of_type(ast.If)),
+            *(node.test for node in self.nodes.of_type(ast.While)),
+            *(node.test for node in self.nodes.of_type(ast.Assert)),
+        }
 
     def call_at(self, line: int, byte_column: int) -> ast.Call | None:
         """The call that starts at this place (1-based line, 0-based UTF-8 column)."""
