@@ -105,8 +105,8 @@ class HostWaits:
         self._scope_of_call: dict[ast.Call, ast.AST] = {
             call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
         }
-        self._calls_at: dict[Position, ast.Call] = {
-            _start(call): call for call in self.nodes.of_type(ast.Call)
+        self._calls_at: dict[tuple[Position, Position], ast.Call] = {
+            (_start(call), _end(call)): call for call in self.nodes.of_type(ast.Call)
         }
         self._located: dict[int, dict[ast.Call, Node]] = {}
         self._dominators: dict[int, Dominators] = {}
@@ -118,9 +118,10 @@ class HostWaits:
             *(node.test for node in self.nodes.of_type(ast.Assert)),
         }
 
-    def call_at(self, line: int, byte_column: int) -> ast.Call | None:
-        """The call that starts at this place (1-based line, 0-based UTF-8 column)."""
-        return self._calls_at.get((line, byte_column))
+    def call_at(self, start: Position, end: Position) -> ast.Call | None:
+        """The call that spans exactly these places (1-based line, 0-based UTF-8 column;
+        ``f(x).item()`` and ``f(x)`` start at the same place)."""
+        return self._calls_at.get((start, end))
 
     # -- where a call runs -------------------------------------------------------------
 

@@ -27,9 +27,16 @@ class StepWaits:
     def _ast_call(self, call: cst.Call) -> ast.Call | None:
         if self._waits is None:
             return None
-        line, column, _, _ = self._locate(call)
+        line, column, end_line, end_column = self._locate(call)
+        return self._waits.call_at(
+            (line, self._byte_column(line, column)),
+            (end_line, self._byte_column(end_line, end_column)),
+        )
+
+    def _byte_column(self, line: int, column: int) -> int:
+        """0-based UTF-8 offset of a 1-based character column (how ``ast`` counts)."""
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
-        return self._waits.call_at(line, len(text[: column - 1].encode("utf-8")))
+        return len(text[: column - 1].encode("utf-8"))
 
     def queue_drained(self, call: cst.Call) -> bool:
         """An earlier host read in the same pass left nothing queued for ``call``."""
