@@ -25,6 +25,7 @@ from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.host_syncs import HostSyncs
 from ddplint.code.steps.step_hooks import StepHooks
 from ddplint.code.steps.step_skips import StepSkips
+from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -156,8 +157,15 @@ class CodeContext:
             self.step_hooks,
             self.training_steps,
             self.rank_reachability,
+            self.step_waits,
             test_code=is_test_file(self.source.path),
         )
+
+    @cached_property
+    def step_waits(self) -> StepWaits:
+        """The core's per-step wait questions (queue already drained, cache filled once)
+        asked of LibCST calls."""
+        return StepWaits(self.ast_module, self.range_of, self.source.lines)
 
     @cached_property
     def data_dependence(self) -> DataDependence:

@@ -28,8 +28,10 @@ class HostReadInTrainingStep(CodeRule):
     (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
     `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
-    NumPy values, the second read of `x.cpu().numpy()`), validation / test / epoch
-    hooks, and reads under a rank guard (DDP104 reports those).
+    NumPy values, the second read of `x.cpu().numpy()`), a read right after another
+    read of the same pass with no device work between (the queue is already drained), a
+    read that fills a field of the module once (`if self.scale is None:`), validation /
+    test / epoch hooks, and reads under a rank guard (DDP104 reports those).
 
     ## Why is this bad?
     CUDA work is asynchronous: the host queues kernels and runs ahead. A device-to-host

@@ -22,7 +22,9 @@ class HostSyncOnSomeRanks(CodeRule):
     `compute_loss` overrides, a loss module's `forward`.
 
     Opt-in (preview). Not flagged: guarded work under a condition that holds once in a
-    while (`if trainer.is_global_zero and step % 100 == 0:`), validation / epoch hooks.
+    while (`if trainer.is_global_zero and step % 100 == 0:`), a read right after one every
+    rank made with no device work between (the queue is already drained), validation /
+    epoch hooks.
 
     ## Why is this bad?
     Only the guarded rank stalls: it waits for its GPU queue to drain (or, for

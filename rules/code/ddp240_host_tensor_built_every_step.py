@@ -21,8 +21,11 @@ class HostTensorBuiltEveryStep(CodeRule):
     and the functions of the module they call, a `Trainer`'s `compute_loss`) when
     `values` is made on the host: a list, tuple or comprehension, a number, `len(...)`,
     a shape, or a name last assigned one of those before the call. Not flagged: a CPU
-    target, data that may already be a tensor, a call under an occasional condition
-    (`if step % 100 == 0:`), evaluation steps, test files.
+    target (`"cpu"`, `torch.device("cpu")`), data that may already be a tensor, a call
+    under an occasional condition (`if step % 100 == 0:`), one that fills a cache of the
+    module (`if self.table is None:`, the first step only), one right after a host read
+    of the same pass with no device work between (the queue is already drained),
+    evaluation steps, test files.
 
     Opt-in, with the other host-sync rules (DDP101-DDP104). Preview: 27 of 36 judged
     findings right on repositories it was not built on (75%): a module that only ever
@@ -84,6 +87,7 @@ class HostTensorBuiltEveryStep(CodeRule):
             ctx.names,
             ctx.forward_paths,
             ctx.step_hooks,
+            ctx.step_waits,
             test_code=is_test_file(ctx.source.path),
         )
         for upload in uploads.found:

@@ -10,6 +10,9 @@ any). Left out, because they are not per-step costs:
   modulo (``step % log_every == 0``), compares a step / batch counter for equality
   (``batch_idx == 0``), draws a random number (``random.random() < 0.002``), or names
   logging / debugging (``if self.should_log:``);
+- a call that runs only while a cache of the object is empty (``if self.table is
+  None:``), and a read after an earlier read of the same pass with no device work
+  between (the queue is already drained): ``analysis.host_waits`` answers both;
 - a receiver that is already on the host: a value made by ``numpy`` / ``math``, a
   tensor created without ``device=`` (``torch.tensor(3.0)``), a result of an earlier
   read in the same expression (``x.cpu().numpy()`` is one sync, reported at ``.cpu()``);
@@ -31,7 +34,9 @@ from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
 from ddplint.code.steps.sparse_conditions import last_name, under_sparse_condition
 from ddplint.code.steps.step_hooks import StepHooks
+from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
+from ddplint.code.syntax.device_values import is_cpu_device
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
@@ -142,6 +147,7 @@ class HostSyncs:
         step_hooks: StepHooks,
         training_steps: TrainingSteps,
         rank_reachability: RankReachability,
+        waits: StepWaits | None = None,
         *,
         test_code: bool = False,
     ) -> None:
@@ -150,6 +156,7 @@ class HostSyncs:
         self._hooks = step_hooks
         self._training_steps = training_steps
         self._ranks = rank_reachability
+        self._waits = waits
         self._bindings: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
         # Tests run a step or two to check numbers: no per-step cost to report.
         self.found = [] if test_code else self._find()
@@ -165,12 +172,21 @@ class HostSyncs:
             loop = self._training_steps.training_loop_of(call)
             if reason is None and loop is not None and self._per_step_in(call, loop):
                 reason = PathReason("a training loop that calls backward()", ())
-            if reason is None:
+            if reason is None or self._costs_nothing(call, kind):
                 continue
             found.append(
                 HostSync(call, kind, self._spelled(call), reason, self._ranks.guard_of(call))
             )
         return found
+
+    def _costs_nothing(self, call: cst.Call, kind: SyncKind) -> bool:
+        """Runs only while a cache is empty (the first step), or a read whose queue an
+        earlier read in the same pass already drained."""
+        if self._waits is None:
+            return False
+        if self._waits.filled_once(call):
+            return True
+        return kind is SyncKind.READ and self._waits.queue_drained(call)
 
     def _per_step_in(self, call: cst.Call, loop: cst.For | cst.While) -> bool:
         """Whether ``call`` runs once per step of the training loop ``loop``: not a short
@@ -288,10 +304,12 @@ class HostSyncs:
             return True
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] in TORCH_FACTORIES:
             device = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
-            return device is None or (
-                isinstance(device.value, cst.SimpleString)
-                and device.value.value.strip("'\"") == "cpu"
-            )
+            if device is None or is_cpu_device(device.value, self._names):
+                return True
+            if isinstance(device.value, cst.Name):
+                values = self._bound(device.value)
+                return bool(values) and all(is_cpu_device(v, self._names) for v in values)
+            return False
         return False
 
     def _is_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:

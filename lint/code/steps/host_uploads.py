@@ -21,7 +21,9 @@ import libcst as cst
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
 from ddplint.code.steps.sparse_conditions import under_sparse_condition
 from ddplint.code.steps.step_hooks import StepHooks
+from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.syntax.call_args import argument, keyword_argument
+from ddplint.code.syntax.device_values import is_cpu_device
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 
@@ -52,6 +54,7 @@ class HostUploads:
         names: ImportTable,
         forward_paths: ForwardPaths,
         step_hooks: StepHooks,
+        waits: StepWaits | None = None,
         *,
         test_code: bool = False,
     ) -> None:
@@ -59,6 +62,7 @@ class HostUploads:
         self._names = names
         self._forward = forward_paths
         self._hooks = step_hooks
+        self._waits = waits
         self.found = [] if test_code else self._find()
 
     def _find(self) -> list[HostUpload]:
@@ -73,23 +77,32 @@ class HostUploads:
             )
             if reason is None or _EVALUATION_ENTRY.search(reason.entry):
                 continue
-            if under_sparse_condition(self._index, call):
+            if under_sparse_condition(self._index, call) or self._costs_nothing(call):
                 continue
             found.append(HostUpload(call, reason))
         return found
 
-    @staticmethod
-    def _to_device(call: cst.Call) -> bool:
-        """``device=`` names something other than the CPU (or None)."""
+    def _costs_nothing(self, call: cst.Call) -> bool:
+        """Built only while a cache is empty (the first step), or after an earlier host
+        read of the same pass drained the queue (the copy's synchronisation waits for
+        nothing)."""
+        return self._waits is not None and (
+            self._waits.filled_once(call) or self._waits.queue_drained(call)
+        )
+
+    def _to_device(self, call: cst.Call) -> bool:
+        """``device=`` names something other than the CPU (or None): not ``"cpu"``,
+        ``torch.device("cpu")``, nor a name last bound to one of those."""
         device = keyword_argument(call, "device")
         if device is None:
             return False
         value = device.value
         if isinstance(value, cst.Name) and value.value == "None":
             return False
-        if isinstance(value, cst.SimpleString):
-            return not value.value.strip("'\"").startswith("cpu")
-        return True
+        if isinstance(value, cst.Name):
+            bound = self._last_value_before(call, value.value)
+            value = bound if bound is not None else value
+        return not is_cpu_device(value, self._names)
 
     def _host_data(self, call: cst.Call) -> bool:
         data = argument(call, "data", 0)

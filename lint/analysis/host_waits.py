@@ -1,0 +1,365 @@
+"""How often a statement costs the host a wait, relative to the step it runs in.
+
+Two questions about a call, answered on the function's control-flow graph:
+
+- ``queue_drained``: an earlier device-to-host read dominates it in the same pass
+  (``loss.item()`` a line above, ``if x.item() > 1:`` ... ``elif x.item() < 0:``) and
+  nothing in between can queue device work, so the device queue is already empty and
+  the call waits for nothing;
+- ``filled_once``: it runs only when a persistent cache is still empty (``if
+  self.table is None:`` ... ``self.table = ...``; ``if key not in self._cache:`` ...
+  ``self._cache[key] = ...``): on the first step, not every step.
+
+Device work is judged by form, without types: a call that is not a host read, a shape
+read or a call given only host values (``meter.update(loss.item(), x.size(0))``), or an
+operator on something not known to be a host value, may queue kernels.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, ScopeGraphs
+from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.dominators import Dominators
+from ddplint.analysis.module_nodes import ModuleNodes
+
+#: Tensor methods that copy the value to the host (and so drain the device queue).
+READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
+#: Tensor metadata: read on the host without touching the device.
+SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Statements whose node evaluates nothing itself (``try``, ``try``/``except*``, defs).
+_HEADERLESS: tuple[type[ast.AST], ...] = (
+    *(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name)),
+    *_FUNCTIONS,
+    ast.ClassDef,
+)
+Position = tuple[int, int]
+
+
+def is_host_read(call: ast.Call) -> bool:
+    """``t.item()``, ``t.cpu()``, ``t.tolist()``, ``t.numpy()``, ``t.to("cpu")``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in READ_METHODS:
+        return not call.args and not call.keywords
+    if func.attr == "to" and call.args:
+        first = call.args[0]
+        return isinstance(first, ast.Constant) and first.value == "cpu"
+    return False
+
+
+def _is_shape_read(expression: ast.expr) -> bool:
+    if isinstance(expression, ast.Attribute):
+        return expression.attr in SHAPE_ATTRIBUTES
+    if isinstance(expression, ast.Call):
+        func = expression.func
+        if isinstance(func, ast.Name) and func.id == "len":
+            return True
+        return isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS
+    return False
+
+
+def _start(node: ast.AST) -> Position:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _end(node: ast.AST) -> Position:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
+    """``root`` and what it holds, nested scopes (lambdas, comprehensions) left out."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, SCOPE_TYPES))
+
+
+def own_parts(statement: ast.AST) -> list[ast.AST]:
+    """What a statement's node evaluates itself: a compound statement's header only."""
+    if isinstance(statement, (ast.If, ast.While)):
+        return [statement.test]
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        return [statement.iter, statement.target]
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in statement.items]
+    if isinstance(statement, ast.Match):
+        return [statement.subject]
+    if isinstance(statement, _HEADERLESS):
+        return []
+    return [statement]
+
+
+class HostWaits:
+    """The two questions for the calls of one module."""
+
+    def __init__(self, module: ast.Module) -> None:
+        self.nodes = ModuleNodes(module)
+        self.graphs = ScopeGraphs(module)
+        self._scope_of_call: dict[ast.Call, ast.AST] = {
+            call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
+        }
+        self._calls_at: dict[tuple[Position, Position], ast.Call] = {
+            (_start(call), _end(call)): call for call in self.nodes.of_type(ast.Call)
+        }
+        self._located: dict[int, dict[ast.Call, Node]] = {}
+        self._dominators: dict[int, Dominators] = {}
+        self._post: dict[int, PostDominance] = {}
+        self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
+        self._tests: set[ast.expr] = {
+            *(node.test for node in self.nodes.of_type(ast.If)),
+            *(node.test for node in self.nodes.of_type(ast.While)),
+            *(node.test for node in self.nodes.of_type(ast.Assert)),
+        }
+
+    def call_at(self, start: Position, end: Position) -> ast.Call | None:
+        """The call that spans exactly these places (1-based line, 0-based UTF-8 column;
+        ``f(x).item()`` and ``f(x)`` start at the same place)."""
+        return self._calls_at.get((start, end))
+
+    # -- where a call runs -------------------------------------------------------------
+
+    def _node_of(self, call: ast.Call) -> tuple[Graph, Node] | None:
+        scope = self._scope_of_call.get(call)
+        if not isinstance(scope, _FUNCTIONS):
+            return None
+        graph = self.graphs.graph(scope)
+        located = self._located.get(id(graph))
+        if located is None:
+            located = {}
+            for statement in graph.statements():
+                nodes = graph.nodes_of(statement)
+                for part in own_parts(statement):
+                    for inner in _walk_own(part):
+                        if isinstance(inner, ast.Call) and nodes:
+                            located.setdefault(inner, nodes[0])
+            self._located[id(graph)] = located
+        node = located.get(call)
+        return (graph, node) if node is not None else None
+
+    # -- the queue is already drained --------------------------------------------------
+
+    def queue_drained(self, call: ast.Call) -> bool:
+        """Whether an earlier host read in the same pass of the function leaves nothing
+        queued for ``call`` to wait for."""
+        found = self._node_of(call)
+        if found is None:
+            return False
+        graph, node = found
+        scope = graph.scope
+        statement = node.statement
+        if statement is None:
+            return False
+        before_here = self._evaluated_before(statement, call)
+        for read in self._reads_in(statement):
+            if read is call or _end(read) > _start(call) or _contains(read, call):
+                continue
+            between = [e for e in before_here if _start(e) >= _end(read)]
+            if not any(self._queues_work(e, scope) for e in between):
+                return True
+        if any(self._queues_work(e, scope) for e in before_here):
+            return False
+        dominators = self._dominators.get(id(graph))
+        if dominators is None:
+            dominators = self._dominators[id(graph)] = Dominators(graph)
+        for earlier in reversed(dominators.strict_dominators(node)):
+            if earlier.statement is None or earlier.statement is statement:
+                continue
+            for read in self._reads_in(earlier.statement):
+                after = self._evaluated_after(earlier.statement, read)
+                if any(self._queues_work(e, scope) for e in after):
+                    continue
+                if self._quiet_between(dominators, earlier, node, scope):
+                    return True
+        return False
+
+    def _reads_in(self, statement: ast.AST) -> list[ast.Call]:
+        return [
+            inner
+            for part in own_parts(statement)
+            for inner in _walk_own(part)
+            if isinstance(inner, ast.Call) and is_host_read(inner)
+        ]
+
+    def _quiet_between(self, dominators: Dominators, a: Node, b: Node, scope: ast.AST) -> bool:
+        for node in dominators.between(a, b):
+            if node.statement is None:
+                continue
+            for part in own_parts(node.statement):
+                if any(self._queues_work(e, scope) for e in _walk_own(part)):
+                    return False
+        return True
+
+    @staticmethod
+    def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
+        """Expressions of ``statement`` evaluated before ``call``'s own read: its
+        receiver and what comes before it in the text (not what encloses it)."""
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+        found = list(_walk_own(receiver))
+        for part in own_parts(statement):
+            for inner in _walk_own(part):
+                if _end(inner) <= _start(call) and not _contains(inner, call):
+                    found.append(inner)
+        return found
+
+    @staticmethod
+    def _evaluated_after(statement: ast.AST, read: ast.Call) -> list[ast.AST]:
+        """Expressions of ``statement`` evaluated after ``read``: what encloses it and
+        what comes after it in the text."""
+        found = []
+        for part in own_parts(statement):
+            for inner in _walk_own(part):
+                if inner is read or _contains(read, inner):
+                    continue
+                if _contains(inner, read) or _start(inner) >= _end(read):
+                    found.append(inner)
+        return found
+
+    def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
+        """Whether evaluating this node itself (not its parts) may queue device work."""
+        if isinstance(expression, ast.Call):
+            if is_host_read(expression) or _is_shape_read(expression):
+                return False
+            arguments = [*expression.args, *(k.value for k in expression.keywords)]
+            return not arguments or not all(self._host_value(a, scope, 0) for a in arguments)
+        if isinstance(expression, ast.BinOp):
+            return not (
+                self._host_value(expression.left, scope, 0)
+                and self._host_value(expression.right, scope, 0)
+            )
+        if isinstance(expression, ast.UnaryOp):
+            return not self._host_value(expression.operand, scope, 0)
+        if isinstance(expression, ast.Compare) and expression not in self._tests:
+            operands = [expression.left, *expression.comparators]
+            return not all(self._host_value(o, scope, 0) for o in operands)
+        return isinstance(expression, ast.AugAssign)
+
+    def _host_value(self, expression: ast.expr, scope: ast.AST, depth: int) -> bool:
+        """Whether ``expression`` is known to be a Python value (no tensor)."""
+        if isinstance(expression, (ast.Constant, ast.JoinedStr)):
+            return True
+        if isinstance(expression, ast.Call):
+            return is_host_read(expression) or _is_shape_read(expression)
+        if _is_shape_read(expression):
+            return True
+        if isinstance(expression, ast.Subscript):
+            return self._host_value(expression.value, scope, depth)
+        if isinstance(expression, (ast.Tuple, ast.List)):
+            return all(self._host_value(e, scope, depth) for e in expression.elts)
+        if isinstance(expression, ast.BinOp):
+            return self._host_value(expression.left, scope, depth) and self._host_value(
+                expression.right, scope, depth
+            )
+        if isinstance(expression, ast.UnaryOp):
+            return self._host_value(expression.operand, scope, depth)
+        if isinstance(expression, ast.Name) and depth < 2:
+            values = self._bound(scope).get(expression.id, [])
+            return bool(values) and all(self._host_value(v, scope, depth + 1) for v in values)
+        return False
+
+    def _bound(self, scope: ast.AST) -> dict[str, list[ast.expr]]:
+        table = self._bindings.get(id(scope))
+        if table is None:
+            table = {}
+            for node in _walk_own(scope):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            table.setdefault(target.id, []).append(node.value)
+                        else:
+                            for name in ast.walk(target):
+                                if isinstance(name, ast.Name):
+                                    table.setdefault(name.id, []).append(target)
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                    for name in ast.walk(node.target):
+                        if isinstance(name, ast.Name):
+                            table.setdefault(name.id, []).append(name)
+            self._bindings[id(scope)] = table
+        return table
+
+    # -- a cache filled once ------------------------------------------------------------
+
+    def filled_once(self, call: ast.Call) -> bool:
+        """Whether ``call`` runs only while a persistent cache is still empty."""
+        found = self._node_of(call)
+        if found is None:
+            return False
+        graph, node = found
+        scope = graph.scope
+        if not isinstance(scope, _FUNCTIONS) or not scope.args.args:
+            return False
+        owner = scope.args.args[0].arg
+        if not isinstance(self.nodes.scope_of.get(scope), ast.ClassDef):
+            return False
+        post = self._post.get(id(graph))
+        if post is None:
+            post = self._post[id(graph)] = PostDominance(graph)
+        for dependence in post.all_dependences(node):
+            test = dependence.test.statement
+            if (
+                isinstance(test, ast.If)
+                and dependence.edge is EdgeKind.TRUE
+                and _fills_cache(test, owner)
+            ):
+                return True
+        return False
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return outer is not inner and _start(outer) <= _start(inner) and _end(inner) <= _end(outer)
+
+
+def _empty_test(test: ast.expr) -> tuple[ast.expr, bool] | None:
+    """What an emptiness test asks about: ``E is None`` / ``not E`` (E itself, False),
+    ``key not in E`` (E, True: an entry of it)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand, False
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.Eq)) and isinstance(right, ast.Constant):
+            return (test.left, False) if right.value is None else None
+        if isinstance(op, ast.NotIn):
+            return right, True
+    return None
+
+
+def _rooted_at(expression: ast.expr, owner: str) -> bool:
+    """``self.table`` / ``self._cache[key]``: state of the object, kept across steps."""
+    while isinstance(expression, (ast.Attribute, ast.Subscript)):
+        expression = expression.value
+        if isinstance(expression, ast.Name):
+            return expression.id == owner
+    return False
+
+
+def _fills_cache(branch: ast.If, owner: str) -> bool:
+    """``if E is None:`` whose body stores into the object's state: ``E`` itself when it
+    is the object's (``self.table = ...``), else an entry of a table of the object
+    (``cached = self._cache.get(k)`` ... ``self._cache[k] = cached``)."""
+    asked = _empty_test(branch.test)
+    if asked is None:
+        return False
+    subject, entry = asked
+    wanted = ast.unparse(subject)
+    for statement in branch.body:
+        for node in ast.walk(statement):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets = [node.target]
+            for target in targets:
+                if not _rooted_at(target, owner):
+                    continue
+                if entry:
+                    if isinstance(target, ast.Subscript) and ast.unparse(target.value) == wanted:
+                        return True
+                elif ast.unparse(target) == wanted or isinstance(target, ast.Subscript):
+                    return True
+    return False

@@ -1,0 +1,49 @@
+"""The analysis core's per-step wait questions (``ddplint.analysis.host_waits``) asked
+of LibCST calls: a call already waited for by an earlier host read in the same pass,
+and a call that runs only while a persistent cache is empty."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+import libcst as cst
+
+from ddplint.analysis.host_waits import HostWaits
+
+#: 1-based (line, column, end_line, end_column) of a LibCST node, columns in characters.
+Locate = Callable[[cst.CSTNode], tuple[int, int, int, int]]
+
+
+class StepWaits:
+    """Answers for the calls of one module; None of the ``ast`` (CPython refuses the
+    file) answers no to both."""
+
+    def __init__(self, module: ast.Module | None, locate: Locate, lines: list[str]) -> None:
+        self._waits = HostWaits(module) if module is not None else None
+        self._locate = locate
+        self._lines = lines
+
+    def _ast_call(self, call: cst.Call) -> ast.Call | None:
+        if self._waits is None:
+            return None
+        line, column, end_line, end_column = self._locate(call)
+        return self._waits.call_at(
+            (line, self._byte_column(line, column)),
+            (end_line, self._byte_column(end_line, end_column)),
+        )
+
+    def _byte_column(self, line: int, column: int) -> int:
+        """0-based UTF-8 offset of a 1-based character column (how ``ast`` counts)."""
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return len(text[: column - 1].encode("utf-8"))
+
+    def queue_drained(self, call: cst.Call) -> bool:
+        """An earlier host read in the same pass left nothing queued for ``call``."""
+        found = self._ast_call(call)
+        return found is not None and self._waits is not None and self._waits.queue_drained(found)
+
+    def filled_once(self, call: cst.Call) -> bool:
+        """``call`` runs only while a cache of the object is still empty."""
+        found = self._ast_call(call)
+        return found is not None and self._waits is not None and self._waits.filled_once(found)

@@ -1,0 +1,123 @@
+"""The per-step wait questions of the analysis core: an earlier host read that drained
+the queue, and a call that runs only while a cache of the object is empty."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from ddplint.analysis.control_flow import build_graph
+from ddplint.analysis.dominators import Dominators
+from ddplint.analysis.host_waits import HostWaits
+
+
+def _waits_and_calls(source: str) -> tuple[HostWaits, dict[int, list[ast.Call]]]:
+    module = ast.parse(textwrap.dedent(source))
+    by_line: dict[int, list[ast.Call]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            by_line.setdefault(node.lineno, []).append(node)
+    return HostWaits(module), by_line
+
+
+def _read_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
+    reads = [
+        c
+        for c in by_line[line]
+        if isinstance(c.func, ast.Attribute) and c.func.attr in ("item", "cpu")
+    ]
+    assert len(reads) == 1
+    return reads[0]
+
+
+def test_read_after_a_read_with_only_host_work_between_is_drained() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(model, x, meter, writer, rank, n):
+            loss = model(x)
+            meter.update(loss.item(), x.size(0))
+            if rank == 0:
+                writer.add_scalar("loss", loss.item(), n)
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 4))
+    assert waits.queue_drained(_read_on(calls, 6))
+
+
+def test_read_after_new_device_work_is_not_drained() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(model, x, meter):
+            loss = model(x)
+            meter.update(loss.item(), 1)
+            aux = model.head(x)
+            meter.update(aux.item(), 1)
+            total = loss * 2
+            meter.update(total.cpu(), 1)
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 6))
+    assert not waits.queue_drained(_read_on(calls, 8))
+
+
+def test_read_on_one_branch_only_does_not_drain_the_join() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(loss, flag, meter):
+            if flag:
+                meter.update(loss.item(), 1)
+            meter.update(loss.cpu(), 1)
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 5))
+
+
+def test_elif_test_after_the_if_test_read_is_drained() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def forward(value):
+            if value.item() > 1.0:
+                print("high")
+            elif value.item() < 0.0:
+                print("low")
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 5))
+
+
+def test_cache_fill_runs_once() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        class Loss:
+            def forward(self, x, key, mask=None):
+                if self.scale is None:
+                    self.scale = x.max().item()
+                cached = self._table.get(key)
+                if cached is None:
+                    cached = x.sum().item()
+                    self._table[key] = cached
+                if key not in self._seen:
+                    self._seen[key] = x.cpu()
+                if mask is None:
+                    mask = x.cpu()
+                return x
+        """
+    )
+    assert waits.filled_once(_read_on(calls, 5))
+    assert waits.filled_once(_read_on(calls, 8))
+    assert waits.filled_once(_read_on(calls, 11))
+    assert not waits.filled_once(_read_on(calls, 13))
+
+
+def test_dominators_and_the_nodes_between() -> None:
+    function = ast.parse("def f(a):\n    x = 1\n    if a:\n        y = 2\n    z = 3\n").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    graph = build_graph(function)
+    dominators = Dominators(graph)
+    statements = [s for s in ast.walk(function) if isinstance(s, (ast.Assign, ast.If))]
+    statements.sort(key=lambda s: s.lineno)
+    first, branch, inner, last = (graph.nodes_of(s)[0] for s in statements)
+    assert dominators.dominates(first, last)
+    assert dominators.dominates(branch, inner)
+    assert not dominators.dominates(inner, last)
+    assert inner in dominators.between(first, last)
