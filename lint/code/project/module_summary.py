@@ -24,6 +24,7 @@ from ddplint.analysis.names import import_bindings, joined_imports, module_alias
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
+    child_nodes,
     class_summary,
     function_summary,
     own_nodes,
@@ -171,7 +172,7 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
                 scoped.add(f"{owner}:{name}")
             else:
                 plain.add(name)
-        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+        stack.extend((child, owner) for child in child_nodes(node))
     return frozenset(scoped), frozenset(plain)
 
 

@@ -41,9 +41,32 @@ def qualify(name: str, imports: dict[str, str]) -> str | None:
     return f"{bound}.{rest}" if rest else bound
 
 
+#: Fields that hold only leaves no summary reads (``Load``, ``Add``, ``Eq``).
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_NODE_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without the contexts and operators
+    (one ``getattr`` per field: the summaries' walks spend most of their time here)."""
+    fields = _NODE_FIELDS.get(type(node))
+    if fields is None:
+        fields = _NODE_FIELDS[type(node)] = tuple(
+            field for field in node._fields if field not in _LEAF_FIELDS
+        )
+    found: list[ast.AST] = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found
+
+
 def own_nodes(function: ast.AST) -> list[ast.AST]:
     """Nodes of a function body, nested defs, lambdas and classes left out, in source
-    order."""
+    order (contexts and operators left out too)."""
     found: list[ast.AST] = []
     stack = list(reversed(getattr(function, "body", [])))
     while stack:
@@ -51,7 +74,7 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, _SCOPES):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node)))
     return found
 
 
@@ -90,16 +113,17 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
 
 
 def _opt_in_switches(
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
 ) -> dict[int, list[Any]]:
     """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
     ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
-    default (``barrier_after=False``): they run only when a caller switches it on."""
+    default (``barrier_after=False``): they run only when a caller switches it on.
+    ``nodes``: the function's ``own_nodes``."""
     parameters = _opt_in_parameters(function)
     found: dict[int, list[Any]] = {}
     if not parameters:
         return found
-    for node in own_nodes(function):
+    for node in nodes:
         if not isinstance(node, ast.If):
             continue
         tests = (
@@ -143,23 +167,26 @@ def function_summary(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     imports: dict[str, str],
     owner: str | None,
+    nodes: list[ast.AST] | None = None,
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
     rank zero only, is a property; which of its parameters it shards (``fully_shard``,
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
-    ``DistributedDataParallel`` (``[target, argument position]``)."""
+    ``DistributedDataParallel`` (``[target, argument position]``). ``nodes``: its
+    ``own_nodes``, where the caller has them."""
+    if nodes is None:
+        nodes = own_nodes(function)
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
-    switches = _opt_in_switches(function)
+    switches = _opt_in_switches(function, nodes)
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
-    nodes = own_nodes(function)
     wrapped = _ddp_wrapped_names(nodes, imports)
     wrapped_args: list[list[Any]] = []
     for node in nodes:
@@ -369,8 +396,11 @@ def class_summary(
         if not isinstance(statement, FUNCTION_TYPES):
             continue
         methods.append(statement.name)
-        functions[f"{cls.name}.{statement.name}"] = function_summary(statement, imports, cls.name)
-        for node in own_nodes(statement):
+        nodes = own_nodes(statement)
+        functions[f"{cls.name}.{statement.name}"] = function_summary(
+            statement, imports, cls.name, nodes
+        )
+        for node in nodes:
             if not isinstance(node, ast.Assign):
                 continue
             called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
