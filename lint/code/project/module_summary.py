@@ -24,14 +24,13 @@ from ddplint.analysis.names import import_bindings, joined_imports, module_alias
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
-    child_nodes,
     class_summary,
     function_summary,
     own_nodes,
     qualify,
 )
 from ddplint.code.syntax.pieces import Piece, split
-from ddplint.code.syntax.python_ast import parse_python
+from ddplint.code.syntax.python_ast import child_nodes, parse_python
 
 #: Pieces whose parts are kept between runs (about 100 files of 2,000 lines).
 KEPT_PIECES = 30_000
@@ -172,7 +171,7 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
                 scoped.add(f"{owner}:{name}")
             else:
                 plain.add(name)
-        stack.extend((child, owner) for child in child_nodes(node))
+        stack.extend((child, owner) for child in child_nodes(node, leaves=False))
     return frozenset(scoped), frozenset(plain)
 
 

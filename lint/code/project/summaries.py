@@ -24,6 +24,7 @@ from ddplint.analysis.api import (
 )
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
+from ddplint.code.syntax.python_ast import child_nodes
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -41,29 +42,6 @@ def qualify(name: str, imports: dict[str, str]) -> str | None:
     return f"{bound}.{rest}" if rest else bound
 
 
-#: Fields that hold only leaves no summary reads (``Load``, ``Add``, ``Eq``).
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
-_NODE_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
-
-
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """``ast.iter_child_nodes(node)`` as a list, without the contexts and operators
-    (one ``getattr`` per field: the summaries' walks spend most of their time here)."""
-    fields = _NODE_FIELDS.get(type(node))
-    if fields is None:
-        fields = _NODE_FIELDS[type(node)] = tuple(
-            field for field in node._fields if field not in _LEAF_FIELDS
-        )
-    found: list[ast.AST] = []
-    for field in fields:
-        value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend(item for item in value if isinstance(item, ast.AST))
-    return found
-
-
 def own_nodes(function: ast.AST) -> list[ast.AST]:
     """Nodes of a function body, nested defs, lambdas and classes left out, in source
     order (contexts and operators left out too)."""
@@ -74,7 +52,7 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, _SCOPES):
             continue
-        stack.extend(reversed(child_nodes(node)))
+        stack.extend(reversed(child_nodes(node, leaves=False)))
     return found
 
 
