@@ -3,6 +3,7 @@ whole-file parse gives, node for node, and reuses the statements an edit left al
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
@@ -10,7 +11,7 @@ import pytest
 
 from ddplint.code.syntax import incremental_parse, safe_parse
 from ddplint.code.syntax.incremental_parse import IncrementalParser, split
-from ddplint.code.syntax.python_ast import parse_python
+from ddplint.code.syntax.python_ast import child_nodes, parse_python
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded, statement_nesting
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +191,20 @@ def test_pieces_past_the_limit_are_dropped_oldest_first_and_parsing_stays_right(
     assert first is not None and again is not None
     _assert_same_tree(TRICKY, again)
     assert again.body[0] is not first.body[0]  # parsed anew: it had been dropped
+
+
+def test_child_nodes_are_ast_iter_child_nodes_in_order() -> None:
+    """The fast child list of the summaries and the nesting guard, on the engine's own
+    sources: every node's children as ``ast`` lists them; without leaves, the same less
+    the contexts and operators."""
+    leaves = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+    compared = 0
+    for path in sorted((ROOT / "lint" / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            expected = list(ast.iter_child_nodes(node))
+            assert child_nodes(node) == expected
+            assert child_nodes(node, leaves=False) == [
+                child for child in expected if not isinstance(child, leaves)
+            ]
+            compared += 1
+    assert compared > 5_000

@@ -34,8 +34,13 @@ def call_argument(call: ast.Call, position: int, keyword: str) -> ast.expr | Non
     return given
 
 
+#: Nodes that hold statements: an import is a statement, so it lies under these only.
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def import_bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, str]]:
-    """(depth, local, dotted) of every import in the statements, in walk order."""
+    """(depth, local, dotted) of every import in the statements, in ``ast.walk`` order
+    (expressions are not entered: no import lies inside one)."""
     level: list[ast.AST] = list(statements)
     depth = 1
     while level:
@@ -53,7 +58,12 @@ def import_bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, 
                 for alias in node.names:
                     if alias.name != "*":
                         yield depth, alias.asname or alias.name, f"{module}{separator}{alias.name}"
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        level = [
+            child
+            for node in level
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, _STATEMENT_HOLDERS)
+        ]
         depth += 1
 
 

@@ -30,7 +30,7 @@ from ddplint.code.project.summaries import (
     qualify,
 )
 from ddplint.code.syntax.pieces import Piece, split
-from ddplint.code.syntax.python_ast import parse_python
+from ddplint.code.syntax.python_ast import child_nodes, parse_python
 
 #: Pieces whose parts are kept between runs (about 100 files of 2,000 lines).
 KEPT_PIECES = 30_000
@@ -171,7 +171,7 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
                 scoped.add(f"{owner}:{name}")
             else:
                 plain.add(name)
-        stack.extend((child, owner) for child in ast.iter_child_nodes(node))
+        stack.extend((child, owner) for child in child_nodes(node, leaves=False))
     return frozenset(scoped), frozenset(plain)
 
 

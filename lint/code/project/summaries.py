@@ -28,6 +28,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
+from ddplint.code.syntax.python_ast import child_nodes
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -47,7 +48,7 @@ def qualify(name: str, imports: dict[str, str]) -> str | None:
 
 def own_nodes(function: ast.AST) -> list[ast.AST]:
     """Nodes of a function body, nested defs, lambdas and classes left out, in source
-    order."""
+    order (contexts and operators left out too)."""
     found: list[ast.AST] = []
     stack = list(reversed(getattr(function, "body", [])))
     while stack:
@@ -55,7 +56,7 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, _SCOPES):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(child_nodes(node, leaves=False)))
     return found
 
 
@@ -94,16 +95,17 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
 
 
 def _opt_in_switches(
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
 ) -> dict[int, list[Any]]:
     """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
     ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
-    default (``barrier_after=False``): they run only when a caller switches it on."""
+    default (``barrier_after=False``): they run only when a caller switches it on.
+    ``nodes``: the function's ``own_nodes``."""
     parameters = _opt_in_parameters(function)
     found: dict[int, list[Any]] = {}
     if not parameters:
         return found
-    for node in own_nodes(function):
+    for node in nodes:
         if not isinstance(node, ast.If):
             continue
         tests = (
@@ -147,23 +149,26 @@ def function_summary(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     imports: dict[str, str],
     owner: str | None,
+    nodes: list[ast.AST] | None = None,
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
     rank zero only, is a property; which of its parameters it shards (``fully_shard``,
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
-    ``DistributedDataParallel`` (``[target, argument position]``)."""
+    ``DistributedDataParallel`` (``[target, argument position]``). ``nodes``: its
+    ``own_nodes``, where the caller has them."""
+    if nodes is None:
+        nodes = own_nodes(function)
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
-    switches = _opt_in_switches(function)
+    switches = _opt_in_switches(function, nodes)
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
-    nodes = own_nodes(function)
     wrapped = _ddp_wrapped_names(nodes, imports)
     wrapped_args: list[list[Any]] = []
     for node in nodes:
@@ -410,8 +415,11 @@ def class_summary(
         if not isinstance(statement, FUNCTION_TYPES):
             continue
         methods.append(statement.name)
-        functions[f"{cls.name}.{statement.name}"] = function_summary(statement, imports, cls.name)
-        for node in own_nodes(statement):
+        nodes = own_nodes(statement)
+        functions[f"{cls.name}.{statement.name}"] = function_summary(
+            statement, imports, cls.name, nodes
+        )
+        for node in nodes:
             if not isinstance(node, ast.Assign):
                 continue
             called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None

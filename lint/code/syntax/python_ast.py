@@ -42,3 +42,27 @@ def parse_python(text: str) -> ast.Module:
         while len(_trees) > KEPT_TREES or sum(map(len, _trees)) > KEPT_CHARACTERS:
             _trees.popitem(last=False)
     return tree
+
+
+#: Fields that hold only leaves (``Load``, ``Add``, ``Eq``): nodes without children.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_NODE_FIELDS: dict[tuple[type[ast.AST], bool], tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST, leaves: bool = True) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, faster (one ``getattr`` per field, no
+    generators: whole-tree walks spend most of their time here); without ``leaves``,
+    the contexts and operators are left out."""
+    fields = _NODE_FIELDS.get((type(node), leaves))
+    if fields is None:
+        fields = _NODE_FIELDS[type(node), leaves] = tuple(
+            field for field in node._fields if leaves or field not in _LEAF_FIELDS
+        )
+    found: list[ast.AST] = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ddplint.code.syntax.pieces import split
-from ddplint.code.syntax.python_ast import parse_python
+from ddplint.code.syntax.python_ast import child_nodes, parse_python
 from ddplint.source import SourceError
 
 if TYPE_CHECKING:  # the bounds (``too_large``) are asked of files no rule parses
@@ -162,7 +162,7 @@ def statement_nesting(tree: ast.AST) -> Iterator[tuple[int, int]]:
                     "."
                 )
             deepest = max(deepest, depth)
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 if isinstance(child, ast.stmt):
                     statements.append(child)
                 else:
