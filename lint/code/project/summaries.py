@@ -149,7 +149,8 @@ def function_summary(
     rank zero only, is a property; which of its parameters it shards (``fully_shard``,
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
-    ``DistributedDataParallel`` (``[target, argument position]``)."""
+    ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
+    the rank (``[target, argument position or keyword]``); its positional parameters."""
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
@@ -162,6 +163,8 @@ def function_summary(
     nodes = own_nodes(function)
     wrapped = _ddp_wrapped_names(nodes, imports)
     wrapped_args: list[list[Any]] = []
+    rank_names = _rank_bound_names(nodes)
+    rank_args: list[list[Any]] = []
     for node in nodes:
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
@@ -189,6 +192,7 @@ def function_summary(
                 else:
                     forwards.extend([target, argument, own] for argument, own in passed)
                 wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
+                rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
         elif isinstance(node, ast.Return) and node.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
             value = node.value
@@ -211,6 +215,8 @@ def function_summary(
         "shards": sorted(shards),
         "forwards": forwards,
         "wrapped_args": wrapped_args,
+        "rank_args": rank_args,
+        "params": list(positions),
         "return_calls": return_calls,
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
@@ -242,6 +248,40 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
         if not local:
             wrapped.setdefault(node.targets[0].id, node.lineno)
     return wrapped
+
+
+def _rank_bound_names(nodes: list[ast.AST]) -> dict[str, int]:
+    """Names the function binds to the process's rank or a test of it
+    (``local_rank = int(os.environ["LOCAL_RANK"])``), with the first such line."""
+    bound: dict[str, int] = {}
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and is_rank_test(node.value)
+        ):
+            bound.setdefault(node.targets[0].id, node.lineno)
+    return bound
+
+
+def _rank_arguments(call: ast.Call, names: dict[str, int]) -> list[int | str]:
+    """The positions and keywords at which ``call`` passes the rank: a name bound to it
+    on an earlier line, or the rank read in place (``Trainer(cfg, dist.get_rank())``)."""
+
+    def is_rank(value: ast.expr) -> bool:
+        if isinstance(value, ast.Name) and value.id in names:
+            return names[value.id] < call.lineno
+        return is_rank_test(value)
+
+    found: list[int | str] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if is_rank(argument):
+            found.append(index)
+    found.extend(k.arg for k in call.keywords if k.arg is not None and is_rank(k.value))
+    return found
 
 
 def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
@@ -360,16 +400,20 @@ def class_summary(
     cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summary]
 ) -> Summary:
     """Bases as spelled, methods (also recorded as ``Class.method`` functions), the
-    ``self.x`` attributes some method assigns a rank test to, and those assigned the
-    result of a call (a rank test when the callee returns one: the index decides)."""
+    ``self.x`` attributes some method assigns a rank test to, those assigned the
+    result of a call (a rank test when the callee returns one: the index decides), and
+    those assigned a parameter of the method (``[method, position]``: a rank when the
+    project's callers pass one there)."""
     methods: list[str] = []
     rank_attributes: set[str] = set()
     attribute_calls: dict[str, list[str]] = {}
+    parameter_attributes: dict[str, list[list[Any]]] = {}
     for statement in cls.body:
         if not isinstance(statement, FUNCTION_TYPES):
             continue
         methods.append(statement.name)
         functions[f"{cls.name}.{statement.name}"] = function_summary(statement, imports, cls.name)
+        positions = _parameter_positions(statement)
         for node in own_nodes(statement):
             if not isinstance(node, ast.Assign):
                 continue
@@ -385,10 +429,14 @@ def class_summary(
                     rank_attributes.add(target.attr)
                 elif called is not None:
                     attribute_calls.setdefault(target.attr, []).append(called)
+                elif isinstance(node.value, ast.Name) and node.value.id in positions:
+                    stored = [statement.name, positions[node.value.id]]
+                    parameter_attributes.setdefault(target.attr, []).append(stored)
     bases = [name for base in cls.bases if (name := dotted(base)) is not None]
     return {
         "bases": bases,
         "methods": methods,
         "rank_attributes": sorted(rank_attributes),
         "attribute_calls": attribute_calls,
+        "parameter_attributes": parameter_attributes,
     }
