@@ -261,6 +261,8 @@ def test_the_rank_follows_arguments_into_parameters_and_attributes() -> None:
                 "import os\nfrom model import Trainer, run, Other\n"
                 "def main():\n    local = int(os.environ['LOCAL_RANK'])\n"
                 "    Trainer(None, local)\n    run(1, index=local)\n    Other(0)\n"
+                "def each(world_size):\n    for rank in range(world_size):\n"
+                "        Other(rank)\n"
             ),
             "model.py": (
                 "class Base:\n    def __init__(self, cfg, device_id):\n"
@@ -275,6 +277,7 @@ def test_the_rank_follows_arguments_into_parameters_and_attributes() -> None:
     assert index.rank_parameters[("model", "Base.__init__")] == {1}
     assert index.rank_parameters[("model", "run")] == {1}
     assert index.rank_parameters[("model", "inner")] == {0}  # passed on
+    # `Other(0)`, and `Other(rank)` with a loop variable spelled like the rank: no rank.
     assert not index.rank_parameters.get(("model", "Other.__init__"))
     names = index.facts_for("model.py").names
     assert names["Trainer:self.device_id"].rank_test

@@ -250,10 +250,12 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
     return wrapped
 
 
-def _rank_bound_names(nodes: list[ast.AST]) -> dict[str, int]:
+def _rank_bound_names(nodes: list[ast.AST]) -> tuple[dict[str, int], set[str]]:
     """Names the function binds to the process's rank or a test of it
-    (``local_rank = int(os.environ["LOCAL_RANK"])``), with the first such line."""
+    (``local_rank = int(os.environ["LOCAL_RANK"])``), with the first such line; and
+    every name it binds otherwise (``for rank in range(world_size)`` is not the rank)."""
     bound: dict[str, int] = {}
+    others: set[str] = set()
     for node in nodes:
         if (
             isinstance(node, ast.Assign)
@@ -262,16 +264,23 @@ def _rank_bound_names(nodes: list[ast.AST]) -> dict[str, int]:
             and is_rank_test(node.value)
         ):
             bound.setdefault(node.targets[0].id, node.lineno)
-    return bound
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            others.add(node.id)
+    return bound, others - bound.keys()
 
 
-def _rank_arguments(call: ast.Call, names: dict[str, int]) -> list[int | str]:
+def _rank_arguments(call: ast.Call, names: tuple[dict[str, int], set[str]]) -> list[int | str]:
     """The positions and keywords at which ``call`` passes the rank: a name bound to it
-    on an earlier line, or the rank read in place (``Trainer(cfg, dist.get_rank())``)."""
+    on an earlier line, the rank read in place (``Trainer(cfg, dist.get_rank())``), or
+    a parameter spelled as the rank that the function never binds."""
+    ranks, others = names
 
     def is_rank(value: ast.expr) -> bool:
-        if isinstance(value, ast.Name) and value.id in names:
-            return names[value.id] < call.lineno
+        if isinstance(value, ast.Name):
+            if value.id in ranks:
+                return ranks[value.id] < call.lineno
+            if value.id in others:
+                return False
         return is_rank_test(value)
 
     found: list[int | str] = []
