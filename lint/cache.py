@@ -34,7 +34,7 @@ MAX_ENTRIES = 200_000
 MAX_CACHE_BYTES = 512 * 1024 * 1024
 #: Signed into every entry: entries of another format do not verify and are not read
 #: (5: project facts as typed records, encoded positionally by ``project.encoding``).
-FORMAT = 5
+FORMAT = 6
 #: How long a run waits for another run's write to the database to end.
 LOCK_TIMEOUT_SECONDS = 5.0
 _SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"

@@ -71,6 +71,14 @@ EXPECTED = {
         {("evaluation.py", 9, "DDP213"), ("loops.py", 17, "DDP213")},
         "(a DistributedDataParallel model its callers pass in)",
     ),
+    # `train_bad.py` passes its local rank to `Trainer(model, device_id)` and, by
+    # keyword, to `evaluate(..., local_index=...)`: tests of those parameters (and of
+    # `self.device_id`) are rank tests there; `Reporter`'s `gpu`, passed a number, is not.
+    # `src/__init__.py` makes `src` a package the scripts import by that name.
+    "rank_by_caller": (
+        {("src/trainer/trainer.py", 14, "DDP201"), ("src/trainer/loops.py", 10, "DDP201")},
+        "",
+    ),
 }
 
 #: The analysis core's question (DDP219) on the same projects, with the project facts
@@ -80,11 +88,16 @@ EXPECTED = {
 #: at the root cause (the rank test or the early return), not at the collective.
 EXPECTED_CORE = {
     "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
-    "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219")},
+    # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
+    "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219"), ("loops.py", 16, "DDP219")},
     "distr_object": {("src/project/train_bad.py", 5, "DDP219")},
     "opt_in_barrier": {("train_bad.py", 7, "DDP219")},
     "rank_helpers": {("train_bad.py", 6, "DDP219"), ("train_bad.py", 13, "DDP219")},
     "save_checkpoint": {("train_bad.py", 9, "DDP219")},
+    "rank_by_caller": {
+        ("src/trainer/trainer.py", 11, "DDP219"),
+        ("src/trainer/loops.py", 7, "DDP219"),
+    },
 }
 
 
@@ -213,6 +226,9 @@ def index_of(files: dict[str, str]) -> ProjectIndex:
 
 def test_module_names_follow_packages_and_src_layouts() -> None:
     assert module_name("src/pkg/utils.py") == ("pkg.utils", False)
+    assert module_name("src/pkg/utils.py", src_is_package=True) == ("src.pkg.utils", False)
+    assert index_of({"src/__init__.py": "", "src/a.py": ""}).module_of_path["src/a.py"] == "src.a"
+    assert index_of({"src/a.py": ""}).module_of_path["src/a.py"] == "a"
     assert module_name("pkg/__init__.py") == ("pkg", True)
     assert module_name("train.py") == ("train", False)
     assert module_name("configs/a.yaml") is None
@@ -242,6 +258,38 @@ def test_recursion_ends_and_unknown_receivers_stay_unknown() -> None:
     )
     assert ("a", "f") not in index.reach and ("b", "g") not in index.reach
     assert ("c", "h") not in index.reach
+
+
+def test_the_rank_follows_arguments_into_parameters_and_attributes() -> None:
+    index = index_of(
+        {
+            "train.py": (
+                "import os\nfrom model import Trainer, run, Other\n"
+                "def main():\n    local = int(os.environ['LOCAL_RANK'])\n"
+                "    Trainer(None, local)\n    run(1, index=local)\n    Other(0)\n"
+                "def each(world_size):\n    for rank in range(world_size):\n"
+                "        Other(rank)\n"
+            ),
+            "model.py": (
+                "class Base:\n    def __init__(self, cfg, device_id):\n"
+                "        self.device_id = device_id\n"
+                "class Trainer(Base):\n    def fit(self):\n        return self.device_id\n"
+                "class Other:\n    def __init__(self, gpu):\n        self.gpu = gpu\n"
+                "def run(n, index=0):\n    return inner(index)\n"
+                "def inner(which):\n    return which\n"
+            ),
+        }
+    )
+    assert index.rank_parameters[("model", "Base.__init__")] == {1}
+    assert index.rank_parameters[("model", "run")] == {1}
+    assert index.rank_parameters[("model", "inner")] == {0}  # passed on
+    # `Other(0)`, and `Other(rank)` with a loop variable spelled like the rank: no rank.
+    assert not index.rank_parameters.get(("model", "Other.__init__"))
+    names = index.facts_for("model.py").names
+    assert names["Trainer:self.device_id"].rank_test
+    assert "Other:self.gpu" not in names or not names["Other:self.gpu"].rank_test
+    functions = index.facts_for("model.py").functions
+    assert functions["run"].rank_parameters == (1,) and functions["inner"].rank_parameters == (0,)
 
 
 def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:

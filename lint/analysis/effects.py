@@ -37,7 +37,7 @@ from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, call_argument, dotted_name
-from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts, parameters_at, project_key
 
 LIGHTNING_MODULES = frozenset(
     {
@@ -241,21 +241,11 @@ class FrameworkObjects:
         hands a DDP model in (the project model follows the model across modules)."""
         for function in nodes.functions():
             owner = nodes.scope_of.get(function)
-            if isinstance(owner, ast.ClassDef):
-                key = f"{owner.name}.{function.name}"
-            elif isinstance(owner, ast.Module):
-                key = function.name
-            else:
-                continue  # a nested function: no caller elsewhere
-            positions = self.project.ddp_parameters(key)
-            if not positions:
+            key = project_key(function, owner)
+            if key is None:
                 continue
-            parameters = [a.arg for a in function.args.posonlyargs + function.args.args]
-            if isinstance(owner, ast.ClassDef) and parameters[:1] in (["self"], ["cls"]):
-                parameters = parameters[1:]
-            for position in positions:
-                if position < len(parameters):
-                    self.ddp_models.setdefault((id(function), parameters[position]), None)
+            for parameter in parameters_at(function, owner, self.project.ddp_parameters(key)):
+                self.ddp_models.setdefault((id(function), parameter), None)
 
     def owner_class(self, call: ast.Call) -> str | None:
         """The class of the method ``call`` sits in (how ``self.x`` is keyed)."""

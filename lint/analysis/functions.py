@@ -38,7 +38,13 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
+from ddplint.analysis.project import (
+    NO_PROJECT,
+    CallSummary,
+    ProjectFacts,
+    parameters_at,
+    project_key,
+)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -184,8 +190,13 @@ class ModuleAnalysis:
         self, scope: Scope, graph: Graph, dominance: PostDominance, fields: State
     ) -> Divergence:
         rank_parameters: frozenset[str] = frozenset()
-        if isinstance(scope, _FUNCTIONS) and scope.name in self._spawned and scope.args.args:
-            rank_parameters = frozenset({scope.args.args[0].arg})
+        if isinstance(scope, _FUNCTIONS):
+            owner = self.nodes.scope_of.get(scope)
+            key = project_key(scope, owner)
+            handed = self.project.rank_parameters(key) if key is not None else frozenset()
+            rank_parameters = frozenset(parameters_at(scope, owner, handed))
+            if scope.name in self._spawned and scope.args.args:
+                rank_parameters |= {scope.args.args[0].arg}
         return Divergence(
             graph,
             dominance,

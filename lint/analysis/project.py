@@ -1,13 +1,15 @@
 """What the project model tells the core about names defined in other modules of the
 project: a function reaches a collective (and through which chain), a function's
-parameters receive a ``DistributedDataParallel`` model from its callers, a function
-returns a rank test, what a call of it does with its arguments (reduces them in place,
-returns an agreed value). The engine answers through the file's project
+parameters receive a ``DistributedDataParallel`` model or the rank from its callers, a
+function returns a rank test, what a call of it does with its arguments (reduces them in
+place, returns an agreed value). The engine answers through the file's project
 view; a file linted on its own has no project, and every answer is "unknown".
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,6 +49,11 @@ class ProjectFacts(Protocol):
         (``f`` or ``Class.f``) that a project caller hands a DDP model in."""
         ...
 
+    def rank_parameters(self, function: str) -> frozenset[int]:
+        """Positions (``self`` not counted) of the parameters of this module's function
+        that a project caller passes the process's rank in."""
+        ...
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         """Whether the function returns the rank or a test of it (``is_main()`` of a
         project's utilities)."""
@@ -73,6 +80,9 @@ class NoProject:
     def ddp_parameters(self, function: str) -> frozenset[int]:
         return frozenset()
 
+    def rank_parameters(self, function: str) -> frozenset[int]:
+        return frozenset()
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         return False
 
@@ -84,3 +94,26 @@ class NoProject:
 
 
 NO_PROJECT = NoProject()
+
+
+def project_key(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.AST | None
+) -> str | None:
+    """How the project model names a function of this module (``f``, ``Class.f``); None
+    for a nested function, which no other module calls."""
+    if isinstance(owner, ast.ClassDef):
+        return f"{owner.name}.{function.name}"
+    return function.name if isinstance(owner, ast.Module) else None
+
+
+def parameters_at(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    owner: ast.AST | None,
+    positions: Iterable[int],
+) -> list[str]:
+    """The names of ``function``'s parameters at ``positions`` (a method's ``self`` or
+    ``cls`` not counted), as the project model counts them."""
+    parameters = [a.arg for a in function.args.posonlyargs + function.args.args]
+    if isinstance(owner, ast.ClassDef) and parameters[:1] in (["self"], ["cls"]):
+        parameters = parameters[1:]
+    return [parameters[p] for p in sorted(positions) if p < len(parameters)]

@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "7"
+SUMMARY_VERSION = "8"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "3"
+FACTS_VERSION = "4"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -42,12 +42,16 @@ def encode_facts(facts: FileFacts) -> str:
     agreement]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing]``), a function's as ``[callers choose device, DDP
-    parameters]``; "" for a file without facts."""
+    parameters, rank parameters]``; "" for a file without facts."""
     if not facts:
         return ""
     names = {name: _encode_name(fact) for name, fact in facts.names.items()}
     functions = {
-        name: [int(fact.callers_choose_device), list(fact.ddp_parameters)]
+        name: [
+            int(fact.callers_choose_device),
+            list(fact.ddp_parameters),
+            list(fact.rank_parameters),
+        ]
         for name, fact in facts.functions.items()
     }
     return json.dumps([names, functions], sort_keys=True, separators=(",", ":"))
@@ -90,8 +94,8 @@ def decode_facts(encoded: str | None) -> FileFacts:
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
-                str(name): OwnFunctionFacts(bool(chooses), _positions(ddp))
-                for name, (chooses, ddp) in functions.items()
+                str(name): OwnFunctionFacts(bool(chooses), _positions(ddp), _positions(rank))
+                for name, (chooses, ddp, rank) in functions.items()
             },
         )
     except (ValueError, TypeError, AttributeError):

@@ -96,6 +96,8 @@ class OwnFunctionFacts:
     callers_choose_device: bool = False
     #: The positions (``self`` not counted) of the parameters callers hand a DDP model in.
     ddp_parameters: tuple[int, ...] = ()
+    #: The positions of the parameters callers hand the process's rank in.
+    rank_parameters: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +113,10 @@ class FileFacts:
 
     def informs_rules(self) -> bool:
         """Whether a fact can make a rule fire without the pre-filters' words (a DDP
-        model handed in by callers can); a file without such facts keeps its
-        pre-filters."""
+        model or the rank handed in by callers can); a file without such facts keeps
+        its pre-filters."""
         return any(fact.informs_rules() for fact in self.names.values()) or any(
-            fact.ddp_parameters for fact in self.functions.values()
+            fact.ddp_parameters or fact.rank_parameters for fact in self.functions.values()
         )
 
 

@@ -52,7 +52,7 @@ _FUNCTION_FLAGS = (
     "agreement",
 )
 #: The links of a class without rank attributes or resolved attribute calls.
-_NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}}
+_NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}, "parameters": {}}
 
 FunctionKey = tuple[str, str]  # (module, "f" or "Class.method")
 Symbol = tuple[str, ...]  # ("module", m) | ("function", m, key) | ("class", m, c) |
@@ -73,13 +73,14 @@ class Reach:
     switch: Switch | None = None
 
 
-def module_name(relative: str) -> tuple[str, bool] | None:
-    """``(pkg.utils, False)`` for ``src/pkg/utils.py``, ``(pkg, True)`` for
-    ``pkg/__init__.py``; None for a file that is not Python."""
+def module_name(relative: str, src_is_package: bool = False) -> tuple[str, bool] | None:
+    """``(pkg.utils, False)`` for ``src/pkg/utils.py`` (``src.pkg.utils`` when
+    ``src/__init__.py`` makes ``src`` a package the project imports by that name),
+    ``(pkg, True)`` for ``pkg/__init__.py``; None for a file that is not Python."""
     if not relative.endswith((".py", ".pyi")):
         return None
     parts = relative.rsplit(".", 1)[0].split("/")
-    if len(parts) > 1 and parts[0] == "src":
+    if len(parts) > 1 and parts[0] == "src" and not src_is_package:
         parts = parts[1:]
     package = parts[-1] == "__init__"
     if package:
@@ -110,8 +111,10 @@ def _modules(paths: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
     package read earlier is not read)."""
     by_name: dict[str, str] = {}
     by_path: dict[str, str] = {}
-    for path in sorted(paths):
-        named = module_name(path)
+    ordered = sorted(paths)
+    src_is_package = "src/__init__.py" in ordered
+    for path in ordered:
+        named = module_name(path, src_is_package)
         if named is not None and (named[0] not in by_name or named[1]):
             by_name[named[0]] = path
             by_path[path] = named[0]
@@ -234,6 +237,7 @@ class ProjectIndex:
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
+        self.rank_parameters: dict[FunctionKey, set[int]] = {}
         #: Per function, the project functions it calls (each once, in call order).
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
@@ -302,6 +306,29 @@ class ProjectIndex:
         self.resolved[asked] = key
         return key
 
+    def called_key(self, name: str, module: str, owner: str | None) -> FunctionKey | None:
+        """The project function a call of ``name`` runs: the function itself, or the
+        ``__init__`` a class's constructor runs (its own or a project base's)."""
+        key = self.function_key(name, module, owner)
+        if key is not None:
+            return key
+        symbol = self.spelled(name, module, owner)
+        if symbol is None or symbol[0] != "class":
+            return None
+        for cls_module, cls in self.mro(symbol[1], symbol[2]):
+            if "__init__" in self.summaries[cls_module]["classes"][cls]["methods"]:
+                return (cls_module, f"{cls}.__init__")
+        return None
+
+    def _parameter_position(self, callee: FunctionKey, argument: int | str) -> int | None:
+        """The position of the parameter an argument fills: its own position, or the
+        position of the parameter its keyword names (None for a keyword-only one)."""
+        if isinstance(argument, int):
+            return argument
+        function = self.summaries[callee[0]]["functions"].get(callee[1], {})
+        parameters = function.get("params", [])
+        return parameters.index(argument) if argument in parameters else None
+
     def _member(self, symbol: Symbol, attribute: str, depth: int) -> Symbol | None:
         if depth > MAX_DEPTH:
             return None
@@ -312,8 +339,10 @@ class ProjectIndex:
                 summary = self.summaries[module]["classes"][cls]
                 if attribute in summary["methods"]:
                     return ("function", module, f"{cls}.{attribute}")
-                if attribute in summary["rank_attributes"] or attribute in summary.get(
-                    "attribute_calls", {}
+                if (
+                    attribute in summary["rank_attributes"]
+                    or attribute in summary.get("attribute_calls", {})
+                    or attribute in summary.get("parameter_attributes", {})
                 ):
                     return ("attribute", module, cls, attribute)
         return None
@@ -409,6 +438,12 @@ class ProjectIndex:
                     for target, argument in function.get("wrapped_args", ())
                     if (callee := self.function_key(target, module, owner)) is not None
                 ],
+                "rank_args": [
+                    [*callee, position]
+                    for target, argument in function.get("rank_args", ())
+                    if (callee := self.called_key(target, module, owner)) is not None
+                    and (position := self._parameter_position(callee, argument)) is not None
+                ],
                 "shards": list(function.get("shards") or ()),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
@@ -431,10 +466,12 @@ class ProjectIndex:
                 ]
                 for attribute, called_list in described.get("attribute_calls", {}).items()
             }
-            if described["rank_attributes"] or any(calls.values()):
+            parameters = described.get("parameter_attributes", {})
+            if described["rank_attributes"] or any(calls.values()) or parameters:
                 classes[cls] = {
                     "rank_attributes": list(described["rank_attributes"]),
                     "calls": calls,
+                    "parameters": parameters,
                 }
         links: Links = {"functions": functions, "classes": classes}
         if top_calls:
@@ -464,6 +501,7 @@ class ProjectIndex:
         self._solve_device_chosen_by_callers()
         self._solve_sharded_parameters()
         self._solve_wrapped_parameters()
+        self._solve_rank_parameters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -518,6 +556,9 @@ class ProjectIndex:
         linked = self.links[module]["classes"].get(cls, _NO_CLASS_LINKS)
         if attribute in linked["rank_attributes"]:
             return True
+        for method, position in linked["parameters"].get(attribute, ()):
+            if position in self.rank_parameters.get((module, f"{cls}.{method}"), ()):
+                return True
         return any(
             (called[0], called[1]) in self.rank_tests
             for called in linked["calls"].get(attribute, ())
@@ -592,20 +633,32 @@ class ProjectIndex:
         """The parameters a function is handed a ``DistributedDataParallel`` model in:
         a caller wraps it and passes it (``model = DDP(model); evaluate(model)``), or
         passes on a parameter it was handed one in."""
+        self._hand_on(self.wrapped_parameters, "wrapped_args")
+
+    def _solve_rank_parameters(self) -> None:
+        """The parameters a function is handed the process's rank in: a caller passes
+        the rank (or a name bound to it; a constructor call counts for ``__init__``),
+        or passes on a parameter it was handed the rank in."""
+        self._hand_on(self.rank_parameters, "rank_args")
+
+    def _hand_on(self, handed: dict[FunctionKey, set[int]], seeds: str) -> None:
+        """Fill ``handed`` (per function, parameter positions) from the callers' links
+        named ``seeds`` (``[module, function, position]``), then to a fixpoint along
+        the parameters each function passes on as they are."""
         for _key, function in self._functions():
-            for module, name, argument in function.get("wrapped_args", ()):
-                self.wrapped_parameters.setdefault((module, name), set()).add(argument)
+            for module, name, argument in function.get(seeds, ()):
+                handed.setdefault((module, name), set()).add(argument)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, passed in self._parameter_forwards.items():
-                handed = self.wrapped_parameters.get(key, set())
+                own_handed = handed.get(key, set())
                 for callee, argument, own in passed:
-                    found = self.wrapped_parameters.setdefault(callee, set())
-                    if own in handed and argument not in found:
+                    found = handed.setdefault(callee, set())
+                    if own in own_handed and argument not in found:
                         found.add(argument)
                         changed = True
             if not changed:
-                break
+                return
 
     def label(self, key: FunctionKey) -> str:
         """``utils.save_checkpoint`` / ``Distributed.barrier`` for messages."""
@@ -636,21 +689,20 @@ class ProjectIndex:
     @cached_property
     def _own_function_facts(self) -> dict[str, dict[str, OwnFunctionFacts]]:
         """Per module, the facts of its own functions (every caller chooses the GPU,
-        the parameters callers hand a DDP model in), grouped once so that
+        the parameters callers hand a DDP model or the rank in), grouped once so that
         ``facts_for`` reads only its module's."""
         chosen: dict[str, set[str]] = {}
         for owner, name in self.device_chosen_by_callers:
             chosen.setdefault(owner, set()).add(name)
-        wrapped: dict[str, dict[str, tuple[int, ...]]] = {}
-        for (owner, name), positions in self.wrapped_parameters.items():
-            if positions:
-                wrapped.setdefault(owner, {})[name] = tuple(sorted(positions))
+        wrapped = _by_module(self.wrapped_parameters)
+        ranks = _by_module(self.rank_parameters)
         grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
-        for owner in chosen.keys() | wrapped.keys():
+        for owner in chosen.keys() | wrapped.keys() | ranks.keys():
             choosing, handed = chosen.get(owner, set()), wrapped.get(owner, {})
+            ranked = ranks.get(owner, {})
             grouped[owner] = {
-                name: OwnFunctionFacts(name in choosing, handed.get(name, ()))
-                for name in sorted(choosing | handed.keys())
+                name: OwnFunctionFacts(name in choosing, handed.get(name, ()), ranked.get(name, ()))
+                for name in sorted(choosing | handed.keys() | ranked.keys())
             }
         return grouped
 
@@ -700,3 +752,14 @@ def _agreement(summarised: list[Any]) -> Agreement:
     return Agreement(
         tuple(parameters), None if reaching is None else tuple(reaching), tuple(agreeing)
     )
+
+
+def _by_module(
+    positions: dict[FunctionKey, set[int]],
+) -> dict[str, dict[str, tuple[int, ...]]]:
+    """Per module, per function, its parameter positions in order (empty sets left out)."""
+    grouped: dict[str, dict[str, tuple[int, ...]]] = {}
+    for (owner, name), found in positions.items():
+        if found:
+            grouped.setdefault(owner, {})[name] = tuple(sorted(found))
+    return grouped

@@ -156,8 +156,9 @@ def function_summary(
     rank zero only, is a property; which of its parameters it shards (``fully_shard``,
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
-    ``DistributedDataParallel`` (``[target, argument position]``). ``nodes``: its
-    ``own_nodes``, where the caller has them."""
+    ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
+    the rank (``[target, argument position or keyword]``); its positional parameters.
+    ``nodes``: its ``own_nodes``, where the caller has them."""
     if nodes is None:
         nodes = own_nodes(function)
     collectives: list[list[Any]] = []
@@ -171,6 +172,8 @@ def function_summary(
     forwards: list[list[Any]] = []
     wrapped = _ddp_wrapped_names(nodes, imports)
     wrapped_args: list[list[Any]] = []
+    rank_names = _rank_bound_names(nodes)
+    rank_args: list[list[Any]] = []
     for node in nodes:
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
@@ -198,6 +201,7 @@ def function_summary(
                 else:
                     forwards.extend([target, argument, own] for argument, own in passed)
                 wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
+                rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
         elif isinstance(node, ast.Return) and node.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
             value = node.value
@@ -220,6 +224,8 @@ def function_summary(
         "shards": sorted(shards),
         "forwards": forwards,
         "wrapped_args": wrapped_args,
+        "rank_args": rank_args,
+        "params": list(positions),
         "return_calls": return_calls,
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
@@ -288,6 +294,49 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
         if not local:
             wrapped.setdefault(node.targets[0].id, node.lineno)
     return wrapped
+
+
+def _rank_bound_names(nodes: list[ast.AST]) -> tuple[dict[str, int], set[str]]:
+    """Names the function binds to the process's rank or a test of it
+    (``local_rank = int(os.environ["LOCAL_RANK"])``), with the first such line; and
+    every name it binds otherwise (``for rank in range(world_size)`` is not the rank)."""
+    bound: dict[str, int] = {}
+    others: set[str] = set()
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and is_rank_test(node.value)
+        ):
+            bound.setdefault(node.targets[0].id, node.lineno)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            others.add(node.id)
+    return bound, others - bound.keys()
+
+
+def _rank_arguments(call: ast.Call, names: tuple[dict[str, int], set[str]]) -> list[int | str]:
+    """The positions and keywords at which ``call`` passes the rank: a name bound to it
+    on an earlier line, the rank read in place (``Trainer(cfg, dist.get_rank())``), or
+    a parameter spelled as the rank that the function never binds."""
+    ranks, others = names
+
+    def is_rank(value: ast.expr) -> bool:
+        if isinstance(value, ast.Name):
+            if value.id in ranks:
+                return ranks[value.id] < call.lineno
+            if value.id in others:
+                return False
+        return is_rank_test(value)
+
+    found: list[int | str] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if is_rank(argument):
+            found.append(index)
+    found.extend(k.arg for k in call.keywords if k.arg is not None and is_rank(k.value))
+    return found
 
 
 def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
@@ -406,11 +455,14 @@ def class_summary(
     cls: ast.ClassDef, imports: dict[str, str], functions: dict[str, Summary]
 ) -> Summary:
     """Bases as spelled, methods (also recorded as ``Class.method`` functions), the
-    ``self.x`` attributes some method assigns a rank test to, and those assigned the
-    result of a call (a rank test when the callee returns one: the index decides)."""
+    ``self.x`` attributes some method assigns a rank test to, those assigned the
+    result of a call (a rank test when the callee returns one: the index decides), and
+    those assigned a parameter of the method (``[method, position]``: a rank when the
+    project's callers pass one there)."""
     methods: list[str] = []
     rank_attributes: set[str] = set()
     attribute_calls: dict[str, list[str]] = {}
+    parameter_attributes: dict[str, list[list[Any]]] = {}
     for statement in cls.body:
         if not isinstance(statement, FUNCTION_TYPES):
             continue
@@ -419,6 +471,7 @@ def class_summary(
         functions[f"{cls.name}.{statement.name}"] = function_summary(
             statement, imports, cls.name, nodes
         )
+        positions = _parameter_positions(statement)
         for node in nodes:
             if not isinstance(node, ast.Assign):
                 continue
@@ -434,10 +487,14 @@ def class_summary(
                     rank_attributes.add(target.attr)
                 elif called is not None:
                     attribute_calls.setdefault(target.attr, []).append(called)
+                elif isinstance(node.value, ast.Name) and node.value.id in positions:
+                    stored = [statement.name, positions[node.value.id]]
+                    parameter_attributes.setdefault(target.attr, []).append(stored)
     bases = [name for base in cls.bases if (name := dotted(base)) is not None]
     return {
         "bases": bases,
         "methods": methods,
         "rank_attributes": sorted(rank_attributes),
         "attribute_calls": attribute_calls,
+        "parameter_attributes": parameter_attributes,
     }

@@ -116,6 +116,18 @@ class ProjectView:
         project caller hands a ``DistributedDataParallel`` model in."""
         return frozenset(self._def_fact(function).ddp_parameters)
 
+    def rank_parameter_names(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The names of ``function``'s parameters that project callers hand the
+        process's rank in (``Trainer(cfg, local_rank)`` for ``__init__(self, cfg,
+        device_id)``)."""
+        positions = self._def_fact(function).rank_parameters
+        if not positions:
+            return frozenset()
+        params = [p.name.value for p in function.params.params]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        return frozenset(params[i] for i in positions if i < len(params))
+
     def _def_fact(self, function: cst.FunctionDef) -> OwnFunctionFacts:
         """The facts about a function of this file (``f``, ``Class.f``)."""
         if self._index.enclosing_function(function) is not None:
@@ -197,6 +209,9 @@ class CoreFacts:
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
         return frozenset(self._facts.functions.get(function, _NO_CALLERS).ddp_parameters)
+
+    def rank_parameters(self, function: str) -> frozenset[int]:
+        return frozenset(self._facts.functions.get(function, _NO_CALLERS).rank_parameters)
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)

@@ -314,7 +314,8 @@ class RankPredicates:
         spellings: frozenset[str],
     ) -> Iterator[cst.CSTNode]:
         """A name holds the rank when it is assigned from a rank read, or, when nothing
-        in the file binds it (a parameter, a global), when its name says so. A loop
+        in the file binds it (a parameter, a global), when its name says so or it is a
+        parameter the project's callers pass the rank in. A loop
         variable (``for rank in range(world_size)``) is not the process rank."""
         name = name_node.value
         if name in seen or self._bound_by_comprehension(name_node):
@@ -328,8 +329,18 @@ class RankPredicates:
                 if value is not None:
                     yield from self._reads(value, seen | {name}, source, spellings)
             return
-        if key not in self._loop_targets and name in spellings:
+        if key in self._loop_targets:
+            return
+        if name in spellings or (source == self._reads_rank and self._handed_rank(name, scope)):
             yield name_node
+
+    def _handed_rank(self, name: str, scope: cst.CSTNode | None) -> bool:
+        """A parameter of ``scope`` that the project's callers pass the rank in."""
+        return (
+            isinstance(scope, cst.FunctionDef)
+            and self._project is not None
+            and name in self._project.rank_parameter_names(scope)
+        )
 
     def _reaching_values(
         self, use: cst.Name, key: tuple[cst.CSTNode | None, str]
