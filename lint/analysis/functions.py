@@ -586,7 +586,46 @@ def _call_facts(
     for name, value in given:
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
             known.add((name, bool(value.value)))
+        if _plainly_no_tensor(value):
+            known.add((_tensor_key(name), False))
     return frozenset(known)
+
+
+#: Builtins and tensor methods whose result is a plain Python value, never a tensor.
+_PLAIN_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round"})
+_PLAIN_METHODS = frozenset({"item", "tolist"})
+
+
+def _plainly_no_tensor(value: ast.expr) -> bool:
+    """Whether an argument is plainly a Python value (a literal, ``float(loss)``,
+    ``loss.item()``): a callee's ``isinstance(x, torch.Tensor)`` is false for it."""
+    if isinstance(value, ast.Constant):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name):
+        return func.id in _PLAIN_BUILTINS
+    return isinstance(func, ast.Attribute) and func.attr in _PLAIN_METHODS and not value.args
+
+
+def _tensor_key(name: str) -> str:
+    """The fact that says whether parameter ``name`` holds a tensor."""
+    return f"{name}:is-tensor"
+
+
+def _tensor_test(test: ast.expr) -> str | None:
+    """The name a ``isinstance(x, torch.Tensor)`` / ``torch.is_tensor(x)`` test asks
+    about, as a fact key."""
+    if not isinstance(test, ast.Call) or not test.args or not isinstance(test.args[0], ast.Name):
+        return None
+    called = dotted_name(test.func) or ""
+    if called == "isinstance" and len(test.args) == 2:
+        kind = dotted_name(test.args[1]) or ""
+        return _tensor_key(test.args[0].id) if kind.endswith("Tensor") else None
+    if called.endswith("is_tensor") and len(test.args) == 1:
+        return _tensor_key(test.args[0].id)
+    return None
 
 
 def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
@@ -613,7 +652,7 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
-    spelled = dotted_name(test)
+    spelled = dotted_name(test) or _tensor_test(test)
     if spelled is None:
         return None
     return next((value for name, value in facts if name == spelled), None)
