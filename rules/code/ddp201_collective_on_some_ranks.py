@@ -16,13 +16,15 @@ from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
 
 
 def _has_own_rule(parting: Parting) -> bool:
-    """Direct calls that DDP202 (logging), DDP203 (checkpoints) and DDP207 (groups) own."""
+    """Direct calls that DDP202 (logging), DDP203 (checkpoints), DDP207 (groups) and
+    DDP213 (a DDP model's forward) own."""
     collective = parting.missed
     if parting.through is not None or collective.via is not None:
         return False
     name = collective.name
     return (
-        name.endswith("(sync_dist=True)")
+        name == "DistributedDataParallel forward"
+        or name.endswith("(sync_dist=True)")
         or name.rsplit(".", 1)[-1] in GROUP_CREATORS
         or name.endswith("save_checkpoint")
         or name in CHECKPOINT_FUNCTIONS.values()
@@ -52,7 +54,7 @@ class CollectiveOnSomeRanks(CodeRule):
     arguments switch off (a helper that all-reduces only a tensor, handed a Python
     float); a `group=` made under the test; collectives other rules own when called
     directly (`self.log(sync_dist=True)`: DDP202; checkpoint saving: DDP203; making a
-    group: DDP207).
+    group: DDP207; a DDP model's forward: DDP213).
 
     This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`);
     DDP219 reports the same partings at their root cause (the exit or test): DDP201
@@ -116,9 +118,11 @@ class CollectiveOnSomeRanks(CodeRule):
 
 
 def _site(parting: Parting) -> ast.AST:
-    """The call of this function that issues the collective (or calls what does)."""
+    """The call of this function that issues the collective (or calls what does); in a
+    rank-only function, the collective itself."""
     call = parting.missed.call
-    if parting.site is not None and any(node is call for node in ast.walk(parting.site)):
+    within = parting.site if parting.site is not None else parting.function
+    if any(node is call for node in ast.walk(within)):
         return call
     return parting.site if parting.site is not None else parting.cause
 
@@ -131,11 +135,21 @@ def _message(parting: Parting) -> str:
         missed += f" {parting.missed.via}"
     if parting.missed.condition is not None:
         missed += f", which synchronises {parting.missed.condition},"
-    test_line = parting.test_line
+    consequence = (
+        "the other ranks never do, so they wait until the timeout or pair it with a "
+        "later, different collective"
+    )
+    function = parting.function
+    if parting.test in getattr(function, "decorator_list", ()):
+        name = getattr(function, "name", "")
+        return (
+            f"{missed} is issued by one rank only: `@{ast.unparse(parting.test)}` runs "
+            f"`{name}` (line {parting.test_line}) on one rank; {consequence}. Call it "
+            "on every rank (outside the rank-only function)"
+        )
     return (
-        f"{missed} is issued by some ranks only: the test on line {test_line} sends rank "
-        f"0 and the other ranks different ways, because {reason_text(parting.taint)}, and "
-        "only one way issues it; the other ranks never do, so they wait until the timeout "
-        "or pair it with a later, different collective. Call it on every rank (hoist it "
-        "out of the rank test, or before the early exit)"
+        f"{missed} is issued by some ranks only: the test on line {parting.test_line} "
+        f"sends rank 0 and the other ranks different ways, because "
+        f"{reason_text(parting.taint)}, and only one way issues it; {consequence}. Call "
+        "it on every rank (hoist it out of the rank test, or before the early exit)"
     )
