@@ -14,17 +14,21 @@ from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NE
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
 
+#: The implicit collectives of a model wrapped in DDP: DDP213 owns them on some ranks.
+_DDP213_OWNS = frozenset({"DistributedDataParallel forward", "backward"})
+
 
 def _has_own_rule(parting: Parting) -> bool:
     """Direct calls that DDP202 (logging), DDP203 (checkpoints), DDP207 (groups) and
     DDP213 (a DDP model's forward) own."""
     collective = parting.missed
+    name = collective.name
+    if name in _DDP213_OWNS:
+        return True  # a DDP model's forward or backward, directly or through calls
     if parting.through is not None or collective.via is not None:
         return False
-    name = collective.name
     return (
-        name == "DistributedDataParallel forward"
-        or name.endswith("(sync_dist=True)")
+        name.endswith("(sync_dist=True)")
         or name.rsplit(".", 1)[-1] in GROUP_CREATORS
         or name.endswith("save_checkpoint")
         or name in CHECKPOINT_FUNCTIONS.values()
@@ -54,7 +58,7 @@ class CollectiveOnSomeRanks(CodeRule):
     arguments switch off (a helper that all-reduces only a tensor, handed a Python
     float); a `group=` made under the test; collectives other rules own when called
     directly (`self.log(sync_dist=True)`: DDP202; checkpoint saving: DDP203; making a
-    group: DDP207; a DDP model's forward: DDP213).
+    group: DDP207), and a DDP model's forward or backward, however reached (DDP213).
 
     This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`);
     DDP219 reports the same partings at their root cause (the exit or test): DDP201
