@@ -106,6 +106,9 @@ class CodeRule(Rule):
     #: ``ctx.ast_finding``) says no: a file whose rules all say no is never parsed with
     #: LibCST.
     reads_libcst: ClassVar[bool] = True
+    #: A retired rule reports nothing: the code (and its suppressions) stays, and the
+    #: rule named here reports each of its root causes once.
+    retired_for: ClassVar[str | None] = None
 
     def may_report(self, ctx: CodeContext) -> bool:
         """Whether ``check`` may report on this module, asked before LibCST parses it: a

@@ -80,7 +80,7 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART, "DDP219", "DDP201")
+    outcome = _lint(RANKS_PART, "DDP219", "DDP202")
     assert "DDP219" in {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
@@ -101,11 +101,11 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
     LibCST run, the core's rules are left out with one notice, and nothing is an error."""
     code = (
         b"import torch.distributed as dist\ntype Batch = list[int]\n"
-        b"def f(rank):\n    if rank == 0:\n        dist.barrier()\n"
+        b"def f(rank):\n    if rank == 0:\n        dist.new_group([0])\n"
     )
-    outcome = _lint(code, "DDP201", "DDP219")
+    outcome = _lint(code, "DDP207", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP201"]
+    assert [f.rule for f in outcome.findings] == ["DDP207"]
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 

@@ -44,7 +44,9 @@ def kinds(sequence: Sequence_) -> tuple[str, ...]:
     return tuple(e if isinstance(e, str) else e.name for e in sequence)
 
 
-def _sequences(function: FunctionFacts, start: Node, stop: Node | None) -> set[Sequence_] | None:
+def sequences_between(
+    function: FunctionFacts, start: Node, stop: Node | None
+) -> set[Sequence_] | None:
     """The collective sequences issued on the ways from ``start`` to ``stop`` (or out of
     the function), each loop taken at most once; None past ``MAX_PATHS`` paths or
     ``MAX_STEPS`` steps (cannot tell)."""
@@ -77,7 +79,7 @@ def arms_agree(function: FunctionFacts, test: Node) -> bool | None:
         return True
     live: list[set[tuple[str, ...]]] = []
     for successor, _ in arms:
-        sequences = _sequences(function, successor, join)
+        sequences = sequences_between(function, successor, join)
         if sequences is None:
             return None
         if sequences:  # not every way on is an error path
@@ -93,7 +95,7 @@ def arm_sequences(function: FunctionFacts, test: Node) -> list[Sequence_] | None
     join = function.dominance.immediate(test)
     found: list[Sequence_] = []
     for successor, _ in ways_on(test):
-        sequences = _sequences(function, successor, join)
+        sequences = sequences_between(function, successor, join)
         if sequences is None or len(sequences) > 1:
             return None
         found.extend(sequences)

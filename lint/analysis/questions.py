@@ -78,6 +78,8 @@ class Parting:
     loop: bool = False  # the trip count itself differs
     #: Where both branches issue a collective but of other kinds, the first each issues.
     order: tuple[Collective, Collective] | None = None
+    #: The statement of this function that issues ``missed`` (or calls what does).
+    site: ast.AST | None = None
 
     @property
     def test_line(self) -> int:
@@ -168,6 +170,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 through,
                 loop=test.kind is NodeKind.STEP or isinstance(test.statement, ast.While),
                 order=_first_of_each(function, test),
+                site=node.statement,
             )
 
 
@@ -179,16 +182,16 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
     that computes on shared values only (``torch.load(path)``) raises on every rank or
     on none."""
     nodes_of = {id(node.statement): node for node in function.graph.nodes if node.statement}
-    for statement in _own_statements(scope):
+    for statement in own_statements(scope):
         if not isinstance(statement, ast.Try) or not statement.handlers:
             continue
-        body = [nodes_of[id(s)] for s in _statements_in(statement.body) if id(s) in nodes_of]
-        found = _per_rank_call(function, body)
+        body = [nodes_of[id(s)] for s in statements_in(statement.body) if id(s) in nodes_of]
+        found = per_rank_call(function, body)
         if found is None:
             continue
         raised, start = found
         for handler in statement.handlers:
-            handled = [nodes_of[id(s)] for s in _statements_in(handler.body) if id(s) in nodes_of]
+            handled = [nodes_of[id(s)] for s in statements_in(handler.body) if id(s) in nodes_of]
             if any(node.index in function.effects for node in handled):
                 continue  # the handler issues collectives of its own: pairing unknown
             for jump in handled:
@@ -201,7 +204,7 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
                     yield Parting(scope, jump.statement, handler, raised, collective, through)
 
 
-def _per_rank_call(function: FunctionFacts, body: list[Node]) -> tuple[Taint, Node] | None:
+def per_rank_call(function: FunctionFacts, body: list[Node]) -> tuple[Taint, Node] | None:
     """The first statement of the ``try`` body with a call that computes on values
     that differ between ranks (the exception it may raise is then this rank's own),
     and the reason."""
@@ -238,9 +241,9 @@ def _loop_head(
     if isinstance(statement, (ast.Break, ast.Continue)):
         loops = [
             loop
-            for loop in _own_statements(scope)
+            for loop in own_statements(scope)
             if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
-            and any(inner is statement for inner in _statements_in(loop.body))
+            and any(inner is statement for inner in statements_in(loop.body))
         ]
         if loops:
             innermost = max(loops, key=lambda loop: (loop.lineno, loop.col_offset))
@@ -250,14 +253,14 @@ def _loop_head(
     return function.graph.entry
 
 
-def _own_statements(scope: Scope) -> Iterator[ast.stmt]:
+def own_statements(scope: Scope) -> Iterator[ast.stmt]:
     """The statements of a scope's own code (not of functions or classes nested in
     it)."""
     body = getattr(scope, "body", [])
-    yield from _statements_in(body if isinstance(body, list) else [])
+    yield from statements_in(body if isinstance(body, list) else [])
 
 
-def _statements_in(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def statements_in(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     pending = list(reversed(body))
     while pending:
         statement = pending.pop()
@@ -347,7 +350,9 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
                 continue
             taint = function.divergence.taint(guard, node)
             if taint is not None:
-                yield Parting(scope, node.statement, guard, taint, collective, through)
+                yield Parting(
+                    scope, node.statement, guard, taint, collective, through, site=node.statement
+                )
 
 
 def expression_guard(statement: ast.AST, call: ast.Call) -> ast.expr | None:

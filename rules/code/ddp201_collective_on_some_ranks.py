@@ -1,54 +1,68 @@
-"""DDP201: a collective reached only on some ranks."""
+"""DDP201: a collective reached only on some ranks (the analysis core's rank classes)."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATORS
+from ddplint.analysis.questions import Parting
+from ddplint.analysis.some_ranks import rank_class_partings
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_reachability import FirstAfterExit, ReachedCollective
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
+
+#: The implicit collectives of a model wrapped in DDP: DDP213 owns them on some ranks.
+_DDP213_OWNS = frozenset({"DistributedDataParallel forward", "backward"})
 
 
-def _has_own_rule(reached: ReachedCollective) -> bool:
-    """Direct calls that DDP202 (logging), DDP203 (checkpoints) and DDP207 (groups) own."""
-    collective = reached.collective
-    return not reached.chain and (
-        collective.syncs_logged_metric or collective.saves_checkpoint or collective.creates_group
+def _has_own_rule(parting: Parting) -> bool:
+    """Direct calls that DDP202 (logging), DDP203 (checkpoints), DDP207 (groups) and
+    DDP213 (a DDP model's forward) own."""
+    collective = parting.missed
+    name = collective.name
+    if name in _DDP213_OWNS:
+        return True  # a DDP model's forward or backward, directly or through calls
+    if parting.through is not None or collective.via is not None:
+        return False
+    return (
+        name.endswith("(sync_dist=True)")
+        or name.rsplit(".", 1)[-1] in GROUP_CREATORS
+        or name.endswith("save_checkpoint")
+        or name in CHECKPOINT_FUNCTIONS.values()
     )
-
-
-_HOIST = "Call it on every rank (hoist it out of the `if`)"
-_SUGGESTIONS = {
-    "branch": _HOIST,
-    "else": _HOIST,
-    "and": "Call it on every rank (not behind the rank test)",
-    "or": "Call it on every rank (not behind the rank test)",
-    "early_exit": "Call it on every rank (before the early exit)",
-    "decorator": "Call it on every rank (outside the rank-only function)",
-    "wrapper": "Call it on every rank (not through `rank_zero_only`)",
-}
 
 
 class CollectiveOnSomeRanks(CodeRule):
     """
     ## What it does
     Flags a collective (`dist.barrier()`, `all_reduce`, `broadcast`, `strategy.barrier()`,
-    `accelerator.wait_for_everyone()`, ...) that only some ranks reach: inside
-    `if rank == 0:` or its `else`, a conditional expression or `cond and call()` on a
-    rank predicate, after a `return`/`continue`/`break`/`raise` taken on some ranks only,
-    in a `@rank_zero_only` function, or through a call to a function of the same module
-    that issues one (`if rank == 0: self._save()` where `_save` calls `dist.barrier()`).
+    `accelerator.wait_for_everyone()`, an implicit one such as a DDP model's forward, ...)
+    that rank 0 and the other ranks (or local rank 0 and the others) do not both issue:
+    the whole function is walked as each rank class, and where their collective
+    sequences differ the finding sits at the first collective one class issues and the
+    other does not, with the rank test as a related location. The collective may be
+    issued through a function of the same module or of another module of the project
+    (the chain is named), inside `if rank == 0:` or its `else`, a conditional expression
+    or `cond and call()`, after a `return` / `continue` / `break` taken on some ranks
+    only, or in a `@rank_zero_only` function.
 
-    It stays quiet when the other ranks issue the same collective anyway: the same call
-    in both arms, paired guards (`if not is_main: barrier()` ... `if is_main: barrier()`),
-    rank-0 work followed by a barrier outside the `if`, a `group=` made of exactly the
-    guarded ranks, conditions that are the same on every rank (`world_size > 1`,
-    `dist.is_initialized()`), and point-to-point `send`/`recv`.
+    Not flagged: the same collective on both arms of a rank test; complementary tests
+    (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when
+    the other ranks' barrier sits before an early `return` and rank 0's after its work);
+    a way on which one process runs (`dist.is_initialized()` false, `world_size > 1`
+    false, `local_rank == -1`); an error exit (`raise`, `assert`, `sys.exit(1)`: the
+    launcher stops every rank, nobody waits); a call of a helper whose collective its
+    arguments switch off (a helper that all-reduces only a tensor, handed a Python
+    float); a `group=` made under the test; collectives other rules own when called
+    directly (`self.log(sync_dist=True)`: DDP202; checkpoint saving: DDP203; making a
+    group: DDP207), and a DDP model's forward or backward, however reached (DDP213).
+
+    This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`);
+    DDP219 reports the same partings at their root cause (the exit or test): DDP201
+    points at the collective.
 
     ## Why is this bad?
     Collectives pair by order inside a process group, not by call site. When one rank
@@ -91,41 +105,55 @@ class CollectiveOnSomeRanks(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
-    def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        reachability = ctx.rank_reachability
-        exits = FirstAfterExit()
-        for call in ctx.index.nodes(cst.Call):
-            reached = reachability.reached_by_call(call)
-            if not reached or all(_has_own_rule(r) for r in reached):
-                continue
-            callee = reachability.callee_of(call)
-            if callee is not None and ctx.rank_predicates.is_rank_zero_only(callee):
-                continue  # its body is guarded: findings are reported inside it
-            guard = reachability.divergent_guard(call)
-            if guard is None or not exits.first(guard):
-                continue
-            where = reachability.describe(guard)
-            message = self._message(ctx, call, reached[0], where)
-            called = " ".join(ctx.node_text(call.func).split())
-            summary = f"`{called}()` reached {ranks_brief(ctx, guard)}"
-            yield ctx.finding(self, call, f"{message}. {_SUGGESTIONS[guard.kind]}", summary=summary)
+    reads_libcst = False
 
-    @staticmethod
-    def _message(ctx: CodeContext, call: cst.Call, reached: ReachedCollective, where: str) -> str:
-        called = " ".join(ctx.node_text(call.func).split())
-        if reached.chain:
-            through = ctx.rank_reachability.local.label(reached.chain[-1])
-            line = ctx.range_of(reached.collective.node)[0]
-            subject = (
-                f"`{called}()` reaches `{reached.collective.api}` (in `{through}`, line {line})"
-                f" and runs {where}"
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for parting in rank_class_partings(ctx.analysis):
+            if _has_own_rule(parting):
+                continue
+            site = _site(parting)
+            yield ctx.ast_finding(
+                self,
+                site,
+                _message(parting),
+                summary=f"`{parting.missed.name}` reached on some ranks only",
+                related=[(parting.test, "the rank test that decides who reaches it")],
             )
-        elif reached.collective.via:
-            collective = reached.collective
-            subject = f"`{called}()` reaches `{collective.api}` {collective.via} and runs {where}"
-        else:
-            subject = f"`{called}()` runs {where}"
+
+
+def _site(parting: Parting) -> ast.AST:
+    """The call of this function that issues the collective (or calls what does); in a
+    rank-only function, the collective itself."""
+    call = parting.missed.call
+    within = parting.site if parting.site is not None else parting.function
+    if any(node is call for node in ast.walk(within)):
+        return call
+    return parting.site if parting.site is not None else parting.cause
+
+
+def _message(parting: Parting) -> str:
+    missed = f"`{parting.missed.name}`"
+    if parting.through is not None:
+        missed += f" (through `{parting.through}()`, line {parting.missed.line})"
+    if parting.missed.via is not None:
+        missed += f" {parting.missed.via}"
+    if parting.missed.condition is not None:
+        missed += f", which synchronises {parting.missed.condition},"
+    consequence = (
+        "the other ranks never do, so they wait until the timeout or pair it with a "
+        "later, different collective"
+    )
+    function = parting.function
+    if parting.test in getattr(function, "decorator_list", ()):
+        name = getattr(function, "name", "")
         return (
-            f"{subject}; the other ranks never issue it, so they wait until the timeout "
-            "or pair it with a later, different collective"
+            f"{missed} is issued by one rank only: `@{ast.unparse(parting.test)}` runs "
+            f"`{name}` (line {parting.test_line}) on one rank; {consequence}. Call it "
+            "on every rank (outside the rank-only function)"
         )
+    return (
+        f"{missed} is issued by some ranks only: the test on line {parting.test_line} "
+        f"sends rank 0 and the other ranks different ways, because "
+        f"{reason_text(parting.taint)}, and only one way issues it; {consequence}. Call "
+        "it on every rank (hoist it out of the rank test, or before the early exit)"
+    )

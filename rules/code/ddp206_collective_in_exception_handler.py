@@ -1,21 +1,16 @@
-"""DDP206: a collective inside an exception handler or a ``finally`` block."""
+"""DDP206: a collective in an exception handler that only the ranks that raised reach."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.call_reach import StepEvent
-from ddplint.code.collectives.catalogue import TORCH_DIST_MODULES
+from ddplint.analysis.some_ranks import HandlerCollective, handler_collectives
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.step_skips import try_statements
-from ddplint.code.syntax.messages import except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 
-_COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
 _HANDLER_EFFECT = (
     "only the ranks that raised reach it; the others pair it with a different collective "
     "or never arrive (a hang)"
@@ -26,15 +21,23 @@ class CollectiveInExceptionHandler(CodeRule):
     """
     ## What it does
     Flags a collective (`dist.barrier()`, `all_reduce`, `trainer.save_checkpoint`,
-    `accelerator.wait_for_everyone()`, ... from ddplint's catalogue) inside an `except`
-    handler, directly or through a function of the same module the handler calls.
+    `accelerator.wait_for_everyone()`, ... from the analysis core's catalogue) inside an
+    `except` handler, directly or through a function the handler calls, when the `try`
+    body computes on values that differ between ranks (a forward on this rank's batch,
+    a backward of its loss, a value read from the rank): the exception is then this
+    rank's own, and only the ranks that raised run the handler.
 
-    Not flagged: a `finally` block (every rank runs it, raised or not; the usual
-    `finally: dist.barrier()` releases peers waiting in a barrier, and the raising rank
-    re-raises afterwards, so the failure stays loud), and a fallback around a single
-    distributed call (`try: dist.barrier()` / a mesh constructor, `except RuntimeError:`
-    an equivalent): a back-end or capability error from that call is raised on every
-    rank alike, so every rank runs the fallback.
+    Not flagged: a handler that ends loudly on every way (it re-raises, raises another
+    error or exits with an error status: the launcher stops every rank, nobody waits);
+    a handler whose collectives the `try` body's own way issues as well after the call
+    that may raise (both ways issue them, and the ranks pair them); a handler that runs
+    its own function again (a retry: the other ranks issue its collectives in their
+    own run); a `try` whose body computes on values every rank shares (a shared file,
+    an import, a single distributed call: it raises on every rank or on none); a
+    `finally` block (every rank runs it).
+
+    This rule asks the analysis core (`lint/analysis/some_ranks.py`) and reads no
+    LibCST.
 
     ## Why is this bad?
     An exception is a per-rank event: only the ranks that raised run the handler. Their
@@ -48,9 +51,9 @@ class CollectiveInExceptionHandler(CodeRule):
     try:
         loss = model(batch)
         loss.backward()
-    except RuntimeError:
+    except torch.cuda.OutOfMemoryError:
         dist.barrier()  # only the ranks that failed get here
-        raise
+        skipped += 1
     ```
 
     ## Use instead
@@ -83,74 +86,41 @@ class CollectiveInExceptionHandler(CodeRule):
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        if not ctx.collectives:
-            return
-        reported: set[cst.Call] = set()
-        for try_node in try_statements(ctx.index):
-            if self._is_fallback(ctx, try_node):
+        reported: set[int] = set()
+        for found in handler_collectives(ctx.analysis):
+            if id(found.collective.call) in reported:
                 continue
-            for handler in try_node.handlers:
-                yield from self._in_handler(ctx, handler, reported)
-
-    @staticmethod
-    def _is_fallback(ctx: CodeContext, try_node: cst.Try | cst.TryStar) -> bool:
-        """A ``try`` around one distributed call (``dist.barrier()``, a mesh or group
-        constructor): when that call fails at dispatch (back-end or capability error),
-        it fails on every rank alike, and every rank runs the fallback. So does a
-        ``try`` of imports only: every rank has the same environment."""
-        body = try_node.body
-        if isinstance(body, cst.IndentedBlock) and _only_imports(body):
-            return True
-        if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
-            return False
-        line = body.body[0]
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            return False
-        statement = line.body[0]
-        value = getattr(statement, "value", None)
-        if not isinstance(value, cst.Call):
-            return False
-        if value in ctx.collectives:
-            return True
-        qualified = ctx.names.qualified_name(value.func) or ""
-        return qualified.startswith(TORCH_DIST_MODULES)
-
-    def _in_handler(
-        self,
-        ctx: CodeContext,
-        handler: cst.ExceptHandler | cst.ExceptStarHandler,
-        reported: set[cst.Call],
-    ) -> Iterator[Finding]:
-        for node in ctx.index.walk_within(handler.body):
-            if not isinstance(node, cst.Call) or node in reported:
-                continue
-            reached = ctx.call_reach.reached(node, _COLLECTIVE)
-            if reached is None or _retries_itself(ctx, node):
-                continue
-            reported.add(node)
-            caught = except_clause(ctx, handler)
-            message = (
-                f"{reached.describe()} in an `{caught}` handler: {_HANDLER_EFFECT}; make the "
-                "failure known to every rank first (all_reduce a flag after the `try`)"
+            reported.add(id(found.collective.call))
+            yield ctx.ast_finding(
+                self,
+                _site(found),
+                _message(found),
+                summary=(
+                    f"collective `{found.collective.name}` in an exception handler: "
+                    "the failing rank only"
+                ),
+                related=[(found.raised_at, "the call whose exception this rank alone may raise")],
             )
-            called = snippet(ctx, node.func)
-            summary = f"collective `{called}()` in an exception handler: the failing rank only"
-            yield ctx.finding(self, node, message, summary=summary)
 
 
-def _retries_itself(ctx: CodeContext, call: cst.Call) -> bool:
-    """``except RuntimeError: return self.valid_step(sample, raise_oom=True)``: the
-    handler runs its own function again, whose collectives the other ranks issue in
-    their successful run."""
-    function = ctx.index.enclosing_function(call)
-    return function is not None and ctx.call_reach.callee(call) is function
+def _site(found: HandlerCollective) -> ast.AST:
+    call = found.collective.call
+    return call if any(node is call for node in ast.walk(found.site)) else found.site
 
 
-def _only_imports(body: cst.IndentedBlock) -> bool:
-    """``try: import transformer_engine``: the body imports and does nothing else."""
-    return all(
-        isinstance(line, cst.SimpleStatementLine)
-        and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in line.body)
-        for line in body.body
+def _message(found: HandlerCollective) -> str:
+    handler = found.handler
+    caught = "except" + (f" {ast.unparse(handler.type)}" if handler.type is not None else "")
+    what = f"`{found.collective.name}`"
+    if found.through is not None:
+        what += f" (through `{found.through}()`)"
+    if found.collective.via is not None:
+        what += f" {found.collective.via}"
+    return (
+        f"{what} in an `{caught}` handler whose `try` computes on this rank's values "
+        f"(`{found.raised.spelled}`, line {found.raised.line}): {_HANDLER_EFFECT}; make "
+        "the failure known to every rank first (all_reduce a flag after the `try`)"
     )

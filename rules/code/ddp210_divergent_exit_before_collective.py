@@ -1,4 +1,4 @@
-"""DDP210: an early exit on rank-local state before a collective."""
+"""DDP210: retired; an early exit on rank-local state is DDP219's finding."""
 
 from __future__ import annotations
 
@@ -13,29 +13,18 @@ from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp204_data_dependent_skip import skip_consequence, skipped_text
 
-_SOURCES = frozenset({Source.CONTRIBUTED, Source.PROBE})
-
 
 class DivergentExitBeforeCollective(CodeRule):
     """
     ## What it does
-    Flags, in any function, a `return` / `continue` / `break` taken on a value that
-    differs between ranks, placed before a collective (or `backward()`) that the other
-    ranks still run, and a collective itself under such a condition. A value differs
-    between ranks when it is:
-    - what this rank hands to a reducing or gathering collective later in the function
-      (`if not local_stats: return {}` before `all_gather_object(out, local_stats)`;
-      `if len(self.inflight) == 0: return 0` before an `all_reduce` of that count): a
-      rank reduces or gathers a value precisely because it is its own;
-    - a local probe: the clock (`time.time() - start > limit`), free memory. (A
-      file-system check such as `os.path.exists` is DDP218's, opt-in.)
-
-    Not flagged: conditions on values every rank shares (constants, configuration, the
-    world size, a result of `all_reduce` / `all_gather_object` / `broadcast`); the shape
-    of a tensor that a tensor collective requires to match anyway (`if grad.numel() == 0`
-    before `all_reduce(grad)`); a branch that issues a collective of its own before it
-    leaves; conditions on the rank itself (DDP201) or on this rank's batch or loss in a
-    training step (DDP204). Where the analysis cannot place a value, it stays quiet.
+    Retired: reports nothing. Its question, an exit or a collective decided by a value
+    that differs between ranks (this rank's own share of a later reduction or gather,
+    a clock or memory probe), is the one DDP219 asks of the analysis core for every
+    such value, the rank included, and DDP219 reports it at the root cause (the
+    `return` / `break` / `continue`, or the test). Asked beside DDP219, DDP210 would
+    report each of those root causes a second time; one finding per root cause, so the
+    code stays (a `# noqa: DDP210` or a selection of it is still understood) and its
+    findings are DDP219's. Select DDP219 (preview) for them.
 
     ## Why is this bad?
     Collectives pair by order. The rank whose list is empty, whose clock ran out first or
@@ -75,21 +64,22 @@ class DivergentExitBeforeCollective(CodeRule):
 
     code = "DDP210"
     name = "divergent-exit-before-collective"
-    summary = "an exit on rank-local state skips a collective the other ranks run"
+    summary = "retired: an exit on rank-local state is reported by DDP219"
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
     needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
+    reads_libcst = False
+    retired_for = "DDP219"
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        owned_by_ddp204 = {skip.statement for skip in ctx.step_skips.find()}
-        for found in ctx.divergent_exits.find(_SOURCES):
-            if found.statement in owned_by_ddp204:
-                continue
-            message = divergent_exit_message(ctx, found)
-            summary = divergent_exit_summary(found)
-            yield ctx.finding(self, found.statement, message, summary=summary)
+        """Nothing: DDP219 reports each of these root causes."""
+        return iter(())
+
+
+# The messages DDP211 and DDP218 (still on the LibCST layer) give their findings.
 
 
 def _reason(ctx: CodeContext, found: DivergentExit) -> str:
