@@ -12,7 +12,7 @@ from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
-from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
+from ddplint.rules.code.ddp219_ranks_part_before_collective import missed_text, reason_text
 
 #: The implicit collectives of a model wrapped in DDP: DDP213 owns them on some ranks.
 _DDP213_OWNS = frozenset({"DistributedDataParallel forward", "backward"})
@@ -132,13 +132,9 @@ def _site(parting: Parting) -> ast.AST:
 
 
 def _message(parting: Parting) -> str:
-    missed = f"`{parting.missed.name}`"
-    if parting.through is not None:
-        missed += f" (through `{parting.through}()`, line {parting.missed.line})"
-    if parting.missed.via is not None:
-        missed += f" {parting.missed.via}"
+    missed = missed_text(parting)
     if parting.missed.condition is not None:
-        missed += f", which synchronises {parting.missed.condition},"
+        missed += ","
     consequence = (
         "the other ranks never do, so they wait until the timeout or pair it with a "
         "later, different collective"

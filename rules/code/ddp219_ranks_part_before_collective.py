@@ -166,7 +166,8 @@ def _spelled_text(text: str) -> str:
     return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
 
 
-def _missed(parting: Parting) -> str:
+def missed_text(parting: Parting) -> str:
+    """The collective a parting skips, with where it is and what reaches it."""
     missed = f"`{parting.missed.name}` (line {parting.missed.line})"
     if parting.through is not None:
         missed += f" through `{parting.through}()`"
@@ -180,7 +181,7 @@ def _missed(parting: Parting) -> str:
 def parting_message(parting: Parting, reason: str | None = None) -> str:
     """The whole explanation of one parting (``reason``: why the test differs between
     ranks, in the caller's words; by default from the parting's taint)."""
-    missed = _missed(parting)
+    missed = missed_text(parting)
     reason = reason or reason_text(parting.taint)
     consequence = (
         "the ranks that skip it leave their peers waiting in it until the timeout, or "
