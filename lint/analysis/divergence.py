@@ -816,6 +816,36 @@ def _is_zero(expression: ast.expr) -> bool:
     )
 
 
+def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
+    """The dotted names a scope's own code binds to a tensor made by a factory
+    (``correct = torch.zeros(n)``, ``m = torch.full(...).to(device)``): assigning one's
+    items changes its contents, never its shape."""
+    found: set[str] = set()
+    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        made = node.value
+        while (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Attribute)
+            and names.resolve(made.func) not in FACTORIES
+        ):
+            made = made.func.value  # ``torch.zeros(n).to(device)``: the factory's result
+        spelled = dotted_name(node.targets[0])
+        if (
+            spelled is not None
+            and isinstance(made, ast.Call)
+            and names.resolve(made.func) in FACTORIES
+        ):
+            found.add(spelled)
+    return frozenset(found)
+
+
 def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     """The dotted names a scope's own code uses as mappings: indexed by a string
     (``out["loss"]``), asked ``get`` / ``items`` / ``keys`` / ``values`` /
@@ -962,6 +992,7 @@ class Divergence:
             _mapping_names(graph.scope, names),
         )
         self.names = names
+        self._tensors = _tensor_names(graph.scope, names)
         self._contributed = self._contributions()
         self._entry = {**(fields or {}), **self._entry_state(rank_parameters)}
         self._before: dict[int, State] = {}
@@ -1139,7 +1170,7 @@ class Divergence:
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
                 chosen[name] = Facet.CONTENTS | self._made_apart(name, arms)
-        for name, facets in _filled_apart(arms, bound).items():
+        for name, facets in _filled_apart(arms, bound, self._tensors).items():
             chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
 
@@ -1595,16 +1626,16 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
 GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
 
 
-def _filled_containers(node: Node) -> Iterator[str]:
-    """Containers the node adds items to: ``d[key] = v`` (also augmented) and
-    ``items.append(v)`` as a statement."""
+def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:
+    """Containers the node adds items to: ``d[key] = v`` (also augmented; not a tensor,
+    whose item assignment keeps its shape) and ``items.append(v)`` as a statement."""
     statement = node.statement
     if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
         return
     for target in _targets(statement):
         if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
             spelled = dotted_name(target.value)
-            if spelled is not None:
+            if spelled is not None and spelled not in tensors:
                 yield spelled
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
@@ -1614,10 +1645,14 @@ def _filled_containers(node: Node) -> Iterator[str]:
                 yield spelled
 
 
-def _filled_apart(arms: list[list[Node]], bound: set[str]) -> dict[str, Facet]:
+def _filled_apart(
+    arms: list[list[Node]], bound: set[str], tensors: frozenset[str]
+) -> dict[str, Facet]:
     """Containers that some arms of a test add items to and others do not (neither
     binding them anew): after the join their length and keys depend on the arm taken."""
-    filled_on = [{name for node in arm for name in _filled_containers(node)} for arm in arms]
+    filled_on = [
+        {name for node in arm for name in _filled_containers(node, tensors)} for arm in arms
+    ]
     every = {name for filled in filled_on for name in filled}
     apart = {name for name in every if not all(name in filled for filled in filled_on)}
     return {name: Facet.CONTENTS | Facet.SHAPE for name in apart - bound}
