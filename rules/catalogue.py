@@ -303,7 +303,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP401",
             "last-batch-off-by-one",
             "code",
-            True,
+            False,
             needles=("enumerate",),
             narrowed_by=enumerate_counter_tested,
         ),

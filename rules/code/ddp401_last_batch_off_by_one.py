@@ -92,6 +92,7 @@ class LastBatchOffByOne(CodeRule):
     name = "last-batch-off-by-one"
     summary = "last-batch or stepping condition off by one"
     severity = Severity.WARNING
+    default_enabled = False
     fix_applicability = Applicability.SAFE
     needles = ("enumerate",)
     narrowed_by = staticmethod(enumerate_counter_tested)
