@@ -198,8 +198,8 @@ NON_ASCII = textwrap.dedent(
     import torch.distributed as dist
 
 
-    def save(rank):
-        if rank == 0:
+    def save():
+        if dist.get_rank() == 0:
             label = "🚀é"; dist.barrier()
     """
 )

@@ -414,8 +414,10 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     # DDP201 is opt-in since issue 23: the project selects it.
     (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
     train = root / "train.py"
-    hazard = TRAIN.replace("sync()", "dist.barrier()")
-    train.write_text(hazard.replace("from utils import sync", "import torch.distributed as dist"))
+    train.write_text(
+        "import torch.distributed as dist\n\n\ndef step():\n"
+        "    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    )
     settings = build_settings((str(root),), None, (), (), (), False)
     options = build_options(settings)
     cache = ResultCache(tmp_path / "cache", options.fingerprint())

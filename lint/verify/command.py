@@ -25,13 +25,12 @@ def _finite(value: float) -> float:
 
 def rank_rule_settings(start: str) -> Settings:
     """The rank-divergence rules (DDP2xx), preview ones included: several are opt-in
-    since issue 23, and a run (or a dump) is how their findings are confirmed. DDP219
-    asks DDP201's and DDP210's question on the analysis core: until they are ported
-    onto it, one finding per root cause. DDP220 (an async handle not waited) is no
-    divergence between ranks: a run cannot confirm it."""
+    since issue 23, and a run (or a dump) is how their findings are confirmed. DDP210
+    is retired (DDP219 asks its question on the analysis core). DDP220 (an async handle
+    not waited) is no divergence between ranks: a run cannot confirm it."""
     from ddplint.invocation import build_settings
 
-    return build_settings((start,), None, (), ("DDP2",), ("DDP219", "DDP220"), True)
+    return build_settings((start,), None, (), ("DDP2",), ("DDP210", "DDP220"), True)
 
 
 @click.command(name="verify")
