@@ -816,17 +816,23 @@ def _is_zero(expression: ast.expr) -> bool:
     )
 
 
-def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
-    """The dotted names a scope's own code binds to a tensor made by a factory
-    (``correct = torch.zeros(n)``, ``m = torch.full(...).to(device)``): assigning one's
-    items changes its contents, never its shape."""
-    found: set[str] = set()
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope's own code: nested functions, classes and lambdas left out."""
     pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         pending.extend(ast.iter_child_nodes(node))
+        yield node
+
+
+def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
+    """The dotted names a scope's own code binds to a tensor made by a factory
+    (``correct = torch.zeros(n)``, ``m = torch.full(...).to(device)``): assigning one's
+    items changes its contents, never its shape."""
+    found: set[str] = set()
+    for node in _scope_nodes(scope):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         made = node.value
@@ -855,12 +861,7 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     #: container indexed by what iterating it yields is a mapping.
     iterated: set[tuple[str | None, str]] = set()
     indexed: set[tuple[str | None, str]] = set()
-    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
+    for node in _scope_nodes(scope):
         used: list[ast.expr] = []
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
             node.target, ast.Name

@@ -20,7 +20,7 @@ import libcst as cst
 
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
-from ddplint.code.project.view import ProjectView
+from ddplint.code.project.view import ProjectView, parameter_names
 from ddplint.code.syntax.call_args import (
     keyword_argument,
     parameter_filled,
@@ -72,16 +72,13 @@ class WrappedForwards:
             positions = self._project.wrapped_by_callers(function)
             if not positions:
                 continue
-            params = [
-                p.name.value for p in function.params.params if p.name.value not in ("self", "cls")
-            ]
             rebound = {
                 dotted_name(t.target)
                 for a in self._index.walk_within(function.body)
                 if isinstance(a, cst.Assign)
                 for t in a.targets
             }
-            names = {params[i] for i in positions if i < len(params)} - rebound
+            names = set(parameter_names(function, positions)) - rebound
             if names:
                 found[function] = names
         return found

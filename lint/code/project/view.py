@@ -9,7 +9,7 @@ Without facts (a file linted on its own, a test) every answer is "unknown": no.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 import libcst as cst
@@ -120,13 +120,7 @@ class ProjectView:
         """The names of ``function``'s parameters that project callers hand the
         process's rank in (``Trainer(cfg, local_rank)`` for ``__init__(self, cfg,
         device_id)``)."""
-        positions = self._def_fact(function).rank_parameters
-        if not positions:
-            return frozenset()
-        params = [p.name.value for p in function.params.params]
-        if params and params[0] in ("self", "cls"):
-            params = params[1:]
-        return frozenset(params[i] for i in positions if i < len(params))
+        return parameter_names(function, self._def_fact(function).rank_parameters)
 
     def _def_fact(self, function: cst.FunctionDef) -> OwnFunctionFacts:
         """The facts about a function of this file (``f``, ``Class.f``)."""
@@ -231,3 +225,12 @@ class CoreFacts:
             None if reaching is None else frozenset(reaching),
             frozenset(agreement.agreeing),
         )
+
+
+def parameter_names(function: cst.FunctionDef, positions: Iterable[int]) -> frozenset[str]:
+    """The names of ``function``'s parameters at ``positions`` (``self`` / ``cls`` not
+    counted), as the project model counts them."""
+    params = [p.name.value for p in function.params.params]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    return frozenset(params[i] for i in positions if i < len(params))
