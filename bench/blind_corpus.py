@@ -6,7 +6,7 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3|4|5`` (default 1): which list, split and verdicts it
+Every command takes ``--corpus-set 1|2|3|4|5|6`` (default 1): which list, split and verdicts it
 uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
@@ -14,7 +14,9 @@ second blind half), set 3 is ``repositories-3.tsv`` / ``split-3.tsv`` /
 ``verdicts-repositories-3.tsv`` (the third blind half), set 4 is ``repositories-4.tsv`` /
 ``split-4.tsv`` / ``verdicts-repositories-4.tsv`` (every repository blind: no draw, no
 seed), set 5 likewise ``repositories-5.tsv`` / ``split-5.tsv`` /
-``verdicts-repositories-5.tsv`` (every repository blind). ``--repos``, ``--split`` and
+``verdicts-repositories-5.tsv`` (every repository blind), set 6 likewise
+``repositories-6.tsv`` / ``split-6.tsv`` / ``verdicts-repositories-6.tsv`` (every
+repository blind). ``--repos``, ``--split`` and
 ``--verdicts`` name other files.
 ``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
 the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
@@ -77,6 +79,11 @@ CORPUS_SETS = {
         CORPORA / "split-5.tsv",
         CORPORA / "verdicts-repositories-5.tsv",
     ),
+    "6": (
+        CORPORA / "repositories-6.tsv",
+        CORPORA / "split-6.tsv",
+        CORPORA / "verdicts-repositories-6.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -85,6 +92,7 @@ SPLIT_SEEDS = {
     "3": "ddplint-blind-3:",
     "4": "",
     "5": "",
+    "6": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
