@@ -62,6 +62,24 @@ COLLECTIVE_NEEDLES = (
 #: synchronise gradients): DDP219 counts them with the collectives' words.
 IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
 
+#: The words a project fact can stand for (``FileFacts.informs_rules``): a rank test, a
+#: collective, a DDP model or a device choice made by a project function under another
+#: name. A file with such facts passes a pre-filter group holding one of these words
+#: without the word; a rule's other groups and its required words it must still hold.
+PROJECT_STAND_INS = frozenset(
+    (
+        *RANK_NEEDLES,
+        *COLLECTIVE_CALL_NEEDLES,
+        *COLLECTIVE_NEEDLES,
+        *IMPLICIT_NEEDLES,
+        "set_device",
+        "device_ids",
+        "cuda:",
+        '"cuda"',
+        "'cuda'",
+    )
+)
+
 Words = tuple[str, ...]
 
 
@@ -72,6 +90,13 @@ def holds_words(raw: bytes, required: Words, groups: Sequence[Words]) -> bool:
     return all(word in raw for word in encoded_required) and all(
         any(needle in raw for needle in group) for group in encoded_groups
     )
+
+
+def without_stand_ins(groups: Sequence[Words]) -> list[Words]:
+    """The word groups a file with project facts must still hold one word of: those no
+    project fact can stand for (``PROJECT_STAND_INS``). A rule's required words are
+    its own (the call it reports is spelled in the file) and stay required."""
+    return [group for group in groups if not PROJECT_STAND_INS.intersection(group)]
 
 
 @lru_cache(maxsize=256)

@@ -18,6 +18,7 @@ from ddplint.needles import (
     IMPLICIT_NEEDLES,
     RANK_NEEDLES,
     holds_words,
+    without_stand_ins,
 )
 from ddplint.rules.prefilters import (
     barrier_timeout_spelled,
@@ -47,10 +48,14 @@ class RuleEntry(NamedTuple):
     #: Whether a config rule also reads ``.json`` files (``ConfigRule.reads_json``).
     reads_json: bool = False
 
-    def prefilter(self, raw: bytes) -> bool:
-        """``Rule.prefilter`` of the rule, without importing it."""
+    def prefilter(self, raw: bytes, informed: bool = False) -> bool:
+        """``Rule.prefilter`` of the rule, without importing it. ``informed``: the
+        project's facts about the file can stand for a rank test, a collective, a DDP
+        model or a device choice, so of its word groups only those the facts cannot
+        stand for are asked for (its required words and its narrowing, which test words
+        of its own, always are)."""
         groups = (self.needles, self.also_needles, *self.more_needles)
-        if not holds_words(raw, self.required, groups):
+        if not holds_words(raw, self.required, without_stand_ins(groups) if informed else groups):
             return False
         return self.narrowed_by is None or self.narrowed_by(raw)
 
@@ -94,8 +99,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             True,
             needles=RANK_NEEDLES,
-            also_needles=COLLECTIVE_NEEDLES,
-            more_needles=(COLLECTIVE_CALL_NEEDLES,),
+            required=("sync_dist",),
         ),
         RuleEntry(
             "DDP203",

@@ -101,6 +101,40 @@ def test_an_edited_file_imports_only_the_rules_its_prefilters_pass(tmp_path: Pat
     assert not any(m.startswith(("ruamel", "omegaconf")) for m in imported)
 
 
+#: A module whose functions test the rank and reach a collective under other names.
+HELPERS = (
+    "import torch.distributed as dist\n\n\n"
+    "def is_leader():\n    return dist.get_rank() == 0\n\n\n"
+    "def agree(t):\n    dist.all_reduce(t)\n"
+)
+#: A training file that uses them: no rank or collective word of its own.
+INFORMED = (
+    "from helpers import agree, is_leader\n\n\n"
+    "def train(model, batch):\n    loss = model(batch)\n"
+    "    if is_leader():\n        agree(loss)\n    return loss\n"
+)
+
+
+def test_project_facts_stand_in_only_for_the_words_they_can(tmp_path: Path) -> None:
+    """A file the project informs (its names test the rank and reach collectives) passes
+    the groups of rank and collective words without holding them, and no more: a rule
+    whose own words (``sync_dist``, a spelled ``timeout``) it lacks is not imported."""
+    tree = _tree(tmp_path, {"helpers.py": HELPERS, "train.py": INFORMED})
+    _imported(tree, tmp_path)
+    raw = (tree / "train.py").read_bytes()
+    informed = {
+        code
+        for code, entry in CATALOGUE.items()
+        if entry.kind == "code" and entry.default_enabled and entry.prefilter(raw, True)
+    }
+    imported = _hook(tree, tmp_path, "train.py")
+    modules = {m for m in imported if m.startswith("ddplint.rules.code.ddp")}
+    assert modules == {rule_class(code).__module__ for code in informed}
+    assert "DDP207" in informed  # every word of it a rank test or a collective
+    assert not informed & {"DDP202", "DDP205", "DDP301", "DDP303"}
+    assert not any(CATALOGUE[code].prefilter(raw) for code in informed)  # words absent
+
+
 def test_the_catalogue_says_what_the_rule_classes_say() -> None:
     for code, rule in all_rules().items():
         entry = CATALOGUE[code]

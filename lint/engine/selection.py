@@ -26,8 +26,9 @@ def passing_rules(
     selected: tuple[str, ...], kind: str, path: str, raw: bytes, informed: bool
 ) -> list[CodeRule | ConfigRule]:
     """The selected rules of this kind that read ``path`` and whose pre-filter the
-    bytes pass (all of them when ``informed``): asked of the catalogue, so a rule's
-    module is imported only for a file that passes its pre-filter."""
+    bytes pass (``informed``: the project's facts stand for the words they can; see
+    ``RuleEntry.prefilter``): asked of the catalogue, so a rule's module is imported
+    only for a file that passes its pre-filter."""
     entries = (CATALOGUE.get(code) for code in selected)
     return [
         _rule(entry.code)
@@ -35,7 +36,7 @@ def passing_rules(
         if entry is not None
         and entry.kind == kind
         and entry.reads(path)
-        and (informed or entry.prefilter(raw))
+        and entry.prefilter(raw, informed)
     ]
 
 

@@ -10,7 +10,7 @@ from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
-from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
+from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
 
 #: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.
@@ -109,8 +109,8 @@ class LogSyncDistOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
-    also_needles = COLLECTIVE_NEEDLES
-    more_needles = (COLLECTIVE_CALL_NEEDLES,)
+    #: The call it reports passes ``sync_dist`` (a project fact cannot stand for it).
+    required = ("sync_dist",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         monitored: dict[str, cst.Call] | None = None
