@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, dotted_name
 
 #: Calls that build a set from their argument.
 SET_BUILDERS = frozenset({"set", "frozenset"})
@@ -119,3 +119,53 @@ def may_shard_by_rank(module: ast.Module) -> bool:
     ``_may_shard``, whatever names they use."""
     imports = Names(module).imports
     return any(_may_shard(node, imports) for node in ast.walk(module))
+
+
+def passes_true(module: ast.Module, keyword: str) -> bool:
+    """Whether some call passes ``keyword=True`` (a literal ``True``)."""
+    return any(
+        isinstance(node, ast.keyword)
+        and node.arg == keyword
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is True
+        for node in ast.walk(module)
+    )
+
+
+def defines(module: ast.Module, function: str) -> bool:
+    """Whether a function (or method) of that name is defined anywhere in the module."""
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
+        for node in ast.walk(module)
+    )
+
+
+def caught_exception_names(module: ast.Module) -> list[list[str]]:
+    """For each ``except`` clause that names its exceptions, the last dotted part of
+    each (``""`` for one that is not a dotted name): ``[["ValueError", "KeyError"]]``
+    for ``except (ValueError, errors.KeyError):``."""
+    found: list[list[str]] = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = node.type
+            elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+            found.append([(dotted_name(e) or "").rsplit(".", 1)[-1] for e in elements])
+    return found
+
+
+def mentions(module: ast.Module, names: frozenset[str]) -> bool:
+    """Whether one of ``names`` is spelled in the module as a name, the last part of an
+    attribute, or an imported name: every call of such a function, however renamed,
+    spells it somewhere."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name):
+            spelled = [node.id]
+        elif isinstance(node, ast.Attribute):
+            spelled = [node.attr]
+        elif isinstance(node, ast.alias):
+            spelled = node.name.split(".")
+        else:
+            continue
+        if any(name in names for name in spelled):
+            return True
+    return False
