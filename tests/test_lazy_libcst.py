@@ -80,9 +80,19 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART, "DDP219", "DDP202")
+    outcome = _lint(RANKS_PART + b"    self.log('loss', 0.0, sync_dist=True)\n", "DDP219", "DDP202")
     assert "DDP219" in {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
+
+
+def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
+    libcst_parses: list[str],
+) -> None:
+    """DDP202 reads LibCST, but a module that passes no ``sync_dist=True`` holds none of
+    its collectives: only the core's rule runs."""
+    outcome = _lint(RANKS_PART, "DDP219", "DDP202")
+    assert [f.rule for f in outcome.findings] == ["DDP219"]
+    assert libcst_parses == []
 
 
 def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None:
@@ -117,7 +127,7 @@ SCREENED = [
 
 
 def test_some_rules_are_screened() -> None:
-    assert {r.code for r in SCREENED} >= {"DDP209", "DDP217"}
+    assert {r.code for r in SCREENED} >= {"DDP202", "DDP205", "DDP207", "DDP209", "DDP212"}
 
 
 @pytest.mark.parametrize("rule", SCREENED, ids=lambda r: r.code)

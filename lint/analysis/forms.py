@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, dotted_name
 
 #: Calls that build a set from their argument.
 SET_BUILDERS = frozenset({"set", "frozenset"})
@@ -22,6 +22,20 @@ SET_ANNOTATIONS = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSe
 VALUE_SELECTIONS = frozenset({"unique", "nonzero", "bincount", "set", "tolist", "argwhere"})
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
+
+
+_walked: list[tuple[ast.Module, list[ast.AST]]] = []
+
+
+def every_node(module: ast.Module) -> list[ast.AST]:
+    """``list(ast.walk(module))``, walked once for all the screens asked of one module
+    (the last module walked is kept, by identity, with its nodes)."""
+    last = _walked[0] if _walked else None
+    if last is not None and last[0] is module:
+        return last[1]
+    nodes = list(ast.walk(module))
+    _walked[:] = [(module, nodes)]
+    return nodes
 
 
 def _last_name(expr: ast.expr | None) -> str | None:
@@ -51,7 +65,7 @@ def may_iterate_a_set(module: ast.Module) -> bool:
     """Whether a loop or comprehension of the module may iterate a set: the module
     loops, and builds or annotates a set somewhere."""
     loops = sets = False
-    for node in ast.walk(module):
+    for node in every_node(module):
         loops = loops or isinstance(node, _LOOPS)
         sets = sets or _builds_a_set(node)
         if loops and sets:
@@ -62,7 +76,7 @@ def may_iterate_a_set(module: ast.Module) -> bool:
 def loops_over_selected_values(module: ast.Module) -> bool:
     """Whether a loop or comprehension iterates over something built by a call that
     selects the values present in its input (``for c in y.unique():``)."""
-    for node in ast.walk(module):
+    for node in every_node(module):
         if isinstance(node, _LOOPS) and any(
             isinstance(part, ast.Call) and _last_name(part.func) in VALUE_SELECTIONS
             for part in ast.walk(node.iter)
@@ -118,4 +132,54 @@ def may_shard_by_rank(module: ast.Module) -> bool:
     differ in length (``code/steps/rank_shards``): it holds one of the forms of
     ``_may_shard``, whatever names they use."""
     imports = Names(module).imports
-    return any(_may_shard(node, imports) for node in ast.walk(module))
+    return any(_may_shard(node, imports) for node in every_node(module))
+
+
+def passes_true(module: ast.Module, keyword: str) -> bool:
+    """Whether some call passes ``keyword=True`` (a literal ``True``)."""
+    return any(
+        isinstance(node, ast.keyword)
+        and node.arg == keyword
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is True
+        for node in every_node(module)
+    )
+
+
+def defines(module: ast.Module, function: str) -> bool:
+    """Whether a function (or method) of that name is defined anywhere in the module."""
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
+        for node in every_node(module)
+    )
+
+
+def caught_exception_names(module: ast.Module) -> list[list[str]]:
+    """For each ``except`` clause that names its exceptions, the last dotted part of
+    each (``""`` for one that is not a dotted name): ``[["ValueError", "KeyError"]]``
+    for ``except (ValueError, errors.KeyError):``."""
+    found: list[list[str]] = []
+    for node in every_node(module):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = node.type
+            elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+            found.append([(dotted_name(e) or "").rsplit(".", 1)[-1] for e in elements])
+    return found
+
+
+def mentions(module: ast.Module, names: frozenset[str]) -> bool:
+    """Whether one of ``names`` is spelled in the module as a name, the last part of an
+    attribute, or an imported name: every call of such a function, however renamed,
+    spells it somewhere."""
+    for node in every_node(module):
+        if isinstance(node, ast.Name):
+            spelled = [node.id]
+        elif isinstance(node, ast.Attribute):
+            spelled = [node.attr]
+        elif isinstance(node, ast.alias):
+            spelled = node.name.split(".")
+        else:
+            continue
+        if any(name in names for name in spelled):
+            return True
+    return False

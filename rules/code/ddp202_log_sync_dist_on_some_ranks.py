@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.forms import passes_true
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
 from ddplint.code.syntax.names import dotted_name
@@ -111,6 +112,11 @@ class LogSyncDistOnSomeRanks(CodeRule):
     needles = RANK_NEEDLES
     #: The call it reports passes ``sync_dist`` (a project fact cannot stand for it).
     required = ("sync_dist",)
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        """Only ``sync_dist=True`` makes a log call a collective (another module's
+        function never reaches a Lightning log): a module that passes none has none."""
+        return ctx.ast_module is None or passes_true(ctx.ast_module, "sync_dist")
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         monitored: dict[str, cst.Call] | None = None

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.forms import defines
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.lossless_returns import LossKind, LosslessReturn, lossless_returns
 from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
@@ -81,6 +82,10 @@ class TrainingStepReturnsNone(CodeRule):
     summary = "training_step returns None (or a constant loss) on a data-dependent path"
     severity = Severity.ERROR
     needles = ("training_step",)
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        """It reads the module's own ``training_step`` methods only."""
+        return ctx.ast_module is None or defines(ctx.ast_module, "training_step")
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         steps = ctx.training_steps

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.forms import caught_exception_names
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.step_skips import STEP_FAILURES, caught_names
 from ddplint.code.syntax.messages import except_clause
@@ -99,6 +100,16 @@ class SwallowedExceptionSkipsStep(CodeRule):
     severity = Severity.ERROR
     needles = ("except",)
     also_needles = ("backward(", "training_step")
+
+    def may_report(self, ctx: CodeContext) -> bool:
+        """Only an ``except`` clause naming a data exception (``_catches_data_exception``
+        on ``ast``) can report."""
+        if ctx.ast_module is None:
+            return True
+        return any(
+            names and not any(n in STEP_FAILURES or n in NOT_DATA_EXCEPTIONS for n in names)
+            for names in caught_exception_names(ctx.ast_module)
+        )
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for skip in ctx.step_skips.swallowed_exceptions(_catches_data_exception):

@@ -9,9 +9,13 @@ import textwrap
 import pytest
 
 from ddplint.analysis.forms import (
+    caught_exception_names,
+    defines,
     loops_over_selected_values,
     may_iterate_a_set,
     may_shard_by_rank,
+    mentions,
+    passes_true,
 )
 
 
@@ -110,3 +114,70 @@ def test_a_rank_shard_form(code: str) -> None:
 )
 def test_not_a_rank_shard_form(code: str) -> None:
     assert not may_shard_by_rank(_module(code))
+
+
+@pytest.mark.parametrize(
+    ("code", "passes"),
+    [
+        ("self.log('loss', x, sync_dist=True)", True),
+        ("rank_zero_only(self.log)('loss', x, sync_dist=True)", True),
+        ("def f():\n    return g(sync_dist=True, on_step=False)", True),
+        ("self.log('loss', x, sync_dist=False)", False),
+        ("self.log('loss', x, sync_dist=flag)", False),  # not a literal True
+        ("self.log('loss', x, on_step=True)", False),
+        ("sync_dist = True\nself.log('loss', x)", False),  # a name, not a keyword
+    ],
+)
+def test_passes_true(code: str, passes: bool) -> None:
+    assert passes_true(_module(code), "sync_dist") is passes
+
+
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("class M:\n    def training_step(self, batch):\n        pass", True),
+        ("class M:\n    async def training_step(self, batch):\n        pass", True),
+        ("def outer():\n    def training_step(batch):\n        pass", True),
+        ("out = self.training_step(batch)", False),  # called, not defined
+        ("def training_step_end(self, out):\n    pass", False),
+    ],
+)
+def test_defines(code: str, found: bool) -> None:
+    assert defines(_module(code), "training_step") is found
+
+
+def test_caught_exception_names() -> None:
+    code = """
+    try:
+        f()
+    except (ValueError, errors.DataError):
+        pass
+    except getattr(m, "E"):
+        pass
+    except:
+        pass
+    try:
+        g()
+    except* KeyError:
+        pass
+    """
+    assert caught_exception_names(_module(code)) == [
+        ["ValueError", "DataError"],
+        [""],
+        ["KeyError"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "found"),
+    [
+        ("dist.new_group([0, 1])", True),
+        ("from torch.distributed import new_group as make\nmake([0])", True),
+        ("make = dist.new_group", True),
+        ("new_group([0])", True),
+        ("dist.all_reduce(x)", False),
+        ("groups = 'new_group'", False),  # a string is not a name
+    ],
+)
+def test_mentions(code: str, found: bool) -> None:
+    assert mentions(_module(code), frozenset({"new_group"})) is found

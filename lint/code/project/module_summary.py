@@ -156,23 +156,39 @@ def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
 
 def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str]]:
     """Every dotted name the statements read (each prefix of an attribute chain):
-    ``Class:self.x`` inside a class's methods, and the rest."""
+    ``Class:self.x`` inside a class's methods, and the rest. One walk per class body; a
+    chain that is a dotted name is read whole (its prefixes are its only children)."""
     scoped: set[str] = set()
     plain: set[str] = set()
-    stack: list[tuple[ast.AST, str | None]] = [(s, None) for s in statements]
-    while stack:
-        node, owner = stack.pop()
-        if isinstance(node, ast.ClassDef):
-            owner = node.name
-        name = dotted(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
-        if name is not None:
-            head = name.split(".", 1)[0]
-            if head in ("self", "cls") and owner is not None and "." in name:
-                scoped.add(f"{owner}:{name}")
-            else:
-                plain.add(name)
-        stack.extend((child, owner) for child in child_nodes(node, leaves=False))
+    scopes: list[tuple[list[ast.AST], str | None]] = [(list(statements), None)]
+    while scopes:
+        stack, owner = scopes.pop()
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Name or kind is ast.Attribute:
+                name = dotted(node)
+                if name is not None:
+                    _add_prefixes(name, owner, scoped, plain)
+                    continue
+            elif isinstance(node, ast.ClassDef):
+                scopes.append((child_nodes(node, leaves=False), node.name))
+                continue
+            stack.extend(child_nodes(node, leaves=False))
     return frozenset(scoped), frozenset(plain)
+
+
+def _add_prefixes(name: str, owner: str | None, scoped: set[str], plain: set[str]) -> None:
+    """``a``, ``a.b`` and ``a.b.c`` for ``a.b.c``: ``Class:self.x`` where the head is
+    ``self`` or ``cls`` inside a class, plain otherwise."""
+    inside = owner is not None and name.partition(".")[0] in ("self", "cls")
+    while "." in name:
+        if inside:
+            scoped.add(f"{owner}:{name}")
+        else:
+            plain.add(name)
+        name = name.rpartition(".")[0]
+    plain.add(name)
 
 
 def _read_definitions(piece: Piece, imports: dict[str, str]) -> _Definitions:

@@ -434,7 +434,7 @@ def reads_global_rank(expression: ast.AST) -> bool:
         if isinstance(node, ast.Call):
             stack.append(node.func.value if isinstance(node.func, ast.Attribute) else node.func)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node, leaves=False))
     return False
 
 
