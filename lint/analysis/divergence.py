@@ -324,6 +324,7 @@ class _Evaluator:
         torch_modules: frozenset[str] = frozenset(),
         results: CallSummaries | None = None,
         mappings: frozenset[str] = frozenset(),
+        ragged: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
@@ -332,6 +333,7 @@ class _Evaluator:
         self.torch_modules = torch_modules
         self.results = results
         self.mappings = mappings
+        self.ragged = ragged
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -355,6 +357,8 @@ class _Evaluator:
                 and not self._fixed_width(expression.slice, state)
             ):
                 index = Taint(VALUES, index.source, index.line, index.spelled)
+            elif index is not None and dotted_name(expression.value) in self.ragged:
+                index = Taint(VALUES, index.source, index.line, index.spelled)  # its length
             return _join(base.only(VALUES) if base else None, index)
         if isinstance(expression, _SCOPES):
             return self._comprehension(expression, state)
@@ -573,7 +577,7 @@ class _Evaluator:
         facets = Facet.CONTENTS if found.source in _WEAK_SIZES else VALUES
         return Taint(facets, found.source, found.line, found.spelled)
 
-    def _dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
+    def dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
         """The dtype a ``.to()`` / ``.type()`` call converts to, if it spells one."""
         for keyword in call.keywords:
             if keyword.arg == "dtype":
@@ -705,7 +709,7 @@ class _Evaluator:
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
         if method in ("to", "type"):
-            given = self._dtype_given(call, method)
+            given = self.dtype_given(call, method)
             facets = VALUES if given is not None else VALUES | Facet.DTYPE
             kept = receiver.only(facets) if receiver else None
             return _join(kept, self._dtype(given, state))
@@ -754,6 +758,22 @@ _DTYPE_ALIASES = {
     "torch.int": "torch.int32",
     "torch.long": "torch.int64",
 }
+
+
+#: The dtype each of ``DTYPE_METHODS`` converts to.
+_METHOD_DTYPES = {
+    "half": "torch.float16",
+    "float": "torch.float32",
+    "double": "torch.float64",
+    "bfloat16": "torch.bfloat16",
+    "int": "torch.int32",
+    "long": "torch.int64",
+    "bool": "torch.bool",
+}
+#: An arm's size or dtype when it keeps the value the name held before the test.
+_KEPT = "<kept>"
+#: ``_converted_dtype``'s answer for a call that converts nothing.
+_NOT_CONVERTED = "<not converted>"
 
 
 def _canonical_dtype(resolved: str | None) -> str | None:
@@ -896,6 +916,27 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     return frozenset(found)
 
 
+def _ragged_names(scope: ast.AST) -> frozenset[str]:
+    """The dotted names a scope's own code binds to a list or tuple of displays
+    (``data = [[1, 2], [3]]``): the item an index picks may be of another length."""
+    sized = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+    found: set[str] = set()
+    for node in _scope_nodes(scope):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.value, (ast.List, ast.Tuple))
+            and node.value.elts
+        ):
+            continue
+        items = node.value.elts
+        if all(isinstance(item, sized) for item in items):
+            spelled = dotted_name(node.targets[0])
+            if spelled is not None:
+                found.add(spelled)
+    return frozenset(found)
+
+
 def _unstarred_parts(target: ast.AST) -> list[ast.expr] | None:
     """The parts of a tuple or list target without a starred part, else None."""
     if isinstance(target, (ast.Tuple, ast.List)) and not any(
@@ -991,6 +1032,7 @@ class Divergence:
             torch_modules,
             results,
             _mapping_names(graph.scope, names),
+            _ragged_names(graph.scope),
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
@@ -1178,8 +1220,11 @@ class Divergence:
     def _made_apart(self, name: str, arms: list[list[Node]]) -> Facet:
         """SHAPE and DTYPE where each arm makes ``name`` once, a tensor of a literal
         size or dtype (``torch.zeros(4)`` on one arm, ``torch.zeros(8)`` on the other),
-        and the arms' sizes or dtypes differ; nothing where any arm cannot tell."""
-        made = []
+        or converts it to a dtype its call spells (``t = t.double()`` on one arm, ``t``
+        kept or converted otherwise on the other), and the arms' sizes or dtypes
+        differ; nothing where any arm cannot tell."""
+        made: list[tuple[str | None, str | None]] = []
+        kinds: set[str] = set()
         for arm in arms:
             values = [
                 node.statement.value
@@ -1187,15 +1232,39 @@ class Divergence:
                 if isinstance(node.statement, ast.Assign)
                 and [dotted_name(t) for t in node.statement.targets] == [name]
             ]
+            if not values:
+                kinds.add("kept")
+                made.append((_KEPT, _KEPT))
+                continue
             if len(values) != 1 or not isinstance(values[0], ast.Call):
                 return Facet(0)
-            made.append(self._literal_make(values[0]))
+            converted = self._converted_dtype(values[0], name)
+            kinds.add("made" if converted is _NOT_CONVERTED else "converted")
+            made.append(
+                self._literal_make(values[0]) if converted is _NOT_CONVERTED else (_KEPT, converted)
+            )
+        if {"kept", "made"} <= kinds:
+            return Facet(0)  # a value made afresh against one made before: not known
         facets = Facet(0)
         for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
             spelled = [m[position] for m in made]
             if None not in spelled and len(set(spelled)) > 1:
                 facets |= facet
         return facets
+
+    def _converted_dtype(self, call: ast.Call, name: str) -> str | None:
+        """The dtype ``name.double()`` / ``name.to(torch.int64)`` converts ``name`` to
+        (None: one not spelled), or ``_NOT_CONVERTED`` for any other call."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and dotted_name(func.value) == name):
+            return _NOT_CONVERTED
+        if func.attr in DTYPE_METHODS and not call.args and not call.keywords:
+            return _METHOD_DTYPES[func.attr]
+        if func.attr in {"to", "type"}:
+            given = self.evaluator.dtype_given(call, func.attr)
+            if given is not None:
+                return _canonical_dtype(self.names.resolve(given))
+        return _NOT_CONVERTED
 
     def _literal_make(self, call: ast.Call) -> tuple[str | None, str | None]:
         """(the literal size, the dtype) a tensor factory call spells, each None when

@@ -556,6 +556,32 @@ def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     return None
 
 
+def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] | None:
+    """Where rank 0 and the other ranks issue the same collectives but in another
+    order (``if rank == 0: all_reduce(a); broadcast(b)`` / ``else: broadcast(b);
+    all_reduce(a)``, or two complementary ``if``s around a shared collective): the
+    first each issues where they differ, rank 0's first."""
+    try:
+        zero = _class_walks(function, True)
+        other = _class_walks(function, False)
+    except _Unsettled:
+        return None
+    if zero is None or other is None:
+        return None
+    for zero_facts, first in zero:
+        for other_facts, second in other:
+            if not _compatible(zero_facts, other_facts) or kinds(first) == kinds(second):
+                continue
+            if sorted(map(str, kinds(first))) != sorted(map(str, kinds(second))):
+                continue
+            difference = first_difference(first, second)
+            if difference is not None:
+                mine, theirs = difference
+                if isinstance(mine, Collective) and isinstance(theirs, Collective):
+                    return mine, theirs
+    return None
+
+
 # -- the question ----------------------------------------------------------------------
 
 

@@ -192,6 +192,15 @@ def parting_message(parting: Parting, reason: str | None = None) -> str:
             f"the number of trips of `{header_text(parting.test)}` differs between ranks, "
             f"because {reason}, and each trip runs {missed}: {consequence}"
         )
+    if parting.order is not None and parting.classes:
+        mine, theirs = parting.order
+        return (
+            f"rank 0 and the other ranks issue collectives in another order: rank 0 "
+            f"issues `{mine.name}` (line {mine.line}) first where the others issue "
+            f"`{theirs.name}` (line {theirs.line}), decided by `{header_text(parting.test)}`"
+            f", which differs between ranks because {reason}: the ranks pair different "
+            "collectives, a hang or wrong data; issue them in one order on every rank"
+        )
     if parting.order is not None:
         mine, theirs = parting.order
         return (
