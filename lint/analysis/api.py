@@ -297,5 +297,11 @@ AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     "barrier": (("group", 0, "group"),),
     "monitored_barrier": (("group", 0, "group"),),
 }
+#: Collectives whose list only the root passes: the list's (position, keyword), and
+#: the root's (position, keyword); a root not given is rank 0.
+ROOT_LISTS: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
+    "scatter": ((1, "scatter_list"), (2, "src")),
+    "gather": ((1, "gather_list"), (2, "dst")),
+}
 #: The reduction a collective with an ``op`` applies when it names none.
 DEFAULT_REDUCE_OP = "SUM"

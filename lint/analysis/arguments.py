@@ -16,6 +16,11 @@ disagrees when:
 A collective on a named process group is left alone for its per-rank values: which group
 a rank is in follows its rank, and the group's own root (its first member) with it.
 Point-to-point ``send`` / ``recv`` are no collectives (their peer is per rank by design).
+
+``misplaced_lists(module)``: the list of ``scatter`` / ``gather`` that the root alone
+passes (torch raises on a root without one and on another rank with one), walked as
+rank 0 and as another rank: rank 0, the root, passing none; the other ranks passing
+one the same on every rank; rank 0 passing one to another root.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ddplint.analysis.api import ROOT_LISTS
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
 from ddplint.analysis.divergence import DECIDING, Facet, Taint
 from ddplint.analysis.effects import Collective, default_group
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
+from ddplint.analysis.names import call_argument
 from ddplint.analysis.pairing import (
     ArgumentsApart,
     arguments_apart,
     arm_sequences,
     arms_agree,
     class_arguments_apart,
+    class_sequences,
     settled_by_class,
 )
 
@@ -194,3 +202,94 @@ def _several_of_a_kind(function: FunctionFacts) -> bool:
                 return True
             seen.add(collective.name)
     return False
+
+
+@dataclass(frozen=True)
+class MisplacedList:
+    """``collective`` (a ``scatter`` / ``gather`` with a literal root) passes its list
+    on a rank that is not its root, or none on its root; ``zero``: on rank 0 (else on
+    the other ranks)."""
+
+    scope: Scope
+    collective: Collective
+    keyword: str
+    zero: bool
+    root: int
+    given: bool
+
+
+def misplaced_lists(analysis: ModuleAnalysis) -> list[MisplacedList]:
+    """Every ``scatter`` / ``gather`` of the module whose list the root lacks or
+    another rank passes."""
+    found: list[MisplacedList] = []
+    for scope in analysis.scopes_with_collectives():
+        function = analysis.function(scope)
+        if not any(c.name in ROOT_LISTS for e in function.effects.values() for c, _ in e):
+            continue
+        nodes = {  # this scope's own collectives (a local function's: in its scope)
+            id(collective.call): node
+            for node in function.graph.nodes
+            for collective, through in function.effects.get(node.index, [])
+            if through is None
+        }
+        reported: set[int] = set()
+        for zero in (True, False):
+            for sequence in class_sequences(function, zero) or []:
+                for collective in sequence:
+                    if isinstance(collective, str) or id(collective.call) in reported:
+                        continue
+                    misplaced = _misplaced(function, nodes, scope, collective, zero)
+                    if misplaced is not None and not reported:  # one per function
+                        reported.add(id(collective.call))
+                        found.append(misplaced)
+    return found
+
+
+def _misplaced(
+    function: FunctionFacts,
+    nodes: dict[int, Node],
+    scope: Scope,
+    collective: Collective,
+    zero: bool,
+) -> MisplacedList | None:
+    shape = ROOT_LISTS.get(collective.name)
+    node = nodes.get(id(collective.call))
+    if shape is None or node is None or collective.via is not None:
+        return None
+    (list_position, list_keyword), (root_position, root_keyword) = shape
+    call = collective.call
+    if any(k.arg is None for k in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    ):
+        return None
+    if _named_group(list(collective.agreed())) or any(
+        k.arg in ("group_src", "group_dst") for k in call.keywords
+    ):
+        return None  # the root may be the group's own rank
+    root_given = call_argument(call, root_position, root_keyword)
+    root = 0 if root_given is None else _literal_int(root_given)
+    if root is None:
+        return None
+    given = call_argument(call, list_position, list_keyword)
+    if given is not None and function.divergence.taint(given, node) is not None:
+        return None  # chosen per rank: which ranks pass one is not known
+    present = given is not None and not _empty(given)
+    wrong = (present != (root == 0)) if zero else (present and root == 0)
+    if not wrong:
+        return None
+    return MisplacedList(scope, collective, list_keyword, zero, root, present)
+
+
+def _literal_int(expression: ast.expr) -> int | None:
+    try:
+        value = ast.literal_eval(expression)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _empty(expression: ast.expr) -> bool:
+    """``None`` or an empty display: torch takes it as no list."""
+    if isinstance(expression, ast.Constant):
+        return expression.value is None
+    return isinstance(expression, (ast.List, ast.Tuple)) and not expression.elts

@@ -556,6 +556,17 @@ def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     return None
 
 
+def class_sequences(function: FunctionFacts, zero: bool) -> list[Sequence_] | None:
+    """The collective sequences of rank 0's ways through the function (``zero``) or of
+    another rank's; None where the class cannot be walked (a rank test it cannot
+    settle, past the budgets)."""
+    try:
+        walks = _class_walks(function, zero)
+    except _Unsettled:
+        return None
+    return None if walks is None else [sequence for _, sequence in walks]
+
+
 def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] | None:
     """Where rank 0 and the other ranks issue the same collectives but in another
     order (``if rank == 0: all_reduce(a); broadcast(b)`` / ``else: broadcast(b);

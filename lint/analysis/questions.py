@@ -198,7 +198,13 @@ def _class_order(scope: Scope, function: FunctionFacts) -> Parting | None:
             if taint is not None and settled_by_class(function, test):
                 statement = test.statement or scope
                 return Parting(
-                    scope, statement, statement, taint, mine, order=order, classes=True,
+                    scope,
+                    statement,
+                    statement,
+                    taint,
+                    mine,
+                    order=order,
+                    classes=True,
                     site=node.statement,
                 )
     return None

@@ -6,7 +6,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.arguments import Disagreement, disagreeing_arguments
+from ddplint.analysis.arguments import (
+    Disagreement,
+    MisplacedList,
+    disagreeing_arguments,
+    misplaced_lists,
+)
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
@@ -40,17 +45,25 @@ class CollectiveArgumentsDiffer(CodeRule):
       `all_reduce_coalesced`;
     - the shape and dtype of the tensor of `all_reduce`, `broadcast`, `reduce`,
       `all_gather_into_tensor`, `reduce_scatter_tensor`, `all_to_all_single` (without
-      split sizes) and `all_gather`'s own tensor;
+      split sizes), `all_gather`'s own tensor and its output list (its length and
+      its tensors), `reduce_scatter`'s output and input list;
     - the root, op or group two ways pass where the ranks issue the same collectives
       in the same order (`if rank == 0: dist.reduce(t, dst=0)` / `else:
-      dist.reduce(t, dst=1)`; the default group on one way, a named group on the other).
+      dist.reduce(t, dst=1)`; the default group on one way, a named group on the other);
+    - the list of `scatter` / `gather` (`scatter_list`, `gather_list`), which the root
+      alone passes, walked as rank 0 and as another rank with a literal root (none
+      given is rank 0): the root without one (`dist.scatter(out, src=0)` on every
+      rank), or another rank with one the same on every rank (`dist.gather(t,
+      gathered, dst=0)` with `gathered` built on every rank). torch raises a
+      `ValueError` on that rank, and the others wait in the collective.
 
     A value differs between ranks as for DDP219: it reads the rank, a local clock, or
     what this rank hands to a reduction, or was set under a test on one of those. A
     root or an op differs by its value; a tensor by its shape (`torch.zeros(rank + 1)`,
     `torch.zeros(len(my_shard))` where `my_shard` is this rank's slice, a tensor made of
     another literal size on each arm of a rank test) or its dtype
-    (`dtype=torch.float16 if rank == 0 else torch.float32`). The finding names the
+    (`dtype=torch.float16 if rank == 0 else torch.float32`, `t = t.double()` or
+    `t.to(torch.int64)` on one arm of a rank test). The finding names the
     argument and, as a related location, the line where its value was decided.
 
     Not flagged: a constant root; a root agreed before (broadcast, all-reduced) or
@@ -64,7 +77,10 @@ class CollectiveArgumentsDiffer(CodeRule):
     `broadcast(t, src=holder)`: only literal roots, ops and groups are compared there);
     a tensor padded to a size the ranks gathered (`torch.empty(max_size - local_size)`:
     a size decided per rank or counted from this rank's share is not taken as a shape);
-    a window of one width (`x[rank * k : (rank + 1) * k]`).
+    a window of one width (`x[rank * k : (rank + 1) * k]`); a conversion on both arms,
+    or under a test every rank answers alike (`if half: t = t.half()`); a
+    `scatter` / `gather` list chosen per rank (`pieces if rank == 0 else None`), or on
+    a named group or `group_src` / `group_dst` (the root is the group's).
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.
@@ -122,6 +138,13 @@ class CollectiveArgumentsDiffer(CodeRule):
                 summary=_summary(found),
                 related=_related(found),
             )
+        for misplaced in misplaced_lists(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                misplaced.collective.call,
+                list_message(misplaced),
+                summary=_list_summary(misplaced),
+            )
 
 
 def message(found: Disagreement) -> str:
@@ -147,6 +170,24 @@ def message(found: Disagreement) -> str:
         f"{reason_text(found.taint)}: {consequence}; every rank must pass the same "
         f"{'value' if found.what == 'value' else found.what}"
     )
+
+
+def list_message(found: MisplacedList) -> str:
+    """The explanation of a ``scatter`` / ``gather`` list on the wrong ranks."""
+    keyword = found.keyword
+    return (
+        f"{_list_summary(found)}: torch raises a ValueError there (`{keyword}` must be "
+        f"given on the root, rank {found.root}, and on no other rank), and the ranks that "
+        "went on wait in the collective until the timeout; pass the list on the root "
+        f"only (`{keyword} if rank == {found.root} else None`)"
+    )
+
+
+def _list_summary(found: MisplacedList) -> str:
+    who = "rank 0" if found.zero else "the ranks other than 0"
+    role = "its root" if found.zero and found.root == 0 else f"not its root ({found.root})"
+    passes = "passes" if found.given else "passes no"
+    return f"`{found.collective.name}` on {who}, {role}, {passes} `{found.keyword}`"
 
 
 def _summary(found: Disagreement) -> str:
