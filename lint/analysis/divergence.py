@@ -382,11 +382,29 @@ class _Evaluator:
             return None if operand is not None and operand.source is Source.PROBE else operand
         if isinstance(expression, ast.Lambda):
             return None
+        if isinstance(expression, ast.IfExp):
+            return self._chosen(expression, state)
         found: Taint | None = None
         for child in ast.iter_child_nodes(expression):
             if isinstance(child, ast.expr):
                 found = _join(found, self.taint(child, state))
         return found
+
+    def _chosen(self, expression: ast.IfExp, state: State) -> Taint | None:
+        """``a if test else b``: what either arm carries, and where the test differs
+        between ranks, its contents; its shape or dtype too where the arms make
+        tensors of other literal sizes or dtypes (``torch.ones(4).half() if rank == 0
+        else torch.ones(4)``)."""
+        found = _join(self.taint(expression.body, state), self.taint(expression.orelse, state))
+        test = self.taint(expression.test, state)
+        if test is None:
+            return found
+        calls = [arm for arm in (expression.body, expression.orelse) if isinstance(arm, ast.Call)]
+        facets = Facet(0)
+        if len(calls) == 2:
+            facets = _made_apart_between([_literal_make(call, self.names) for call in calls])
+        chosen = Taint(test.facets | facets, test.source, test.line, test.spelled)
+        return _join(chosen, found)
 
     def _fixed_width(self, window: ast.Slice, state: State) -> bool:
         """A slice whose length is the same on every rank however its bounds differ:
@@ -780,6 +798,57 @@ def _canonical_dtype(resolved: str | None) -> str | None:
     if resolved is None or resolved not in TORCH_DTYPES:
         return None
     return _DTYPE_ALIASES.get(resolved, resolved)
+
+
+def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]:
+    """(the literal size, the dtype) a tensor factory call spells, each None when it
+    is not a literal (or the call is no factory); a factory's result converted by a
+    dtype method (``torch.ones(4).half()``) takes that method's dtype."""
+    func = call.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in DTYPE_METHODS
+        and not call.args
+        and not call.keywords
+        and isinstance(func.value, ast.Call)
+    ):
+        size, _ = _literal_make(func.value, names)
+        made = names.resolve(func.value.func) in SIZED_FACTORIES | FILLED_FACTORIES
+        return (size, _METHOD_DTYPES[func.attr]) if made else (None, None)
+    resolved = names.resolve(func)
+    sizes: list[ast.expr] | None = None
+    if resolved in SIZED_FACTORIES:
+        sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+    elif resolved in FILLED_FACTORIES:
+        sizes = call.args[:1]
+    if resolved in DATA_FACTORIES and call.args:
+        sizes = call.args[:1]  # a literal list's length
+    if resolved not in SIZED_FACTORIES | FILLED_FACTORIES | DATA_FACTORIES:
+        return None, None
+    size: str | None = None
+    try:
+        value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
+        if resolved in DATA_FACTORIES:
+            value = _literal_shape(value[0]) if value else None
+        size = None if value is None else repr(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        size = None
+    given = _keyword_value(call, "dtype")
+    dtype = names.resolve(given) if given is not None else "torch.float32"
+    if resolved in DATA_FACTORIES and given is None:
+        dtype = None  # inferred from the data
+    return size, _canonical_dtype(dtype)
+
+
+def _made_apart_between(made: list[tuple[str | None, str | None]]) -> Facet:
+    """SHAPE and DTYPE where the (size, dtype) ways make a tensor all spell theirs
+    and they differ."""
+    facets = Facet(0)
+    for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
+        spelled = [m[position] for m in made]
+        if None not in spelled and len(set(spelled)) > 1:
+            facets |= facet
+    return facets
 
 
 def _literal_shape(value: object) -> tuple[int, ...] | None:
@@ -1240,17 +1309,11 @@ class Divergence:
                 return Facet(0)
             converted = self._converted_dtype(values[0], name)
             kinds.add("made" if converted is _NOT_CONVERTED else "converted")
-            made.append(
-                self._literal_make(values[0]) if converted is _NOT_CONVERTED else (_KEPT, converted)
-            )
+            fresh = converted is _NOT_CONVERTED
+            made.append(_literal_make(values[0], self.names) if fresh else (_KEPT, converted))
         if {"kept", "made"} <= kinds:
             return Facet(0)  # a value made afresh against one made before: not known
-        facets = Facet(0)
-        for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
-            spelled = [m[position] for m in made]
-            if None not in spelled and len(set(spelled)) > 1:
-                facets |= facet
-        return facets
+        return _made_apart_between(made)
 
     def _converted_dtype(self, call: ast.Call, name: str) -> str | None:
         """The dtype ``name.double()`` / ``name.to(torch.int64)`` converts ``name`` to
@@ -1265,33 +1328,6 @@ class Divergence:
             if given is not None:
                 return _canonical_dtype(self.names.resolve(given))
         return _NOT_CONVERTED
-
-    def _literal_make(self, call: ast.Call) -> tuple[str | None, str | None]:
-        """(the literal size, the dtype) a tensor factory call spells, each None when
-        it is not a literal (or the call is no factory)."""
-        resolved = self.names.resolve(call.func)
-        sizes: list[ast.expr] | None = None
-        if resolved in SIZED_FACTORIES:
-            sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
-        elif resolved in FILLED_FACTORIES:
-            sizes = call.args[:1]
-        if resolved in DATA_FACTORIES and call.args:
-            sizes = call.args[:1]  # a literal list's length
-        if resolved not in SIZED_FACTORIES | FILLED_FACTORIES | DATA_FACTORIES:
-            return None, None
-        size: str | None = None
-        try:
-            value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
-            if resolved in DATA_FACTORIES:
-                value = _literal_shape(value[0]) if value else None
-            size = None if value is None else repr(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            size = None
-        given = _keyword_value(call, "dtype")
-        dtype = self.names.resolve(given) if given is not None else "torch.float32"
-        if resolved in DATA_FACTORIES and given is None:
-            dtype = None  # inferred from the data
-        return size, _canonical_dtype(dtype)
 
     def _binding_nodes(self) -> dict[str, set[int]]:
         """Name -> the nodes of the graph that bind it (made once)."""

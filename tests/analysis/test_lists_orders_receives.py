@@ -50,6 +50,25 @@ def test_a_conversion_on_one_arm_differs_in_dtype(arm: str, other: str, expected
 
 
 @pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        ("torch.ones(4).half() if rank == 0 else torch.ones(4)", ["dtype"]),
+        ("torch.ones(4) if rank == 0 else torch.ones(8)", ["shape"]),
+        ("torch.ones(4).half() if rank == 0 else torch.zeros(4).half()", []),
+        ("torch.ones(4) if rank == 0 else torch.zeros(4)", []),
+    ],
+)
+def test_tensors_made_apart_by_a_conditional_expression(made: str, expected: list) -> None:
+    source = f"""
+    def f():
+        rank = dist.get_rank()
+        t = {made}
+        dist.all_reduce(t)
+    """
+    assert [d.what for d in disagreeing_arguments(_analysis(source))] == expected
+
+
+@pytest.mark.parametrize(
     ("length", "expected"),
     [("world + rank", ["tensor_list"]), ("world", [])],
 )
