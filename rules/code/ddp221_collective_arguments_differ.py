@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from ddplint.analysis.arguments import (
     Disagreement,
     MisplacedList,
+    OutsideGroup,
     disagreeing_arguments,
     misplaced_lists,
+    outside_groups,
 )
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
@@ -56,6 +58,10 @@ class CollectiveArgumentsDiffer(CodeRule):
       rank), or another rank with one the same on every rank (`dist.gather(t,
       gathered, dst=0)` with `gathered` built on every rank). torch raises a
       `ValueError` on that rank, and the others wait in the collective.
+    - the group of `new_group` with literal members (`new_group([0, 1])`) where the
+      rank tests around the collective give it to a rank outside the group (`if rank
+      == 2: dist.all_reduce(t, group=g)`: nothing happens there) or to some members
+      only.
 
     A value differs between ranks as for DDP219: it reads the rank, a local clock, or
     what this rank hands to a reduction, or was set under a test on one of those. A
@@ -80,7 +86,9 @@ class CollectiveArgumentsDiffer(CodeRule):
     a window of one width (`x[rank * k : (rank + 1) * k]`); a conversion on both arms,
     or under a test every rank answers alike (`if half: t = t.half()`); a
     `scatter` / `gather` list chosen per rank (`pieces if rank == 0 else None`), or on
-    a named group or `group_src` / `group_dst` (the root is the group's).
+    a named group or `group_src` / `group_dst` (the root is the group's); a
+    collective on a group that every rank issues (outside the group it does nothing,
+    as meant), or under a test that reads more than the rank.
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.
@@ -145,6 +153,14 @@ class CollectiveArgumentsDiffer(CodeRule):
                 list_message(misplaced),
                 summary=_list_summary(misplaced),
             )
+        for outside in outside_groups(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                outside.collective.call,
+                group_message(outside),
+                summary=_group_summary(outside),
+                related=[(outside.made, "the group's members")],
+            )
 
 
 def message(found: Disagreement) -> str:
@@ -181,6 +197,29 @@ def list_message(found: MisplacedList) -> str:
         "went on wait in the collective until the timeout; pass the list on the root "
         f"only (`{keyword} if rank == {found.root} else None`)"
     )
+
+
+def group_message(found: OutsideGroup) -> str:
+    """The explanation of a collective on a group that the rank tests around it give
+    to a rank outside it, or take from some of its members."""
+    members = ", ".join(map(str, found.members))
+    if found.member:
+        return (
+            f"{_group_summary(found)}: the members of the group ({members}) that issue it "
+            "wait for this one until the timeout; let every member of the group issue it"
+        )
+    return (
+        f"{_group_summary(found)} ({members}): there torch returns at once and reduces, "
+        "sends or receives nothing, and the members wait for their peers or go on with "
+        "numbers that never left; issue it on the members of the group"
+    )
+
+
+def _group_summary(found: OutsideGroup) -> str:
+    name = found.collective.name
+    if found.member:
+        return f"rank {found.rank}, a member of the group, skips `{name}` on it"
+    return f"`{name}` runs on rank {found.rank}, which is not a member of its group"
 
 
 def _list_summary(found: MisplacedList) -> str:

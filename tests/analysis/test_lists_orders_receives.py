@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from ddplint.analysis.arguments import disagreeing_arguments, misplaced_lists
+from ddplint.analysis.arguments import disagreeing_arguments, misplaced_lists, outside_groups
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.point_to_point import crossed_receives
 from ddplint.analysis.questions import where_ranks_part
@@ -193,3 +193,26 @@ def test_a_loop_over_the_item_a_rank_picks(work: str, expected: list) -> None:
             dist.all_reduce(torch.tensor([value]))
     """
     assert [p.loop for p in where_ranks_part(_analysis(source))] == expected
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("rank == 2", [(2, False)]),  # outside the group
+        ("rank == 0", [(1, True)]),  # one member skips it
+        ("rank < 2", []),
+        ("rank in (0, 1)", []),
+        ("rank % 2 == 0 and rank < 2", [(1, True)]),
+        ("rank == other", []),  # reads more than the rank
+    ],
+)
+def test_a_group_of_literal_members_under_rank_tests(test: str, expected: list) -> None:
+    source = f"""
+    def f(t, other):
+        pair = dist.new_group([0, 1])
+        rank = dist.get_rank()
+        if {test}:
+            dist.all_reduce(t, group=pair)
+    """
+    found = outside_groups(_analysis(source))
+    assert [(o.rank, o.member) for o in found] == expected
