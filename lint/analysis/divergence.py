@@ -812,9 +812,9 @@ def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]
         and not call.keywords
         and isinstance(func.value, ast.Call)
     ):
-        size, _ = _literal_make(func.value, names)
+        made_size, _ = _literal_make(func.value, names)
         made = names.resolve(func.value.func) in SIZED_FACTORIES | FILLED_FACTORIES
-        return (size, _METHOD_DTYPES[func.attr]) if made else (None, None)
+        return (made_size, _METHOD_DTYPES[func.attr]) if made else (None, None)
     resolved = names.resolve(func)
     sizes: list[ast.expr] | None = None
     if resolved in SIZED_FACTORIES:
