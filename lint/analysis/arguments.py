@@ -274,10 +274,20 @@ def _misplaced(
     if given is not None and function.divergence.taint(given, node) is not None:
         return None  # chosen per rank: which ranks pass one is not known
     present = given is not None and not _empty(given)
+    if present and not _always_a_list(function, given):
+        return None  # a name that may still hold ``None`` here (bound on the root only)
     wrong = (present != (root == 0)) if zero else (present and root == 0)
     if not wrong:
         return None
     return MisplacedList(scope, collective, list_keyword, zero, root, present)
+
+
+def _always_a_list(function: FunctionFacts, given: ast.expr | None) -> bool:
+    """Whether ``given`` is a list on every way to the call: a display or
+    comprehension, or a name the function binds once, to one."""
+    if isinstance(given, ast.Name):
+        given = function.divergence.sole_assignment(given.id)
+    return isinstance(given, (ast.List, ast.Tuple, ast.ListComp)) and not _empty(given)
 
 
 def _literal_int(expression: ast.expr) -> int | None:

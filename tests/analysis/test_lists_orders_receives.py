@@ -87,11 +87,12 @@ def test_an_output_list_of_a_rank_dependent_length(length: str, expected: list) 
     [
         ("dist.scatter(out, src=0)", [(True, "scatter_list", False)]),
         ("dist.scatter(out, [], src=0)", [(True, "scatter_list", False)]),
-        ("dist.gather(t, pieces, dst=0)", [(False, "gather_list", True)]),
-        ("dist.gather(t, pieces, dst=1)", [(True, "gather_list", True)]),
+        ("dist.gather(t, [torch.zeros(2), torch.zeros(2)], dst=0)", [(False, "gather_list", True)]),
+        ("dist.gather(t, [torch.zeros(2), torch.zeros(2)], dst=1)", [(True, "gather_list", True)]),
         ("dist.gather(t, pieces if dist.get_rank() == 0 else None, dst=0)", []),
         ("dist.gather(t, pieces, group_dst=0, group=g)", []),
         ("dist.scatter(out, pieces, src=root)", []),  # a root the walk cannot read
+        ("dist.scatter(out, pieces, src=0)", []),  # a parameter: maybe None off the root
     ],
 )
 def test_root_lists_on_every_rank(body: str, expected: list) -> None:
