@@ -220,7 +220,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             False,
             needles=(*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES),
-            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),),
+            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv"),),
         ),
         RuleEntry(
             "DDP220",

@@ -238,7 +238,8 @@ FILE_CALLS = frozenset(
 #: The arguments of torch.distributed's collectives that every rank must pass alike:
 #: (what it is, its position or None when keyword-only, its keyword). "root" is the
 #: sending or receiving rank, "op" the reduction, "group" the process group, "tensor"
-#: a tensor whose shape and dtype every rank must match, "split" split sizes that let
+#: a tensor (or a list of tensors: its length and its tensors) whose shape and dtype
+#: every rank must match, "split" split sizes that let
 #: the tensors' shapes differ.
 AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     "broadcast": (
@@ -261,14 +262,19 @@ AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     ),
     "all_reduce": (("tensor", 0, "tensor"), ("op", 1, "op"), ("group", 2, "group")),
     "all_reduce_coalesced": (("op", 1, "op"), ("group", 2, "group")),
-    "reduce_scatter": (("op", 2, "op"), ("group", 3, "group")),
+    "reduce_scatter": (
+        ("tensor", 0, "output"),
+        ("tensor", 1, "input_list"),
+        ("op", 2, "op"),
+        ("group", 3, "group"),
+    ),
     "reduce_scatter_tensor": (
         ("tensor", 0, "output"),
         ("tensor", 1, "input"),
         ("op", 2, "op"),
         ("group", 3, "group"),
     ),
-    "all_gather": (("tensor", 1, "tensor"), ("group", 2, "group")),
+    "all_gather": (("tensor", 0, "tensor_list"), ("tensor", 1, "tensor"), ("group", 2, "group")),
     "all_gather_into_tensor": (
         ("tensor", 0, "output_tensor"),
         ("tensor", 1, "input_tensor"),
@@ -290,6 +296,12 @@ AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     "all_to_all": (("group", 2, "group"),),
     "barrier": (("group", 0, "group"),),
     "monitored_barrier": (("group", 0, "group"),),
+}
+#: Collectives whose list only the root passes: the list's (position, keyword), and
+#: the root's (position, keyword); a root not given is rank 0.
+ROOT_LISTS: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
+    "scatter": ((1, "scatter_list"), (2, "src")),
+    "gather": ((1, "gather_list"), (2, "dst")),
 }
 #: The reduction a collective with an ``op`` applies when it names none.
 DEFAULT_REDUCE_OP = "SUM"

@@ -16,6 +16,11 @@ disagrees when:
 A collective on a named process group is left alone for its per-rank values: which group
 a rank is in follows its rank, and the group's own root (its first member) with it.
 Point-to-point ``send`` / ``recv`` are no collectives (their peer is per rank by design).
+
+``misplaced_lists(module)``: the list of ``scatter`` / ``gather`` that the root alone
+passes (torch raises on a root without one and on another rank with one), walked as
+rank 0 and as another rank: rank 0, the root, passing none; the other ranks passing
+one the same on every rank; rank 0 passing one to another root.
 """
 
 from __future__ import annotations
@@ -24,16 +29,19 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.control_flow import Node, NodeKind, Scope
+from ddplint.analysis.api import ROOT_LISTS
+from ddplint.analysis.control_flow import EdgeKind, Node, NodeKind, Scope
 from ddplint.analysis.divergence import DECIDING, Facet, Taint
 from ddplint.analysis.effects import Collective, default_group
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
+from ddplint.analysis.names import call_argument
 from ddplint.analysis.pairing import (
     ArgumentsApart,
     arguments_apart,
     arm_sequences,
     arms_agree,
     class_arguments_apart,
+    class_sequences,
     settled_by_class,
 )
 
@@ -194,3 +202,285 @@ def _several_of_a_kind(function: FunctionFacts) -> bool:
                 return True
             seen.add(collective.name)
     return False
+
+
+@dataclass(frozen=True)
+class MisplacedList:
+    """``collective`` (a ``scatter`` / ``gather`` with a literal root) passes its list
+    on a rank that is not its root, or none on its root; ``zero``: on rank 0 (else on
+    the other ranks)."""
+
+    scope: Scope
+    collective: Collective
+    keyword: str
+    zero: bool
+    root: int
+    given: bool
+
+
+def misplaced_lists(analysis: ModuleAnalysis) -> list[MisplacedList]:
+    """Every ``scatter`` / ``gather`` of the module whose list the root lacks or
+    another rank passes."""
+    found: list[MisplacedList] = []
+    for scope in analysis.scopes_with_collectives():
+        function = analysis.function(scope)
+        if not any(c.name in ROOT_LISTS for e in function.effects.values() for c, _ in e):
+            continue
+        nodes = {  # this scope's own collectives (a local function's: in its scope)
+            id(collective.call): node
+            for node in function.graph.nodes
+            for collective, through in function.effects.get(node.index, [])
+            if through is None
+        }
+        reported: set[int] = set()
+        for zero in (True, False):
+            for sequence in class_sequences(function, zero) or []:
+                for collective in sequence:
+                    if isinstance(collective, str) or id(collective.call) in reported:
+                        continue
+                    misplaced = _misplaced(function, nodes, scope, collective, zero)
+                    if misplaced is not None and not reported:  # one per function
+                        reported.add(id(collective.call))
+                        found.append(misplaced)
+    return found
+
+
+def _misplaced(
+    function: FunctionFacts,
+    nodes: dict[int, Node],
+    scope: Scope,
+    collective: Collective,
+    zero: bool,
+) -> MisplacedList | None:
+    shape = ROOT_LISTS.get(collective.name)
+    node = nodes.get(id(collective.call))
+    if shape is None or node is None or collective.via is not None:
+        return None
+    (list_position, list_keyword), (root_position, root_keyword) = shape
+    call = collective.call
+    if any(k.arg is None for k in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    ):
+        return None
+    if _named_group(list(collective.agreed())) or any(
+        k.arg in ("group_src", "group_dst") for k in call.keywords
+    ):
+        return None  # the root may be the group's own rank
+    root_given = call_argument(call, root_position, root_keyword)
+    root = 0 if root_given is None else _literal_int(root_given)
+    if root is None:
+        return None
+    given = call_argument(call, list_position, list_keyword)
+    if given is not None and function.divergence.taint(given, node) is not None:
+        return None  # chosen per rank: which ranks pass one is not known
+    present = given is not None and not _empty(given)
+    if present and not _always_a_list(function, given):
+        return None  # a name that may still hold ``None`` here (bound on the root only)
+    wrong = (present != (root == 0)) if zero else (present and root == 0)
+    if not wrong:
+        return None
+    return MisplacedList(scope, collective, list_keyword, zero, root, present)
+
+
+def _always_a_list(function: FunctionFacts, given: ast.expr | None) -> bool:
+    """Whether ``given`` is a list on every way to the call: a display or
+    comprehension, or a name the function binds once, to one."""
+    if isinstance(given, ast.Name):
+        given = function.divergence.sole_assignment(given.id)
+    return isinstance(given, (ast.List, ast.Tuple, ast.ListComp)) and not _empty(given)
+
+
+def _literal_int(expression: ast.expr) -> int | None:
+    try:
+        value = ast.literal_eval(expression)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _empty(expression: ast.expr) -> bool:
+    """``None`` or an empty display: torch takes it as no list."""
+    if isinstance(expression, ast.Constant):
+        return expression.value is None
+    return isinstance(expression, (ast.List, ast.Tuple)) and not expression.elts
+
+
+@dataclass(frozen=True)
+class OutsideGroup:
+    """``collective`` runs on the group ``made`` (``new_group`` of the literal
+    ``members``) under rank tests that send ``rank`` the wrong way: a rank outside the
+    group issues it (``member`` False: it does nothing there), or a member skips it
+    while another member issues it (``member`` True)."""
+
+    scope: Scope
+    collective: Collective
+    made: ast.Call
+    members: tuple[int, ...]
+    rank: int
+    member: bool
+
+
+def outside_groups(analysis: ModuleAnalysis) -> list[OutsideGroup]:
+    """Every collective on a group of literal members that the function's rank tests
+    give to a rank outside it, or take from some members only."""
+    found: list[OutsideGroup] = []
+    for scope in analysis.scopes_with_collectives():
+        function = analysis.function(scope)
+        for node in function.graph.nodes:
+            for collective, through in function.effects.get(node.index, []):
+                if through is None:
+                    outside = _outside_group(analysis, scope, function, node, collective)
+                    if outside is not None:
+                        found.append(outside)
+    return found
+
+
+def _outside_group(
+    analysis: ModuleAnalysis,
+    scope: Scope,
+    function: FunctionFacts,
+    node: Node,
+    collective: Collective,
+) -> OutsideGroup | None:
+    given = next((g for kind, _, g in collective.agreed() if kind == "group"), None)
+    if not isinstance(given, ast.Name):
+        return None
+    made = function.divergence.sole_assignment(given.id)
+    members = _literal_members(analysis, made)
+    if made is None or members is None:
+        return None
+    assert isinstance(made, ast.Call)
+    tests = [
+        d
+        for d in function.dominance.all_dependences(node)
+        if function.divergence.test_taint(d.test) is not None
+    ]
+    if not tests:
+        return None  # every rank issues it: outside the group it does nothing, as meant
+    runs: dict[int, bool] = {}
+    for rank in range(max(members) + 2):
+        taken = True
+        for dependence in tests:
+            statement = dependence.test.statement
+            if not isinstance(statement, (ast.If, ast.While)):
+                return None
+            truth = _truth_for(analysis, function, dependence.test, statement.test, rank)
+            if truth is None:
+                return None
+            taken = taken and truth == (dependence.edge is EdgeKind.TRUE)
+        runs[rank] = taken
+    for rank, taken in runs.items():
+        if taken and rank not in members:
+            return OutsideGroup(scope, collective, made, members, rank, member=False)
+    if any(runs[m] for m in members) and not all(runs[m] for m in members):
+        skipping = next(m for m in members if not runs[m])
+        return OutsideGroup(scope, collective, made, members, skipping, member=True)
+    return None
+
+
+def _literal_members(analysis: ModuleAnalysis, made: ast.expr | None) -> tuple[int, ...] | None:
+    """The ranks of ``new_group([0, 1])`` (or ``ranks=``), when they are literal."""
+    if not isinstance(made, ast.Call) or analysis.names.resolve(made.func) not in (
+        "torch.distributed.new_group",
+        "torch.distributed.distributed_c10d.new_group",
+    ):
+        return None
+    ranks = call_argument(made, 0, "ranks")
+    if ranks is None:
+        return None
+    try:
+        value = ast.literal_eval(ranks)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, (list, tuple, set)) or not value:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple(sorted(value))
+
+
+def _truth_for(
+    analysis: ModuleAnalysis, function: FunctionFacts, node: Node, test: ast.expr, rank: int
+) -> bool | None:
+    """What ``test`` says for the process of ``rank`` (None: it reads more than the
+    rank, or a form not followed)."""
+    value = _value_for(analysis, function, node, test, rank)
+    return value if isinstance(value, bool) else None
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Mod: lambda a, b: a % b if b else None,
+    ast.FloorDiv: lambda a, b: a // b if b else None,
+}
+
+
+def _value_for(
+    analysis: ModuleAnalysis, function: FunctionFacts, node: Node, expression: ast.expr, rank: int
+) -> object:
+    """The value of a rank test's part for the process of ``rank``: the rank read
+    (``dist.get_rank()``, a name bound once to it), integer literals and displays of
+    them, comparisons, ``and`` / ``or`` / ``not`` and integer arithmetic; None
+    otherwise."""
+    if _reads_rank(analysis, function, expression):
+        return rank
+    if isinstance(expression, ast.Constant):
+        value = expression.value
+        return value if isinstance(value, int) else None
+    if isinstance(expression, (ast.List, ast.Tuple, ast.Set)):
+        items = [_value_for(analysis, function, node, e, rank) for e in expression.elts]
+        return None if any(not isinstance(i, int) for i in items) else tuple(items)
+    if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not):
+        operand = _value_for(analysis, function, node, expression.operand, rank)
+        return None if not isinstance(operand, bool) else not operand
+    if isinstance(expression, ast.BoolOp):
+        parts = [_value_for(analysis, function, node, v, rank) for v in expression.values]
+        if any(not isinstance(p, bool) for p in parts):
+            return None
+        return all(parts) if isinstance(expression.op, ast.And) else any(parts)
+    if isinstance(expression, ast.BinOp) and type(expression.op) in _ARITHMETIC:
+        left = _value_for(analysis, function, node, expression.left, rank)
+        right = _value_for(analysis, function, node, expression.right, rank)
+        if not (isinstance(left, int) and isinstance(right, int)):
+            return None
+        return _ARITHMETIC[type(expression.op)](left, right)
+    if (
+        isinstance(expression, ast.Compare)
+        and len(expression.ops) == 1
+        and type(expression.ops[0]) in _COMPARE
+    ):
+        left = _value_for(analysis, function, node, expression.left, rank)
+        right = _value_for(analysis, function, node, expression.comparators[0], rank)
+        if left is None or right is None:
+            return None
+        try:
+            return bool(_COMPARE[type(expression.ops[0])](left, right))
+        except TypeError:
+            return None
+    return None
+
+
+def _reads_rank(analysis: ModuleAnalysis, function: FunctionFacts, expression: ast.expr) -> bool:
+    """``dist.get_rank()`` (no group), or a name the function binds once to it."""
+    if isinstance(expression, ast.Name):
+        bound = function.divergence.sole_assignment(expression.id)
+        return bound is not None and _reads_rank(analysis, function, bound)
+    return (
+        isinstance(expression, ast.Call)
+        and not expression.args
+        and not expression.keywords
+        and analysis.names.resolve(expression.func)
+        in ("torch.distributed.get_rank", "torch.distributed.distributed_c10d.get_rank")
+    )

@@ -324,6 +324,7 @@ class _Evaluator:
         torch_modules: frozenset[str] = frozenset(),
         results: CallSummaries | None = None,
         mappings: frozenset[str] = frozenset(),
+        ragged: frozenset[str] = frozenset(),
     ) -> None:
         self.names = names
         self.agreeing_receivers = agreeing_receivers
@@ -332,6 +333,7 @@ class _Evaluator:
         self.torch_modules = torch_modules
         self.results = results
         self.mappings = mappings
+        self.ragged = ragged
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -355,6 +357,8 @@ class _Evaluator:
                 and not self._fixed_width(expression.slice, state)
             ):
                 index = Taint(VALUES, index.source, index.line, index.spelled)
+            elif index is not None and dotted_name(expression.value) in self.ragged:
+                index = Taint(VALUES, index.source, index.line, index.spelled)  # its length
             return _join(base.only(VALUES) if base else None, index)
         if isinstance(expression, _SCOPES):
             return self._comprehension(expression, state)
@@ -378,11 +382,29 @@ class _Evaluator:
             return None if operand is not None and operand.source is Source.PROBE else operand
         if isinstance(expression, ast.Lambda):
             return None
+        if isinstance(expression, ast.IfExp):
+            return self._chosen(expression, state)
         found: Taint | None = None
         for child in ast.iter_child_nodes(expression):
             if isinstance(child, ast.expr):
                 found = _join(found, self.taint(child, state))
         return found
+
+    def _chosen(self, expression: ast.IfExp, state: State) -> Taint | None:
+        """``a if test else b``: what either arm carries, and where the test differs
+        between ranks, its contents; its shape or dtype too where the arms make
+        tensors of other literal sizes or dtypes (``torch.ones(4).half() if rank == 0
+        else torch.ones(4)``)."""
+        found = _join(self.taint(expression.body, state), self.taint(expression.orelse, state))
+        test = self.taint(expression.test, state)
+        if test is None:
+            return found
+        calls = [arm for arm in (expression.body, expression.orelse) if isinstance(arm, ast.Call)]
+        facets = Facet(0)
+        if len(calls) == 2:
+            facets = _made_apart_between([_literal_make(call, self.names) for call in calls])
+        chosen = Taint(test.facets | facets, test.source, test.line, test.spelled)
+        return _join(chosen, found)
 
     def _fixed_width(self, window: ast.Slice, state: State) -> bool:
         """A slice whose length is the same on every rank however its bounds differ:
@@ -573,7 +595,7 @@ class _Evaluator:
         facets = Facet.CONTENTS if found.source in _WEAK_SIZES else VALUES
         return Taint(facets, found.source, found.line, found.spelled)
 
-    def _dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
+    def dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
         """The dtype a ``.to()`` / ``.type()`` call converts to, if it spells one."""
         for keyword in call.keywords:
             if keyword.arg == "dtype":
@@ -705,7 +727,7 @@ class _Evaluator:
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
         if method in ("to", "type"):
-            given = self._dtype_given(call, method)
+            given = self.dtype_given(call, method)
             facets = VALUES if given is not None else VALUES | Facet.DTYPE
             kept = receiver.only(facets) if receiver else None
             return _join(kept, self._dtype(given, state))
@@ -756,10 +778,77 @@ _DTYPE_ALIASES = {
 }
 
 
+#: The dtype each of ``DTYPE_METHODS`` converts to.
+_METHOD_DTYPES = {
+    "half": "torch.float16",
+    "float": "torch.float32",
+    "double": "torch.float64",
+    "bfloat16": "torch.bfloat16",
+    "int": "torch.int32",
+    "long": "torch.int64",
+    "bool": "torch.bool",
+}
+#: An arm's size or dtype when it keeps the value the name held before the test.
+_KEPT = "<kept>"
+#: ``_converted_dtype``'s answer for a call that converts nothing.
+_NOT_CONVERTED = "<not converted>"
+
+
 def _canonical_dtype(resolved: str | None) -> str | None:
     if resolved is None or resolved not in TORCH_DTYPES:
         return None
     return _DTYPE_ALIASES.get(resolved, resolved)
+
+
+def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]:
+    """(the literal size, the dtype) a tensor factory call spells, each None when it
+    is not a literal (or the call is no factory); a factory's result converted by a
+    dtype method (``torch.ones(4).half()``) takes that method's dtype."""
+    func = call.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in DTYPE_METHODS
+        and not call.args
+        and not call.keywords
+        and isinstance(func.value, ast.Call)
+    ):
+        made_size, _ = _literal_make(func.value, names)
+        made = names.resolve(func.value.func) in SIZED_FACTORIES | FILLED_FACTORIES
+        return (made_size, _METHOD_DTYPES[func.attr]) if made else (None, None)
+    resolved = names.resolve(func)
+    sizes: list[ast.expr] | None = None
+    if resolved in SIZED_FACTORIES:
+        sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+    elif resolved in FILLED_FACTORIES:
+        sizes = call.args[:1]
+    if resolved in DATA_FACTORIES and call.args:
+        sizes = call.args[:1]  # a literal list's length
+    if resolved not in SIZED_FACTORIES | FILLED_FACTORIES | DATA_FACTORIES:
+        return None, None
+    size: str | None = None
+    try:
+        value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
+        if resolved in DATA_FACTORIES:
+            value = _literal_shape(value[0]) if value else None
+        size = None if value is None else repr(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        size = None
+    given = _keyword_value(call, "dtype")
+    dtype = names.resolve(given) if given is not None else "torch.float32"
+    if resolved in DATA_FACTORIES and given is None:
+        dtype = None  # inferred from the data
+    return size, _canonical_dtype(dtype)
+
+
+def _made_apart_between(made: list[tuple[str | None, str | None]]) -> Facet:
+    """SHAPE and DTYPE where the (size, dtype) ways make a tensor all spell theirs
+    and they differ."""
+    facets = Facet(0)
+    for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
+        spelled = [m[position] for m in made]
+        if None not in spelled and len(set(spelled)) > 1:
+            facets |= facet
+    return facets
 
 
 def _literal_shape(value: object) -> tuple[int, ...] | None:
@@ -896,6 +985,27 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     return frozenset(found)
 
 
+def _ragged_names(scope: ast.AST) -> frozenset[str]:
+    """The dotted names a scope's own code binds to a list or tuple of displays
+    (``data = [[1, 2], [3]]``): the item an index picks may be of another length."""
+    sized = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+    found: set[str] = set()
+    for node in _scope_nodes(scope):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.value, (ast.List, ast.Tuple))
+            and node.value.elts
+        ):
+            continue
+        items = node.value.elts
+        if all(isinstance(item, sized) for item in items):
+            spelled = dotted_name(node.targets[0])
+            if spelled is not None:
+                found.add(spelled)
+    return frozenset(found)
+
+
 def _unstarred_parts(target: ast.AST) -> list[ast.expr] | None:
     """The parts of a tuple or list target without a starred part, else None."""
     if isinstance(target, (ast.Tuple, ast.List)) and not any(
@@ -991,6 +1101,7 @@ class Divergence:
             torch_modules,
             results,
             _mapping_names(graph.scope, names),
+            _ragged_names(graph.scope),
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
@@ -1178,8 +1289,11 @@ class Divergence:
     def _made_apart(self, name: str, arms: list[list[Node]]) -> Facet:
         """SHAPE and DTYPE where each arm makes ``name`` once, a tensor of a literal
         size or dtype (``torch.zeros(4)`` on one arm, ``torch.zeros(8)`` on the other),
-        and the arms' sizes or dtypes differ; nothing where any arm cannot tell."""
-        made = []
+        or converts it to a dtype its call spells (``t = t.double()`` on one arm, ``t``
+        kept or converted otherwise on the other), and the arms' sizes or dtypes
+        differ; nothing where any arm cannot tell."""
+        made: list[tuple[str | None, str | None]] = []
+        kinds: set[str] = set()
         for arm in arms:
             values = [
                 node.statement.value
@@ -1187,42 +1301,33 @@ class Divergence:
                 if isinstance(node.statement, ast.Assign)
                 and [dotted_name(t) for t in node.statement.targets] == [name]
             ]
+            if not values:
+                kinds.add("kept")
+                made.append((_KEPT, _KEPT))
+                continue
             if len(values) != 1 or not isinstance(values[0], ast.Call):
                 return Facet(0)
-            made.append(self._literal_make(values[0]))
-        facets = Facet(0)
-        for position, facet in ((0, Facet.SHAPE), (1, Facet.DTYPE)):
-            spelled = [m[position] for m in made]
-            if None not in spelled and len(set(spelled)) > 1:
-                facets |= facet
-        return facets
+            converted = self._converted_dtype(values[0], name)
+            kinds.add("made" if converted is _NOT_CONVERTED else "converted")
+            fresh = converted is _NOT_CONVERTED
+            made.append(_literal_make(values[0], self.names) if fresh else (_KEPT, converted))
+        if {"kept", "made"} <= kinds:
+            return Facet(0)  # a value made afresh against one made before: not known
+        return _made_apart_between(made)
 
-    def _literal_make(self, call: ast.Call) -> tuple[str | None, str | None]:
-        """(the literal size, the dtype) a tensor factory call spells, each None when
-        it is not a literal (or the call is no factory)."""
-        resolved = self.names.resolve(call.func)
-        sizes: list[ast.expr] | None = None
-        if resolved in SIZED_FACTORIES:
-            sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
-        elif resolved in FILLED_FACTORIES:
-            sizes = call.args[:1]
-        if resolved in DATA_FACTORIES and call.args:
-            sizes = call.args[:1]  # a literal list's length
-        if resolved not in SIZED_FACTORIES | FILLED_FACTORIES | DATA_FACTORIES:
-            return None, None
-        size: str | None = None
-        try:
-            value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
-            if resolved in DATA_FACTORIES:
-                value = _literal_shape(value[0]) if value else None
-            size = None if value is None else repr(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            size = None
-        given = _keyword_value(call, "dtype")
-        dtype = self.names.resolve(given) if given is not None else "torch.float32"
-        if resolved in DATA_FACTORIES and given is None:
-            dtype = None  # inferred from the data
-        return size, _canonical_dtype(dtype)
+    def _converted_dtype(self, call: ast.Call, name: str) -> str | None:
+        """The dtype ``name.double()`` / ``name.to(torch.int64)`` converts ``name`` to
+        (None: one not spelled), or ``_NOT_CONVERTED`` for any other call."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and dotted_name(func.value) == name):
+            return _NOT_CONVERTED
+        if func.attr in DTYPE_METHODS and not call.args and not call.keywords:
+            return _METHOD_DTYPES[func.attr]
+        if func.attr in {"to", "type"}:
+            given = self.evaluator.dtype_given(call, func.attr)
+            if given is not None:
+                return _canonical_dtype(self.names.resolve(given))
+        return _NOT_CONVERTED
 
     def _binding_nodes(self) -> dict[str, set[int]]:
         """Name -> the nodes of the graph that bind it (made once)."""

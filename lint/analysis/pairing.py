@@ -556,6 +556,43 @@ def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     return None
 
 
+def class_sequences(function: FunctionFacts, zero: bool) -> list[Sequence_] | None:
+    """The collective sequences of rank 0's ways through the function (``zero``) or of
+    another rank's; None where the class cannot be walked (a rank test it cannot
+    settle, past the budgets)."""
+    try:
+        walks = _class_walks(function, zero)
+    except _Unsettled:
+        return None
+    return None if walks is None else [sequence for _, sequence in walks]
+
+
+def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] | None:
+    """Where rank 0 and the other ranks issue the same collectives but in another
+    order (``if rank == 0: all_reduce(a); broadcast(b)`` / ``else: broadcast(b);
+    all_reduce(a)``, or two complementary ``if``s around a shared collective): the
+    first each issues where they differ, rank 0's first."""
+    try:
+        zero = _class_walks(function, True)
+        other = _class_walks(function, False)
+    except _Unsettled:
+        return None
+    if zero is None or other is None:
+        return None
+    for zero_facts, first in zero:
+        for other_facts, second in other:
+            if not _compatible(zero_facts, other_facts) or kinds(first) == kinds(second):
+                continue
+            if sorted(map(str, kinds(first))) != sorted(map(str, kinds(second))):
+                continue
+            difference = first_difference(first, second)
+            if difference is not None:
+                mine, theirs = difference
+                if isinstance(mine, Collective) and isinstance(theirs, Collective):
+                    return mine, theirs
+    return None
+
+
 # -- the question ----------------------------------------------------------------------
 
 

@@ -50,6 +50,7 @@ from ddplint.analysis.pairing import (
     arm_sequences,
     arms_agree,
     class_culprits,
+    class_order_apart,
     first_difference,
     rank_classes_agree,
     settled_by_class,
@@ -80,6 +81,9 @@ class Parting:
     order: tuple[Collective, Collective] | None = None
     #: The statement of this function that issues ``missed`` (or calls what does).
     site: ast.AST | None = None
+    #: ``order`` is that of rank 0 against the other ranks across the whole function
+    #: (complementary rank tests), not of one test's two branches.
+    classes: bool = False
 
     @property
     def test_line(self) -> int:
@@ -151,6 +155,10 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                     continue
                 if culprits is None:
                     culprits = class_culprits(function, _class_tests(function))
+                    ordered = None if culprits else _class_order(scope, function)
+                    if ordered is not None:
+                        yield ordered
+                        return
                 if culprits and test.index not in culprits:
                     continue  # paired up; another rank test is the cause
             if any(_condition_spelled(test, c) or c.group is not None for c, _ in effects):
@@ -172,6 +180,34 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 order=_first_of_each(function, test),
                 site=node.statement,
             )
+
+
+def _class_order(scope: Scope, function: FunctionFacts) -> Parting | None:
+    """Rank 0 and the other ranks issue the same collectives in another order: one
+    parting, at the rank test that decides rank 0's first collective out of order."""
+    order = class_order_apart(function)
+    if order is None:
+        return None
+    mine = order[0]
+    for node in function.graph.nodes:
+        if not any(c is mine for c, _ in function.effects.get(node.index, [])):
+            continue
+        for dependence in function.dominance.all_dependences(node):
+            test = dependence.test
+            taint = function.divergence.test_taint(test)
+            if taint is not None and settled_by_class(function, test):
+                statement = test.statement or scope
+                return Parting(
+                    scope,
+                    statement,
+                    statement,
+                    taint,
+                    mine,
+                    order=order,
+                    classes=True,
+                    site=node.statement,
+                )
+    return None
 
 
 def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:

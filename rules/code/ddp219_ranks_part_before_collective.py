@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ddplint.analysis.decisions import decided_by_some_ranks
 from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.point_to_point import CrossedReceives, crossed_receives
 from ddplint.analysis.questions import Parting, where_ranks_part
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
@@ -27,7 +28,13 @@ class RanksPartBeforeCollective(CodeRule):
     the root cause (the `break`, not the barrier of the next iteration) and names the
     first collective one side runs and the other does not, also when it is issued by a
     function of the same module (whose own tests the call's constant arguments and
-    defaults settle, two calls down).
+    defaults settle, two calls down). Where rank 0 and the other ranks issue the same
+    collectives in another order, across the branches of one test or through two
+    complementary rank tests (`if rank == 0: all_reduce(a)`, `broadcast(b)`, `if rank
+    != 0: all_reduce(a)`), one finding at the rank test names the first difference
+    (rank 0's collective and the others'). Both branches of a rank test that begin
+    their point-to-point traffic with a blocking `recv` wait for each other (a
+    deadlock): reported at the test (a `send` or `isend` first on one side is correct).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
@@ -41,9 +48,10 @@ class RanksPartBeforeCollective(CodeRule):
     function handed to `mp.spawn`), a local clock or memory probe, what this rank
     hands to a reduction, or the output of a model's forward (`token.item()` of a
     sampled token), or was set under a test on one of those; a rank's slice of a
-    list differs in length. A field of `self` differs when any method of the class
-    stores such a value in it, or the module constructs the class with one
-    (`Trainer(args, local_rank)`). A list or mapping that some ranks add items to
+    list differs in length, and so does the item a rank picks from a list of lists
+    (`for x in work[rank]` with `work = [[1, 2], [3]]`). A field of `self` differs
+    when any method of the class stores such a value in it, or the module constructs
+    the class with one (`Trainer(args, local_rank)`). A list or mapping that some ranks add items to
     under such a test (`self.pending[step] = loss`, `.append(...)`) differs in length
     and keys, in the other methods too: `if not self.pending: return` before the
     collective that reduces it parts the ranks (DDP211 reports it, naming the record).
@@ -121,7 +129,7 @@ class RanksPartBeforeCollective(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     needles = (*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES)
-    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),)
+    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):
@@ -134,6 +142,25 @@ class RanksPartBeforeCollective(CodeRule):
                 summary=_summary(parting),
                 related=parting_related(parting),
             )
+        for crossed in crossed_receives(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                crossed.test,
+                crossed_message(crossed),
+                summary="both branches receive first: each rank waits for the other",
+                related=[(crossed.second, "the other branch's first `recv`")],
+            )
+
+
+def crossed_message(crossed: CrossedReceives) -> str:
+    """The explanation of two branches that both block in a ``recv`` first."""
+    return (
+        f"both branches of `{header_text(crossed.test)}` begin their point-to-point "
+        f"traffic with a blocking `recv` (line {crossed.first.lineno} and line "
+        f"{crossed.second.lineno}): each rank waits for a message its peer sends only "
+        "after its own `recv` returns, a deadlock; let one side send first (or use "
+        "`isend` / `irecv` and wait on both)"
+    )
 
 
 def _spelled(node: ast.AST) -> str:
@@ -191,6 +218,15 @@ def parting_message(parting: Parting, reason: str | None = None) -> str:
         return (
             f"the number of trips of `{header_text(parting.test)}` differs between ranks, "
             f"because {reason}, and each trip runs {missed}: {consequence}"
+        )
+    if parting.order is not None and parting.classes:
+        mine, theirs = parting.order
+        return (
+            f"rank 0 and the other ranks issue collectives in another order: rank 0 "
+            f"issues `{mine.name}` (line {mine.line}) first where the others issue "
+            f"`{theirs.name}` (line {theirs.line}), decided by `{header_text(parting.test)}`"
+            f", which differs between ranks because {reason}: the ranks pair different "
+            "collectives, a hang or wrong data; issue them in one order on every rank"
         )
     if parting.order is not None:
         mine, theirs = parting.order

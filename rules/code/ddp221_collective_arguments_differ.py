@@ -6,7 +6,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.arguments import Disagreement, disagreeing_arguments
+from ddplint.analysis.arguments import (
+    Disagreement,
+    MisplacedList,
+    OutsideGroup,
+    disagreeing_arguments,
+    misplaced_lists,
+    outside_groups,
+)
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
@@ -40,17 +47,29 @@ class CollectiveArgumentsDiffer(CodeRule):
       `all_reduce_coalesced`;
     - the shape and dtype of the tensor of `all_reduce`, `broadcast`, `reduce`,
       `all_gather_into_tensor`, `reduce_scatter_tensor`, `all_to_all_single` (without
-      split sizes) and `all_gather`'s own tensor;
+      split sizes), `all_gather`'s own tensor and its output list (its length and
+      its tensors), `reduce_scatter`'s output and input list;
     - the root, op or group two ways pass where the ranks issue the same collectives
       in the same order (`if rank == 0: dist.reduce(t, dst=0)` / `else:
-      dist.reduce(t, dst=1)`; the default group on one way, a named group on the other).
+      dist.reduce(t, dst=1)`; the default group on one way, a named group on the other);
+    - the list of `scatter` / `gather` (`scatter_list`, `gather_list`), which the root
+      alone passes, walked as rank 0 and as another rank with a literal root (none
+      given is rank 0): the root without one (`dist.scatter(out, src=0)` on every
+      rank), or another rank with one the same on every rank (`dist.gather(t,
+      gathered, dst=0)` with `gathered` built on every rank). torch raises a
+      `ValueError` on that rank, and the others wait in the collective.
+    - the group of `new_group` with literal members (`new_group([0, 1])`) where the
+      rank tests around the collective give it to a rank outside the group (`if rank
+      == 2: dist.all_reduce(t, group=g)`: nothing happens there) or to some members
+      only.
 
     A value differs between ranks as for DDP219: it reads the rank, a local clock, or
     what this rank hands to a reduction, or was set under a test on one of those. A
     root or an op differs by its value; a tensor by its shape (`torch.zeros(rank + 1)`,
     `torch.zeros(len(my_shard))` where `my_shard` is this rank's slice, a tensor made of
     another literal size on each arm of a rank test) or its dtype
-    (`dtype=torch.float16 if rank == 0 else torch.float32`). The finding names the
+    (`dtype=torch.float16 if rank == 0 else torch.float32`, `t = t.double()` or
+    `t.to(torch.int64)` on one arm of a rank test). The finding names the
     argument and, as a related location, the line where its value was decided.
 
     Not flagged: a constant root; a root agreed before (broadcast, all-reduced) or
@@ -64,7 +83,12 @@ class CollectiveArgumentsDiffer(CodeRule):
     `broadcast(t, src=holder)`: only literal roots, ops and groups are compared there);
     a tensor padded to a size the ranks gathered (`torch.empty(max_size - local_size)`:
     a size decided per rank or counted from this rank's share is not taken as a shape);
-    a window of one width (`x[rank * k : (rank + 1) * k]`).
+    a window of one width (`x[rank * k : (rank + 1) * k]`); a conversion on both arms,
+    or under a test every rank answers alike (`if half: t = t.half()`); a
+    `scatter` / `gather` list chosen per rank (`pieces if rank == 0 else None`), or on
+    a named group or `group_src` / `group_dst` (the root is the group's); a
+    collective on a group that every rank issues (outside the group it does nothing,
+    as meant), or under a test that reads more than the rank.
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.
@@ -122,6 +146,21 @@ class CollectiveArgumentsDiffer(CodeRule):
                 summary=_summary(found),
                 related=_related(found),
             )
+        for misplaced in misplaced_lists(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                misplaced.collective.call,
+                list_message(misplaced),
+                summary=_list_summary(misplaced),
+            )
+        for outside in outside_groups(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                outside.collective.call,
+                group_message(outside),
+                summary=_group_summary(outside),
+                related=[(outside.made, "the group's members")],
+            )
 
 
 def message(found: Disagreement) -> str:
@@ -147,6 +186,47 @@ def message(found: Disagreement) -> str:
         f"{reason_text(found.taint)}: {consequence}; every rank must pass the same "
         f"{'value' if found.what == 'value' else found.what}"
     )
+
+
+def list_message(found: MisplacedList) -> str:
+    """The explanation of a ``scatter`` / ``gather`` list on the wrong ranks."""
+    keyword = found.keyword
+    return (
+        f"{_list_summary(found)}: torch raises a ValueError there (`{keyword}` must be "
+        f"given on the root, rank {found.root}, and on no other rank), and the ranks that "
+        "went on wait in the collective until the timeout; pass the list on the root "
+        f"only (`{keyword} if rank == {found.root} else None`)"
+    )
+
+
+def group_message(found: OutsideGroup) -> str:
+    """The explanation of a collective on a group that the rank tests around it give
+    to a rank outside it, or take from some of its members."""
+    members = ", ".join(map(str, found.members))
+    if found.member:
+        return (
+            f"{_group_summary(found)}: the members of the group ({members}) that issue it "
+            "wait for this one until the timeout; let every member of the group issue it"
+        )
+    return (
+        f"{_group_summary(found)} ({members}): there torch returns at once and reduces, "
+        "sends or receives nothing, and the members wait for their peers or go on with "
+        "numbers that never left; issue it on the members of the group"
+    )
+
+
+def _group_summary(found: OutsideGroup) -> str:
+    name = found.collective.name
+    if found.member:
+        return f"rank {found.rank}, a member of the group, skips `{name}` on it"
+    return f"`{name}` runs on rank {found.rank}, which is not a member of its group"
+
+
+def _list_summary(found: MisplacedList) -> str:
+    who = "rank 0" if found.zero else "the ranks other than 0"
+    role = "its root" if found.zero and found.root == 0 else f"not its root ({found.root})"
+    passes = "passes" if found.given else "passes no"
+    return f"`{found.collective.name}` on {who}, {role}, {passes} `{found.keyword}`"
 
 
 def _summary(found: Disagreement) -> str:

@@ -1,0 +1,98 @@
+"""Blocking point-to-point calls that wait for each other.
+
+``crossed_receives(module)``: a test on the rank that each rank class settles (rank 0
+against the other ranks, ``rank % 2 == 0``) whose two branches each begin their
+point-to-point traffic with a blocking ``recv``: every rank waits to receive what its
+peer sends only after its own receive, a deadlock. Branches whose first call sends
+(``send``, ``isend``) on one side are complementary and correct; a branch whose first
+point-to-point call sits in a nested statement (a loop, another test) is not judged.
+Calls count by their resolved name, never by how the module spells them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ddplint.analysis.api import TORCH_DIST_MODULES
+from ddplint.analysis.control_flow import NodeKind, Scope
+from ddplint.analysis.divergence import Source
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import Names
+from ddplint.analysis.pairing import settled_by_class
+
+#: Point-to-point calls of ``torch.distributed``; ``recv`` alone blocks before any
+#: message leaves this rank.
+_POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+
+
+@dataclass(frozen=True)
+class CrossedReceives:
+    """Both branches of ``test`` (in ``scope``) first block in a ``recv``: ``first``
+    on the branch taken where the test holds, ``second`` on the other."""
+
+    scope: Scope
+    test: ast.If
+    first: ast.Call
+    second: ast.Call
+
+
+def crossed_receives(analysis: ModuleAnalysis) -> list[CrossedReceives]:
+    """Every rank test of the module whose branches both receive first."""
+    nodes, names = analysis.nodes, analysis.names
+    found: list[CrossedReceives] = []
+    seen: set[int] = set()
+    for scope, calls in nodes.calls_by_scope.items():
+        if id(scope) in seen or not any(point_to_point(call, names) == "recv" for call in calls):
+            continue
+        seen.add(id(scope))
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        function = analysis.function(scope)
+        for node in function.graph.nodes:
+            statement = node.statement
+            if node.kind is not NodeKind.TEST or not isinstance(statement, ast.If):
+                continue
+            taint = function.divergence.test_taint(node)
+            if taint is None or taint.source is not Source.RANK:
+                continue
+            if not settled_by_class(function, node):
+                continue
+            first = _first_call(statement.body, names)
+            second = _first_call(statement.orelse, names)
+            if (
+                first is not None
+                and second is not None
+                and point_to_point(first, names) == "recv"
+                and point_to_point(second, names) == "recv"
+            ):
+                found.append(CrossedReceives(scope, statement, first, second))
+    return found
+
+
+def point_to_point(call: ast.Call, names: Names) -> str | None:
+    """The point-to-point call of ``torch.distributed`` that ``call`` makes, if any."""
+    resolved = names.resolve(call.func)
+    if resolved is None or "." not in resolved:
+        return None
+    module, name = resolved.rsplit(".", 1)
+    return name if module in TORCH_DIST_MODULES and name in _POINT_TO_POINT else None
+
+
+def _first_call(body: list[ast.stmt], names: Names) -> ast.Call | None:
+    """The first point-to-point call of a branch, when a plain statement of the branch
+    makes it (None: none, or one inside a nested statement)."""
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        calls = [
+            n
+            for n in ast.walk(statement)
+            if isinstance(n, ast.Call) and point_to_point(n, names) is not None
+        ]
+        if not calls:
+            continue
+        if not isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)) or len(calls) > 1:
+            return None
+        return calls[0]
+    return None
