@@ -72,7 +72,7 @@ def _end(node: ast.AST) -> Position:
     return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
-def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
+def walk_own(root: ast.AST) -> Iterator[ast.AST]:
     """``root`` and what it holds, nested scopes (lambdas, comprehensions) left out."""
     pending = [root]
     while pending:
@@ -125,9 +125,12 @@ class HostWaits:
 
     # -- where a call runs -------------------------------------------------------------
 
-    def _node_of(self, call: ast.Call) -> tuple[Graph, Node] | None:
+    def node_of(self, call: ast.Call, *, module_code: bool = False) -> tuple[Graph, Node] | None:
+        """The graph of ``call``'s function (or of module code, if asked) and its node."""
         scope = self._scope_of_call.get(call)
-        if not isinstance(scope, _FUNCTIONS):
+        if not isinstance(scope, _FUNCTIONS) and not (
+            module_code and isinstance(scope, ast.Module)
+        ):
             return None
         graph = self.graphs.graph(scope)
         located = self._located.get(id(graph))
@@ -136,7 +139,7 @@ class HostWaits:
             for statement in graph.statements():
                 nodes = graph.nodes_of(statement)
                 for part in own_parts(statement):
-                    for inner in _walk_own(part):
+                    for inner in walk_own(part):
                         if isinstance(inner, ast.Call) and nodes:
                             located.setdefault(inner, nodes[0])
             self._located[id(graph)] = located
@@ -148,7 +151,7 @@ class HostWaits:
     def queue_drained(self, call: ast.Call) -> bool:
         """Whether an earlier host read in the same pass of the function leaves nothing
         queued for ``call`` to wait for."""
-        found = self._node_of(call)
+        found = self.node_of(call)
         if found is None:
             return False
         graph, node = found
@@ -183,7 +186,7 @@ class HostWaits:
         return [
             inner
             for part in own_parts(statement)
-            for inner in _walk_own(part)
+            for inner in walk_own(part)
             if isinstance(inner, ast.Call) and is_host_read(inner)
         ]
 
@@ -192,7 +195,7 @@ class HostWaits:
             if node.statement is None:
                 continue
             for part in own_parts(node.statement):
-                if any(self._queues_work(e, scope) for e in _walk_own(part)):
+                if any(self._queues_work(e, scope) for e in walk_own(part)):
                     return False
         return True
 
@@ -201,9 +204,9 @@ class HostWaits:
         """Expressions of ``statement`` evaluated before ``call``'s own read: its
         receiver and what comes before it in the text (not what encloses it)."""
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
-        found = list(_walk_own(receiver))
+        found = list(walk_own(receiver))
         for part in own_parts(statement):
-            for inner in _walk_own(part):
+            for inner in walk_own(part):
                 if _end(inner) <= _start(call) and not _contains(inner, call):
                     found.append(inner)
         return found
@@ -214,7 +217,7 @@ class HostWaits:
         what comes after it in the text."""
         found = []
         for part in own_parts(statement):
-            for inner in _walk_own(part):
+            for inner in walk_own(part):
                 if inner is read or _contains(read, inner):
                     continue
                 if _contains(inner, read) or _start(inner) >= _end(read):
@@ -267,7 +270,7 @@ class HostWaits:
         table = self._bindings.get(id(scope))
         if table is None:
             table = {}
-            for node in _walk_own(scope):
+            for node in walk_own(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         if isinstance(target, ast.Name):
@@ -287,7 +290,7 @@ class HostWaits:
 
     def filled_once(self, call: ast.Call) -> bool:
         """Whether ``call`` runs only while a persistent cache is still empty."""
-        found = self._node_of(call)
+        found = self.node_of(call)
         if found is None:
             return False
         graph, node = found

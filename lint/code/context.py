@@ -165,7 +165,9 @@ class CodeContext:
     def step_waits(self) -> StepWaits:
         """The core's per-step wait questions (queue already drained, cache filled once)
         asked of LibCST calls."""
-        return StepWaits(self.ast_module, self.range_of, self.source.lines)
+        return StepWaits(
+            self.ast_module, self.range_of, self.source.lines, self.project.core_facts()
+        )
 
     @cached_property
     def data_dependence(self) -> DataDependence:

@@ -192,7 +192,12 @@ _HOST_READS = frozenset({"item", "cpu", "tolist", "numpy", "elapsed_time"})
 
 def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
     """The next statement of the same block reads a tensor on the host (``loss.item()``),
-    which waits for the same queued work: removing the synchronisation saves nothing."""
+    which waits for the same queued work: removing the synchronisation saves nothing.
+    Nor does one that runs only now and then (on an error, a periodic test, an export, a
+    single-process run) or right after a host read drained the queue."""
+    waits = ctx.step_waits
+    if waits.occasional(call) is not None or waits.queue_drained(call):
+        return True
     statement = ctx.index.enclosing_statement(call)
     block = ctx.index.parent.get(statement)
     body = list(getattr(block, "body", ()))

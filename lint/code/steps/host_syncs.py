@@ -180,11 +180,12 @@ class HostSyncs:
         return found
 
     def _costs_nothing(self, call: cst.Call, kind: SyncKind) -> bool:
-        """Runs only while a cache is empty (the first step), or a read whose queue an
-        earlier read in the same pass already drained."""
+        """Runs only while a cache is empty (the first step) or only now and then (on an
+        error, a periodic test, an export, a single-process run), or a read whose queue
+        an earlier read in the same pass already drained."""
         if self._waits is None:
             return False
-        if self._waits.filled_once(call):
+        if self._waits.filled_once(call) or self._waits.occasional(call) is not None:
             return True
         return kind is SyncKind.READ and self._waits.queue_drained(call)
 
