@@ -146,7 +146,9 @@ class CodeContext:
 
     @cached_property
     def step_hooks(self) -> StepHooks:
-        return StepHooks(self.index, self.forward_paths, self.names, self.training_steps)
+        return StepHooks(
+            self.index, self.forward_paths, self.names, self.training_steps, self.step_waits
+        )
 
     @cached_property
     def host_syncs(self) -> HostSyncs:
