@@ -75,7 +75,11 @@ class HostSyncInForward(CodeRule):
     desync into a silent host hang and costs time on every step.
 
     Code off the per-step path is not flagged: benchmark or profiling helpers that no
-    forward path calls, epoch-end hooks, one-off setup.
+    forward path calls, epoch-end hooks, one-off setup; nor a call that runs only now
+    and then (in an `except` handler, on the rare way of a periodic test such as
+    `if step % log_every == 0:` or `if it == 0:`, while exporting or tracing, in the
+    single-process arm of the run's switch) or right after a host read drained the
+    queue.
 
     ## Example
     ```python
