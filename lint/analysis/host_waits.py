@@ -2,10 +2,12 @@
 
 Two questions about a call, answered on the function's control-flow graph:
 
-- ``queue_drained``: an earlier device-to-host read dominates it in the same pass
-  (``loss.item()`` a line above, ``if x.item() > 1:`` ... ``elif x.item() < 0:``) and
-  nothing in between can queue device work, so the device queue is already empty and
-  the call waits for nothing;
+- ``queue_drained``: on every path that reaches it, the last thing done to the device
+  queue was a host wait (a device-to-host read or a ``synchronize()``: ``loss.item()`` a
+  line above, ``if x.item() > 1:`` ... ``elif x.item() < 0:``, a read on each way of a
+  branch), with nothing since that can queue device work (a forward must-analysis over
+  the graph, loops and exception edges included), so the device queue is already empty
+  and the call waits for nothing;
 - ``filled_once``: it runs only when a persistent cache is still empty (``if
   self.table is None:`` ... ``self.table = ...``; ``if key not in self._cache:`` ...
   ``self._cache[key] = ...``): on the first step, not every step.
@@ -20,9 +22,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, ScopeGraphs
+from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, NodeKind, ScopeGraphs
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.dominators import Dominators
 from ddplint.analysis.module_nodes import ModuleNodes
 
 #: Tensor methods that copy the value to the host (and so drain the device queue).
@@ -51,6 +52,15 @@ def is_host_read(call: ast.Call) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Constant) and first.value == "cpu"
     return False
+
+
+def is_host_wait(call: ast.Call) -> bool:
+    """A host read, or ``torch.cuda.synchronize()`` / ``stream.synchronize()``: the
+    host waits until the device queue is drained."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "synchronize":
+        return not call.args and not call.keywords
+    return is_host_read(call)
 
 
 def _is_shape_read(expression: ast.expr) -> bool:
@@ -109,7 +119,7 @@ class HostWaits:
             (_start(call), _end(call)): call for call in self.nodes.of_type(ast.Call)
         }
         self._located: dict[int, dict[ast.Call, Node]] = {}
-        self._dominators: dict[int, Dominators] = {}
+        self._drained: dict[int, dict[int, bool]] = {}
         self._post: dict[int, PostDominance] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
         self._tests: set[ast.expr] = {
@@ -168,36 +178,61 @@ class HostWaits:
                 return True
         if any(self._queues_work(e, scope) for e in before_here):
             return False
-        dominators = self._dominators.get(id(graph))
-        if dominators is None:
-            dominators = self._dominators[id(graph)] = Dominators(graph)
-        for earlier in reversed(dominators.strict_dominators(node)):
-            if earlier.statement is None or earlier.statement is statement:
-                continue
-            for read in self._reads_in(earlier.statement):
-                after = self._evaluated_after(earlier.statement, read)
-                if any(self._queues_work(e, scope) for e in after):
-                    continue
-                if self._quiet_between(dominators, earlier, node, scope):
-                    return True
-        return False
+        drained = self._drained.get(id(graph))
+        if drained is None:
+            drained = self._drained[id(graph)] = self._drained_on_entry(graph)
+        return drained.get(node.index, False)
 
     def _reads_in(self, statement: ast.AST) -> list[ast.Call]:
         return [
             inner
             for part in own_parts(statement)
             for inner in walk_own(part)
-            if isinstance(inner, ast.Call) and is_host_read(inner)
+            if isinstance(inner, ast.Call) and is_host_wait(inner)
         ]
 
-    def _quiet_between(self, dominators: Dominators, a: Node, b: Node, scope: ast.AST) -> bool:
-        for node in dominators.between(a, b):
-            if node.statement is None:
-                continue
-            for part in own_parts(node.statement):
-                if any(self._queues_work(e, scope) for e in walk_own(part)):
-                    return False
-        return True
+    def _drained_on_entry(self, graph: Graph) -> dict[int, bool]:
+        """Node index -> whether, on every path that reaches the node, the last thing
+        done to the device queue was a host wait (a read, a synchronisation) with no
+        work queued since: a forward must-analysis to a fixed point over the graph, its
+        loops and exception edges included."""
+        scope = graph.scope
+        effects = {node.index: self._effect(node, scope) for node in graph.nodes}
+        drained = {node.index: node is not graph.entry for node in graph.nodes}
+        changed = True
+        while changed:
+            changed = False
+            for node in graph.nodes:
+                if node is graph.entry:
+                    continue
+                value = bool(node.predecessors) and all(
+                    _drained_after(drained, effects, before, edge)
+                    for before, edge in node.predecessors
+                )
+                if value != drained[node.index]:
+                    drained[node.index] = value
+                    changed = True
+        return drained
+
+    def _effect(self, node: Node, scope: ast.AST) -> tuple[bool | None, bool]:
+        """What a node leaves in the device queue (True when it ends with a host wait,
+        nothing queued after it; False when it may queue work after its last wait; None
+        when it touches neither), and whether it may queue work at all."""
+        if node.statement is None or node.kind not in (
+            NodeKind.STATEMENT,
+            NodeKind.TEST,
+            NodeKind.STEP,
+        ):
+            return None, False
+        statement = node.statement
+        queues = any(
+            self._queues_work(e, scope) for part in own_parts(statement) for e in walk_own(part)
+        )
+        for read in self._reads_in(statement):
+            after = self._evaluated_after(statement, read)
+            if not any(self._queues_work(e, scope) for e in after):
+                return True, queues
+        return (False if queues else None), queues
 
     @staticmethod
     def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
@@ -312,6 +347,20 @@ class HostWaits:
             ):
                 return True
         return False
+
+
+def _drained_after(
+    drained: dict[int, bool],
+    effects: dict[int, tuple[bool | None, bool]],
+    node: Node,
+    edge: EdgeKind,
+) -> bool:
+    """Whether the queue is drained when control leaves ``node`` along ``edge`` (an
+    exception may leave after the node queued work and before its own wait)."""
+    ends_with, queues = effects[node.index]
+    if edge is EdgeKind.EXCEPTION:
+        return drained[node.index] and not queues
+    return drained[node.index] if ends_with is None else ends_with
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
