@@ -6,9 +6,10 @@ A per-step rule asks this of a call it found on the training-step path. The answ
 - on an error: in an ``except`` handler of its function (an out-of-memory fallback);
 - on a sample of the passes: it is control-dependent on the rare way of a periodic
   test, one that takes a counter modulo something (``step % log_every == 0``, ``if
-  it % N:`` ... ``else``), compares a loop counter with a constant (``i == 0``: the
-  counter is a ``for`` target over ``range`` / ``enumerate`` or is incremented with
-  ``+=``) or draws a random number (``random.random() < p``);
+  it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
+  total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
+  incremented with ``+=``), draws a random number (``random.random() < p``), or joins
+  such tests (``if step % N == 0 or step == last:``);
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
@@ -17,6 +18,11 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   ``else:`` / ``if not args.distributed:``). What the switch means is read from what
   its arm does (wraps a model in DDP, starts the process group, reduces or gathers,
   calls a project function that does), never from its name.
+
+A periodic test on whose rare way the optimizer steps (``if (i + 1) % accumulate ==
+0: optimizer.step()``, ``if i % accumulate: continue``) is the step boundary of gradient
+accumulation, not a sample: what runs there runs once per optimizer step, every
+training step.
 
 Decided on the function's control-flow graph (control dependence on post-dominators);
 ``if`` tests only (an ``and`` / conditional expression guard is the rule's own).
@@ -28,8 +34,9 @@ import ast
 from dataclasses import dataclass
 from enum import Enum
 
-from ddplint.analysis.control_flow import EdgeKind
+from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
 from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.effects import own_calls
 from ddplint.analysis.host_waits import HostWaits, walk_own
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
@@ -102,6 +109,7 @@ class StepFrequency:
         self._names = Names(module)
         self._project = project
         self._post: dict[int, PostDominance] = {}
+        self._stepping: dict[int, set[tuple[int, bool]]] = {}
         self._in_handlers: set[ast.Call] = {
             call
             for handler in waits.nodes.of_type(ast.ExceptHandler)
@@ -122,6 +130,7 @@ class StepFrequency:
         post = self._post.get(id(graph))
         if post is None:
             post = self._post[id(graph)] = PostDominance(graph)
+        stepping = self._stepping_ways(graph, post)
         for dependence in post.all_dependences(node):
             test = dependence.test.statement
             if not isinstance(test, ast.If) or dependence.edge not in (
@@ -131,9 +140,29 @@ class StepFrequency:
                 continue
             truth = dependence.edge is EdgeKind.TRUE
             occasion = self._test_occasion(test.test, truth)
+            if occasion is Occasion.PERIODIC and (dependence.test.index, truth) in stepping:
+                continue  # the accumulation boundary: it runs once per optimizer step
             if occasion is not None:
                 return occasion
         return None
+
+    def _stepping_ways(self, graph: Graph, post: PostDominance) -> set[tuple[int, bool]]:
+        """The (test, truth) ways of the graph on which an optimizer step runs
+        (``if (i + 1) % accumulate == 0: optimizer.step()``): what runs on such a way
+        runs once per optimizer step, which is every training step."""
+        found = self._stepping.get(id(graph))
+        if found is None:
+            found = self._stepping[id(graph)] = set()
+            for node in graph.nodes:
+                if node.statement is None or node.kind is not NodeKind.STATEMENT:
+                    continue
+                if any(_is_parameter_step(c) for c in own_calls(node.statement)):
+                    found.update(
+                        (d.test.index, d.edge is EdgeKind.TRUE)
+                        for d in post.all_dependences(node)
+                        if d.edge in (EdgeKind.TRUE, EdgeKind.FALSE)
+                    )
+        return found
 
     def _test_occasion(self, test: ast.expr, truth: bool) -> Occasion | None:
         """Whether taking ``test`` the ``truth`` way happens only now and then."""
@@ -160,20 +189,21 @@ class StepFrequency:
     # -- periodic and sampled tests ---------------------------------------------------
 
     def _rare_way(self, test: ast.expr) -> bool | None:
-        """The truth on which a periodic or sampled test holds only now and then (a
-        test of ``and`` parts: if one part is rare when true)."""
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            return True if any(self._rare_way(v) is True for v in test.values) else None
+        """The truth on which a periodic or sampled test holds only now and then: a test
+        of ``and`` parts when one part is rare when true, of ``or`` parts when every part
+        is (``if step % N == 0 or step == last:``)."""
+        if isinstance(test, ast.BoolOp):
+            rare = [self._rare_way(v) is True for v in test.values]
+            return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
         if _is_modulo(test):
             return False  # ``if step % N:`` is true on most passes
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             operands = [test.left, test.comparators[0]]
             op = test.ops[0]
-            counted = any(
+            if isinstance(op, (ast.Eq, ast.NotEq)) and any(
                 _is_modulo(o) or ast.unparse(o) in self._counters for o in operands
-            ) and any(isinstance(o, ast.Constant) or _is_modulo(o) for o in operands)
-            if counted and isinstance(op, (ast.Eq, ast.NotEq)):
-                return isinstance(op, ast.Eq)
+            ):
+                return isinstance(op, ast.Eq)  # a counter equals one value once in a while
             if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
                 return (test.left is operands[0]) == self._draws(test.left)
         return None
@@ -237,6 +267,19 @@ class StepFrequency:
             return False
         reached = self._project.reached(spelled, None)
         return reached is not None and reached.name.rsplit(".", 1)[-1] in _DISTRIBUTED_WORK
+
+
+def _is_parameter_step(call: ast.Call) -> bool:
+    """``optimizer.step()``, ``scaler.step(optimizer)``, ``engine.step()``: the update
+    of a training step (the method of every torch optimizer, scaler and engine)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "step"
+        and len(call.args) <= 1
+        and not call.keywords
+        and all(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args)
+    )
 
 
 def _strip_not(test: ast.expr) -> tuple[ast.expr, bool]:

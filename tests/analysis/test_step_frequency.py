@@ -65,6 +65,10 @@ def test_periodic_tests_by_their_way() -> None:
                     mark()
                 if "%d" % step == "0":
                     mark()
+                if step % every == 0 or step == len(loader) - 1:
+                    mark()
+                if step % every == 0 or x.size(0) == 1:
+                    mark()
         """
     )
     assert found == {
@@ -76,6 +80,8 @@ def test_periodic_tests_by_their_way() -> None:
         19: Occasion.PERIODIC,
         21: None,  # not a counter: a shape
         23: None,  # string formatting, not a modulo
+        25: Occasion.PERIODIC,
+        27: None,  # one way of the ``or`` holds on any pass
     }
 
 
@@ -174,3 +180,26 @@ def test_a_project_function_that_reduces_marks_the_switch() -> None:
         """
     assert _occasions(source) == {7: None, 9: None}
     assert _occasions(source, _ReducesInPlace()) == {7: None, 9: Occasion.SINGLE_PROCESS}
+
+
+def test_the_accumulation_boundary_runs_every_optimizer_step() -> None:
+    found = _occasions(
+        """
+        def train(loader, optimizer, accumulate, every):
+            for i, x in enumerate(loader):
+                if (i + 1) % accumulate == 0:
+                    optimizer.step()
+                    mark()
+                if i % accumulate:
+                    continue
+                mark()
+                if i % every == 0:
+                    mark()
+            for j, x in enumerate(loader):
+                if j % accumulate:
+                    continue
+                optimizer.step()
+                mark()
+        """
+    )
+    assert found == {6: None, 9: Occasion.PERIODIC, 11: Occasion.PERIODIC, 16: None}
