@@ -116,7 +116,7 @@ class StepFrequency:
             for statement in handler.body
             for call in _own_calls(statement)
         }
-        self._counters = self._loop_counters(waits.nodes.module)
+        self._counters = self._loop_counters()
         self._switches = self._distributed_switches()
 
     def occasional(self, call: ast.Call) -> Occasion | None:
@@ -214,7 +214,7 @@ class StepFrequency:
             and self._names.resolve(expression.func) in RANDOM_DRAWS
         )
 
-    def _loop_counters(self, module: ast.Module) -> set[str]:
+    def _loop_counters(self) -> set[str]:
         """The module's counters: ``for`` targets over ``range`` (the index of
         ``enumerate``), and names or fields incremented with ``+=``."""
         found: set[str] = set()
