@@ -78,8 +78,7 @@ class HostSyncInForward(CodeRule):
     forward path calls, epoch-end hooks, one-off setup; nor a call that runs only now
     and then (in an `except` handler, on the rare way of a periodic test such as
     `if step % log_every == 0:` or `if it == 0:`, while exporting or tracing, in the
-    single-process arm of the run's switch) or right after a host read drained the
-    queue.
+    single-process arm of the run's switch).
 
     ## Example
     ```python
@@ -198,9 +197,8 @@ def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
     """The next statement of the same block reads a tensor on the host (``loss.item()``),
     which waits for the same queued work: removing the synchronisation saves nothing.
     Nor does one that runs only now and then (on an error, a periodic test, an export, a
-    single-process run) or right after a host read drained the queue."""
-    waits = ctx.step_waits
-    if waits.occasional(call) is not None or waits.queue_drained(call):
+    single-process run)."""
+    if ctx.step_waits.occasional(call) is not None:
         return True
     statement = ctx.index.enclosing_statement(call)
     block = ctx.index.parent.get(statement)
