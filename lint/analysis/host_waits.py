@@ -3,11 +3,13 @@
 Two questions about a call, answered on the function's control-flow graph:
 
 - ``queue_drained``: on every path that reaches it, the last thing done to the device
-  queue was a host wait (a device-to-host read or a ``synchronize()``: ``loss.item()`` a
-  line above, ``if x.item() > 1:`` ... ``elif x.item() < 0:``, a read on each way of a
-  branch), with nothing since that can queue device work (a forward must-analysis over
-  the graph, loops and exception edges included), so the device queue is already empty
-  and the call waits for nothing;
+  queue was a device-to-host read (``loss.item()`` a line above, ``if x.item() > 1:``
+  ... ``elif x.item() < 0:``, a read on each way of a branch), with nothing since that
+  can queue device work (a forward must-analysis over the graph, loops and exception
+  edges included), so the device queue is already empty and the call waits for
+  nothing. A ``synchronize()`` drains the queue too, but it is not counted: DDP101
+  reports a synchronisation only where no read follows it, so the read after it is
+  where the step's stall is reported (one finding per stall);
 - ``filled_once``: it runs only when a persistent cache is still empty (``if
   self.table is None:`` ... ``self.table = ...``; ``if key not in self._cache:`` ...
   ``self._cache[key] = ...``): on the first step, not every step.
@@ -52,15 +54,6 @@ def is_host_read(call: ast.Call) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Constant) and first.value == "cpu"
     return False
-
-
-def is_host_wait(call: ast.Call) -> bool:
-    """A host read, or ``torch.cuda.synchronize()`` / ``stream.synchronize()``: the
-    host waits until the device queue is drained."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "synchronize":
-        return not call.args and not call.keywords
-    return is_host_read(call)
 
 
 def _is_shape_read(expression: ast.expr) -> bool:
@@ -188,14 +181,14 @@ class HostWaits:
             inner
             for part in own_parts(statement)
             for inner in walk_own(part)
-            if isinstance(inner, ast.Call) and is_host_wait(inner)
+            if isinstance(inner, ast.Call) and is_host_read(inner)
         ]
 
     def _drained_on_entry(self, graph: Graph) -> dict[int, bool]:
         """Node index -> whether, on every path that reaches the node, the last thing
-        done to the device queue was a host wait (a read, a synchronisation) with no
-        work queued since: a forward must-analysis to a fixed point over the graph, its
-        loops and exception edges included."""
+        done to the device queue was a host read with no work queued since: a forward
+        must-analysis to a fixed point over the graph, its loops and exception edges
+        included."""
         scope = graph.scope
         effects = {node.index: self._effect(node, scope) for node in graph.nodes}
         drained = {node.index: node is not graph.entry for node in graph.nodes}
@@ -215,7 +208,7 @@ class HostWaits:
         return drained
 
     def _effect(self, node: Node, scope: ast.AST) -> tuple[bool | None, bool]:
-        """What a node leaves in the device queue (True when it ends with a host wait,
+        """What a node leaves in the device queue (True when it ends with a host read,
         nothing queued after it; False when it may queue work after its last wait; None
         when it touches neither), and whether it may queue work at all."""
         if node.statement is None or node.kind not in (

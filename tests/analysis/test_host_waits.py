@@ -143,20 +143,23 @@ def test_reads_on_every_way_drain_the_join_and_a_loop_carries_work_round() -> No
     assert not waits.queue_drained(_read_on(calls, 10))
 
 
-def test_a_synchronisation_drains_and_a_handler_may_start_before_the_wait() -> None:
+def test_a_handler_may_start_before_the_wait_and_a_synchronisation_is_not_counted() -> None:
     waits, calls = _waits_and_calls(
         """
         import torch
 
         def step(model, x, meter):
             loss = model(x)
-            torch.cuda.synchronize()
             meter.update(loss.item())
             try:
                 y = model(x).cpu()
             except RuntimeError:
                 meter.update(loss.item())
+            z = model(y)
+            torch.cuda.synchronize()
+            meter.update(z.item())
         """
     )
-    assert waits.queue_drained(_read_on(calls, 7))
-    assert not waits.queue_drained(_read_on(calls, 11))
+    assert not waits.queue_drained(_read_on(calls, 10))
+    # DDP101 leaves a synchronize() followed by a read to the read: one report per stall
+    assert not waits.queue_drained(_read_on(calls, 13))
