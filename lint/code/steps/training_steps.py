@@ -69,10 +69,11 @@ class TrainingSteps:
 
     def is_epoch_loop(self, loop: cst.For | cst.While) -> bool:
         """A loop around a training loop whose own body steps no optimizer, or whose
-        inner loop (or the function it calls for one) steps the optimizer itself: its
-        body runs once per epoch (``train(...); test(...); scheduler.step()``). An outer
-        gradient-accumulation loop whose inner micro-batch loop only calls ``backward()``
-        and which calls ``optimizer.step()`` after it runs once per step."""
+        inner loop (or the function it calls for one) steps the optimizer itself while
+        its own body reaches no ``backward()`` beside it: its body runs once per epoch
+        (``train(...); test(...); scheduler.step()``). An outer gradient-accumulation
+        loop whose inner micro-batch loop only calls ``backward()`` and which calls
+        ``optimizer.step()`` after it runs once per step."""
         inner: list[cst.CSTNode] = [
             node
             for node in self._index.walk_within(loop.body)
@@ -87,12 +88,24 @@ class TrainingSteps:
             ]
         if not inner:
             return False
-        if any(self._steps_within(node) for node in inner):
+        if any(self._steps_within(node) for node in inner) and not self._backward_beside(
+            loop, inner
+        ):
             return True
         return not any(
             isinstance(node, cst.Call)
             and is_optimizer_step(node)
             and not any(self._index.is_inside(node, i) for i in inner)
+            for node in self._index.walk_within(loop.body)
+        )
+
+    def _backward_beside(self, loop: cst.For | cst.While, inner: list[cst.CSTNode]) -> bool:
+        """Whether the loop's body reaches ``backward()`` outside its inner step loops
+        (an RL loop that updates every pass and a policy every few): a step loop."""
+        return any(
+            isinstance(node, cst.Call)
+            and not any(node is i or self._index.is_inside(node, i) for i in inner)
+            and self._call_reach.reached(node, _BACKWARD) is not None
             for node in self._index.walk_within(loop.body)
         )
 
