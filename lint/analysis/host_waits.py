@@ -2,10 +2,14 @@
 
 Two questions about a call, answered on the function's control-flow graph:
 
-- ``queue_drained``: an earlier device-to-host read dominates it in the same pass
-  (``loss.item()`` a line above, ``if x.item() > 1:`` ... ``elif x.item() < 0:``) and
-  nothing in between can queue device work, so the device queue is already empty and
-  the call waits for nothing;
+- ``queue_drained``: on every path that reaches it, the last thing done to the device
+  queue was a device-to-host read (``loss.item()`` a line above, ``if x.item() > 1:``
+  ... ``elif x.item() < 0:``, a read on each way of a branch), with nothing since that
+  can queue device work (a forward must-analysis over the graph, loops and exception
+  edges included), so the device queue is already empty and the call waits for
+  nothing. A ``synchronize()`` drains the queue too, but it is not counted: DDP101
+  reports a synchronisation only where no read follows it, so the read after it is
+  where the step's stall is reported (one finding per stall);
 - ``filled_once``: it runs only when a persistent cache is still empty (``if
   self.table is None:`` ... ``self.table = ...``; ``if key not in self._cache:`` ...
   ``self._cache[key] = ...``): on the first step, not every step.
@@ -20,9 +24,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, ScopeGraphs
+from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, NodeKind, ScopeGraphs
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.dominators import Dominators
 from ddplint.analysis.module_nodes import ModuleNodes
 
 #: Tensor methods that copy the value to the host (and so drain the device queue).
@@ -72,7 +75,7 @@ def _end(node: ast.AST) -> Position:
     return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
-def _walk_own(root: ast.AST) -> Iterator[ast.AST]:
+def walk_own(root: ast.AST) -> Iterator[ast.AST]:
     """``root`` and what it holds, nested scopes (lambdas, comprehensions) left out."""
     pending = [root]
     while pending:
@@ -109,7 +112,7 @@ class HostWaits:
             (_start(call), _end(call)): call for call in self.nodes.of_type(ast.Call)
         }
         self._located: dict[int, dict[ast.Call, Node]] = {}
-        self._dominators: dict[int, Dominators] = {}
+        self._drained: dict[int, dict[int, bool]] = {}
         self._post: dict[int, PostDominance] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
         self._tests: set[ast.expr] = {
@@ -125,9 +128,12 @@ class HostWaits:
 
     # -- where a call runs -------------------------------------------------------------
 
-    def _node_of(self, call: ast.Call) -> tuple[Graph, Node] | None:
+    def node_of(self, call: ast.Call, *, module_code: bool = False) -> tuple[Graph, Node] | None:
+        """The graph of ``call``'s function (or of module code, if asked) and its node."""
         scope = self._scope_of_call.get(call)
-        if not isinstance(scope, _FUNCTIONS):
+        if not isinstance(scope, _FUNCTIONS) and not (
+            module_code and isinstance(scope, ast.Module)
+        ):
             return None
         graph = self.graphs.graph(scope)
         located = self._located.get(id(graph))
@@ -136,7 +142,7 @@ class HostWaits:
             for statement in graph.statements():
                 nodes = graph.nodes_of(statement)
                 for part in own_parts(statement):
-                    for inner in _walk_own(part):
+                    for inner in walk_own(part):
                         if isinstance(inner, ast.Call) and nodes:
                             located.setdefault(inner, nodes[0])
             self._located[id(graph)] = located
@@ -148,7 +154,7 @@ class HostWaits:
     def queue_drained(self, call: ast.Call) -> bool:
         """Whether an earlier host read in the same pass of the function leaves nothing
         queued for ``call`` to wait for."""
-        found = self._node_of(call)
+        found = self.node_of(call)
         if found is None:
             return False
         graph, node = found
@@ -165,45 +171,70 @@ class HostWaits:
                 return True
         if any(self._queues_work(e, scope) for e in before_here):
             return False
-        dominators = self._dominators.get(id(graph))
-        if dominators is None:
-            dominators = self._dominators[id(graph)] = Dominators(graph)
-        for earlier in reversed(dominators.strict_dominators(node)):
-            if earlier.statement is None or earlier.statement is statement:
-                continue
-            for read in self._reads_in(earlier.statement):
-                after = self._evaluated_after(earlier.statement, read)
-                if any(self._queues_work(e, scope) for e in after):
-                    continue
-                if self._quiet_between(dominators, earlier, node, scope):
-                    return True
-        return False
+        drained = self._drained.get(id(graph))
+        if drained is None:
+            drained = self._drained[id(graph)] = self._drained_on_entry(graph)
+        return drained.get(node.index, False)
 
     def _reads_in(self, statement: ast.AST) -> list[ast.Call]:
         return [
             inner
             for part in own_parts(statement)
-            for inner in _walk_own(part)
+            for inner in walk_own(part)
             if isinstance(inner, ast.Call) and is_host_read(inner)
         ]
 
-    def _quiet_between(self, dominators: Dominators, a: Node, b: Node, scope: ast.AST) -> bool:
-        for node in dominators.between(a, b):
-            if node.statement is None:
-                continue
-            for part in own_parts(node.statement):
-                if any(self._queues_work(e, scope) for e in _walk_own(part)):
-                    return False
-        return True
+    def _drained_on_entry(self, graph: Graph) -> dict[int, bool]:
+        """Node index -> whether, on every path that reaches the node, the last thing
+        done to the device queue was a host read with no work queued since: a forward
+        must-analysis to a fixed point over the graph, its loops and exception edges
+        included."""
+        scope = graph.scope
+        effects = {node.index: self._effect(node, scope) for node in graph.nodes}
+        drained = {node.index: node is not graph.entry for node in graph.nodes}
+        changed = True
+        while changed:
+            changed = False
+            for node in graph.nodes:
+                if node is graph.entry:
+                    continue
+                value = bool(node.predecessors) and all(
+                    _drained_after(drained, effects, before, edge)
+                    for before, edge in node.predecessors
+                )
+                if value != drained[node.index]:
+                    drained[node.index] = value
+                    changed = True
+        return drained
+
+    def _effect(self, node: Node, scope: ast.AST) -> tuple[bool | None, bool]:
+        """What a node leaves in the device queue (True when it ends with a host read,
+        nothing queued after it; False when it may queue work after its last wait; None
+        when it touches neither), and whether it may queue work at all."""
+        if node.statement is None or node.kind not in (
+            NodeKind.STATEMENT,
+            NodeKind.TEST,
+            NodeKind.STEP,
+        ):
+            return None, False
+        statement = node.statement
+        queues = any(
+            self._queues_work(e, scope) for part in own_parts(statement) for e in walk_own(part)
+        )
+        for read in self._reads_in(statement):
+            after = self._evaluated_after(statement, read)
+            if not any(self._queues_work(e, scope) for e in after):
+                return True, queues
+        return (False if queues else None), queues
 
     @staticmethod
     def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
         """Expressions of ``statement`` evaluated before ``call``'s own read: its
         receiver and what comes before it in the text (not what encloses it)."""
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
-        found = list(_walk_own(receiver))
+        found = list(walk_own(receiver))
         for part in own_parts(statement):
-            for inner in _walk_own(part):
+            for inner in walk_own(part):
                 if _end(inner) <= _start(call) and not _contains(inner, call):
                     found.append(inner)
         return found
@@ -214,7 +245,7 @@ class HostWaits:
         what comes after it in the text."""
         found = []
         for part in own_parts(statement):
-            for inner in _walk_own(part):
+            for inner in walk_own(part):
                 if inner is read or _contains(read, inner):
                     continue
                 if _contains(inner, read) or _start(inner) >= _end(read):
@@ -267,7 +298,7 @@ class HostWaits:
         table = self._bindings.get(id(scope))
         if table is None:
             table = {}
-            for node in _walk_own(scope):
+            for node in walk_own(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         if isinstance(target, ast.Name):
@@ -287,7 +318,7 @@ class HostWaits:
 
     def filled_once(self, call: ast.Call) -> bool:
         """Whether ``call`` runs only while a persistent cache is still empty."""
-        found = self._node_of(call)
+        found = self.node_of(call)
         if found is None:
             return False
         graph, node = found
@@ -309,6 +340,20 @@ class HostWaits:
             ):
                 return True
         return False
+
+
+def _drained_after(
+    drained: dict[int, bool],
+    effects: dict[int, tuple[bool | None, bool]],
+    node: Node,
+    edge: EdgeKind,
+) -> bool:
+    """Whether the queue is drained when control leaves ``node`` along ``edge`` (an
+    exception may leave after the node queued work and before its own wait)."""
+    ends_with, queues = effects[node.index]
+    if edge is EdgeKind.EXCEPTION:
+        return drained[node.index] and not queues
+    return drained[node.index] if ends_with is None else ends_with
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

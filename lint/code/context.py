@@ -146,7 +146,9 @@ class CodeContext:
 
     @cached_property
     def step_hooks(self) -> StepHooks:
-        return StepHooks(self.index, self.forward_paths, self.names, self.training_steps)
+        return StepHooks(
+            self.index, self.forward_paths, self.names, self.training_steps, self.step_waits
+        )
 
     @cached_property
     def host_syncs(self) -> HostSyncs:
@@ -165,7 +167,9 @@ class CodeContext:
     def step_waits(self) -> StepWaits:
         """The core's per-step wait questions (queue already drained, cache filled once)
         asked of LibCST calls."""
-        return StepWaits(self.ast_module, self.range_of, self.source.lines)
+        return StepWaits(
+            self.ast_module, self.range_of, self.source.lines, self.project.core_facts()
+        )
 
     @cached_property
     def data_dependence(self) -> DataDependence:

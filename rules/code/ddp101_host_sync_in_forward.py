@@ -75,7 +75,10 @@ class HostSyncInForward(CodeRule):
     desync into a silent host hang and costs time on every step.
 
     Code off the per-step path is not flagged: benchmark or profiling helpers that no
-    forward path calls, epoch-end hooks, one-off setup.
+    forward path calls, epoch-end hooks, one-off setup; nor a call that runs only now
+    and then (in an `except` handler, on the rare way of a periodic test such as
+    `if step % log_every == 0:` or `if it == 0:`, while exporting or tracing, in the
+    single-process arm of the run's switch).
 
     ## Example
     ```python
@@ -192,7 +195,11 @@ _HOST_READS = frozenset({"item", "cpu", "tolist", "numpy", "elapsed_time"})
 
 def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
     """The next statement of the same block reads a tensor on the host (``loss.item()``),
-    which waits for the same queued work: removing the synchronisation saves nothing."""
+    which waits for the same queued work: removing the synchronisation saves nothing.
+    Nor does one that runs only now and then (on an error, a periodic test, an export, a
+    single-process run)."""
+    if ctx.step_waits.occasional(call) is not None:
+        return True
     statement = ctx.index.enclosing_statement(call)
     block = ctx.index.parent.get(statement)
     body = list(getattr(block, "body", ()))

@@ -30,8 +30,13 @@ class HostReadInTrainingStep(CodeRule):
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
     NumPy values, the second read of `x.cpu().numpy()`), a read right after another
     read of the same pass with no device work between (the queue is already drained), a
-    read that fills a field of the module once (`if self.scale is None:`), validation /
-    test / epoch hooks, and reads under a rank guard (DDP104 reports those).
+    read that fills a field of the module once (`if self.scale is None:`), a read that
+    runs only now and then (in an `except` handler, on the rare way of a periodic test
+    on a counter, in the single-process arm of the run's switch: the arm whose other way
+    wraps the model in DDP or reduces), a loop nested in the training loop and run under
+    `torch.no_grad()`, validation / test / epoch hooks, and reads under a rank guard
+    (DDP104 reports those). What a helper or a data loader is called decides nothing: a
+    helper called on every pass of the training loop reads every step.
 
     ## Why is this bad?
     CUDA work is asynchronous: the host queues kernels and runs ahead. A device-to-host

@@ -22,7 +22,9 @@ class EmptyCacheEveryStep(CodeRule):
     loss module's `forward`, and the functions of the same file those call.
 
     Opt-in (preview). Not flagged: a call under a condition that holds once in a while
-    (`if step % 1000 == 0:`), one under a rank guard (DDP104), validation / epoch hooks.
+    (`if step % 1000 == 0:`), one in an `except` handler (an out-of-memory fallback; a
+    `finally` runs every step and is flagged), one under a rank guard (DDP104),
+    validation / epoch hooks.
 
     ## Why is this bad?
     `empty_cache()` returns the caching allocator's unused blocks to the driver. The

@@ -24,8 +24,9 @@ class HostTensorBuiltEveryStep(CodeRule):
     target (`"cpu"`, `torch.device("cpu")`), data that may already be a tensor, a call
     under an occasional condition (`if step % 100 == 0:`), one that fills a cache of the
     module (`if self.table is None:`, the first step only), one right after a host read
-    of the same pass with no device work between (the queue is already drained),
-    evaluation steps, test files.
+    of the same pass with no device work between (the queue is already drained), one
+    that runs only while exporting or tracing (`if torch.onnx.is_in_onnx_export():`),
+    in an `except` handler or a single-process arm, evaluation steps, test files.
 
     Opt-in, with the other host-sync rules (DDP101-DDP104). Preview: 27 of 36 judged
     findings right on repositories it was not built on (75%): a module that only ever

@@ -121,3 +121,45 @@ def test_dominators_and_the_nodes_between() -> None:
     assert dominators.dominates(branch, inner)
     assert not dominators.dominates(inner, last)
     assert inner in dominators.between(first, last)
+
+
+def test_reads_on_every_way_drain_the_join_and_a_loop_carries_work_round() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(model, x, meter, writer, flag, loader):
+            loss = model(x)
+            if flag:
+                meter.update(loss.item())
+            else:
+                meter.update(loss.cpu())
+            writer.add(loss.item())
+            for batch in loader:
+                writer.add(loss.item())
+                loss = model(batch)
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 8))
+    # around the loop the model has queued work again: not drained on every path
+    assert not waits.queue_drained(_read_on(calls, 10))
+
+
+def test_a_handler_may_start_before_the_wait_and_a_synchronisation_is_not_counted() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        import torch
+
+        def step(model, x, meter):
+            loss = model(x)
+            meter.update(loss.item())
+            try:
+                y = model(x).cpu()
+            except RuntimeError:
+                meter.update(loss.item())
+            z = model(y)
+            torch.cuda.synchronize()
+            meter.update(z.item())
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 10))
+    # DDP101 leaves a synchronize() followed by a read to the read: one report per stall
+    assert not waits.queue_drained(_read_on(calls, 13))

@@ -18,8 +18,11 @@ any). Left out, because they are not per-step costs:
   read in the same expression (``x.cpu().numpy()`` is one sync, reported at ``.cpu()``);
 - ``float(x)`` / ``int(x)`` where nothing says ``x`` is a tensor (a Python number);
 - code that runs once per epoch (the body of an epoch loop around the step loop, a
-  ``run_epoch()`` helper outside its loop) or per evaluation batch (a loop over
-  ``eval_loader`` nested in the training loop), short test loops, test files.
+  ``run_epoch()`` helper outside its loop) or per evaluation batch (a loop nested in
+  the training loop and run under ``torch.no_grad()`` / ``torch.inference_mode()``),
+  short test loops, test files;
+- a call that runs only now and then: on an error, on the rare way of a periodic test,
+  while exporting, in a single-process run (``analysis.step_frequency`` answers).
 """
 
 from __future__ import annotations
@@ -127,8 +130,8 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
-#: The iterable of an evaluation loop: ``eval_dataloader``, ``val_loader``, ``test_set``.
-_EVALUATION_DATA = re.compile(r"eval|valid|val_|test|dev_", re.I)
+#: Context managers that turn autograd off: a loop run under one evaluates.
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
 #: Collectives that leave the same value on every rank (their first argument, in place).
 _REDUCING_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 #: Longest call text shown whole in a message.
@@ -180,27 +183,34 @@ class HostSyncs:
         return found
 
     def _costs_nothing(self, call: cst.Call, kind: SyncKind) -> bool:
-        """Runs only while a cache is empty (the first step), or a read whose queue an
-        earlier read in the same pass already drained."""
+        """Runs only while a cache is empty (the first step) or only now and then (on an
+        error, a periodic test, an export, a single-process run), or a read whose queue
+        an earlier read in the same pass already drained."""
         if self._waits is None:
             return False
-        if self._waits.filled_once(call):
+        if self._waits.filled_once(call) or self._waits.occasional(call) is not None:
             return True
         return kind is SyncKind.READ and self._waits.queue_drained(call)
 
     def _per_step_in(self, call: cst.Call, loop: cst.For | cst.While) -> bool:
         """Whether ``call`` runs once per step of the training loop ``loop``: not a short
         test loop, not an epoch loop around the step loop, not inside an evaluation loop
-        nested in it (``for batch in eval_loader:``)."""
+        nested in it (a loop that steps nothing, run with autograd off: ``with
+        torch.no_grad(): for batch in loader: ...``)."""
         if few_iterations(loop) or self._training_steps.is_epoch_loop(loop):
             return False
+        nested_loop = without_grad = False
         for ancestor in self._index.ancestors(call):
             if ancestor is loop:
-                return True
-            if isinstance(ancestor, cst.For) and _EVALUATION_DATA.search(
-                self._index.module.code_for_node(ancestor.iter)
+                return not (nested_loop and without_grad)
+            if isinstance(ancestor, (cst.For, cst.While)):
+                nested_loop = True
+            elif isinstance(ancestor, cst.With) and any(
+                isinstance(item.item, cst.Call)
+                and self._names.qualified_name(item.item.func) in NO_GRAD_CONTEXTS
+                for item in ancestor.items
             ):
-                return False
+                without_grad = True
         return True
 
     def _spelled(self, call: cst.Call) -> str:

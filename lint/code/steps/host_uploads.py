@@ -83,11 +83,14 @@ class HostUploads:
         return found
 
     def _costs_nothing(self, call: cst.Call) -> bool:
-        """Built only while a cache is empty (the first step), or after an earlier host
-        read of the same pass drained the queue (the copy's synchronisation waits for
-        nothing)."""
+        """Built only while a cache is empty (the first step) or only now and then (on an
+        error, a periodic test, an export, a single-process run), or after an earlier
+        host read of the same pass drained the queue (the copy's synchronisation waits
+        for nothing)."""
         return self._waits is not None and (
-            self._waits.filled_once(call) or self._waits.queue_drained(call)
+            self._waits.filled_once(call)
+            or self._waits.occasional(call) is not None
+            or self._waits.queue_drained(call)
         )
 
     def _to_device(self, call: cst.Call) -> bool:

@@ -20,6 +20,7 @@ import libcst as cst
 
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
 from ddplint.code.steps.sparse_conditions import under_sparse_condition
+from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
 from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -45,8 +46,6 @@ TRAINER_STEP_METHODS = frozenset({"training_step", "compute_loss"})
 _CALLBACK_NAME = re.compile(r"Callback$")
 _TRAINER_NAME = re.compile(r"Trainer$")
 _LOSS_NAME = re.compile(r"(Loss|Criterion)$")
-#: Helpers whose name says they run off the per-step path (evaluation, checkpoints).
-_OCCASIONAL_HELPER = re.compile(r"^_*(eval|valid|test|save|checkpoint|export|visuali|plot)", re.I)
 
 
 class StepHooks:
@@ -58,8 +57,10 @@ class StepHooks:
         forward_paths: ForwardPaths,
         names: ImportTable,
         training_steps: TrainingSteps,
+        waits: StepWaits | None = None,
     ) -> None:
         self._index = index
+        self._waits = waits
         self._forward_paths = forward_paths
         self._names = names
         self._training_steps = training_steps
@@ -112,11 +113,12 @@ class StepHooks:
 
     def _runs_every_step(self, call: cst.Call, callee: cst.FunctionDef) -> bool:
         """Whether a call on the step path runs its callee every step: not under a sparse
-        condition, not an evaluation / checkpoint / logging helper by its name."""
-        if _OCCASIONAL_HELPER.search(callee.name.value):
-            return False
+        condition, not a function that holds a training loop itself (whatever the callee
+        is called: what decides is where the call runs)."""
         if self._training_steps.holds_training_loop(callee):
             return False  # ``run_epoch()``: its loop body is found as a training loop
+        if self._waits is not None and self._waits.occasional(call) is not None:
+            return False
         return not under_sparse_condition(self._index, call)
 
     def _entries(self) -> list[tuple[cst.FunctionDef, cst.ClassDef | None, PathReason]]:

@@ -1,6 +1,8 @@
-"""The analysis core's per-step wait questions (``ddplint.analysis.host_waits``) asked
-of LibCST calls: a call already waited for by an earlier host read in the same pass,
-and a call that runs only while a persistent cache is empty."""
+"""The analysis core's per-step questions asked of LibCST calls: a call already waited
+for by an earlier host read in the same pass, a call that runs only while a persistent
+cache is empty (``ddplint.analysis.host_waits``), and a call that runs only now and then
+(on an error, a periodic test, an export, a single-process run:
+``ddplint.analysis.step_frequency``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.step_frequency import Occasion, StepFrequency
 
 #: 1-based (line, column, end_line, end_column) of a LibCST node, columns in characters.
 Locate = Callable[[cst.CSTNode], tuple[int, int, int, int]]
@@ -19,8 +23,19 @@ class StepWaits:
     """Answers for the calls of one module; None of the ``ast`` (CPython refuses the
     file) answers no to both."""
 
-    def __init__(self, module: ast.Module | None, locate: Locate, lines: list[str]) -> None:
+    def __init__(
+        self,
+        module: ast.Module | None,
+        locate: Locate,
+        lines: list[str],
+        project: ProjectFacts = NO_PROJECT,
+    ) -> None:
         self._waits = HostWaits(module) if module is not None else None
+        self._frequency = (
+            StepFrequency(module, self._waits, project)
+            if module is not None and self._waits is not None
+            else None
+        )
         self._locate = locate
         self._lines = lines
 
@@ -47,3 +62,10 @@ class StepWaits:
         """``call`` runs only while a cache of the object is still empty."""
         found = self._ast_call(call)
         return found is not None and self._waits is not None and self._waits.filled_once(found)
+
+    def occasional(self, call: cst.Call) -> Occasion | None:
+        """Why ``call`` runs only now and then (not on every pass), or None."""
+        found = self._ast_call(call)
+        if found is None or self._frequency is None:
+            return None
+        return self._frequency.occasional(found)

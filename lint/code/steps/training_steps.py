@@ -25,6 +25,8 @@ _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _MANUAL_OPTIMIZATION_CALLS = frozenset({"self.manual_backward", "self.optimizers"})
 
 
+#: How many functions the search for an optimizer step inside an inner loop reads.
+_STEP_SEARCH_LIMIT = 50
 #: A loop of at most this many constant iterations is a test or a warm-up, not training.
 FEW_ITERATIONS = 10
 
@@ -66,9 +68,12 @@ class TrainingSteps:
         )
 
     def is_epoch_loop(self, loop: cst.For | cst.While) -> bool:
-        """A loop around a training loop whose own body steps no optimizer: its body
-        runs once per epoch. (An outer gradient-accumulation loop that calls
-        ``optimizer.step()`` after its inner micro-batch loop runs once per step.)"""
+        """A loop around a training loop whose own body steps no optimizer, or whose
+        inner loop (or the function it calls for one) steps the optimizer itself while
+        its own body reaches no ``backward()`` beside it: its body runs once per epoch
+        (``train(...); test(...); scheduler.step()``). An outer gradient-accumulation
+        loop whose inner micro-batch loop only calls ``backward()`` and which calls
+        ``optimizer.step()`` after it runs once per step."""
         inner: list[cst.CSTNode] = [
             node
             for node in self._index.walk_within(loop.body)
@@ -83,12 +88,48 @@ class TrainingSteps:
             ]
         if not inner:
             return False
+        if any(self._steps_within(node) for node in inner) and not self._backward_beside(
+            loop, inner
+        ):
+            return True
         return not any(
             isinstance(node, cst.Call)
             and is_optimizer_step(node)
             and not any(self._index.is_inside(node, i) for i in inner)
             for node in self._index.walk_within(loop.body)
         )
+
+    def _backward_beside(self, loop: cst.For | cst.While, inner: list[cst.CSTNode]) -> bool:
+        """Whether the loop's body reaches ``backward()`` outside its inner step loops
+        (an RL loop that updates every pass and a policy every few): a step loop."""
+        return any(
+            isinstance(node, cst.Call)
+            and not any(node is i or self._index.is_inside(node, i) for i in inner)
+            and self._call_reach.reached(node, _BACKWARD) is not None
+            for node in self._index.walk_within(loop.body)
+        )
+
+    def _steps_within(self, node: cst.CSTNode) -> bool:
+        """Whether an optimizer steps inside ``node`` (a loop), or inside the function of
+        the module that ``node`` (a call) runs, or one that function's own calls run."""
+        if self._local is None:
+            self._local = LocalFunctions(self._index)
+        pending: list[cst.CSTNode] = [node]
+        seen: set[int] = set()
+        while pending:
+            current = pending.pop()
+            if id(current) in seen or len(seen) > _STEP_SEARCH_LIMIT:
+                continue
+            seen.add(id(current))
+            calls = [current] if isinstance(current, cst.Call) else []
+            calls += [n for n in self._index.walk_within(current) if isinstance(n, cst.Call)]
+            for call in calls:
+                if is_optimizer_step(call):
+                    return True
+                callee = self._local.callee(call)
+                if callee is not None:
+                    pending.append(callee)
+        return False
 
     def _calls_step_loop(self, call: cst.Call) -> bool:
         """Whether ``call`` runs a function of the module that holds a training loop."""

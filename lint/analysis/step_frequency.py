@@ -1,0 +1,304 @@
+"""Whether a call runs on every pass through the code it sits in, or only now and then.
+
+A per-step rule asks this of a call it found on the training-step path. The answer is
+"not every pass" (an ``Occasion``) when the call runs only:
+
+- on an error: in an ``except`` handler of its function (an out-of-memory fallback);
+- on a sample of the passes: it is control-dependent on the rare way of a periodic
+  test, one that takes a counter modulo something (``step % log_every == 0``, ``if
+  it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
+  total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
+  incremented with ``+=``), draws a random number (``random.random() < p``), or joins
+  such tests (``if step % N == 0 or step == last:``);
+- while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
+  ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
+  step never is;
+- in a single-process run: on the way of a switch whose other way does the distributed
+  work (``if args.distributed: model = DDP(model)`` or ``... reduce_tensor(loss)`` ...
+  ``else:`` / ``if not args.distributed:``). What the switch means is read from what
+  its arm does (wraps a model in DDP, starts the process group, reduces or gathers,
+  calls a project function that does), never from its name.
+
+A periodic test on whose rare way the optimizer steps (``if (i + 1) % accumulate ==
+0: optimizer.step()``, ``if i % accumulate: continue``) is the step boundary of gradient
+accumulation, not a sample: what runs there runs once per optimizer step, every
+training step.
+
+Decided on the function's control-flow graph (control dependence on post-dominators);
+``if`` tests only (an ``and`` / conditional expression guard is the rule's own).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
+from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.effects import own_calls
+from ddplint.analysis.host_waits import HostWaits, walk_own
+from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+
+#: Library predicates that hold only while a model is exported or traced.
+EXPORT_PREDICATES = frozenset(
+    {
+        "torch.onnx.is_in_onnx_export",
+        "torch.jit.is_scripting",
+        "torch.jit.is_tracing",
+        "torch._C._get_tracing_state",
+    }
+)
+#: Library calls whose result is a random draw.
+RANDOM_DRAWS = frozenset(
+    {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
+)
+#: ``torch.distributed`` calls that do the distributed work of a run (not probes).
+_DISTRIBUTED_WORK = frozenset(
+    {
+        "init_process_group",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "broadcast_object_list",
+        "gather",
+        "scatter",
+    }
+)
+#: Wrappers that make a model data-parallel.
+DDP_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+        "apex.parallel.DistributedDataParallel",
+    }
+)
+
+
+class Occasion(str, Enum):
+    """Why a call does not run on every pass."""
+
+    ERROR = "only when an error is handled"
+    PERIODIC = "only on some passes (a periodic or sampled test)"
+    EXPORT = "only while the model is exported or traced"
+    SINGLE_PROCESS = "only in a single-process run"
+
+
+@dataclass(frozen=True)
+class _Switch:
+    """A test's text (``not`` taken off) and the truth on which it does distributed work."""
+
+    spelled: str
+    distributed_when: bool
+
+
+class StepFrequency:
+    """The frequency question for the calls of one module."""
+
+    def __init__(
+        self, module: ast.Module, waits: HostWaits, project: ProjectFacts = NO_PROJECT
+    ) -> None:
+        self._waits = waits
+        self._names = Names(module)
+        self._project = project
+        self._post: dict[int, PostDominance] = {}
+        self._stepping: dict[int, set[tuple[int, bool]]] = {}
+        self._in_handlers: set[ast.Call] = {
+            call
+            for handler in waits.nodes.of_type(ast.ExceptHandler)
+            for statement in handler.body
+            for call in _own_calls(statement)
+        }
+        self._counters = self._loop_counters()
+        self._switches = self._distributed_switches()
+
+    def occasional(self, call: ast.Call) -> Occasion | None:
+        """Why ``call`` runs only now and then, or None when it runs every pass."""
+        if call in self._in_handlers:
+            return Occasion.ERROR
+        found = self._waits.node_of(call, module_code=True)
+        if found is None:
+            return None
+        graph, node = found
+        post = self._post.get(id(graph))
+        if post is None:
+            post = self._post[id(graph)] = PostDominance(graph)
+        stepping = self._stepping_ways(graph, post)
+        for dependence in post.all_dependences(node):
+            test = dependence.test.statement
+            if not isinstance(test, ast.If) or dependence.edge not in (
+                EdgeKind.TRUE,
+                EdgeKind.FALSE,
+            ):
+                continue
+            truth = dependence.edge is EdgeKind.TRUE
+            occasion = self._test_occasion(test.test, truth)
+            if occasion is Occasion.PERIODIC and (dependence.test.index, truth) in stepping:
+                continue  # the accumulation boundary: it runs once per optimizer step
+            if occasion is not None:
+                return occasion
+        return None
+
+    def _stepping_ways(self, graph: Graph, post: PostDominance) -> set[tuple[int, bool]]:
+        """The (test, truth) ways of the graph on which an optimizer step runs
+        (``if (i + 1) % accumulate == 0: optimizer.step()``): what runs on such a way
+        runs once per optimizer step, which is every training step."""
+        found = self._stepping.get(id(graph))
+        if found is None:
+            found = self._stepping[id(graph)] = set()
+            for node in graph.nodes:
+                if node.statement is None or node.kind is not NodeKind.STATEMENT:
+                    continue
+                if any(_is_parameter_step(c) for c in own_calls(node.statement)):
+                    found.update(
+                        (d.test.index, d.edge is EdgeKind.TRUE)
+                        for d in post.all_dependences(node)
+                        if d.edge in (EdgeKind.TRUE, EdgeKind.FALSE)
+                    )
+        return found
+
+    def _test_occasion(self, test: ast.expr, truth: bool) -> Occasion | None:
+        """Whether taking ``test`` the ``truth`` way happens only now and then."""
+        positive, polarity = _strip_not(test)
+        if polarity == truth and self._exporting(positive):
+            return Occasion.EXPORT
+        if self._rare_way(positive) == (polarity == truth):
+            return Occasion.PERIODIC
+        for switch in self._switches:
+            if switch.spelled == ast.unparse(positive) and switch.distributed_when != (
+                polarity == truth
+            ):
+                return Occasion.SINGLE_PROCESS
+        return None
+
+    # -- export and tracing -----------------------------------------------------------
+
+    def _exporting(self, test: ast.expr) -> bool:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else []
+        if parts:
+            return all(self._exporting(part) for part in parts)
+        return isinstance(test, ast.Call) and self._names.resolve(test.func) in EXPORT_PREDICATES
+
+    # -- periodic and sampled tests ---------------------------------------------------
+
+    def _rare_way(self, test: ast.expr) -> bool | None:
+        """The truth on which a periodic or sampled test holds only now and then: a test
+        of ``and`` parts when one part is rare when true, of ``or`` parts when every part
+        is (``if step % N == 0 or step == last:``)."""
+        if isinstance(test, ast.BoolOp):
+            rare = [self._rare_way(v) is True for v in test.values]
+            return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
+        if _is_modulo(test):
+            return False  # ``if step % N:`` is true on most passes
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            operands = [test.left, test.comparators[0]]
+            op = test.ops[0]
+            if isinstance(op, (ast.Eq, ast.NotEq)) and any(
+                _is_modulo(o) or ast.unparse(o) in self._counters for o in operands
+            ):
+                return isinstance(op, ast.Eq)  # a counter equals one value once in a while
+            if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
+                return (test.left is operands[0]) == self._draws(test.left)
+        return None
+
+    def _draws(self, expression: ast.expr) -> bool:
+        return (
+            isinstance(expression, ast.Call)
+            and self._names.resolve(expression.func) in RANDOM_DRAWS
+        )
+
+    def _loop_counters(self) -> set[str]:
+        """The module's counters: ``for`` targets over ``range`` (the index of
+        ``enumerate``), and names or fields incremented with ``+=``."""
+        found: set[str] = set()
+        for loop in self._waits.nodes.of_type(ast.For):
+            source = loop.iter
+            if not isinstance(source, ast.Call):
+                continue
+            resolved = self._names.resolve(source.func)
+            if resolved == "range" and isinstance(loop.target, ast.Name):
+                found.add(loop.target.id)
+            elif (
+                resolved == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts
+            ):
+                found.add(ast.unparse(loop.target.elts[0]))
+        for step in self._waits.nodes.of_type(ast.AugAssign):
+            if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
+                found.add(ast.unparse(step.target))
+        return found
+
+    # -- distributed switches ---------------------------------------------------------
+
+    def _distributed_switches(self) -> list[_Switch]:
+        """The tests of the module whose one way does the distributed work and whose
+        other way does none: the run's distributed switch, as the code uses it."""
+        found: dict[str, set[bool]] = {}
+        for branch in self._waits.nodes.of_type(ast.If):
+            positive, polarity = _strip_not(branch.test)
+            if not isinstance(positive, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            if isinstance(positive, ast.Call) and positive.args:
+                continue
+            for arm, truth in ((branch.body, polarity), (branch.orelse, not polarity)):
+                if any(self._distributed_work(c) for s in arm for c in _own_calls(s)):
+                    found.setdefault(ast.unparse(positive), set()).add(truth)
+        return [
+            _Switch(spelled, next(iter(truths)))
+            for spelled, truths in found.items()
+            if len(truths) == 1
+        ]
+
+    def _distributed_work(self, call: ast.Call) -> bool:
+        resolved = self._names.resolve(call.func) or ""
+        if resolved in DDP_WRAPPERS:
+            return True
+        head, _, last = resolved.rpartition(".")
+        if head == "torch.distributed" and last in _DISTRIBUTED_WORK:
+            return True
+        spelled = dotted_name(call.func)
+        if spelled is None or spelled.startswith("torch."):
+            return False
+        reached = self._project.reached(spelled, None)
+        return reached is not None and reached.name.rsplit(".", 1)[-1] in _DISTRIBUTED_WORK
+
+
+def _is_parameter_step(call: ast.Call) -> bool:
+    """``optimizer.step()``, ``scaler.step(optimizer)``, ``engine.step()``: the update
+    of a training step (the method of every torch optimizer, scaler and engine)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "step"
+        and len(call.args) <= 1
+        and not call.keywords
+        and all(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args)
+    )
+
+
+def _strip_not(test: ast.expr) -> tuple[ast.expr, bool]:
+    """``not x`` -> (x, False); anything else -> (itself, True)."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    return test, polarity
+
+
+def _is_modulo(expression: ast.expr) -> bool:
+    """``counter % N``, not string formatting (``"%d" % n``)."""
+    return (
+        isinstance(expression, ast.BinOp)
+        and isinstance(expression.op, ast.Mod)
+        and not isinstance(expression.left, (ast.Constant, ast.JoinedStr))
+    )
+
+
+def _own_calls(root: ast.AST) -> list[ast.Call]:
+    """The calls ``root`` makes itself (nested functions and lambdas left out)."""
+    return [node for node in walk_own(root) if isinstance(node, ast.Call)]
