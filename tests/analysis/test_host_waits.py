@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ddplint.analysis.control_flow import build_graph
-from ddplint.analysis.dominators import Dominators
 from ddplint.analysis.host_waits import HostWaits
 
 
@@ -107,20 +105,6 @@ def test_cache_fill_runs_once() -> None:
     assert waits.filled_once(_read_on(calls, 8))
     assert waits.filled_once(_read_on(calls, 11))
     assert not waits.filled_once(_read_on(calls, 13))
-
-
-def test_dominators_and_the_nodes_between() -> None:
-    function = ast.parse("def f(a):\n    x = 1\n    if a:\n        y = 2\n    z = 3\n").body[0]
-    assert isinstance(function, ast.FunctionDef)
-    graph = build_graph(function)
-    dominators = Dominators(graph)
-    statements = [s for s in ast.walk(function) if isinstance(s, (ast.Assign, ast.If))]
-    statements.sort(key=lambda s: s.lineno)
-    first, branch, inner, last = (graph.nodes_of(s)[0] for s in statements)
-    assert dominators.dominates(first, last)
-    assert dominators.dominates(branch, inner)
-    assert not dominators.dominates(inner, last)
-    assert inner in dominators.between(first, last)
 
 
 def test_reads_on_every_way_drain_the_join_and_a_loop_carries_work_round() -> None:
