@@ -1401,7 +1401,7 @@ class Divergence:
                     state[name] = taint.joined(state.get(name))
                 self._before[node.index] = state
             after = self._transfer(node, state)
-            alone = self._one_process_edge(node)
+            alone = self.one_process_edge(node)
             for successor, edge in node.successors:
                 # On a way that runs one process no value can differ from a peer's.
                 given = {} if edge is alone else after
@@ -1457,7 +1457,7 @@ class Divergence:
         held = _join(_contents(value), key)
         return {**state, container: held.joined(state.get(container))} if held else state
 
-    def _one_process_edge(self, node: Node) -> EdgeKind | None:
+    def one_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of a test on which the job runs as one process
         (``dist.is_initialized()`` false, ``world_size > 1`` false, or a flag bound
         once to such a comparison), if the test asks that."""
