@@ -743,11 +743,19 @@ class _Evaluator:
                 return found
         return self.project.call_summary(spelled, self.owner)
 
+    def _local_summary(self, call: ast.Call) -> bool:
+        """Whether the function's own analysis summarises ``call`` (not the project's
+        summary of another module's function, whose keywords stay options)."""
+        spelled = dotted_name(call.func)
+        local = spelled is not None and ("." not in spelled or _self_field(spelled))
+        return local and self.results is not None and self.results(spelled, self.owner) is not None
+
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
         them (keyword arguments are options: a device, a logger, a flag), except for
-        a local function whose returns are known to drop some (a helper that
-        all-reduces its argument returns the agreed value) or to read a keyword."""
+        a function whose returns are known to drop some (a helper that all-reduces its
+        argument returns the agreed value, one handed the rank only to log returns
+        what its other arguments give) or, for a local one, to read a keyword."""
         known = self.summary(call)
         if (
             known is None
@@ -756,7 +764,8 @@ class _Evaluator:
         ):
             return list(call.args)
         given = list(zip(known.parameters, call.args, strict=False))
-        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        if self._local_summary(call):
+            given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
         extra = call.args[len(known.parameters) :]
         return [value for name, value in given if name in known.reaching] + list(extra)
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.divergence import PLACEMENT_METHODS
 from ddplint.analysis.names import Names
 
 _BUILTINS = frozenset(dir(builtins))
@@ -39,7 +40,8 @@ def parameters_reaching_returns(
         if isinstance(node, ast.Return) and node.value is not None:
             returned.append(node.value)
         for name, value in _bound(node):
-            bindings.setdefault(name, []).append(value)
+            if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
+                bindings.setdefault(name, []).append(value)
     if not returned:
         return None
     reaching: set[str] = set()
@@ -47,7 +49,7 @@ def parameters_reaching_returns(
     pending = list(returned)
     while pending:
         expression = pending.pop()
-        for node in ast.walk(expression):
+        for node in _read(expression):
             if _own_source(node, names):
                 return None
             if not isinstance(node, ast.Name) or node.id in seen:
@@ -63,25 +65,56 @@ def parameters_reaching_returns(
 
 
 def _bound(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
-    """(name, the value it may take from) for each name ``node`` binds."""
+    """(name, the value it may take from) for each name ``node`` binds or fills: a
+    target's names, the container of an item or field stored (``d[k] = v``), the
+    receiver of a method call (``items.append(v)``)."""
     targets: list[ast.expr] = []
-    value: ast.AST | None = None
+    values: list[ast.AST] = []
     if isinstance(node, ast.Assign):
-        targets, value = list(node.targets), node.value
+        targets, values = list(node.targets), [node.value]
     elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-        targets, value = [node.target], node.value
+        targets, values = [node.target], [node.value]
     elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-        targets, value = [node.target], node.iter
+        targets, values = [node.target], [node.iter]
     elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-        targets, value = [node.optional_vars], node.context_expr
+        targets, values = [node.optional_vars], [node.context_expr]
     elif isinstance(node, ast.NamedExpr):
-        targets, value = [node.target], node.value
-    if value is None:
-        return
+        targets, values = [node.target], [node.value]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+    ):
+        targets = [node.func.value]
+        values = [*node.args, *(k.value for k in node.keywords)]
     for target in targets:
         for inner in ast.walk(target):
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
-                yield inner.id, value
+            if isinstance(inner, ast.Name):
+                for value in values:
+                    yield inner.id, value
+            if isinstance(inner, ast.Subscript):
+                yield from ((n.id, inner.slice) for n in _names_in(inner.value))
+
+
+def _names_in(expression: ast.AST) -> Iterator[ast.Name]:
+    return (n for n in ast.walk(expression) if isinstance(n, ast.Name))
+
+
+def _read(expression: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``expression`` whose values may reach it, as the divergence's
+    library summaries read them: a call's keyword arguments are options (a device, a
+    flag) and carry nothing, nor do the arguments of a placement (``.to(device)``)."""
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.Call):
+            pending.append(node.func)
+            placement = isinstance(node.func, ast.Attribute) and node.func.attr in PLACEMENT_METHODS
+            if not placement:
+                pending.extend(node.args)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
 
 
 def _own_source(node: ast.AST, names: Names) -> bool:

@@ -45,10 +45,21 @@ def test_a_rank_that_only_picks_who_prints_does_not_reach_the_result() -> None:
         "return int(path) + rank",  # arithmetic on the parameter
         "shift = rank * 2\n    return shift",  # through a name
         "for r in [rank]:\n        last = r\n    return last",  # through a loop
+        "out = {}\n    out[path] = rank\n    return out",  # an item stored
+        "out = []\n    out.append(rank)\n    return out",  # a method filling it
     ],
 )
 def test_a_parameter_that_flows_into_the_result_reaches_it(body: str) -> None:
     assert "rank" in (_reaching(f"def load(rank, path):\n    {body}\n") or set())
+
+
+def test_options_and_placement_do_not_reach_the_result() -> None:
+    source = """
+    import torch
+    def make(rank, size):
+        return torch.zeros(size, device=rank).to(rank)
+    """
+    assert _reaching(source) == {"size"}
 
 
 @pytest.mark.parametrize(
