@@ -12,7 +12,9 @@ not stick to a new ``for step in range(...)``.
   ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
   contents; the number of items it counts). File-system probes are not sources: a
   shared file system answers every rank alike (DDP218 is the opt-in rule for them).
-  ``rank != -1`` asks whether the job was launched, which every rank answers alike.
+  ``rank != -1`` asks whether the job was launched, which every rank answers alike
+  (the rank as read: ``rank - 1 >= 0`` is a test on the rank). A clock written into
+  text is a stamp (``Source.STAMP``): its text differs, whether it is set does not.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
   same on every rank (its work handle kept or not), and so does what is computed from
@@ -30,6 +32,8 @@ not stick to a new ``for step in range(...)``.
   ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
   unknown call's result carries its positional arguments (and its receiver's) taint,
   a local function's only that of the parameters that reach its returns.
+- Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
+  every rank (``shares``): other items, the same length.
 - Decided: a name bound under a divergent test differs after the test's branches meet.
 - Unknown is uniform: nothing is reported from a value nobody can see.
 """
