@@ -751,8 +751,10 @@ class _Evaluator:
         """Whether the function's own analysis summarises ``call`` (not the project's
         summary of another module's function, whose keywords stay options)."""
         spelled = dotted_name(call.func)
-        local = spelled is not None and ("." not in spelled or _self_field(spelled))
-        return local and self.results is not None and self.results(spelled, self.owner) is not None
+        if spelled is None or self.results is None:
+            return False
+        local = "." not in spelled or _self_field(spelled)
+        return local and self.results(spelled, self.owner) is not None
 
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
