@@ -75,6 +75,14 @@ EXPECTED = {
     # keyword, to `evaluate(..., local_index=...)`: tests of those parameters (and of
     # `self.device_id`) are rank tests there; `Reporter`'s `gpu`, passed a number, is not.
     # `src/__init__.py` makes `src` a package the scripts import by that name.
+    # `load_step(model, rank, path)` returns the step in the checkpoint's name (the rank
+    # only picks who prints): a loop from it is the same on every rank (train_good.py);
+    # `staggered_step(rank, path)` adds the rank, and a counter only rank 0 advances
+    # decides a barrier (train_bad.py).
+    "step_from_checkpoint": (
+        {("train_bad.py", 8, "DDP201"), ("train_bad.py", 17, "DDP211")},
+        "",
+    ),
     "rank_by_caller": (
         {("src/trainer/trainer.py", 14, "DDP201"), ("src/trainer/loops.py", 10, "DDP201")},
         "",
@@ -94,6 +102,7 @@ EXPECTED_CORE = {
     "opt_in_barrier": {("train_bad.py", 7, "DDP219")},
     "rank_helpers": {("train_bad.py", 6, "DDP219"), ("train_bad.py", 13, "DDP219")},
     "save_checkpoint": {("train_bad.py", 9, "DDP219")},
+    "step_from_checkpoint": {("train_bad.py", 7, "DDP219")},
     "rank_by_caller": {
         ("src/trainer/trainer.py", 11, "DDP219"),
         ("src/trainer/loops.py", 7, "DDP219"),

@@ -165,6 +165,33 @@ class _Handlers:
 _Frame = _Loop | _With | _Finally | _Handlers
 
 
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope's own code: nested functions, classes and lambdas left out."""
+    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+        yield node
+
+
+def single_bindings(scope: ast.AST) -> dict[str, ast.expr]:
+    """Names the scope's own code binds exactly once, by a plain ``name = value``."""
+    values: dict[str, ast.expr] = {}
+    counts: dict[str, int] = {}
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            values[node.targets[0].id] = node.value
+    return {name: value for name, value in values.items() if counts.get(name) == 1}
+
+
 def _exit_call(statement: ast.stmt) -> str | None:
     """``"exit"`` or ``"abort"`` when the statement is a call that ends the process."""
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):

@@ -12,7 +12,9 @@ not stick to a new ``for step in range(...)``.
   ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
   contents; the number of items it counts). File-system probes are not sources: a
   shared file system answers every rank alike (DDP218 is the opt-in rule for them).
-  ``rank != -1`` asks whether the job was launched, which every rank answers alike.
+  ``rank != -1`` asks whether the job was launched, which every rank answers alike
+  (the rank as read: ``rank - 1 >= 0`` is a test on the rank). A clock written into
+  text is a stamp (``Source.STAMP``): its text differs, whether it is set does not.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
   same on every rank (its work handle kept or not), and so does what is computed from
@@ -30,6 +32,8 @@ not stick to a new ``for step in range(...)``.
   ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
   unknown call's result carries its positional arguments (and its receiver's) taint,
   a local function's only that of the parameters that reach its returns.
+- Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
+  every rank (``shares``): other items, the same length.
 - Decided: a name bound under a divergent test differs after the test's branches meet.
 - Unknown is uniform: nothing is reported from a value nobody can see.
 """
@@ -48,10 +52,18 @@ from ddplint.analysis.api import (
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
 )
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    own_nodes,
+    single_bindings,
+)
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
+from ddplint.analysis.shares import even_strides
 
 
 class Facet(Flag):
@@ -70,6 +82,7 @@ DECIDING = Facet.CONTENTS | Facet.SHAPE | Facet.DEVICE
 class Source(str, Enum):
     RANK = "the rank"
     PROBE = "a local probe (clock, memory)"
+    STAMP = "a clock reading written into text (a time-stamped name)"
     DECIDED = "a value set under a rank-dependent test"
     CONTRIBUTED = "this rank's own share of a collective"
     OUTPUT = "this rank's model output"
@@ -160,8 +173,9 @@ def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return found
 
 
-def _reason_order(taint: Taint) -> tuple[int, str, str]:
-    return taint.line, taint.source.value, taint.spelled
+def _reason_order(taint: Taint) -> tuple[bool, int, str, str]:
+    # A stamp comes last: a value that also reads the rank differs in its truth too.
+    return taint.source is Source.STAMP, taint.line, taint.source.value, taint.spelled
 
 
 #: Calls whose result reads a local clock or memory probe.
@@ -325,8 +339,14 @@ class _Evaluator:
         results: CallSummaries | None = None,
         mappings: frozenset[str] = frozenset(),
         ragged: frozenset[str] = frozenset(),
+        even_strides: dict[str, frozenset[str]] | None = None,
+        single: dict[str, ast.expr] | None = None,
+        parameters: frozenset[str] | set[str] = frozenset(),
     ) -> None:
+        self.parameters = parameters
         self.names = names
+        self.even_strides = even_strides or {}
+        self.single = single or {}
         self.agreeing_receivers = agreeing_receivers
         self.project = project
         self.owner = owner
@@ -355,6 +375,7 @@ class _Evaluator:
                 index is not None
                 and isinstance(expression.slice, ast.Slice)
                 and not self._fixed_width(expression.slice, state)
+                and not self._even_share(expression.value, expression.slice, state)
             ):
                 index = Taint(VALUES, index.source, index.line, index.spelled)
             elif index is not None and dotted_name(expression.value) in self.ragged:
@@ -373,7 +394,11 @@ class _Evaluator:
             if operand is not None and operand.source is Source.DECIDED:
                 return operand
             return operand.as_contents(Facet.SHAPE) if operand else None
-        if isinstance(expression, ast.Compare) and _launch_check(expression):
+        if (
+            isinstance(expression, ast.Compare)
+            and _launch_check(expression)
+            and self._launcher_rank(expression.left, state)
+        ):
             return None
         if isinstance(expression, ast.Compare) and (measured := _positive_test(expression)):
             # Whether a clock or probe was read at all (``if self.started > 0``): every
@@ -384,6 +409,8 @@ class _Evaluator:
             return None
         if isinstance(expression, ast.IfExp):
             return self._chosen(expression, state)
+        if isinstance(expression, ast.JoinedStr):
+            return _stamped(_join(None, *(self.taint(v, state) for v in expression.values)))
         found: Taint | None = None
         for child in ast.iter_child_nodes(expression):
             if isinstance(child, ast.expr):
@@ -433,6 +460,68 @@ class _Evaluator:
             and ast.dump(step.left) == ast.dump(lower.left)
             and isinstance(step.right, ast.Constant)
             and step.right.value == 1
+        )
+
+    def truth(self, expression: ast.expr, state: State) -> Taint | None:
+        """How whether ``expression`` holds may differ between ranks: as its value,
+        except that a time-stamped text tested for itself is non-empty on every rank
+        (``if args.save and step:`` with a minute stamp in ``args.save``)."""
+        if isinstance(expression, ast.BoolOp):
+            return _join(None, *(self.truth(v, state) for v in expression.values))
+        if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not):
+            return self.truth(expression.operand, state)
+        found = self.taint(expression, state)
+        if (
+            found is not None
+            and found.source is Source.STAMP
+            and isinstance(expression, _TEXT_HOLDERS)
+        ):
+            return None
+        return found
+
+    def _launcher_rank(self, operand: ast.expr, state: State) -> bool:
+        """Whether ``operand`` is the rank a launcher hands in (``args.local_rank``,
+        ``LOCAL_RANK``, ``dist.get_rank()``) as read, not a value computed from it: a
+        launched job has no rank -1, so ``local_rank != -1`` is alike on every rank,
+        where ``loss_index >= 0`` on this rank's values is not."""
+        taint = self.taint(operand, state)
+        return taint is None or (taint.source is Source.RANK and self._read_rank(operand, 0))
+
+    def _read_rank(self, operand: ast.expr, depth: int) -> bool:
+        """Whether ``operand`` spells the rank as read (``int()`` of it, a name bound
+        once to it, a parameter the rank is handed in), not arithmetic on it."""
+        if depth > 8:
+            return False
+        if isinstance(operand, ast.Call) and self.names.resolve(operand.func) == "int":
+            return len(operand.args) == 1 and self._read_rank(operand.args[0], depth + 1)
+        if isinstance(operand, ast.Name):
+            bound = self.single.get(operand.id)
+            if bound is not None:
+                return self._read_rank(bound, depth + 1)
+            return operand.id in self.parameters
+        if isinstance(operand, ast.Attribute):
+            return operand.attr in RANK_ATTRIBUTES or self.project.holds_rank_test(
+                dotted_name(operand) or "", self.owner
+            )
+        if isinstance(operand, (ast.Call, ast.Subscript)):
+            return self._environment_rank(operand) or (
+                isinstance(operand, ast.Call)
+                and (self.names.resolve(operand.func) or "").rsplit(".", 1)[-1]
+                in RANK_FUNCTION_NAMES
+            )
+        return False
+
+    def _even_share(self, sequence: ast.expr, window: ast.Slice, state: State) -> bool:
+        """``pieces[rank::n]`` of pieces padded to a multiple of ``n`` (``shares``):
+        every rank's share is equally long, whichever items it holds."""
+        spelled = dotted_name(sequence)
+        strides = self.even_strides.get(spelled) if spelled is not None else None
+        return (
+            strides is not None
+            and window.step is not None
+            and window.upper is None
+            and self.taint(window.step, state) is None
+            and ast.dump(window.step) in strides
         )
 
     def _comprehension(self, expression: ast.expr, state: State) -> Taint | None:
@@ -664,7 +753,8 @@ class _Evaluator:
             return None  # a functional collective's result agrees; the others return none
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)
-        return _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+        found = _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+        return _stamped(found) if resolved in _TEXT_WRITERS else found
 
     def summary(self, call: ast.Call) -> CallSummary | None:
         """The summary of the function ``call`` runs, if known: a local one (``f(...)``,
@@ -679,11 +769,21 @@ class _Evaluator:
                 return found
         return self.project.call_summary(spelled, self.owner)
 
+    def _local_summary(self, call: ast.Call) -> bool:
+        """Whether the function's own analysis summarises ``call`` (not the project's
+        summary of another module's function, whose keywords stay options)."""
+        spelled = dotted_name(call.func)
+        if spelled is None or self.results is None:
+            return False
+        local = "." not in spelled or _self_field(spelled)
+        return local and self.results(spelled, self.owner) is not None
+
     def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
         them (keyword arguments are options: a device, a logger, a flag), except for
-        a local function whose returns are known to drop some (a helper that
-        all-reduces its argument returns the agreed value) or to read a keyword."""
+        a function whose returns are known to drop some (a helper that all-reduces its
+        argument returns the agreed value, one handed the rank only to log returns
+        what its other arguments give) or, for a local one, to read a keyword."""
         known = self.summary(call)
         if (
             known is None
@@ -692,7 +792,8 @@ class _Evaluator:
         ):
             return list(call.args)
         given = list(zip(known.parameters, call.args, strict=False))
-        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        if self._local_summary(call):
+            given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
         extra = call.args[len(known.parameters) :]
         return [value for name, value in given if name in known.reaching] + list(extra)
 
@@ -724,6 +825,10 @@ class _Evaluator:
     def _method(self, call: ast.Call, func: ast.Attribute, state: State) -> Taint | None:
         receiver = self.taint(func.value, state)
         method = func.attr
+        if method in _TEXT_WRITERS:
+            return _stamped(
+                _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+            )
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
         if method in ("to", "type"):
@@ -766,6 +871,10 @@ class _Evaluator:
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: Expressions whose truth is that of the value they hold (not a comparison of it).
+_TEXT_HOLDERS = (ast.Name, ast.Attribute, ast.Subscript, ast.JoinedStr, ast.BinOp)
+#: Methods and builtins that write a value into text: a clock reading becomes a stamp.
+_TEXT_WRITERS = frozenset({"strftime", "isoformat", "format", "str"})
 
 
 #: Other spellings of one dtype.
@@ -871,8 +980,9 @@ def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def _launch_check(compare: ast.Compare) -> bool:
-    """``local_rank != -1``, ``rank >= 0``: whether the job was launched distributed,
-    which every rank answers alike (a launcher gives no rank -1)."""
+    """The shape of ``local_rank != -1``, ``rank >= 0``: whether the job was launched
+    distributed, which every rank answers alike (a launcher gives no rank -1) when the
+    operand is the rank itself (``_Evaluator._launcher_rank``)."""
     if len(compare.ops) != 1 or isinstance(compare.ops[0], (ast.In, ast.NotIn)):
         return False
     try:
@@ -905,23 +1015,12 @@ def _is_zero(expression: ast.expr) -> bool:
     )
 
 
-def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope's own code: nested functions, classes and lambdas left out."""
-    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
-        yield node
-
-
 def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
     """The dotted names a scope's own code binds to a tensor made by a factory
     (``correct = torch.zeros(n)``, ``m = torch.full(...).to(device)``): assigning one's
     items changes its contents, never its shape."""
     found: set[str] = set()
-    for node in _scope_nodes(scope):
+    for node in own_nodes(scope):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         made = node.value
@@ -950,7 +1049,7 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     #: container indexed by what iterating it yields is a mapping.
     iterated: set[tuple[str | None, str]] = set()
     indexed: set[tuple[str | None, str]] = set()
-    for node in _scope_nodes(scope):
+    for node in own_nodes(scope):
         used: list[ast.expr] = []
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
             node.target, ast.Name
@@ -990,7 +1089,7 @@ def _ragged_names(scope: ast.AST) -> frozenset[str]:
     (``data = [[1, 2], [3]]``): the item an index picks may be of another length."""
     sized = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
     found: set[str] = set()
-    for node in _scope_nodes(scope):
+    for node in own_nodes(scope):
         if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -1050,6 +1149,14 @@ def _rank(node: ast.AST) -> Taint:
     return Taint(Facet.CONTENTS, Source.RANK, getattr(node, "lineno", 0), ast.unparse(node))
 
 
+def _stamped(found: Taint | None) -> Taint | None:
+    """Text written from a value: a clock reading becomes a stamp (other contents,
+    never an empty text)."""
+    if found is None or found.source is not Source.PROBE:
+        return found
+    return Taint(found.facets, Source.STAMP, found.line, found.spelled)
+
+
 def _device(found: Taint) -> Taint:
     return Taint(Facet.DEVICE, found.source, found.line, found.spelled)
 
@@ -1102,6 +1209,9 @@ class Divergence:
             results,
             _mapping_names(graph.scope, names),
             _ragged_names(graph.scope),
+            even_strides(graph.scope, names),
+            single_bindings(graph.scope),
+            _parameters_of(graph.scope),
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
@@ -1172,7 +1282,7 @@ class Divergence:
         state = self.before(node)
         found: Taint | None = None
         if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While, ast.Assert)):
-            found = self.evaluator.taint(statement.test, state)
+            found = self.evaluator.truth(statement.test, state)
         elif node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             iterable = self.evaluator.taint(statement.iter, state)
             found = iterable.as_contents(Facet.SHAPE) if iterable else None
@@ -1411,7 +1521,7 @@ class Divergence:
                     state[name] = taint.joined(state.get(name))
                 self._before[node.index] = state
             after = self._transfer(node, state)
-            alone = self._one_process_edge(node)
+            alone = self.one_process_edge(node)
             for successor, edge in node.successors:
                 # On a way that runs one process no value can differ from a peer's.
                 given = {} if edge is alone else after
@@ -1467,7 +1577,7 @@ class Divergence:
         held = _join(_contents(value), key)
         return {**state, container: held.joined(state.get(container))} if held else state
 
-    def _one_process_edge(self, node: Node) -> EdgeKind | None:
+    def one_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of a test on which the job runs as one process
         (``dist.is_initialized()`` false, ``world_size > 1`` false, or a flag bound
         once to such a comparison), if the test asks that."""

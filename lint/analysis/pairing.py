@@ -197,9 +197,8 @@ def _rank_value(
         return None
     assigned = _bound_value(expression, divergence, depth)
     if assigned is not None:
-        value = _rank_value(assigned, zero, divergence, node, depth - 1)
-        if value is not None:
-            return value
+        # The name stands for its value: arithmetic on the rank is no rank read.
+        return _rank_value(assigned, zero, divergence, node, depth - 1)
     if taint.spelled != ast.unparse(expression) and dotted_name(expression) is None:
         return None
     last = (dotted_name(expression) or ast.unparse(expression)).rsplit(".", 1)[-1]

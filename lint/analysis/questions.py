@@ -45,7 +45,7 @@ from ddplint.analysis.effects import (
     Collective,
     own_calls,
 )
-from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in
+from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in, ways_on
 from ddplint.analysis.pairing import (
     arm_sequences,
     arms_agree,
@@ -230,14 +230,32 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
             handled = [nodes_of[id(s)] for s in statements_in(handler.body) if id(s) in nodes_of]
             if any(node.index in function.effects for node in handled):
                 continue  # the handler issues collectives of its own: pairing unknown
+            several = _reached_by_several(function, handled)
             for jump in handled:
-                if not isinstance(jump.statement, _JUMPS):
+                if not isinstance(jump.statement, _JUMPS) or jump.index not in several:
                     continue
                 head = _loop_head(scope, function, jump, nodes_of)
                 missed = _skipped_by(function, start, jump, head)
                 if missed is not None:
                     collective, through = missed
                     yield Parting(scope, jump.statement, handler, raised, collective, through)
+
+
+def _reached_by_several(function: FunctionFacts, handled: list[Node]) -> set[int]:
+    """The nodes of a handler a job of several processes reaches: a way that passes
+    the one-process branch of a test (``if dist.is_initialized(): raise``, then
+    ``continue``) or ends loudly goes no further."""
+    inside = {node.index for node in handled}
+    reached: set[int] = set()
+    pending = handled[:1]
+    while pending:
+        node = pending.pop()
+        if node.index in reached or node.index not in inside:
+            continue
+        reached.add(node.index)
+        alone = function.divergence.one_process_edge(node)
+        pending.extend(s for s, edge in ways_on(node) if edge is not alone)
+    return reached
 
 
 def per_rank_call(function: FunctionFacts, body: list[Node]) -> tuple[Taint, Node] | None:

@@ -65,8 +65,13 @@ class RanksPartBeforeCollective(CodeRule):
     Not flagged: a failing `assert`, a `raise`, or an exit with an error status
     (`sys.exit(1)`, `sys.exit("message")`, `os._exit(1)`, `raise SystemExit(1)`): the
     process fails, and torchrun's agent stops every other worker, so nobody waits;
-    `rank != -1`
-    (whether the job was launched); file-system checks (a shared file system answers
+    `rank != -1` or `local_rank >= 0` on the rank as read
+    (whether the job was launched; on a value computed from the rank or from this
+    rank's data it is a test like any other); a run name stamped with the clock,
+    tested for being set (its text differs, not whether there is one); a rank's strided
+    share `pieces[rank::n]` of pieces padded to a multiple of `n` (every share is as
+    long); an `except` handler whose exit only a one-process job reaches (it re-raises
+    under `dist.is_initialized()`); file-system checks (a shared file system answers
     every rank alike: DDP218 is the opt-in rule for node-local disks); values made the
     same by a collective (`all_reduce(flag)` then
     `flag.item()`, `broadcast`, `all_gather_object`); a name bound again; placement

@@ -27,6 +27,7 @@ from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names
 from ddplint.analysis.names import dotted_name as dotted
+from ddplint.analysis.returns import parameters_reaching_returns
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 from ddplint.code.syntax.python_ast import child_nodes
 
@@ -232,7 +233,7 @@ def function_summary(
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
-        else None,
+        else _returned_from(function, imports),
     }
 
 
@@ -268,6 +269,20 @@ def _agreement(
         None if reaching is None else sorted(reaching),
         sorted(summary.agreeing),
     ]
+
+
+def _returned_from(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]
+) -> list[Any] | None:
+    """For a function that issues no collective (or is too long to solve per
+    parameter), the parameters that may reach what it returns
+    (``returns.parameters_reaching_returns``), as an agreement fact that makes none
+    agree; None where every argument may reach it."""
+    parameters = [a.arg for a in _positional(function)]
+    reaching = parameters_reaching_returns(function, parameters, Names.bound(imports))
+    if reaching is None or not parameters or set(parameters) <= reaching:
+        return None
+    return [parameters, sorted(reaching), []]
 
 
 def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:

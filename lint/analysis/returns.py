@@ -1,0 +1,133 @@
+"""Which parameters of a function may reach what it returns, without solving it: a
+slice of the names its ``return`` values read, followed through the function's own
+bindings.
+
+This is the call summary of a function that issues no collective (those get the
+divergence's own summary, ``divergence.summarise_call``): a helper handed the rank
+only to pick who logs (``load_checkpoint(model, rank, path)`` returning the step in the
+checkpoint's name) returns a value every rank computes alike from its other arguments.
+The slice ignores order (any binding of a name counts), so it holds more parameters
+than reach, never fewer; where the returned value may read one of the function's own
+(the rank, a clock, a field of ``self``, a module global, a call of a function the
+module defines), there is no summary.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+
+from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.divergence import PLACEMENT_METHODS
+from ddplint.analysis.names import Names
+
+_BUILTINS = frozenset(dir(builtins))
+#: Calls whose result reads a local clock (the divergence's probes, by module).
+_CLOCK_MODULES = ("time.", "datetime.", "random.", "numpy.random.", "torch.rand")
+
+
+def parameters_reaching_returns(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, parameters: list[str], names: Names
+) -> frozenset[str] | None:
+    """The ``parameters`` whose values may reach a value ``function`` returns; None
+    where a returned value may read a value of the function's own, or it returns
+    none."""
+    bindings: dict[str, list[ast.AST]] = {}
+    returned: list[ast.AST] = []
+    for node in own_nodes(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            returned.append(node.value)
+        for name, value in _bound(node):
+            if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
+                bindings.setdefault(name, []).append(value)
+    if not returned:
+        return None
+    reaching: set[str] = set()
+    seen: set[str] = set()
+    pending = list(returned)
+    while pending:
+        expression = pending.pop()
+        for node in _read(expression):
+            if _own_source(node, names):
+                return None
+            if not isinstance(node, ast.Name) or node.id in seen:
+                continue
+            seen.add(node.id)
+            if node.id in parameters:
+                reaching.add(node.id)
+            elif node.id in bindings:
+                pending.extend(bindings[node.id])
+            elif node.id not in names.imports and node.id not in _BUILTINS:
+                return None  # ``self``, a global, a function of the module: not followed
+    return frozenset(reaching)
+
+
+def _bound(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(name, the value it may take from) for each name ``node`` binds or fills: a
+    target's names, the container of an item or field stored (``d[k] = v``), the
+    receiver of a method call (``items.append(v)``)."""
+    targets: list[ast.expr] = []
+    values: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets, values = list(node.targets), [node.value]
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+        targets, values = [node.target], [node.value]
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        targets, values = [node.target], [node.iter]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        targets, values = [node.optional_vars], [node.context_expr]
+    elif isinstance(node, ast.NamedExpr):
+        targets, values = [node.target], [node.value]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+    ):
+        targets = [node.func.value]
+        values = [*node.args, *(k.value for k in node.keywords)]
+    for target in targets:
+        for inner in ast.walk(target):
+            if isinstance(inner, ast.Name):
+                for value in values:
+                    yield inner.id, value
+            if isinstance(inner, ast.Subscript):
+                yield from ((n.id, inner.slice) for n in _names_in(inner.value))
+
+
+def _names_in(expression: ast.AST) -> Iterator[ast.Name]:
+    return (n for n in ast.walk(expression) if isinstance(n, ast.Name))
+
+
+def _read(expression: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``expression`` whose values may reach it, as the divergence's
+    library summaries read them: a call's keyword arguments are options (a device, a
+    flag) and carry nothing, nor do the arguments of a placement (``.to(device)``)."""
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.Call):
+            pending.append(node.func)
+            placement = isinstance(node.func, ast.Attribute) and node.func.attr in PLACEMENT_METHODS
+            if not placement:
+                pending.extend(node.args)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _own_source(node: ast.AST, names: Names) -> bool:
+    """A read of the rank, the environment's rank or a clock."""
+    if isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES:
+        return True
+    if isinstance(node, ast.Subscript) and names.resolve(node.value) == "os.environ":
+        return isinstance(node.slice, ast.Constant) and node.slice.value in RANK_ENV_VARS
+    if not isinstance(node, ast.Call):
+        return False
+    resolved = names.resolve(node.func) or ""
+    if resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES or resolved.startswith(_CLOCK_MODULES):
+        return True
+    return any(
+        isinstance(a, ast.Constant) and a.value in RANK_ENV_VARS for a in node.args[:1]
+    ) and resolved in ("os.environ.get", "os.getenv")

@@ -1,0 +1,101 @@
+"""Which parameters reach what a function returns (``returns``), the even shares of a
+padded sequence (``shares``) and the clock stamps whose truth is shared
+(``divergence``)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ddplint.analysis.names import Names
+from ddplint.analysis.returns import parameters_reaching_returns
+from ddplint.analysis.shares import even_strides
+
+
+def _function(source: str) -> tuple[ast.FunctionDef, Names]:
+    module = ast.parse(textwrap.dedent(source))
+    function = module.body[-1]
+    assert isinstance(function, ast.FunctionDef)
+    return function, Names(module)
+
+
+def _reaching(source: str) -> frozenset[str] | None:
+    function, names = _function(source)
+    parameters = [a.arg for a in function.args.args if a.arg != "self"]
+    return parameters_reaching_returns(function, parameters, names)
+
+
+def test_a_rank_that_only_picks_who_prints_does_not_reach_the_result() -> None:
+    source = """
+    import os
+    def load(model, rank, path):
+        if rank == 0:
+            print("loading")
+        step = int(os.path.basename(path))
+        return step
+    """
+    assert _reaching(source) == {"path"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return int(path) + rank",  # arithmetic on the parameter
+        "shift = rank * 2\n    return shift",  # through a name
+        "for r in [rank]:\n        last = r\n    return last",  # through a loop
+        "out = {}\n    out[path] = rank\n    return out",  # an item stored
+        "out = []\n    out.append(rank)\n    return out",  # a method filling it
+    ],
+)
+def test_a_parameter_that_flows_into_the_result_reaches_it(body: str) -> None:
+    assert "rank" in (_reaching(f"def load(rank, path):\n    {body}\n") or set())
+
+
+def test_options_and_placement_do_not_reach_the_result() -> None:
+    source = """
+    import torch
+    def make(rank, size):
+        return torch.zeros(size, device=rank).to(rank)
+    """
+    assert _reaching(source) == {"size"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return dist.get_rank()",  # its own rank read
+        "return os.environ['RANK']",
+        "return time.time() - path",  # a clock
+        "return self.rank",  # a field: not followed
+        "return COUNTER + path",  # a module global: not followed
+        "return helper(path)",  # a function of the module: not followed
+    ],
+)
+def test_a_result_that_may_read_its_own_values_has_no_summary(body: str) -> None:
+    source = f"""
+    import os
+    import time
+    import torch.distributed as dist
+    def load(self, path):
+        {body}
+    """
+    assert _reaching(source) is None
+
+
+def test_padded_pieces_are_shared_evenly_by_a_factor_of_their_count() -> None:
+    function, names = _function(
+        """
+        import torch
+        def share(t, n, k):
+            m = k * n
+            pieces = torch.nn.functional.pad(t, [0, -len(t) % m]).chunk(m)
+            unpadded = t.chunk(m)
+            other = torch.nn.functional.pad(t, [0, -len(t) % k]).chunk(m)
+            return pieces, unpadded, other
+        """
+    )
+    strides = even_strides(function, names)
+    assert set(strides) == {"pieces"}
+    assert ast.dump(ast.parse("n", mode="eval").body) in strides["pieces"]
