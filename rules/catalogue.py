@@ -291,6 +291,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             True,
             needles=("new_group", "new_subgroups", "monitored_barrier"),
+            required=("init_process_group",),
         ),
         RuleEntry(
             "DDP305", "sigalrm-around-collective", "code", True, needles=("alarm", "setitimer")

@@ -63,6 +63,8 @@ class TimeoutNotInherited(CodeRule):
     summary = "new_group / monitored_barrier do not inherit init_process_group's timeout"
     severity = Severity.INFO
     needles = ("new_group", "new_subgroups", "monitored_barrier")
+    #: It reports at the module's own ``init_process_group(timeout=...)`` call.
+    required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         groups = ProcessGroups(ctx.index, ctx.names)
