@@ -22,7 +22,6 @@ process count.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from ddplint.analysis.api import (
     DISTRIBUTED_QUERIES,
@@ -91,7 +90,7 @@ class SingleProcessPaths:
             return False
         if self._alone_scope(scope):
             return True
-        graph = self._graphs.graph(scope)  # type: ignore[arg-type]
+        graph = self._graphs.graph(scope)
         inside = {id(node) for part in handler.body for node in ast.walk(part)}
         together = self._reached_together(graph)
         for node in graph.nodes:
@@ -125,7 +124,7 @@ class SingleProcessPaths:
         return False
 
     def _alone_in_scope(self, statement: ast.AST, scope: ast.AST) -> bool:
-        graph = self._graphs.graph(scope)  # type: ignore[arg-type]
+        graph = self._graphs.graph(scope)
         found = graph.nodes_of(statement)
         if not found:
             return False
@@ -256,14 +255,17 @@ class SingleProcessPaths:
         self._several_keys[key] = None  # recursion: unknown
         answers: set[bool | None] = set()
         for value in self._bindings.get(key, []):
-            constant = _literal(value) if value is not None else None
+            if value is None:
+                answers.add(None)  # bound by a loop, a parameter, an unpacking
+                continue
+            constant = _literal(value)
             if constant is False:
                 continue
             if constant is True:
                 answers.add(True if self._beside_group_start(value) else None)
                 continue
-            scope = self._scope_of_statement(self._statement_of(value)[0]) if value else None
-            answers.add(self.asks_several(value, scope, depth) if value is not None else None)
+            scope = self._scope_of_statement(self._statement_of(value)[0])
+            answers.add(self.asks_several(value, scope, depth))
         found = answers.pop() if len(answers) == 1 else None
         self._several_keys[key] = found
         return found
@@ -323,7 +325,7 @@ class SingleProcessPaths:
         }
         for node in ast.walk(self._nodes.module):
             name = _function_use(node)
-            if name in defined:
+            if name is not None and name in defined:
                 uses.setdefault(name, []).append(node)
         alone: set[ast.AST] = set()
         self._alone_functions = alone
@@ -369,23 +371,20 @@ class SingleProcessPaths:
             current = parents.get(current)
         if current is None:
             return None, None
-        return current, self._statement_scopes[current]  # type: ignore[return-value]
-
-    def statements_at(self, line: int) -> Iterator[ast.AST]:
-        """The statements that span ``line``, innermost last."""
-        for statement in self._statement_scopes:
-            end = getattr(statement, "end_lineno", None) or getattr(statement, "lineno", 0)
-            if getattr(statement, "lineno", 0) <= line <= end:
-                yield statement
+        return current, self._statement_scopes[current]
 
     def holds_at(self, line: int) -> bool:
         """``holds`` for the innermost statement spanning ``line`` (1-based)."""
-        innermost = min(
-            self.statements_at(line),
-            key=lambda s: (s.end_lineno or s.lineno) - s.lineno,  # type: ignore[attr-defined]
-            default=None,
-        )
-        return innermost is not None and self.holds(innermost)
+        spans = [
+            (end - start, statement)
+            for statement in self._statement_scopes
+            if (start := getattr(statement, "lineno", 0))
+            <= line
+            <= (end := getattr(statement, "end_lineno", None) or start)
+        ]
+        if not spans:
+            return False
+        return self.holds(min(spans, key=lambda span: span[0])[1])
 
 
 def _statement_scopes(module: ast.Module) -> dict[ast.AST, ast.AST]:
