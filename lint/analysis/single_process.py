@@ -40,6 +40,8 @@ _DEPTH = 3
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
 #: Calls that start a process group.
 _STARTS_GROUP = frozenset({"torch.distributed.init_process_group", "deepspeed.init_distributed"})
+#: Library calls and the keyword that takes the world size.
+_WORLD_SIZE_KEYWORDS = {"DistributedSampler": "num_replicas", "init_process_group": "world_size"}
 #: For ``world_size <op> bound``: True when it holds exactly with several processes,
 #: False when exactly with one.
 _SEVERAL_WHEN = {
@@ -69,6 +71,7 @@ class SingleProcessPaths:
         self._world_keys: dict[Key, bool] = {}
         self._reached: dict[int, set[int]] = {}
         self._alone_functions: set[ast.AST] | None = None
+        self._world_handed: set[Key] | None = None
 
     # -- where a node runs ---------------------------------------------------------------
 
@@ -244,8 +247,23 @@ class SingleProcessPaths:
                 bool(reads)
                 and None not in values
                 and all(self.reads_world_size(v, scope, depth - 1) for v in reads)
-            )
+            ) or (values == [None] and key in self._handed_as_world_size())
         return self._world_keys[key]
+
+    def _handed_as_world_size(self) -> set[Key]:
+        """Names a scope hands to the library as the world size
+        (``DistributedSampler(..., num_replicas=n)``, ``init_process_group(...,
+        world_size=n)``): a parameter bound nowhere else holds it."""
+        if self._world_handed is None:
+            self._world_handed = set()
+            for scope, calls in self._nodes.calls_by_scope.items():
+                for call in calls:
+                    resolved = self._names.resolve(call.func) or ""
+                    keyword = _WORLD_SIZE_KEYWORDS.get(resolved.rsplit(".", 1)[-1])
+                    for given in call.keywords:
+                        if given.arg == keyword and isinstance(given.value, ast.Name):
+                            self._world_handed.add(("name", str(id(scope)), given.value.id))
+        return self._world_handed
 
     def _switch(self, key: Key, depth: int) -> bool | None:
         """What a switch's every binding says of the process count (``False`` as a

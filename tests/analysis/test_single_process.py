@@ -203,3 +203,23 @@ def test_swallowing_handlers() -> None:
         (n for n in ast.walk(module) if isinstance(n, ast.ExceptHandler)), key=lambda h: h.lineno
     )
     assert [paths.swallows_alone(h) for h in handlers] == [True, False]
+
+
+def test_a_parameter_handed_to_the_library_as_the_world_size() -> None:
+    found = _alone_by_marker(
+        """
+        from torch.utils.data import DistributedSampler
+
+        def train(dataset, world_size, rank, batch_size):
+            sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
+            if world_size > 1:
+                mark("several")
+            else:
+                mark("one")
+            if batch_size > 1:
+                mark("batches")
+            else:
+                mark("one item")
+        """
+    )
+    assert found == {"several": False, "one": True, "batches": False, "one item": False}
