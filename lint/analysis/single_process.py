@@ -40,8 +40,6 @@ _DEPTH = 3
 _ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
 #: Calls that start a process group.
 _STARTS_GROUP = frozenset({"torch.distributed.init_process_group", "deepspeed.init_distributed"})
-#: Library calls and the keyword that takes the world size.
-_WORLD_SIZE_KEYWORDS = {"DistributedSampler": "num_replicas", "init_process_group": "world_size"}
 #: For ``world_size <op> bound``: True when it holds exactly with several processes,
 #: False when exactly with one.
 _SEVERAL_WHEN = {
@@ -251,17 +249,19 @@ class SingleProcessPaths:
         return self._world_keys[key]
 
     def _handed_as_world_size(self) -> set[Key]:
-        """Names a scope hands to the library as the world size
-        (``DistributedSampler(..., num_replicas=n)``, ``init_process_group(...,
-        world_size=n)``): a parameter bound nowhere else holds it."""
+        """Names a scope hands on as the world size: ``num_replicas=n`` (torch's samplers'
+        keyword, which a project's sampler wrappers keep), ``init_process_group(...,
+        world_size=n)``; a parameter bound nowhere else holds it."""
         if self._world_handed is None:
             self._world_handed = set()
             for scope, calls in self._nodes.calls_by_scope.items():
                 for call in calls:
                     resolved = self._names.resolve(call.func) or ""
-                    keyword = _WORLD_SIZE_KEYWORDS.get(resolved.rsplit(".", 1)[-1])
+                    keywords = {"num_replicas"}
+                    if resolved.rsplit(".", 1)[-1] == "init_process_group":
+                        keywords.add("world_size")
                     for given in call.keywords:
-                        if given.arg == keyword and isinstance(given.value, ast.Name):
+                        if given.arg in keywords and isinstance(given.value, ast.Name):
                             self._world_handed.add(("name", str(id(scope)), given.value.id))
         return self._world_handed
 
