@@ -124,7 +124,7 @@ class SingleProcessPaths:
             current = self._nodes.scope_of.get(current)
         return False
 
-    def _alone_in_scope(self, statement: ast.AST, scope: ast.AST) -> bool:
+    def _alone_in_scope(self, statement: ast.AST, scope: Scope) -> bool:
         graph = self._graphs.graph(scope)
         found = graph.nodes_of(statement)
         if not found:
@@ -405,21 +405,21 @@ class SingleProcessPaths:
         return self.holds(min(spans, key=lambda span: span[0])[1])
 
 
-def _statement_scopes(module: ast.Module) -> dict[ast.AST, ast.AST]:
+def _statement_scopes(module: ast.Module) -> dict[ast.AST, Scope]:
     """Each statement's (and ``except`` clause's) scope: the innermost function, class
     body or the module."""
-    found: dict[ast.AST, ast.AST] = {}
-    pending: list[tuple[ast.AST, ast.AST]] = [(module, module)]
+    found: dict[ast.AST, Scope] = {}
+    pending: list[tuple[ast.AST, Scope]] = [(module, module)]
     while pending:
         node, scope = pending.pop()
         if isinstance(node, (ast.stmt, ast.ExceptHandler)):
             found[node] = scope
-        inner = node if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) else scope
+        inner: Scope = node if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) else scope
         pending.extend((child, inner) for child in ast.iter_child_nodes(node))
     return found
 
 
-def _bindings(scopes: dict[ast.AST, ast.AST]) -> dict[Key, list[ast.expr | None]]:
+def _bindings(scopes: dict[ast.AST, Scope]) -> dict[Key, list[ast.expr | None]]:
     """What each key is bound to (None: a binding whose value is not known: an augmented
     assignment, a loop or ``with`` target, a parameter, a tuple unpacked)."""
     found: dict[Key, list[ast.expr | None]] = {}
