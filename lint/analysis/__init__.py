@@ -9,6 +9,9 @@ Floors, each importing only the ones before it:
   CPython's ``ast``, with exception edges, ``with`` exits, ``finally`` and loop ``else``;
 - ``module_nodes``: one walk of the module: its nodes by type, its calls by scope;
 - ``dominance``: post-dominators and control dependence (loop-carried exits included);
+- ``single_process`` (on ``control_flow``, ``module_nodes`` and ``names``): the
+  statements only a single-process job runs (the other arm of a test on the process
+  count, or of a switch tied to it; local functions called only from there);
 - ``divergence``: which values may differ between ranks, by facet (contents, shape,
   device), flow-sensitively, with the agreement a collective brings;
 - ``effects``: which statements issue a collective, and of what kind;

@@ -45,6 +45,7 @@ from ddplint.analysis.project import (
     parameters_at,
     project_key,
 )
+from ddplint.analysis.single_process import SingleProcessPaths
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -156,6 +157,14 @@ class ModuleAnalysis:
         self._solving_fields: set[int] = set()
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
+        self._single_process: SingleProcessPaths | None = None
+
+    @property
+    def single_process(self) -> SingleProcessPaths:
+        """Which statements run only when the job is one process."""
+        if self._single_process is None:
+            self._single_process = SingleProcessPaths(self.nodes, self.names, self.graphs)
+        return self._single_process
 
     def _key_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
         """How calls name a local function: ``f`` for a function, ``self.f`` for a method

@@ -104,7 +104,9 @@ def where_ranks_part(analysis: ModuleAnalysis) -> list[Parting]:
         partings.extend(_partings(analysis, scope, function))
         partings.extend(_expression_guards(scope, function))
         partings.extend(_handler_exits(scope, function))
-    return partings
+    # A single-process job has no peer to part from.
+    alone = analysis.single_process
+    return [parting for parting in partings if not alone.holds(parting.cause)]
 
 
 def _rank_only_decorator(

@@ -19,6 +19,7 @@ from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.encoding import OPTIONS_KEY
 from ddplint.code.project.view import ProjectView
+from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
@@ -161,7 +162,14 @@ class CodeContext:
             self.rank_reachability,
             self.step_waits,
             test_code=is_test_file(self.source.path),
+            one_process=self.one_process,
         )
+
+    @cached_property
+    def one_process(self) -> OneProcessPaths:
+        """The core's single-process paths asked of LibCST nodes."""
+        paths = self.analysis.single_process if self.ast_module is not None else None
+        return OneProcessPaths(paths, self.range_of)
 
     @cached_property
     def step_waits(self) -> StepWaits:
@@ -199,7 +207,12 @@ class CodeContext:
     @cached_property
     def step_skips(self) -> StepSkips:
         return StepSkips(
-            self.index, self.names, self.call_reach, self.training_steps, self.data_dependence
+            self.index,
+            self.names,
+            self.call_reach,
+            self.training_steps,
+            self.data_dependence,
+            self.one_process,
         )
 
     @cached_property

@@ -90,6 +90,7 @@ class HostTensorBuiltEveryStep(CodeRule):
             ctx.step_hooks,
             ctx.step_waits,
             test_code=is_test_file(ctx.source.path),
+            one_process=ctx.one_process,
         )
         for upload in uploads.found:
             text = " ".join(ctx.node_text(upload.call).split())

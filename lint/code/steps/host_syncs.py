@@ -33,6 +33,7 @@ from enum import Enum
 
 import libcst as cst
 
+from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
 from ddplint.code.steps.sparse_conditions import last_name, under_sparse_condition
@@ -153,10 +154,12 @@ class HostSyncs:
         waits: StepWaits | None = None,
         *,
         test_code: bool = False,
+        one_process: OneProcessPaths | None = None,
     ) -> None:
         self._index = index
         self._names = names
         self._hooks = step_hooks
+        self._one_process = one_process
         self._training_steps = training_steps
         self._ranks = rank_reachability
         self._waits = waits
@@ -175,12 +178,16 @@ class HostSyncs:
             loop = self._training_steps.training_loop_of(call)
             if reason is None and loop is not None and self._per_step_in(call, loop):
                 reason = PathReason("a training loop that calls backward()", ())
-            if reason is None or self._costs_nothing(call, kind):
+            if reason is None or self._costs_nothing(call, kind) or self._alone(call):
                 continue
             found.append(
                 HostSync(call, kind, self._spelled(call), reason, self._ranks.guard_of(call))
             )
         return found
+
+    def _alone(self, call: cst.Call) -> bool:
+        """Runs only in a single-process job: no peer waits on it."""
+        return self._one_process is not None and self._one_process.holds(call)
 
     def _costs_nothing(self, call: cst.Call, kind: SyncKind) -> bool:
         """Runs only while a cache is empty (the first step) or only now and then (on an

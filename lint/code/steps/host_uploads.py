@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
 from ddplint.code.steps.sparse_conditions import under_sparse_condition
 from ddplint.code.steps.step_hooks import StepHooks
@@ -57,7 +58,9 @@ class HostUploads:
         waits: StepWaits | None = None,
         *,
         test_code: bool = False,
+        one_process: OneProcessPaths | None = None,
     ) -> None:
+        self._one_process = one_process
         self._index = index
         self._names = names
         self._forward = forward_paths
@@ -79,6 +82,8 @@ class HostUploads:
                 continue
             if under_sparse_condition(self._index, call) or self._costs_nothing(call):
                 continue
+            if self._one_process is not None and self._one_process.holds(call):
+                continue  # a single-process job: no peer waits on it
             found.append(HostUpload(call, reason))
         return found
 

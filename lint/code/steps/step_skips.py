@@ -19,6 +19,7 @@ from enum import Enum
 import libcst as cst
 
 from ddplint.code.collectives.call_reach import SYNCING, CallReach, Reached, StepEvent
+from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.steps.lossless_returns import is_constant_tensor, is_none_return
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.conditions import Guard, guarding_conditions
@@ -65,7 +66,9 @@ class StepSkips:
         call_reach: CallReach,
         training_steps: TrainingSteps,
         data: DataDependence,
+        one_process: OneProcessPaths | None = None,
     ) -> None:
+        self._one_process = one_process
         self._index = index
         self._names = names
         self._reach = call_reach
@@ -93,7 +96,16 @@ class StepSkips:
             found.extend(self._guarded_events())
             for try_node in try_statements(self._index):
                 found.extend(self._swallowed_failures(try_node))
+        found = [skip for skip in found if not self._alone(skip)]
         return sorted(_one_per_condition(found), key=lambda s: self._index.order[s.statement])
+
+    def _alone(self, skip: StepSkip) -> bool:
+        """The skip happens only in a single-process job: no peer waits for it."""
+        if self._one_process is None:
+            return False
+        if skip.handler is not None:
+            return self._one_process.swallows_alone(skip.handler)
+        return self._one_process.holds(skip.statement)
 
     def _guarded_events(self) -> list[StepSkip]:
         """Backward or collective calls in a training step under a rank-local condition

@@ -1,0 +1,483 @@
+"""Statements that run only when the job is one process: no peer to wait for or to
+part from, so no rank hazard and no per-step cost shared with peers.
+
+A test *asks for several processes* when its answer is the same in every multi-process
+run: ``dist.is_initialized()`` (and ``is_available() and is_initialized()``), the world
+size compared with 1 (``get_world_size() > 1``, ``int(os.environ["WORLD_SIZE"]) == 1``,
+``trainer.world_size``, a name bound only to such reads), or a *switch*: a name (in its
+function) or an attribute (anywhere in the module) whose every binding is such a test,
+``False``, or ``True`` beside the call that starts a process group (``args.distributed =
+True; init_process_group(...)``). The branch a multi-process run never takes is a
+single-process branch; one that starts a process group itself (``if not
+dist.is_initialized(): init_process_group()``) is not.
+
+A statement is on a single-process path when no way from its scope's entry reaches it
+without taking a single-process branch (the ``else`` of ``if args.distributed:``, what
+follows ``if dist.is_initialized(): raise``), or when its function is a local one
+called only from such statements (and never handed on as a value). A flag the user
+sets (``if args.use_ddp:``) or a rank test (``if rank == 0:``) asks nothing of the
+process count.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddplint.analysis.api import (
+    DISTRIBUTED_QUERIES,
+    WORLD_SIZE_ATTRIBUTES,
+    WORLD_SIZE_ENV_VARS,
+    WORLD_SIZE_FUNCTION_NAMES,
+)
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, Scope, ScopeGraphs
+from ddplint.analysis.module_nodes import ModuleNodes
+from ddplint.analysis.names import Names
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: How deep a test is followed through switches.
+_DEPTH = 3
+#: Readers of the launcher's environment.
+_ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
+#: Calls that start a process group.
+_STARTS_GROUP = frozenset({"torch.distributed.init_process_group", "deepspeed.init_distributed"})
+#: For ``world_size <op> bound``: True when it holds exactly with several processes,
+#: False when exactly with one.
+_SEVERAL_WHEN = {
+    (ast.Gt, 1): True,
+    (ast.GtE, 2): True,
+    (ast.NotEq, 1): True,
+    (ast.Eq, 1): False,
+    (ast.LtE, 1): False,
+    (ast.Lt, 2): False,
+}
+
+#: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
+Key = tuple[str, ...]
+
+
+class SingleProcessPaths:
+    """Which statements of a module run only when the job is one process."""
+
+    def __init__(self, nodes: ModuleNodes, names: Names, graphs: ScopeGraphs) -> None:
+        self._nodes = nodes
+        self._names = names
+        self._graphs = graphs
+        self._parents: dict[ast.AST, ast.AST] | None = None
+        self._statement_scopes = _statement_scopes(nodes.module)
+        self._bindings = _bindings(self._statement_scopes)
+        self._several_keys: dict[Key, bool | None] = {}
+        self._world_keys: dict[Key, bool] = {}
+        self._reached: dict[int, set[int]] = {}
+        self._alone_functions: set[ast.AST] | None = None
+        self._world_handed: set[Key] | None = None
+
+    # -- where a node runs ---------------------------------------------------------------
+
+    def holds(self, node: ast.AST) -> bool:
+        """Whether ``node`` (a statement or an expression) runs only in a
+        single-process job."""
+        statement, scope = self._statement_of(node)
+        if statement is None or scope is None:
+            return False
+        if self._alone_in_scope(statement, scope):
+            return True
+        return self._alone_scope(scope)
+
+    def swallows_alone(self, handler: ast.ExceptHandler) -> bool:
+        """Whether every way that leaves ``handler`` without raising runs only in a
+        single-process job (``except E: if dist.is_initialized(): raise`` ...)."""
+        scope = self._statement_scopes.get(handler)
+        if scope is None:
+            return False
+        if self._alone_scope(scope):
+            return True
+        graph = self._graphs.graph(scope)
+        inside = {id(node) for part in handler.body for node in ast.walk(part)}
+        together = self._reached_together(graph)
+        for node in graph.nodes:
+            if id(node.statement) not in inside or node.index not in together:
+                continue
+            alone = self.single_process_edge(node)
+            for successor, edge in node.successors:
+                if edge in (EdgeKind.RAISE, EdgeKind.EXCEPTION) or edge is alone:
+                    continue
+                if id(successor.statement) not in inside:
+                    return False
+        return True
+
+    def handler_at(self, line: int) -> ast.ExceptHandler | None:
+        """The ``except`` clause that starts on ``line``."""
+        for statement in self._statement_scopes:
+            if isinstance(statement, ast.ExceptHandler) and statement.lineno == line:
+                return statement
+        return None
+
+    def _alone_scope(self, scope: ast.AST) -> bool:
+        """The scope, or one around it, is a local function reached only from
+        single-process statements."""
+        if self._alone_functions is None:
+            self._alone_functions = self._functions_reached_alone()
+        current: ast.AST | None = scope
+        while current is not None and not isinstance(current, ast.Module):
+            if current in self._alone_functions:
+                return True
+            current = self._nodes.scope_of.get(current)
+        return False
+
+    def _alone_in_scope(self, statement: ast.AST, scope: Scope) -> bool:
+        graph = self._graphs.graph(scope)
+        found = graph.nodes_of(statement)
+        if not found:
+            return False
+        together = self._reached_together(graph)
+        return all(node.index not in together for node in found) and any(
+            _reachable(graph, node) for node in found
+        )
+
+    def _reached_together(self, graph: Graph) -> set[int]:
+        """Nodes a way from the entry reaches without a single-process branch."""
+        known = self._reached.get(id(graph))
+        if known is None:
+            known = {graph.entry.index}
+            pending = [graph.entry]
+            while pending:
+                node = pending.pop()
+                alone = self.single_process_edge(node)
+                for successor, edge in node.successors:
+                    if edge is not alone and successor.index not in known:
+                        known.add(successor.index)
+                        pending.append(successor)
+            self._reached[id(graph)] = known
+        return known
+
+    def single_process_edge(self, node: Node) -> EdgeKind | None:
+        """The branch of an ``if`` / ``while`` that only a single-process job takes."""
+        statement = node.statement
+        if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
+            return None
+        scope = self._scope_of_statement(statement)
+        several = self.asks_several(statement.test, scope)
+        if several is None:
+            return None
+        edge, arm = (
+            (EdgeKind.FALSE, statement.orelse)
+            if several
+            else (
+                EdgeKind.TRUE,
+                statement.body,
+            )
+        )
+        if any(self._starts_group(inner) for part in arm for inner in ast.walk(part)):
+            return None  # ``if not dist.is_initialized(): init_process_group()``
+        return edge
+
+    # -- tests that ask for several processes --------------------------------------------
+
+    def asks_several(
+        self, test: ast.expr, scope: ast.AST | None, depth: int = _DEPTH
+    ) -> bool | None:
+        """True when ``test`` holds in every multi-process run (its false branch runs
+        one process), False when it fails in every one (its true branch runs one),
+        None when it asks something else."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.asks_several(test.operand, scope, depth)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            answers = [self.asks_several(value, scope, depth) for value in test.values]
+            # ``a and b`` holds in every multi-process run when each does, fails in
+            # every one when one does; ``or`` the converse.
+            wanted = isinstance(test.op, ast.And)
+            if all(answer is wanted for answer in answers):
+                return wanted
+            if any(answer is (not wanted) for answer in answers):
+                return not wanted
+            return None
+        if isinstance(test, ast.Call) and self._names.resolve(test.func) in DISTRIBUTED_QUERIES:
+            return True
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            if not self.reads_world_size(test.left, scope, depth):
+                return None
+            bound = _literal(test.comparators[0])
+            if not isinstance(bound, int) or isinstance(bound, bool):
+                return None
+            return _SEVERAL_WHEN.get((type(test.ops[0]), bound))
+        key = self._key(test, scope)
+        if key is not None and depth > 0:
+            return self._switch(key, depth - 1)
+        return None
+
+    def reads_world_size(self, expression: ast.expr, scope: ast.AST | None, depth: int) -> bool:
+        """``dist.get_world_size()``, ``WORLD_SIZE`` from the environment (through
+        ``int()``), a library's ``world_size`` attribute, or a name bound only to one."""
+        while (
+            isinstance(expression, ast.Call)
+            and isinstance(expression.func, ast.Name)
+            and expression.func.id == "int"
+            and len(expression.args) == 1
+        ):
+            expression = expression.args[0]
+        if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
+            return all(
+                _literal(arm) == 1 or self.reads_world_size(arm, scope, depth)
+                for arm in (expression.body, expression.orelse)
+            )
+        if isinstance(expression, ast.Call):
+            resolved = self._names.resolve(expression.func) or ""
+            if resolved.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES:
+                return not expression.args
+            if resolved in _ENVIRONMENT_READERS and expression.args:
+                return _is_world_size_key(expression.args[0])
+            return False
+        if isinstance(expression, ast.Subscript):
+            return self._names.resolve(expression.value) == "os.environ" and _is_world_size_key(
+                expression.slice
+            )
+        if isinstance(expression, ast.Attribute) and expression.attr in WORLD_SIZE_ATTRIBUTES:
+            return True
+        key = self._key(expression, scope)
+        if key is None or depth <= 0:
+            return False
+        if key not in self._world_keys:
+            self._world_keys[key] = False  # recursion: no
+            values = self._bindings.get(key, [])
+            reads = [v for v in values if v is not None and _literal(v) != 1]
+            self._world_keys[key] = (
+                bool(reads)
+                and None not in values
+                and all(self.reads_world_size(v, scope, depth - 1) for v in reads)
+            ) or (values == [None] and key in self._handed_as_world_size())
+        return self._world_keys[key]
+
+    def _handed_as_world_size(self) -> set[Key]:
+        """Names a scope hands on as the world size: ``num_replicas=n`` (torch's samplers'
+        keyword, which a project's sampler wrappers keep), ``init_process_group(...,
+        world_size=n)``; a parameter bound nowhere else holds it."""
+        if self._world_handed is None:
+            self._world_handed = set()
+            for scope, calls in self._nodes.calls_by_scope.items():
+                for call in calls:
+                    resolved = self._names.resolve(call.func) or ""
+                    keywords = {"num_replicas"}
+                    if resolved.rsplit(".", 1)[-1] == "init_process_group":
+                        keywords.add("world_size")
+                    for given in call.keywords:
+                        if given.arg in keywords and isinstance(given.value, ast.Name):
+                            self._world_handed.add(("name", str(id(scope)), given.value.id))
+        return self._world_handed
+
+    def _switch(self, key: Key, depth: int) -> bool | None:
+        """What a switch's every binding says of the process count (``False`` as a
+        default beside them; ``True`` where the binding starts a process group)."""
+        if key in self._several_keys:
+            return self._several_keys[key]
+        self._several_keys[key] = None  # recursion: unknown
+        answers: set[bool | None] = set()
+        for value in self._bindings.get(key, []):
+            if value is None:
+                answers.add(None)  # bound by a loop, a parameter, an unpacking
+                continue
+            constant = _literal(value)
+            if constant is False:
+                continue
+            if constant is True:
+                answers.add(True if self._beside_group_start(value) else None)
+                continue
+            scope = self._scope_of_statement(self._statement_of(value)[0])
+            answers.add(self.asks_several(value, scope, depth))
+        found = answers.pop() if len(answers) == 1 else None
+        self._several_keys[key] = found
+        return found
+
+    def _beside_group_start(self, value: ast.expr) -> bool:
+        """``True`` bound in a block one of whose own statements (not a nested block's)
+        starts a process group, directly or through a call of a function that does."""
+        statement, _ = self._statement_of(value)
+        parent = self._parent_map().get(statement) if statement is not None else None
+        for field in ("body", "orelse"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and statement in block:
+                return any(
+                    self._starts_group(inner)
+                    for part in block
+                    if isinstance(part, (ast.Expr, ast.Assign, ast.AnnAssign))
+                    for inner in ast.walk(part)
+                )
+        return False
+
+    def _starts_group(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        if self._names.resolve(node.func) in _STARTS_GROUP:
+            return True
+        # A function of the module that starts one.
+        if isinstance(node.func, ast.Name):
+            for function in self._nodes.functions():
+                if function.name == node.func.id and isinstance(
+                    self._nodes.scope_of.get(function), ast.Module
+                ):
+                    return any(
+                        isinstance(inner, ast.Call)
+                        and self._names.resolve(inner.func) in _STARTS_GROUP
+                        for inner in ast.walk(function)
+                    )
+        return False
+
+    def _key(self, expression: ast.expr, scope: ast.AST | None) -> Key | None:
+        if isinstance(expression, ast.Attribute):
+            return ("attr", expression.attr)
+        if isinstance(expression, ast.Name) and scope is not None:
+            return ("name", str(id(scope)), expression.id)
+        return None
+
+    # -- local functions reached only from single-process statements --------------------
+
+    def _functions_reached_alone(self) -> set[ast.AST]:
+        """Local functions every use of which is a call on a single-process path."""
+        uses: dict[str, list[ast.AST]] = {}
+        # Methods are left out: ``obj.method()`` from anywhere is not seen here.
+        defined = {
+            function.name: function
+            for function in self._nodes.functions()
+            if not function.decorator_list
+            and not isinstance(self._nodes.scope_of.get(function), ast.ClassDef)
+        }
+        for node in ast.walk(self._nodes.module):
+            name = _function_use(node)
+            if name is not None and name in defined:
+                uses.setdefault(name, []).append(node)
+        alone: set[ast.AST] = set()
+        self._alone_functions = alone
+        changed = True
+        while changed:
+            changed = False
+            for name, function in defined.items():
+                if function in alone or not uses.get(name):
+                    continue
+                if all(self._alone_call(use) for use in uses[name]):
+                    alone.add(function)
+                    changed = True
+        return alone
+
+    def _alone_call(self, use: ast.AST) -> bool:
+        parent = self._parent_map().get(use)
+        if not (isinstance(parent, ast.Call) and parent.func is use):
+            return False  # handed on as a value: who calls it is not known
+        statement, scope = self._statement_of(parent)
+        if statement is None or scope is None:
+            return False
+        return self._alone_in_scope(statement, scope) or self._alone_scope(scope)
+
+    # -- locating ------------------------------------------------------------------------
+
+    def _parent_map(self) -> dict[ast.AST, ast.AST]:
+        if self._parents is None:
+            self._parents = {
+                child: parent
+                for parent in ast.walk(self._nodes.module)
+                for child in ast.iter_child_nodes(parent)
+            }
+        return self._parents
+
+    def _scope_of_statement(self, statement: ast.AST | None) -> ast.AST | None:
+        return self._statement_scopes.get(statement) if statement is not None else None
+
+    def _statement_of(self, node: ast.AST) -> tuple[ast.AST | None, Scope | None]:
+        """The statement (or ``except`` clause) that holds ``node``, and its scope."""
+        parents = self._parent_map()
+        current: ast.AST | None = node
+        while current is not None and current not in self._statement_scopes:
+            current = parents.get(current)
+        if current is None:
+            return None, None
+        return current, self._statement_scopes[current]
+
+    def holds_at(self, line: int) -> bool:
+        """``holds`` for the innermost statement spanning ``line`` (1-based)."""
+        spans = [
+            (end - start, statement)
+            for statement in self._statement_scopes
+            if (start := getattr(statement, "lineno", 0))
+            <= line
+            <= (end := getattr(statement, "end_lineno", None) or start)
+        ]
+        if not spans:
+            return False
+        return self.holds(min(spans, key=lambda span: span[0])[1])
+
+
+def _statement_scopes(module: ast.Module) -> dict[ast.AST, Scope]:
+    """Each statement's (and ``except`` clause's) scope: the innermost function, class
+    body or the module."""
+    found: dict[ast.AST, Scope] = {}
+    pending: list[tuple[ast.AST, Scope]] = [(module, module)]
+    while pending:
+        node, scope = pending.pop()
+        if isinstance(node, (ast.stmt, ast.ExceptHandler)):
+            found[node] = scope
+        inner: Scope = node if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) else scope
+        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return found
+
+
+def _bindings(scopes: dict[ast.AST, Scope]) -> dict[Key, list[ast.expr | None]]:
+    """What each key is bound to (None: a binding whose value is not known: an augmented
+    assignment, a loop or ``with`` target, a parameter, a tuple unpacked)."""
+    found: dict[Key, list[ast.expr | None]] = {}
+
+    def bind(target: ast.AST, value: ast.expr | None, scope: ast.AST) -> None:
+        if isinstance(target, ast.Attribute):
+            found.setdefault(("attr", target.attr), []).append(value)
+        elif isinstance(target, ast.Name):
+            found.setdefault(("name", str(id(scope)), target.id), []).append(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element, None, scope)
+
+    for statement, scope in scopes.items():
+        if isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                bind(target, statement.value, scope)
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            bind(statement.target, statement.value, scope)
+        elif isinstance(statement, (ast.AugAssign, ast.For, ast.AsyncFor)):
+            bind(statement.target, None, scope)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                if item.optional_vars is not None:
+                    bind(item.optional_vars, None, scope)
+        elif isinstance(statement, _FUNCTIONS):
+            arguments = statement.args
+            for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                found.setdefault(("name", str(id(statement)), argument.arg), []).append(None)
+    return found
+
+
+def _reachable(graph: Graph, target: Node) -> bool:
+    """Whether any way from the entry reaches ``target`` (dead code runs nowhere)."""
+    seen = {graph.entry.index}
+    pending = [graph.entry]
+    while pending:
+        node = pending.pop()
+        if node is target:
+            return True
+        for successor, _ in node.successors:
+            if successor.index not in seen:
+                seen.add(successor.index)
+                pending.append(successor)
+    return False
+
+
+def _function_use(node: ast.AST) -> str | None:
+    """The name a node reads (a local function's use)."""
+    return node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
+
+
+def _literal(expression: ast.expr) -> object:
+    try:
+        return ast.literal_eval(expression)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _is_world_size_key(key: ast.expr) -> bool:
+    return isinstance(key, ast.Constant) and key.value in WORLD_SIZE_ENV_VARS

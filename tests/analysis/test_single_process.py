@@ -1,0 +1,225 @@
+"""Single-process paths of the analysis core: statements a multi-process run never
+reaches (the other arm of a test on the process count, a switch tied to it, a local
+function called only from there), and the look-alikes that are not (a user's flag, a
+rank test, an arm that starts the process group)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ddplint.analysis.functions import ModuleAnalysis
+
+
+def _alone_by_marker(source: str) -> dict[str, bool]:
+    """For each ``mark("name")`` call: whether it runs only single-process."""
+    module = ast.parse(textwrap.dedent(source))
+    paths = ModuleAnalysis(module).single_process
+    found: dict[str, bool] = {}
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "mark"
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found[str(node.args[0].value)] = paths.holds(node)
+    return found
+
+
+def test_arms_of_tests_on_the_process_count() -> None:
+    found = _alone_by_marker(
+        """
+        import os
+        import torch.distributed as dist
+
+        def f(loss):
+            if dist.is_initialized():
+                mark("initialized")
+            else:
+                mark("not initialized")
+            if dist.get_world_size() > 1:
+                mark("several")
+            else:
+                mark("one")
+            if int(os.environ["WORLD_SIZE"]) == 1:
+                mark("world of one")
+            if dist.is_available() and dist.is_initialized():
+                mark("both")
+            else:
+                mark("neither")
+            if dist.get_rank() == 0:
+                mark("rank zero")
+            else:
+                mark("other ranks")
+        """
+    )
+    assert found == {
+        "initialized": False,
+        "not initialized": True,
+        "several": False,
+        "one": True,
+        "world of one": True,
+        "both": False,
+        "neither": True,
+        "rank zero": False,
+        "other ranks": False,
+    }
+
+
+def test_switches_tied_to_the_process_count_and_user_flags() -> None:
+    found = _alone_by_marker(
+        """
+        import os
+        import torch.distributed as dist
+
+        def setup(args):
+            args.distributed = False
+            if "WORLD_SIZE" in os.environ:
+                args.distributed = int(os.environ["WORLD_SIZE"]) > 1
+            if args.launcher == "none":
+                args.ddp = False
+            else:
+                args.ddp = True
+                dist.init_process_group("nccl")
+            args.use_fsdp = True
+
+        def train(args):
+            if args.distributed:
+                mark("distributed")
+            else:
+                mark("not distributed")
+            if not args.ddp:
+                mark("no process group")
+            if not args.use_fsdp:
+                mark("user flag off")
+            if not args.unknown:
+                mark("unknown flag off")
+        """
+    )
+    assert found == {
+        "distributed": False,
+        "not distributed": True,
+        "no process group": True,
+        "user flag off": False,
+        "unknown flag off": False,
+    }
+
+
+def test_an_arm_that_starts_the_process_group_is_not_single_process() -> None:
+    found = _alone_by_marker(
+        """
+        import torch.distributed as dist
+
+        def f():
+            if not dist.is_initialized():
+                dist.init_process_group("nccl")
+                mark("starting")
+            mark("after")
+        """
+    )
+    assert found == {"starting": False, "after": False}
+
+
+def test_what_follows_a_raise_for_several_processes_and_local_callees() -> None:
+    found = _alone_by_marker(
+        """
+        import torch.distributed as dist
+
+        def helper():
+            mark("helper")
+
+        def shared():
+            mark("shared")
+
+        def f(step):
+            try:
+                step()
+            except RuntimeError:
+                if dist.is_initialized():
+                    raise
+                mark("swallowed")
+                helper()
+            shared()
+            if not dist.is_initialized():
+                shared()
+        """
+    )
+    assert found == {"helper": True, "shared": False, "swallowed": True}
+
+
+@pytest.mark.parametrize(
+    ("test", "alone"),
+    [
+        ("world_size > 1", True),
+        ("world_size >= 2", True),
+        ("world_size != 1", True),
+        ("world_size > 2", False),
+        ("world_size == 0", False),
+    ],
+)
+def test_world_size_bounds(test: str, alone: bool) -> None:
+    found = _alone_by_marker(
+        f"""
+        import torch.distributed as dist
+
+        def f():
+            world_size = dist.get_world_size() if dist.is_initialized() else 1
+            if {test}:
+                raise SystemExit(1)
+            mark("after")
+        """
+    )
+    assert found == {"after": alone}
+
+
+def test_swallowing_handlers() -> None:
+    module = ast.parse(
+        textwrap.dedent(
+            """
+            import torch.distributed as dist
+
+            def f(model, loader):
+                for batch in loader:
+                    try:
+                        model(batch)
+                    except RuntimeError:
+                        if dist.is_initialized():
+                            raise
+                        continue
+                    try:
+                        model(batch)
+                    except ValueError:
+                        if dist.get_rank() == 0:
+                            raise
+                        continue
+            """
+        )
+    )
+    paths = ModuleAnalysis(module).single_process
+    handlers = sorted(
+        (n for n in ast.walk(module) if isinstance(n, ast.ExceptHandler)), key=lambda h: h.lineno
+    )
+    assert [paths.swallows_alone(h) for h in handlers] == [True, False]
+
+
+def test_a_parameter_handed_to_the_library_as_the_world_size() -> None:
+    found = _alone_by_marker(
+        """
+        from torch.utils.data import DistributedSampler
+
+        def train(dataset, world_size, rank, batch_size):
+            sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
+            if world_size > 1:
+                mark("several")
+            else:
+                mark("one")
+            if batch_size > 1:
+                mark("batches")
+            else:
+                mark("one item")
+        """
+    )
+    assert found == {"several": False, "one": True, "batches": False, "one item": False}
