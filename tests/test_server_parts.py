@@ -411,8 +411,9 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     from ddplint import cancellation
 
     root = _project(tmp_path, monkeypatch)
-    # DDP201 is opt-in since issue 23: the project selects it.
-    (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201"]\n')
+    # Two rules that run on the file (opt-in since issue 23: the project selects them), so
+    # that a cancellation can fall between them.
+    (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201", "DDP219"]\n')
     train = root / "train.py"
     train.write_text(
         "import torch.distributed as dist\n\n\ndef step():\n"
@@ -437,7 +438,8 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     assert len(ran) == 1
     assert not any(key.startswith("code") for key in cache.entries)
     monkeypatch.setattr(ddplint.engine.per_file, "_check", real_check)
-    assert [f.rule for f in lint_buffers(buffers, settings, options, cache).findings] == ["DDP201"]
+    found = lint_buffers(buffers, settings, options, cache).findings
+    assert sorted(f.rule for f in found) == ["DDP201", "DDP219"]
     assert any(key.startswith("code") for key in cache.entries)  # a whole run is cached
 
 
