@@ -64,6 +64,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import even_strides
+from ddplint.analysis.single_process import several_when
 
 
 class Facet(Flag):
@@ -1644,7 +1645,7 @@ class Divergence:
                 bound = ast.literal_eval(test.comparators[0])
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 return None
-            return _several_when(test.ops[0], bound)
+            return several_when(test.ops[0], bound)
         if isinstance(test, ast.Name) and depth > 0:
             assigned = self.sole_assignment(test.id)
             if assigned is not None:
@@ -1706,22 +1707,6 @@ class Divergence:
 
 def _is_world_size_key(key: ast.expr) -> bool:
     return isinstance(key, ast.Constant) and key.value == "WORLD_SIZE"
-
-
-def _several_when(op: ast.cmpop, bound: object) -> bool | None:
-    """For ``world_size <op> bound``: True when it holds exactly with several
-    processes, False when exactly with one, None otherwise."""
-    if not isinstance(bound, int) or isinstance(bound, bool):
-        return None
-    several = {
-        (ast.Gt, 1): True,
-        (ast.GtE, 2): True,
-        (ast.NotEq, 1): True,
-        (ast.Eq, 1): False,
-        (ast.LtE, 1): False,
-        (ast.Lt, 2): False,
-    }
-    return several.get((type(op), bound))
 
 
 def _read_back(value: ast.expr, buffers: set[str]) -> bool:

@@ -539,20 +539,30 @@ def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     one of them an agreed argument that plainly differs (``if rank == 0: reduce(t,
     dst=0)`` / ``else: reduce(t, dst=1)``, or two complementary ``if``s); the way of
     rank 0 first."""
+    for first, second in _paired_walks(function):
+        apart = arguments_apart(first, second)
+        if apart is not None:
+            return apart
+    return None
+
+
+def _paired_walks(function: FunctionFacts) -> list[tuple[Sequence_, Sequence_]]:
+    """Each way of rank 0 beside each way of another rank that can happen in one run
+    (their settled facts agree): rank 0's sequence first; none where a class cannot
+    be walked."""
     try:
         zero = _class_walks(function, True)
         other = _class_walks(function, False)
     except _Unsettled:
-        return None
+        return []
     if zero is None or other is None:
-        return None
-    for zero_facts, first in zero:
-        for other_facts, second in other:
-            if _compatible(zero_facts, other_facts):
-                apart = arguments_apart(first, second)
-                if apart is not None:
-                    return apart
-    return None
+        return []
+    return [
+        (first, second)
+        for zero_facts, first in zero
+        for other_facts, second in other
+        if _compatible(zero_facts, other_facts)
+    ]
 
 
 def class_sequences(function: FunctionFacts, zero: bool) -> list[Sequence_] | None:
@@ -571,24 +581,16 @@ def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] 
     order (``if rank == 0: all_reduce(a); broadcast(b)`` / ``else: broadcast(b);
     all_reduce(a)``, or two complementary ``if``s around a shared collective): the
     first each issues where they differ, rank 0's first."""
-    try:
-        zero = _class_walks(function, True)
-        other = _class_walks(function, False)
-    except _Unsettled:
-        return None
-    if zero is None or other is None:
-        return None
-    for zero_facts, first in zero:
-        for other_facts, second in other:
-            if not _compatible(zero_facts, other_facts) or kinds(first) == kinds(second):
-                continue
-            if sorted(map(str, kinds(first))) != sorted(map(str, kinds(second))):
-                continue
-            difference = first_difference(first, second)
-            if difference is not None:
-                mine, theirs = difference
-                if isinstance(mine, Collective) and isinstance(theirs, Collective):
-                    return mine, theirs
+    for first, second in _paired_walks(function):
+        if kinds(first) == kinds(second):
+            continue
+        if sorted(map(str, kinds(first))) != sorted(map(str, kinds(second))):
+            continue
+        difference = first_difference(first, second)
+        if difference is not None:
+            mine, theirs = difference
+            if isinstance(mine, Collective) and isinstance(theirs, Collective):
+                return mine, theirs
     return None
 
 

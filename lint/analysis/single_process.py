@@ -51,6 +51,15 @@ _SEVERAL_WHEN = {
     (ast.Lt, 2): False,
 }
 
+
+def several_when(op: ast.cmpop, bound: object) -> bool | None:
+    """For ``world_size <op> bound``: True when it holds exactly with several
+    processes, False when exactly with one, None otherwise."""
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    return _SEVERAL_WHEN.get((type(op), bound))
+
+
 #: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
 Key = tuple[str, ...]
 
@@ -197,10 +206,7 @@ class SingleProcessPaths:
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             if not self.reads_world_size(test.left, scope, depth):
                 return None
-            bound = _literal(test.comparators[0])
-            if not isinstance(bound, int) or isinstance(bound, bool):
-                return None
-            return _SEVERAL_WHEN.get((type(test.ops[0]), bound))
+            return several_when(test.ops[0], _literal(test.comparators[0]))
         key = self._key(test, scope)
         if key is not None and depth > 0:
             return self._switch(key, depth - 1)
