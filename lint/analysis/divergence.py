@@ -64,7 +64,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import even_strides
-from ddplint.analysis.single_process import several_when
+from ddplint.analysis.single_process import ENVIRONMENT_READERS, several_when
 
 
 class Facet(Flag):
@@ -302,7 +302,6 @@ AGREEING_METHODS = frozenset(
 )
 _DISTRIBUTED = ("torch.distributed.", "deepspeed.comm.")
 _SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
-_ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
 
 
 def distributed_function(resolved: str | None) -> str | None:
@@ -865,7 +864,7 @@ class _Evaluator:
         elif (
             isinstance(node, ast.Call)
             and node.args
-            and self.names.resolve(node.func) in _ENVIRONMENT_READERS
+            and self.names.resolve(node.func) in ENVIRONMENT_READERS
         ):
             key = node.args[0]
         return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
@@ -1675,7 +1674,7 @@ class Divergence:
         if isinstance(expression, ast.Call):
             if self.names.resolve(expression.func) == "torch.distributed.get_world_size":
                 return not expression.args and not expression.keywords
-            if self.names.resolve(expression.func) in _ENVIRONMENT_READERS and expression.args:
+            if self.names.resolve(expression.func) in ENVIRONMENT_READERS and expression.args:
                 return _is_world_size_key(expression.args[0])
         if isinstance(expression, ast.Subscript):
             return self.names.resolve(expression.value) == "os.environ" and _is_world_size_key(

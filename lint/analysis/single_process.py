@@ -36,8 +36,8 @@ from ddplint.analysis.names import Names
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: How deep a test is followed through switches.
 _DEPTH = 3
-#: Readers of the launcher's environment.
-_ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
+#: Calls that read one variable of the environment (the launcher's).
+ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
 #: Calls that start a process group.
 _STARTS_GROUP = frozenset({"torch.distributed.init_process_group", "deepspeed.init_distributed"})
 #: For ``world_size <op> bound``: True when it holds exactly with several processes,
@@ -231,7 +231,7 @@ class SingleProcessPaths:
             resolved = self._names.resolve(expression.func) or ""
             if resolved.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES:
                 return not expression.args
-            if resolved in _ENVIRONMENT_READERS and expression.args:
+            if resolved in ENVIRONMENT_READERS and expression.args:
                 return _is_world_size_key(expression.args[0])
             return False
         if isinstance(expression, ast.Subscript):
