@@ -62,6 +62,10 @@ COLLECTIVE_NEEDLES = (
 #: synchronise gradients): DDP219 counts them with the collectives' words.
 IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
 
+#: Text one of which every choice of this rank's GPU holds (``torch.cuda.set_device``, a
+#: DDP model's ``device_ids``, a ``cuda:`` device string): DDP503's pre-filter.
+DEVICE_CHOICE_NEEDLES = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
+
 #: The words a project fact can stand for (``FileFacts.informs_rules``): a rank test, a
 #: collective, a DDP model or a device choice made by a project function under another
 #: name. A file with such facts passes a pre-filter group holding one of these words
@@ -72,11 +76,7 @@ PROJECT_STAND_INS = frozenset(
         *COLLECTIVE_CALL_NEEDLES,
         *COLLECTIVE_NEEDLES,
         *IMPLICIT_NEEDLES,
-        "set_device",
-        "device_ids",
-        "cuda:",
-        '"cuda"',
-        "'cuda'",
+        *DEVICE_CHOICE_NEEDLES,
     )
 )
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from ddplint.needles import (
     COLLECTIVE_CALL_NEEDLES,
     COLLECTIVE_NEEDLES,
+    DEVICE_CHOICE_NEEDLES,
     IMPLICIT_NEEDLES,
     RANK_NEEDLES,
     holds_words,
@@ -382,7 +383,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "collective-before-set-device",
             "code",
             False,
-            needles=("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'"),
+            needles=DEVICE_CHOICE_NEEDLES,
             required=("init_process_group",),
         ),
         RuleEntry(

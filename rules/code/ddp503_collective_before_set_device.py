@@ -15,6 +15,7 @@ from ddplint.code.ranks.process_groups import DEVICE_CHOICES, ProcessGroups
 from ddplint.code.syntax.call_args import argument, keyword_argument
 from ddplint.code.syntax.constants import literal_value, single_assignment
 from ddplint.finding import Finding, Severity
+from ddplint.needles import DEVICE_CHOICE_NEEDLES
 from ddplint.rule import CodeRule
 
 #: Collectives that pickle to the *current* device (``torch.cuda.current_device()``, as
@@ -107,7 +108,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
     default_enabled = False
-    needles = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
+    needles = DEVICE_CHOICE_NEEDLES
     required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
