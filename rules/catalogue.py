@@ -429,7 +429,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP608",
             "trainer-disagrees-with-allocation",
             "config",
-            True,
+            False,
             needles=("nodes", "tasks_per_node", "gpus_per_node"),
         ),
         RuleEntry("DDP609", "sync-bn-single-process-config", "config", True, needles=("SyncBN",)),

@@ -15,7 +15,7 @@ from ddplint.config.context import ConfigContext
 from ddplint.config.edits import add_key, set_or_add
 from ddplint.config.loader import load_documents
 from ddplint.config.nemo import shard_counts
-from ddplint.config.training import is_training_config
+from ddplint.config.training import is_training_config, lightning_trainer
 from ddplint.config.values import ABSENT, UNKNOWN, expanded_size
 from ddplint.engine import lint_source
 from ddplint.finding import Applicability
@@ -432,3 +432,25 @@ def test_config_rule_documentation_has_the_headings(code: str) -> None:
         "## References",
     ]
     assert "```yaml" in text or "```json" in text  # DeepSpeed configs are JSON
+
+
+@pytest.mark.parametrize(
+    ("trainer", "lightning"),
+    [
+        ({"devices": 8, "num_nodes": 2}, True),
+        ({"devices": 8, "strategy": {"_target_": "DDPStrategy"}, "logger": {"name": "x"}}, True),
+        ({"max_epochs": 10, "resume_from_checkpoint": None, "weights_summary": "top"}, True),
+        ({"max_epochs": 100, "checkpoint": {"save_dir": "/c"}}, False),
+        ({"devices": 8, "distributed": {"backend": "nccl"}}, False),
+    ],
+)
+def test_lightning_reads_a_trainer_section_only_of_its_own_parameters(
+    trainer: dict[str, object], lightning: bool
+) -> None:
+    found = lightning_trainer({"trainer": trainer})
+    assert (found is trainer) if lightning else found is None
+
+
+def test_no_trainer_section_is_no_lightning_trainer() -> None:
+    assert lightning_trainer({"model": {"train_ds": {}}}) is None
+    assert lightning_trainer({"trainer": "lightning"}) is None

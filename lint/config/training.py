@@ -43,6 +43,62 @@ TRAINER_ARGS = frozenset(
         "deterministic",
     }
 )
+#: Every keyword argument of ``lightning.Trainer`` in 2.x, those 1.x took and 2.x
+#: dropped, and the keys Hydra's ``instantiate`` reads: a ``trainer:`` section holding a
+#: nested section under any other key is not passed to Lightning's ``Trainer`` as written
+#: (it would raise ``TypeError`` there), so the project's own trainer reads it.
+LIGHTNING_TRAINER_KEYS = TRAINER_ARGS | frozenset(
+    {
+        "barebones",
+        "default_root_dir",
+        "detect_anomaly",
+        "enable_autolog_hparams",
+        "enable_model_summary",
+        "enable_progress_bar",
+        "fast_dev_run",
+        "gradient_clip_algorithm",
+        "inference_mode",
+        "limit_predict_batches",
+        "limit_test_batches",
+        "min_steps",
+        "model_registry",
+        "overfit_batches",
+        "profiler",
+        "reload_dataloaders_every_n_epochs",
+        # Lightning 1.x
+        "amp_backend",
+        "amp_level",
+        "auto_lr_find",
+        "auto_scale_batch_size",
+        "auto_select_gpus",
+        "checkpoint_callback",
+        "distributed_backend",
+        "flush_logs_every_n_steps",
+        "ipus",
+        "log_gpu_memory",
+        "move_metrics_to_cpu",
+        "multiple_trainloader_mode",
+        "num_processes",
+        "prepare_data_per_node",
+        "process_position",
+        "progress_bar_refresh_rate",
+        "reload_dataloaders_every_epoch",
+        "resume_from_checkpoint",
+        "stochastic_weight_avg",
+        "terminate_on_nan",
+        "tpu_cores",
+        "track_grad_norm",
+        "truncated_bptt_steps",
+        "weights_save_path",
+        "weights_summary",
+        # Hydra
+        "_target_",
+        "_partial_",
+        "_convert_",
+        "_recursive_",
+        "_args_",
+    }
+)
 #: Sections of a NeMo / Hydra ``model:`` block that only training configs have.
 MODEL_SECTIONS = frozenset(
     {"train_ds", "validation_ds", "test_ds", "encoder", "decoder", "preprocessor", "data", "optim"}
@@ -92,3 +148,24 @@ def is_training_config(root: Any) -> bool:
     return "world_size" in root and any(
         _is_mapping_with(root.get(section), LHOTSE_DATA_KEYS) for section in LHOTSE_DATA_SECTIONS
     )
+
+
+def own_trainer_sections(trainer: Mapping[Any, Any]) -> list[str]:
+    """The keys of a ``trainer:`` section that hold a nested section and are no parameter
+    of Lightning's ``Trainer`` (``checkpoint: {save_dir: ...}``, ``distributed: {...}``):
+    the marks of a project's own trainer class."""
+    return [
+        str(key)
+        for key, value in trainer.items()
+        if isinstance(value, Mapping) and str(key) not in LIGHTNING_TRAINER_KEYS
+    ]
+
+
+def lightning_trainer(root: Any) -> Mapping[Any, Any] | None:
+    """The document's ``trainer:`` section when Lightning's ``Trainer`` can be what reads
+    it (Lightning's defaults, such as ``num_nodes: 1``, then apply); None when there is
+    none or when it holds sections only a project's own trainer takes."""
+    trainer = root.get("trainer") if isinstance(root, Mapping) else None
+    if not isinstance(trainer, Mapping) or own_trainer_sections(trainer):
+        return None
+    return trainer

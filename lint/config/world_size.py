@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddplint.config.document import ConfigDocument
+from ddplint.config.training import lightning_trainer
 from ddplint.config.values import ABSENT, UNKNOWN
 
 
@@ -72,7 +73,7 @@ def _declared_world_size(doc: ConfigDocument) -> WorldSize:
 
 
 def world_size(doc: ConfigDocument) -> WorldSize:
-    trainer = doc.mapping(("trainer",))
+    trainer = lightning_trainer(doc.root)
     if trainer is None:
         return _declared_world_size(doc)
     devices = doc.value(("trainer", "devices"))

@@ -9,6 +9,7 @@ from ddplint.config.allocation import Allocated, allocation
 from ddplint.config.context import ConfigContext
 from ddplint.config.document import ConfigDocument, KeyPath, dotted
 from ddplint.config.edits import set_or_add
+from ddplint.config.training import lightning_trainer
 from ddplint.config.values import ABSENT, plain_scalar
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import ConfigRule
@@ -74,12 +75,13 @@ class TrainerDisagreesWithAllocation(ConfigRule):
     name = "trainer-disagrees-with-allocation"
     summary = "trainer num_nodes / devices differ from the SLURM allocation in the file"
     severity = Severity.ERROR
+    default_enabled = False
     fix_applicability = Applicability.UNSAFE
     needles = ("nodes", "tasks_per_node", "gpus_per_node")
 
     def check(self, ctx: ConfigContext) -> Iterator[Finding]:
         for doc in ctx.configs:
-            if doc.mapping(("trainer",)) is None:
+            if lightning_trainer(doc.root) is None:
                 continue
             allocated = allocation(doc)
             if allocated is None:

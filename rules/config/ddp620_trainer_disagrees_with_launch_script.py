@@ -11,6 +11,7 @@ from ddplint.code_facts import LAUNCHES
 from ddplint.config.context import ConfigContext
 from ddplint.config.document import ConfigDocument, KeyPath, dotted
 from ddplint.config.launch_scripts import Launch, Stated
+from ddplint.config.training import lightning_trainer
 from ddplint.config.values import ABSENT, positive_int
 from ddplint.config.world_size import count_devices
 from ddplint.finding import Finding, Severity
@@ -167,7 +168,7 @@ class TrainerDisagreesWithLaunchScript(ConfigRule):
         if not sites:
             return
         for doc in ctx.configs:
-            if doc.mapping(("trainer",)) is None:
+            if lightning_trainer(doc.root) is None:
                 continue
             yield from self._nodes(ctx, doc, sites)
             yield from self._devices(ctx, doc, sites)
