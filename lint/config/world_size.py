@@ -69,7 +69,7 @@ def _declared_world_size(doc: ConfigDocument) -> WorldSize:
     declared = doc.value(("world_size",))
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         return WorldSize(declared, declared > 1, f"world_size: {declared}")
-    return WorldSize(None, False, "no trainer section")
+    return WorldSize(None, False, "no Lightning trainer section")
 
 
 def world_size(doc: ConfigDocument) -> WorldSize:
