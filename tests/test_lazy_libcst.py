@@ -119,6 +119,34 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
+def test_indentation_only_cpython_reads_keeps_the_core_rules_with_one_notice(
+    libcst_parses: list[str],
+) -> None:
+    """A block indented with a tab then spaces under a block indented with spaces:
+    CPython reads it (a tab is 8 columns), LibCST's tokenizer refuses it. The core's
+    rules run, the LibCST rules are left out with one notice, nothing is an error."""
+    code = (
+        b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
+        b"\t    dist.new_group([0])\n\t    dist.all_reduce(t)\n"
+    )
+    outcome = _lint(code, "DDP207", "DDP219")
+    assert outcome.errors == [] and not outcome.internal_error
+    assert [f.rule for f in outcome.findings] == ["DDP219"]
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP207 not run")
+    assert "Python's own parser reads it" in outcome.notices[0]
+    assert len(libcst_parses) == 1
+
+
+def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None:
+    code = (
+        b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
+        b"\t    dist.new_group([0])\n"
+    )
+    outcome = _lint(code, "DDP207")
+    assert outcome.errors == [] and outcome.findings == []
+    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP207"]
+
+
 SCREENED = [
     r
     for r in all_rules().values()

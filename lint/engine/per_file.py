@@ -60,19 +60,42 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def _rules_to_run(plan: Plan, context: Any) -> list[CodeRule | ConfigRule]:
+def _rules_to_run(plan: Plan, context: Any, outcome: FileOutcome) -> list[CodeRule | ConfigRule]:
     """The planned rules that may report on the file (``CodeRule.may_report``, asked of
     its ``ast``). A Python file is parsed with LibCST here, where its parse errors are
     reported, when a rule left reads LibCST, when CPython refuses the file (LibCST says
     why, or reads syntax newer than this Python) or when the plan is to say why it does
     not parse; otherwise not at all. (A rule's ``may_report`` says yes where CPython
-    refuses the file.)"""
+    refuses the file.) A file CPython reads and LibCST refuses keeps the core's rules."""
     if context is None or plan.kind != "code":
         return plan.rules
     rules = [r for r in plan.rules if isinstance(r, CodeRule) and r.may_report(context)]
     if plan.syntax_only or context.ast_module is None or any(r.reads_libcst for r in rules):
-        _ = context.module
+        import libcst as cst
+
+        try:
+            _ = context.module
+        except cst.ParserSyntaxError as exc:
+            if plan.syntax_only or context.ast_module is None:
+                raise
+            return _without_libcst_rules(rules, exc, outcome)
     return [*rules]
+
+
+def _without_libcst_rules(
+    rules: list[CodeRule], exc: Exception, outcome: FileOutcome
+) -> list[CodeRule | ConfigRule]:
+    """The core's rules alone, for a file CPython's parser reads but LibCST's refuses
+    (indentation mixing tabs and spaces that CPython accepts): one notice names the
+    rules left out and why."""
+    left_out = sorted(rule.code for rule in rules if rule.reads_libcst)
+    reason = str(getattr(exc, "message", exc)).removeprefix("parser error: ")
+    outcome.notices.append(
+        f"{', '.join(left_out)} not run: LibCST, which "
+        f"{'it reads' if len(left_out) == 1 else 'they read'}, refuses this file "
+        f"({reason}) though Python's own parser reads it; the analysis core's rules ran"
+    )
+    return [rule for rule in rules if not rule.reads_libcst]
 
 
 def _without_core_rules(rules: list[Any], text: str, outcome: FileOutcome) -> list[Any]:
@@ -139,7 +162,7 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
     try:
         source = SourceFile.decode(path, raw)
         context = _build_context(source, options) if plan.rules or plan.syntax_only else None
-        rules = _rules_to_run(plan, context)
+        rules = _rules_to_run(plan, context, outcome)
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
         return outcome
