@@ -130,9 +130,23 @@ def is_excluded(relative: str, patterns: tuple[str, ...], named_depth: int = 0) 
     one of its leading paths (``a``, ``a/b``, ...) in full, or, without a ``/``, one of its
     components. The first ``named_depth`` components (a folder named on the command line
     and those above it) are not matched: a folder named on its own is linted, as a file
-    named on its own is (ruff's rule)."""
+    named on its own is (ruff's rule). A folder's answer is remembered (the files of a
+    listing share their folders)."""
+    folder, _, name = relative.rpartition("/")
+    depth = folder.count("/") + 1 if folder else 0
+    if folder and _folder_excluded(folder, patterns, named_depth):
+        return True
+    if depth < named_depth:
+        return False
     whole, component = _exclude_matchers(patterns)
-    parts = relative.split("/")
+    return bool(whole(relative) or component(name))
+
+
+@lru_cache(maxsize=4096)
+def _folder_excluded(folder: str, patterns: tuple[str, ...], named_depth: int) -> bool:
+    """``is_excluded`` for the leading paths of ``folder`` (posix, below the root)."""
+    whole, component = _exclude_matchers(patterns)
+    parts = folder.split("/")
     for depth in range(named_depth, len(parts)):
         if whole("/".join(parts[: depth + 1])) or component(parts[depth]):
             return True
@@ -373,6 +387,7 @@ def _add_listed(
     resolver = Resolver()
     base = resolver.folder(folder)
     bases = (resolver.folder(settings.project_root), base)
+    prefix = base if base.endswith("/") else base + "/"
     excludes = settings.all_excludes
     for name in listing.files:
         if file_kind(name.rpartition("/")[2]) is None:
@@ -384,7 +399,7 @@ def _add_listed(
             resolved = resolver.file(candidate)
             found = _stat(candidate)
         else:
-            resolved = os.path.join(base, name)
+            resolved = prefix + name
         relative = next(
             (r for b in bases if (r := _below(resolved, b)) is not None), candidate.as_posix()
         )
