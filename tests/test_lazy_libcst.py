@@ -120,9 +120,7 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
 
 
 SCREENED = [
-    r
-    for r in all_rules().values()
-    if issubclass(r, CodeRule) and r.screened_by is not None
+    r for r in all_rules().values() if issubclass(r, CodeRule) and r.screened_by is not None
 ]
 
 
