@@ -380,11 +380,13 @@ def _add_listed(
 ) -> None:
     """The lintable files of ``folder``'s listing into ``targets`` (by resolved path),
     their stats into ``stats``. The folders of a listing are real folders below
-    ``folder`` (git and the walk never follow a linked folder), so a file that is not a
-    link resolves to ``folder`` resolved and its name: one ``resolve()`` per listing,
-    one ``lstat`` per file, the rest string operations."""
+    ``folder`` (git and the walk never follow a linked folder; a folder of git's index
+    replaced by a link since is found by one ``lstat`` per folder), so a file that is
+    not a link resolves to ``folder`` resolved and its name: one ``resolve()`` per
+    listing, one ``lstat`` per file, the rest string operations."""
     named_depth = _named_depth(folder, settings)
     resolver = Resolver()
+    unlinked = _unlinked_folders(folder)
     base = resolver.folder(folder)
     bases = (resolver.folder(settings.project_root), base)
     prefix = base if base.endswith("/") else base + "/"
@@ -395,7 +397,7 @@ def _add_listed(
         candidate = folder / name
         found = _lstat(candidate)
         link = found is not None and stat.S_ISLNK(found.st_mode)
-        if link:
+        if link or not unlinked(name.rpartition("/")[0]):
             resolved = resolver.file(candidate)
             found = _stat(candidate)
         else:
@@ -419,6 +421,23 @@ def _add_listed(
             display = candidate.as_posix() if below is None else below
             targets[resolved] = Target(candidate, display, relative)
             stats[str(candidate)] = found
+
+
+def _unlinked_folders(folder: Path) -> Callable[[str], bool]:
+    """A test of a folder below ``folder`` (posix, relative; "" for ``folder``): whether
+    none of its own components is a symbolic link, each folder asked once."""
+    top = os.fspath(folder)
+    known: dict[str, bool] = {"": True}
+
+    def unlinked(sub: str) -> bool:
+        answer = known.get(sub)
+        if answer is None:
+            parent = sub.rpartition("/")[0]
+            answer = unlinked(parent) and not os.path.islink(os.path.join(top, sub))
+            known[sub] = answer
+        return answer
+
+    return unlinked
 
 
 def _lstat(path: Path) -> os.stat_result | None:
