@@ -9,19 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from ddplint import __version__, blind_precision
-from ddplint.add_noqa import add_noqa
 from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
 from ddplint.discover import discover, display_path
 from ddplint.engine.pool import default_jobs
 from ddplint.engine.run import lint_paths
 from ddplint.finding import Finding
-from ddplint.fix import unified_diff
-from ddplint.fixer import FixRun, fix_run
 from ddplint.interrupt import ending_on_signals
 from ddplint.invocation import (
     EXIT_CLEAN,
@@ -48,12 +45,14 @@ from ddplint.report.text import WHY_HINT, concise_line
 from ddplint.results import RunResult
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings, SettingsError, did_you_mean
-from ddplint.show import files_text, settings_text
 from ddplint.source import SourceError, SourceFile
 from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
 from ddplint.verify.command import verify_dumps as verify_dumps_command
 from ddplint.watch import watch
+
+if TYPE_CHECKING:  # what only fixing and --show-* need is imported when asked for
+    from ddplint.fixer import FixRun
 
 #: Sets ``--output-format`` when the flag is not given.
 OUTPUT_FORMAT_VARIABLE = "DDPLINT_OUTPUT_FORMAT"
@@ -300,6 +299,8 @@ def check(
     if not options.selected:
         click.echo(f"ddplint: warning: {empty_selection_warning(settings)}", err=True)
     if show_settings or show_files:
+        from ddplint.show import files_text, settings_text
+
         text = settings_text(settings, options) if show_settings else ""
         text += files_text(discover(list(paths), settings)) if show_files else ""
         _out(text, nl=False)
@@ -337,6 +338,8 @@ def check(
     fixed: dict[str, list[Finding]] = {}
     known = 0
     if flags.fixing:
+        from ddplint.fixer import fix_run
+
         run = fix_run(result, settings, options, unsafe=unsafe_fixes, write=not diff, jobs=jobs)
         if diff:
             sys.exit(_print_diff(run, quiet))
@@ -397,6 +400,8 @@ def _fix_stdin(
     except SourceError as exc:
         _fail(f"{display_path(stdin.path)}: {exc.message}")
     if flags.diff:
+        from ddplint.fix import unified_diff
+
         click.echo(unified_diff(fixed.path, fixed.before, fixed.after), nl=False)
     else:
         sys.stdout.buffer.write(fixed.raw_after)
@@ -555,6 +560,8 @@ def _print_errors(result: RunResult) -> None:
 
 def _print_diff(run: FixRun, quiet: bool) -> int:
     """``--diff``: the fixes as a unified diff on stdout; the exit code."""
+    from ddplint.fix import unified_diff
+
     changed = run.changed_files
     for file in changed:
         _out(unified_diff(file.path, file.before, file.after), nl=False)
@@ -571,6 +578,8 @@ def _print_diff(run: FixRun, quiet: bool) -> int:
 
 def _add_noqa(result: RunResult, settings: Settings, quiet: bool) -> int:
     """``--add-noqa``: silence each finding where it is reported; the exit code."""
+    from ddplint.add_noqa import add_noqa
+
     run = add_noqa(result.findings, settings.project_root)
     _print_errors(result)
     for path, reason in run.refused:

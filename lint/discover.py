@@ -39,6 +39,9 @@ class Discovery:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     #: What the reader should know about the listing (git failed, a folder unreadable).
     notices: list[str] = field(default_factory=list)
+    #: The stat (links followed) of each file found in a folder, by ``str(target.path)``:
+    #: taken by the listing, before any read.
+    stats: dict[str, os.stat_result] = field(default_factory=dict)
 
 
 def _resolve(path: Path) -> Path:
@@ -81,6 +84,11 @@ class Resolver:
             self._files[key] = found
         return found
 
+    def inside(self, path: Path | str, folder: Path | str) -> bool:
+        """Whether ``path`` resolves to something strictly below ``folder`` resolved
+        (``folder in path.resolve().parents``)."""
+        return _below(self.file(path), self.folder(folder)) not in (None, ".")
+
     @cached_property
     def cwd(self) -> str:
         return str(_resolve(Path.cwd()))
@@ -122,9 +130,23 @@ def is_excluded(relative: str, patterns: tuple[str, ...], named_depth: int = 0) 
     one of its leading paths (``a``, ``a/b``, ...) in full, or, without a ``/``, one of its
     components. The first ``named_depth`` components (a folder named on the command line
     and those above it) are not matched: a folder named on its own is linted, as a file
-    named on its own is (ruff's rule)."""
+    named on its own is (ruff's rule). A folder's answer is remembered (the files of a
+    listing share their folders)."""
+    folder, _, name = relative.rpartition("/")
+    depth = folder.count("/") + 1 if folder else 0
+    if folder and _folder_excluded(folder, patterns, named_depth):
+        return True
+    if depth < named_depth:
+        return False
     whole, component = _exclude_matchers(patterns)
-    parts = relative.split("/")
+    return bool(whole(relative) or component(name))
+
+
+@lru_cache(maxsize=4096)
+def _folder_excluded(folder: str, patterns: tuple[str, ...], named_depth: int) -> bool:
+    """``is_excluded`` for the leading paths of ``folder`` (posix, below the root)."""
+    whole, component = _exclude_matchers(patterns)
+    parts = folder.split("/")
     for depth in range(named_depth, len(parts)):
         if whole("/".join(parts[: depth + 1])) or component(parts[depth]):
             return True
@@ -163,9 +185,10 @@ def _named_depth(folder: Path, settings: Settings) -> int:
 
 @dataclass
 class _Listing:
-    """The files below a folder, and what the reader should know about how they were found."""
+    """The files below a folder (their posix paths relative to it), and what the reader
+    should know about how they were found."""
 
-    files: list[Path] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
 
 
@@ -230,7 +253,7 @@ def _git_files(directory: Path) -> _Listing | str:
         return f"git ls-files failed ({reason or f'exit {result.returncode}'})"
     notices += [f"git: {m}" for m in messages if m.startswith("warning:")]
     names = [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-    return _Listing([directory / name for name in names], notices)
+    return _Listing(names, notices)
 
 
 def _walk_files(directory: Path, settings: Settings, repository: Path | None) -> _Listing:
@@ -246,8 +269,11 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
         where = display_path(Path(error.filename)) if error.filename else directory.as_posix()
         listing.notices.append(f"{where}: cannot read folder ({error.strerror}): not linted")
 
-    for current, dirs, files in os.walk(directory, onerror=unreadable, followlinks=False):
+    top = os.fspath(directory)
+    for current, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
         here = Path(current)
+        below = os.path.relpath(current, top).replace(os.sep, "/")
+        prefix = "" if below == "." else below + "/"
         in_repo = _relative(here, repository, resolver=resolver) if repository is not None else ""
         if repository is not None:
             rules = rules + read_rules(here / ".gitignore", "" if in_repo == "." else in_repo)
@@ -261,7 +287,7 @@ def _walk_files(directory: Path, settings: Settings, repository: Path | None) ->
             )
         )
         listing.files.extend(
-            here / f
+            prefix + f
             for f in sorted(files)
             if not (repository is not None and _ignored(rules, in_repo, f, False))
         )
@@ -316,6 +342,7 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
     missing: list[str] = []
     unreadable: list[tuple[str, str]] = []
     notices: list[str] = []
+    stats: dict[str, os.stat_result] = {}
     root = settings.project_root
     for raw in paths:
         path = Path(raw)
@@ -338,29 +365,93 @@ def discover(paths: list[str], settings: Settings) -> Discovery:
             continue
         listing = _listing(path, settings)
         notices += listing.notices
-        named_depth = _named_depth(path, settings)
-        resolver = Resolver()
-        for candidate in listing.files:
-            if file_kind(candidate.name) is None:
-                continue
-            relative = _relative(candidate, root, path, resolver)
-            if is_excluded(relative, settings.all_excludes, named_depth):
-                continue
-            candidate_mode = _mode(candidate)
-            if candidate_mode is None or not stat.S_ISREG(candidate_mode):
-                # Deleted since git listed it, a dangling link or a loop: skipped. Below a
-                # folder that cannot be read: said.
-                if candidate_mode is None and _permission_denied(candidate):
-                    unreadable.append((display_path(candidate), "cannot read: Permission denied"))
-                continue
-            key = resolver.file(candidate)
-            known = targets.get(key)
-            if known is None or (known.path.is_symlink() and not candidate.is_symlink()):
-                # A file and a link to it are one target: the file itself, which a fix
-                # may write (never the link).
-                targets[key] = Target(candidate, display_path(candidate, resolver), relative)
+        _add_listed(listing, path, settings, targets, unreadable, stats)
     ordered = sorted(targets.values(), key=lambda t: t.display)
-    return Discovery(ordered, missing, unreadable, notices)
+    return Discovery(ordered, missing, unreadable, notices, stats)
+
+
+def _add_listed(
+    listing: _Listing,
+    folder: Path,
+    settings: Settings,
+    targets: dict[str, Target],
+    unreadable: list[tuple[str, str]],
+    stats: dict[str, os.stat_result],
+) -> None:
+    """The lintable files of ``folder``'s listing into ``targets`` (by resolved path),
+    their stats into ``stats``. The folders of a listing are real folders below
+    ``folder`` (git and the walk never follow a linked folder; a folder of git's index
+    replaced by a link since is found by one ``lstat`` per folder), so a file that is
+    not a link resolves to ``folder`` resolved and its name: one ``resolve()`` per
+    listing, one ``lstat`` per file, the rest string operations."""
+    named_depth = _named_depth(folder, settings)
+    resolver = Resolver()
+    unlinked = _unlinked_folders(folder)
+    base = resolver.folder(folder)
+    bases = (resolver.folder(settings.project_root), base)
+    prefix = base if base.endswith("/") else base + "/"
+    excludes = settings.all_excludes
+    for name in listing.files:
+        if file_kind(name.rpartition("/")[2]) is None:
+            continue
+        candidate = folder / name
+        found = _lstat(candidate)
+        link = found is not None and stat.S_ISLNK(found.st_mode)
+        if link or not unlinked(name.rpartition("/")[0]):
+            resolved = resolver.file(candidate)
+            found = _stat(candidate)
+        else:
+            resolved = prefix + name
+        relative = next(
+            (r for b in bases if (r := _below(resolved, b)) is not None), candidate.as_posix()
+        )
+        if is_excluded(relative, excludes, named_depth):
+            continue
+        if found is None or not stat.S_ISREG(found.st_mode):
+            # Deleted since git listed it, a dangling link or a loop: skipped. Below a
+            # folder that cannot be read: said.
+            if found is None and _permission_denied(candidate):
+                unreadable.append((display_path(candidate), "cannot read: Permission denied"))
+            continue
+        known = targets.get(resolved)
+        if known is None or (known.path.is_symlink() and not link):
+            # A file and a link to it are one target: the file itself, which a fix
+            # may write (never the link).
+            below = _below(resolved, resolver.cwd)
+            display = candidate.as_posix() if below is None else below
+            targets[resolved] = Target(candidate, display, relative)
+            stats[str(candidate)] = found
+
+
+def _unlinked_folders(folder: Path) -> Callable[[str], bool]:
+    """A test of a folder below ``folder`` (posix, relative; "" for ``folder``): whether
+    none of its own components is a symbolic link, each folder asked once."""
+    top = os.fspath(folder)
+    known: dict[str, bool] = {"": True}
+
+    def unlinked(sub: str) -> bool:
+        answer = known.get(sub)
+        if answer is None:
+            parent = sub.rpartition("/")[0]
+            answer = unlinked(parent) and not os.path.islink(os.path.join(top, sub))
+            known[sub] = answer
+        return answer
+
+    return unlinked
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _permission_denied(path: Path) -> bool:

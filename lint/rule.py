@@ -8,8 +8,9 @@ prints: it looks at a context and returns findings.
 
 from __future__ import annotations
 
+import ast
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from ddplint.finding import Applicability, Finding, Severity
@@ -19,6 +20,7 @@ from ddplint.source import is_json
 if TYPE_CHECKING:
     from ddplint.code.context import CodeContext
     from ddplint.config.context import ConfigContext
+    from ddplint.settings import LintOptions
     from ddplint.suppress import Review, Suppressions
 
 
@@ -109,13 +111,18 @@ class CodeRule(Rule):
     #: A retired rule reports nothing: the code (and its suppressions) stays, and the
     #: rule named here reports each of its root causes once.
     retired_for: ClassVar[str | None] = None
+    #: The rule's screen (``ddplint.rules.screens``), if any: a cheap test of the forms
+    #: it looks for on CPython's ``ast`` (``ddplint.analysis.forms``), never False where
+    #: ``check`` would report. The catalogue holds the same function, so the engine asks
+    #: it before the rule's module (and LibCST) is imported.
+    screened_by: ClassVar[staticmethod[[ast.Module, LintOptions], bool] | None] = None
 
     def may_report(self, ctx: CodeContext) -> bool:
-        """Whether ``check`` may report on this module, asked before LibCST parses it: a
-        cheap test of the forms the rule looks for on CPython's ``ast``
-        (``ddplint.analysis.forms``), never False where ``check`` would report. A rule
-        that says no is not run, and costs the file no LibCST parse."""
-        return True
+        """Whether ``check`` may report on this module (its screen, asked of its
+        ``ast``; yes where CPython refuses the module). A rule that says no is not
+        run, and costs the file no LibCST parse."""
+        screen: Callable[[ast.Module, LintOptions], bool] | None = self.screened_by
+        return screen is None or ctx.ast_module is None or screen(ctx.ast_module, ctx.options)
 
     def check(self, ctx: CodeContext) -> Iterable[Finding]:
         raise NotImplementedError

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ddplint.cache import ResultCache
 from ddplint.discover import display_path, file_target
 from ddplint.engine.run import lint_buffers
 from ddplint.engine.run_setup import cache_directory
-from ddplint.fixer import FileFix, fix_source, options_for_path
 from ddplint.results import RunResult
 from ddplint.settings import LintOptions, Settings
+
+if TYPE_CHECKING:
+    from ddplint.fixer import FileFix
 
 #: The name the text is linted as when ``--stdin-filename`` is not given.
 DEFAULT_STDIN_NAME = "stdin.py"
@@ -48,5 +50,7 @@ class StdinText:
         """The fix loop on the text (nothing is written: the caller prints the result).
         Raises SourceError when the text cannot be decoded."""
         relative = file_target(self.path, settings).relative
+        from ddplint.fixer import fix_source, options_for_path  # only a fix needs it
+
         file_options = options_for_path(settings, options, relative)
         return fix_source(display_path(self.path), self.raw, file_options, unsafe)

@@ -1,14 +1,16 @@
 """What the engine and the settings need to know of every rule without importing the
 rule modules (their imports reach LibCST and the semantic layer): code, name, kind,
-whether it is on by default, which code facts a YAML rule reads, and each rule's
-pre-filter (its words, and the cheap text test some rules narrow them by), so a file
-is parsed, and a rule module imported, only for the rules whose pre-filter it passes.
+whether it is on by default, which code facts a YAML rule reads, each rule's
+pre-filter (its words, and the cheap text test some rules narrow them by) and its
+screen on the module's ``ast`` (``rules/screens.py``), so a file is parsed, and a rule
+module imported, only for the rules whose pre-filter and screen it passes.
 ``all_rules()`` stays the source of truth: a test checks that this table says what the
 rule classes say (a new rule is a module and a line here).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -28,6 +30,16 @@ from ddplint.rules.prefilters import (
     persistent_workers_true,
     timeout_spelled,
 )
+from ddplint.rules.screens import (
+    catches_a_data_exception,
+    defines_training_step,
+    logs_with_sync_dist,
+    loops_over_values,
+    may_create_a_group,
+    may_loop_over_a_set,
+    may_shard_a_list_by_rank,
+)
+from ddplint.settings import LintOptions
 from ddplint.source import is_json
 
 
@@ -48,6 +60,8 @@ class RuleEntry(NamedTuple):
     narrowed_by: Callable[[bytes], bool] | None = None
     #: Whether a config rule also reads ``.json`` files (``ConfigRule.reads_json``).
     reads_json: bool = False
+    #: The rule's screen on the module's ``ast`` (``CodeRule.screened_by``), if any.
+    screened_by: Callable[[ast.Module, LintOptions], bool] | None = None
 
     def prefilter(self, raw: bytes, informed: bool = False) -> bool:
         """``Rule.prefilter`` of the rule, without importing it. ``informed``: the
@@ -59,6 +73,12 @@ class RuleEntry(NamedTuple):
         if not holds_words(raw, self.required, without_stand_ins(groups) if informed else groups):
             return False
         return self.narrowed_by is None or self.narrowed_by(raw)
+
+    def may_report(self, tree: ast.Module | None, options: LintOptions) -> bool:
+        """``CodeRule.may_report`` of the rule, without importing it: its screen asked
+        of the module's ``ast`` (``tree``; None where CPython refuses the module, and
+        then the rule may report)."""
+        return self.screened_by is None or tree is None or self.screened_by(tree, options)
 
     def reads(self, path: str) -> bool:
         """``Rule.reads`` of the rule: a config rule reads JSON only when it says so."""
@@ -101,6 +121,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             True,
             needles=RANK_NEEDLES,
             required=("sync_dist",),
+            screened_by=logs_with_sync_dist,
         ),
         RuleEntry(
             "DDP203",
@@ -114,7 +135,14 @@ CATALOGUE: dict[str, RuleEntry] = {
         RuleEntry(
             "DDP204", "data-dependent-skip", "code", False, needles=("backward(", "training_step")
         ),
-        RuleEntry("DDP205", "training-step-returns-none", "code", True, needles=("training_step",)),
+        RuleEntry(
+            "DDP205",
+            "training-step-returns-none",
+            "code",
+            True,
+            needles=("training_step",),
+            screened_by=defines_training_step,
+        ),
         RuleEntry(
             "DDP206",
             "collective-in-exception-handler",
@@ -131,6 +159,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             needles=RANK_NEEDLES,
             also_needles=COLLECTIVE_NEEDLES,
             more_needles=(COLLECTIVE_CALL_NEEDLES,),
+            screened_by=may_create_a_group,
         ),
         RuleEntry("DDP208", "step-on-some-ranks", "code", False, needles=(".step(",)),
         RuleEntry(
@@ -140,6 +169,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             False,
             needles=COLLECTIVE_CALL_NEEDLES,
             also_needles=COLLECTIVE_NEEDLES,
+            screened_by=may_loop_over_a_set,
         ),
         RuleEntry(
             "DDP210",
@@ -164,6 +194,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             True,
             needles=("except",),
             also_needles=("backward(", "training_step"),
+            screened_by=catches_a_data_exception,
         ),
         RuleEntry(
             "DDP213",
@@ -196,6 +227,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             True,
             needles=COLLECTIVE_NEEDLES,
             more_needles=(COLLECTIVE_CALL_NEEDLES,),
+            screened_by=loops_over_values,
         ),
         RuleEntry(
             "DDP218",
@@ -353,6 +385,7 @@ CATALOGUE: dict[str, RuleEntry] = {
                 "dp_size",
                 "nranks",
             ),
+            screened_by=may_shard_a_list_by_rank,
         ),
         RuleEntry(
             "DDP406",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ddplint.discover import Resolver, display_path, is_excluded
+from ddplint.discover import Resolver, discover, display_path, is_excluded
 from ddplint.settings import Settings
 
 PATTERNS = (*Settings(project_root=Path(".")).all_excludes, "a/b/*.py", "[xy]*", "?emo", "t*/x")
@@ -58,3 +60,42 @@ def test_the_resolver_answers_as_resolve(tmp_path: Path, monkeypatch: pytest.Mon
         assert resolver.file(path) == expected, path
         assert display_path(path, resolver) == display_path(path), path
     assert display_path(tmp_path / "linked" / "a.py") == "a.py"
+
+
+def _git(tree: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_a_listing_places_files_as_resolve_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery resolves a listing's folder once and joins names to it: a file link, and
+    a folder of git's index since replaced by a link to another folder, are still placed
+    below the root where ``resolve()`` places them; each target's stat is the file's."""
+    tree = tmp_path / "repo"
+    for name in ("pkg/a.py", "pkg/sub/b.py", "old/c.py", "real/c.py", "real/d.py"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("x = 1\n")
+    (tree / "pyproject.toml").write_text("[tool.ddplint]\n")
+    (tree / "pkg" / "e.py").symlink_to(tree / "real" / "d.py")
+    _git(tree, "init", "-q")
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-qm", "files")
+    shutil.rmtree(tree / "old")
+    (tree / "old").symlink_to(tree / "real", target_is_directory=True)  # the index says old/c.py
+    monkeypatch.chdir(tree / "pkg")
+    settings = Settings(project_root=tree)
+    found = discover([str(tree)], settings)
+    relatives = {t.relative for t in found.targets}
+    assert relatives >= {"pkg/a.py", "pkg/sub/b.py", "real/c.py", "real/d.py"}
+    for target in found.targets:
+        resolved = Path(target.path).resolve()
+        assert target.relative == resolved.relative_to(tree.resolve()).as_posix(), target
+        assert target.display == display_path(target.path), target
+        assert found.stats[str(target.path)] == os.stat(target.path), target
+    assert "old/c.py" not in relatives  # it is real/c.py, reached through the link

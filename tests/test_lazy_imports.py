@@ -5,15 +5,17 @@ check`` in a subprocess and reading its ``sys.modules``, not by timing it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from ddplint.rule import ConfigRule
+from ddplint.rule import CodeRule, ConfigRule
 from ddplint.rules import all_rules, rule_class
-from ddplint.rules.catalogue import CATALOGUE
+from ddplint.rules.catalogue import CATALOGUE, RuleEntry
+from ddplint.settings import LintOptions
 
 HAZARD = (
     "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n\n\n"
@@ -71,18 +73,24 @@ def test_a_warm_run_imports_no_analysis(tmp_path: Path) -> None:
     assert _imported(tree, tmp_path) == []
 
 
-def _hook(tree: Path, tmp_path: Path, name: str) -> list[str]:
+def _hook(tree: Path, tmp_path: Path, name: str, *flags: str) -> list[str]:
     """The heavy modules a pre-commit run imports on ``name`` just edited (a comment
     appended: a text the cache has not seen)."""
     path = tree / name
     path.write_text(path.read_text() + "# edited\n")
-    return _imported(tree, tmp_path, "--force-exclude", "--", name)
+    return _imported(tree, tmp_path, *flags, "--force-exclude", "--", name)
 
 
 def test_an_edited_file_the_prefilter_drops_imports_no_analysis(tmp_path: Path) -> None:
     tree = _tree(tmp_path, {"net.py": HAZARD, "train.yaml": CONFIG, "util.py": "x = 1\n"})
     _imported(tree, tmp_path)  # the whole tree cached, as after a first run
     assert _hook(tree, tmp_path, "util.py") == []
+
+
+def _passes_screen(entry: RuleEntry, raw: bytes) -> bool:
+    """The entry's screen on ``raw``'s ``ast``, with no project facts (the files here
+    call no project function that creates a group)."""
+    return entry.may_report(ast.parse(raw), LintOptions(selected=(), project_root="."))
 
 
 def test_an_edited_file_imports_only_the_rules_its_prefilters_pass(tmp_path: Path) -> None:
@@ -92,7 +100,10 @@ def test_an_edited_file_imports_only_the_rules_its_prefilters_pass(tmp_path: Pat
     passing = {
         rule_class(code).__module__
         for code, entry in CATALOGUE.items()
-        if entry.kind == "code" and entry.default_enabled and entry.prefilter(raw)
+        if entry.kind == "code"
+        and entry.default_enabled
+        and entry.prefilter(raw)
+        and _passes_screen(entry, raw)
     }
     imported = _hook(tree, tmp_path, "net.py")
     assert "ddplint.rules.code.ddp404_persistent_workers_without_workers" in passing
@@ -118,7 +129,8 @@ INFORMED = (
 def test_project_facts_stand_in_only_for_the_words_they_can(tmp_path: Path) -> None:
     """A file the project informs (its names test the rank and reach collectives) passes
     the groups of rank and collective words without holding them, and no more: a rule
-    whose own words (``sync_dist``, a spelled ``timeout``) it lacks is not imported."""
+    whose own words (``sync_dist``, a spelled ``timeout``) it lacks is not imported, nor
+    one whose screen says no on the file's ``ast``."""
     tree = _tree(tmp_path, {"helpers.py": HELPERS, "train.py": INFORMED})
     _imported(tree, tmp_path)
     raw = (tree / "train.py").read_bytes()
@@ -127,10 +139,12 @@ def test_project_facts_stand_in_only_for_the_words_they_can(tmp_path: Path) -> N
         for code, entry in CATALOGUE.items()
         if entry.kind == "code" and entry.default_enabled and entry.prefilter(raw, True)
     }
+    screened = {code for code in informed if _passes_screen(CATALOGUE[code], raw)}
     imported = _hook(tree, tmp_path, "train.py")
     modules = {m for m in imported if m.startswith("ddplint.rules.code.ddp")}
-    assert modules == {rule_class(code).__module__ for code in informed}
+    assert modules == {rule_class(code).__module__ for code in screened}
     assert "DDP207" in informed  # every word of it a rank test or a collective
+    assert "DDP207" not in screened  # no group is created: its module is not imported
     assert not informed & {"DDP202", "DDP205", "DDP301", "DDP303"}
     assert not any(CATALOGUE[code].prefilter(raw) for code in informed)  # words absent
 
@@ -148,6 +162,8 @@ def test_the_catalogue_says_what_the_rule_classes_say() -> None:
         words = (rule.needles, rule.also_needles, rule.more_needles, rule.required)
         assert (entry.needles, entry.also_needles, entry.more_needles, entry.required) == words
         assert entry.narrowed_by is rule.narrowed_by, code
+        screen = rule.screened_by if issubclass(rule, CodeRule) else None
+        assert entry.screened_by is screen, code
         reads_json = rule.reads_json if issubclass(rule, ConfigRule) else False
         assert entry.reads_json == reads_json, code
         assert rule_class(code) is rule, code
@@ -182,3 +198,29 @@ def test_the_catalogue_prefilters_as_the_rules_do() -> None:
         for path, raw in samples:
             assert entry.prefilter(raw) == rule.prefilter(raw), (code, path)
             assert entry.reads(path) == rule.reads(path), (code, path)
+
+
+#: Words of every rank and collective pre-filter (DDP207's included), and none of the
+#: forms the screened rules look for: no group is created, no loop over a set or over
+#: selected values, no shard by rank.
+SCREENED_OUT = (
+    "import torch.distributed as dist\n\n\n"
+    "def report(rank, t):\n    dist.barrier()\n    return rank\n"
+)
+
+
+def test_a_file_every_screen_drops_imports_no_analysis(tmp_path: Path) -> None:
+    """The pre-filters of DDP207, DDP209 and DDP217 pass the file; their screens,
+    asked from the catalogue on its ``ast``, drop it before any rule module or LibCST
+    is imported."""
+    tree = _tree(tmp_path, {"comm.py": SCREENED_OUT})
+    raw = SCREENED_OUT.encode()
+    screened = {
+        code
+        for code, entry in CATALOGUE.items()
+        if entry.kind == "code" and entry.screened_by is not None and entry.prefilter(raw)
+    }
+    assert {"DDP207", "DDP209", "DDP217"} <= screened
+    flags = ("--select", ",".join(sorted(screened)), "--preview")
+    _imported(tree, tmp_path, *flags, ".")
+    assert _hook(tree, tmp_path, "comm.py", *flags) == []

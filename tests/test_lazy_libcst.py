@@ -148,9 +148,7 @@ def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None
 
 
 SCREENED = [
-    r
-    for r in all_rules().values()
-    if issubclass(r, CodeRule) and r.may_report is not CodeRule.may_report
+    r for r in all_rules().values() if issubclass(r, CodeRule) and r.screened_by is not None
 ]
 
 

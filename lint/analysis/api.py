@@ -305,3 +305,7 @@ ROOT_LISTS: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
 }
 #: The reduction a collective with an ``op`` applies when it names none.
 DEFAULT_REDUCE_OP = "SUM"
+#: Exceptions whose handler swallows an out-of-memory or a failed step.
+STEP_FAILURES = frozenset(
+    {"RuntimeError", "OutOfMemoryError", "Exception", "BaseException", "AcceleratorError"}
+)

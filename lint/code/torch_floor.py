@@ -11,7 +11,6 @@ the floor: the project claims to work there.
 
 from __future__ import annotations
 
-import configparser
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -234,6 +233,8 @@ def _conda_requirements(root: Path) -> Iterator[tuple[str, str]]:
 def _setup_cfg_requirements(path: Path) -> Iterator[tuple[str, str]]:
     if not path.is_file():
         return
+    import configparser  # (its import compiles regular expressions: only when read)
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(path.read_text(encoding="utf-8"))

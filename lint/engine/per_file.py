@@ -8,10 +8,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from ddplint import cancellation
 from ddplint.deep_stack import call_with_deep_stack
+from ddplint.engine.selection import rule_instances
 from ddplint.engine.suppressions import apply_suppressions
 from ddplint.engine.triage import Plan, triage_file
 from ddplint.finding import FileError, Finding
@@ -60,31 +61,61 @@ def _build_context(source: SourceFile, options: LintOptions) -> Any:
     return ConfigContext.load(source, options)
 
 
-def _rules_to_run(plan: Plan, context: Any, outcome: FileOutcome) -> list[CodeRule | ConfigRule]:
-    """The planned rules that may report on the file (``CodeRule.may_report``, asked of
-    its ``ast``). A Python file is parsed with LibCST here, where its parse errors are
-    reported, when a rule left reads LibCST, when CPython refuses the file (LibCST says
-    why, or reads syntax newer than this Python) or when the plan is to say why it does
-    not parse; otherwise not at all. (A rule's ``may_report`` says yes where CPython
-    refuses the file.) A file CPython reads and LibCST refuses keeps the core's rules."""
-    if context is None or plan.kind != "code":
-        return plan.rules
-    rules = [r for r in plan.rules if isinstance(r, CodeRule) and r.may_report(context)]
-    if plan.syntax_only or context.ast_module is None or any(r.reads_libcst for r in rules):
-        import libcst as cst
+def _screened(plan: Plan, source: SourceFile, options: LintOptions) -> list[Any]:
+    """The planned rules that may report on the file: for Python, those whose screen
+    (``RuleEntry.may_report``, asked of the file's ``ast`` before any rule module is
+    imported) says yes; every planned rule where CPython refuses the file. Only these
+    rules' modules are imported."""
+    entries = plan.rules
+    if plan.kind == "code" and entries:
+        tree = _python_ast(source.text)
+        entries = [entry for entry in entries if entry.may_report(tree, options)]
+    return rule_instances(entries)
 
+
+def _python_ast(text: str) -> ast.Module | None:
+    """The file's CPython ``ast`` (the one ``CodeContext.ast_module`` shares), or None
+    where CPython refuses it."""
+    from ddplint.code.syntax.python_ast import parse_python
+
+    try:
+        return parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _parse_for(
+    plan: Plan, context: Any, rules: list[CodeRule | ConfigRule], outcome: FileOutcome
+) -> list[CodeRule | ConfigRule]:
+    """Parse a Python file with LibCST here, where its parse errors are reported, when
+    a rule left reads LibCST, when CPython refuses the file (LibCST says why, or reads
+    syntax newer than this Python) or when the plan is to say why it does not parse;
+    otherwise not at all. The rules to run: a file CPython reads and LibCST refuses
+    keeps the core's rules alone."""
+    if context is None or plan.kind != "code":
+        return rules
+    if (
+        plan.syntax_only
+        or context.ast_module is None
+        or any(isinstance(r, CodeRule) and r.reads_libcst for r in rules)
+    ):
         try:
             _ = context.module
-        except cst.ParserSyntaxError as exc:
-            if plan.syntax_only or context.ast_module is None:
+        except Exception as exc:
+            if plan.syntax_only or context.ast_module is None or not _is_libcst_parse_error(exc):
                 raise
             return _without_libcst_rules(rules, exc, outcome)
-    return [*rules]
+    return rules
 
 
-def _without_libcst_rules(
-    rules: list[CodeRule], exc: Exception, outcome: FileOutcome
-) -> list[CodeRule | ConfigRule]:
+def _is_libcst_parse_error(exc: Exception) -> TypeGuard[cst.ParserSyntaxError]:
+    """Whether ``exc`` is LibCST's syntax error (never, where LibCST was not imported:
+    only a file parsed with it can raise one)."""
+    libcst = sys.modules.get("libcst")
+    return libcst is not None and isinstance(exc, libcst.ParserSyntaxError)
+
+
+def _without_libcst_rules(rules: list[Any], exc: Exception, outcome: FileOutcome) -> list[Any]:
     """The core's rules alone, for a file CPython's parser reads but LibCST's refuses
     (indentation mixing tabs and spaces that CPython accepts): one notice names the
     rules left out and why."""
@@ -152,22 +183,19 @@ def lint_source(
 
 
 def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> FileOutcome:
-    """Parse the file once and run the planned rules and fact collectors on it."""
-    import libcst as cst  # only a file that is parsed needs LibCST and the analysis
-
+    """Parse the file once and run the planned rules and fact collectors on it (LibCST
+    and a rule's module are imported only where a rule passes its screen)."""
     from ddplint.code.fact_collectors import collect_facts
     from ddplint.code.syntax.safe_parse import ParseLimitExceeded
 
     outcome = FileOutcome()
     try:
         source = SourceFile.decode(path, raw)
-        context = _build_context(source, options) if plan.rules or plan.syntax_only else None
-        rules = _rules_to_run(plan, context, outcome)
+        rules = _screened(plan, source, options)
+        context = _build_context(source, options) if rules or plan.syntax_only else None
+        rules = _parse_for(plan, context, rules, outcome)
     except SourceError as exc:
         outcome.errors.append(FileError(path, exc.message, line=exc.line, column=exc.column))
-        return outcome
-    except cst.ParserSyntaxError as exc:
-        outcome.errors.append(_parse_error(path, source.text, exc))
         return outcome
     except RecursionError:
         outcome.errors.append(FileError(path, "cannot parse: nesting too deep"))
@@ -175,7 +203,11 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
     except ParseLimitExceeded as exc:
         outcome.notices.append(f"{SKIPPED}{exc}")
         return outcome
-    except Exception as exc:  # a bug of ours, not bad input: reported, the run goes on
+    except Exception as exc:
+        if _is_libcst_parse_error(exc):
+            outcome.errors.append(_parse_error(path, source.text, exc))
+            return outcome
+        # a bug of ours, not bad input: reported, the run goes on
         outcome.internal_error = True
         outcome.errors.append(FileError(path, f"internal error while parsing: {_describe(exc)}"))
         return outcome

@@ -19,7 +19,7 @@ from ddplint.code.project.memo import (
     read_digests,
     summary_digest,
 )
-from ddplint.discover import Target, discover
+from ddplint.discover import Resolver, Target, discover
 from ddplint.engine.pool import run_jobs
 from ddplint.engine.run_setup import RunSetup
 from ddplint.engine.triage import beyond_bounds
@@ -108,7 +108,8 @@ def model_sources(
     root = settings.project_root.resolve()
     key = stats_key(str(root))
     recorded = read_stats(cache.get(key)) if cache is not None else {}
-    if whole_root and all(root in Path(t.path).resolve().parents for t in targets):
+    resolver = Resolver()
+    if whole_root and all(resolver.inside(t.path, root) for t in targets):
         linted = {target.relative for target in targets}
         _add_root(sources, paths, linted, recorded if trust_stats else {}, setup)
     # else no project around the files named: they are the model
@@ -131,8 +132,10 @@ def _add_root(
     disk, or its hash taken from ``recorded`` where its stat is the one recorded."""
     settings = setup.settings
     listing = setup.memo.listing if setup.memo is not None else None
+    seen: dict[str, os.stat_result] = {}  # stats the listing took now (a kept one's are old)
     if listing is None:
-        listing = discover([str(settings.project_root.resolve())], settings).targets
+        found = discover([str(settings.project_root.resolve())], settings)
+        listing, seen = found.targets, found.stats
         if setup.memo is not None:
             setup.memo.listing = listing
     for target in listing:
@@ -141,7 +144,8 @@ def _add_root(
             continue
         paths[relative] = target.path
         try:
-            stamp = stamp_of(os.stat(target.path))
+            taken = seen.get(str(target.path))
+            stamp = stamp_of(taken if taken is not None else os.stat(target.path))
             known = recorded.get(relative)
             if known is not None and known[0] == stamp and stamp[2] <= settings.max_file_size:
                 sources.add_unread(relative, stamp, known[1])

@@ -21,7 +21,6 @@ from ddplint.engine.run_setup import ProgressCallback, ProjectMemo, RunSetup, op
 from ddplint.engine.selection import facts_wanted
 from ddplint.engine.triage import prefilter, too_large_outcome
 from ddplint.finding import FileError, Finding
-from ddplint.launch_facts import launch_facts
 from ddplint.results import SKIPPED, FileOutcome, RunResult, RunStats
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import (
@@ -247,6 +246,8 @@ def _lint_read(targets: list[Target], setup: RunSetup, whole_project: bool) -> R
         if code_kinds:
             per_file += _facts_of_others(targets, sources, settings, options, code_kinds, run)
         if code_facts.LAUNCHES in wanted:
+            from ddplint.launch_facts import launch_facts  # only a rule that reads them
+
             scripts, launch_notices = launch_facts(settings.project_root)
             per_file += scripts
         merged = code_facts.merge((path, facts) for path, facts in per_file if facts)

@@ -1,5 +1,5 @@
 """Which rules and fact collectors a file gets, asked of the rule catalogue: a rule's
-module is imported only for a file that passes its pre-filter."""
+module is imported only for a file that passes its pre-filter and its screen."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddplint.rule import CodeRule, ConfigRule, SuppressionRule
 from ddplint.rules import rule_class
-from ddplint.rules.catalogue import CATALOGUE
+from ddplint.rules.catalogue import CATALOGUE, RuleEntry
 from ddplint.settings import LintOptions
 
 if TYPE_CHECKING:
@@ -24,20 +24,24 @@ def _rule(code: str) -> Any:
 
 def passing_rules(
     selected: tuple[str, ...], kind: str, path: str, raw: bytes, informed: bool
-) -> list[CodeRule | ConfigRule]:
-    """The selected rules of this kind that read ``path`` and whose pre-filter the
-    bytes pass (``informed``: the project's facts stand for the words they can; see
-    ``RuleEntry.prefilter``): asked of the catalogue, so a rule's module is imported
-    only for a file that passes its pre-filter."""
+) -> list[RuleEntry]:
+    """The catalogue entries of the selected rules of this kind that read ``path`` and
+    whose pre-filter the bytes pass (``informed``: the project's facts stand for the
+    words they can; see ``RuleEntry.prefilter``); no rule module is imported."""
     entries = (CATALOGUE.get(code) for code in selected)
     return [
-        _rule(entry.code)
+        entry
         for entry in entries
         if entry is not None
         and entry.kind == kind
         and entry.reads(path)
         and entry.prefilter(raw, informed)
     ]
+
+
+def rule_instances(entries: Sequence[RuleEntry]) -> list[CodeRule | ConfigRule]:
+    """The rules of these entries (a rule's module imported now, when first needed)."""
+    return [_rule(entry.code) for entry in entries]
 
 
 def suppression_rules(selected: tuple[str, ...]) -> list[SuppressionRule]:

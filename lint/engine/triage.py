@@ -13,7 +13,6 @@ from ddplint.engine.selection import fact_collectors, passing_rules
 from ddplint.engine.suppressions import apply_suppressions
 from ddplint.finding import FileError
 from ddplint.results import SKIPPED, FileOutcome
-from ddplint.rule import CodeRule, ConfigRule
 from ddplint.settings import LintOptions
 from ddplint.source import (
     SourceError,
@@ -25,6 +24,7 @@ from ddplint.suppress import mentions_own_codes
 
 if TYPE_CHECKING:
     from ddplint.code.fact_collectors import FactCollector
+    from ddplint.rules.catalogue import RuleEntry
 
 
 def _size_notice(size: int, limit: int) -> str:
@@ -56,11 +56,12 @@ def _unreadable(path: str, raw: bytes) -> FileOutcome | None:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a file that must be parsed is parsed for: its rules and fact collectors, or
-    (``syntax_only``) nothing but to say why Python code does not parse."""
+    """What a file that must be parsed is parsed for: its rules (their catalogue
+    entries: a rule's module is imported once its screen passes) and fact collectors,
+    or (``syntax_only``) nothing but to say why Python code does not parse."""
 
     kind: str
-    rules: list[CodeRule | ConfigRule]
+    rules: list[RuleEntry]
     collectors: list[FactCollector]
     syntax_only: bool = False
 

@@ -5,7 +5,6 @@ with findings or errors, one failing ``testcase`` per finding and one erroring
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from ddplint.finding import FileError, Finding
@@ -14,6 +13,8 @@ from ddplint.report.text import concise_line
 from ddplint.results import RunResult
 
 if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
     from ddplint.report import ReportContext
 
 # Characters XML 1.0 cannot hold at all, even escaped.
@@ -26,6 +27,8 @@ def _clean(text: str) -> str:
 
 
 def _suite(parent: ET.Element, name: str) -> ET.Element:
+    import xml.etree.ElementTree as ET  # (imported when JUnit is asked for)
+
     return ET.SubElement(parent, "testsuite", name=_clean(name))
 
 
@@ -33,6 +36,8 @@ def _case(
     suite: ET.Element, path: str, name: str, outcome: str, message: str, kind: str, text: str
 ) -> ET.Element:
     """A test case named ``name`` for ``path`` that ended in ``outcome`` (failure/error)."""
+    import xml.etree.ElementTree as ET
+
     case = ET.SubElement(suite, "testcase", classname=_clean(path), name=_clean(name))
     case.set("file", _clean(path))
     ended = ET.SubElement(case, outcome, message=_clean(message), type=kind)
@@ -67,6 +72,8 @@ def _count(element: ET.Element) -> None:
 
 
 def render_junit(result: RunResult, _context: ReportContext) -> str:
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites", name="ddplint")
     suites: dict[str, ET.Element] = {}
     for finding in result.findings:

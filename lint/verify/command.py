@@ -9,7 +9,6 @@ import sys
 import click
 
 from ddplint.settings import Settings
-from ddplint.verify.launch import LaunchSpec
 
 #: Longest hang window accepted (a week): torch turns the process-group timeout into
 #: whole milliseconds, so an unbounded one (``inf``, ``1e308``) crashes every rank.
@@ -106,6 +105,7 @@ def verify(
     from ddplint.invocation import EXIT_ERROR, build_options
     from ddplint.settings import SettingsError
     from ddplint.verify import verifier
+    from ddplint.verify.launch import LaunchSpec
     from ddplint.verify.report import render_json, render_text
 
     spec = LaunchSpec(

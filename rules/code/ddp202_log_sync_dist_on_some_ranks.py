@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.forms import passes_true
 from ddplint.code.context import CodeContext
 from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import logs_with_sync_dist
 
 #: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.
 _MONITORING_CALLBACKS = ("ModelCheckpoint", "EarlyStopping")
@@ -113,10 +113,7 @@ class LogSyncDistOnSomeRanks(CodeRule):
     #: The call it reports passes ``sync_dist`` (a project fact cannot stand for it).
     required = ("sync_dist",)
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        """Only ``sync_dist=True`` makes a log call a collective (another module's
-        function never reaches a Lightning log): a module that passes none has none."""
-        return ctx.ast_module is None or passes_true(ctx.ast_module, "sync_dist")
+    screened_by = staticmethod(logs_with_sync_dist)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         monitored: dict[str, cst.Call] | None = None

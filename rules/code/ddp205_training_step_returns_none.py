@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.forms import defines
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.lossless_returns import LossKind, LosslessReturn, lossless_returns
 from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import defines_training_step
 
 
 class TrainingStepReturnsNone(CodeRule):
@@ -83,9 +83,7 @@ class TrainingStepReturnsNone(CodeRule):
     severity = Severity.ERROR
     needles = ("training_step",)
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        """It reads the module's own ``training_step`` methods only."""
-        return ctx.ast_module is None or defines(ctx.ast_module, "training_step")
+    screened_by = staticmethod(defines_training_step)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         steps = ctx.training_steps

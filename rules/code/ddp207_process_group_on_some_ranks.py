@@ -6,9 +6,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.api import GROUP_CREATORS
-from ddplint.analysis.forms import mentions
-from ddplint.code.collectives.kinds import DEVICE_MESH_CREATORS
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import (
     insert_before,
@@ -16,13 +13,13 @@ from ddplint.code.edits.edits import (
     replace_node,
     shift_continuation_lines,
 )
-from ddplint.code.project.encoding import OPTIONS_KEY, decode_facts
 from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_reachability import RankGuard
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import may_create_a_group
 
 
 def _assigned_names(statement: cst.CSTNode, ctx: CodeContext) -> set[str]:
@@ -52,10 +49,6 @@ def _fresh_name(ctx: CodeContext, base: str) -> str:
         name = f"{base}_on_all_ranks_{number}"
         number += 1
     return name
-
-
-#: The last names of the functions that create a process group.
-_GROUP_CREATOR_NAMES = GROUP_CREATORS | {name.rsplit(".", 1)[-1] for name in DEVICE_MESH_CREATORS}
 
 
 class ProcessGroupOnSomeRanks(CodeRule):
@@ -109,13 +102,7 @@ class ProcessGroupOnSomeRanks(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        """A group is created by a call that spells a group creator (however imported)
-        or by another module's function whose project facts say it creates one."""
-        if ctx.ast_module is None or mentions(ctx.ast_module, _GROUP_CREATOR_NAMES):
-            return True
-        facts = decode_facts(ctx.options.fact(OPTIONS_KEY)).names.values()
-        return any(fact.reaches is not None and fact.reaches.creates_group for fact in facts)
+    screened_by = staticmethod(may_create_a_group)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reachability = ctx.rank_reachability

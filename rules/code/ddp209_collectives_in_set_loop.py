@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ddplint.analysis.forms import may_iterate_a_set
 from ddplint.code.collectives.call_reach import Reached, StepEvent
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node
@@ -19,6 +18,7 @@ from ddplint.code.values.set_iteration import SetIteration, SetValues
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import may_loop_over_a_set
 
 _COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -79,8 +79,7 @@ class CollectivesInSetLoop(CodeRule):
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        return ctx.ast_module is None or may_iterate_a_set(ctx.ast_module)
+    screened_by = staticmethod(may_loop_over_a_set)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if not ctx.collectives:

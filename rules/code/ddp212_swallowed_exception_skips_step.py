@@ -6,37 +6,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.forms import caught_exception_names
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.step_skips import STEP_FAILURES, caught_names
+from ddplint.code.steps.step_skips import caught_names
 from ddplint.code.syntax.messages import except_clause
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp204_data_dependent_skip import skip_consequence, skipped_text
-
-#: Exceptions that end iteration, stop the program or report a missing feature: not a
-#: rank-local condition of the data.
-NOT_DATA_EXCEPTIONS = frozenset(
-    {
-        "StopIteration",
-        "StopAsyncIteration",
-        "KeyboardInterrupt",
-        "SystemExit",
-        "GeneratorExit",
-        "ImportError",
-        "ModuleNotFoundError",
-        "NotImplementedError",
-    }
-)
+from ddplint.rules.screens import catches_a_data_exception, names_a_data_exception
 
 
 def _catches_data_exception(handler: cst.ExceptHandler) -> bool:
     """A handler naming an exception a batch can raise on one rank, other than the
     step failures (out of memory, ``RuntimeError``) that DDP204 reports."""
-    names = caught_names(handler)
-    return bool(names) and not any(
-        name in STEP_FAILURES or name in NOT_DATA_EXCEPTIONS for name in names
-    )
+    return names_a_data_exception(caught_names(handler))
 
 
 class SwallowedExceptionSkipsStep(CodeRule):
@@ -101,15 +83,7 @@ class SwallowedExceptionSkipsStep(CodeRule):
     needles = ("except",)
     also_needles = ("backward(", "training_step")
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        """Only an ``except`` clause naming a data exception (``_catches_data_exception``
-        on ``ast``) can report."""
-        if ctx.ast_module is None:
-            return True
-        return any(
-            names and not any(n in STEP_FAILURES or n in NOT_DATA_EXCEPTIONS for n in names)
-            for names in caught_exception_names(ctx.ast_module)
-        )
+    screened_by = staticmethod(catches_a_data_exception)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for skip in ctx.step_skips.swallowed_exceptions(_catches_data_exception):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.forms import VALUE_SELECTIONS, loops_over_selected_values
+from ddplint.analysis.forms import VALUE_SELECTIONS
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.messages import snippet
 from ddplint.code.syntax.names import dotted_name
@@ -14,6 +14,7 @@ from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import loops_over_values
 
 _DIVERGENT = frozenset({Source.DATA, Source.CONTRIBUTED, Source.DECIDED})
 
@@ -92,8 +93,7 @@ class CollectivesPerBatchValue(CodeRule):
     needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        return ctx.ast_module is None or loops_over_selected_values(ctx.ast_module)
+    screened_by = staticmethod(loops_over_values)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         reported: set[cst.CSTNode] = set()

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ddplint.analysis.forms import may_shard_by_rank
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.data_loaders import bound_name, is_data_loader
 from ddplint.code.steps.iterable_datasets import IterableDatasets
@@ -19,6 +18,7 @@ from ddplint.code.steps.rank_shards import (
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import may_shard_a_list_by_rank
 
 _SUBSETS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
 
@@ -85,8 +85,7 @@ class UnevenRankShards(CodeRule):
     needles = ("rank",)
     also_needles = ("world", "replica", "num_processes", "data_parallel", "dp_size", "nranks")
 
-    def may_report(self, ctx: CodeContext) -> bool:
-        return ctx.ast_module is None or may_shard_by_rank(ctx.ast_module)
+    screened_by = staticmethod(may_shard_a_list_by_rank)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         if is_test_file(ctx.source.path) or joins_uneven_inputs(ctx.index):

@@ -18,6 +18,7 @@ from enum import Enum
 
 import libcst as cst
 
+from ddplint.analysis.api import STEP_FAILURES
 from ddplint.code.collectives.call_reach import SYNCING, CallReach, Reached, StepEvent
 from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.steps.lossless_returns import is_constant_tensor, is_none_return
@@ -27,10 +28,6 @@ from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 from ddplint.code.values.data_dependence import DataDependence, bound_names, value_names_read
 
-#: Exceptions whose handler swallows an out-of-memory or a failed step.
-STEP_FAILURES = frozenset(
-    {"RuntimeError", "OutOfMemoryError", "Exception", "BaseException", "AcceleratorError"}
-)
 _EXITS = (cst.Continue, cst.Break, cst.Return)
 
 
