@@ -67,7 +67,11 @@ Key = tuple[str, ...]
 class SingleProcessPaths:
     """Which statements of a module run only when the job is one process."""
 
-    def __init__(self, nodes: ModuleNodes, names: Names, graphs: ScopeGraphs) -> None:
+    def __init__(
+        self, nodes: ModuleNodes, names: Names, graphs: ScopeGraphs, program_alone: bool = False
+    ) -> None:
+        #: Every program that runs the module is one process (the project says so).
+        self.program_alone = program_alone
         self._nodes = nodes
         self._names = names
         self._graphs = graphs
@@ -88,6 +92,8 @@ class SingleProcessPaths:
         statement, scope = self._statement_of(node)
         if statement is None or scope is None:
             return False
+        if self.program_alone:
+            return True
         if self._alone_in_scope(statement, scope):
             return True
         return self._alone_scope(scope)
@@ -98,7 +104,7 @@ class SingleProcessPaths:
         scope = self._statement_scopes.get(handler)
         if scope is None:
             return False
-        if self._alone_scope(scope):
+        if self.program_alone or self._alone_scope(scope):
             return True
         graph = self._graphs.graph(scope)
         inside = {id(node) for part in handler.body for node in ast.walk(part)}

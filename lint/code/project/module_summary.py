@@ -42,13 +42,17 @@ class _Names:
     (``ast.walk`` depth, local name, dotted name, in walk order), module-level aliases
     (``dist = torch.distributed``: name, dotted value), the calls' instances
     (``trainer = Trainer()``) and the dotted names it reads, scoped (``Class:self.x``)
-    or plain (kept where the module knows their head)."""
+    or plain (kept where the module knows their head); whether it runs the module as a
+    program (``if __name__ == "__main__":``, a loop at the top level) and the plain
+    names it calls as statements at the top level (``main()``)."""
 
     bindings: tuple[tuple[int, str, str], ...]
     aliases: tuple[tuple[str, str], ...]
     instances: tuple[tuple[str, str], ...]
     scoped_uses: frozenset[str]
     plain_uses: frozenset[str]
+    runs_as_script: bool
+    statement_calls: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -105,12 +109,17 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     for entry in entries:
         uses.update(entry.names.scoped_uses)
         uses.update(n for n in entry.names.plain_uses if n.split(".", 1)[0] in known)
+    # A program: the ``__main__`` test, a loop, or a call of its own function at the top.
+    program = any(
+        entry.names.runs_as_script or any(n in functions for n in entry.names.statement_calls)
+        for entry in entries
+    )
     return {
         "imports": imports,
         "functions": functions,
         "classes": classes,
         "instances": instances,
-        "top": {"calls": calls, "sets_device": sets_device},
+        "top": {"calls": calls, "sets_device": sets_device, "program": program},
         "uses": sorted(uses),
     }
 
@@ -140,6 +149,27 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
         tuple(module_aliases(statements)),
         tuple(_instances(statements)),
         *_uses(statements),
+        any(_runs_as_script(statement) for statement in statements),
+        tuple(
+            statement.value.func.id
+            for statement in statements
+            if isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name)
+        ),
+    )
+
+
+def _runs_as_script(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` or a loop at a module's top level: code that runs
+    when the file is run as a program."""
+    if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        return True
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    sides = [statement.test.left, *statement.test.comparators]
+    return any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
     )
 
 
