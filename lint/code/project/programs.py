@@ -95,9 +95,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imported = {
-        name: _imported(resolve, name, summaries[name], name in programs) for name in names
-    }
+    imported = {name: _imported(resolve, name, summaries[name], name in programs) for name in names}
     dotted = {name: _dotted_names(summaries[name]) for name in names}
     groups = {name for name in names if _uses_any(dotted[name], GROUP_APIS)}
     trains = {
