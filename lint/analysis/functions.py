@@ -164,7 +164,7 @@ class ModuleAnalysis:
         """Which statements run only when the job is one process."""
         if self._single_process is None:
             self._single_process = SingleProcessPaths(
-                self.nodes, self.names, self.graphs, self.project.runs_alone()
+                self.nodes, self.names, self.graphs, self.project
             )
         return self._single_process
 
