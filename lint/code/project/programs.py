@@ -48,7 +48,17 @@ GROUP_APIS = (
     "transformers.training_args",
     "trl",
     "mmengine.dist",
+    "mmengine.runner",
     "mmcv.runner",
+    "timm.utils.distributed",
+    "timm.utils.init_distributed_device",
+    "timm.utils.distribute_bn",
+    "timm.utils.reduce_tensor",
+    "detectron2.engine.launch",
+    "detectron2.utils.comm",
+    "fairseq.distributed",
+    "fairseq.distributed_utils",
+    "ignite.distributed",
 )
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
 TRAINING_APIS = (
