@@ -572,3 +572,22 @@ def test_modules_only_programs_that_never_train_run_are_off_training() -> None:
     }
     _, untrained = roles_of(files)
     assert untrained == {"tools.export", "tools.model_export", "tools"}
+
+
+def test_a_program_is_taken_for_one_that_never_trains_only_on_evidence() -> None:
+    # `tools/run.py` hands its model to a framework nothing here knows (it may train
+    # it) and turns no gradient off: its model may run in training steps.
+    files = {
+        "train_ddp.py": "import model\n" + DISTRIBUTED,
+        "model.py": "class M: pass\n",
+        "tools/__init__.py": "",
+        "tools/run.py": "import somelib\nfrom model_other import E\n"
+        "if __name__ == '__main__':\n    somelib.run(E())\n",
+        "tools/model_other.py": "class E: pass\n",
+    }
+    _, untrained = roles_of(files)
+    assert not untrained
+    traced = files["tools/run.py"].replace("somelib.run(E())", "torch.jit.script(E())")
+    files["tools/run.py"] = "import torch\n" + traced
+    _, untrained = roles_of(files)
+    assert untrained == {"tools.run", "tools.model_other", "tools"}

@@ -7,7 +7,9 @@ with each module inside it). A program is *distributed* when any of those module
 an API that starts or joins a process group: ``torch.distributed`` (and DDP),
 ``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate, Lightning, Horovod,
 ColossalAI, the Hugging Face ``Trainer``; it *trains* when one of them calls
-``backward()`` or uses an optimizer (``torch.optim``) or a training framework.
+``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
+none of them turns gradients off or exports a model (``torch.no_grad``, ``torch.onnx``,
+``torch.jit``): a program is taken for one that never trains only on that evidence.
 
 A module every program of which is single-process runs in one process (``alone``): no
 peer to stall or to part from. A module no program of which trains never runs in a
@@ -82,6 +84,30 @@ TRAINING_APIS = (
     "transformers.trainer",
     "trl",
     "peft",
+    "mmcv.runner",
+    "mmengine.runner",
+    "mmdet.apis",
+    "mmseg.apis",
+    "mmdet3d.apis",
+    "mmpose.apis",
+    "detectron2.engine",
+    "fairseq",
+    "ignite.engine",
+    "composer",
+)
+#: Dotted prefixes of the APIs of inference and export: gradients off, a model traced
+#: or written out for another runtime.
+INFERENCE_APIS = (
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.onnx",
+    "torch.jit",
+    "torch.export",
+    "onnx",
+    "onnxruntime",
+    "tensorrt",
+    "coremltools",
+    "openvino",
 )
 #: Methods whose call runs a backward pass (``loss.backward()``,
 #: ``accelerator.backward(loss)``, Lightning's ``manual_backward``).
@@ -113,10 +139,14 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         for name in names
         if _uses_any(dotted[name], TRAINING_APIS) or _calls_backward(summaries[name])
     }
+    infers = {name for name in names if _uses_any(dotted[name], INFERENCE_APIS)}
     reached_by: dict[str, list[tuple[bool, bool]]] = {}
     for program in programs:
         closure = _closure(program, imported)
-        kind = (bool(closure & groups), bool(closure & trains))
+        # A program trains unless it shows no training and does inference or export: a
+        # framework this module does not know may train it.
+        training = bool(closure & trains) or not closure & infers
+        kind = (bool(closure & groups), training)
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
     kinds = [kind for found in reached_by.values() for kind in found]
