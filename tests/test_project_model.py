@@ -576,7 +576,7 @@ def test_modules_only_programs_that_never_train_run_are_off_training() -> None:
 
 def test_a_program_is_taken_for_one_that_never_trains_only_on_evidence() -> None:
     # `tools/run.py` hands its model to a framework nothing here knows (it may train
-    # it) and turns no gradient off: its model may run in training steps.
+    # it) and exports nothing: its model may run in training steps.
     files = {
         "train_ddp.py": "import model\n" + DISTRIBUTED,
         "model.py": "class M: pass\n",
@@ -587,7 +587,7 @@ def test_a_program_is_taken_for_one_that_never_trains_only_on_evidence() -> None
     }
     _, untrained = roles_of(files)
     assert not untrained
-    traced = files["tools/run.py"].replace("somelib.run(E())", "torch.jit.script(E())")
+    traced = files["tools/run.py"].replace("somelib.run(E())", "torch.jit.trace(E(), ())")
     files["tools/run.py"] = "import torch\n" + traced
     _, untrained = roles_of(files)
     assert untrained == {"tools.run", "tools.model_other", "tools"}

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddplint.analysis.api import DEVICE_CHOICES
+from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
 from ddplint.code.project.summaries import (
@@ -43,8 +43,9 @@ class _Names:
     (``dist = torch.distributed``: name, dotted value), the calls' instances
     (``trainer = Trainer()``) and the dotted names it reads, scoped (``Class:self.x``)
     or plain (kept where the module knows their head); whether it runs the module as a
-    program (``if __name__ == "__main__":``, a loop at the top level) and the plain
-    names it calls as statements at the top level (``main()``)."""
+    program (``if __name__ == "__main__":``, a loop at the top level), the plain
+    names it calls as statements at the top level (``main()``) and whether it runs a
+    backward pass (``scaler.scale(loss).backward()``, anywhere in it)."""
 
     bindings: tuple[tuple[int, str, str], ...]
     aliases: tuple[tuple[str, str], ...]
@@ -53,6 +54,7 @@ class _Names:
     plain_uses: frozenset[str]
     runs_as_script: bool
     statement_calls: tuple[str, ...]
+    calls_backward: bool
 
 
 @dataclass(frozen=True)
@@ -114,12 +116,18 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         entry.names.runs_as_script or any(n in functions for n in entry.names.statement_calls)
         for entry in entries
     )
+    backward = any(entry.names.calls_backward for entry in entries)
     return {
         "imports": imports,
         "functions": functions,
         "classes": classes,
         "instances": instances,
-        "top": {"calls": calls, "sets_device": sets_device, "program": program},
+        "top": {
+            "calls": calls,
+            "sets_device": sets_device,
+            "program": program,
+            "backward": backward,
+        },
         "uses": sorted(uses),
     }
 
@@ -144,11 +152,12 @@ def _imports(parts: list[_Names]) -> dict[str, str]:
 
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
+    *uses, backward = _uses(statements)
     return _Names(
         tuple(import_bindings(statements)),
         tuple(module_aliases(statements)),
         tuple(_instances(statements)),
-        *_uses(statements),
+        *uses,
         any(_runs_as_script(statement) for statement in statements),
         tuple(
             statement.value.func.id
@@ -157,6 +166,7 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
             and isinstance(statement.value, ast.Call)
             and isinstance(statement.value.func, ast.Name)
         ),
+        backward,
     )
 
 
@@ -184,18 +194,22 @@ def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
                     yield target.id, made
 
 
-def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str]]:
+def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str], bool]:
     """Every dotted name the statements read (each prefix of an attribute chain):
-    ``Class:self.x`` inside a class's methods, and the rest. One walk per class body; a
-    chain that is a dotted name is read whole (its prefixes are its only children)."""
+    ``Class:self.x`` inside a class's methods, and the rest; and whether they call a
+    backward pass. One walk per class body; a chain that is a dotted name is read whole
+    (its prefixes are its only children)."""
     scoped: set[str] = set()
     plain: set[str] = set()
+    backward = False
     scopes: list[tuple[list[ast.AST], str | None]] = [(list(statements), None)]
     while scopes:
         stack, owner = scopes.pop()
         while stack:
             node = stack.pop()
             kind = type(node)
+            if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
+                backward = True
             if kind is ast.Name or kind is ast.Attribute:
                 name = dotted(node)
                 if name is not None:
@@ -205,7 +219,7 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
                 scopes.append((child_nodes(node, leaves=False), node.name))
                 continue
             stack.extend(child_nodes(node, leaves=False))
-    return frozenset(scoped), frozenset(plain)
+    return frozenset(scoped), frozenset(plain), backward
 
 
 def _add_prefixes(name: str, owner: str | None, scoped: set[str], plain: set[str]) -> None:

@@ -8,12 +8,13 @@ an API that starts or joins a process group: ``torch.distributed`` (and DDP),
 ``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate, Lightning, Horovod,
 ColossalAI, the Hugging Face ``Trainer``; it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
-none of them turns gradients off or exports a model (``torch.no_grad``, ``torch.onnx``,
-``torch.jit``): a program is taken for one that never trains only on that evidence.
+it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
+taken for one that never trains only on that evidence.
 
 A module every program of which is single-process runs in one process (``alone``): no
-peer to stall or to part from. A module no program of which trains never runs in a
-training step (``untrained``: an export or conversion script's model copy). Both are
+peer to stall or to part from. A module every program of which is an export script
+that never trains never runs in a training step (``untrained``: an export script's
+model copy). Both are
 asked only of projects that hold a distributed (or a training) program: a library's
 modules, whose users' programs lie outside the project, stay unknown; so does a
 module no program of the project imports.
@@ -66,6 +67,8 @@ GROUP_APIS = (
 TRAINING_APIS = (
     "torch.optim",
     "torch.autograd.backward",
+    "torch.cuda.amp.GradScaler",
+    "torch.amp.GradScaler",
     "timm.optim",
     "timm.scheduler",
     "apex.optimizers",
@@ -95,13 +98,12 @@ TRAINING_APIS = (
     "ignite.engine",
     "composer",
 )
-#: Dotted prefixes of the APIs of inference and export: gradients off, a model traced
-#: or written out for another runtime.
-INFERENCE_APIS = (
-    "torch.no_grad",
-    "torch.inference_mode",
+#: Dotted prefixes of the APIs that export a model: traced or written out for another
+#: runtime.
+EXPORT_APIS = (
     "torch.onnx",
-    "torch.jit",
+    "torch.jit.trace",
+    "torch.jit.save",
     "torch.export",
     "onnx",
     "onnxruntime",
@@ -109,11 +111,10 @@ INFERENCE_APIS = (
     "coremltools",
     "openvino",
 )
-#: Methods whose call runs a backward pass (``loss.backward()``,
-#: ``accelerator.backward(loss)``, Lightning's ``manual_backward``).
-BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 
 
+#: The folder a ``src/`` layout keeps its modules in (``index.module_name`` strips it).
+SOURCE_FOLDER = "src"
 #: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``).
 Resolve = Callable[[str, str], str | None]
 
@@ -139,13 +140,14 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         for name in names
         if _uses_any(dotted[name], TRAINING_APIS) or _calls_backward(summaries[name])
     }
-    infers = {name for name in names if _uses_any(dotted[name], INFERENCE_APIS)}
+    exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
     reached_by: dict[str, list[tuple[bool, bool]]] = {}
     for program in programs:
         closure = _closure(program, imported)
-        # A program trains unless it shows no training and does inference or export: a
-        # framework this module does not know may train it.
-        training = bool(closure & trains) or not closure & infers
+        # A program trains unless it shows no training and exports a model itself: a
+        # framework this module does not know, or a model its training loads by name
+        # (a registry), may train what it imports.
+        training = bool(closure & trains) or program not in exports
         kind = (bool(closure & groups), training)
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
@@ -189,6 +191,9 @@ def _imported(resolve: Resolve, importer: str, summary: Summary, script: bool) -
             module = resolve(name, importer)
             if module is None and script and folder and not name.startswith("."):
                 module = resolve(f"{folder}.{name}", importer)
+            if module is None and name.startswith(f"{SOURCE_FOLDER}."):
+                # ``src/`` without ``__init__``: the index names its modules without it.
+                module = resolve(name[len(SOURCE_FOLDER) + 1 :], importer)
             if module is not None:
                 found.add(module)
                 package = module.rpartition(".")[0]
@@ -217,7 +222,4 @@ def _uses_any(names: set[str], prefixes: tuple[str, ...]) -> bool:
 
 
 def _calls_backward(summary: Summary) -> bool:
-    targets = [target for target, _ in summary.get("top", {}).get("calls", ())]
-    for function in summary.get("functions", {}).values():
-        targets.extend(target for target, _ in function.get("calls", ()))
-    return any(target.rpartition(".")[2] in BACKWARD_METHODS for target in targets)
+    return bool(summary.get("top", {}).get("backward"))
