@@ -152,12 +152,13 @@ def _imports(parts: list[_Names]) -> dict[str, str]:
 
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
-    *uses, backward = _uses(statements)
+    scoped, plain, backward = _uses(statements)
     return _Names(
         tuple(import_bindings(statements)),
         tuple(module_aliases(statements)),
         tuple(_instances(statements)),
-        *uses,
+        scoped,
+        plain,
         any(_runs_as_script(statement) for statement in statements),
         tuple(
             statement.value.func.id
