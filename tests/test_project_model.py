@@ -87,6 +87,20 @@ EXPECTED = {
         {("src/trainer/trainer.py", 14, "DDP201"), ("src/trainer/loops.py", 10, "DDP201")},
         "",
     ),
+    # `train_bad.py` starts the process group in a helper of another module: its per-step
+    # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
+    # which it runs too. `train_good.py` starts no group, nor does anything it imports: the
+    # same read and skip run in one process, quiet. `layers_export.py` is run only by
+    # `export.py`, which never trains: its upload is in no training step.
+    "programs": (
+        {
+            ("train_bad.py", 12, "DDP102"),
+            ("train_bad.py", 14, "DDP204"),
+            ("steps.py", 4, "DDP102"),
+            ("layers.py", 7, "DDP240"),
+        },
+        "",
+    ),
 }
 
 #: The analysis core's question (DDP219) on the same projects, with the project facts
@@ -460,6 +474,9 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
         {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
     )
     assert decode_facts(encode_facts(facts)) == facts
+    for alone, untrained in ((True, False), (False, True)):
+        roles = FileFacts(runs_alone=alone, off_training=untrained)
+        assert roles and decode_facts(encode_facts(roles)) == roles
     assert encode_facts(FileFacts()) == ""
     # The one-letter dictionaries of facts version 1 (and anything else) read as none.
     for other in ('{"utils.save":{"k":1}}', '{"a":{"k":1},"def:f":{"c":1}}', "[1, 2]", "{"):
@@ -489,3 +506,88 @@ def test_only_facts_that_can_make_a_rule_fire_lift_the_pre_filters() -> None:
     assert not informs_rules(encode_facts(clearing))
     assert informs_rules(encode_facts(FileFacts({"f": NameFacts(chooses_device=True)})))
     assert informs_rules(encode_facts(FileFacts({}, {"g": OwnFunctionFacts(ddp_parameters=(0,))})))
+
+
+def roles_of(files: dict[str, str]) -> tuple[set[str], set[str]]:
+    roles = index_of(files).program_roles
+    return set(roles.alone), set(roles.untrained)
+
+
+DISTRIBUTED = (
+    "import torch.distributed as dist\nif __name__ == '__main__':\n"
+    "    dist.init_process_group('nccl')\n    loss.backward()\n"
+)
+SINGLE = "import helpers\nfor batch in loader:\n    loss.backward()\n"
+
+
+def test_programs_that_start_no_group_run_their_modules_alone() -> None:
+    # A script at the top level (a loop), a helper only it imports: one process.
+    alone, untrained = roles_of(
+        {"train_ddp.py": DISTRIBUTED, "train_one.py": SINGLE, "helpers.py": "def f(): pass\n"}
+    )
+    assert alone == {"train_one", "helpers"} and not untrained
+    # The same helper imported by the distributed script too: reported there.
+    alone, _ = roles_of(
+        {
+            "train_ddp.py": "import helpers\n" + DISTRIBUTED,
+            "train_one.py": SINGLE,
+            "helpers.py": "def f(): pass\n",
+        }
+    )
+    assert alone == {"train_one"}
+    # A group started in an imported helper of a package makes the script distributed.
+    alone, _ = roles_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/setup.py": "import torch.distributed as dist\n"
+            "def go():\n    dist.init_process_group()\n",
+            "train.py": "from pkg.setup import go\ndef main():\n    go()\nmain()\n",
+            "train_one.py": SINGLE,
+            "helpers.py": "",
+        }
+    )
+    assert "train" not in alone and "train_one" in alone
+
+
+def test_modules_no_program_runs_or_of_a_project_without_a_distributed_one_stay_unknown() -> None:
+    # `library.py`: no program imports it (its callers are outside the project).
+    alone, untrained = roles_of(
+        {"train_ddp.py": DISTRIBUTED, "library.py": "import torch\nx = torch.zeros(1)\n"}
+    )
+    assert not alone and not untrained
+    # Every program single-process: nothing says this project runs several processes.
+    alone, _ = roles_of({"train_one.py": SINGLE, "helpers.py": ""})
+    assert not alone
+
+
+def test_modules_only_programs_that_never_train_run_are_off_training() -> None:
+    files = {
+        "train_ddp.py": "import model\n" + DISTRIBUTED,
+        "model.py": "class M: pass\n",
+        # A script in a package folder imports its sibling by its plain name.
+        "tools/__init__.py": "",
+        "tools/export.py": "import torch\nfrom model_export import E\n"
+        "if __name__ == '__main__':\n    torch.onnx.export(E(), (), 'e.onnx')\n",
+        "tools/model_export.py": "class E: pass\n",
+    }
+    _, untrained = roles_of(files)
+    assert untrained == {"tools.export", "tools.model_export", "tools"}
+
+
+def test_a_program_is_taken_for_one_that_never_trains_only_on_evidence() -> None:
+    # `tools/run.py` hands its model to a framework nothing here knows (it may train
+    # it) and exports nothing: its model may run in training steps.
+    files = {
+        "train_ddp.py": "import model\n" + DISTRIBUTED,
+        "model.py": "class M: pass\n",
+        "tools/__init__.py": "",
+        "tools/run.py": "import somelib\nfrom model_other import E\n"
+        "if __name__ == '__main__':\n    somelib.run(E())\n",
+        "tools/model_other.py": "class E: pass\n",
+    }
+    _, untrained = roles_of(files)
+    assert not untrained
+    traced = files["tools/run.py"].replace("somelib.run(E())", "torch.jit.trace(E(), ())")
+    files["tools/run.py"] = "import torch\n" + traced
+    _, untrained = roles_of(files)
+    assert untrained == {"tools.run", "tools.model_other", "tools"}

@@ -146,6 +146,9 @@ FABRIC_CLASSES = frozenset(
 DEEPSPEED_INITIALIZE = "deepspeed.initialize"
 #: Backward calls that are not a method of the loss.
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
+#: Methods whose call runs a backward pass (``loss.backward()``,
+#: ``accelerator.backward(loss)``, Lightning's ``manual_backward``).
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 
 #: Function names that read the rank wherever they come from (``get_rank()``,
 #: ``is_global_rank_zero()``, a project's own ``get_local_rank()``).

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import (
-    DISTRIBUTED_QUERIES,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -64,7 +63,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import even_strides
-from ddplint.analysis.single_process import ENVIRONMENT_READERS, several_when
+from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
 
 
 class Facet(Flag):
@@ -133,6 +132,9 @@ State = dict[str, Taint]
 CallSummaries = Callable[[str, str | None], CallSummary | None]
 
 
+#: How many flags (``multi = world > 1``; ``if multi:``) a one-process test is followed
+#: through in a function.
+_FOLLOWED_FLAGS = 2
 #: Past this many parameters a function is not summarised (one analysis per parameter).
 RESULT_PARAMETERS = 8
 
@@ -1584,7 +1586,7 @@ class Divergence:
         statement = node.statement
         if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
             return None
-        several = self._several_processes(statement.test)
+        several = asks_several(statement.test, self.names, self, _FOLLOWED_FLAGS)
         if several is None:
             return self._unshared_arm(node)
         return EdgeKind.FALSE if several else EdgeKind.TRUE
@@ -1629,27 +1631,16 @@ class Divergence:
                     return True
         return False
 
-    def _several_processes(self, test: ast.expr, depth: int = 2) -> bool | None:
-        """True when ``test`` holds exactly when several processes run (its false
-        branch runs one), False for the converse, None when it asks something else."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inner = self._several_processes(test.operand, depth)
-            return None if inner is None else not inner
-        if isinstance(test, ast.Call) and self.names.resolve(test.func) in DISTRIBUTED_QUERIES:
-            return True
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            if not self._world_size_read(test.left):
-                return None
-            try:
-                bound = ast.literal_eval(test.comparators[0])
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                return None
-            return several_when(test.ops[0], bound)
-        if isinstance(test, ast.Name) and depth > 0:
-            assigned = self.sole_assignment(test.id)
-            if assigned is not None:
-                return self._several_processes(assigned, depth - 1)
-        return None
+    def switch(self, expression: ast.expr, depth: int) -> bool | None:
+        """What a flag bound once in the function to a test of the process count says
+        (``single_process.asks_several`` follows it)."""
+        assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
+        return None if assigned is None else asks_several(assigned, self.names, self, depth)
+
+    def world_size(self, expression: ast.expr, depth: int) -> bool:
+        """Whether a name bound once in the function holds the world size."""
+        assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
+        return assigned is not None and reads_world_size(assigned, self.names, self, depth)
 
     def sole_assignment(self, name: str) -> ast.expr | None:
         """The value of the one statement of the function that binds ``name``."""
@@ -1660,27 +1651,6 @@ class Divergence:
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             return statement.value
         return None
-
-    def _world_size_read(self, expression: ast.expr) -> bool:
-        """``dist.get_world_size()``, ``WORLD_SIZE`` from the environment (through
-        ``int()``)."""
-        while (
-            isinstance(expression, ast.Call)
-            and isinstance(expression.func, ast.Name)
-            and expression.func.id == "int"
-            and len(expression.args) == 1
-        ):
-            expression = expression.args[0]
-        if isinstance(expression, ast.Call):
-            if self.names.resolve(expression.func) == "torch.distributed.get_world_size":
-                return not expression.args and not expression.keywords
-            if self.names.resolve(expression.func) in ENVIRONMENT_READERS and expression.args:
-                return _is_world_size_key(expression.args[0])
-        if isinstance(expression, ast.Subscript):
-            return self.names.resolve(expression.value) == "os.environ" and _is_world_size_key(
-                expression.slice
-            )
-        return False
 
     def _with_contribution(self, target: ast.AST, value: Taint | None, line: int) -> Taint | None:
         """A value bound to a name this rank hands to a reduction below is its own
@@ -1702,10 +1672,6 @@ class Divergence:
                 if spelled is not None and spelled in state:
                     state = {name: taint for name, taint in state.items() if name != spelled}
         return state
-
-
-def _is_world_size_key(key: ast.expr) -> bool:
-    return isinstance(key, ast.Constant) and key.value == "WORLD_SIZE"
 
 
 def _read_back(value: ast.expr, buffers: set[str]) -> bool:

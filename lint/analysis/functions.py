@@ -163,7 +163,9 @@ class ModuleAnalysis:
     def single_process(self) -> SingleProcessPaths:
         """Which statements run only when the job is one process."""
         if self._single_process is None:
-            self._single_process = SingleProcessPaths(self.nodes, self.names, self.graphs)
+            self._single_process = SingleProcessPaths(
+                self.nodes, self.names, self.graphs, self.project
+            )
         return self._single_process
 
     def _key_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

@@ -70,6 +70,11 @@ class ProjectFacts(Protocol):
         ``t`` in place)."""
         ...
 
+    def runs_alone(self) -> bool:
+        """Whether every program of the project that runs this module is one process
+        (none starts or joins a process group)."""
+        ...
+
 
 class NoProject:
     """A file linted on its own: nothing is known of other modules."""
@@ -91,6 +96,9 @@ class NoProject:
 
     def call_summary(self, name: str, owner: str | None) -> CallSummary | None:
         return None
+
+    def runs_alone(self) -> bool:
+        return False
 
 
 NO_PROJECT = NoProject()

@@ -22,6 +22,7 @@ process count.
 from __future__ import annotations
 
 import ast
+from typing import Protocol
 
 from ddplint.analysis.api import (
     DISTRIBUTED_QUERIES,
@@ -30,14 +31,42 @@ from ddplint.analysis.api import (
     WORLD_SIZE_FUNCTION_NAMES,
 )
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, Scope, ScopeGraphs
+from ddplint.analysis.host_waits import walk_own
 from ddplint.analysis.module_nodes import ModuleNodes
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: How deep a test is followed through switches.
 _DEPTH = 3
 #: Calls that read one variable of the environment (the launcher's).
 ENVIRONMENT_READERS = frozenset({"os.environ.get", "os.getenv"})
+#: ``torch.distributed`` calls that do the distributed work of a run (not probes).
+_DISTRIBUTED_WORK = frozenset(
+    {
+        "init_process_group",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "broadcast_object_list",
+        "gather",
+        "scatter",
+    }
+)
+#: Wrappers that make a model data-parallel.
+DDP_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+        "apex.parallel.DistributedDataParallel",
+    }
+)
 #: Calls that start a process group.
 _STARTS_GROUP = frozenset({"torch.distributed.init_process_group", "deepspeed.init_distributed"})
 #: For ``world_size <op> bound``: True when it holds exactly with several processes,
@@ -60,14 +89,110 @@ def several_when(op: ast.cmpop, bound: object) -> bool | None:
     return _SEVERAL_WHEN.get((type(op), bound))
 
 
+class Switches(Protocol):
+    """How a test's names are followed, by whoever asks: what a name or attribute
+    bound to tests says of the process count, and whether one holds the world size."""
+
+    def switch(self, expression: ast.expr, depth: int) -> bool | None: ...
+
+    def world_size(self, expression: ast.expr, depth: int) -> bool: ...
+
+
+def asks_several(
+    test: ast.expr, names: Names, switches: Switches, depth: int = _DEPTH
+) -> bool | None:
+    """True when ``test`` holds in every multi-process run (its false branch runs one
+    process), False when it fails in every one (its true branch runs one), None when
+    it asks something else. The one reading of such tests the core has: the
+    single-process paths and the divergence's one-process branches both ask it."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = asks_several(test.operand, names, switches, depth)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        answers = [asks_several(value, names, switches, depth) for value in test.values]
+        # ``a and b`` holds in every multi-process run when each does, fails in every
+        # one when one does; ``or`` the converse.
+        wanted = isinstance(test.op, ast.And)
+        if all(answer is wanted for answer in answers):
+            return wanted
+        if any(answer is (not wanted) for answer in answers):
+            return not wanted
+        return None
+    if isinstance(test, ast.Call) and names.resolve(test.func) in DISTRIBUTED_QUERIES:
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        if not reads_world_size(test.left, names, switches, depth):
+            return None
+        return several_when(test.ops[0], _literal(test.comparators[0]))
+    return switches.switch(test, depth - 1) if depth > 0 else None
+
+
+def reads_world_size(expression: ast.expr, names: Names, switches: Switches, depth: int) -> bool:
+    """``dist.get_world_size()`` (of the default group), ``WORLD_SIZE`` from the
+    environment (through ``int()``), a library's ``world_size`` attribute, or a name
+    the asker's switches say holds one."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "int"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
+        return all(
+            _literal(arm) == 1 or reads_world_size(arm, names, switches, depth)
+            for arm in (expression.body, expression.orelse)
+        )
+    if isinstance(expression, ast.Call):
+        resolved = names.resolve(expression.func) or ""
+        if resolved.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES:
+            return not expression.args and not expression.keywords
+        if resolved in ENVIRONMENT_READERS and expression.args:
+            return _is_world_size_key(expression.args[0])
+        return False
+    if isinstance(expression, ast.Subscript):
+        return names.resolve(expression.value) == "os.environ" and _is_world_size_key(
+            expression.slice
+        )
+    if isinstance(expression, ast.Attribute) and expression.attr in WORLD_SIZE_ATTRIBUTES:
+        return True
+    return switches.world_size(expression, depth - 1) if depth > 0 else False
+
+
 #: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
 Key = tuple[str, ...]
+
+
+class _ScopeSwitches:
+    """A module's switches as seen from one scope (its names, the module's attributes)."""
+
+    def __init__(self, paths: SingleProcessPaths, scope: ast.AST | None) -> None:
+        self._paths = paths
+        self._scope = scope
+
+    def switch(self, expression: ast.expr, depth: int) -> bool | None:
+        key = self._paths.key(expression, self._scope)
+        return None if key is None else self._paths.switch(key, depth)
+
+    def world_size(self, expression: ast.expr, depth: int) -> bool:
+        key = self._paths.key(expression, self._scope)
+        return key is not None and self._paths.world_size_key(key, depth)
 
 
 class SingleProcessPaths:
     """Which statements of a module run only when the job is one process."""
 
-    def __init__(self, nodes: ModuleNodes, names: Names, graphs: ScopeGraphs) -> None:
+    def __init__(
+        self,
+        nodes: ModuleNodes,
+        names: Names,
+        graphs: ScopeGraphs,
+        project: ProjectFacts = NO_PROJECT,
+    ) -> None:
+        #: Every program that runs the module is one process (the project says so).
+        self.program_alone = project.runs_alone()
+        self._project = project
+        self._switch_truths: dict[str, bool] | None = None
         self._nodes = nodes
         self._names = names
         self._graphs = graphs
@@ -88,6 +213,8 @@ class SingleProcessPaths:
         statement, scope = self._statement_of(node)
         if statement is None or scope is None:
             return False
+        if self.program_alone:
+            return True
         if self._alone_in_scope(statement, scope):
             return True
         return self._alone_scope(scope)
@@ -98,7 +225,7 @@ class SingleProcessPaths:
         scope = self._statement_scopes.get(handler)
         if scope is None:
             return False
-        if self._alone_scope(scope):
+        if self.program_alone or self._alone_scope(scope):
             return True
         graph = self._graphs.graph(scope)
         inside = {id(node) for part in handler.body for node in ast.walk(part)}
@@ -159,6 +286,60 @@ class SingleProcessPaths:
             self._reached[id(graph)] = known
         return known
 
+    def one_process_branch(self, node: Node) -> EdgeKind | None:
+        """``single_process_edge``, or the branch of the run's distributed switch as the
+        module uses it that does none of the distributed work (``distributed_switches``).
+        The frequency question asks this; the rank questions do not, since an arm only
+        rank 0 takes looks alike (``if is_main: dist.broadcast(...)``)."""
+        edge = self.single_process_edge(node)
+        if edge is not None or node.kind is not NodeKind.TEST:
+            return edge
+        statement = node.statement
+        if not isinstance(statement, ast.If):
+            return None
+        positive, polarity = strip_not(statement.test)
+        distributed_when = self._distributed_switches().get(ast.unparse(positive))
+        if distributed_when is None:
+            return None
+        return EdgeKind.FALSE if distributed_when == polarity else EdgeKind.TRUE
+
+    def _distributed_switches(self) -> dict[str, bool]:
+        """The tests of the module (their text, ``not`` taken off) whose one way does the
+        distributed work and whose other way does none, the same way at every ``if`` of
+        them, and the truth on which they do it: the run's distributed switch, as the
+        code uses it (``if args.distributed: model = DDP(model)``). What the switch means
+        is read from what its arm does, never from its name."""
+        if self._switch_truths is None:
+            found: dict[str, set[bool]] = {}
+            for branch in self._nodes.of_type(ast.If):
+                positive, polarity = strip_not(branch.test)
+                if not isinstance(positive, (ast.Name, ast.Attribute, ast.Call)):
+                    continue
+                if isinstance(positive, ast.Call) and positive.args:
+                    continue
+                for arm, truth in ((branch.body, polarity), (branch.orelse, not polarity)):
+                    if any(self._distributed_work(c) for s in arm for c in _own_calls(s)):
+                        found.setdefault(ast.unparse(positive), set()).add(truth)
+            self._switch_truths = {
+                spelled: next(iter(truths)) for spelled, truths in found.items() if len(truths) == 1
+            }
+        return self._switch_truths
+
+    def _distributed_work(self, call: ast.Call) -> bool:
+        """Wraps a model in DDP, starts the group, reduces or gathers, or calls a
+        project function that does."""
+        resolved = self._names.resolve(call.func) or ""
+        if resolved in DDP_WRAPPERS:
+            return True
+        head, _, last = resolved.rpartition(".")
+        if head == "torch.distributed" and last in _DISTRIBUTED_WORK:
+            return True
+        spelled = dotted_name(call.func)
+        if spelled is None or spelled.startswith("torch."):
+            return False
+        reached = self._project.reached(spelled, None)
+        return reached is not None and reached.name.rsplit(".", 1)[-1] in _DISTRIBUTED_WORK
+
     def single_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of an ``if`` / ``while`` that only a single-process job takes."""
         statement = node.statement
@@ -185,64 +366,12 @@ class SingleProcessPaths:
     def asks_several(
         self, test: ast.expr, scope: ast.AST | None, depth: int = _DEPTH
     ) -> bool | None:
-        """True when ``test`` holds in every multi-process run (its false branch runs
-        one process), False when it fails in every one (its true branch runs one),
-        None when it asks something else."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inner = self.asks_several(test.operand, scope, depth)
-            return None if inner is None else not inner
-        if isinstance(test, ast.BoolOp):
-            answers = [self.asks_several(value, scope, depth) for value in test.values]
-            # ``a and b`` holds in every multi-process run when each does, fails in
-            # every one when one does; ``or`` the converse.
-            wanted = isinstance(test.op, ast.And)
-            if all(answer is wanted for answer in answers):
-                return wanted
-            if any(answer is (not wanted) for answer in answers):
-                return not wanted
-            return None
-        if isinstance(test, ast.Call) and self._names.resolve(test.func) in DISTRIBUTED_QUERIES:
-            return True
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            if not self.reads_world_size(test.left, scope, depth):
-                return None
-            return several_when(test.ops[0], _literal(test.comparators[0]))
-        key = self._key(test, scope)
-        if key is not None and depth > 0:
-            return self._switch(key, depth - 1)
-        return None
+        """``asks_several`` with this module's switches, from ``scope``."""
+        return asks_several(test, self._names, _ScopeSwitches(self, scope), depth)
 
-    def reads_world_size(self, expression: ast.expr, scope: ast.AST | None, depth: int) -> bool:
-        """``dist.get_world_size()``, ``WORLD_SIZE`` from the environment (through
-        ``int()``), a library's ``world_size`` attribute, or a name bound only to one."""
-        while (
-            isinstance(expression, ast.Call)
-            and isinstance(expression.func, ast.Name)
-            and expression.func.id == "int"
-            and len(expression.args) == 1
-        ):
-            expression = expression.args[0]
-        if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
-            return all(
-                _literal(arm) == 1 or self.reads_world_size(arm, scope, depth)
-                for arm in (expression.body, expression.orelse)
-            )
-        if isinstance(expression, ast.Call):
-            resolved = self._names.resolve(expression.func) or ""
-            if resolved.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES:
-                return not expression.args
-            if resolved in ENVIRONMENT_READERS and expression.args:
-                return _is_world_size_key(expression.args[0])
-            return False
-        if isinstance(expression, ast.Subscript):
-            return self._names.resolve(expression.value) == "os.environ" and _is_world_size_key(
-                expression.slice
-            )
-        if isinstance(expression, ast.Attribute) and expression.attr in WORLD_SIZE_ATTRIBUTES:
-            return True
-        key = self._key(expression, scope)
-        if key is None or depth <= 0:
-            return False
+    def world_size_key(self, key: Key, depth: int) -> bool:
+        """Whether every binding of ``key`` reads the world size (``1`` beside them),
+        or it is a parameter bound nowhere else that the scope hands on as one."""
         if key not in self._world_keys:
             self._world_keys[key] = False  # recursion: no
             values = self._bindings.get(key, [])
@@ -250,7 +379,10 @@ class SingleProcessPaths:
             self._world_keys[key] = (
                 bool(reads)
                 and None not in values
-                and all(self.reads_world_size(v, scope, depth - 1) for v in reads)
+                and all(
+                    reads_world_size(v, self._names, _ScopeSwitches(self, self._scope_of(v)), depth)
+                    for v in reads
+                )
             ) or (values == [None] and key in self._handed_as_world_size())
         return self._world_keys[key]
 
@@ -271,7 +403,7 @@ class SingleProcessPaths:
                             self._world_handed.add(("name", str(id(scope)), given.value.id))
         return self._world_handed
 
-    def _switch(self, key: Key, depth: int) -> bool | None:
+    def switch(self, key: Key, depth: int) -> bool | None:
         """What a switch's every binding says of the process count (``False`` as a
         default beside them; ``True`` where the binding starts a process group)."""
         if key in self._several_keys:
@@ -288,8 +420,7 @@ class SingleProcessPaths:
             if constant is True:
                 answers.add(True if self._beside_group_start(value) else None)
                 continue
-            scope = self._scope_of_statement(self._statement_of(value)[0])
-            answers.add(self.asks_several(value, scope, depth))
+            answers.add(self.asks_several(value, self._scope_of(value), depth))
         found = answers.pop() if len(answers) == 1 else None
         self._several_keys[key] = found
         return found
@@ -328,7 +459,8 @@ class SingleProcessPaths:
                     )
         return False
 
-    def _key(self, expression: ast.expr, scope: ast.AST | None) -> Key | None:
+    def key(self, expression: ast.expr, scope: ast.AST | None) -> Key | None:
+        """The binding key of a name (in ``scope``) or an attribute (module-wide)."""
         if isinstance(expression, ast.Attribute):
             return ("attr", expression.attr)
         if isinstance(expression, ast.Name) and scope is not None:
@@ -383,6 +515,9 @@ class SingleProcessPaths:
                 for child in ast.iter_child_nodes(parent)
             }
         return self._parents
+
+    def _scope_of(self, node: ast.AST) -> ast.AST | None:
+        return self._scope_of_statement(self._statement_of(node)[0])
 
     def _scope_of_statement(self, statement: ast.AST | None) -> ast.AST | None:
         return self._statement_scopes.get(statement) if statement is not None else None
@@ -487,3 +622,16 @@ def _literal(expression: ast.expr) -> object:
 
 def _is_world_size_key(key: ast.expr) -> bool:
     return isinstance(key, ast.Constant) and key.value in WORLD_SIZE_ENV_VARS
+
+
+def _own_calls(root: ast.AST) -> list[ast.Call]:
+    """The calls ``root`` makes itself (nested functions and lambdas left out)."""
+    return [node for node in walk_own(root) if isinstance(node, ast.Call)]
+
+
+def strip_not(test: ast.expr) -> tuple[ast.expr, bool]:
+    """``not x`` -> (x, False); anything else -> (itself, True)."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    return test, polarity

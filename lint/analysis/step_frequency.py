@@ -13,11 +13,9 @@ A per-step rule asks this of a call it found on the training-step path. The answ
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
-- in a single-process run: on the way of a switch whose other way does the distributed
-  work (``if args.distributed: model = DDP(model)`` or ``... reduce_tensor(loss)`` ...
-  ``else:`` / ``if not args.distributed:``). What the switch means is read from what
-  its arm does (wraps a model in DDP, starts the process group, reduces or gathers,
-  calls a project function that does), never from its name.
+- in a single-process run: on the branch ``single_process`` says only a one-process job
+  takes (``if not dist.is_initialized():``, the ``else`` of ``if args.distributed:``
+  where the module's other arms of that switch do the distributed work).
 
 A periodic test on whose rare way the optimizer steps (``if (i + 1) % accumulate ==
 0: optimizer.step()``, ``if i % accumulate: continue``) is the step boundary of gradient
@@ -31,15 +29,15 @@ Decided on the function's control-flow graph (control dependence on post-dominat
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from enum import Enum
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.host_waits import HostWaits, walk_own
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
+from ddplint.analysis.single_process import SingleProcessPaths, strip_not
 
 #: Library predicates that hold only while a model is exported or traced.
 EXPORT_PREDICATES = frozenset(
@@ -54,32 +52,6 @@ EXPORT_PREDICATES = frozenset(
 RANDOM_DRAWS = frozenset(
     {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
 )
-#: ``torch.distributed`` calls that do the distributed work of a run (not probes).
-_DISTRIBUTED_WORK = frozenset(
-    {
-        "init_process_group",
-        "all_reduce",
-        "all_gather",
-        "all_gather_object",
-        "all_gather_into_tensor",
-        "reduce",
-        "reduce_scatter",
-        "reduce_scatter_tensor",
-        "broadcast",
-        "broadcast_object_list",
-        "gather",
-        "scatter",
-    }
-)
-#: Wrappers that make a model data-parallel.
-DDP_WRAPPERS = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
-        "apex.parallel.DistributedDataParallel",
-    }
-)
 
 
 class Occasion(str, Enum):
@@ -89,14 +61,6 @@ class Occasion(str, Enum):
     PERIODIC = "only on some passes (a periodic or sampled test)"
     EXPORT = "only while the model is exported or traced"
     SINGLE_PROCESS = "only in a single-process run"
-
-
-@dataclass(frozen=True)
-class _Switch:
-    """A test's text (``not`` taken off) and the truth on which it does distributed work."""
-
-    spelled: str
-    distributed_when: bool
 
 
 class StepFrequency:
@@ -117,7 +81,7 @@ class StepFrequency:
             for call in _own_calls(statement)
         }
         self._counters = self._loop_counters()
-        self._switches = self._distributed_switches()
+        self._single_process = SingleProcessPaths(waits.nodes, self._names, waits.graphs, project)
 
     def occasional(self, call: ast.Call) -> Occasion | None:
         """Why ``call`` runs only now and then, or None when it runs every pass."""
@@ -144,6 +108,8 @@ class StepFrequency:
                 continue  # the accumulation boundary: it runs once per optimizer step
             if occasion is not None:
                 return occasion
+            if self._single_process.one_process_branch(dependence.test) is dependence.edge:
+                return Occasion.SINGLE_PROCESS
         return None
 
     def _stepping_ways(self, graph: Graph, post: PostDominance) -> set[tuple[int, bool]]:
@@ -166,16 +132,11 @@ class StepFrequency:
 
     def _test_occasion(self, test: ast.expr, truth: bool) -> Occasion | None:
         """Whether taking ``test`` the ``truth`` way happens only now and then."""
-        positive, polarity = _strip_not(test)
+        positive, polarity = strip_not(test)
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
         if self._rare_way(positive) == (polarity == truth):
             return Occasion.PERIODIC
-        for switch in self._switches:
-            if switch.spelled == ast.unparse(positive) and switch.distributed_when != (
-                polarity == truth
-            ):
-                return Occasion.SINGLE_PROCESS
         return None
 
     # -- export and tracing -----------------------------------------------------------
@@ -234,40 +195,6 @@ class StepFrequency:
                 found.add(ast.unparse(step.target))
         return found
 
-    # -- distributed switches ---------------------------------------------------------
-
-    def _distributed_switches(self) -> list[_Switch]:
-        """The tests of the module whose one way does the distributed work and whose
-        other way does none: the run's distributed switch, as the code uses it."""
-        found: dict[str, set[bool]] = {}
-        for branch in self._waits.nodes.of_type(ast.If):
-            positive, polarity = _strip_not(branch.test)
-            if not isinstance(positive, (ast.Name, ast.Attribute, ast.Call)):
-                continue
-            if isinstance(positive, ast.Call) and positive.args:
-                continue
-            for arm, truth in ((branch.body, polarity), (branch.orelse, not polarity)):
-                if any(self._distributed_work(c) for s in arm for c in _own_calls(s)):
-                    found.setdefault(ast.unparse(positive), set()).add(truth)
-        return [
-            _Switch(spelled, next(iter(truths)))
-            for spelled, truths in found.items()
-            if len(truths) == 1
-        ]
-
-    def _distributed_work(self, call: ast.Call) -> bool:
-        resolved = self._names.resolve(call.func) or ""
-        if resolved in DDP_WRAPPERS:
-            return True
-        head, _, last = resolved.rpartition(".")
-        if head == "torch.distributed" and last in _DISTRIBUTED_WORK:
-            return True
-        spelled = dotted_name(call.func)
-        if spelled is None or spelled.startswith("torch."):
-            return False
-        reached = self._project.reached(spelled, None)
-        return reached is not None and reached.name.rsplit(".", 1)[-1] in _DISTRIBUTED_WORK
-
 
 def _is_parameter_step(call: ast.Call) -> bool:
     """``optimizer.step()``, ``scaler.step(optimizer)``, ``engine.step()``: the update
@@ -280,14 +207,6 @@ def _is_parameter_step(call: ast.Call) -> bool:
         and not call.keywords
         and all(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args)
     )
-
-
-def _strip_not(test: ast.expr) -> tuple[ast.expr, bool]:
-    """``not x`` -> (x, False); anything else -> (itself, True)."""
-    polarity = True
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, polarity = test.operand, not polarity
-    return test, polarity
 
 
 def _is_modulo(expression: ast.expr) -> bool:

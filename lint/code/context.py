@@ -161,9 +161,16 @@ class CodeContext:
             self.training_steps,
             self.rank_reachability,
             self.step_waits,
-            test_code=is_test_file(self.source.path),
+            in_training=self.in_training,
             one_process=self.one_process,
         )
+
+    @cached_property
+    def in_training(self) -> bool:
+        """Whether the file may run in a training step: not a test (which runs a step or
+        two to check numbers), not a module only programs that never train run (an
+        export or conversion script's model copy)."""
+        return not is_test_file(self.source.path) and not self.project.off_training()
 
     @cached_property
     def one_process(self) -> OneProcessPaths:

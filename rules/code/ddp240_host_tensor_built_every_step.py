@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.host_uploads import HostUploads
-from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -89,7 +88,7 @@ class HostTensorBuiltEveryStep(CodeRule):
             ctx.forward_paths,
             ctx.step_hooks,
             ctx.step_waits,
-            test_code=is_test_file(ctx.source.path),
+            in_training=ctx.in_training,
             one_process=ctx.one_process,
         )
         for upload in uploads.found:

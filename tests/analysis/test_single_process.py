@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from ddplint.analysis.control_flow import NodeKind
 from ddplint.analysis.functions import ModuleAnalysis
 
 
@@ -223,3 +224,38 @@ def test_a_parameter_handed_to_the_library_as_the_world_size() -> None:
         """
     )
     assert found == {"several": False, "one": True, "batches": False, "one item": False}
+
+
+def test_the_divergence_reads_process_count_tests_as_the_paths_do() -> None:
+    # One reading of the tests (``asks_several``): the divergence's one-process branch
+    # of ``a and b`` and of a flag bound once to a world-size read, as the paths'.
+    module = ast.parse(
+        textwrap.dedent(
+            """
+            import torch.distributed as dist
+
+            def f(args):
+                if dist.is_available() and dist.is_initialized():
+                    pass
+                several = args.world_size > 1
+                if several:
+                    pass
+                if args.use_ddp:
+                    pass
+            """
+        )
+    )
+    analysis = ModuleAnalysis(module)
+    function = next(node for node in module.body if isinstance(node, ast.FunctionDef))
+    facts = analysis.function(function)
+    paths = analysis.single_process
+    tests = [
+        node
+        for node in facts.graph.nodes
+        if isinstance(node.statement, ast.If) and node.kind is NodeKind.TEST
+    ]
+    assert [facts.divergence.one_process_edge(node) for node in tests] == [
+        paths.single_process_edge(node) for node in tests
+    ]
+    assert paths.single_process_edge(tests[2]) is None
+    assert all(paths.single_process_edge(node) is not None for node in tests[:2])

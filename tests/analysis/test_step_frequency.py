@@ -203,3 +203,25 @@ def test_the_accumulation_boundary_runs_every_optimizer_step() -> None:
         """
     )
     assert found == {6: None, 9: Occasion.PERIODIC, 11: Occasion.PERIODIC, 16: None}
+
+
+def test_the_single_process_paths_tests_mark_single_process_runs_too() -> None:
+    # The frequency question asks the single-process paths: a test of the process count
+    # (or a flag bound to one) is read as the rank questions read it.
+    found = _occasions(
+        """
+        import torch.distributed as dist
+
+        def train(loss):
+            if not dist.is_initialized():
+                mark()
+            several = dist.is_available() and dist.is_initialized()
+            if several:
+                mark()
+            if dist.get_world_size(group=None) > 1:
+                mark()
+            else:
+                mark()
+        """
+    )
+    assert found == {6: Occasion.SINGLE_PROCESS, 9: None, 11: None, 13: None}

@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "9"
+SUMMARY_VERSION = "11"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -42,7 +42,8 @@ def encode_facts(facts: FileFacts) -> str:
     agreement]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing]``), a function's as ``[callers choose device, DDP
-    parameters, rank parameters]``; "" for a file without facts."""
+    parameters, rank parameters]``, then ``[runs alone, off training]``; "" for a
+    file without facts."""
     if not facts:
         return ""
     names = {name: _encode_name(fact) for name, fact in facts.names.items()}
@@ -54,7 +55,8 @@ def encode_facts(facts: FileFacts) -> str:
         ]
         for name, fact in facts.functions.items()
     }
-    return json.dumps([names, functions], sort_keys=True, separators=(",", ":"))
+    programs = [int(facts.runs_alone), int(facts.off_training)]
+    return json.dumps([names, functions, programs], sort_keys=True, separators=(",", ":"))
 
 
 def _encode_name(fact: NameFacts) -> list[Any]:
@@ -90,13 +92,15 @@ def decode_facts(encoded: str | None) -> FileFacts:
     if not encoded:
         return NO_FACTS
     try:
-        names, functions = json.loads(encoded)
+        names, functions, (alone, untrained) = json.loads(encoded)
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
                 str(name): OwnFunctionFacts(bool(chooses), _positions(ddp), _positions(rank))
                 for name, (chooses, ddp, rank) in functions.items()
             },
+            runs_alone=bool(alone),
+            off_training=bool(untrained),
         )
     except (ValueError, TypeError, AttributeError):
         return NO_FACTS

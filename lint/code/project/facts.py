@@ -103,13 +103,18 @@ class OwnFunctionFacts:
 @dataclass(frozen=True, slots=True)
 class FileFacts:
     """The project facts of one file: by name as it spells it (``Class:self.x`` inside
-    a class), and by its own functions' names."""
+    a class), by its own functions' names, and what the project's programs that run
+    the file are (``ddplint.code.project.programs``)."""
 
     names: Mapping[str, NameFacts] = field(default_factory=dict)
     functions: Mapping[str, OwnFunctionFacts] = field(default_factory=dict)
+    #: Every program of the project that runs the file is single-process.
+    runs_alone: bool = False
+    #: No program of the project that runs the file trains (an export script's model).
+    off_training: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.names or self.functions)
+        return bool(self.names or self.functions or self.runs_alone or self.off_training)
 
     def informs_rules(self) -> bool:
         """Whether a fact can make a rule fire without the pre-filters' words (a DDP

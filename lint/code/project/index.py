@@ -32,6 +32,7 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
+from ddplint.code.project.programs import ProgramRoles, program_roles
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -684,7 +685,19 @@ class ProjectIndex:
             fact = self._fact(symbol, module, spelled)
             if fact is not None:
                 names[use] = fact
-        return FileFacts(names, self._own_function_facts.get(module, {}))
+        roles = self.program_roles
+        return FileFacts(
+            names,
+            self._own_function_facts.get(module, {}),
+            runs_alone=module in roles.alone,
+            off_training=module in roles.untrained,
+        )
+
+    @cached_property
+    def program_roles(self) -> ProgramRoles:
+        """Which modules only single-process programs run, and which no training
+        program runs."""
+        return program_roles(self.summaries, self.resolve_module)
 
     @cached_property
     def _own_function_facts(self) -> dict[str, dict[str, OwnFunctionFacts]]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ddplint.analysis.api import DEVICE_CHOICES
+from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
 from ddplint.code.project.summaries import (
@@ -42,13 +42,19 @@ class _Names:
     (``ast.walk`` depth, local name, dotted name, in walk order), module-level aliases
     (``dist = torch.distributed``: name, dotted value), the calls' instances
     (``trainer = Trainer()``) and the dotted names it reads, scoped (``Class:self.x``)
-    or plain (kept where the module knows their head)."""
+    or plain (kept where the module knows their head); whether it runs the module as a
+    program (``if __name__ == "__main__":``, a loop at the top level), the plain
+    names it calls as statements at the top level (``main()``) and whether it runs a
+    backward pass (``scaler.scale(loss).backward()``, anywhere in it)."""
 
     bindings: tuple[tuple[int, str, str], ...]
     aliases: tuple[tuple[str, str], ...]
     instances: tuple[tuple[str, str], ...]
     scoped_uses: frozenset[str]
     plain_uses: frozenset[str]
+    runs_as_script: bool
+    statement_calls: tuple[str, ...]
+    calls_backward: bool
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,23 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     for entry in entries:
         uses.update(entry.names.scoped_uses)
         uses.update(n for n in entry.names.plain_uses if n.split(".", 1)[0] in known)
+    # A program: the ``__main__`` test, a loop, or a call of its own function at the top.
+    program = any(
+        entry.names.runs_as_script or any(n in functions for n in entry.names.statement_calls)
+        for entry in entries
+    )
+    backward = any(entry.names.calls_backward for entry in entries)
     return {
         "imports": imports,
         "functions": functions,
         "classes": classes,
         "instances": instances,
-        "top": {"calls": calls, "sets_device": sets_device},
+        "top": {
+            "calls": calls,
+            "sets_device": sets_device,
+            "program": program,
+            "backward": backward,
+        },
         "uses": sorted(uses),
     }
 
@@ -135,11 +152,35 @@ def _imports(parts: list[_Names]) -> dict[str, str]:
 
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
+    scoped, plain, backward = _uses(statements)
     return _Names(
         tuple(import_bindings(statements)),
         tuple(module_aliases(statements)),
         tuple(_instances(statements)),
-        *_uses(statements),
+        scoped,
+        plain,
+        any(_runs_as_script(statement) for statement in statements),
+        tuple(
+            statement.value.func.id
+            for statement in statements
+            if isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name)
+        ),
+        backward,
+    )
+
+
+def _runs_as_script(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` or a loop at a module's top level: code that runs
+    when the file is run as a program."""
+    if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        return True
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    sides = [statement.test.left, *statement.test.comparators]
+    return any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
     )
 
 
@@ -154,18 +195,22 @@ def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
                     yield target.id, made
 
 
-def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str]]:
+def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str], bool]:
     """Every dotted name the statements read (each prefix of an attribute chain):
-    ``Class:self.x`` inside a class's methods, and the rest. One walk per class body; a
-    chain that is a dotted name is read whole (its prefixes are its only children)."""
+    ``Class:self.x`` inside a class's methods, and the rest; and whether they call a
+    backward pass. One walk per class body; a chain that is a dotted name is read whole
+    (its prefixes are its only children)."""
     scoped: set[str] = set()
     plain: set[str] = set()
+    backward = False
     scopes: list[tuple[list[ast.AST], str | None]] = [(list(statements), None)]
     while scopes:
         stack, owner = scopes.pop()
         while stack:
             node = stack.pop()
             kind = type(node)
+            if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
+                backward = True
             if kind is ast.Name or kind is ast.Attribute:
                 name = dotted(node)
                 if name is not None:
@@ -175,7 +220,7 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
                 scopes.append((child_nodes(node, leaves=False), node.name))
                 continue
             stack.extend(child_nodes(node, leaves=False))
-    return frozenset(scoped), frozenset(plain)
+    return frozenset(scoped), frozenset(plain), backward
 
 
 def _add_prefixes(name: str, owner: str | None, scoped: set[str], plain: set[str]) -> None:

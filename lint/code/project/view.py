@@ -54,6 +54,11 @@ class ProjectView:
         """The same facts, for the analysis core (names, not LibCST nodes)."""
         return self._by_name
 
+    def off_training(self) -> bool:
+        """Whether no program of the project that runs this file trains: its code runs
+        in no training step."""
+        return self._facts.off_training
+
     def _spelled(self, expr: cst.BaseExpression) -> tuple[str, str | None] | None:
         """The name ``expr`` spells and, for ``self.x``, the class it sits in."""
         name = dotted_name(expr)
@@ -225,6 +230,9 @@ class CoreFacts:
             None if reaching is None else frozenset(reaching),
             frozenset(agreement.agreeing),
         )
+
+    def runs_alone(self) -> bool:
+        return self._facts.runs_alone
 
 
 def parameter_names(function: cst.FunctionDef, positions: Iterable[int]) -> frozenset[str]:

@@ -153,7 +153,7 @@ class HostSyncs:
         rank_reachability: RankReachability,
         waits: StepWaits | None = None,
         *,
-        test_code: bool = False,
+        in_training: bool = True,
         one_process: OneProcessPaths | None = None,
     ) -> None:
         self._index = index
@@ -164,8 +164,8 @@ class HostSyncs:
         self._ranks = rank_reachability
         self._waits = waits
         self._bindings: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
-        # Tests run a step or two to check numbers: no per-step cost to report.
-        self.found = [] if test_code else self._find()
+        # A file that runs in no training step (a test, an export) has no per-step cost.
+        self.found = self._find() if in_training else []
 
     def _find(self) -> list[HostSync]:
         found = []

@@ -57,7 +57,7 @@ class HostUploads:
         step_hooks: StepHooks,
         waits: StepWaits | None = None,
         *,
-        test_code: bool = False,
+        in_training: bool = True,
         one_process: OneProcessPaths | None = None,
     ) -> None:
         self._one_process = one_process
@@ -66,7 +66,7 @@ class HostUploads:
         self._forward = forward_paths
         self._hooks = step_hooks
         self._waits = waits
-        self.found = [] if test_code else self._find()
+        self.found = self._find() if in_training else []
 
     def _find(self) -> list[HostUpload]:
         found = []

@@ -1,0 +1,225 @@
+"""Which of the project's programs run each module, and what those programs are.
+
+A *program* is a module run as a script: it tests ``__name__ == "__main__"``, loops at
+its top level, or calls a function of its own there (``main()``). What it runs is the
+module and every project module it imports, over and over (a package's ``__init__``
+with each module inside it). A program is *distributed* when any of those modules uses
+an API that starts or joins a process group: ``torch.distributed`` (and DDP),
+``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate, Lightning, Horovod,
+ColossalAI, the Hugging Face ``Trainer``; it *trains* when one of them calls
+``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
+it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
+taken for one that never trains only on that evidence.
+
+A module every program of which is single-process runs in one process (``alone``): no
+peer to stall or to part from. A module every program of which is an export script
+that never trains never runs in a training step (``untrained``: an export script's
+model copy). Both are
+asked only of projects that hold a distributed (or a training) program: a library's
+modules, whose users' programs lie outside the project, stay unknown; so does a
+module no program of the project imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ddplint.code.project.summaries import Summary, qualify
+
+#: Dotted prefixes of the APIs that start or join a process group.
+GROUP_APIS = (
+    "torch.distributed",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed",
+    "torch.nn.SyncBatchNorm",
+    "torch.multiprocessing",
+    "deepspeed",
+    "accelerate",
+    "lightning",
+    "pytorch_lightning",
+    "lightning_fabric",
+    "horovod",
+    "colossalai",
+    "megatron",
+    "apex.parallel",
+    "transformers.Trainer",
+    "transformers.Seq2SeqTrainer",
+    "transformers.TrainingArguments",
+    "transformers.Seq2SeqTrainingArguments",
+    "transformers.trainer",
+    "transformers.training_args",
+    "trl",
+    "mmengine.dist",
+    "mmengine.runner",
+    "mmcv.runner",
+    "timm.utils.distributed",
+    "timm.utils.init_distributed_device",
+    "timm.utils.distribute_bn",
+    "timm.utils.reduce_tensor",
+    "detectron2.engine.launch",
+    "detectron2.utils.comm",
+    "fairseq.distributed",
+    "fairseq.distributed_utils",
+    "ignite.distributed",
+)
+#: Dotted prefixes of the APIs of training: optimizers and training frameworks.
+TRAINING_APIS = (
+    "torch.optim",
+    "torch.autograd.backward",
+    "torch.cuda.amp.GradScaler",
+    "torch.amp.GradScaler",
+    "timm.optim",
+    "timm.scheduler",
+    "apex.optimizers",
+    "bitsandbytes.optim",
+    "transformers.AdamW",
+    "transformers.optimization",
+    "transformers.get_scheduler",
+    "transformers.get_linear_schedule_with_warmup",
+    "transformers.get_cosine_schedule_with_warmup",
+    "deepspeed",
+    "accelerate",
+    "lightning",
+    "pytorch_lightning",
+    "transformers.Trainer",
+    "transformers.Seq2SeqTrainer",
+    "transformers.trainer",
+    "trl",
+    "peft",
+    "mmcv.runner",
+    "mmengine.runner",
+    "mmdet.apis",
+    "mmseg.apis",
+    "mmdet3d.apis",
+    "mmpose.apis",
+    "detectron2.engine",
+    "fairseq",
+    "ignite.engine",
+    "composer",
+)
+#: Dotted prefixes of the APIs that export a model: traced or written out for another
+#: runtime.
+EXPORT_APIS = (
+    "torch.onnx",
+    "torch.jit.trace",
+    "torch.jit.save",
+    "torch.export",
+    "onnx",
+    "onnxruntime",
+    "tensorrt",
+    "coremltools",
+    "openvino",
+)
+
+
+#: The folder a ``src/`` layout keeps its modules in (``index.module_name`` strips it).
+SOURCE_FOLDER = "src"
+#: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``).
+Resolve = Callable[[str, str], str | None]
+
+
+@dataclass(frozen=True)
+class ProgramRoles:
+    """Modules that run only in single-process programs, and modules no training
+    program runs."""
+
+    alone: frozenset[str]
+    untrained: frozenset[str]
+
+
+def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> ProgramRoles:
+    """The roles of the project's modules (see the module docstring)."""
+    names = list(summaries)
+    programs = [name for name in names if summaries[name].get("top", {}).get("program")]
+    imported = {name: _imported(resolve, name, summaries[name], name in programs) for name in names}
+    dotted = {name: _dotted_names(summaries[name]) for name in names}
+    groups = {name for name in names if _uses_any(dotted[name], GROUP_APIS)}
+    trains = {
+        name
+        for name in names
+        if _uses_any(dotted[name], TRAINING_APIS) or _calls_backward(summaries[name])
+    }
+    exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
+    reached_by: dict[str, list[tuple[bool, bool]]] = {}
+    for program in programs:
+        closure = _closure(program, imported)
+        # A program trains unless it shows no training and exports a model itself: a
+        # framework this module does not know, or a model its training loads by name
+        # (a registry), may train what it imports.
+        training = bool(closure & trains) or program not in exports
+        kind = (bool(closure & groups), training)
+        for module in closure:
+            reached_by.setdefault(module, []).append(kind)
+    kinds = [kind for found in reached_by.values() for kind in found]
+    any_distributed = any(distributed for distributed, _ in kinds)
+    any_training = any(training for _, training in kinds)
+    alone = frozenset(
+        module
+        for module, found in reached_by.items()
+        if any_distributed and not any(distributed for distributed, _ in found)
+    )
+    untrained = frozenset(
+        module
+        for module, found in reached_by.items()
+        if any_training and not any(training for _, training in found)
+    )
+    return ProgramRoles(alone, untrained)
+
+
+def _closure(program: str, imported: dict[str, set[str]]) -> set[str]:
+    seen = {program}
+    pending = [program]
+    while pending:
+        for module in imported.get(pending.pop(), ()):
+            if module not in seen:
+                seen.add(module)
+                pending.append(module)
+    return seen
+
+
+def _imported(resolve: Resolve, importer: str, summary: Summary, script: bool) -> set[str]:
+    """The project modules ``importer`` imports (and the packages around them); a
+    script run as a program also imports its folder's modules by their plain names
+    (its folder is on ``sys.path``, a package's or not)."""
+    folder = importer.rpartition(".")[0]
+    found: set[str] = set()
+    for value in summary.get("imports", {}).values():
+        parts = value.split(".")
+        for cut in range(len(parts), 0, -1):
+            name = ".".join(parts[:cut])
+            module = resolve(name, importer)
+            if module is None and script and folder and not name.startswith("."):
+                module = resolve(f"{folder}.{name}", importer)
+            if module is None and name.startswith(f"{SOURCE_FOLDER}."):
+                # ``src/`` without ``__init__``: the index names its modules without it.
+                module = resolve(name[len(SOURCE_FOLDER) + 1 :], importer)
+            if module is not None:
+                found.add(module)
+                package = module.rpartition(".")[0]
+                while package:
+                    found.add(package)
+                    package = package.rpartition(".")[0]
+                break
+    return found
+
+
+def _dotted_names(summary: Summary) -> set[str]:
+    """The library names a module imports or reads, fully qualified."""
+    imports: dict[str, str] = summary.get("imports", {})
+    found = set(imports.values())
+    for use in summary.get("uses", ()):
+        qualified = qualify(use.rpartition(":")[2], imports)
+        if qualified is not None:
+            found.add(qualified)
+    return found
+
+
+def _uses_any(names: set[str], prefixes: tuple[str, ...]) -> bool:
+    return any(
+        name == prefix or name.startswith(f"{prefix}.") for name in names for prefix in prefixes
+    )
+
+
+def _calls_backward(summary: Summary) -> bool:
+    return bool(summary.get("top", {}).get("backward"))
