@@ -87,6 +87,20 @@ EXPECTED = {
         {("src/trainer/trainer.py", 14, "DDP201"), ("src/trainer/loops.py", 10, "DDP201")},
         "",
     ),
+    # Objects typed by their allocation in another module, not by their names: a
+    # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
+    # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
+    # optimizer a factory returns stepped after micro-batches (each pass a step,
+    # DDP102). `Summary(DataModel)` derives from a plain class named like a model: no
+    # module, its forward runs no step (train_good.py).
+    "object_kinds": (
+        {
+            ("train_bad.py", 10, "DDP101"),
+            ("train_bad.py", 19, "DDP204"),
+            ("train_bad.py", 31, "DDP102"),
+        },
+        "",
+    ),
 }
 
 #: The analysis core's question (DDP219) on the same projects, with the project facts
@@ -327,6 +341,48 @@ def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
     assert "T:self.size" not in facts
 
 
+def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> None:
+    index = index_of(
+        {
+            "factories.py": (
+                "import torch\nimport deepspeed\nfrom accelerate import Accelerator\n"
+                "def runtime(p):\n    acc = Accelerator(mixed_precision=p)\n    return acc\n"
+                "def updater(ps):\n    return torch.optim.SGD(ps, lr=0.1)\n"
+                "def engine(m):\n    eng, *_ = deepspeed.initialize(model=m)\n    return eng\n"
+                "def either(ps, fast):\n"
+                "    return updater(ps) if fast else torch.optim.Adam(ps)\n"
+                "def mixed(ps, m):\n    if m:\n        return runtime(ps)\n    return updater(ps)\n"
+            ),
+            "models.py": (
+                "from torch import nn\nimport abc\nclass Backbone(nn.Module):\n    pass\n"
+                "class Record(abc.ABC):\n    pass\nclass DataModel(Record):\n    pass\n"
+                "class Holder:\n    def __init__(self, ps):\n"
+                "        self.opt = factories.updater(ps)\n"
+                "import factories\nfrom somewhere import Unknown\n"
+                "class Mystery(Unknown):\n    pass\n"
+            ),
+            "train.py": (
+                "import factories\nfrom models import Backbone, DataModel, Holder, Mystery\n"
+                "class Head(Backbone):\n    pass\nclass Run(Holder):\n"
+                "    def go(self):\n        return self.opt\n"
+                "a = factories.runtime(1)\nb = factories.updater(2)\nc = factories.engine(3)\n"
+                "d = factories.either(4, 5)\ne = factories.mixed(6, 7)\n"
+                "x = Backbone(), DataModel(), Mystery()\n"
+            ),
+        }
+    )
+    facts = index.facts_for("train.py").names
+    assert facts["factories.runtime"].kind == "accelerator"
+    assert facts["factories.updater"].kind == "optimizer"
+    assert facts["factories.engine"].kind == "engine"
+    assert facts["factories.either"].kind == "optimizer"  # both arms agree
+    assert facts["factories.mixed"].kind is None  # they differ: unknown
+    assert facts["Backbone"].kind == "module"
+    assert facts["DataModel"].kind == "object"  # every base known, none catalogued
+    assert "Mystery" not in facts or facts["Mystery"].kind is None
+    assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
+
+
 def test_a_rank_test_in_either_branch_and_a_dotted_import_beside_a_script() -> None:
     """``return is_local(a) if local else is_global(a)`` returns a rank test; a script
     imports ``pyg.dist_utils`` from the folder beside it (that folder is on sys.path)."""
@@ -456,6 +512,7 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "helper": NameFacts(no_rank_test=True, rank_zero_only=True, not_a_collective=True),
             "comm.reduce": NameFacts(agreement=Agreement(("t", "n"), ("n",), ("t",))),
             "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
+            "runtime.build": NameFacts(no_rank_test=True, kind="accelerator"),
         },
         {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
     )

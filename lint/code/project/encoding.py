@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "9"
+SUMMARY_VERSION = "10"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -39,7 +39,7 @@ _NAME_FLAGS = (
 
 def encode_facts(facts: FileFacts) -> str:
     """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
-    agreement]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
+    agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing]``), a function's as ``[callers choose device, DDP
     parameters, rank parameters]``; "" for a file without facts."""
@@ -82,7 +82,7 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             None if reaching is None else list(reaching),
             list(agreement.agreeing),
         ]
-    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement]
+    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement, fact.kind]
 
 
 def decode_facts(encoded: str | None) -> FileFacts:
@@ -103,13 +103,14 @@ def decode_facts(encoded: str | None) -> FileFacts:
 
 
 def _decode_name(value: Any) -> NameFacts:
-    flags, sharded, reach, agreement = value
-    if not isinstance(flags, int):
+    flags, sharded, reach, agreement, kind = value
+    if not isinstance(flags, int) or not isinstance(kind, (str, type(None))):
         raise TypeError("flags")
     return NameFacts(
         _decode_reach(reach),
         sharded_arguments=_positions(sharded),
         agreement=_decode_agreement(agreement),
+        kind=kind,
         **{name: bool(flags >> bit & 1) for bit, name in enumerate(_NAME_FLAGS)},
     )
 

@@ -72,6 +72,9 @@ class NameFacts:
     #: What a call of it (a function of another module that issues a collective) does
     #: with its arguments: which it reduces in place, whether its result agrees.
     agreement: Agreement | None = None
+    #: The kind of object it makes when called (a class, a factory) or holds (an
+    #: instance, a field): ``analysis.object_kinds``; None when unknown.
+    kind: str | None = None
 
     def informs_rules(self) -> bool:
         """Whether it can make a rule fire on a file without any of the words the

@@ -32,6 +32,7 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
+from ddplint.code.project.object_kinds import ProjectKinds
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -706,16 +707,25 @@ class ProjectIndex:
             }
         return grouped
 
+    @cached_property
+    def kinds(self) -> ProjectKinds:
+        """The kinds of objects project names make or hold."""
+        return ProjectKinds(self)
+
     def _fact(self, symbol: Symbol, module: str, spelled: str) -> NameFacts | None:
+        kind = self.kinds.of_symbol(symbol)
         if symbol[0] == "attribute":
             held = self._attribute_is_rank_test(symbol)
-            return NameFacts(rank_test=True, held=True) if held else None
+            if not held and kind is None:
+                return None
+            return NameFacts(rank_test=held, held=held, kind=kind)
         if symbol[0] != "function":
-            return None
+            return NameFacts(kind=kind) if kind is not None else None
         key = (symbol[1], symbol[2])
         function = self._function(key)
         rank_test = key in self.rank_tests
         local = NameFacts(
+            kind=kind,
             rank_test=rank_test,
             held=rank_test and bool(function.get("property")),
             no_rank_test=not rank_test,  # a known function whose result is no rank test

@@ -228,6 +228,7 @@ def function_summary(
         "rank_args": rank_args,
         "params": list(positions),
         "return_calls": return_calls,
+        "returned_made": _returned_made(nodes),
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
@@ -269,6 +270,37 @@ def _agreement(
         None if reaching is None else sorted(reaching),
         sorted(summary.agreeing),
     ]
+
+
+def _returned_made(nodes: list[ast.AST]) -> list[list[Any]]:
+    """``[callee, item]`` for each returned local name bound to a call's result
+    (``acc = Accelerator(...)``, ``return acc``): item -1 for the whole result, else the
+    position the name takes in a tuple it unpacks (``engine, *_ = deepspeed.initialize(...)``).
+    Direct ``return f(...)`` is ``return_calls``'."""
+    returned = {
+        node.value.id
+        for node in nodes
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+    }
+    if not returned:
+        return []
+    made: list[list[Any]] = []
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        callee = dotted(node.value.func)
+        if callee is None:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in returned:
+                made.append([callee, -1])
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                made.extend(
+                    [callee, item]
+                    for item, element in enumerate(target.elts)
+                    if isinstance(element, ast.Name) and element.id in returned
+                )
+    return made
 
 
 def _returned_from(

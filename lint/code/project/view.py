@@ -93,6 +93,12 @@ class ProjectView:
             via=_chain_text(reach),
         )
 
+    def kind(self, expr: cst.BaseExpression) -> str | None:
+        """The kind of object a project name makes when called (a class, a factory) or
+        holds (an instance, a field set in a class of another module): see
+        ``project.object_kinds``; None when unknown."""
+        return self._fact(expr).kind
+
     def is_project_function(self, call: cst.Call) -> bool:
         """The call runs a project function that only looks like a framework
         collective (``trainer.save_checkpoint`` of the project's own ``Trainer``)."""
