@@ -91,13 +91,15 @@ EXPECTED = {
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
     # optimizer a factory returns stepped after micro-batches (each pass a step,
-    # DDP102). `Summary(DataModel)` derives from a plain class named like a model: no
-    # module, its forward runs no step (train_good.py).
+    # DDP102), an accelerator every caller hands `fit` (its parameter `booster`,
+    # loops.py, DDP204). `Summary(DataModel)` derives from a plain class named like a
+    # model: no module, its forward runs no step (train_good.py).
     "object_kinds": (
         {
-            ("train_bad.py", 10, "DDP101"),
-            ("train_bad.py", 19, "DDP204"),
-            ("train_bad.py", 31, "DDP102"),
+            ("train_bad.py", 11, "DDP101"),
+            ("train_bad.py", 20, "DDP204"),
+            ("train_bad.py", 32, "DDP102"),
+            ("loops.py", 8, "DDP204"),
         },
         "",
     ),
@@ -383,6 +385,27 @@ def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> No
     assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
 
 
+def test_parameter_kinds_from_every_caller() -> None:
+    index = index_of(
+        {
+            "loops.py": (
+                "def fit(model, booster, steps):\n    return booster\n"
+                "def other(model, booster):\n    return booster\n"
+            ),
+            "main.py": (
+                "from accelerate import Accelerator\nfrom loops import fit, other\n"
+                "def main(m):\n    acc = Accelerator()\n    fit(m, acc, 3)\n"
+                "    other(m, acc)\n"
+                "def again(m, given):\n    fit(m, booster=Accelerator(), steps=1)\n"
+                "    other(m, given)\n"  # an argument of unknown kind: no kind for `other`
+            ),
+        }
+    )
+    functions = index.facts_for("loops.py").functions
+    assert functions["fit"].parameter_kinds == ((1, "accelerator"),)
+    assert "other" not in functions or not functions["other"].parameter_kinds
+
+
 def test_a_rank_test_in_either_branch_and_a_dotted_import_beside_a_script() -> None:
     """``return is_local(a) if local else is_global(a)`` returns a rank test; a script
     imports ``pyg.dist_utils`` from the folder beside it (that folder is on sys.path)."""
@@ -433,7 +456,8 @@ def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
     assert not index.wrapped_parameters.get(("evaluation", "tune"))  # buffers kept local
     facts = index.facts_for("evaluation.py").functions
     assert facts["evaluate"] == OwnFunctionFacts(ddp_parameters=(0,))
-    assert facts["run"] == OwnFunctionFacts(ddp_parameters=(1,))
+    # Its one caller hands it a `DistributedDataParallel`: a module.
+    assert facts["run"] == OwnFunctionFacts(ddp_parameters=(1,), parameter_kinds=((1, "module"),))
 
 
 def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
@@ -450,6 +474,11 @@ def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
         if owner == module and positions:
             chosen = functions.get(name, OwnFunctionFacts())
             functions[name] = replace(chosen, ddp_parameters=tuple(sorted(positions)))
+    for (owner, name), by_position in sorted(index.kinds.parameters.items()):
+        if owner == module and by_position:
+            chosen = functions.get(name, OwnFunctionFacts())
+            kinds = tuple(sorted(by_position.items()))
+            functions[name] = replace(chosen, parameter_kinds=kinds)
     return FileFacts(index.facts_for(path).names, functions)
 
 
@@ -480,7 +509,11 @@ def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
     for path in index.module_of_path:
         assert index.facts_for(path) == _facts_by_scanning(index, path), path
     own = index.facts_for("pkg/m3.py").functions
-    assert own["evaluate"] == OwnFunctionFacts(callers_choose_device=True, ddp_parameters=(0,))
+    # Its one caller passes `net` after binding it to `DDP(net)`: a module; `prepare`
+    # gets `net` before that binding, of unknown kind.
+    assert own["evaluate"] == OwnFunctionFacts(
+        callers_choose_device=True, ddp_parameters=(0,), parameter_kinds=((0, "module"),)
+    )
     assert own["prepare"] == OwnFunctionFacts(callers_choose_device=True)
 
 
@@ -514,7 +547,11 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
             "runtime.build": NameFacts(no_rank_test=True, kind="accelerator"),
         },
-        {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
+        {
+            "evaluate": OwnFunctionFacts(True, (1,)),
+            "prepare": OwnFunctionFacts(True),
+            "fit": OwnFunctionFacts(parameter_kinds=((1, "accelerator"),)),
+        },
     )
     assert decode_facts(encode_facts(facts)) == facts
     assert encode_facts(FileFacts()) == ""

@@ -42,7 +42,7 @@ def encode_facts(facts: FileFacts) -> str:
     agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing]``), a function's as ``[callers choose device, DDP
-    parameters, rank parameters]``; "" for a file without facts."""
+    parameters, rank parameters, parameter kinds]``; "" for a file without facts."""
     if not facts:
         return ""
     names = {name: _encode_name(fact) for name, fact in facts.names.items()}
@@ -51,6 +51,7 @@ def encode_facts(facts: FileFacts) -> str:
             int(fact.callers_choose_device),
             list(fact.ddp_parameters),
             list(fact.rank_parameters),
+            [list(pair) for pair in fact.parameter_kinds],
         ]
         for name, fact in facts.functions.items()
     }
@@ -94,8 +95,10 @@ def decode_facts(encoded: str | None) -> FileFacts:
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
-                str(name): OwnFunctionFacts(bool(chooses), _positions(ddp), _positions(rank))
-                for name, (chooses, ddp, rank) in functions.items()
+                str(name): OwnFunctionFacts(
+                    bool(chooses), _positions(ddp), _positions(rank), _kinds(kinds)
+                )
+                for name, (chooses, ddp, rank, kinds) in functions.items()
             },
         )
     except (ValueError, TypeError, AttributeError):
@@ -146,6 +149,18 @@ def _texts(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise TypeError("texts")
     return tuple(value)
+
+
+def _kinds(value: Any) -> tuple[tuple[int, str], ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], int)
+        and isinstance(pair[1], str)
+        for pair in value
+    ):
+        raise TypeError("kinds")
+    return tuple((position, kind) for position, kind in value)
 
 
 def _positions(value: Any) -> tuple[int, ...]:

@@ -101,6 +101,9 @@ class OwnFunctionFacts:
     ddp_parameters: tuple[int, ...] = ()
     #: The positions of the parameters callers hand the process's rank in.
     rank_parameters: tuple[int, ...] = ()
+    #: ``(position, kind)`` of the parameters every project caller hands an object of
+    #: one kind in (``analysis.object_kinds``).
+    parameter_kinds: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

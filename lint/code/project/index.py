@@ -321,7 +321,7 @@ class ProjectIndex:
                 return (cls_module, f"{cls}.__init__")
         return None
 
-    def _parameter_position(self, callee: FunctionKey, argument: int | str) -> int | None:
+    def parameter_position(self, callee: FunctionKey, argument: int | str) -> int | None:
         """The position of the parameter an argument fills: its own position, or the
         position of the parameter its keyword names (None for a keyword-only one)."""
         if isinstance(argument, int):
@@ -443,7 +443,7 @@ class ProjectIndex:
                     [*callee, position]
                     for target, argument in function.get("rank_args", ())
                     if (callee := self.called_key(target, module, owner)) is not None
-                    and (position := self._parameter_position(callee, argument)) is not None
+                    and (position := self.parameter_position(callee, argument)) is not None
                 ],
                 "shards": list(function.get("shards") or ()),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
@@ -697,13 +697,21 @@ class ProjectIndex:
             chosen.setdefault(owner, set()).add(name)
         wrapped = _by_module(self.wrapped_parameters)
         ranks = _by_module(self.rank_parameters)
+        kinds: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}
+        for (owner, name), by_position in self.kinds.parameters.items():
+            kinds.setdefault(owner, {})[name] = tuple(sorted(by_position.items()))
         grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
-        for owner in chosen.keys() | wrapped.keys() | ranks.keys():
+        for owner in chosen.keys() | wrapped.keys() | ranks.keys() | kinds.keys():
             choosing, handed = chosen.get(owner, set()), wrapped.get(owner, {})
-            ranked = ranks.get(owner, {})
+            ranked, typed = ranks.get(owner, {}), kinds.get(owner, {})
             grouped[owner] = {
-                name: OwnFunctionFacts(name in choosing, handed.get(name, ()), ranked.get(name, ()))
-                for name in sorted(choosing | handed.keys() | ranked.keys())
+                name: OwnFunctionFacts(
+                    name in choosing,
+                    handed.get(name, ()),
+                    ranked.get(name, ()),
+                    typed.get(name, ()),
+                )
+                for name in sorted(choosing | handed.keys() | ranked.keys() | typed.keys())
             }
         return grouped
 

@@ -8,20 +8,24 @@ known and none catalogued is an ``OBJECT``. A project function has the kind of w
 returns (``return Accelerator(...)``, ``acc = Accelerator(); return acc``, the engine
 of ``engine, *_ = deepspeed.initialize(...)``, another project function's or class's
 result) when every returned allocation agrees; a ``self.x`` field the kind of what its
-class's methods assign it; a module-level instance its class's kind.
+class's methods assign it; a module-level instance its class's kind; a parameter the
+kind every project call of its function passes there (``train(model, acc)`` after
+``acc = Accelerator()``), when each passes an allocation of that one kind.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.object_kinds import ENGINE, OBJECT, is_deepspeed_initialize, library_kind
 from ddplint.code.project.summaries import qualify
 
 if TYPE_CHECKING:
-    from ddplint.code.project.index import ProjectIndex, Symbol
+    from ddplint.code.project.index import FunctionKey, ProjectIndex, Symbol
 
 #: Bound on the chain of classes and factories followed for one kind.
 _MAX_DEPTH = 12
@@ -61,6 +65,51 @@ class ProjectKinds:
             made = summary.get("attribute_calls", {}).get(attribute, ())
             return _agreed(self.of_spelled(callee, module, cls, depth + 1) for callee in made)
         return None
+
+    @cached_property
+    def parameters(self) -> dict[FunctionKey, dict[int, str]]:
+        """Per function, the kind of each parameter (by position, ``self`` not counted)
+        that every project call of it passes an allocation of that kind in."""
+        index = self._index
+        passed: dict[tuple[FunctionKey, int], list[str | None]] = {}
+        for module, owner, target, at, made in self._made_arguments():
+            key = index.called_key(target, module, owner)
+            position = None if key is None else index.parameter_position(key, at)
+            if key is not None and position is not None:
+                kind = self.of_spelled(made, module, owner)
+                passed.setdefault((key, position), []).append(kind)
+        if not passed:
+            return {}
+        callees = {key for key, _ in passed}
+        last_names = {key[1].rpartition(".")[2] for key in callees} | {"__init__"}
+        sites: Counter[FunctionKey] = Counter()
+        for module, owner, target in self._calls():
+            if target.rpartition(".")[2] in last_names or target[:1].isupper():
+                key = index.called_key(target, module, owner)
+                if key in callees:
+                    sites[key] += 1
+        found: dict[FunctionKey, dict[int, str]] = {}
+        for (key, position), kinds in passed.items():
+            agreed = kinds[0]
+            if agreed in (None, OBJECT) or len(kinds) != sites[key] or set(kinds) != {agreed}:
+                continue
+            found.setdefault(key, {})[position] = agreed
+        return found
+
+    def _made_arguments(self) -> Iterator[tuple[str, str | None, str, int | str, str]]:
+        for module in self._index.paths:
+            for function in self._index.summaries[module]["functions"].values():
+                for target, at, made in function.get("made_args", ()):
+                    yield module, function["owner"], target, at, made
+
+    def _calls(self) -> Iterator[tuple[str, str | None, str]]:
+        for module in self._index.paths:
+            summary = self._index.summaries[module]
+            for function in summary["functions"].values():
+                for target, _line in function["calls"]:
+                    yield module, function["owner"], target
+            for target, _line in summary.get("top", {}).get("calls", ()):
+                yield module, None, target
 
     def of_spelled(
         self, name: str, module: str, owner: str | None = None, depth: int = 0

@@ -128,6 +128,18 @@ class ProjectView:
         device_id)``)."""
         return parameter_names(function, self._def_fact(function).rank_parameters)
 
+    def parameter_kinds(self, function: cst.FunctionDef) -> dict[str, str]:
+        """The kinds of ``function``'s parameters that every project caller hands an
+        object of one kind in, by name."""
+        params = [p.name.value for p in function.params.params]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        return {
+            params[position]: kind
+            for position, kind in self._def_fact(function).parameter_kinds
+            if position < len(params)
+        }
+
     def _def_fact(self, function: cst.FunctionDef) -> OwnFunctionFacts:
         """The facts about a function of this file (``f``, ``Class.f``)."""
         if self._index.enclosing_function(function) is not None:

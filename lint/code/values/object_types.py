@@ -122,8 +122,13 @@ class ObjectTypes:
         kinds = [self._bound_kind(value, item) for value, item in self._bindings.get(key, ())]
         if key in self._annotated:
             kinds.append(self._annotated[key])
-        if key[0] is not None and not kinds and not spelled.startswith(("self.", "cls.")):
-            # A name the function does not bind: the module's.
+        function = key[0]
+        if function is not None and not kinds and not spelled.startswith(("self.", "cls.")):
+            # A name the function does not bind: a parameter its callers fill, or the
+            # module's.
+            passed = self._project.parameter_kinds(function).get(spelled)
+            if passed is not None:
+                return passed
             kinds = [self._bound_kind(v, i) for v, i in self._bindings.get((None, spelled), ())]
         agreed = _agreed(kinds)
         if agreed is None and not any(kinds):
