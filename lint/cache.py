@@ -33,8 +33,9 @@ MAX_ENTRIES = 200_000
 #: A results file larger than this is not read (a link to /dev/zero, a forged giant).
 MAX_CACHE_BYTES = 512 * 1024 * 1024
 #: Signed into every entry: entries of another format do not verify and are not read
-#: (5: project facts as typed records, encoded positionally by ``project.encoding``).
-FORMAT = 6
+#: (5: project facts as typed records, encoded positionally by ``project.encoding``;
+#: 7: object kinds in them).
+FORMAT = 7
 #: How long a run waits for another run's write to the database to end.
 LOCK_TIMEOUT_SECONDS = 5.0
 _SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"

@@ -101,6 +101,22 @@ EXPECTED = {
         },
         "",
     ),
+    # Objects typed by their allocation in another module, not by their names: a
+    # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
+    # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
+    # optimizer a factory returns stepped after micro-batches (each pass a step,
+    # DDP102), an accelerator every caller hands `fit` (its parameter `booster`,
+    # loops.py, DDP204). `Summary(DataModel)` derives from a plain class named like a
+    # model: no module, its forward runs no step (train_good.py).
+    "object_kinds": (
+        {
+            ("train_bad.py", 11, "DDP101"),
+            ("train_bad.py", 20, "DDP204"),
+            ("train_bad.py", 32, "DDP102"),
+            ("loops.py", 8, "DDP204"),
+        },
+        "",
+    ),
 }
 
 #: The analysis core's question (DDP219) on the same projects, with the project facts
@@ -341,6 +357,69 @@ def test_rank_tests_follow_returns_and_attributes_across_modules() -> None:
     assert "T:self.size" not in facts
 
 
+def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> None:
+    index = index_of(
+        {
+            "factories.py": (
+                "import torch\nimport deepspeed\nfrom accelerate import Accelerator\n"
+                "def runtime(p):\n    acc = Accelerator(mixed_precision=p)\n    return acc\n"
+                "def updater(ps):\n    return torch.optim.SGD(ps, lr=0.1)\n"
+                "def engine(m):\n    eng, *_ = deepspeed.initialize(model=m)\n    return eng\n"
+                "def either(ps, fast):\n"
+                "    return updater(ps) if fast else torch.optim.Adam(ps)\n"
+                "def mixed(ps, m):\n    if m:\n        return runtime(ps)\n    return updater(ps)\n"
+            ),
+            "models.py": (
+                "from torch import nn\nimport abc\nclass Backbone(nn.Module):\n    pass\n"
+                "class Record(abc.ABC):\n    pass\nclass DataModel(Record):\n    pass\n"
+                "class Holder:\n    def __init__(self, ps):\n"
+                "        self.opt = factories.updater(ps)\n"
+                "import factories\nfrom somewhere import Unknown\n"
+                "class Mystery(Unknown):\n    pass\n"
+            ),
+            "train.py": (
+                "import factories\nfrom models import Backbone, DataModel, Holder, Mystery\n"
+                "class Head(Backbone):\n    pass\nclass Run(Holder):\n"
+                "    def go(self):\n        return self.opt\n"
+                "a = factories.runtime(1)\nb = factories.updater(2)\nc = factories.engine(3)\n"
+                "d = factories.either(4, 5)\ne = factories.mixed(6, 7)\n"
+                "x = Backbone(), DataModel(), Mystery()\n"
+            ),
+        }
+    )
+    facts = index.facts_for("train.py").names
+    assert facts["factories.runtime"].kind == "accelerator"
+    assert facts["factories.updater"].kind == "optimizer"
+    assert facts["factories.engine"].kind == "engine"
+    assert facts["factories.either"].kind == "optimizer"  # both arms agree
+    assert facts["factories.mixed"].kind is None  # they differ: unknown
+    assert facts["Backbone"].kind == "module"
+    assert facts["DataModel"].kind == "object"  # every base known, none catalogued
+    assert "Mystery" not in facts or facts["Mystery"].kind is None
+    assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
+
+
+def test_parameter_kinds_from_every_caller() -> None:
+    index = index_of(
+        {
+            "loops.py": (
+                "def fit(model, booster, steps):\n    return booster\n"
+                "def other(model, booster):\n    return booster\n"
+            ),
+            "main.py": (
+                "from accelerate import Accelerator\nfrom loops import fit, other\n"
+                "def main(m):\n    acc = Accelerator()\n    fit(m, acc, 3)\n"
+                "    other(m, acc)\n"
+                "def again(m, given):\n    fit(m, booster=Accelerator(), steps=1)\n"
+                "    other(m, given)\n"  # an argument of unknown kind: no kind for `other`
+            ),
+        }
+    )
+    functions = index.facts_for("loops.py").functions
+    assert functions["fit"].parameter_kinds == ((1, "accelerator"),)
+    assert "other" not in functions or not functions["other"].parameter_kinds
+
+
 def test_a_rank_test_in_either_branch_and_a_dotted_import_beside_a_script() -> None:
     """``return is_local(a) if local else is_global(a)`` returns a rank test; a script
     imports ``pyg.dist_utils`` from the folder beside it (that folder is on sys.path)."""
@@ -391,7 +470,8 @@ def test_a_ddp_model_handed_down_marks_the_parameters_that_receive_it() -> None:
     assert not index.wrapped_parameters.get(("evaluation", "tune"))  # buffers kept local
     facts = index.facts_for("evaluation.py").functions
     assert facts["evaluate"] == OwnFunctionFacts(ddp_parameters=(0,))
-    assert facts["run"] == OwnFunctionFacts(ddp_parameters=(1,))
+    # Its one caller hands it a `DistributedDataParallel`: a module.
+    assert facts["run"] == OwnFunctionFacts(ddp_parameters=(1,), parameter_kinds=((1, "module"),))
 
 
 def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
@@ -408,6 +488,11 @@ def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
         if owner == module and positions:
             chosen = functions.get(name, OwnFunctionFacts())
             functions[name] = replace(chosen, ddp_parameters=tuple(sorted(positions)))
+    for (owner, name), by_position in sorted(index.kinds.parameters.items()):
+        if owner == module and by_position:
+            chosen = functions.get(name, OwnFunctionFacts())
+            kinds = tuple(sorted(by_position.items()))
+            functions[name] = replace(chosen, parameter_kinds=kinds)
     return FileFacts(index.facts_for(path).names, functions)
 
 
@@ -438,7 +523,11 @@ def test_facts_grouped_by_module_equal_the_project_wide_scan() -> None:
     for path in index.module_of_path:
         assert index.facts_for(path) == _facts_by_scanning(index, path), path
     own = index.facts_for("pkg/m3.py").functions
-    assert own["evaluate"] == OwnFunctionFacts(callers_choose_device=True, ddp_parameters=(0,))
+    # Its one caller passes `net` after binding it to `DDP(net)`: a module; `prepare`
+    # gets `net` before that binding, of unknown kind.
+    assert own["evaluate"] == OwnFunctionFacts(
+        callers_choose_device=True, ddp_parameters=(0,), parameter_kinds=((0, "module"),)
+    )
     assert own["prepare"] == OwnFunctionFacts(callers_choose_device=True)
 
 
@@ -470,8 +559,13 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "helper": NameFacts(no_rank_test=True, rank_zero_only=True, not_a_collective=True),
             "comm.reduce": NameFacts(agreement=Agreement(("t", "n"), ("n",), ("t",))),
             "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
+            "runtime.build": NameFacts(no_rank_test=True, kind="accelerator"),
         },
-        {"evaluate": OwnFunctionFacts(True, (1,)), "prepare": OwnFunctionFacts(True)},
+        {
+            "evaluate": OwnFunctionFacts(True, (1,)),
+            "prepare": OwnFunctionFacts(True),
+            "fit": OwnFunctionFacts(parameter_kinds=((1, "accelerator"),)),
+        },
     )
     assert decode_facts(encode_facts(facts)) == facts
     for alone, untrained in ((True, False), (False, True)):

@@ -243,8 +243,80 @@ def test_not_set_iterations(iterable: str) -> None:
     ],
 )
 def test_optimizer_steps(code: str, expected: bool) -> None:
-    outermost = context(code).index.nodes(cst.Call)[0]
-    assert is_optimizer_step(outermost) is expected
+    ctx = context(code)
+    outermost = ctx.index.nodes(cst.Call)[0]
+    assert is_optimizer_step(outermost, ctx.object_types) is expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # Known by allocation under names that say nothing (or say otherwise).
+        ("import torch\nupdater = torch.optim.AdamW(ps)\nupdater.step()", True),
+        (
+            "import torch\ndef make(ps):\n    return torch.optim.SGD(ps)\nu = make(ps)\nu.step()",
+            True,
+        ),
+        ("from transformers import get_scheduler\nwarm = get_scheduler('x', o)\nwarm.step()", True),
+        ("from torch.cuda.amp import GradScaler\nguard = GradScaler()\nguard.step(o)", True),
+        (
+            "import deepspeed\nnet, o, _, _ = deepspeed.initialize(model=m)\nnet.step()",
+            True,
+        ),
+        (
+            "from accelerate import Accelerator\nimport torch\nacc = Accelerator()\n"
+            "w = torch.optim.Adam(ps)\nm, w2 = acc.prepare(model, w)\nw2.step()",
+            True,
+        ),
+        (
+            "import torch\nclass T:\n    def __init__(self, ps):\n"
+            "        self.u = torch.optim.Adam(ps)\n    def go(self):\n        self.u.step()",
+            True,
+        ),
+        # Look-alikes: named like a stepper, allocated as something else.
+        (
+            "from diffusers import DDPMScheduler\nnoise_scheduler = DDPMScheduler()\n"
+            "noise_scheduler.step(out, t, x)",
+            False,
+        ),
+        (
+            "from diffusers import DDIMScheduler\nsched = DDIMScheduler.from_pretrained(p)\n"
+            "sched.step(out, t, x)",
+            False,
+        ),
+        ("from torch import nn\nopt_head = nn.Linear(2, 2)\nopt_head.step()", False),
+        # Unknown allocation: the name still decides.
+        ("optimizer = build(cfg)\noptimizer.step()", True),
+        ("env = build(cfg)\nenv.step(a)", False),
+    ],
+)
+def test_optimizer_steps_by_allocation(code: str, expected: bool) -> None:
+    ctx = context(code)
+    step = next(
+        c for c in ctx.index.nodes(cst.Call) if ctx.module.code_for_node(c.func).endswith(".step")
+    )
+    assert is_optimizer_step(step, ctx.object_types) is expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("from torch import nn\nclass A(nn.Module):\n    pass", True),
+        ("import lightning as L\nclass A(L.LightningModule):\n    pass", True),
+        ("from transformers import PreTrainedModel\nclass A(PreTrainedModel):\n    pass", True),
+        ("from torch import nn\nclass B(nn.Module):\n    pass\nclass A(B):\n    pass", True),
+        # Named like a module, of known bases that make none.
+        ("import abc\nclass DataModel(abc.ABC):\n    pass\nclass A(DataModel):\n    pass", False),
+        ("import torch\nclass A(torch.optim.Optimizer):\n    pass", False),
+        # An imported base of unknown kind: its name still decides.
+        ("from lib import ASRModel\nclass A(ASRModel):\n    pass", True),
+        ("from lib import Helper\nclass A(Helper):\n    pass", False),
+    ],
+)
+def test_module_classes_by_kind(code: str, expected: bool) -> None:
+    ctx = context(code)
+    cls = next(c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == "A")
+    assert ctx.forward_paths.is_module_class(cls) is expected
 
 
 @pytest.mark.parametrize(

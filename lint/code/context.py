@@ -36,6 +36,7 @@ from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
 from ddplint.code.values.divergence import Divergence
+from ddplint.code.values.object_types import ObjectTypes
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Fix, Related, RuleIdentity
 from ddplint.source import SourceFile
@@ -88,7 +89,12 @@ class CodeContext:
 
     @cached_property
     def forward_paths(self) -> ForwardPaths:
-        return ForwardPaths(self.index, self.names)
+        return ForwardPaths(self.index, self.names, self.object_types)
+
+    @cached_property
+    def object_types(self) -> ObjectTypes:
+        """The kinds of objects the module's values hold, from their allocation."""
+        return ObjectTypes(self.index, self.names, self.project)
 
     @cached_property
     def project(self) -> ProjectView:
@@ -143,7 +149,7 @@ class CodeContext:
 
     @cached_property
     def training_steps(self) -> TrainingSteps:
-        return TrainingSteps(self.index, self.forward_paths, self.call_reach)
+        return TrainingSteps(self.index, self.forward_paths, self.call_reach, self.object_types)
 
     @cached_property
     def step_hooks(self) -> StepHooks:
@@ -188,7 +194,7 @@ class CodeContext:
 
     @cached_property
     def data_dependence(self) -> DataDependence:
-        return DataDependence(self.index, self.collectives, self.training_steps)
+        return DataDependence(self.index, self.collectives, self.training_steps, self.object_types)
 
     @cached_property
     def divergence(self) -> Divergence:

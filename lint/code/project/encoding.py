@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "11"
+SUMMARY_VERSION = "12"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "5"
+FACTS_VERSION = "6"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -39,11 +39,11 @@ _NAME_FLAGS = (
 
 def encode_facts(facts: FileFacts) -> str:
     """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
-    agreement]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
+    agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing]``), a function's as ``[callers choose device, DDP
-    parameters, rank parameters]``, then ``[runs alone, off training]``; "" for a
-    file without facts."""
+    parameters, rank parameters, parameter kinds]``, then ``[runs alone, off
+    training]``; "" for a file without facts."""
     if not facts:
         return ""
     names = {name: _encode_name(fact) for name, fact in facts.names.items()}
@@ -52,6 +52,7 @@ def encode_facts(facts: FileFacts) -> str:
             int(fact.callers_choose_device),
             list(fact.ddp_parameters),
             list(fact.rank_parameters),
+            [list(pair) for pair in fact.parameter_kinds],
         ]
         for name, fact in facts.functions.items()
     }
@@ -84,7 +85,7 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             None if reaching is None else list(reaching),
             list(agreement.agreeing),
         ]
-    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement]
+    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement, fact.kind]
 
 
 def decode_facts(encoded: str | None) -> FileFacts:
@@ -96,8 +97,10 @@ def decode_facts(encoded: str | None) -> FileFacts:
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
-                str(name): OwnFunctionFacts(bool(chooses), _positions(ddp), _positions(rank))
-                for name, (chooses, ddp, rank) in functions.items()
+                str(name): OwnFunctionFacts(
+                    bool(chooses), _positions(ddp), _positions(rank), _kinds(kinds)
+                )
+                for name, (chooses, ddp, rank, kinds) in functions.items()
             },
             runs_alone=bool(alone),
             off_training=bool(untrained),
@@ -107,13 +110,14 @@ def decode_facts(encoded: str | None) -> FileFacts:
 
 
 def _decode_name(value: Any) -> NameFacts:
-    flags, sharded, reach, agreement = value
-    if not isinstance(flags, int):
+    flags, sharded, reach, agreement, kind = value
+    if not isinstance(flags, int) or not isinstance(kind, (str, type(None))):
         raise TypeError("flags")
     return NameFacts(
         _decode_reach(reach),
         sharded_arguments=_positions(sharded),
         agreement=_decode_agreement(agreement),
+        kind=kind,
         **{name: bool(flags >> bit & 1) for bit, name in enumerate(_NAME_FLAGS)},
     )
 
@@ -149,6 +153,18 @@ def _texts(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise TypeError("texts")
     return tuple(value)
+
+
+def _kinds(value: Any) -> tuple[tuple[int, str], ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], int)
+        and isinstance(pair[1], str)
+        for pair in value
+    ):
+        raise TypeError("kinds")
+    return tuple((position, kind) for position, kind in value)
 
 
 def _positions(value: Any) -> tuple[int, ...]:

@@ -72,6 +72,9 @@ class NameFacts:
     #: What a call of it (a function of another module that issues a collective) does
     #: with its arguments: which it reduces in place, whether its result agrees.
     agreement: Agreement | None = None
+    #: The kind of object it makes when called (a class, a factory) or holds (an
+    #: instance, a field): ``analysis.object_kinds``; None when unknown.
+    kind: str | None = None
 
     def informs_rules(self) -> bool:
         """Whether it can make a rule fire on a file without any of the words the
@@ -98,6 +101,9 @@ class OwnFunctionFacts:
     ddp_parameters: tuple[int, ...] = ()
     #: The positions of the parameters callers hand the process's rank in.
     rank_parameters: tuple[int, ...] = ()
+    #: ``(position, kind)`` of the parameters every project caller hands an object of
+    #: one kind in (``analysis.object_kinds``).
+    parameter_kinds: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
+from ddplint.code.project.object_kinds import ProjectKinds
 from ddplint.code.project.programs import ProgramRoles, program_roles
 from ddplint.code.project.summaries import Summary
 
@@ -321,7 +322,7 @@ class ProjectIndex:
                 return (cls_module, f"{cls}.__init__")
         return None
 
-    def _parameter_position(self, callee: FunctionKey, argument: int | str) -> int | None:
+    def parameter_position(self, callee: FunctionKey, argument: int | str) -> int | None:
         """The position of the parameter an argument fills: its own position, or the
         position of the parameter its keyword names (None for a keyword-only one)."""
         if isinstance(argument, int):
@@ -443,7 +444,7 @@ class ProjectIndex:
                     [*callee, position]
                     for target, argument in function.get("rank_args", ())
                     if (callee := self.called_key(target, module, owner)) is not None
-                    and (position := self._parameter_position(callee, argument)) is not None
+                    and (position := self.parameter_position(callee, argument)) is not None
                 ],
                 "shards": list(function.get("shards") or ()),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
@@ -709,26 +710,43 @@ class ProjectIndex:
             chosen.setdefault(owner, set()).add(name)
         wrapped = _by_module(self.wrapped_parameters)
         ranks = _by_module(self.rank_parameters)
+        kinds: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}
+        for (owner, name), by_position in self.kinds.parameters.items():
+            kinds.setdefault(owner, {})[name] = tuple(sorted(by_position.items()))
         grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
-        for owner in chosen.keys() | wrapped.keys() | ranks.keys():
+        for owner in chosen.keys() | wrapped.keys() | ranks.keys() | kinds.keys():
             choosing, handed = chosen.get(owner, set()), wrapped.get(owner, {})
-            ranked = ranks.get(owner, {})
+            ranked, typed = ranks.get(owner, {}), kinds.get(owner, {})
             grouped[owner] = {
-                name: OwnFunctionFacts(name in choosing, handed.get(name, ()), ranked.get(name, ()))
-                for name in sorted(choosing | handed.keys() | ranked.keys())
+                name: OwnFunctionFacts(
+                    name in choosing,
+                    handed.get(name, ()),
+                    ranked.get(name, ()),
+                    typed.get(name, ()),
+                )
+                for name in sorted(choosing | handed.keys() | ranked.keys() | typed.keys())
             }
         return grouped
 
+    @cached_property
+    def kinds(self) -> ProjectKinds:
+        """The kinds of objects project names make or hold."""
+        return ProjectKinds(self)
+
     def _fact(self, symbol: Symbol, module: str, spelled: str) -> NameFacts | None:
+        kind = self.kinds.of_symbol(symbol)
         if symbol[0] == "attribute":
             held = self._attribute_is_rank_test(symbol)
-            return NameFacts(rank_test=True, held=True) if held else None
+            if not held and kind is None:
+                return None
+            return NameFacts(rank_test=held, held=held, kind=kind)
         if symbol[0] != "function":
-            return None
+            return NameFacts(kind=kind) if kind is not None else None
         key = (symbol[1], symbol[2])
         function = self._function(key)
         rank_test = key in self.rank_tests
         local = NameFacts(
+            kind=kind,
             rank_test=rank_test,
             held=rank_test and bool(function.get("property")),
             no_rank_test=not rank_test,  # a known function whose result is no rank test

@@ -175,6 +175,8 @@ def function_summary(
     wrapped_args: list[list[Any]] = []
     rank_names = _rank_bound_names(nodes)
     rank_args: list[list[Any]] = []
+    allocations = _allocations(nodes)
+    made_args: list[list[Any]] = []
     for node in nodes:
         if isinstance(node, ast.Call):
             kind = _collective(node, imports)
@@ -203,6 +205,9 @@ def function_summary(
                     forwards.extend([target, argument, own] for argument, own in passed)
                 wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
                 rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
+                made_args.extend(
+                    [target, at, made] for at, made in _allocated_arguments(node, allocations)
+                )
         elif isinstance(node, ast.Return) and node.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
             value = node.value
@@ -226,8 +231,10 @@ def function_summary(
         "forwards": forwards,
         "wrapped_args": wrapped_args,
         "rank_args": rank_args,
+        "made_args": made_args,
         "params": list(positions),
         "return_calls": return_calls,
+        "returned_made": _returned_made(nodes),
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
@@ -269,6 +276,87 @@ def _agreement(
         None if reaching is None else sorted(reaching),
         sorted(summary.agreeing),
     ]
+
+
+def _allocations(nodes: list[ast.AST]) -> dict[str, tuple[str, int]]:
+    """Names the function binds to one call's result only (``acc = Accelerator()``),
+    with the callee as spelled and the first line; a name bound otherwise too is left
+    out."""
+    made: dict[str, tuple[str, int]] = {}
+    recorded: set[int] = set()
+    others: set[str] = set()
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and (callee := dotted(node.value.func)) is not None
+            and made.get(node.targets[0].id, (callee,))[0] == callee
+        ):
+            made.setdefault(node.targets[0].id, (callee, node.lineno))
+            recorded.add(id(node.targets[0]))
+        elif (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and id(node) not in recorded
+        ):
+            others.add(node.id)
+    return {name: made[name] for name in made.keys() - others}
+
+
+def _allocated_arguments(
+    call: ast.Call, allocations: dict[str, tuple[str, int]]
+) -> list[tuple[int | str, str]]:
+    """``(position or keyword, callee)`` for each argument of ``call`` that is an
+    allocation: a name bound to one call's result on an earlier line, or a call in
+    place."""
+    found: list[tuple[int | str, str]] = []
+    labelled: list[tuple[int | str, ast.expr]] = [
+        *enumerate(a for a in call.args if not isinstance(a, ast.Starred)),
+        *((k.arg, k.value) for k in call.keywords if k.arg is not None),
+    ]
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        labelled = [(k, v) for k, v in labelled if isinstance(k, str)]
+    for at, value in labelled:
+        if isinstance(value, ast.Name) and value.id in allocations:
+            callee, line = allocations[value.id]
+            if line < call.lineno:
+                found.append((at, callee))
+        elif isinstance(value, ast.Call) and (in_place := dotted(value.func)) is not None:
+            found.append((at, in_place))
+    return found
+
+
+def _returned_made(nodes: list[ast.AST]) -> list[list[Any]]:
+    """``[callee, item]`` for each returned local name bound to a call's result
+    (``acc = Accelerator(...)``, ``return acc``): item -1 for the whole result, else the
+    position the name takes in a tuple it unpacks (``engine, *_ = deepspeed.initialize(...)``).
+    Direct ``return f(...)`` is ``return_calls``'."""
+    returned = {
+        node.value.id
+        for node in nodes
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+    }
+    if not returned:
+        return []
+    made: list[list[Any]] = []
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        callee = dotted(node.value.func)
+        if callee is None:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in returned:
+                made.append([callee, -1])
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                made.extend(
+                    [callee, item]
+                    for item, element in enumerate(target.elts)
+                    if isinstance(element, ast.Name) and element.id in returned
+                )
+    return made
 
 
 def _returned_from(

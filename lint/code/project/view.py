@@ -98,6 +98,12 @@ class ProjectView:
             via=_chain_text(reach),
         )
 
+    def kind(self, expr: cst.BaseExpression) -> str | None:
+        """The kind of object a project name makes when called (a class, a factory) or
+        holds (an instance, a field set in a class of another module): see
+        ``project.object_kinds``; None when unknown."""
+        return self._fact(expr).kind
+
     def is_project_function(self, call: cst.Call) -> bool:
         """The call runs a project function that only looks like a framework
         collective (``trainer.save_checkpoint`` of the project's own ``Trainer``)."""
@@ -126,6 +132,18 @@ class ProjectView:
         process's rank in (``Trainer(cfg, local_rank)`` for ``__init__(self, cfg,
         device_id)``)."""
         return parameter_names(function, self._def_fact(function).rank_parameters)
+
+    def parameter_kinds(self, function: cst.FunctionDef) -> dict[str, str]:
+        """The kinds of ``function``'s parameters that every project caller hands an
+        object of one kind in, by name."""
+        params = [p.name.value for p in function.params.params]
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        return {
+            params[position]: kind
+            for position, kind in self._def_fact(function).parameter_kinds
+            if position < len(params)
+        }
 
     def _def_fact(self, function: cst.FunctionDef) -> OwnFunctionFacts:
         """The facts about a function of this file (``f``, ``Class.f``)."""

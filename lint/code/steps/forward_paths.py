@@ -1,8 +1,11 @@
 """Which functions run on every training step: the forward path.
 
-A forward path is ``forward`` / ``*_step`` of a class deriving from ``nn.Module``,
-``LightningModule``, NeMo's ``ModelPT``/``NeuralModule`` (directly, through other
-classes of the module, or through an imported base whose name says it is a module),
+A forward path is ``forward`` / ``*_step`` of a module class: one whose kind
+(``values.object_types``) is a module's, through its bases in this module, the project's
+classes across modules and the library catalogue (``nn.Module``, ``LightningModule``,
+NeMo's ``ModelPT``/``NeuralModule``, Megatron's ``MegatronModule``, transformers'
+``PreTrainedModel``); where a base is of unknown kind, an imported base whose name says
+it is a module (``ASRModel``) still counts,
 plus every function those reach through calls inside the same module (``self.helper()``,
 ``helper()``). The body of a loop that calls ``backward()`` is a per-step path too:
 ``ddplint.code.steps.training_steps`` finds those.
@@ -16,35 +19,17 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.object_kinds import MODULE_KINDS, library_kind
 from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
+from ddplint.code.values.object_types import ObjectTypes
 
 FORWARD_METHODS = frozenset(
     {"forward", "training_step", "validation_step", "test_step", "predict_step"}
 )
-MODULE_BASES = frozenset(
-    {
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
-        "torch.autograd.Function",
-        "lightning.LightningModule",
-        "lightning.pytorch.LightningModule",
-        "lightning.pytorch.core.LightningModule",
-        "lightning.pytorch.core.module.LightningModule",
-        "pytorch_lightning.LightningModule",
-        "pytorch_lightning.core.LightningModule",
-        "pytorch_lightning.core.module.LightningModule",
-        "pytorch_lightning.core.lightning.LightningModule",
-        "nemo.core.ModelPT",
-        "nemo.core.NeuralModule",
-        "nemo.core.classes.ModelPT",
-        "nemo.core.classes.NeuralModule",
-        "nemo.core.classes.modelPT.ModelPT",
-        "nemo.core.classes.module.NeuralModule",
-    }
-)
-# An imported base we cannot see into still names itself: ``ASRModel``, ``MegatronModule``.
+# The fallback for a class of unknown kind: an imported base still names itself
+# (``ASRModel``).
 _MODULE_LIKE_NAME = re.compile(r"(Module|ModelPT|Model|Layer|Block|Encoder|Decoder)$")
 
 
@@ -66,9 +51,10 @@ class PathReason:
 class ForwardPaths:
     """Forward-path functions of one module and per-step training loops."""
 
-    def __init__(self, index: ModuleIndex, names: ImportTable) -> None:
+    def __init__(self, index: ModuleIndex, names: ImportTable, types: ObjectTypes) -> None:
         self._index = index
         self._names = names
+        self._types = types
         self._local = LocalFunctions(index)
         self.classes = self._local.classes
         self.functions: dict[cst.FunctionDef, PathReason] = {}
@@ -76,15 +62,20 @@ class ForwardPaths:
         self._compute()
 
     def is_module_class(self, cls: cst.ClassDef, _seen: frozenset[str] = frozenset()) -> bool:
-        """Whether ``cls`` derives from a torch/Lightning/NeMo module class."""
+        """Whether ``cls`` derives from a torch/Lightning/NeMo module class: by its kind
+        where its bases say, else by the names of its imported bases."""
         name = cls.name.value
         if name in self._module_like_cache:
             return self._module_like_cache[name]
+        kind = self._types.class_kind(cls)
+        if kind is not None:
+            self._module_like_cache[name] = kind in MODULE_KINDS
+            return kind in MODULE_KINDS
         result = False
         for base in cls.bases:
             qualified = self._names.qualified_name(base.value)
             dotted = dotted_name(base.value) or ""
-            if qualified in MODULE_BASES:
+            if qualified is not None and library_kind(qualified) in MODULE_KINDS:
                 result = True
             elif dotted in self.classes and dotted not in _seen | {name}:
                 result = self.is_module_class(self.classes[dotted], _seen | {name})

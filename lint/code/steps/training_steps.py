@@ -19,6 +19,7 @@ from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import dotted_name
+from ddplint.code.values.object_types import ObjectTypes
 
 _BACKWARD = frozenset({StepEvent.BACKWARD})
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -45,9 +46,14 @@ class TrainingSteps:
     """Training loops and ``training_step`` methods of one module."""
 
     def __init__(
-        self, index: ModuleIndex, forward_paths: ForwardPaths, call_reach: CallReach
+        self,
+        index: ModuleIndex,
+        forward_paths: ForwardPaths,
+        call_reach: CallReach,
+        types: ObjectTypes,
     ) -> None:
         self._index = index
+        self._types = types
         self._forward_paths = forward_paths
         self._call_reach = call_reach
         self._loops: dict[cst.CSTNode, bool] = {}
@@ -94,7 +100,7 @@ class TrainingSteps:
             return True
         return not any(
             isinstance(node, cst.Call)
-            and is_optimizer_step(node)
+            and is_optimizer_step(node, self._types)
             and not any(self._index.is_inside(node, i) for i in inner)
             for node in self._index.walk_within(loop.body)
         )
@@ -124,7 +130,7 @@ class TrainingSteps:
             calls = [current] if isinstance(current, cst.Call) else []
             calls += [n for n in self._index.walk_within(current) if isinstance(n, cst.Call)]
             for call in calls:
-                if is_optimizer_step(call):
+                if is_optimizer_step(call, self._types):
                     return True
                 callee = self._local.callee(call)
                 if callee is not None:

@@ -18,11 +18,13 @@ from collections.abc import Collection, Iterator
 
 import libcst as cst
 
+from ddplint.analysis.object_kinds import BACKWARD_OWNER_KINDS, CATALOGUED_KINDS, MODULE_KINDS
 from ddplint.code.collectives.catalogue import Collective
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.constants import parameters
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
 from ddplint.code.syntax.names import bound_names, dotted_name
+from ddplint.code.values.object_types import ObjectTypes
 from ddplint.code.values.optional_values import OptionalValues
 
 #: Collectives whose first argument holds the same result on every rank afterwards.
@@ -61,8 +63,12 @@ STRUCTURE_METHODS = frozenset(
 )
 # Literal iterables hold configurations, not batches.
 _LITERALS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString)
-# Receivers whose ``.backward(x)`` takes the loss as an argument, not as the receiver.
+# Receivers of unknown kind whose ``.backward(x)`` takes the loss as an argument, not as
+# the receiver, by name (the fallback where ``ObjectTypes`` does not know the receiver).
 _BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "autograd", "strategy", "self", "model")
+
+#: Known kinds whose ``backward`` is the receiver's own (a tensor's): never the owner's.
+_OTHER_KINDS = CATALOGUED_KINDS - BACKWARD_OWNER_KINDS - MODULE_KINDS
 
 Scope = cst.FunctionDef | cst.Module
 
@@ -146,8 +152,10 @@ class DataDependence:
         index: ModuleIndex,
         collectives: dict[cst.Call, Collective],
         training_steps: TrainingSteps,
+        types: ObjectTypes,
     ) -> None:
         self._index = index
+        self._types = types
         self._collectives = collectives
         self._steps = training_steps
         self._flows: dict[Scope, _ScopeFlow] = {}
@@ -246,7 +254,7 @@ class DataDependence:
                 first = node.args[0].value
                 if isinstance(first, cst.Name):
                     flow.synced_at.setdefault(first.value, self._index.order[node])
-            loss = _loss_of_backward(node)
+            loss = _loss_of_backward(node, self._types)
             if loss is not None:
                 flow.seeds.add(loss)
 
@@ -393,8 +401,11 @@ def _has_literal_default(function: cst.FunctionDef | None, name: str) -> bool:
     return found is not None and isinstance(found.default, _LITERALS)
 
 
-def _loss_of_backward(call: cst.Call) -> str | None:
-    """The name of the loss a backward call differentiates, when it is a plain name."""
+def _loss_of_backward(call: cst.Call, types: ObjectTypes) -> str | None:
+    """The name of the loss a backward call differentiates, when it is a plain name:
+    the argument of a framework object's ``backward(loss)`` (an accelerator, a Fabric,
+    a DeepSpeed engine, a LightningModule: known by its allocation, else by its name),
+    else the receiver."""
     if not isinstance(call.func, cst.Attribute):
         return None
     method = call.func.attr.value
@@ -403,8 +414,15 @@ def _loss_of_backward(call: cst.Call) -> str | None:
         return _root_name(call.args[0].value) if call.args else None
     if method != "backward":
         return None
+    kind = types.kind_of(receiver)
+    if kind in BACKWARD_OWNER_KINDS:
+        return _root_name(call.args[0].value) if call.args else None
     owner = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
-    if owner and any(owner == o or owner.endswith(o) for o in _BACKWARD_OWNERS):
+    if (
+        kind not in _OTHER_KINDS
+        and owner
+        and any(owner == o or owner.endswith(o) for o in _BACKWARD_OWNERS)
+    ):
         return _root_name(call.args[0].value) if call.args else None
     if _called_name(receiver) == "scale":  # scaler.scale(loss).backward()
         assert isinstance(receiver, cst.Call)

@@ -1,0 +1,168 @@
+"""Object types across the project: the kind (``analysis.object_kinds``) of what a
+project name makes or holds, from allocation sites, not from names.
+
+A project class has the kind of its first base that has one, through the project's
+class hierarchy across modules down to the library catalogue (``class Backbone(nn.Module)``
+in one file, ``class Head(Backbone)`` in another: a module); a class whose bases are all
+known and none catalogued is an ``OBJECT``. A project function has the kind of what it
+returns (``return Accelerator(...)``, ``acc = Accelerator(); return acc``, the engine
+of ``engine, *_ = deepspeed.initialize(...)``, another project function's or class's
+result) when every returned allocation agrees; a ``self.x`` field the kind of what its
+class's methods assign it; a module-level instance its class's kind; a parameter the
+kind every project call of its function passes there (``train(model, acc)`` after
+``acc = Accelerator()``), when each passes an allocation of that one kind.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from ddplint.analysis.object_kinds import ENGINE, OBJECT, is_deepspeed_initialize, library_kind
+from ddplint.code.project.summaries import qualify
+
+if TYPE_CHECKING:
+    from ddplint.code.project.index import FunctionKey, ProjectIndex, Symbol
+
+#: Bound on the chain of classes and factories followed for one kind.
+_MAX_DEPTH = 12
+#: Bases that make a class no object of the frameworks (``ABC``, ``Generic``, ``Enum``).
+_PLAIN_MODULES = ("abc.", "typing.", "enum.", "collections.", "dataclasses.")
+_BUILTINS = frozenset(dir(builtins))
+_UNKNOWN = "?"
+
+
+class ProjectKinds:
+    """Kinds of project symbols, each computed once."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        self._index = index
+        self._known: dict[tuple[str, ...], str] = {}
+
+    def of_symbol(self, symbol: Symbol, depth: int = 0) -> str | None:
+        """The kind of object ``symbol`` makes (a class, a function) or holds (an
+        instance, a ``self.x`` field); None when unknown."""
+        if symbol in self._known:
+            found = self._known[symbol]
+            return None if found == _UNKNOWN else found
+        self._known[symbol] = _UNKNOWN  # a cycle stays unknown
+        kind = self._compute(symbol, depth) if depth <= _MAX_DEPTH else None
+        self._known[symbol] = _UNKNOWN if kind is None else kind
+        return kind
+
+    def _compute(self, symbol: Symbol, depth: int) -> str | None:
+        what, module = symbol[0], symbol[1]
+        if what in ("class", "instance"):
+            return self._class_kind(module, symbol[2], depth)
+        if what == "function":
+            return self._returned_kind(module, symbol[2], depth)
+        if what == "attribute":
+            cls, attribute = symbol[2], symbol[3]
+            summary = self._index.summaries[module]["classes"].get(cls, {})
+            made = summary.get("attribute_calls", {}).get(attribute, ())
+            return _agreed(self.of_spelled(callee, module, cls, depth + 1) for callee in made)
+        return None
+
+    @cached_property
+    def parameters(self) -> dict[FunctionKey, dict[int, str]]:
+        """Per function, the kind of each parameter (by position, ``self`` not counted)
+        that every project call of it passes an allocation of that kind in."""
+        index = self._index
+        passed: dict[tuple[FunctionKey, int], list[str | None]] = {}
+        for module, owner, target, at, made in self._made_arguments():
+            key = index.called_key(target, module, owner)
+            position = None if key is None else index.parameter_position(key, at)
+            if key is not None and position is not None:
+                kind = self.of_spelled(made, module, owner)
+                passed.setdefault((key, position), []).append(kind)
+        if not passed:
+            return {}
+        callees = {key for key, _ in passed}
+        last_names = {key[1].rpartition(".")[2] for key in callees} | {"__init__"}
+        sites: Counter[FunctionKey] = Counter()
+        for module, owner, target in self._calls():
+            if target.rpartition(".")[2] in last_names or target[:1].isupper():
+                key = index.called_key(target, module, owner)
+                if key in callees:
+                    sites[key] += 1
+        found: dict[FunctionKey, dict[int, str]] = {}
+        for (key, position), kinds in passed.items():
+            agreed = kinds[0]
+            if agreed in (None, OBJECT) or len(kinds) != sites[key] or set(kinds) != {agreed}:
+                continue
+            found.setdefault(key, {})[position] = agreed
+        return found
+
+    def _made_arguments(self) -> Iterator[tuple[str, str | None, str, int | str, str]]:
+        for module in self._index.paths:
+            for function in self._index.summaries[module]["functions"].values():
+                for target, at, made in function.get("made_args", ()):
+                    yield module, function["owner"], target, at, made
+
+    def _calls(self) -> Iterator[tuple[str, str | None, str]]:
+        for module in self._index.paths:
+            summary = self._index.summaries[module]
+            for function in summary["functions"].values():
+                for target, _line in function["calls"]:
+                    yield module, function["owner"], target
+            for target, _line in summary.get("top", {}).get("calls", ()):
+                yield module, None, target
+
+    def of_spelled(
+        self, name: str, module: str, owner: str | None = None, depth: int = 0
+    ) -> str | None:
+        """The kind of what ``name`` (as written in ``module``, inside class ``owner``)
+        makes when called: a project symbol's, or the library catalogue's."""
+        symbol = self._index.spelled(name, module, owner)
+        if symbol is not None:
+            return self.of_symbol(symbol, depth + 1)
+        qualified = qualify(name, self._index.summaries[module]["imports"])
+        return library_kind(qualified) if qualified is not None else None
+
+    def _class_kind(self, module: str, cls: str, depth: int) -> str | None:
+        summary = self._index.summaries[module]["classes"].get(cls)
+        if summary is None:
+            return None
+        known = True
+        for base in summary["bases"]:
+            kind = self.of_spelled(base, module, None, depth + 1)
+            if kind is not None and kind != OBJECT:
+                return kind
+            if kind is None and not self._plain_base(base, module):
+                known = False
+        return OBJECT if known else None
+
+    def _plain_base(self, base: str, module: str) -> bool:
+        """``object``, ``ABC``, ``Generic``, ``Exception``: a base of no framework."""
+        qualified = qualify(base, self._index.summaries[module]["imports"])
+        if qualified is None:
+            return base in _BUILTINS
+        return qualified.startswith(_PLAIN_MODULES)
+
+    def _returned_kind(self, module: str, name: str, depth: int) -> str | None:
+        function = self._index.summaries[module]["functions"].get(name)
+        if function is None:
+            return None
+        owner = function.get("owner")
+        kinds: list[str | None] = [
+            self.of_spelled(callee, module, owner, depth + 1)
+            for callee in function.get("return_calls", ())
+        ]
+        for callee, item in function.get("returned_made", ()):
+            if item == -1:
+                kinds.append(self.of_spelled(callee, module, owner, depth + 1))
+            elif item == 0 and is_deepspeed_initialize(
+                qualify(callee, self._index.summaries[module]["imports"])
+            ):
+                kinds.append(ENGINE)
+        return _agreed(kinds)
+
+
+def _agreed(kinds: Iterable[str | None]) -> str | None:
+    """The one kind the known ``kinds`` agree on; None when none is known or they
+    differ."""
+    known = {kind for kind in kinds if kind is not None}
+    return known.pop() if len(known) == 1 else None
