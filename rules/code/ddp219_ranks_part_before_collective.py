@@ -7,7 +7,12 @@ from collections.abc import Iterator
 
 from ddplint.analysis.decisions import decided_by_some_ranks
 from ddplint.analysis.divergence import Source, Taint
-from ddplint.analysis.point_to_point import CrossedReceives, crossed_receives
+from ddplint.analysis.point_to_point import (
+    CrossedReceives,
+    UnansweredTransfer,
+    crossed_receives,
+    unanswered_transfers,
+)
 from ddplint.analysis.questions import Parting, where_ranks_part
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
@@ -35,6 +40,10 @@ class RanksPartBeforeCollective(CodeRule):
     (rank 0's collective and the others'). Both branches of a rank test that begin
     their point-to-point traffic with a blocking `recv` wait for each other (a
     deadlock): reported at the test (a `send` or `isend` first on one side is correct).
+    A `send` / `isend` under a rank test whose other branch calls nothing, in a module
+    that names no receive anywhere (or a `recv` / `irecv` and no send), has no peer on
+    any rank: reported at the call (a module that names the other side anywhere, or
+    uses `batch_isend_irecv`, is not judged).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
@@ -134,7 +143,7 @@ class RanksPartBeforeCollective(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     needles = (*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES)
-    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv"),)
+    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv", "send"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):
@@ -155,6 +164,30 @@ class RanksPartBeforeCollective(CodeRule):
                 summary="both branches receive first: each rank waits for the other",
                 related=[(crossed.second, "the other branch's first `recv`")],
             )
+        for unanswered in unanswered_transfers(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                unanswered.call,
+                unanswered_message(unanswered),
+                summary=f"`{unanswered.kind}` that no rank answers",
+                related=[(unanswered.test, "the rank test that sends only some ranks here")],
+            )
+
+
+def unanswered_message(unanswered: UnansweredTransfer) -> str:
+    """The explanation of a send (or receive) that no rank answers."""
+    kind = unanswered.kind
+    sending = kind in ("send", "isend")
+    peer = "receive" if sending else "send"
+    calls = "`recv` / `irecv`" if sending else "`send` / `isend`"
+    return (
+        f"`{kind}` runs only where `{header_text(unanswered.test.test)}` "
+        f"{'holds' if unanswered.holds else 'does not hold'}, and no "
+        f"rank ever posts the matching {peer}: the module names no {calls}, and "
+        f"the other ranks' branch calls nothing; the `{kind}` (or the wait on its "
+        f"handle) never returns and the job hangs; issue the matching `{peer}` on the "
+        "peer rank (the other branch of the test)"
+    )
 
 
 def crossed_message(crossed: CrossedReceives) -> str:
