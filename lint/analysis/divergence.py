@@ -1157,7 +1157,7 @@ def _as_values(taint: Taint | None) -> Taint | None:
     return Taint(VALUES, taint.source, taint.line, taint.spelled)
 
 
-def _repetition(expression: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+def _repetition(expression: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     """(the sequence, the count) of ``[t] * n`` / ``n * (a, b)``: a list or tuple
     display (or comprehension) repeated."""
     if not isinstance(expression, ast.BinOp) or not isinstance(expression.op, ast.Mult):

@@ -14,6 +14,7 @@ from ddplint.analysis.point_to_point import (
     unanswered_transfers,
 )
 from ddplint.analysis.questions import Parting, where_ranks_part
+from ddplint.analysis.some_ranks import rank_class_parting
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, IMPLICIT_NEEDLES
@@ -95,11 +96,14 @@ class RanksPartBeforeCollective(CodeRule):
     which `dist.is_initialized()` is false (one process); a name only one arm of a rank
     test binds (the other ranks would stop with a `NameError`, loudly); accelerate's
     `save_state`, which synchronises only under DeepSpeed, FSDP or Megatron-LM, in a
-    module that uses none of them.
+    module that uses none of them. A collective that a test on the rank itself gives to
+    one rank class and not the other (`if rank == 0: barrier()`, a `return` under it)
+    is DDP201's finding, at the same place: one finding per root cause (trip counts
+    and orders decided by the rank stay here).
 
     This rule is built on the analysis core (control flow, post-dominators, a
     flow-sensitive divergence analysis): preview while its precision on code nobody
-    tuned on is measured. It overlaps DDP201 and DDP210, which it is meant to replace.
+    tuned on is measured. DDP210 is retired for it.
 
     ## Why is this bad?
     Collectives pair by order. The rank that left the loop (or skipped the branch)
@@ -149,6 +153,8 @@ class RanksPartBeforeCollective(CodeRule):
         for parting in where_ranks_part(ctx.analysis):
             if decided_by_some_ranks(parting):
                 continue  # DDP211's finding: it names the flag (one per root cause)
+            if rank_class_parting(parting):
+                continue  # DDP201's finding: decided by the rank itself
             yield ctx.ast_finding(
                 self,
                 parting.cause,
