@@ -9,11 +9,12 @@ point-to-point call sits in a nested statement (a loop, another test) is not jud
 Calls count by their resolved name, never by how the module spells them.
 
 ``unanswered_transfers(module)``: a ``send`` / ``isend`` under a rank test whose other
-branch makes no call at all, in a module that names no receive anywhere (nor a
+branch makes no call at all, in a module that starts its process group itself
+(``init_process_group``: every rank runs its code) and names no receive anywhere (nor a
 ``batch_isend_irecv``), and the same for a ``recv`` / ``irecv`` and sends: the message
 has no peer on any rank, so the blocking side (or the wait on its handle) never returns.
-A branch of the other ranks that calls anything (a helper that may receive) is not
-judged.
+A branch of the other ranks that calls anything (a helper that may receive), and a
+library module (the peer's code may live in another module), are not judged.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def unanswered_transfers(analysis: ModuleAnalysis) -> list[UnansweredTransfer]:
     named = _named_transfers(analysis.module, names)
     if "batch_isend_irecv" in named:
         return []  # its operations name their functions (``P2POp(dist.irecv, ...)``)
+    if not _starts_its_group(analysis.module, names):
+        return []  # a library module: the peer's code may live in another module
     found: list[UnansweredTransfer] = []
     for scope, calls in nodes.calls_by_scope.items():
         kinds = {point_to_point(call, names) for call in calls}
@@ -141,6 +144,20 @@ def _named_transfers(module: ast.Module, names: Names) -> set[str]:
                 if where in TORCH_DIST_MODULES and name in _POINT_TO_POINT:
                     found.add(name)
     return found
+
+
+def _starts_its_group(module: ast.Module, names: Names) -> bool:
+    """Whether the module starts the process group itself (``init_process_group``):
+    a program whose every rank runs this module's code, so a peer's receive would be
+    here too."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            resolved = names.resolve(node.func)
+            if resolved is not None and "." in resolved:
+                where, name = resolved.rsplit(".", 1)
+                if where in TORCH_DIST_MODULES and name == "init_process_group":
+                    return True
+    return False
 
 
 def _calls_any(body: list[ast.stmt]) -> bool:

@@ -41,10 +41,11 @@ class RanksPartBeforeCollective(CodeRule):
     (rank 0's collective and the others'). Both branches of a rank test that begin
     their point-to-point traffic with a blocking `recv` wait for each other (a
     deadlock): reported at the test (a `send` or `isend` first on one side is correct).
-    A `send` / `isend` under a rank test whose other branch calls nothing, in a module
-    that names no receive anywhere (or a `recv` / `irecv` and no send), has no peer on
-    any rank: reported at the call (a module that names the other side anywhere, or
-    uses `batch_isend_irecv`, is not judged).
+    A `send` / `isend` under a rank test whose other branch calls nothing, in a program
+    that starts its process group itself and names no receive anywhere (or a `recv` /
+    `irecv` and no send), has no peer on any rank: reported at the call (a module that
+    names the other side anywhere, uses `batch_isend_irecv`, or does not start its
+    group, a library whose peer may run another module, is not judged).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
