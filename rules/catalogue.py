@@ -253,7 +253,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             False,
             needles=(*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES),
-            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv"),),
+            more_needles=((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv", "send"),),
         ),
         RuleEntry(
             "DDP220",

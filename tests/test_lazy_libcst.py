@@ -74,14 +74,14 @@ def test_a_rule_whose_forms_are_there_parses_once_and_fixes(libcst_parses: list[
 
 
 def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART, "DDP219")
-    assert [f.rule for f in outcome.findings] == ["DDP219"]
+    outcome = _lint(RANKS_PART, "DDP201")
+    assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART + b"    self.log('loss', 0.0, sync_dist=True)\n", "DDP219", "DDP202")
-    assert "DDP219" in {f.rule for f in outcome.findings}
+    outcome = _lint(RANKS_PART + b"    self.log('loss', 0.0, sync_dist=True)\n", "DDP201", "DDP202")
+    assert "DDP201" in {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
 
@@ -90,8 +90,8 @@ def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
 ) -> None:
     """DDP202 reads LibCST, but a module that passes no ``sync_dist=True`` holds none of
     its collectives: only the core's rule runs."""
-    outcome = _lint(RANKS_PART, "DDP219", "DDP202")
-    assert [f.rule for f in outcome.findings] == ["DDP219"]
+    outcome = _lint(RANKS_PART, "DDP201", "DDP202")
+    assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 
 

@@ -35,15 +35,15 @@ EXPECTED = {
     # the analysis core that DDP201 asks sees no rank test there.
     "zero_first": (set(), ""),
     "save_checkpoint": (
-        {("train_bad.py", 10, "DDP201")},
+        {("train_bad.py", 9, "DDP201")},
         "through `utils.save_checkpoint` -> `utils._wait_for_all` (utils.py:11)",
     ),
     "distr_object": (
-        {("src/project/train_bad.py", 8, "DDP201")},
+        {("src/project/train_bad.py", 5, "DDP201")},
         "it reads the rank (`distr.is_global_main`, line 5)",
     ),
     "rank_helpers": (
-        {("train_bad.py", 8, "DDP201"), ("train_bad.py", 15, "DDP201")},
+        {("train_bad.py", 6, "DDP201"), ("train_bad.py", 13, "DDP201")},
         "it reads the rank (`self.is_rank_zero`, line 13)",
     ),
     "shadowed_save": (set(), ""),
@@ -53,7 +53,7 @@ EXPECTED = {
     # parting (train_good.py); a helper that only waits at a barrier agrees nothing.
     # The LibCST rule that reported it (DDP210) is retired; DDP219 below reports it.
     "agreed_elsewhere": (set(), ""),
-    "opt_in_barrier": ({("train_bad.py", 8, "DDP201")}, "(markers.py:10)"),
+    "opt_in_barrier": ({("train_bad.py", 7, "DDP201")}, "(markers.py:10)"),
     # validation(model, rank, loader) returns an all-reduced loss: the rank argument
     # does not make a condition on it rank-dependent; `rank == 0` does.
     "uniform_result": ({("train_bad.py", 9, "DDP203")}, ""),
@@ -78,13 +78,13 @@ EXPECTED = {
     # `load_step(model, rank, path)` returns the step in the checkpoint's name (the rank
     # only picks who prints): a loop from it is the same on every rank (train_good.py);
     # `staggered_step(rank, path)` adds the rank, and a counter only rank 0 advances
-    # decides a barrier (train_bad.py).
+    # decides a barrier (train_bad.py): the loop's trip count, DDP219's below.
     "step_from_checkpoint": (
-        {("train_bad.py", 8, "DDP201"), ("train_bad.py", 17, "DDP211")},
+        {("train_bad.py", 17, "DDP211")},
         "",
     ),
     "rank_by_caller": (
-        {("src/trainer/trainer.py", 14, "DDP201"), ("src/trainer/loops.py", 10, "DDP201")},
+        {("src/trainer/trainer.py", 11, "DDP201"), ("src/trainer/loops.py", 7, "DDP201")},
         "",
     ),
     # `train_bad.py` starts the process group in a helper of another module: its per-step
@@ -120,23 +120,17 @@ EXPECTED = {
 }
 
 #: The analysis core's question (DDP219) on the same projects, with the project facts
-#: handed to it: another module's collective (`utils.save_checkpoint`, an opt-in barrier
-#: its call switches on), rank tests of other modules (`distr.is_global_main`,
-#: `self.is_rank_zero`), and a DDP model a caller in another module hands in. Reported
-#: at the root cause (the rank test or the early return), not at the collective.
+#: handed to it: a value agreed elsewhere, a DDP model a caller in another module hands
+#: in, a loop whose trip count a project helper gives the rank. Reported at the root
+#: cause, not at the collective. The partings a rank test decides (another module's
+#: collective such as `utils.save_checkpoint` or an opt-in barrier its call switches on;
+#: rank tests of other modules, `distr.is_global_main`, `self.is_rank_zero`) are
+#: DDP201's, at the same place (one finding per root cause).
 EXPECTED_CORE = {
     "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
     # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
     "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219"), ("loops.py", 16, "DDP219")},
-    "distr_object": {("src/project/train_bad.py", 5, "DDP219")},
-    "opt_in_barrier": {("train_bad.py", 7, "DDP219")},
-    "rank_helpers": {("train_bad.py", 6, "DDP219"), ("train_bad.py", 13, "DDP219")},
-    "save_checkpoint": {("train_bad.py", 9, "DDP219")},
     "step_from_checkpoint": {("train_bad.py", 7, "DDP219")},
-    "rank_by_caller": {
-        ("src/trainer/trainer.py", 11, "DDP219"),
-        ("src/trainer/loops.py", 7, "DDP219"),
-    },
 }
 
 
@@ -195,7 +189,7 @@ def test_cached_findings_follow_an_edit_of_what_the_file_reaches(project: Path) 
     assert found(again, project) == set() and again.stats.cached == again.stats.files
     utils.write_text(utils.read_text().replace("    pass\n", "    dist.barrier()\n"))
     after = run(project, [project], use_cache=True)
-    assert found(after, project) == {("train_bad.py", 10, "DDP201"), ("train_bad.py", 9, "DDP219")}
+    assert found(after, project) == {("train_bad.py", 9, "DDP201")}
     # train_good.py's facts changed too (its call now reaches a barrier); nothing is stale.
     assert after.stats.cached == 0
 

@@ -174,7 +174,7 @@ def test_related_locations_in_sarif_json_and_full_text(
     places: SARIF ``relatedLocations`` (schema-valid), JSON ``related``, full text."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "train.py").write_text(PARTING)
-    selection = ("--select", "DDP219", "--preview", "--no-cache")
+    selection = ("--select", "DDP201", "--preview", "--no-cache")
     code, out, _ = run("train.py", *selection, "--output-format", "sarif")
     assert code == 1
     document = json.loads(out)

@@ -208,7 +208,7 @@ def test_a_buffer_stands_in_for_its_file_in_the_project_model(
     buffers = {train: train.read_bytes(), (root / "utils.py").resolve(): with_barrier}
     unsaved = lint_buffers(buffers, settings, options, cache, memo)
     assert [(f.rule, f.line, Path(f.path).name) for f in unsaved.findings] == [
-        ("DDP201", 8, "train.py")
+        ("DDP201", 7, "train.py")
     ]
     assert (root / "utils.py").read_text() == utils  # nothing written
     again = lint_buffers({train: train.read_bytes()}, settings, options, cache, memo)
@@ -416,8 +416,9 @@ def test_a_cancelled_lint_stops_before_the_next_rule_and_caches_no_result(
     (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP201", "DDP219"]\n')
     train = root / "train.py"
     train.write_text(
-        "import torch.distributed as dist\n\n\ndef step():\n"
+        "import torch.distributed as dist\n\n\ndef step(t):\n"
         "    if dist.get_rank() == 0:\n        dist.barrier()\n"
+        "    for _ in range(dist.get_rank()):\n        dist.all_reduce(t)\n"
     )
     settings = build_settings((str(root),), None, (), (), (), False)
     options = build_options(settings)

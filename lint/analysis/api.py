@@ -242,8 +242,9 @@ FILE_CALLS = frozenset(
 #: (what it is, its position or None when keyword-only, its keyword). "root" is the
 #: sending or receiving rank, "op" the reduction, "group" the process group, "tensor"
 #: a tensor (or a list of tensors: its length and its tensors) whose shape and dtype
-#: every rank must match, "split" split sizes that let
-#: the tensors' shapes differ.
+#: every rank must match, "length" a list of tensors whose length (one per rank) every
+#: rank must match while its tensors' sizes may differ, "split" split sizes that let
+#: the tensors' shapes differ (their length, one per rank, must still match).
 AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     "broadcast": (
         ("tensor", 0, "tensor"),
@@ -296,7 +297,11 @@ AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
         ("split", 3, "input_split_sizes"),
         ("group", 4, "group"),
     ),
-    "all_to_all": (("group", 2, "group"),),
+    "all_to_all": (
+        ("length", 0, "output_tensor_list"),
+        ("length", 1, "input_tensor_list"),
+        ("group", 2, "group"),
+    ),
     "barrier": (("group", 0, "group"),),
     "monitored_barrier": (("group", 0, "group"),),
 }

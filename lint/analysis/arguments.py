@@ -7,7 +7,9 @@ disagrees when:
 
 - its value differs between ranks by the divergence analysis: a root or an op by its
   contents, a tensor by its shape or dtype facet (a tensor whose numbers differ but
-  whose shape does not, every loss all-reduced, is correct); or
+  whose shape does not, every loss all-reduced, is correct), the lists of
+  ``all_to_all`` and the split sizes of ``all_to_all_single`` by their length (one
+  entry per rank; the sizes in them may differ); or
 - two ways the ranks take issue the same kinds of collective in the same order but pass
   one of them a plainly different root, op or group (the branches of a test that
   differs between ranks, or rank 0 against the other ranks walked through the whole
@@ -50,6 +52,8 @@ _NEEDED: dict[str, tuple[tuple[str, Facet], ...]] = {
     "root": (("value", DECIDING),),
     "op": (("value", DECIDING),),
     "tensor": (("shape", Facet.SHAPE), ("dtype", Facet.DTYPE)),
+    "length": (("length", Facet.SHAPE),),
+    "split": (("length", Facet.SHAPE),),
 }
 
 
@@ -93,10 +97,11 @@ def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disa
             if through is not None:
                 continue  # a local function's collective: asked in its own scope
             agreed = list(collective.agreed())
-            if _named_group(agreed) or _split_sizes(agreed):
+            if _named_group(agreed):
                 continue
+            uneven = _split_sizes(agreed)
             for kind, keyword, given in agreed:
-                if given is None:
+                if given is None or (uneven and kind == "tensor"):
                     continue
                 taint = function.divergence.taint(given, node)
                 if taint is None:
@@ -142,7 +147,8 @@ def _named_group(agreed: list[tuple[str, str, ast.expr | None]]) -> bool:
 
 
 def _split_sizes(agreed: list[tuple[str, str, ast.expr | None]]) -> bool:
-    """``all_to_all_single`` with split sizes: its tensors' shapes may differ."""
+    """``all_to_all_single`` with split sizes: its tensors' shapes may differ (the
+    split lists' lengths may not)."""
     return any(
         kind == "split"
         and given is not None

@@ -413,6 +413,10 @@ class _Evaluator:
             return self._chosen(expression, state)
         if isinstance(expression, ast.JoinedStr):
             return _stamped(_join(None, *(self.taint(v, state) for v in expression.values)))
+        if (repeated := _repetition(expression)) is not None:
+            # ``[t] * n``: the count decides the list's length.
+            sequence, count = repeated
+            return _join(self.taint(sequence, state), _as_values(self.taint(count, state)))
         found: Taint | None = None
         for child in ast.iter_child_nodes(expression):
             if isinstance(child, ast.expr):
@@ -853,6 +857,10 @@ class _Evaluator:
             )
         if method in SHAPE_READERS:
             return receiver.as_contents(Facet.SHAPE) if receiver else None
+        if method == "chunk" and call.args:
+            # ``t.chunk(n)``: as many pieces as ``n`` asks for (at most), each of ``t``.
+            count = _as_values(self.taint(call.args[0], state))
+            return _join(receiver, count)
         if method == "keys" and not call.args:
             return _as_values(_keys(receiver))  # which keys, and how many
         if method in ("items", "values"):
@@ -911,10 +919,16 @@ def _canonical_dtype(resolved: str | None) -> str | None:
     return _DTYPE_ALIASES.get(resolved, resolved)
 
 
-def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]:
+def _literal_make(call: ast.Call | ast.ListComp, names: Names) -> tuple[str | None, str | None]:
     """(the literal size, the dtype) a tensor factory call spells, each None when it
     is not a literal (or the call is no factory); a factory's result converted by a
-    dtype method (``torch.ones(4).half()``) takes that method's dtype."""
+    dtype method (``torch.ones(4).half()``) takes that method's dtype; a list
+    comprehension of one generator, those of the tensors it makes."""
+    if isinstance(call, ast.ListComp):
+        element = call.elt
+        if len(call.generators) != 1 or not isinstance(element, ast.Call):
+            return None, None
+        return _literal_make(element, names)
     func = call.func
     if (
         isinstance(func, ast.Attribute)
@@ -941,6 +955,8 @@ def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]
         value = ast.literal_eval(ast.Tuple(elts=sizes or [], ctx=ast.Load()))
         if resolved in DATA_FACTORIES:
             value = _literal_shape(value[0]) if value else None
+        elif len(value) == 1 and isinstance(value[0], (tuple, list)):
+            value = tuple(value[0])  # ``torch.zeros((8,))`` is ``torch.zeros(8)``
         size = None if value is None else repr(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         size = None
@@ -949,6 +965,16 @@ def _literal_make(call: ast.Call, names: Names) -> tuple[str | None, str | None]
     if resolved in DATA_FACTORIES and given is None:
         dtype = None  # inferred from the data
     return size, _canonical_dtype(dtype)
+
+
+def _assigned_values(nodes: list[Node], name: str) -> list[ast.expr]:
+    """The values the plain assignments among ``nodes`` give ``name``."""
+    return [
+        node.statement.value
+        for node in nodes
+        if isinstance(node.statement, ast.Assign)
+        and [dotted_name(t) for t in node.statement.targets] == [name]
+    ]
 
 
 def _made_apart_between(made: list[tuple[str | None, str | None]]) -> Facet:
@@ -1131,6 +1157,19 @@ def _as_values(taint: Taint | None) -> Taint | None:
     if taint is None or not taint.facets & DECIDING:
         return None
     return Taint(VALUES, taint.source, taint.line, taint.spelled)
+
+
+def _repetition(expression: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """(the sequence, the count) of ``[t] * n`` / ``n * (a, b)``: a list or tuple
+    display (or comprehension) repeated."""
+    if not isinstance(expression, ast.BinOp) or not isinstance(expression.op, ast.Mult):
+        return None
+    sequences = (ast.List, ast.Tuple, ast.ListComp)
+    if isinstance(expression.left, sequences):
+        return expression.left, expression.right
+    if isinstance(expression.right, sequences):
+        return expression.right, expression.left
+    return None
 
 
 def _contents(taint: Taint | None) -> Taint | None:
@@ -1407,25 +1446,51 @@ class Divergence:
         made: list[tuple[str | None, str | None]] = []
         kinds: set[str] = set()
         for arm in arms:
-            values = [
-                node.statement.value
-                for node in arm
-                if isinstance(node.statement, ast.Assign)
-                and [dotted_name(t) for t in node.statement.targets] == [name]
-            ]
+            values = _assigned_values(arm, name)
             if not values:
                 kinds.add("kept")
                 made.append((_KEPT, _KEPT))
                 continue
-            if len(values) != 1 or not isinstance(values[0], ast.Call):
+            if len(values) != 1 or not isinstance(values[0], (ast.Call, ast.ListComp)):
                 return Facet(0)
-            converted = self._converted_dtype(values[0], name)
+            converted = (
+                self._converted_dtype(values[0], name)
+                if isinstance(values[0], ast.Call)
+                else _NOT_CONVERTED
+            )
             kinds.add("made" if converted is _NOT_CONVERTED else "converted")
             fresh = converted is _NOT_CONVERTED
             made.append(_literal_make(values[0], self.names) if fresh else (_KEPT, converted))
         if {"kept", "made"} <= kinds:
-            return Facet(0)  # a value made afresh against one made before: not known
+            # A value made afresh against the one made before the test, when one
+            # statement of the function makes it there; else not known.
+            before = self._made_before(name, arms)
+            if before is None:
+                return Facet(0)
+            made = [before if m == (_KEPT, _KEPT) else m for m in made]
         return _made_apart_between(made)
+
+    def _made_before(
+        self, name: str, arms: list[list[Node]]
+    ) -> tuple[str | None, str | None] | None:
+        """What the one statement outside the arms that binds ``name`` makes (a tensor
+        or a list of tensors of a literal size), the value an arm that keeps ``name``
+        holds; None where other statements bind it too or it is no such make."""
+        inside = {node.index for arm in arms for node in arm}
+        start = min((node.line for arm in arms for node in arm), default=0)
+        outside = [
+            node
+            for node in self.graph.nodes
+            if node.index not in inside and name in self._binds(node)
+        ]
+        if any(node.line >= start for node in outside):
+            return None  # bound again later (a loop may carry it back): not known
+        if len(outside) != 1 or name in _parameters_of(self.graph.scope):
+            return None
+        values = _assigned_values(outside, name)
+        if len(values) != 1 or not isinstance(values[0], (ast.Call, ast.ListComp)):
+            return None
+        return _literal_make(values[0], self.names)
 
     def _converted_dtype(self, call: ast.Call, name: str) -> str | None:
         """The dtype ``name.double()`` / ``name.to(torch.int64)`` converts ``name`` to

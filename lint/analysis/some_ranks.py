@@ -3,7 +3,9 @@
 ``rank_class_partings(module)`` (DDP201): the places where rank 0 and the other ranks
 (or the local ranks) stop issuing the same collective sequences, a question
 ``where_ranks_part`` answers for every divergent test; here only the tests on the rank
-itself, reported at the collective one class issues and the other does not.
+itself where one class reaches a collective the other does not (``rank_class_parting``:
+not a trip count, not two orders, not a collective with a question of its own), each
+reported once, at the parting.
 
 ``handler_collectives(module)`` (DDP206): a collective in an ``except`` handler whose
 ``try`` body computes on this rank's values (a forward, a backward: out of memory on
@@ -19,6 +21,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATORS
 from ddplint.analysis.control_flow import Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import Collective
@@ -32,16 +35,44 @@ from ddplint.analysis.questions import (
     where_ranks_part,
 )
 
+#: The implicit collectives of a model wrapped in DDP: a question of their own (DDP213).
+_MODEL_COLLECTIVES = frozenset({"DistributedDataParallel forward", "backward"})
+
 
 def rank_class_partings(analysis: ModuleAnalysis) -> list[Parting]:
-    """The partings decided by a test on the rank (not on values a rank computes),
-    where one rank class reaches a collective the other does not (not two orders of
-    the same collectives: that is a pairing of different kinds, DDP219's)."""
-    return [
-        parting
-        for parting in where_ranks_part(analysis)
-        if parting.taint.source is Source.RANK and parting.order is None
-    ]
+    """The partings of the module that ``rank_class_parting`` accepts."""
+    return [parting for parting in where_ranks_part(analysis) if rank_class_parting(parting)]
+
+
+def rank_class_parting(parting: Parting) -> bool:
+    """Whether a parting is decided by a test on the rank (not on values a rank
+    computes) and one rank class reaches a collective the other does not: not two
+    orders of the same collectives (a pairing of different kinds), not a trip count,
+    and not a collective asked about on its own (``own_question``)."""
+    return (
+        parting.taint.source is Source.RANK
+        and parting.order is None
+        and not parting.loop
+        and not own_question(parting)
+    )
+
+
+def own_question(parting: Parting) -> bool:
+    """Collectives asked about on their own when some ranks skip them: a DDP model's
+    forward or backward however reached, and, called directly, a log synchronised
+    across ranks (``sync_dist=True``), checkpoint saving, and making a process group."""
+    collective = parting.missed
+    name = collective.name
+    if name in _MODEL_COLLECTIVES:
+        return True
+    if parting.through is not None or collective.via is not None:
+        return False
+    return (
+        name.endswith("(sync_dist=True)")
+        or name.rsplit(".", 1)[-1] in GROUP_CREATORS
+        or name.endswith("save_checkpoint")
+        or name in CHECKPOINT_FUNCTIONS.values()
+    )
 
 
 @dataclass(frozen=True)

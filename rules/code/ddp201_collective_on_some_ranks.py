@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATORS
 from ddplint.analysis.questions import Parting
 from ddplint.analysis.some_ranks import rank_class_partings
 from ddplint.code.context import CodeContext
@@ -13,26 +12,6 @@ from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp219_ranks_part_before_collective import missed_text, reason_text
-
-#: The implicit collectives of a model wrapped in DDP: DDP213 owns them on some ranks.
-_DDP213_OWNS = frozenset({"DistributedDataParallel forward", "backward"})
-
-
-def _has_own_rule(parting: Parting) -> bool:
-    """Direct calls that DDP202 (logging), DDP203 (checkpoints), DDP207 (groups) and
-    DDP213 (a DDP model's forward) own."""
-    collective = parting.missed
-    name = collective.name
-    if name in _DDP213_OWNS:
-        return True  # a DDP model's forward or backward, directly or through calls
-    if parting.through is not None or collective.via is not None:
-        return False
-    return (
-        name.endswith("(sync_dist=True)")
-        or name.rsplit(".", 1)[-1] in GROUP_CREATORS
-        or name.endswith("save_checkpoint")
-        or name in CHECKPOINT_FUNCTIONS.values()
-    )
 
 
 class CollectiveOnSomeRanks(CodeRule):
@@ -42,8 +21,10 @@ class CollectiveOnSomeRanks(CodeRule):
     `accelerator.wait_for_everyone()`, an implicit one such as a DDP model's forward, ...)
     that rank 0 and the other ranks (or local rank 0 and the others) do not both issue:
     the whole function is walked as each rank class, and where their collective
-    sequences differ the finding sits at the first collective one class issues and the
-    other does not, with the rank test as a related location. The collective may be
+    sequences differ the finding sits at the root cause, where the ranks part (the rank
+    test, or the `return` / `continue` / `break` taken on it), and names as related
+    locations the first collective one class issues and the other does not (and the
+    test, when the parting is an exit). The collective may be
     issued through a function of the same module or of another module of the project
     (the chain is named), inside `if rank == 0:` or its `else`, a conditional expression
     or `cond and call()`, after a `return` / `continue` / `break` taken on some ranks
@@ -60,9 +41,11 @@ class CollectiveOnSomeRanks(CodeRule):
     directly (`self.log(sync_dist=True)`: DDP202; checkpoint saving: DDP203; making a
     group: DDP207), and a DDP model's forward or backward, however reached (DDP213).
 
-    This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`);
-    DDP219 reports the same partings at their root cause (the exit or test): DDP201
-    points at the collective.
+    This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`).
+    One finding per root cause: DDP219 asks where ranks part for every value that
+    differs between ranks and leaves these partings, decided by the rank itself, to
+    DDP201; a trip count decided by the rank (`for _ in range(rank)` around a
+    collective) and two orders of the same collectives stay DDP219's.
 
     ## Why is this bad?
     Collectives pair by order inside a process group, not by call site. When one rank
@@ -109,21 +92,28 @@ class CollectiveOnSomeRanks(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in rank_class_partings(ctx.analysis):
-            if _has_own_rule(parting):
-                continue
-            site = _site(parting)
             yield ctx.ast_finding(
                 self,
-                site,
+                parting.cause,
                 _message(parting),
                 summary=f"`{parting.missed.name}` reached on some ranks only",
-                related=[(parting.test, "the rank test that decides who reaches it")],
+                related=_related(parting),
             )
 
 
+def _related(parting: Parting) -> list[tuple[ast.AST, str]]:
+    """The rank test (when the ranks part at an exit under it) and the collective one
+    rank class skips: the call of this function that issues it (or calls what does);
+    in a rank-only function, the collective itself."""
+    places: list[tuple[ast.AST, str]] = []
+    if parting.test is not parting.cause:
+        places.append((parting.test, "the rank test that decides who reaches it"))
+    skipped = f"`{parting.missed.name}`, which some ranks skip"
+    places.append((_site(parting), skipped))
+    return places
+
+
 def _site(parting: Parting) -> ast.AST:
-    """The call of this function that issues the collective (or calls what does); in a
-    rank-only function, the collective itself."""
     call = parting.missed.call
     within = parting.site if parting.site is not None else parting.function
     if any(node is call for node in ast.walk(within)):

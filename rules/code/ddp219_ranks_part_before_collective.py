@@ -7,8 +7,14 @@ from collections.abc import Iterator
 
 from ddplint.analysis.decisions import decided_by_some_ranks
 from ddplint.analysis.divergence import Source, Taint
-from ddplint.analysis.point_to_point import CrossedReceives, crossed_receives
+from ddplint.analysis.point_to_point import (
+    CrossedReceives,
+    UnansweredTransfer,
+    crossed_receives,
+    unanswered_transfers,
+)
 from ddplint.analysis.questions import Parting, where_ranks_part
+from ddplint.analysis.some_ranks import rank_class_parting
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, IMPLICIT_NEEDLES
@@ -35,6 +41,11 @@ class RanksPartBeforeCollective(CodeRule):
     (rank 0's collective and the others'). Both branches of a rank test that begin
     their point-to-point traffic with a blocking `recv` wait for each other (a
     deadlock): reported at the test (a `send` or `isend` first on one side is correct).
+    A `send` / `isend` under a rank test whose other branch calls nothing, in a program
+    that starts its process group itself and names no receive anywhere (or a `recv` /
+    `irecv` and no send), has no peer on any rank: reported at the call (a module that
+    names the other side anywhere, uses `batch_isend_irecv`, or does not start its
+    group, a library whose peer may run another module, is not judged).
 
     Implicit collectives count: the forward of a model wrapped in
     `DistributedDataParallel` (it broadcasts the buffers, unless
@@ -86,11 +97,14 @@ class RanksPartBeforeCollective(CodeRule):
     which `dist.is_initialized()` is false (one process); a name only one arm of a rank
     test binds (the other ranks would stop with a `NameError`, loudly); accelerate's
     `save_state`, which synchronises only under DeepSpeed, FSDP or Megatron-LM, in a
-    module that uses none of them.
+    module that uses none of them. A collective that a test on the rank itself gives to
+    one rank class and not the other (`if rank == 0: barrier()`, a `return` under it)
+    is DDP201's finding, at the same place: one finding per root cause (trip counts
+    and orders decided by the rank stay here).
 
     This rule is built on the analysis core (control flow, post-dominators, a
     flow-sensitive divergence analysis): preview while its precision on code nobody
-    tuned on is measured. It overlaps DDP201 and DDP210, which it is meant to replace.
+    tuned on is measured. DDP210 is retired for it.
 
     ## Why is this bad?
     Collectives pair by order. The rank that left the loop (or skipped the branch)
@@ -134,12 +148,14 @@ class RanksPartBeforeCollective(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     needles = (*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES)
-    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv"),)
+    more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv", "send"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for parting in where_ranks_part(ctx.analysis):
             if decided_by_some_ranks(parting):
                 continue  # DDP211's finding: it names the flag (one per root cause)
+            if rank_class_parting(parting):
+                continue  # DDP201's finding: decided by the rank itself
             yield ctx.ast_finding(
                 self,
                 parting.cause,
@@ -155,6 +171,30 @@ class RanksPartBeforeCollective(CodeRule):
                 summary="both branches receive first: each rank waits for the other",
                 related=[(crossed.second, "the other branch's first `recv`")],
             )
+        for unanswered in unanswered_transfers(ctx.analysis):
+            yield ctx.ast_finding(
+                self,
+                unanswered.call,
+                unanswered_message(unanswered),
+                summary=f"`{unanswered.kind}` that no rank answers",
+                related=[(unanswered.test, "the rank test that sends only some ranks here")],
+            )
+
+
+def unanswered_message(unanswered: UnansweredTransfer) -> str:
+    """The explanation of a send (or receive) that no rank answers."""
+    kind = unanswered.kind
+    sending = kind in ("send", "isend")
+    peer = "receive" if sending else "send"
+    calls = "`recv` / `irecv`" if sending else "`send` / `isend`"
+    return (
+        f"`{kind}` runs only where `{header_text(unanswered.test.test)}` "
+        f"{'holds' if unanswered.holds else 'does not hold'}, and no "
+        f"rank ever posts the matching {peer}: the module names no {calls}, and "
+        f"the other ranks' branch calls nothing; the `{kind}` (or the wait on its "
+        f"handle) never returns and the job hangs; issue the matching `{peer}` on the "
+        "peer rank (the other branch of the test)"
+    )
 
 
 def crossed_message(crossed: CrossedReceives) -> str:

@@ -31,6 +31,10 @@ _CONSEQUENCE = {
         "the smaller buffer"
     ),
     "dtype": "NCCL pairs buffers by bytes: a mismatch hangs or mixes numbers of two types",
+    "length": (
+        "it holds one entry per rank of the group: a rank whose list is longer or "
+        "shorter fails there or pairs the wrong pieces, and the others wait in the exchange"
+    ),
 }
 
 
@@ -49,6 +53,8 @@ class CollectiveArgumentsDiffer(CodeRule):
       `all_gather_into_tensor`, `reduce_scatter_tensor`, `all_to_all_single` (without
       split sizes), `all_gather`'s own tensor and its output list (its length and
       its tensors), `reduce_scatter`'s output and input list;
+    - the length of the lists of `all_to_all` and of the split sizes of
+      `all_to_all_single` (one entry per rank; the sizes in them may differ);
     - the root, op or group two ways pass where the ranks issue the same collectives
       in the same order (`if rank == 0: dist.reduce(t, dst=0)` / `else:
       dist.reduce(t, dst=1)`; the default group on one way, a named group on the other);
@@ -66,6 +72,7 @@ class CollectiveArgumentsDiffer(CodeRule):
     A value differs between ranks as for DDP219: it reads the rank, a local clock, or
     what this rank hands to a reduction, or was set under a test on one of those. A
     root or an op differs by its value; a tensor by its shape (`torch.zeros(rank + 1)`,
+    `torch.cat([block] * (rank + 1))`,
     `torch.zeros(len(my_shard))` where `my_shard` is this rank's slice, a tensor made of
     another literal size on each arm of a rank test) or its dtype
     (`dtype=torch.float16 if rank == 0 else torch.float32`, `t = t.double()` or
@@ -230,7 +237,12 @@ def _list_summary(found: MisplacedList) -> str:
 
 
 def _summary(found: Disagreement) -> str:
-    what = {"value": "", "shape": "the shape of ", "dtype": "the dtype of "}[found.what]
+    what = {
+        "value": "",
+        "shape": "the shape of ",
+        "dtype": "the dtype of ",
+        "length": "the length of ",
+    }[found.what]
     return f"{what}`{found.keyword}` of `{found.collective.name}` differs between ranks"
 
 
