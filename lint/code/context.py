@@ -35,6 +35,7 @@ from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
+from ddplint.code.values.decided_values import DecidedValues
 from ddplint.code.values.divergence import Divergence
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Fix, Related, RuleIdentity
@@ -135,6 +136,7 @@ class CodeContext:
             self.rank_predicates,
             self.module.code_for_node,
             lambda node: self.range_of(node)[0],
+            self.decided_values.decided,
         )
 
     @cached_property
@@ -163,6 +165,16 @@ class CodeContext:
             self.step_waits,
             test_code=is_test_file(self.source.path),
             one_process=self.one_process,
+            decided=self.decided_values,
+        )
+
+    @cached_property
+    def decided_values(self) -> DecidedValues:
+        """The core's values decided where they are set, asked of LibCST nodes."""
+        return DecidedValues(
+            lambda: self.analysis.literal_values if self.ast_module is not None else None,
+            self.ast_range,
+            self.range_of,
         )
 
     @cached_property
