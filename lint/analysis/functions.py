@@ -165,7 +165,7 @@ class ModuleAnalysis:
     def literal_values(self) -> LiteralValues:
         """The values decided where they are set, and the tests they decide."""
         if self._literal_values is None:
-            self._literal_values = LiteralValues(self.module)
+            self._literal_values = LiteralValues(self.module, self.names, self.nodes)
         return self._literal_values
 
     @property

@@ -23,8 +23,10 @@ import ast
 import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names
 
 #: What a value is when the analysis cannot tell.
@@ -119,16 +121,43 @@ class _LiteralDict:
 class LiteralValues:
     """The values decided where they are set in one module, and the tests they decide."""
 
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(
+        self, module: ast.Module, names: Names | None = None, nodes: ModuleNodes | None = None
+    ) -> None:
         self._module = module
-        self._names = Names(module)
+        self._names = names or Names(module)
+        self._nodes = nodes or ModuleNodes(module)
+        #: Names a read of which may have a value: bound at module level to a literal,
+        #: or anywhere to a dict literal with keys. Nothing else needs the scopes below.
+        self._candidates = {
+            target.id
+            for statement in module.body
+            if isinstance(statement, (ast.Assign, ast.AnnAssign))
+            and literal(statement.value) is not UNKNOWN
+            for target in _plain_targets(statement)
+        } | {
+            target.id
+            for statement in self._nodes.of_type(ast.Assign)
+            if _dict_entries(statement.value, self._names)
+            for target in _plain_targets(statement)
+        }
         self._parents: dict[ast.AST, ast.AST] = {}
         self._scope_of: dict[ast.AST, _Scope] = {}
         self._scopes: list[_Scope] = []
-        self._build_scopes()
-        self._constants = self._module_constants()
-        self._dicts = self._literal_dicts()
         self._decided: dict[ast.AST, bool | None] = {}
+
+    @cached_property
+    def _constants(self) -> dict[str, object]:
+        self._build_scopes()
+        return self._module_constants()
+
+    @cached_property
+    def _dicts(self) -> dict[ast.Assign, _LiteralDict]:
+        _ = self._constants  # the scopes
+        return self._literal_dicts()
+
+    def _holds_candidate(self, name: ast.expr) -> bool:
+        return isinstance(name, ast.Name) and name.id in self._candidates
 
     # -- scopes ---------------------------------------------------------------------
 
@@ -157,8 +186,8 @@ class LiteralValues:
         last_star = max(
             (
                 n.lineno
-                for n in ast.walk(self._module)
-                if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+                for n in self._nodes.of_type(ast.ImportFrom)
+                if any(a.name == "*" for a in n.names)
             ),
             default=0,
         )
@@ -192,8 +221,9 @@ class LiteralValues:
                     found[statement] = _LiteralDict(statement, scope, entries)
         if not found:
             return found
-        for node in ast.walk(self._module):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        wanted = {_bound_name(d.binding) for d in found.values()}
+        for node in self._nodes.of_type(ast.Name):
+            if node.id in wanted and isinstance(node.ctx, ast.Load):
                 held = self._dict_read(node, found)
                 if held is not None:
                     self._record_use(held, node)
@@ -271,10 +301,10 @@ class LiteralValues:
         constant, a module constant, a fixed key of a literal dict (``d["k"]``,
         ``d.get("k")``)."""
         if isinstance(expression, ast.Name) and isinstance(expression.ctx, ast.Load):
+            if not self._holds_candidate(expression) or expression.id not in self._constants:
+                return UNKNOWN
             scope = self._binding_scope(expression)
-            if scope is self._scopes[0] and expression.id in self._constants:
-                return self._constants[expression.id]
-            return UNKNOWN
+            return self._constants[expression.id] if scope is self._scopes[0] else UNKNOWN
         if isinstance(expression, ast.Subscript) and isinstance(expression.value, ast.Name):
             key = literal(expression.slice)
             held = self._dict_of(expression.value)
@@ -297,7 +327,12 @@ class LiteralValues:
         return literal(expression)
 
     def _dict_of(self, name: ast.Name) -> _LiteralDict | None:
-        if name not in self._parents or not isinstance(name.ctx, ast.Load):
+        if (
+            not self._holds_candidate(name)
+            or not self._dicts
+            or name not in self._parents
+            or not isinstance(name.ctx, ast.Load)
+        ):
             return None
         return self._dict_read(name, self._dicts)
 
@@ -334,37 +369,40 @@ class LiteralValues:
     def expressions(self) -> Iterator[ast.expr]:
         """The reads whose value is a literal wherever they run (names, subscripts,
         ``.get`` calls), for callers that look nodes up by position."""
-        for node in ast.walk(self._module):
-            if isinstance(node, (ast.Name, ast.Subscript, ast.Call)) and (
-                self.value(node) is not UNKNOWN
-            ):
-                yield node
+        for kind in (ast.Name, ast.Subscript, ast.Call):
+            yield from (n for n in self._nodes.of_type(kind) if self.value(n) is not UNKNOWN)
 
     def decided_tests(self) -> Iterator[tuple[ast.expr, bool]]:
         """Every decided test of an ``if`` / ``while`` / conditional expression and of
         the left side of ``and`` / ``or``, with its decision."""
-        for node in ast.walk(self._module):
-            tests: list[ast.expr] = []
-            if isinstance(node, (ast.If, ast.While, ast.IfExp)):
-                tests = [node.test]
-            elif isinstance(node, ast.BoolOp):
-                tests = node.values[:-1]
-            for test in tests:
-                decision = self.decided(test)
-                if decision is not None:
-                    yield test, decision
+        branches = [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]
+        tests = [b.test for b in [*branches, *self._nodes.of_type(ast.IfExp)]]
+        tests += [v for o in self._nodes.of_type(ast.BoolOp) for v in o.values[:-1]]
+        for test in tests:
+            decision = self.decided(test)
+            if decision is not None:
+                yield test, decision
 
     def never_taken(self) -> Iterator[list[ast.stmt]]:
         """The arms no run takes: the body of an ``if`` / ``while`` whose test is
         decided False, the ``else`` of an ``if`` decided True."""
-        for node in ast.walk(self._module):
-            if not isinstance(node, (ast.If, ast.While)):
-                continue
+        for node in [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]:
             decision = self.decided(node.test)
             if decision is False:
                 yield node.body
             elif decision is True and isinstance(node, ast.If) and node.orelse:
                 yield node.orelse
+
+
+def _plain_targets(statement: ast.Assign | ast.AnnAssign) -> list[ast.Name]:
+    """The target of ``name = value`` (one name, no unpacking, no chain)."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return [targets[0]] if len(targets) == 1 and isinstance(targets[0], ast.Name) else []
+
+
+def _bound_name(binding: ast.Assign) -> str:
+    target = binding.targets[0]
+    return target.id if isinstance(target, ast.Name) else ""
 
 
 def _bind_parameters(scope_node: ast.AST, scope: _Scope) -> None:
