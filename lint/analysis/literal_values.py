@@ -375,18 +375,21 @@ class LiteralValues:
     def decided_tests(self) -> Iterator[tuple[ast.expr, bool]]:
         """Every decided test of an ``if`` / ``while`` / conditional expression and of
         the left side of ``and`` / ``or``, with its decision."""
-        branches = [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]
-        tests = [b.test for b in [*branches, *self._nodes.of_type(ast.IfExp)]]
+        tests: list[ast.expr] = [b.test for b in self._branches()]
+        tests += [e.test for e in self._nodes.of_type(ast.IfExp)]
         tests += [v for o in self._nodes.of_type(ast.BoolOp) for v in o.values[:-1]]
         for test in tests:
             decision = self.decided(test)
             if decision is not None:
                 yield test, decision
 
+    def _branches(self) -> list[ast.If | ast.While]:
+        return [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]
+
     def never_taken(self) -> Iterator[list[ast.stmt]]:
         """The arms no run takes: the body of an ``if`` / ``while`` whose test is
         decided False, the ``else`` of an ``if`` decided True."""
-        for node in [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]:
+        for node in self._branches():
             decision = self.decided(node.test)
             if decision is False:
                 yield node.body
