@@ -26,7 +26,9 @@ Floors, each importing only the ones before it:
   (a forward analysis over ``control_flow``, beside ``questions``).
 
 Beside them, on ``names``: ``config_bindings`` (which names hold a config loaded from a
-file, and which key an expression reads); and ``project`` (below every floor): what the
-project model tells the core of other modules (their collectives, DDP models their
-callers hand in, their rank tests).
+file, and which key an expression reads); ``literal_values`` (values decided where they
+are set: module constants bound once, fixed keys of dict literals, and the tests they
+decide, so ``divergence`` takes no parting at such a test); and ``project`` (below
+every floor): what the project model tells the core of other modules (their
+collectives, DDP models their callers hand in, their rank tests).
 """

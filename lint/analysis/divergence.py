@@ -1238,8 +1238,11 @@ class Divergence:
         torch_modules: frozenset[str] = frozenset(),
         fields: State | None = None,
         results: CallSummaries | None = None,
+        decided: Callable[[ast.expr], bool | None] | None = None,
     ) -> None:
         self.graph = graph
+        #: Whether literal values decide a test on every run (``literal_values``).
+        self._decided_test = decided
         self.dominance = dominance
         self.evaluator = _Evaluator(
             names,
@@ -1320,12 +1323,13 @@ class Divergence:
     def test_taint(self, node: Node) -> Taint | None:
         """How the decision a test or loop step takes may differ between ranks."""
         statement = node.statement
-        state = self.before(node)
         found: Taint | None = None
         if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While, ast.Assert)):
-            found = self.evaluator.truth(statement.test, state)
+            if self._decided_test is not None and self._decided_test(statement.test) is not None:
+                return None  # decided before the run: the same arm on every rank
+            found = self.evaluator.truth(statement.test, self.before(node))
         elif node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
-            iterable = self.evaluator.taint(statement.iter, state)
+            iterable = self.evaluator.taint(statement.iter, self.before(node))
             found = iterable.as_contents(Facet.SHAPE) if iterable else None
         return found.only(DECIDING) if found else None
 

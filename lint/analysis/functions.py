@@ -36,6 +36,7 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import (
@@ -158,6 +159,14 @@ class ModuleAnalysis:
         self._sharded = sharded_later(calls, self.names)
         self._reaching = self._functions_reaching_collectives()
         self._single_process: SingleProcessPaths | None = None
+        self._literal_values: LiteralValues | None = None
+
+    @property
+    def literal_values(self) -> LiteralValues:
+        """The values decided where they are set, and the tests they decide."""
+        if self._literal_values is None:
+            self._literal_values = LiteralValues(self.module, self.names, self.nodes)
+        return self._literal_values
 
     @property
     def single_process(self) -> SingleProcessPaths:
@@ -219,6 +228,7 @@ class ModuleAnalysis:
             self.objects.torch_modules_in(scope),
             fields,
             self._call_summary,
+            self.literal_values.decided,
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:

@@ -35,6 +35,7 @@ from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
 from ddplint.code.values.data_dependence import DataDependence
+from ddplint.code.values.decided_values import DecidedValues
 from ddplint.code.values.divergence import Divergence
 from ddplint.code.values.object_types import ObjectTypes
 from ddplint.code_facts import is_test_file
@@ -141,6 +142,7 @@ class CodeContext:
             self.rank_predicates,
             self.module.code_for_node,
             lambda node: self.range_of(node)[0],
+            self.decided_values.decided,
         )
 
     @cached_property
@@ -169,6 +171,16 @@ class CodeContext:
             self.step_waits,
             in_training=self.in_training,
             one_process=self.one_process,
+            decided=self.decided_values,
+        )
+
+    @cached_property
+    def decided_values(self) -> DecidedValues:
+        """The core's values decided where they are set, asked of LibCST nodes."""
+        return DecidedValues(
+            lambda: self.analysis.literal_values if self.ast_module is not None else None,
+            self.ast_range,
+            self.range_of,
         )
 
     @cached_property

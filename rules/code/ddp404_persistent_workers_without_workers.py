@@ -81,7 +81,9 @@ class PersistentWorkersWithoutWorkers(CodeRule):
                 if has_star_arguments(call):
                     continue
                 how = "no `num_workers` (the default is 0)"
-            elif constant_value(ctx.index, workers.value) == 0:
+            elif _zero(constant_value(ctx.index, workers.value)) or _zero(
+                ctx.decided_values.value(workers.value)
+            ):
                 how = f"`num_workers={ctx.node_text(workers.value)}`"
             else:
                 yield from self._zero_by_default(ctx, persistent, workers)
@@ -133,3 +135,8 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             f"Set `persistent_workers={condition}`",
         )
         yield ctx.finding(self, persistent, message, fix, summary=summary)
+
+
+def _zero(value: object) -> bool:
+    """Whether ``value`` is the number 0 (not ``False``)."""
+    return value == 0 and not isinstance(value, bool)

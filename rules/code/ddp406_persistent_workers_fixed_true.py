@@ -34,7 +34,9 @@ class PersistentWorkersFixedTrue(CodeRule):
     keeps above 0, directly or through a `**kwargs` dict built in the same function
     (`common = dict(num_workers=args.workers, persistent_workers=True)`).
 
-    Not flagged: `num_workers` a positive constant, a call that cannot give 0
+    Not flagged: `num_workers` a positive constant, a value decided where it is set (a
+    module constant bound once, a key of a dict literal in the file that nothing writes
+    or merges over: `config = {"num_workers": 8}`), a call that cannot give 0
     (`os.cpu_count()`, `max(1, ...)`), a loader built under a test of that same value
     (`if args.workers > 0:`), and a setting whose declared default or configured value
     is 0 (DDP404 reports those: the run fails as configured).
@@ -115,6 +117,8 @@ class PersistentWorkersFixedTrue(CodeRule):
         """Whether ``workers`` is a setting that can be 0 and that DDP404 leaves alone."""
         if constant_value(ctx.index, workers) is not UNKNOWN or _at_least_one(ctx, workers):
             return False
+        if ctx.decided_values.value(workers) is not UNKNOWN:
+            return False  # a literal wherever it runs (``config["num_workers"]``); 0: DDP404
         default = fallback_default(ctx.index, workers)
         if default is not None and default.value == 0 and not isinstance(default.value, bool):
             return False  # DDP404: zero by default

@@ -126,8 +126,11 @@ class RankReachability:
         predicates: RankPredicates,
         code_of: Callable[[cst.CSTNode], str],
         line_of: Callable[[cst.CSTNode], int],
+        decided: Callable[[cst.BaseExpression], bool | None] = lambda _: None,
     ) -> None:
         self._index = index
+        #: Whether literal values decide a test on every run (then it guards nothing).
+        self._decided = decided
         self._names = names
         self._collectives = collectives
         self._predicates = predicates
@@ -177,17 +180,26 @@ class RankReachability:
     def _guard_at(self, ancestor: cst.CSTNode, child: cst.CSTNode) -> RankGuard | None:
         """The guard ``ancestor`` puts on its part ``child``, if it tests a rank."""
         if isinstance(ancestor, (cst.If, cst.While)) and child is not ancestor.test:
-            if self.conditions.formula(ancestor.test) is None:
+            if (
+                self.conditions.formula(ancestor.test) is None
+                or self._decided(ancestor.test) is not None
+            ):
                 return None
             arm: GuardKind = "branch" if child is ancestor.body else "else"
             return RankGuard(arm, ancestor.test, ancestor, ancestor.test)
         if isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
-            if self.conditions.formula(ancestor.test) is None:
+            if (
+                self.conditions.formula(ancestor.test) is None
+                or self._decided(ancestor.test) is not None
+            ):
                 return None
             arm = "branch" if child is ancestor.body else "else"
             return RankGuard(arm, ancestor.test, ancestor, ancestor.test)
         if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
-            if self.conditions.formula(ancestor.left) is None:
+            if (
+                self.conditions.formula(ancestor.left) is None
+                or self._decided(ancestor.left) is not None
+            ):
                 return None
             side: GuardKind = "and" if isinstance(ancestor.operator, cst.And) else "or"
             return RankGuard(side, ancestor.left, ancestor, ancestor.left)

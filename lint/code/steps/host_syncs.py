@@ -43,6 +43,7 @@ from ddplint.code.steps.training_steps import TrainingSteps, few_iterations
 from ddplint.code.syntax.device_values import is_cpu_device
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
+from ddplint.code.values.decided_values import DecidedValues
 
 
 class SyncKind(Enum):
@@ -155,11 +156,13 @@ class HostSyncs:
         *,
         in_training: bool = True,
         one_process: OneProcessPaths | None = None,
+        decided: DecidedValues | None = None,
     ) -> None:
         self._index = index
         self._names = names
         self._hooks = step_hooks
         self._one_process = one_process
+        self._decided = decided
         self._training_steps = training_steps
         self._ranks = rank_reachability
         self._waits = waits
@@ -186,7 +189,10 @@ class HostSyncs:
         return found
 
     def _alone(self, call: cst.Call) -> bool:
-        """Runs only in a single-process job: no peer waits on it."""
+        """Runs only in a single-process job (no peer waits on it), or never: in an arm
+        literal values close (``if not USE_WANDB:`` with ``USE_WANDB = True``)."""
+        if self._decided is not None and self._decided.never_runs(call):
+            return True
         return self._one_process is not None and self._one_process.holds(call)
 
     def _costs_nothing(self, call: cst.Call, kind: SyncKind) -> bool:

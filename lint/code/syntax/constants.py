@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ddplint.analysis.literal_values import UNKNOWN as CORE_UNKNOWN
 from ddplint.code.syntax.module_index import ModuleIndex
 
-#: The evaluator's answer for "not a constant it can see".
-UNKNOWN = object()
+#: The evaluator's answer for "not a constant it can see" (the core's, so that answers of
+#: both layers compare alike).
+UNKNOWN = CORE_UNKNOWN
 
 _NAMED_CONSTANTS: dict[str, object] = {"True": True, "False": False, "None": None}
 _MAX_NAME_HOPS = 4
