@@ -344,8 +344,10 @@ class _Evaluator:
         even_strides: dict[str, frozenset[str]] | None = None,
         single: dict[str, ast.expr] | None = None,
         parameters: frozenset[str] | set[str] = frozenset(),
+        sequences: frozenset[str] = frozenset(),
     ) -> None:
         self.parameters = parameters
+        self.sequences = sequences
         self.names = names
         self.even_strides = even_strides or {}
         self.single = single or {}
@@ -857,6 +859,12 @@ class _Evaluator:
             )
         if method in SHAPE_READERS:
             return receiver.as_contents(Facet.SHAPE) if receiver else None
+        if method == "split" and call.args and self._is_sequence(call.args[0]):
+            # ``t.split([a, b, c])``: one piece per size, whatever ``t``'s shape (an
+            # int would give pieces by ``t``'s length; a size list is never an int).
+            return _join(
+                receiver.only(~Facet.SHAPE) if receiver else None, self.taint(call.args[0], state)
+            )
         if method == "chunk" and call.args:
             # ``t.chunk(n)``: as many pieces as ``n`` asks for (at most), each of ``t``.
             count = _as_values(self.taint(call.args[0], state))
@@ -866,6 +874,14 @@ class _Evaluator:
         if method in ("items", "values"):
             return receiver
         return _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+
+    def _is_sequence(self, expression: ast.expr) -> bool:
+        """A list or tuple: a display or comprehension, or a name the function uses as a
+        sequence (see ``_sequence_names``)."""
+        if isinstance(expression, (ast.List, ast.Tuple, ast.ListComp)):
+            return True
+        spelled = dotted_name(expression)
+        return spelled is not None and spelled in self.sequences
 
     def _environment_rank(self, node: ast.AST) -> bool:
         key: ast.AST | None = None
@@ -1068,6 +1084,37 @@ def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
     return frozenset(found)
 
 
+#: Builtins whose argument is an iterable: an int handed to one raises.
+_ITERABLE_READERS = frozenset({"sum", "len", "sorted", "list", "tuple", "max", "min", "zip"})
+
+
+def _sequence_names(scope: ast.AST) -> frozenset[str]:
+    """The dotted names a scope's own code uses as sequences, never as an int: iterated
+    (``for n in sizes``, a comprehension), handed to ``sum`` / ``len`` / ``sorted`` and
+    the like as the only argument, or indexed by something other than a string."""
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        used: ast.expr | None = None
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            used = node.iter
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _ITERABLE_READERS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            used = node.args[0]
+        elif isinstance(node, ast.Subscript) and not (
+            isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+        ):
+            used = node.value
+        spelled = dotted_name(used) if used is not None else None
+        if spelled is not None:
+            found.add(spelled)
+    return frozenset(found)
+
+
 def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     """The dotted names a scope's own code uses as mappings: indexed by a string
     (``out["loss"]``), asked ``get`` / ``items`` / ``keys`` / ``values`` /
@@ -1256,6 +1303,7 @@ class Divergence:
             even_strides(graph.scope, names),
             single_bindings(graph.scope),
             _parameters_of(graph.scope),
+            _sequence_names(graph.scope),
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
