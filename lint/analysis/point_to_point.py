@@ -20,12 +20,13 @@ library module (the peer's code may live in another module), are not judged.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import TORCH_DIST_MODULES
-from ddplint.analysis.control_flow import NodeKind, Scope
+from ddplint.analysis.control_flow import Node, NodeKind, Scope
 from ddplint.analysis.divergence import Source
-from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
 from ddplint.analysis.names import Names
 from ddplint.analysis.pairing import settled_by_class
 
@@ -54,35 +55,45 @@ class CrossedReceives:
 
 def crossed_receives(analysis: ModuleAnalysis) -> list[CrossedReceives]:
     """Every rank test of the module whose branches both receive first."""
-    nodes, names = analysis.nodes, analysis.names
+    names = analysis.names
     found: list[CrossedReceives] = []
-    seen: set[int] = set()
-    for scope, calls in nodes.calls_by_scope.items():
-        if id(scope) in seen or not any(point_to_point(call, names) == "recv" for call in calls):
+
+    def receives(calls: list[ast.Call]) -> bool:
+        return any(point_to_point(call, names) == "recv" for call in calls)
+
+    for scope, function, node, statement in _settled_tests(analysis, receives):
+        taint = function.divergence.test_taint(node)
+        if taint is None or taint.source is not Source.RANK:
             continue
-        seen.add(id(scope))
+        first = _first_call(statement.body, names)
+        second = _first_call(statement.orelse, names)
+        if (
+            first is not None
+            and second is not None
+            and point_to_point(first, names) == "recv"
+            and point_to_point(second, names) == "recv"
+        ):
+            found.append(CrossedReceives(scope, statement, first, second))
+    return found
+
+
+def _settled_tests(
+    analysis: ModuleAnalysis, wanted: Callable[[list[ast.Call]], bool]
+) -> Iterator[tuple[Scope, FunctionFacts, Node, ast.If]]:
+    """The ``if`` tests each rank class settles, in the functions (and module code)
+    whose calls ``wanted`` accepts."""
+    for scope, calls in analysis.nodes.calls_by_scope.items():
         if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        if not wanted(calls):
             continue
         function = analysis.function(scope)
         for node in function.graph.nodes:
             statement = node.statement
             if node.kind is not NodeKind.TEST or not isinstance(statement, ast.If):
                 continue
-            taint = function.divergence.test_taint(node)
-            if taint is None or taint.source is not Source.RANK:
-                continue
-            if not settled_by_class(function, node):
-                continue
-            first = _first_call(statement.body, names)
-            second = _first_call(statement.orelse, names)
-            if (
-                first is not None
-                and second is not None
-                and point_to_point(first, names) == "recv"
-                and point_to_point(second, names) == "recv"
-            ):
-                found.append(CrossedReceives(scope, statement, first, second))
-    return found
+            if settled_by_class(function, node):
+                yield scope, function, node, statement
 
 
 @dataclass(frozen=True)
@@ -100,36 +111,29 @@ class UnansweredTransfer:
 
 def unanswered_transfers(analysis: ModuleAnalysis) -> list[UnansweredTransfer]:
     """Every point-to-point call under a rank test that no rank answers."""
-    nodes, names = analysis.nodes, analysis.names
+    names = analysis.names
     named = _named_transfers(analysis.module, names)
     if "batch_isend_irecv" in named:
         return []  # its operations name their functions (``P2POp(dist.irecv, ...)``)
     if not _starts_its_group(analysis.module, names):
         return []  # a library module: the peer's code may live in another module
     found: list[UnansweredTransfer] = []
-    for scope, calls in nodes.calls_by_scope.items():
+
+    def unanswerable(calls: list[ast.Call]) -> bool:
         kinds = {point_to_point(call, names) for call in calls}
-        if not any(k in _ANSWERS and not _ANSWERS[k] & named for k in kinds):
-            continue
-        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-            continue
-        function = analysis.function(scope)
-        for node in function.graph.nodes:
-            statement = node.statement
-            if node.kind is not NodeKind.TEST or not isinstance(statement, ast.If):
-                continue
-            if not settled_by_class(function, node):
-                continue
-            ways = (
-                (statement.body, statement.orelse, True),
-                (statement.orelse, statement.body, False),
-            )
-            for mine, theirs, holds in ways:
-                first = _first_call(mine, names)
-                kind = point_to_point(first, names) if first is not None else None
-                if kind in _ANSWERS and not _ANSWERS[kind] & named and not _calls_any(theirs):
-                    assert first is not None and kind is not None
-                    found.append(UnansweredTransfer(scope, statement, first, kind, holds))
+        return any(k in _ANSWERS and not _ANSWERS[k] & named for k in kinds)
+
+    for scope, _function, _node, statement in _settled_tests(analysis, unanswerable):
+        ways = (
+            (statement.body, statement.orelse, True),
+            (statement.orelse, statement.body, False),
+        )
+        for mine, theirs, holds in ways:
+            first = _first_call(mine, names)
+            kind = point_to_point(first, names) if first is not None else None
+            if kind in _ANSWERS and not _ANSWERS[kind] & named and not _calls_any(theirs):
+                assert first is not None and kind is not None
+                found.append(UnansweredTransfer(scope, statement, first, kind, holds))
     return found
 
 
