@@ -119,7 +119,7 @@ def test_a_skipped_barrier_is_traced_to_its_line_and_confirms_ddp201(
         done.stdout,
     ), done.stdout
     assert (
-        "confirmed by the dump  fixtures/verify/dumps/rank0_skips_barrier.py:13:9 DDP201"
+        "confirmed by the dump  fixtures/verify/dumps/rank0_skips_barrier.py:12:5 DDP201"
         in done.stdout
     )
     assert "Result: divergence (exit code 1)" in done.stdout
@@ -131,8 +131,8 @@ def test_the_same_hang_in_json(skipped_barrier: Path) -> None:
     (divergence,) = data["divergences"]
     assert (divergence["kind"], divergence["position"]) == ("missing", 2)
     confirmed = [f for f in data["findings"] if f["status"] == "confirmed_by_dump"]
-    # DDP219 at the root cause (the rank test), DDP201 at the barrier it skips.
-    assert [(f["rule"], f["line"]) for f in confirmed] == [("DDP219", 12), ("DDP201", 13)]
+    # One finding per parting: DDP201 at the root cause (the rank test).
+    assert [(f["rule"], f["line"]) for f in confirmed] == [("DDP201", 12)]
     assert all(f["evidence"]["line"] == 13 for f in confirmed)
     assert [d["rank"] for d in data["dumps"]] == [0, 1, 2]
 
@@ -208,6 +208,6 @@ def test_dumps_a_verify_run_leaves_read_the_same_way(tmp_path: Path) -> None:
     assert "(ddplint JSON 2; gloo)" in done.stdout
     assert "problem:" not in done.stdout  # traces, stacks and logs are no dumps: skipped
     assert (
-        "confirmed by the dump  fixtures/verify/nan_guard_rank0_barrier.py:20:13 DDP201"
+        "confirmed by the dump  fixtures/verify/nan_guard_rank0_barrier.py:19:9 DDP201"
         in done.stdout
     )
