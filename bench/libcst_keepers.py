@@ -33,20 +33,21 @@ class Planned:
 
 
 def record(files: dict[str, Planned]) -> None:
-    """Wrap the engine's screening step to record what it planned and kept."""
-    screen = per_file._rules_to_run
+    """Wrap the engine's parsing step to record what it planned, kept after the screens
+    and parsed with LibCST."""
+    parse_for = per_file._parse_for
 
-    def recording(plan: Any, context: Any) -> Any:
-        rules = screen(plan, context)
+    def recording(plan: Any, context: Any, rules: Any, outcome: Any) -> Any:
+        kept = parse_for(plan, context, rules, outcome)
         if context is not None and plan.kind == "code":
             files[context.source.path] = Planned(
-                tuple(rule.code for rule in plan.rules),
-                tuple(rule.code for rule in rules),
+                tuple(entry.code for entry in plan.rules),
+                tuple(rule.code for rule in kept),
                 "module" in vars(context),
             )
-        return rules
+        return kept
 
-    per_file._rules_to_run = recording
+    per_file._parse_for = recording
 
 
 def report(files: dict[str, Planned]) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import pytest
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.argument_edits import add_keyword_argument, remove_argument
+from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
 from ddplint.code.edits.imports import import_edit
-from ddplint.code.syntax.call_args import keyword_argument
 from ddplint.finding import Edit
 from ddplint.fix import apply_edits
 from ddplint.settings import LintOptions
@@ -82,30 +83,23 @@ def _call(ctx: CodeContext) -> cst.Call:
 @pytest.mark.parametrize(
     ("text", "after"),
     [
-        ("f(a, timeout=5, b=2)\n", "f(a, b=2)\n"),
-        ("f(a, timeout=5)\n", "f(a)\n"),
-        ("f(a, timeout=5,)\n", "f(a,)\n"),
-        ("f(timeout=5)\n", "f()\n"),
-        ("f(\n    timeout=5,\n)\n", "f()\n"),
+        ("loader(persistent_workers=True)\n", "loader(persistent_workers=False)\n"),
+        # columns count characters, not the UTF-8 bytes ``ast`` counts
+        (
+            "x = 'é'; loader(persistent_workers=True)\n",
+            "x = 'é'; loader(persistent_workers=False)\n",
+        ),
+        # the expression's own span: parentheses around it stay
+        (
+            "loader(\n    persistent_workers=(\n        True\n    ),\n)\n",
+            "loader(\n    persistent_workers=(\n        False\n    ),\n)\n",
+        ),
     ],
 )
-def test_remove_argument(text: str, after: str) -> None:
+def test_replace_ast_node_edits_exactly_the_expression(text: str, after: str) -> None:
     ctx = _context(text)
-    call = _call(ctx)
-    arg = keyword_argument(call, "timeout")
-    assert arg is not None
-    assert _apply(ctx, remove_argument(ctx, call, arg)) == after
-
-
-@pytest.mark.parametrize(
-    ("text", "after"),
-    [
-        ("DDP(m)\n", "DDP(m, find_unused_parameters=True)\n"),
-        ("DDP()\n", "DDP(find_unused_parameters=True)\n"),
-        ("DDP(\n    m,\n)\n", "DDP(\n    m, find_unused_parameters=True,\n)\n"),
-    ],
-)
-def test_add_keyword_argument(text: str, after: str) -> None:
-    ctx = _context(text)
-    edit = add_keyword_argument(ctx, _call(ctx), "find_unused_parameters=True")
-    assert _apply(ctx, edit) == after
+    assert ctx.ast_module is not None
+    call = next(node for node in ast.walk(ctx.ast_module) if isinstance(node, ast.Call))
+    value = call.keywords[0].value
+    assert ast_node_text(ctx, value) == "True"
+    assert _apply(ctx, replace_ast_node(ctx, value, "False")) == after

@@ -280,10 +280,12 @@ class CodeContext:
         *,
         summary: str = "",
         related: Sequence[tuple[ast.AST, str]] = (),
+        fix: Fix | None = None,
     ) -> Finding:
         """A finding of ``rule`` at an ``ast`` node (a compound statement: its header
-        line), with no fix; a suppression on any of its lines applies. ``related``:
-        other nodes it names, each with what it is."""
+        line); a suppression on any of its lines applies. ``related``: other nodes it
+        names, each with what it is; ``fix``: edits from ``ast`` positions
+        (``ddplint.code.edits.ast_edits``), no LibCST parse needed."""
         span = self.ast_range(node)
         if isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With)):
             header = node.body[0].lineno - 1 if node.body else span[0]
@@ -302,6 +304,7 @@ class CodeContext:
             self.source.path,
             span,
             message,
+            fix,
             statement_lines=statement_lines,
             summary=summary,
             related=places,
