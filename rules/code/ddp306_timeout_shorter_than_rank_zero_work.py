@@ -87,6 +87,7 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     name = "timeout-shorter-than-rank-zero-work"
     summary = "Process-group timeout shorter than the work one rank does while others wait"
     severity = Severity.WARNING
+    default_enabled = False
     needles = ("timeout",)
     also_needles = ("timedelta", "ddp_timeout")
 
