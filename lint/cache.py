@@ -21,7 +21,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import sqlite3
 import stat
 from pathlib import Path
@@ -84,6 +83,8 @@ def signing_key(project_root: Path | None = None) -> bytes:
             raise KeyRefused(f"{path} cannot be read ({exc.strerror or exc})") from None
     except OSError as exc:
         raise KeyRefused(f"{path} cannot be made ({exc.strerror or exc})") from None
+    import secrets  # only to make a key: most runs read one
+
     key = secrets.token_bytes(MIN_KEY_BYTES)
     with os.fdopen(fd, "wb") as stream:
         stream.write(key)
