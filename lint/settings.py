@@ -344,9 +344,7 @@ def did_you_mean(text: str, rules: Mapping[str, RuleInfo]) -> str:
     if wanted in by_name:
         return f" (that is the name of {by_name[wanted]}; rules are selected by code)"
     close = _closest_codes(text.strip().upper(), list(rules))
-    close = close or [
-        by_name[name] for name in get_close_matches(wanted, list(by_name), n=1)
-    ]
+    close = close or [by_name[name] for name in get_close_matches(wanted, list(by_name), n=1)]
     return f" (did you mean {close[0]}?)" if close else ""
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
 from importlib import import_module
 from typing import TYPE_CHECKING
 
