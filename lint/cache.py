@@ -21,9 +21,9 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import sqlite3
 import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ MAX_CACHE_BYTES = 512 * 1024 * 1024
 #: (5: project facts as typed records, encoded positionally by ``project.encoding``;
 #: 7: object kinds in them).
 FORMAT = 7
+#: Keys asked of the database in one query (``ResultCache.get_many``; SQLite allows 999
+#: parameters in its oldest builds).
+READ_BATCH = 500
 #: How long a run waits for another run's write to the database to end.
 LOCK_TIMEOUT_SECONDS = 5.0
 _SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"
@@ -84,6 +87,8 @@ def signing_key(project_root: Path | None = None) -> bytes:
             raise KeyRefused(f"{path} cannot be read ({exc.strerror or exc})") from None
     except OSError as exc:
         raise KeyRefused(f"{path} cannot be made ({exc.strerror or exc})") from None
+    import secrets  # only to make a key: most runs read one
+
     key = secrets.token_bytes(MIN_KEY_BYTES)
     with os.fdopen(fd, "wb") as stream:
         stream.write(key)
@@ -203,6 +208,18 @@ class ResultCache:
         entry = self.entries.get(key)
         return entry if isinstance(entry, dict) else None
 
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The entries of ``keys`` that are there, by key: the database is asked once
+        for every ``READ_BATCH`` keys not asked before (``get`` asks once per key)."""
+        wanted = list(dict.fromkeys(keys))
+        asked = [k for k in wanted if k not in self.entries and k not in self._absent]
+        for start in range(0, len(asked), READ_BATCH):
+            batch = asked[start : start + READ_BATCH]
+            found = self._read_batch(batch)
+            self.entries.update(found)
+            self._absent.update(k for k in batch if k not in found)
+        return {k: e for k in wanted if isinstance(e := self.entries.get(k), dict)}
+
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.remember(key, value)
         self._unsaved.add(key)
@@ -269,6 +286,22 @@ class ResultCache:
             return None  # damaged, or not a database: start afresh
         return None if row is None else self._verified(key, *row)
 
+    def _read_batch(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        connection = self._open_reader()
+        if connection is None or not keys:
+            return {}
+        query = "SELECT key, value, signature FROM entries WHERE key IN (%s)"
+        try:
+            rows = connection.execute(query % ",".join("?" * len(keys)), keys).fetchall()
+        except sqlite3.Error:
+            return {}  # damaged, or not a database: start afresh
+        found = {}
+        for key, value, signature in rows:
+            entry = self._verified(key, value, signature)
+            if entry is not None:
+                found[key] = entry
+        return found
+
     def _verified(self, key: Any, value: Any, signature: Any) -> dict[str, Any] | None:
         """The entry, if written by this machine for these settings under this key."""
         if self._key is None or not all(isinstance(x, str) for x in (key, value, signature)):
@@ -325,6 +358,58 @@ class ResultCache:
                     )
         finally:
             connection.close()
+
+
+class LayeredEntry:
+    """A large entry of records by name (stat records, summary digests) kept as a base
+    and a small layer of the records changed since, so that a run that changes a few
+    records (a hook on one file) writes a few, not the whole base.
+
+    The layer names its base by a token written with the base; a layer of another base
+    (two runs wrote at once) is not read. A record, once true, stays true of its name's
+    input (a stat, a content hash), so mixing runs' records costs reads, never a wrong
+    answer. ``merged`` is what the caller reads; ``write`` keeps a new set of records."""
+
+    #: Changed or removed records beyond which the base is written again.
+    LAYER_LIMIT = 256
+
+    def __init__(self, cache: ResultCache, key: str) -> None:
+        self.cache, self.key = cache, key
+        base = cache.get(key)
+        layer = cache.get(self.layer_key)
+        self.token = base.get("token") if base is not None else None
+        self.base: dict[str, Any] = _records(base)
+        self.merged: dict[str, Any] = dict(self.base)
+        if layer is not None and self.token is not None and layer.get("base") == self.token:
+            self.merged.update(_records(layer))
+            for name in layer.get("removed", []) if isinstance(layer.get("removed"), list) else []:
+                self.merged.pop(name, None)
+
+    @property
+    def layer_key(self) -> str:
+        return self.key + ":layer"
+
+    def write(self, records: Mapping[str, Any]) -> None:
+        """Keep ``records`` (put into the cache; nothing when they are what was read)."""
+        if records == self.merged:
+            return
+        changed = {name: value for name, value in records.items() if self.base.get(name) != value}
+        removed = [name for name in self.base if name not in records]
+        if self.token is not None and len(changed) + len(removed) <= self.LAYER_LIMIT:
+            self.cache.put(
+                self.layer_key, {"base": self.token, "records": changed, "removed": removed}
+            )
+        else:
+            token = os.urandom(8).hex()
+            self.cache.put(self.key, {"token": token, "records": dict(records)})
+            self.cache.put(self.layer_key, {"base": token, "records": {}, "removed": []})
+            self.token, self.base = token, dict(records)
+        self.merged = dict(records)
+
+
+def _records(entry: dict[str, Any] | None) -> dict[str, Any]:
+    found = entry.get("records") if entry is not None else None
+    return found if isinstance(found, dict) else {}
 
 
 def valid_outcome_entry(entry: Any) -> bool:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from ddplint import __version__, blind_precision
-from ddplint.baseline import BaselineError, apply_baseline, load_baseline, write_baseline
+from ddplint import __version__
 from ddplint.discover import discover, display_path
 from ddplint.engine.pool import default_jobs
 from ddplint.engine.run import lint_paths
@@ -32,10 +31,11 @@ from ddplint.invocation import (
 from ddplint.progress import Progress
 from ddplint.report import (
     ERRORS_APART,
-    FORMATTERS,
+    FORMAT_NAMES,
     MACHINE_FORMATS,
     STATISTICS_FORMATS,
     ReportContext,
+    formatter,
     summary,
 )
 from ddplint.report.printable import printable
@@ -49,7 +49,6 @@ from ddplint.source import SourceError, SourceFile
 from ddplint.stdin_input import StdinText, reads_stdin
 from ddplint.verify.command import verify as verify_command
 from ddplint.verify.command import verify_dumps as verify_dumps_command
-from ddplint.watch import watch
 
 if TYPE_CHECKING:  # what only fixing and --show-* need is imported when asked for
     from ddplint.fixer import FixRun
@@ -141,7 +140,7 @@ def cli() -> None:
     "--output-format",
     "--format",
     "output_format",
-    type=click.Choice(sorted(FORMATTERS)),
+    type=click.Choice(sorted(FORMAT_NAMES)),
     default="concise",
     show_default=True,
     envvar=OUTPUT_FORMAT_VARIABLE,
@@ -430,6 +429,7 @@ def _watch(
     report: Callable[[RunResult], None],
 ) -> NoReturn:
     """``--watch``: lint and report now and after every change, until Ctrl-C."""
+    from ddplint.watch import watch
 
     def lint_and_report() -> None:
         result = lint_paths(
@@ -463,7 +463,7 @@ def _report(
         render = statistics_json if machine else summary.statistics
         report = render(result, flags.unsafe)
     else:
-        report = FORMATTERS[output_format](result, context)
+        report = formatter(output_format)(result, context)
     if not machine and not quiet:
         if flags.show_fixes:
             report += summary.fixed_listing(fixed)
@@ -591,6 +591,8 @@ def _add_noqa(result: RunResult, settings: Settings, quiet: bool) -> int:
 
 def _write_baseline(file: Path, result: RunResult, settings: Settings, quiet: bool) -> int:
     """``--write-baseline``: record the findings; the exit code (2 if a file had errors)."""
+    from ddplint.baseline import BaselineError, write_baseline
+
     try:
         entries = write_baseline(file, result, _read_lines, settings.project_root)
     except BaselineError as exc:
@@ -605,6 +607,8 @@ def _apply_baseline(
     file: Path, result: RunResult, settings: Settings, options: LintOptions, quiet: bool
 ) -> tuple[RunResult, int]:
     """Hide the findings the baseline holds; report its stale entries on stderr."""
+    from ddplint.baseline import BaselineError, apply_baseline, load_baseline
+
     try:
         entries = load_baseline(file)
     except BaselineError as exc:
@@ -633,6 +637,8 @@ def _apply_baseline(
 )
 def rules_command(output_format: str) -> None:
     """List every rule: code, name, default on/off, fix class."""
+    from ddplint import blind_precision
+
     catalogue = all_rules()
     if output_format == "json":
         import json

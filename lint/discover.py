@@ -229,31 +229,48 @@ def _unreadable_excludes_file(directory: Path) -> str | None:
 
 def _git_files(directory: Path) -> _Listing | str:
     """Tracked and untracked-not-ignored files below ``directory``, or why git could not
-    list them (not a repository, git missing, damaged or refusing the checkout)."""
+    list them (not a repository, git missing, damaged or refusing the checkout). The
+    listing starts at once, beside the question of the global excludes file; when that
+    file is not a regular one (git would wait on a FIFO there), the listing is stopped and
+    started again without it."""
     # The linted repository's own config must not run anything: core.fsmonitor names a
     # command that git would start for ls-files.
     command = ["git", "-c", "core.fsmonitor=false"]
+    listing = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
     notices = []
-    excludes = _unreadable_excludes_file(directory)
-    if excludes is not None:
-        command += ["-c", "core.excludesFile="]
-        notices.append(f"git: the global excludes file {excludes} is not a regular file: not read")
-    command += ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
     try:
-        result = subprocess.run(
-            command, cwd=directory, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
-        )
+        listed = _start(command + listing, directory)
+        excludes = _unreadable_excludes_file(directory)
+        if excludes is not None:
+            _stop(listed)
+            notices.append(
+                f"git: the global excludes file {excludes} is not a regular file: not read"
+            )
+            listed = _start([*command, "-c", "core.excludesFile=", *listing], directory)
     except OSError as exc:
         return f"git cannot be run ({exc.strerror or exc})"
+    try:
+        stdout, stderr = listed.communicate(timeout=GIT_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
+        _stop(listed)
         return f"git ls-files gave no answer in {GIT_TIMEOUT_SECONDS} s"
-    messages = result.stderr.decode("utf-8", "replace").splitlines()
-    if result.returncode != 0:
+    messages = stderr.decode("utf-8", "replace").splitlines()
+    if listed.returncode != 0:
         reason = next((m for m in messages if m.startswith(("fatal:", "error:"))), None)
-        return f"git ls-files failed ({reason or f'exit {result.returncode}'})"
+        return f"git ls-files failed ({reason or f'exit {listed.returncode}'})"
     notices += [f"git: {m}" for m in messages if m.startswith("warning:")]
-    names = [n for n in result.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    names = [n for n in stdout.decode("utf-8", "surrogateescape").split("\0") if n]
     return _Listing(names, notices)
+
+
+def _start(command: list[str], directory: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End ``process`` (it may wait on a FIFO) and collect it."""
+    process.kill()
+    process.communicate()
 
 
 def _walk_files(directory: Path, settings: Settings, repository: Path | None) -> _Listing:

@@ -5,7 +5,6 @@ edits from several findings applied once, and a check that the result still pars
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -153,6 +152,8 @@ def syntax_problem(kind: str, text: str) -> str | None:
 def unified_diff(path: str, before: str, after: str, context: int = 3) -> str:
     """``--- a/PATH`` / ``+++ b/PATH`` diff of two texts of a file, line ends kept, with
     ``context`` unchanged lines around each change."""
+    import difflib  # a diff is asked for by few runs
+
     name = path.lstrip("/")
     lines = difflib.unified_diff(
         split_lines(before),

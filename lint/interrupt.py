@@ -18,7 +18,6 @@ holds the signals until its rename is done (``signals_held``).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import signal
@@ -130,6 +129,8 @@ def quiet_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
+        import ctypes  # a worker's only: the parent's start-up does without it
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent ended before the request took effect

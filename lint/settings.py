@@ -4,7 +4,6 @@ the settings file's, then the command line's, as ruff resolves them)."""
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -338,14 +337,14 @@ def validate_selectors(
 
 def did_you_mean(text: str, rules: Mapping[str, RuleInfo]) -> str:
     """`` (did you mean DDP201?)`` for a mistyped code or a rule's name, else ``""``."""
+    from difflib import get_close_matches  # a mistyped code only
+
     by_name = {rule.name: code for code, rule in rules.items()}
     wanted = text.strip().lower()
     if wanted in by_name:
         return f" (that is the name of {by_name[wanted]}; rules are selected by code)"
     close = _closest_codes(text.strip().upper(), list(rules))
-    close = close or [
-        by_name[name] for name in difflib.get_close_matches(wanted, list(by_name), n=1)
-    ]
+    close = close or [by_name[name] for name in get_close_matches(wanted, list(by_name), n=1)]
     return f" (did you mean {close[0]}?)" if close else ""
 
 

@@ -42,17 +42,15 @@ def settled(stamp: Stamp, now_ns: int | None = None) -> bool:
 
 
 def stats_key(root: str) -> str:
-    return f"source-stats:1:{root}"
+    """The key of the root's stat records (a ``cache.LayeredEntry``; 2: base and layer)."""
+    return f"source-stats:2:{root}"
 
 
-def read_stats(entry: Any) -> dict[str, tuple[Stamp, str]]:
-    """The recorded stamps and content hashes by relative path; empty when absent or of
-    another shape."""
-    files = entry.get("files") if isinstance(entry, dict) else None
-    if not isinstance(files, dict):
-        return {}
+def read_stats(records: Mapping[str, Any]) -> dict[str, tuple[Stamp, str]]:
+    """The recorded stamps and content hashes by relative path (a ``LayeredEntry``'s
+    records); empty when any is of another shape."""
     found: dict[str, tuple[Stamp, str]] = {}
-    for relative, value in files.items():
+    for relative, value in records.items():
         if type(value) is not list or len(value) != 6:
             return {}
         mtime, ctime, size, inode, device, hash_ = value
@@ -63,8 +61,9 @@ def read_stats(entry: Any) -> dict[str, tuple[Stamp, str]]:
     return found
 
 
-def stats_entry(records: Mapping[str, tuple[Stamp, str]]) -> dict[str, Any]:
-    return {"files": {relative: [*stamp, hash_] for relative, (stamp, hash_) in records.items()}}
+def stats_records(records: Mapping[str, tuple[Stamp, str]]) -> dict[str, list[Any]]:
+    """The records as a ``LayeredEntry`` keeps them (``read_stats`` reads them back)."""
+    return {relative: [*stamp, hash_] for relative, (stamp, hash_) in records.items()}
 
 
 class ProjectSources(Mapping[str, bytes]):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from test_project_model import DEFAULT_RULES, FIXTURES, generated_project
 
-from ddplint.cache import ResultCache, content_hash
+from ddplint.cache import LayeredEntry, ResultCache, content_hash
 from ddplint.code.project.incremental import REWRITE_AFTER
-from ddplint.code.project.memo import DIGESTS_KEY, facts_key, read_digests
+from ddplint.code.project.memo import DIGESTS_KEY, facts_key, file_facts_key, read_digests
 from ddplint.engine import RunResult, lint_paths, open_cache
 from ddplint.settings import LintOptions, Settings
 
@@ -100,10 +100,11 @@ def _memoized_facts(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) ->
         for path in root.rglob("*.py")
     }
     results = open_cache(settings, options)
-    digests = read_digests(results.get(DIGESTS_KEY))
-    entry = results.get(facts_key({path: digests[hash_] for path, hash_ in hashes.items()}))
-    assert entry is not None
-    return dict(entry["project_facts"])
+    digests = read_digests(LayeredEntry(results, DIGESTS_KEY).merged)
+    memo_key = facts_key({path: digests[hash_] for path, hash_ in hashes.items()})
+    entries = {path: results.get(file_facts_key(memo_key, path)) for path in hashes}
+    assert all(entry is not None for entry in entries.values())
+    return {path: entry["facts"] for path, entry in entries.items() if entry is not None}
 
 
 def _findings(result: RunResult) -> list[tuple[str, int, str, str]]:

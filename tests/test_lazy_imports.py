@@ -87,6 +87,54 @@ def test_an_edited_file_the_prefilter_drops_imports_no_analysis(tmp_path: Path) 
     assert _hook(tree, tmp_path, "util.py") == []
 
 
+#: What a hook run on a file has no use for: baselines, the blind-precision table,
+#: ``--watch``, the report formats it does not print, a pool worker's ``ctypes``, a new
+#: signing key's ``secrets``. (``difflib`` is left out: click imports it to parse a short
+#: option such as ``-q``.)
+NOT_FOR_A_HOOK = (
+    "ddplint.baseline",
+    "ddplint.blind_precision",
+    "ddplint.watch",
+    "ddplint.report.sarif",
+    "ddplint.report.junit",
+    "ddplint.report.gitlab",
+    "ddplint.report.rdjson",
+    "ddplint.report.json_format",
+    "ctypes",
+    "secrets",
+)
+#: Runs ``ddplint check`` and prints which of ``NOT_FOR_A_HOOK`` it imported.
+UNUSED_PROBE = """
+import json, sys
+from ddplint.cli import cli
+try:
+    cli(["check", "--exit-zero", "-q", *sys.argv[2:]])
+except SystemExit:
+    pass
+print(json.dumps([m for m in json.loads(sys.argv[1]) if m in sys.modules]))
+"""
+
+
+def test_a_hook_run_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """A hook run on an edited file every pre-filter drops (the start-up is then most of
+    the run): the engine and the cache are imported, nothing of ``NOT_FOR_A_HOOK``."""
+    tree = _tree(tmp_path, {"net.py": HAZARD, "util.py": "x = 1\n"})
+    _imported(tree, tmp_path)  # the cache made (its signing key too)
+    (tree / "util.py").write_text("x = 2\n")
+    environment = {
+        **os.environ,
+        "DDPLINT_CACHE_DIR": str(tmp_path / "cache"),
+        "DDPLINT_CACHE_KEY_FILE": str(tmp_path / "key"),
+    }
+    wanted = json.dumps(["ddplint.engine.run", "ddplint.cache", *NOT_FOR_A_HOOK])
+    probe = [sys.executable, "-c", UNUSED_PROBE, wanted, "--force-exclude", "--", "util.py"]
+    result = subprocess.run(
+        probe, cwd=tree, env=environment, capture_output=True, text=True, timeout=120, check=True
+    )
+    imported = json.loads(result.stdout.strip().splitlines()[-1])
+    assert imported == ["ddplint.engine.run", "ddplint.cache"]
+
+
 def _passes_screen(entry: RuleEntry, raw: bytes) -> bool:
     """The entry's screen on ``raw``'s ``ast``, with no project facts (the files here
     call no project function that creates a group)."""

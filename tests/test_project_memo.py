@@ -14,12 +14,12 @@ from test_incremental_linking import _findings, _replace, _run, make_tree
 from test_project_model import DEFAULT_RULES
 
 from ddplint import source_stats
-from ddplint.cache import content_hash
+from ddplint.cache import LayeredEntry, content_hash
 from ddplint.code.project.memo import summary_digest
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine import open_cache
 from ddplint.settings import LintOptions, Settings
-from ddplint.source_stats import read_stats, stats_entry, stats_key
+from ddplint.source_stats import read_stats, stats_key, stats_records
 
 
 def _cold_findings(
@@ -94,8 +94,8 @@ def test_a_deleted_module_is_not_answered_from_the_memo(
 def _stats(root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple]:
     monkeypatch.setenv("DDPLINT_CACHE_DIR", str(cache))
     options = LintOptions(selected=DEFAULT_RULES, project_root=str(root))
-    entry = open_cache(Settings(project_root=root), options).get(stats_key(str(root.resolve())))
-    return dict(read_stats(entry))
+    cache = open_cache(Settings(project_root=root), options)
+    return dict(read_stats(LayeredEntry(cache, stats_key(str(root.resolve()))).merged))
 
 
 def test_files_written_just_now_are_not_trusted_by_their_stat(
@@ -169,11 +169,11 @@ def test_a_record_that_no_longer_says_what_the_file_holds_is_read_afresh(
     _run(project, [project], warm, monkeypatch)
     options = LintOptions(selected=DEFAULT_RULES, project_root=str(project))
     cache = open_cache(Settings(project_root=project), options)
-    key = stats_key(str(project.resolve()))
-    records = read_stats(cache.get(key))
+    kept = LayeredEntry(cache, stats_key(str(project.resolve())))
+    records = read_stats(kept.merged)
     stamp, _ = records["utils.py"]
     records["utils.py"] = (stamp, content_hash(b"another text"))
-    cache.put(key, stats_entry(records))
+    kept.write(stats_records(records))
     cache.save()
     hook = _run(project, [target], warm, monkeypatch)
     assert _findings(hook) == _cold_findings(project, target, tmp_path, "cold", monkeypatch) != []

@@ -9,13 +9,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ddplint.cache import ResultCache
+from ddplint.cache import LayeredEntry, ResultCache
 from ddplint.code.project.encoding import SUMMARY_VERSION, encode_facts
 from ddplint.code.project.memo import (
     DIGESTS_KEY,
     NO_SUMMARY,
-    digests_entry,
+    digests_to_keep,
     facts_key,
+    file_facts_key,
     read_digests,
     summary_digest,
 )
@@ -35,8 +36,8 @@ from ddplint.source_stats import (
     Stamp,
     read_stats,
     stamp_of,
-    stats_entry,
     stats_key,
+    stats_records,
 )
 
 if TYPE_CHECKING:
@@ -106,18 +107,18 @@ def model_sources(
         if file_kind(targets[position].display) == "code":
             sources.add(targets[position].relative, raw, stamps.get(position))
     root = settings.project_root.resolve()
-    key = stats_key(str(root))
-    recorded = read_stats(cache.get(key)) if cache is not None else {}
+    kept_stats = LayeredEntry(cache, stats_key(str(root))) if cache is not None else None
+    recorded = read_stats(kept_stats.merged) if kept_stats is not None else {}
     resolver = Resolver()
     if whole_root and all(resolver.inside(t.path, root) for t in targets):
         linted = {target.relative for target in targets}
         _add_root(sources, paths, linted, recorded if trust_stats else {}, setup)
     # else no project around the files named: they are the model
-    if cache is not None:
+    if kept_stats is not None:
         kept = {path: known for path, known in recorded.items() if path not in sources}
         kept.update(sources.records)  # a file read now and not settled is left out
         if kept != recorded:
-            cache.put(key, stats_entry(kept))
+            kept_stats.write(stats_records(kept))
     return sources
 
 
@@ -176,13 +177,14 @@ def project_facts(
         digests = _summary_digests(sources, hashes, cache, setup.jobs, stats)
         sources.parses = frozenset(r for r, digest in digests.items() if digest != NO_SUMMARY)
         memo_key = facts_key(digests)
-        known = _cached_project_facts(cache, memo_key) or {}
+        known = _memoized_facts(cache, memo_key, relatives)
     missing = [relative for relative in relatives if relative not in known]
     if missing:
         index = _linked_index(sources, hashes, setup, stats)
-        known = {**known, **{relative: _encoded_facts(index, relative) for relative in missing}}
-        if cache is not None and memo_key is not None:
-            cache.put(memo_key, {"project_facts": known})
+        for relative in missing:
+            known[relative] = _encoded_facts(index, relative)
+            if cache is not None and memo_key is not None:
+                cache.put(file_facts_key(memo_key, relative), {"facts": known[relative]})
     return {p: known[targets[p].relative] for p in positions if known[targets[p].relative]}
 
 
@@ -195,12 +197,13 @@ def _summary_digests(
 ) -> dict[str, str]:
     """The summary digest of every source (relative path -> digest): kept in the cache
     by content hash; the sources whose bytes are new are summarised (``_summaries``)."""
-    known = read_digests(cache.get(DIGESTS_KEY))
+    kept = LayeredEntry(cache, DIGESTS_KEY)
+    known = read_digests(kept.merged)
     new = {relative: sources[relative] for relative in sources if hashes[relative] not in known}
     if new:
         found = _summaries(new, hashes, cache, jobs, stats)
         known = {**known, **{hashes[r]: summary_digest(found.get(r)) for r in new}}
-        cache.put(DIGESTS_KEY, digests_entry(known, set(hashes.values())))
+        kept.write(digests_to_keep(known, set(hashes.values())))
     return {relative: known[hashes[relative]] for relative in sources}
 
 
@@ -306,13 +309,13 @@ def _encoded_facts(index: ProjectIndex, relative: str) -> str:
     return encode_facts(facts) if facts else ""
 
 
-def _cached_project_facts(cache: ResultCache, key: str) -> dict[str, str] | None:
-    """The memoized project facts by relative path ("" for none); None when absent or
-    damaged."""
-    hit = cache.get(key)
-    found = hit.get("project_facts") if hit is not None else None
-    if not isinstance(found, dict):
-        return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
-        return None
+def _memoized_facts(cache: ResultCache, memo_key: str, relatives: list[str]) -> dict[str, str]:
+    """The memoized facts of ``relatives`` ("" for none) that the cache holds, by
+    relative path; a damaged entry is left out (the file is linked again)."""
+    keys = {file_facts_key(memo_key, relative): relative for relative in relatives}
+    found = {}
+    for key, entry in cache.get_many(keys).items():
+        facts = entry.get("facts")
+        if isinstance(facts, str):
+            found[keys[key]] = facts
     return found

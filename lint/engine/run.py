@@ -58,6 +58,7 @@ class _Run:
         a file with project facts also under their digest)."""
         pending: list[tuple[int, str]] = []
         per_file: dict[int, LintOptions] = {}
+        keys: dict[int, str] = {}
         for position in positions:
             kind = file_kind(self.targets[position].display) or "code"
             key = cache_key(kind, self.contents[position], key_suffix)
@@ -71,6 +72,10 @@ class _Run:
                     options, facts=(*options.facts, (PROJECT_KEY, encoded))
                 )
                 key += ":p" + code_facts.digest(encoded)
+            keys[position] = key
+        if self.cache is not None:
+            self.cache.get_many(keys.values())  # one query per batch, not per file
+        for position, key in keys.items():
             hit = _cached_outcome(self.cache, key) if self.cache is not None else None
             if hit is not None:
                 self.outcomes[position] = hit

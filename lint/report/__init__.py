@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from ddplint.report.github import render_github
-from ddplint.report.gitlab import render_gitlab
-from ddplint.report.json_format import render_json
-from ddplint.report.json_lines import render_json_lines
-from ddplint.report.junit import render_junit
-from ddplint.report.rdjson import render_rdjson
-from ddplint.report.sarif import render_sarif
-from ddplint.report.text import render_concise, render_full
-from ddplint.results import RunResult
+if TYPE_CHECKING:
+    from ddplint.results import RunResult
 
 
 @dataclass(frozen=True)
@@ -28,19 +23,31 @@ class ReportContext:
     colour: bool = False
 
 
-Formatter = Callable[[RunResult, ReportContext], str]
+Formatter = Callable[["RunResult", ReportContext], str]
 
-FORMATTERS: dict[str, Formatter] = {
-    "concise": render_concise,
-    "full": render_full,
-    "json": render_json,
-    "sarif": render_sarif,
-    "github": render_github,
-    "junit": render_junit,
-    "gitlab": render_gitlab,
-    "json-lines": render_json_lines,
-    "rdjson": render_rdjson,
+#: Each format's renderer, as ``module:function`` below ``ddplint.report``: a run imports
+#: only the one it prints (``formatter``).
+FORMATTERS: dict[str, str] = {
+    "concise": "text:render_concise",
+    "full": "text:render_full",
+    "json": "json_format:render_json",
+    "sarif": "sarif:render_sarif",
+    "github": "github:render_github",
+    "junit": "junit:render_junit",
+    "gitlab": "gitlab:render_gitlab",
+    "json-lines": "json_lines:render_json_lines",
+    "rdjson": "rdjson:render_rdjson",
 }
+FORMAT_NAMES = frozenset(FORMATTERS)
+
+
+def formatter(name: str) -> Formatter:
+    """The renderer of format ``name`` (one of ``FORMAT_NAMES``), imported now."""
+    module, function = FORMATTERS[name].split(":")
+    found: Formatter = getattr(import_module(f"ddplint.report.{module}"), function)
+    return found
+
+
 #: Formats read by programs: no summary line, no progress, no colour.
 MACHINE_FORMATS = frozenset({"json", "sarif", "github", "junit", "gitlab", "json-lines", "rdjson"})
 #: Machine formats with no place for a file's error: errors go to stderr beside them.

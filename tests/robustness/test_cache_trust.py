@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ddplint.cache import entry_signature
+from ddplint.cache import LayeredEntry, ResultCache, entry_signature
 
 from .support import run_cli
 
@@ -255,3 +255,88 @@ def test_no_home_folder_is_a_notice_and_the_run_goes_on(
     result = run_cli("check", ".")
     assert result.code == 1 and "DDP101" in result.out
     assert "there is no home folder to keep the signing key in" in result.err
+
+
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ResultCache:
+    monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "key"))
+    return ResultCache(tmp_path / "cache", "settings")
+
+
+def test_entries_read_in_one_batch_are_verified_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get_many``: what verifies is returned, a forged value and an absent key are not
+    (and the forged one is not read again by ``get``)."""
+    writer = _cache(tmp_path, monkeypatch)
+    writer.put("a", {"value": 1})
+    writer.put("b", {"value": 2})
+    writer.save()
+    with sqlite3.connect(writer.file) as connection:
+        connection.execute("UPDATE entries SET value = ? WHERE key = 'b'", ('{"value": 3}',))
+    connection.close()
+    reader = ResultCache(tmp_path / "cache", "settings")
+    assert reader.get_many(["a", "b", "missing", "a"]) == {"a": {"value": 1}}
+    assert reader.get("b") is None
+    assert reader.get("a") == {"value": 1}
+
+
+def test_a_few_changed_records_are_written_as_a_layer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base is written once; a run that changes one record writes the layer only;
+    the next run reads the base and the layer merged, a removed record gone."""
+    cache = _cache(tmp_path, monkeypatch)
+    records = {f"file{n}.py": [n, "hash"] for n in range(1000)}
+    LayeredEntry(cache, "records").write(records)
+    cache.save()
+    base = ResultCache(tmp_path / "cache", "settings").get("records")
+    assert base is not None and len(base["records"]) == 1000
+
+    cache = ResultCache(tmp_path / "cache", "settings")
+    kept = LayeredEntry(cache, "records")
+    assert kept.merged == records
+    changed = {**records, "file1.py": [1, "another hash"]}
+    del changed["file2.py"]
+    kept.write(changed)
+    assert set(cache._unsaved) == {"records:layer"}
+    cache.save()
+
+    again = ResultCache(tmp_path / "cache", "settings")
+    assert again.get("records") == base
+    assert LayeredEntry(again, "records").merged == changed
+
+
+def test_many_changed_records_rewrite_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = _cache(tmp_path, monkeypatch)
+    LayeredEntry(cache, "records").write({f"file{n}.py": n for n in range(1000)})
+    cache.save()
+    cache = ResultCache(tmp_path / "cache", "settings")
+    many = {f"file{n}.py": -n for n in range(1000)}
+    LayeredEntry(cache, "records").write(many)
+    assert set(cache._unsaved) == {"records", "records:layer"}
+    cache.save()
+    assert LayeredEntry(ResultCache(tmp_path / "cache", "settings"), "records").merged == many
+
+
+def test_a_layer_of_another_base_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs at once: one rewrote the base after the other wrote its layer; the
+    layer names the base it was made on, so it is not merged into the new one."""
+    cache = _cache(tmp_path, monkeypatch)
+    LayeredEntry(cache, "records").write({"a.py": 1, "b.py": 2})
+    cache.save()
+    first = ResultCache(tmp_path / "cache", "settings")
+    LayeredEntry(first, "records").write({"a.py": 1, "b.py": 3})
+    second = ResultCache(tmp_path / "cache", "settings")
+    rewritten = LayeredEntry(second, "records")
+    rewritten.LAYER_LIMIT = 0
+    rewritten.write({"a.py": 5, "b.py": 2})
+    second.save()
+    first.save()  # the layer of the old base lands last
+    assert LayeredEntry(ResultCache(tmp_path / "cache", "settings"), "records").merged == {
+        "a.py": 5,
+        "b.py": 2,
+    }

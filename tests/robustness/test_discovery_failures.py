@@ -153,6 +153,45 @@ def test_excludes_file_fifo_does_not_stall(tmp_path: Path, monkeypatch: pytest.M
     assert notices == [f"git: the global excludes file {fifo} is not a regular file: not read"]
 
 
+def _git_python_files(folder: Path) -> list[str]:
+    """What git itself lists below ``folder`` (tracked and untracked-not-ignored), the
+    Python and YAML files of it."""
+    listed = _git(folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return sorted(n for n in listed.split("\0") if n.endswith((".py", ".yaml")))
+
+
+def test_a_linked_worktree_and_a_submodule_list_what_git_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A linked worktree (``.git`` is a file naming the main repository's folder) and a
+    repository holding a submodule: the files found are git's own listing (the
+    submodule's files are its own repository's, not listed), untracked files too."""
+    repo = _repository(tmp_path)
+    for identity in (("user.name", "t"), ("user.email", "t@example.com")):
+        _git(repo, "config", *identity)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "inside.py").write_text(HAZARD)
+    _git(other, "init", "-q")
+    _git(other, "add", ".")
+    _git(other, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "x")
+    _git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "sub")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "tree")
+    (repo / "untracked.py").write_text(HAZARD)
+    linked = tmp_path / "linked"
+    _git(repo, "worktree", "add", "-q", str(linked))
+    (linked / "only_here.py").write_text(HAZARD)
+    assert (linked / ".git").is_file()
+    for folder in (repo, linked):
+        monkeypatch.chdir(folder)
+        linted, notices = _linted(folder)
+        assert notices == []
+        assert linted == _git_python_files(folder)
+        assert not any(name.startswith("sub/") for name in linted)
+    assert "untracked.py" in _linted(repo)[0] and "only_here.py" in _linted(linked)[0]
+
+
 def test_file_in_an_unreadable_folder_is_one_error(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

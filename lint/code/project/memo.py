@@ -20,8 +20,8 @@ from typing import Any
 
 from ddplint.code.project.encoding import FACTS_VERSION, SUMMARY_VERSION
 
-#: The cache key of the summary digests by content hash.
-DIGESTS_KEY = f"summary-digests:{SUMMARY_VERSION}"
+#: The cache key of the summary digests by content hash (a ``cache.LayeredEntry``).
+DIGESTS_KEY = f"summary-digests:{SUMMARY_VERSION}:layered"
 #: The digest of a file without a summary (``ast`` cannot read it, or it is too large).
 NO_SUMMARY = "-"
 
@@ -35,28 +35,32 @@ def summary_digest(summary: Mapping[str, Any] | None) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def read_digests(entry: Any) -> dict[str, str]:
-    """The summary digests a cache entry holds by content hash; empty when absent or of
-    another shape."""
-    digests = entry.get("digests") if isinstance(entry, dict) else None
-    if not isinstance(digests, dict):
+def read_digests(records: Mapping[str, Any]) -> dict[str, str]:
+    """The summary digests by content hash (a ``LayeredEntry``'s records); empty when
+    any is of another shape."""
+    if not all(isinstance(v, str) for v in records.values()):
         return {}
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):
-        return {}
-    return digests
+    return dict(records)
 
 
-def digests_entry(digests: Mapping[str, str], current: set[str]) -> dict[str, Any]:
-    """The entry to keep: every digest known, or those of the ``current`` content hashes
-    when the others outnumber them (files edited many times since)."""
+def digests_to_keep(digests: Mapping[str, str], current: set[str]) -> dict[str, str]:
+    """Every digest known, or those of the ``current`` content hashes when the others
+    outnumber them (files edited many times since)."""
     if len(digests) > 2 * len(current) + 1000:
-        digests = {hash_: digests[hash_] for hash_ in current}
-    return {"digests": dict(digests)}
+        return {hash_: digests[hash_] for hash_ in current}
+    return dict(digests)
 
 
 def facts_key(summaries: Mapping[str, str]) -> str:
-    """The memo key of a project whose files (relative path) have these summary digests."""
+    """The memo key of a project whose files (relative path) have these summary digests;
+    each file's facts are an entry of their own (``file_facts_key``)."""
     digest = hashlib.blake2b(digest_size=16)
     for relative in sorted(summaries):
         digest.update(f"{relative}\0{summaries[relative]}\0".encode("utf-8", "surrogateescape"))
-    return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}.s:{digest.hexdigest()}"
+    return f"project-facts:{SUMMARY_VERSION}.{FACTS_VERSION}.f:{digest.hexdigest()}"
+
+
+def file_facts_key(memo_key: str, relative: str) -> str:
+    """The key of one file's memoized facts: a run reads those of the files it lints,
+    and writes those it linked, not every file's."""
+    return f"{memo_key}/{relative}"
