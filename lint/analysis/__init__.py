@@ -27,7 +27,8 @@ Floors, each importing only the ones before it:
 - ``rank_guards`` (on ``functions``): where a statement runs on some ranks only (the
   nearest divergent test it depends on, an expression guard, ``@rank_zero_only``);
   ``trainers``: which expressions hold a Lightning ``Trainer``, by what made them;
-  ``trainer_questions`` on both (DDP214, DDP215).
+  ``trainer_questions`` on both (DDP214, DDP215); ``skip_decisions`` (DDP216): a
+  flag from this rank's data broadcast from one rank, then obeyed by an exit.
 
 Beside them, on ``control_flow``: ``batches`` (where this rank's batch enters a
 function: a LightningModule's step parameters, a training loop's items), the seeds of

@@ -57,12 +57,23 @@ def batch_seeds(scope: ast.AST, lightning_method: bool) -> BatchSeeds:
         for position in LIGHTNING_BATCH_POSITIONS.get(scope.name, ()):
             if position < len(positional):
                 parameters.add(positional[position].arg)
-    loops = {
-        id(loop): _batch_targets(loop)
-        for loop in own_nodes(scope)
-        if isinstance(loop, _LOOPS) and _training_loop(loop)
-    }
+    loops = {id(loop): _batch_targets(loop) for loop in training_loops(scope)}
     return BatchSeeds(frozenset(parameters), loops)
+
+
+def training_loops(scope: ast.AST) -> list[ast.For | ast.AsyncFor]:
+    """The loops of ``scope``'s own code that walk batches (their body runs a backward,
+    no inner loop of theirs does)."""
+    return [loop for loop in own_nodes(scope) if isinstance(loop, _LOOPS) and _training_loop(loop)]
+
+
+def step_method(scope: ast.AST, lightning_method: bool) -> bool:
+    """A LightningModule's ``training_step`` (or another method handed a batch)."""
+    return (
+        lightning_method
+        and isinstance(scope, _FUNCTIONS)
+        and scope.name in LIGHTNING_BATCH_POSITIONS
+    )
 
 
 def _runs_backward(statements: list[ast.stmt]) -> bool:
