@@ -28,7 +28,8 @@ Floors, each importing only the ones before it:
   nearest divergent test it depends on, an expression guard, ``@rank_zero_only``);
   ``trainers``: which expressions hold a Lightning ``Trainer``, by what made them;
   ``trainer_questions`` on both (DDP214, DDP215); ``skip_decisions`` (DDP216): a
-  flag from this rank's data broadcast from one rank, then obeyed by an exit.
+  flag from this rank's data broadcast from one rank, then obeyed by an exit;
+  ``value_loops`` (DDP217): collectives repeated per value of this rank's batch.
 
 Beside them, on ``control_flow``: ``batches`` (where this rank's batch enters a
 function: a LightningModule's step parameters, a training loop's items), the seeds of
