@@ -30,7 +30,6 @@ from ddplint.analysis.functions import ModuleAnalysis, ways_on
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: What a statement does not evaluate where it stands (a comprehension it does).
 _NOT_INLINE = (*_FUNCTIONS, ast.ClassDef, ast.Lambda, ast.stmt)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Reasons that part the ranks by the rank itself (or a value set under a rank test).
 BY_RANK = frozenset({Source.RANK, Source.DECIDED})
 
@@ -142,18 +141,37 @@ def own_reads(
     analysis: ModuleAnalysis, wanted: list[ast.AST]
 ) -> Iterator[tuple[ast.AST, Scope, Node]]:
     """Each wanted expression with the scope and graph node that evaluate it (none for
-    an expression no statement evaluates: a default value, an annotation)."""
-    remaining = {id(expression): expression for expression in wanted}
-    if not remaining:
-        return
-    for scope in analysis.graphs.scopes():
-        if not remaining:
-            return
-        if isinstance(scope, _COMPREHENSIONS):
-            continue  # evaluated by the statement that holds it
+    an expression no statement of its scope evaluates: a default value, a decorator).
+    Only the graphs of the scopes that hold one are built."""
+    by_scope: dict[int, tuple[Scope, dict[int, ast.AST]]] = {}
+    scopes = _scopes_by_position(analysis)
+    for expression in wanted:
+        scope = _innermost(scopes, expression) or analysis.module
+        by_scope.setdefault(id(scope), (scope, {}))[1][id(expression)] = expression
+    for scope, remaining in by_scope.values():
         graph = analysis.graphs.graph(scope)
         for statement in list(graph.statements()):
             node = graph.nodes_of(statement)[0]
             for part in _header_nodes(statement):
                 if id(part) in remaining:
                     yield remaining.pop(id(part)), scope, node
+
+
+def _scopes_by_position(analysis: ModuleAnalysis) -> list[Scope]:
+    """The module's functions, classes and lambdas (comprehensions run in the
+    statement that holds them)."""
+    nodes = analysis.nodes
+    return [*nodes.functions(), *nodes.of_type(ast.ClassDef), *nodes.of_type(ast.Lambda)]
+
+
+def _innermost(scopes: list[Scope], expression: ast.AST) -> Scope | None:
+    """The innermost scope whose text holds ``expression``."""
+    where = (getattr(expression, "lineno", 0), getattr(expression, "col_offset", 0))
+    holding = [
+        scope
+        for scope in scopes
+        if (scope.lineno, scope.col_offset)
+        <= where
+        <= (scope.end_lineno or scope.lineno, scope.end_col_offset or 0)
+    ]
+    return max(holding, key=lambda scope: (scope.lineno, scope.col_offset), default=None)

@@ -54,8 +54,10 @@ def collectives_per_batch_value(analysis: ModuleAnalysis) -> list[ValueLoop]:
         ]
         if not direct:
             continue
-        view = analysis.batch_view(scope)
         loops = [n for n in own_nodes(scope) if isinstance(n, _LOOPS)]
+        if not loops and not any(c.name in _LOGS for _, c in direct):
+            continue  # nothing repeats a collective here
+        view = analysis.batch_view(scope)
         for node, collective in sorted(direct, key=lambda pair: _position(pair[1].call)):
             found_loop = _value_loop(analysis, scope, view, loops, node, collective.call)
             if found_loop is None and collective.name in _LOGS and collective.call.args:
