@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ddplint.analysis.divergence import Taint
+from ddplint.analysis.divergence import VALUES, Taint
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
 from ddplint.analysis.trainers import LightningTrainers
@@ -72,6 +72,7 @@ def should_stop_on_some_ranks(analysis: ModuleAnalysis) -> list[OnSomeRanks]:
             found.append(OnSomeRanks(statement, guard))
             continue
         value = view.taint(statement.value, node)
+        value = value.only(VALUES) if value is not None else None  # its truth, not its device
         if value is not None:
             found.append(OnSomeRanks(statement, None, value))
     return _in_order(found)
