@@ -30,6 +30,8 @@ from ddplint.analysis.functions import ModuleAnalysis, ways_on
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: What a statement does not evaluate where it stands (a comprehension it does).
 _NOT_INLINE = (*_FUNCTIONS, ast.ClassDef, ast.Lambda, ast.stmt)
+#: Scopes with a place in the text (the module has none; comprehensions run inline).
+_Placed = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
 #: Reasons that part the ranks by the rank itself (or a value set under a rank test).
 BY_RANK = frozenset({Source.RANK, Source.DECIDED})
 
@@ -146,8 +148,8 @@ def own_reads(
     by_scope: dict[int, tuple[Scope, dict[int, ast.AST]]] = {}
     scopes = _scopes_by_position(analysis)
     for expression in wanted:
-        scope = _innermost(scopes, expression) or analysis.module
-        by_scope.setdefault(id(scope), (scope, {}))[1][id(expression)] = expression
+        holder: Scope = _innermost(scopes, expression) or analysis.module
+        by_scope.setdefault(id(holder), (holder, {}))[1][id(expression)] = expression
     for scope, remaining in by_scope.values():
         graph = analysis.graphs.graph(scope)
         for statement in list(graph.statements()):
@@ -157,14 +159,14 @@ def own_reads(
                     yield remaining.pop(id(part)), scope, node
 
 
-def _scopes_by_position(analysis: ModuleAnalysis) -> list[Scope]:
+def _scopes_by_position(analysis: ModuleAnalysis) -> list[_Placed]:
     """The module's functions, classes and lambdas (comprehensions run in the
     statement that holds them)."""
     nodes = analysis.nodes
     return [*nodes.functions(), *nodes.of_type(ast.ClassDef), *nodes.of_type(ast.Lambda)]
 
 
-def _innermost(scopes: list[Scope], expression: ast.AST) -> Scope | None:
+def _innermost(scopes: list[_Placed], expression: ast.AST) -> _Placed | None:
     """The innermost scope whose text holds ``expression``."""
     where = (getattr(expression, "lineno", 0), getattr(expression, "col_offset", 0))
     holding = [
