@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ddplint.analysis.control_flow import Scope, own_nodes
 from ddplint.analysis.functions import ModuleAnalysis
@@ -141,10 +141,3 @@ class LightningTrainers:
         if isinstance(holder, ast.Name) and holder.id == "self":
             return owner in self.modules
         return isinstance(holder, ast.Name) and holder.id in self._held_names(scope)[1]
-
-
-def attribute_reads(scope: Scope, attribute: str) -> Iterator[ast.Attribute]:
-    """Every read of ``.attribute`` in the scope's own code."""
-    for node in own_nodes(scope):
-        if isinstance(node, ast.Attribute) and node.attr == attribute:
-            yield node
