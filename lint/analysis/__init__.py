@@ -24,8 +24,17 @@ Floors, each importing only the ones before it:
   by allocation, and the logs that leave them rank-local.
 - ``handles``: work handles of asynchronous collectives not waited where they matter
   (a forward analysis over ``control_flow``, beside ``questions``).
+- ``rank_guards`` (on ``functions``): where a statement runs on some ranks only (the
+  nearest divergent test it depends on, an expression guard, ``@rank_zero_only``);
+  ``trainers``: which expressions hold a Lightning ``Trainer``, by what made them;
+  ``trainer_questions`` on both (DDP214, DDP215); ``skip_decisions`` (DDP216): a
+  flag from this rank's data broadcast from one rank, then obeyed by an exit;
+  ``value_loops`` (DDP217): collectives repeated per value of this rank's batch.
 
-Beside them, on ``names``: ``config_bindings`` (which names hold a config loaded from a
+Beside them, on ``control_flow``: ``batches`` (where this rank's batch enters a
+function: a LightningModule's step parameters, a training loop's items), the seeds of
+the batch view ``ModuleAnalysis.batch_view`` that only questions about this rank's data
+ask. On ``names``: ``config_bindings`` (which names hold a config loaded from a
 file, and which key an expression reads); ``literal_values`` (values decided where they
 are set: module constants bound once, fixed keys of dict literals, and the tests they
 decide, so ``divergence`` takes no parting at such a test); and ``project`` (below

@@ -51,6 +51,7 @@ from ddplint.analysis.api import (
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
 )
+from ddplint.analysis.batches import BatchSeeds
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Graph,
@@ -87,6 +88,8 @@ class Source(str, Enum):
     CONTRIBUTED = "this rank's own share of a collective"
     OUTPUT = "this rank's model output"
     RAISED = "an exception raised on this rank's values"
+    #: Only in a batch view (``batches``): this rank's own data.
+    BATCH = "this rank's batch or loss"
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,9 @@ MAPPING_METHODS = frozenset({"get", "setdefault", "keys", "items", "values"})
 AGREEING_METHODS = frozenset(
     {"gather", "gather_for_metrics", "reduce", "all_gather", "broadcast", "all_reduce"}
 )
+#: A Lightning strategy's methods whose result is the same on every rank
+#: (``trainer.strategy.reduce_boolean_decision(stop)``).
+STRATEGY_AGREEING = frozenset({"reduce_boolean_decision", "reduce", "broadcast"})
 _DISTRIBUTED = ("torch.distributed.", "deepspeed.comm.")
 _SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
 
@@ -839,6 +845,8 @@ class _Evaluator:
             )
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
+        if method in STRATEGY_AGREEING and _strategy(func.value):
+            return None
         if method in ("to", "type"):
             given = self.dtype_given(call, method)
             facets = VALUES if given is not None else VALUES | Facet.DTYPE
@@ -1286,8 +1294,11 @@ class Divergence:
         fields: State | None = None,
         results: CallSummaries | None = None,
         decided: Callable[[ast.expr], bool | None] | None = None,
+        batches: BatchSeeds | None = None,
     ) -> None:
         self.graph = graph
+        #: Where this rank's batch enters (a batch view); None: the plain analysis.
+        self._batches = batches
         #: Whether literal values decide a test on every run (``literal_values``).
         self._decided_test = decided
         self.dominance = dominance
@@ -1356,6 +1367,8 @@ class Divergence:
         for argument in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs:
             if argument.arg in rank_parameters:
                 state[argument.arg] = _rank(argument)
+            elif self._batches is not None and argument.arg in self._batches.parameters:
+                state[argument.arg] = Taint(VALUES, Source.BATCH, argument.lineno, argument.arg)
         return state
 
     # -- queries --------------------------------------------------------------------
@@ -1657,6 +1670,9 @@ class Divergence:
         if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             for part, taint in self.evaluator.iterated(statement.target, statement.iter, state):
                 state = _bound(state, part, taint)
+            for part in self._batches.loops.get(id(statement), ()) if self._batches else ():
+                batch = Taint(VALUES, Source.BATCH, statement.lineno, ast.unparse(part))
+                state = _bound(state, part, batch.joined(self.evaluator.taint(part, state)))
             return state
         if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
             return state
@@ -1883,6 +1899,11 @@ def _targets(statement: ast.stmt) -> list[ast.AST]:
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         return [i.optional_vars for i in statement.items if i.optional_vars is not None]
     return []
+
+
+def _strategy(receiver: ast.expr) -> bool:
+    """A trainer's (or Fabric's) strategy: ``trainer.strategy``, ``self.trainer.strategy``."""
+    return isinstance(receiver, ast.Attribute) and receiver.attr == "strategy"
 
 
 def _bound(state: State, target: ast.AST, value: Taint | None) -> State:

@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ddplint.analysis.batches import BatchSeeds, batch_seeds
 from ddplint.analysis.control_flow import (
     SCOPE_TYPES,
     EdgeKind,
@@ -143,6 +144,7 @@ class ModuleAnalysis:
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
+        self._batch_views: dict[Scope, Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -206,8 +208,26 @@ class ModuleAnalysis:
             self._functions[scope] = found
         return found
 
+    def batch_view(self, scope: Scope) -> Divergence:
+        """The divergence of ``scope`` where this rank's batch counts too (``batches``):
+        for the questions about decisions on this rank's data, never for the others."""
+        found = self._batch_views.get(scope)
+        if found is None:
+            facts = self.function(scope)
+            seeds = batch_seeds(scope, self._in_lightning_class(scope))
+            found = self._divergence(
+                scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
+            )
+            self._batch_views[scope] = found
+        return found
+
     def _divergence(
-        self, scope: Scope, graph: Graph, dominance: PostDominance, fields: State
+        self,
+        scope: Scope,
+        graph: Graph,
+        dominance: PostDominance,
+        fields: State,
+        batches: BatchSeeds | None = None,
     ) -> Divergence:
         rank_parameters: frozenset[str] = frozenset()
         if isinstance(scope, _FUNCTIONS):
@@ -229,6 +249,7 @@ class ModuleAnalysis:
             fields,
             self._call_summary,
             self.literal_values.decided,
+            batches,
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:

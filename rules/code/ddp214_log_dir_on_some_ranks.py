@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.rank_guards import RankGuard
+from ddplint.analysis.trainer_questions import log_dirs_on_some_ranks
 from ddplint.code.context import CodeContext
-from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
 from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
-
-
-def _reads_trainer_log_dir(node: cst.Attribute) -> bool:
-    """``trainer.log_dir``, ``self.trainer.log_dir``, ``pl_module.trainer.log_dir``."""
-    if node.attr.value != "log_dir":
-        return False
-    receiver = dotted_name(node.value) or ""
-    last = receiver.rsplit(".", 1)[-1].lower()
-    return last == "trainer" or last.endswith("_trainer")
+from ddplint.rules.code.ddp219_ranks_part_before_collective import header_text
 
 
 class LogDirOnSomeRanks(CodeRule):
@@ -28,6 +20,12 @@ class LogDirOnSomeRanks(CodeRule):
     Flags a read of Lightning's `trainer.log_dir` (also `self.trainer.log_dir`) that runs
     on some ranks only: under `if trainer.is_global_zero:` / `if self.global_rank == 0:`,
     after a rank-guarded early exit, or in a `@rank_zero_only` function or hook.
+
+    The trainer is known by what made it, never by a variable's name: a `Trainer(...)`
+    of Lightning, `self.trainer` in a LightningModule, the trainer a callback hook is
+    handed (`on_*(self, trainer, pl_module)`), a parameter annotated `Trainer`, or a name
+    bound to one of these. It is built on the analysis core (control dependence on the
+    divergence analysis).
 
     Not flagged: the logger's own `log_dir` (`self.logger.log_dir`,
     `trainer.logger.log_dir`), which does not communicate; a read on every rank.
@@ -75,21 +73,40 @@ class LogDirOnSomeRanks(CodeRule):
     needles = ("log_dir",)
     also_needles = RANK_NEEDLES
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        reachability = ctx.rank_reachability
-        for node in ctx.index.nodes(cst.Attribute):
-            if not _reads_trainer_log_dir(node):
-                continue
-            guard = reachability.guard_of(node)
-            if guard is None:
-                continue
-            where = reachability.describe(guard)
+        for found in log_dirs_on_some_ranks(ctx.analysis):
+            assert found.guard is not None
             message = (
-                f"`{ctx.node_text(node)}` runs {where}, but the property broadcasts "
-                "(`strategy.broadcast(dirpath)`): the ranks that do not read it never join, "
-                "so this one waits until the timeout. Read it on every rank before the rank "
-                "test, or use the logger's own `log_dir`"
+                f"`{header_text(found.target)}` runs {guard_text(found.guard)}, but the "
+                "property broadcasts (`strategy.broadcast(dirpath)`): the ranks that do not "
+                "read it never join, so this one waits until the timeout. Read it on every "
+                "rank before the rank test, or use the logger's own `log_dir`"
             )
-            yield ctx.finding(
-                self, node, message, summary="trainer.log_dir broadcasts; read on some ranks only"
+            yield ctx.ast_finding(
+                self,
+                found.target,
+                message,
+                summary="trainer.log_dir broadcasts; read on some ranks only",
+                related=[guard_related(found.guard)],
             )
+
+
+def guard_related(guard: RankGuard) -> tuple[ast.AST, str]:
+    """The guard as a related place of a finding."""
+    if guard.runs_when is None:
+        return guard.cause, "the decorator that runs it on one rank"
+    return guard.cause, "the test that decides whether it runs"
+
+
+def guard_text(guard: RankGuard) -> str:
+    """Where guarded code runs, for messages: "only on ranks where `rank == 0` (line 12)"."""
+    if guard.runs_when is None:
+        decorator = header_text(guard.test)
+        return f"only where `@{decorator}` runs `{guard.function}` (line {guard.line})"
+    test, runs_when = guard.test, guard.runs_when
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, runs_when = test.operand, not runs_when
+    negated = "" if runs_when else " is false"
+    return f"only on ranks where `{header_text(test)}`{negated} (line {guard.line})"

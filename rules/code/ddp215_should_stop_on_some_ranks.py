@@ -4,22 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.rank_guards import BY_RANK
+from ddplint.analysis.trainer_questions import OnSomeRanks, should_stop_on_some_ranks
 from ddplint.code.context import CodeContext
-from ddplint.code.syntax.conditions import guarding_conditions
-from ddplint.code.syntax.messages import snippet
-from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
-
-
-def _sets_should_stop(target: cst.BaseAssignTargetExpression) -> bool:
-    """``trainer.should_stop``, ``self.trainer.should_stop``."""
-    if not isinstance(target, cst.Attribute) or target.attr.value != "should_stop":
-        return False
-    last = (dotted_name(target.value) or "").rsplit(".", 1)[-1].lower()
-    return last == "trainer" or last.endswith("_trainer")
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
+from ddplint.rules.code.ddp219_ranks_part_before_collective import header_text
 
 
 class ShouldStopOnSomeRanks(CodeRule):
@@ -30,6 +21,10 @@ class ShouldStopOnSomeRanks(CodeRule):
     `@rank_zero_only` hook), under a condition on a value that differs between ranks
     (this rank's loss or batch: `if torch.isnan(loss):` in `training_step`; a flag set
     on some ranks only; a local probe such as the clock), or assigned such a value.
+
+    The trainer is known by what made it, never by a variable's name (as DDP214 knows
+    it). It is built on the analysis core (control dependence on the divergence
+    analysis).
 
     Not flagged: a value decided collectively
     (`trainer.should_stop = trainer.strategy.reduce_boolean_decision(stop, all=False)`,
@@ -79,45 +74,32 @@ class ShouldStopOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     needles = ("should_stop",)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for assign in ctx.index.nodes(cst.Assign):
-            if not any(_sets_should_stop(t.target) for t in assign.targets):
-                continue
-            if _is_false(assign.value):
-                continue
-            reason = self._reason(ctx, assign)
-            if reason is None:
-                continue
+        for found in should_stop_on_some_ranks(ctx.analysis):
             message = (
-                f"`{snippet(ctx, assign)}` {reason}: Lightning reads each rank's own flag, so "
-                "this rank stops while the others go on into the next step's gradient "
-                "all-reduce or collective and wait until the timeout. Decide together first: "
-                "`trainer.strategy.reduce_boolean_decision(stop, all=False)`"
+                f"`{header_text(found.target)}` {_reason(found)}: Lightning reads each "
+                "rank's own flag, so this rank stops while the others go on into the next "
+                "step's gradient all-reduce or collective and wait until the timeout. Decide "
+                "together first: `trainer.strategy.reduce_boolean_decision(stop, all=False)`"
             )
-            yield ctx.finding(
-                self, assign, message, summary="trainer.should_stop set on some ranks only"
+            related = [guard_related(found.guard)] if found.guard is not None else []
+            yield ctx.ast_finding(
+                self,
+                found.target,
+                message,
+                summary="trainer.should_stop set on some ranks only",
+                related=related,
             )
 
-    @staticmethod
-    def _reason(ctx: CodeContext, assign: cst.Assign) -> str | None:
-        reachability = ctx.rank_reachability
-        guard = reachability.guard_of(assign)
-        if guard is not None:
-            return f"runs {reachability.describe(guard)}"
-        divergence = ctx.divergence
-        for condition in guarding_conditions(ctx.index, assign):
-            found = divergence.source_of(condition.test)
-            if found is not None:
-                when = "unless" if condition.negated else "when"
-                return (
-                    f"runs only {when} `{snippet(ctx, condition.test)}`, which reads "
-                    f"{found.source.value}"
-                )
-        found = divergence.source_of(assign.value)
-        if found is not None:
-            return f"sets a value that reads {found.source.value}"
-        return None
 
-
-def _is_false(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "False"
+def _reason(found: OnSomeRanks) -> str:
+    guard = found.guard
+    if guard is None:
+        assert found.value is not None
+        return f"sets a value that reads {found.value.source.value}"
+    if guard.runs_when is None or guard.taint.source in BY_RANK:
+        return f"runs {guard_text(guard)}"
+    when = "when" if guard.runs_when else "unless"
+    return f"runs only {when} `{header_text(guard.test)}`, which reads {guard.taint.source.value}"

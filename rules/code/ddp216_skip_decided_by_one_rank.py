@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.names import call_argument
+from ddplint.analysis.skip_decisions import skips_decided_by_one_rank
 from ddplint.code.context import CodeContext
-from ddplint.code.syntax.call_args import argument
-from ddplint.code.syntax.conditions import guarding_conditions
-from ddplint.code.syntax.messages import snippet
-from ddplint.code.values.data_dependence import value_names_read
-from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
-
-_BROADCASTS = frozenset({"broadcast", "broadcast_object_list"})
-_EXITS = (cst.Continue, cst.Break, cst.Return)
+from ddplint.rules.code.ddp219_ranks_part_before_collective import header_text
 
 
 class SkipDecidedByOneRank(CodeRule):
@@ -26,6 +19,10 @@ class SkipDecidedByOneRank(CodeRule):
     `broadcast_object_list`) of a flag computed from this rank's loss or batch
     (`bad = torch.isnan(loss)`) whose result then decides a `continue` / `break` /
     `return` on every rank: the source rank's data decides for all.
+
+    A training loop is a loop whose body runs a backward; this rank's data is its
+    items, a LightningModule step's batch, or a model's output (the analysis core's
+    batch view of the divergence analysis).
 
     Not flagged: the flag reduced with `all_reduce(flag, op=MAX)` (any rank can ask
     for the skip); a broadcast of a value that is not this rank's data (a config, a
@@ -72,49 +69,23 @@ class SkipDecidedByOneRank(CodeRule):
     needles = ("broadcast",)
     also_needles = ("backward(", "training_step")
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call, collective in ctx.collectives.items():
-            if collective.op not in _BROADCASTS or not call.args:
-                continue
-            operand = call.args[0].value
-            if not isinstance(operand, cst.Name):
-                continue
-            held = ctx.divergence.held_before(call, operand.value)
-            if held is None or held.source is not Source.DATA:
-                continue
-            decided = self._decided_exit(ctx, call, operand.value)
-            if decided is None:
-                continue
-            source = argument(call, "src", 1)
-            rank = snippet(ctx, source.value) if source is not None else "the source rank"
+        for skip in skips_decided_by_one_rank(ctx.analysis):
+            source = call_argument(skip.broadcast, 1, "src")
+            rank = header_text(source) if source is not None else "the source rank"
             message = (
-                f"`{snippet(ctx, call)}` hands rank {rank}'s flag, computed from its own "
-                f"batch or loss, to every rank, and `{snippet(ctx, decided)}` obeys it: a "
+                f"`{header_text(skip.broadcast)}` hands rank {rank}'s flag, computed from its "
+                f"own batch or loss, to every rank, and `{header_text(skip.exit)}` obeys it: a "
                 "NaN or bad batch on another rank is never skipped, and its gradients reach "
                 "every rank through the all-reduce (silently). Reduce the flag instead: "
                 "`all_reduce(flag, op=ReduceOp.MAX)`"
             )
-            yield ctx.finding(
-                self, call, message, summary="one rank's batch decides the skip for all ranks"
+            yield ctx.ast_finding(
+                self,
+                skip.broadcast,
+                message,
+                summary="one rank's batch decides the skip for all ranks",
+                related=[(skip.exit, "the exit the broadcast flag decides")],
             )
-
-    @staticmethod
-    def _decided_exit(ctx: CodeContext, call: cst.Call, key: str) -> cst.CSTNode | None:
-        """The first exit after ``call`` in its training loop or step whose condition
-        reads ``key``."""
-        loop = ctx.training_steps.training_loop_of(call)
-        function = ctx.index.enclosing_function(call)
-        region: cst.CSTNode | None = loop.body if loop is not None else None
-        if region is None and ctx.training_steps.is_training_step(function):
-            assert function is not None
-            region = function.body
-        if region is None:
-            return None
-        position = ctx.index.order[call]
-        for node in ctx.index.walk_within(region):
-            if not isinstance(node, _EXITS) or ctx.index.order[node] < position:
-                continue
-            for guard in guarding_conditions(ctx.index, node):
-                if any(n.value == key for n in value_names_read(guard.test)):
-                    return node
-        return None

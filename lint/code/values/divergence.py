@@ -212,18 +212,6 @@ class Divergence:
     def is_divergent(self, expr: cst.CSTNode) -> bool:
         return self.source_of(expr) is not None
 
-    def held_before(self, call: cst.Call, key: str) -> Divergent | None:
-        """Why the value ``key`` held just before ``call`` (a collective that overwrites
-        it, such as ``broadcast(flag, src=0)``) differed between ranks: the source of its
-        last binding before the call."""
-        facts = self._facts(call)
-        position = self._index.order[call]
-        reaching = list(self._reaching(facts, key, position))
-        if not reaching:
-            return None
-        _, value = max(reaching, key=lambda pair: self._index.order[pair[0]])
-        return self.source_of(value)
-
     def _source(self, expr: cst.CSTNode, position: int, seen: frozenset[str]) -> Divergent | None:
         # A probe counts in the expression or one binding away (``t0 = time.time()``):
         # a value derived further from a file listing (the latest checkpoint's step) is

@@ -1,0 +1,179 @@
+"""Where a statement runs on some ranks only: a question to the analysis core.
+
+``guard_of(analysis, scope, node, part)``: the innermost reason the statement of graph
+node ``node`` (or ``part``, an expression inside it) runs on some ranks only: the
+expression that decides it inside the statement (``is_main and f()``, ``f() if rank ==
+0 else None``), the nearest test it is control-dependent on (an ``if`` / ``while``
+around it, a ``return`` / ``continue`` / ``break`` before it) whose answer may differ
+between ranks (the divergence analysis), or the decorator that runs its function on one
+rank (``@rank_zero_only``). A test one of whose ways ends the job loudly (``raise``, a
+failing ``assert``) decides nothing: the job stops. ``accepted`` says which reasons
+count (the rank only, or any value that differs between ranks).
+
+``own_reads(analysis, wanted)``: where each of some expressions is evaluated, its
+scope and graph node, found by walking only the scopes that hold one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ddplint.analysis.api import RANK_ONLY_DECORATORS
+from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
+from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
+from ddplint.analysis.dominance import decision_successors
+from ddplint.analysis.effects import header_parts
+from ddplint.analysis.functions import ModuleAnalysis, ways_on
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: What a statement does not evaluate where it stands (a comprehension it does).
+_NOT_INLINE = (*_FUNCTIONS, ast.ClassDef, ast.Lambda, ast.stmt)
+#: Scopes with a place in the text (the module has none; comprehensions run inline).
+_Placed = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+#: Reasons that part the ranks by the rank itself (or a value set under a rank test).
+BY_RANK = frozenset({Source.RANK, Source.DECIDED})
+
+
+@dataclass(frozen=True)
+class RankGuard:
+    """``test`` (an expression, or the decorator) decides whether the guarded code runs,
+    on a value that differs between ranks for ``taint``'s reason; ``runs_when`` is the
+    answer under which it runs (None for a decorator); ``cause`` is the statement that
+    holds the test, or the decorator."""
+
+    cause: ast.AST
+    test: ast.AST
+    taint: Taint
+    runs_when: bool | None
+    #: The function a decorator runs on one rank.
+    function: str | None = None
+
+    @property
+    def line(self) -> int:
+        return getattr(self.test, "lineno", self.taint.line)
+
+
+def guard_of(
+    analysis: ModuleAnalysis,
+    scope: Scope,
+    node: Node,
+    part: ast.AST | None = None,
+    accepted: Callable[[Taint], bool] = lambda taint: taint.source in BY_RANK,
+    view: Divergence | None = None,
+) -> RankGuard | None:
+    """The innermost guard that runs ``node`` (``part`` of it) on some ranks only;
+    ``view``: the divergence to ask (a batch view), the function's own by default."""
+    facts = analysis.function(scope)
+    divergence = view if view is not None else facts.divergence
+    if part is not None and node.statement is not None:
+        inside = _expression_guard(node.statement, part)
+        if inside is not None:
+            taint = divergence.taint(inside[0], node)
+            if taint is not None and accepted(taint):
+                return RankGuard(node.statement, inside[0], taint, inside[1])
+    for dependence in facts.dominance.all_dependences(node):
+        test = dependence.test
+        if test.statement is None or len(list(ways_on(test))) < 2:
+            continue
+        if _others_end_loudly(test, dependence.edge):
+            continue  # ``if rank != 0: raise``: the other ranks stop the job
+        taint = divergence.test_taint(test)
+        if taint is None or not accepted(taint):
+            continue
+        decided = getattr(test.statement, "test", test.statement)
+        return RankGuard(test.statement, decided, taint, dependence.edge is not EdgeKind.FALSE)
+    return rank_only_decorator(analysis, scope)
+
+
+def _others_end_loudly(test: Node, edge: EdgeKind) -> bool:
+    """Whether every other way of ``test`` starts with a statement that ends the job
+    loudly (``raise``, ``sys.exit(1)``)."""
+    others = [successor for successor, taken in decision_successors(test) if taken is not edge]
+    return bool(others) and all(ends_loudly(successor.statement) for successor in others)
+
+
+def rank_only_decorator(analysis: ModuleAnalysis, scope: Scope) -> RankGuard | None:
+    """The decorator that runs a function on one rank only (``@rank_zero_only``)."""
+    if not isinstance(scope, _FUNCTIONS):
+        return None
+    for decorator in scope.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        resolved = analysis.names.resolve(target) or ""
+        if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
+            taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
+            return RankGuard(decorator, decorator, taint, None, scope.name)
+    return None
+
+
+def _expression_guard(statement: ast.AST, part: ast.AST) -> tuple[ast.expr, bool] | None:
+    """The innermost expression inside ``statement`` that decides whether ``part``
+    runs, and the answer under which it does."""
+    found: tuple[ast.expr, bool] | None = None
+    for parent in _header_nodes(statement):
+        if isinstance(parent, ast.IfExp):
+            if _holds(parent.body, part):
+                found = (parent.test, True)
+            elif _holds(parent.orelse, part):
+                found = (parent.test, False)
+        elif isinstance(parent, ast.BoolOp):
+            for position, value in enumerate(parent.values[1:], start=1):
+                if _holds(value, part):
+                    found = (parent.values[position - 1], isinstance(parent.op, ast.And))
+    return found
+
+
+def _header_nodes(statement: ast.AST) -> Iterator[ast.AST]:
+    """The nodes a statement evaluates itself, outermost first."""
+    pending = list(header_parts(statement))
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, _NOT_INLINE) and current is not statement:
+            continue
+        yield current
+        pending.extend(ast.iter_child_nodes(current))
+
+
+def _holds(expression: ast.AST, part: ast.AST) -> bool:
+    return any(node is part for node in ast.walk(expression))
+
+
+def own_reads(
+    analysis: ModuleAnalysis, wanted: list[ast.AST]
+) -> Iterator[tuple[ast.AST, Scope, Node]]:
+    """Each wanted expression with the scope and graph node that evaluate it (none for
+    an expression no statement of its scope evaluates: a default value, a decorator).
+    Only the graphs of the scopes that hold one are built."""
+    by_scope: dict[int, tuple[Scope, dict[int, ast.AST]]] = {}
+    scopes = _scopes_by_position(analysis)
+    for expression in wanted:
+        holder: Scope = _innermost(scopes, expression) or analysis.module
+        by_scope.setdefault(id(holder), (holder, {}))[1][id(expression)] = expression
+    for scope, remaining in by_scope.values():
+        graph = analysis.graphs.graph(scope)
+        for statement in list(graph.statements()):
+            node = graph.nodes_of(statement)[0]
+            for part in _header_nodes(statement):
+                if id(part) in remaining:
+                    yield remaining.pop(id(part)), scope, node
+
+
+def _scopes_by_position(analysis: ModuleAnalysis) -> list[_Placed]:
+    """The module's functions, classes and lambdas (comprehensions run in the
+    statement that holds them)."""
+    nodes = analysis.nodes
+    return [*nodes.functions(), *nodes.of_type(ast.ClassDef), *nodes.of_type(ast.Lambda)]
+
+
+def _innermost(scopes: list[_Placed], expression: ast.AST) -> _Placed | None:
+    """The innermost scope whose text holds ``expression``."""
+    where = (getattr(expression, "lineno", 0), getattr(expression, "col_offset", 0))
+    holding = [
+        scope
+        for scope in scopes
+        if (scope.lineno, scope.col_offset)
+        <= where
+        <= (scope.end_lineno or scope.lineno, scope.end_col_offset or 0)
+    ]
+    return max(holding, key=lambda scope: (scope.lineno, scope.col_offset), default=None)
