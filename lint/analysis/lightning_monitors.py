@@ -24,7 +24,6 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.divergence import AGREEING_BUFFERS, Source, distributed_function
 from ddplint.analysis.effects import own_calls
@@ -379,13 +378,11 @@ def _super_monitor(cls: ast.ClassDef, callback: str) -> str | None:
 def _rank_only_decorator(
     analysis: ModuleAnalysis, function: ast.FunctionDef | ast.AsyncFunctionDef
 ) -> str | None:
-    for decorator in function.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        resolved = analysis.names.resolve(target) or ""
-        name = resolved.rsplit(".", 1)[-1]
-        if name in RANK_ONLY_DECORATORS:
-            return name
-    return None
+    found = analysis.names.rank_only_decorator(function)
+    if found is None:
+        return None
+    resolved = analysis.names.resolve(found[1]) or ""
+    return resolved.rsplit(".", 1)[-1]
 
 
 def _header(statement: ast.AST) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator, Sequence
 
+from ddplint.analysis.api import RANK_ONLY_DECORATORS
+
 
 def dotted_name(expression: ast.AST) -> str | None:
     """``a.b.c`` for a chain of names and attributes, None for anything else."""
@@ -117,3 +119,16 @@ class Names:
         head, dot, rest = spelled.partition(".")
         bound = self.imports.get(head)
         return spelled if bound is None else bound + dot + rest
+
+    def rank_only_decorator(self, function: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+        """The decorator that runs ``function`` on one rank only (``@rank_zero_only``,
+        ``@accelerator.on_main_process``) and what it calls (the decorator itself, or
+        the callee of a called form), or None."""
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        for decorator in function.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            resolved = self.resolve(target) or ""
+            if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
+                return decorator, target
+        return None

@@ -26,7 +26,6 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
@@ -114,20 +113,16 @@ def _rank_only_decorator(
 ) -> Parting | None:
     """A function that runs on one rank only (``@rank_zero_only``,
     ``@accelerator.on_main_process``) and issues a collective."""
-    if not isinstance(scope, _FUNCTIONS):
+    found = analysis.names.rank_only_decorator(scope)
+    if found is None:
         return None
-    for decorator in scope.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        resolved = analysis.names.resolve(target) or ""
-        if resolved.rsplit(".", 1)[-1] not in RANK_ONLY_DECORATORS:
-            continue
-        first = min(
-            (effect for effects in function.effects.values() for effect in effects),
-            key=lambda effect: effect[0].line,
-        )
-        taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
-        return Parting(scope, decorator, decorator, taint, first[0], first[1])
-    return None
+    decorator, target = found
+    first = min(
+        (effect for effects in function.effects.values() for effect in effects),
+        key=lambda effect: effect[0].line,
+    )
+    taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
+    return Parting(scope, decorator, decorator, taint, first[0], first[1])
 
 
 def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -> Iterator[Parting]:

@@ -20,7 +20,6 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
 from ddplint.analysis.dominance import decision_successors
@@ -96,15 +95,13 @@ def _others_end_loudly(test: Node, edge: EdgeKind) -> bool:
 
 def rank_only_decorator(analysis: ModuleAnalysis, scope: Scope) -> RankGuard | None:
     """The decorator that runs a function on one rank only (``@rank_zero_only``)."""
-    if not isinstance(scope, _FUNCTIONS):
+    found = analysis.names.rank_only_decorator(scope)
+    if found is None:
         return None
-    for decorator in scope.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        resolved = analysis.names.resolve(target) or ""
-        if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
-            taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
-            return RankGuard(decorator, decorator, taint, None, scope.name)
-    return None
+    decorator, target = found
+    taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
+    assert isinstance(scope, _FUNCTIONS)
+    return RankGuard(decorator, decorator, taint, None, scope.name)
 
 
 def _expression_guard(statement: ast.AST, part: ast.AST) -> tuple[ast.expr, bool] | None:

@@ -23,7 +23,6 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.api import RANK_ONLY_DECORATORS
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
 from ddplint.analysis.divergence import Facet, Source, Taint
 from ddplint.analysis.effects import own_calls
@@ -363,16 +362,11 @@ def _stepping_functions(analysis: ModuleAnalysis, steppers: Steppers) -> dict[st
 
 def _rank_only(analysis: ModuleAnalysis, scope: Scope) -> tuple[ast.AST, Taint] | None:
     """The decorator that runs a function on one rank only (``@rank_zero_only``)."""
-    if not isinstance(scope, _FUNCTIONS):
+    found = analysis.names.rank_only_decorator(scope)
+    if found is None:
         return None
-    for decorator in scope.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        resolved = analysis.names.resolve(target) or ""
-        if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
-            return decorator, Taint(
-                Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target)
-            )
-    return None
+    decorator, target = found
+    return decorator, Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
 
 
 def _parameter_server(analysis: ModuleAnalysis) -> bool:
