@@ -317,3 +317,24 @@ DEFAULT_REDUCE_OP = "SUM"
 STEP_FAILURES = frozenset(
     {"RuntimeError", "OutOfMemoryError", "Exception", "BaseException", "AcceleratorError"}
 )
+
+#: Data loaders by resolved name (PyTorch Geometric's is a torch DataLoader too).
+DATA_LOADERS = frozenset(
+    {
+        "torch.utils.data.DataLoader",
+        "torch.utils.data.dataloader.DataLoader",
+        "torchdata.stateful_dataloader.StatefulDataLoader",
+        # PyTorch Geometric's loader is a torch DataLoader with a graph collate function.
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
+    }
+)
+DISTRIBUTED_SAMPLERS = frozenset(
+    {
+        "torch.utils.data.DistributedSampler",
+        "torch.utils.data.distributed.DistributedSampler",
+    }
+)
+#: Positions among DataLoader's positional parameters.
+DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}

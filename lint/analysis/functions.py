@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
     SCOPE_TYPES,
     EdgeKind,
@@ -36,6 +38,7 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
@@ -167,6 +170,16 @@ class ModuleAnalysis:
         if self._literal_values is None:
             self._literal_values = LiteralValues(self.module, self.names, self.nodes)
         return self._literal_values
+
+    @cached_property
+    def constants(self) -> ScopedConstants:
+        """Constant values of expressions, following names bound once in their scope."""
+        return ScopedConstants(self.nodes)
+
+    @cached_property
+    def fallback_defaults(self) -> FallbackDefaults:
+        """The defaults values fall back to: parameters', options', config fields'."""
+        return FallbackDefaults(self.nodes, self.constants)
 
     @property
     def single_process(self) -> SingleProcessPaths:

@@ -18,6 +18,7 @@ from functools import cached_property
 import libcst as cst
 
 from ddplint.analysis.api import (
+    DATALOADER_POSITIONS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
@@ -25,7 +26,7 @@ from ddplint.analysis.api import (
     WORLD_SIZE_ENV_VARS,
     WORLD_SIZE_FUNCTION_NAMES,
 )
-from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, bound_name, is_data_loader
+from ddplint.code.steps.data_loaders import bound_name, is_data_loader
 from ddplint.code.syntax.call_args import argument
 from ddplint.code.syntax.constants import single_assignment
 from ddplint.code.syntax.module_index import ModuleIndex
