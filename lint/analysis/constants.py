@@ -90,6 +90,15 @@ def own_nodes(owner: ast.AST) -> Iterator[ast.AST]:
             pending.extend(ast.iter_child_nodes(node))
 
 
+def nodes_within(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The statements and every node of their code, nested functions, lambdas and
+    classes yielded but not entered."""
+    for statement in statements:
+        yield statement
+        if not isinstance(statement, _NESTED_SCOPES):
+            yield from own_nodes(statement)
+
+
 def _binds(target: ast.AST, name: str) -> bool:
     if isinstance(target, ast.Name):
         return target.id == name

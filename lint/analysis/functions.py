@@ -489,6 +489,18 @@ class ModuleAnalysis:
                         break
         return reaching
 
+    def call_collective(self, call: ast.Call, scope: Scope) -> Collective | None:
+        """The collective ``call`` (one of ``scope``'s calls) issues itself, if any: a
+        catalogued one, an implicit one (a DDP model's forward or backward) or a project
+        function that reaches one elsewhere; not a state-dict read of a model sharded
+        only later."""
+        while isinstance(scope, _INLINE_SCOPES):
+            scope = self.nodes.scope_of[scope]
+        found = self.objects.collective(call, self._in_lightning_class(scope))
+        if found is None or reads_unsharded_model(found, self._sharded):
+            return None
+        return found
+
     def reaching_names(self) -> frozenset[str]:
         """Names of the module's functions that reach a collective."""
         return frozenset(self._reaching)
