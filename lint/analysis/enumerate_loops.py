@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from ddplint.analysis.constants import ScopedConstants, literal_value, nodes_within, own_nodes
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -66,10 +67,10 @@ class EnumerateLoop:
             sign = 1 if isinstance(expression.op, ast.Add) else -1
             right = literal_value(expression.right)
             if self.is_counter(expression.left) and _is_int(right):
-                return sign * right  # type: ignore[operator]
+                return sign * right
             left = literal_value(expression.left)
             if sign == 1 and self.is_counter(expression.right) and _is_int(left):
-                return left  # type: ignore[return-value]
+                return left
         return None
 
     def _length_side(self, expression: ast.expr) -> bool:
@@ -84,7 +85,7 @@ class EnumerateLoop:
         )
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
