@@ -338,3 +338,23 @@ DISTRIBUTED_SAMPLERS = frozenset(
 )
 #: Positions among DataLoader's positional parameters.
 DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}
+
+_TORCH_DISTRIBUTED_PREFIXES = (
+    "torch.distributed.",
+    "torch.distributed.distributed_c10d.",
+    "torch.distributed.c10d.",
+)
+
+
+def torch_distributed_function(qualified: str | None) -> str | None:
+    """``barrier`` for ``torch.distributed.barrier`` (or its ``distributed_c10d``
+    spelling); None for anything outside ``torch.distributed``'s top level. Any
+    function, not only collectives (``init_process_group``, ``get_backend``)."""
+    if qualified is None:
+        return None
+    for prefix in _TORCH_DISTRIBUTED_PREFIXES:
+        if qualified.startswith(prefix):
+            rest = qualified[len(prefix) :]
+            if rest.isidentifier():
+                return rest
+    return None
