@@ -145,3 +145,12 @@ class Names:
         head, dot, rest = spelled.partition(".")
         bound = self.imports.get(head)
         return spelled if bound is None else bound + dot + rest
+
+    def imported(self, expression: ast.AST) -> str | None:
+        """The dotted name an expression spells when its head is imported (or a
+        module-level alias of an import), None otherwise: ``signal.alarm`` only where the
+        module imports ``signal``."""
+        spelled = dotted_name(expression)
+        if spelled is None or spelled.partition(".")[0] not in self.imports:
+            return None
+        return self.resolve(expression)

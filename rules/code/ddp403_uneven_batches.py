@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ddplint.analysis.constants import nodes_within
 from ddplint.analysis.enumerate_loops import EnumerateLoops
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.iterable_datasets import IterableDatasets, IterableLoader
 from ddplint.analysis.names import dotted_name
 from ddplint.code.context import CodeContext
@@ -66,7 +67,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
     and make every rank run the same number of steps (equal shards, or `DDP.join()`).
 
     This rule is built on the analysis core (Python's `ast`: the module's classes,
-    loaders and loops; the collectives the core knows, implicit ones included).
+    loaders and loops, and the collectives the code spells).
 
     ## Fix safety
     No automatic fix: how to shard a stream depends on the data.
@@ -143,9 +144,8 @@ class UnevenBatchesAcrossRanks(CodeRule):
                 if not (isinstance(branch, ast.If) and loop.is_last_batch(branch.test)):
                     continue
                 for node in nodes_within(branch.body):
-                    if (
-                        isinstance(node, ast.Call)
-                        and analysis.call_collective(node, scopes[id(node)]) is not None
+                    if isinstance(node, ast.Call) and _spelled_collective(
+                        analysis, node, scopes[id(node)]
                     ):
                         yield self._gated_finding(ctx, loader, node)
 
@@ -153,6 +153,13 @@ class UnevenBatchesAcrossRanks(CodeRule):
         name = " ".join(ast_node_text(ctx, call.func).split())
         summary = f"`{name}()` on each rank's own last batch of an IterableDataset"
         return ctx.ast_finding(self, call, _gated_message(name, loader), summary=summary)
+
+
+def _spelled_collective(analysis: ModuleAnalysis, call: ast.Call, scope: ast.AST) -> bool:
+    """Whether ``call`` is spelled as a collective: a DDP model's forward or a backward,
+    which issue one inside, is each rank's own step, not a collective on the last batch."""
+    found = analysis.call_collective(call, scope)
+    return found is not None and not found.implicit
 
 
 def _no_split_message(loader: IterableLoader) -> str:
