@@ -106,7 +106,7 @@ class EnumerateLoops:
         }
 
     def __iter__(self) -> Iterator[EnumerateLoop]:
-        loops = [*self._nodes.of_type(ast.For), *self._nodes.of_type(ast.AsyncFor)]
+        loops: list[Loop] = [*self._nodes.of_type(ast.For), *self._nodes.of_type(ast.AsyncFor)]
         for loop in sorted(loops, key=lambda node: (node.lineno, node.col_offset)):
             found = self._facts(loop)
             if found is not None:

@@ -216,7 +216,11 @@ def _bound_names(nodes: ModuleNodes) -> dict[int, str]:
     """``x`` (or ``self.x``) for each call that is the whole right side of ``x = call``,
     keyed by the call's id."""
     found: dict[int, str] = {}
-    for statement in [*nodes.of_type(ast.Assign), *nodes.of_type(ast.AnnAssign)]:
+    statements: list[ast.Assign | ast.AnnAssign] = [
+        *nodes.of_type(ast.Assign),
+        *nodes.of_type(ast.AnnAssign),
+    ]
+    for statement in statements:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         if isinstance(statement.value, ast.Call) and len(targets) == 1:
             spelled = dotted_name(targets[0])

@@ -78,9 +78,11 @@ class TimeoutNotTimedelta(CodeRule):
         for scope, calls in analysis.nodes.calls_by_scope.items():
             for call in calls:
                 found = timeout_argument(analysis.names, call)
-                if found is None or found[1] is None:
+                if found is None:
                     continue
                 parameter, value = found
+                if value is None:
+                    continue
                 kind = self._number_kind(ctx, value, scope)
                 if kind is None or (kind is float and parameter.accepts_float):
                     continue

@@ -79,7 +79,10 @@ class SigalrmAroundCollective(CodeRule):
                 collective = collectives.after(call)
                 if collective is not None:
                     yield _finding(self, ctx, call, collective)
-        withs = [*ctx.analysis.nodes.of_type(ast.With), *ctx.analysis.nodes.of_type(ast.AsyncWith)]
+        withs: list[ast.With | ast.AsyncWith] = [
+            *ctx.analysis.nodes.of_type(ast.With),
+            *ctx.analysis.nodes.of_type(ast.AsyncWith),
+        ]
         for with_node in sorted(withs, key=_order):
             for item in with_node.items:
                 manager = item.context_expr

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.constants import nodes_within
+from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.enumerate_loops import EnumerateLoops
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.iterable_datasets import IterableDatasets, IterableLoader
@@ -135,7 +136,9 @@ class UnevenBatchesAcrossRanks(CodeRule):
         loaders = {loader.name: loader for loader in datasets.loaders if loader.name}
         if not loaders:
             return
-        scopes = {id(c): s for s, calls in analysis.nodes.calls_by_scope.items() for c in calls}
+        scopes: dict[int, Scope] = {
+            id(c): s for s, calls in analysis.nodes.calls_by_scope.items() for c in calls
+        }
         for loop in EnumerateLoops(analysis.nodes, analysis.names, analysis.constants):
             loader = loaders.get(loop.iterable_name or "")
             if loader is None:
@@ -155,7 +158,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
         return ctx.ast_finding(self, call, _gated_message(name, loader), summary=summary)
 
 
-def _spelled_collective(analysis: ModuleAnalysis, call: ast.Call, scope: ast.AST) -> bool:
+def _spelled_collective(analysis: ModuleAnalysis, call: ast.Call, scope: Scope) -> bool:
     """Whether ``call`` is spelled as a collective: a DDP model's forward or a backward,
     which issue one inside, is each rank's own step, not a collective on the last batch."""
     found = analysis.call_collective(call, scope)
