@@ -8,8 +8,7 @@ import libcst as cst
 import pytest
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
-from ddplint.code.edits.imports import import_edit
+from ddplint.code.edits.ast_edits import ast_import_edit, ast_node_text, replace_ast_node
 from ddplint.finding import Edit
 from ddplint.fix import apply_edits
 from ddplint.settings import LintOptions
@@ -65,7 +64,7 @@ def _apply(ctx: CodeContext, edit: Edit | None) -> str:
 )
 def test_import_edit(text: str, expression: str, after: str) -> None:
     ctx = _context(text)
-    found = import_edit(ctx, "datetime", "timedelta")
+    found = ast_import_edit(ctx, "datetime", "timedelta")
     assert found is not None
     assert found[0] == expression
     assert _apply(ctx, found[1]) == after
@@ -73,7 +72,7 @@ def test_import_edit(text: str, expression: str, after: str) -> None:
 
 def test_import_edit_gives_up_when_both_names_are_taken() -> None:
     ctx = _context("from datetime import datetime\ntimedelta = 5\n")
-    assert import_edit(ctx, "datetime", "timedelta") is None
+    assert ast_import_edit(ctx, "datetime", "timedelta") is None
 
 
 def _call(ctx: CodeContext) -> cst.Call:

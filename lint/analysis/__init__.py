@@ -37,7 +37,13 @@ the batch view ``ModuleAnalysis.batch_view`` that only questions about this rank
 ask. On ``names``: ``config_bindings`` (which names hold a config loaded from a
 file, and which key an expression reads); ``literal_values`` (values decided where they
 are set: module constants bound once, fixed keys of dict literals, and the tests they
-decide, so ``divergence`` takes no parting at such a test); and ``project`` (below
-every floor): what the project model tells the core of other modules (their
-collectives, DDP models their callers hand in, their rank tests).
+decide, so ``divergence`` takes no parting at such a test); ``constants`` (on
+``module_nodes``: an expression's constant value, following names bound once in their
+function) with ``fallback_defaults`` (the default a value falls back to: a parameter's,
+an ``argparse`` option's, a config field's); ``iterable_datasets`` (the module's
+``IterableDataset`` classes, whether they split their stream by rank, the loaders over
+them) and ``enumerate_loops`` (``for i, b in enumerate(loader)`` and its last-batch
+tests); ``timeouts`` (which APIs take a process-group ``timeout``, and where); and
+``project`` (below every floor): what the project model tells the core of other
+modules (their collectives, DDP models their callers hand in, their rank tests).
 """

@@ -317,3 +317,44 @@ DEFAULT_REDUCE_OP = "SUM"
 STEP_FAILURES = frozenset(
     {"RuntimeError", "OutOfMemoryError", "Exception", "BaseException", "AcceleratorError"}
 )
+
+#: Data loaders by resolved name (PyTorch Geometric's is a torch DataLoader too).
+DATA_LOADERS = frozenset(
+    {
+        "torch.utils.data.DataLoader",
+        "torch.utils.data.dataloader.DataLoader",
+        "torchdata.stateful_dataloader.StatefulDataLoader",
+        # PyTorch Geometric's loader is a torch DataLoader with a graph collate function.
+        "torch_geometric.loader.DataLoader",
+        "torch_geometric.loader.dataloader.DataLoader",
+        "torch_geometric.data.DataLoader",
+    }
+)
+DISTRIBUTED_SAMPLERS = frozenset(
+    {
+        "torch.utils.data.DistributedSampler",
+        "torch.utils.data.distributed.DistributedSampler",
+    }
+)
+#: Positions among DataLoader's positional parameters.
+DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}
+
+_TORCH_DISTRIBUTED_PREFIXES = (
+    "torch.distributed.",
+    "torch.distributed.distributed_c10d.",
+    "torch.distributed.c10d.",
+)
+
+
+def torch_distributed_function(qualified: str | None) -> str | None:
+    """``barrier`` for ``torch.distributed.barrier`` (or its ``distributed_c10d``
+    spelling); None for anything outside ``torch.distributed``'s top level. Any
+    function, not only collectives (``init_process_group``, ``get_backend``)."""
+    if qualified is None:
+        return None
+    for prefix in _TORCH_DISTRIBUTED_PREFIXES:
+        if qualified.startswith(prefix):
+            rest = qualified[len(prefix) :]
+            if rest.isidentifier():
+                return rest
+    return None

@@ -96,6 +96,9 @@ class Collective:
     condition: str | None = None
     #: The chain of calls to it in other modules of the project, for the message.
     via: str | None = None
+    #: Issued by the framework inside the call (a DDP model's forward or a backward),
+    #: not spelled as a collective in the code.
+    implicit: bool = False
 
     @property
     def line(self) -> int:
@@ -344,7 +347,7 @@ class FrameworkObjects:
         key = self._model_key(call, dotted_name(model) or "")
         sharded = self.sharded_models.get(self._model_key(call, key[1], self.sharded_models))
         if sharded is not None and (key[0] is None or _position(sharded) < _position(call)):
-            return Collective("sharded forward", call)
+            return Collective("sharded forward", call, implicit=True)
         if key in self.ddp_models:
             wrapping = self.ddp_models[key]
             if self._unwrapped_before(call, key):
@@ -355,7 +358,10 @@ class FrameworkObjects:
             ):
                 return None  # no buffers broadcast, or a plain model until wrapped below
             return Collective(
-                "DistributedDataParallel forward", call, "when the model has buffers to broadcast"
+                "DistributedDataParallel forward",
+                call,
+                "when the model has buffers to broadcast",
+                implicit=True,
             )
         backward = resolved in BACKWARD_FUNCTIONS or (
             isinstance(call.func, ast.Attribute)
@@ -374,6 +380,7 @@ class FrameworkObjects:
             "backward",
             call,
             f"when the loss comes from the model wrapped in DistributedDataParallel{where}",
+            implicit=True,
         )
 
     def _reached_elsewhere(self, call: ast.Call) -> Collective | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ddplint.analysis.batches import BatchSeeds, batch_seeds
+from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
     SCOPE_TYPES,
     EdgeKind,
@@ -37,6 +39,7 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
@@ -169,6 +172,16 @@ class ModuleAnalysis:
         if self._literal_values is None:
             self._literal_values = LiteralValues(self.module, self.names, self.nodes)
         return self._literal_values
+
+    @cached_property
+    def constants(self) -> ScopedConstants:
+        """Constant values of expressions, following names bound once in their scope."""
+        return ScopedConstants(self.nodes)
+
+    @cached_property
+    def fallback_defaults(self) -> FallbackDefaults:
+        """The defaults values fall back to: parameters', options', config fields'."""
+        return FallbackDefaults(self.nodes, self.constants)
 
     @property
     def single_process(self) -> SingleProcessPaths:
@@ -496,6 +509,18 @@ class ModuleAnalysis:
                         changed = True
                         break
         return reaching
+
+    def call_collective(self, call: ast.Call, scope: Scope) -> Collective | None:
+        """The collective ``call`` (one of ``scope``'s calls) issues itself, if any: a
+        catalogued one, an implicit one (a DDP model's forward or backward) or a project
+        function that reaches one elsewhere; not a state-dict read of a model sharded
+        only later."""
+        while isinstance(scope, _INLINE_SCOPES):
+            scope = self.nodes.scope_of[scope]
+        found = self.objects.collective(call, self._in_lightning_class(scope))
+        if found is None or reads_unsharded_model(found, self._sharded):
+            return None
+        return found
 
     def reaching_names(self) -> frozenset[str]:
         """Names of the module's functions that reach a collective."""

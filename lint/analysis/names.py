@@ -36,6 +36,34 @@ def call_argument(call: ast.Call, position: int, keyword: str) -> ast.expr | Non
     return given
 
 
+def keyword_argument(call: ast.Call, name: str) -> ast.keyword | None:
+    """The ``name=...`` argument of ``call`` (its whole ``keyword`` node)."""
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def passed_argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    """The argument for parameter ``name``: by keyword, else at 0-based ``position``
+    unless a ``*args`` before it makes the position unknowable."""
+    given = keyword_argument(call, name)
+    if given is not None:
+        return given.value
+    if position is None:
+        return None
+    for seen, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return None
+        if seen == position:
+            return argument
+    return None
+
+
+def has_star_arguments(call: ast.Call) -> bool:
+    """Whether ``*args`` or ``**kwargs`` may supply arguments that cannot be seen."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    )
+
+
 #: Nodes that hold statements: an import is a statement, so it lies under these only.
 _STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
 
@@ -132,3 +160,12 @@ class Names:
             if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS:
                 return decorator, target
         return None
+
+    def imported(self, expression: ast.AST) -> str | None:
+        """The dotted name an expression spells when its head is imported (or a
+        module-level alias of an import), None otherwise: ``signal.alarm`` only where the
+        module imports ``signal``."""
+        spelled = dotted_name(expression)
+        if spelled is None or spelled.partition(".")[0] not in self.imports:
+            return None
+        return self.resolve(expression)

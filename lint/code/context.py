@@ -293,7 +293,7 @@ class CodeContext:
             span = (span[0], span[1], span[0], len(header_text) + 1)
             statement_lines = (span[0], max(span[0], header))
         else:
-            statement_lines = (span[0], span[2])
+            statement_lines = self._statement_lines(node, span)
         places = tuple(
             Related(*self.ast_range(place)[:2], what)
             for place, what in related
@@ -309,6 +309,20 @@ class CodeContext:
             summary=summary,
             related=places,
         )
+
+    def _statement_lines(self, node: ast.AST, span: tuple[int, int, int, int]) -> tuple[int, int]:
+        """The lines a suppression of a finding at ``node`` may sit on: those of the
+        smallest statement holding it (a compound statement's header only), as
+        ``finding`` gives for LibCST nodes."""
+        statement = _enclosing_statement(self.ast_module, node) if self.ast_module else None
+        if statement is None or statement is node:
+            return (span[0], span[2])
+        first = statement.lineno
+        if isinstance(getattr(statement, "body", None), list) or isinstance(statement, ast.Match):
+            last = max(span[2], first)  # a compound statement: its header, not its body
+        else:
+            last = statement.end_lineno or first
+        return (min(first, span[0]), max(last, span[2]))
 
     @cached_property
     def _positions(self) -> StatementPositions:
@@ -374,3 +388,41 @@ class CodeContext:
             statement_lines=statement_lines,
             summary=summary,
         )
+
+
+def _position(node: ast.AST) -> tuple[int, int, int, int]:
+    return (
+        getattr(node, "lineno", 0),
+        getattr(node, "col_offset", 0),
+        getattr(node, "end_lineno", None) or 0,
+        getattr(node, "end_col_offset", None) or 0,
+    )
+
+
+def _holds(outer: ast.AST, inner: ast.AST) -> bool:
+    """Whether ``outer``'s span holds ``inner``'s."""
+    start, end = _position(outer), _position(inner)
+    return start[:2] <= end[:2] and end[2:] <= start[2:]
+
+
+def _enclosing_statement(module: ast.Module, node: ast.AST) -> ast.stmt | None:
+    """The smallest statement whose span holds ``node`` (``node`` itself when it is
+    one), found by descending the statement lists that hold it."""
+    found: ast.stmt | None = None
+    statements: list[ast.stmt] = module.body
+    while statements:
+        holder = next((s for s in statements if _holds(s, node)), None)
+        if holder is None:
+            break
+        found = holder
+        if holder is node:
+            break
+        statements = [
+            child
+            for _, value in ast.iter_fields(holder)
+            if isinstance(value, list)
+            for item in value
+            for child in ([item] if isinstance(item, ast.stmt) else getattr(item, "body", []))
+            if isinstance(child, ast.stmt)
+        ]
+    return found

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.timeouts import TimeoutParameter, timeout_argument
+from ddplint.analysis.timeouts import TimeoutParameter, timeout_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.edits.imports import import_edit
-from ddplint.code.syntax.constants import constant_value
+from ddplint.code.edits.ast_edits import ast_import_edit, ast_node_text, replace_ast_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.prefilters import timeout_spelled
@@ -53,11 +50,14 @@ class TimeoutNotTimedelta(CodeRule):
     uses for its own defaults), reusing a `datetime` import or adding
     `from datetime import timedelta`. It is safe: the original call cannot run at all.
 
+    This rule is built on the analysis core (constant values on Python's `ast`).
+
     ## References
     - PyTorch docs: `torch.distributed.init_process_group` (`timeout (timedelta)`).
     """
 
     code = "DDP303"
+    reads_libcst = False
     name = "timeout-not-timedelta"
     summary = "process-group timeout given as a number, not a timedelta"
     severity = Severity.ERROR
@@ -74,31 +74,38 @@ class TimeoutNotTimedelta(CodeRule):
     narrowed_by = staticmethod(timeout_spelled)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call in ctx.index.nodes(cst.Call):
-            found = timeout_argument(ctx.names, call)
-            if found is None:
-                continue
-            parameter, arg = found
-            if arg is None:
-                continue
-            kind = self._number_kind(ctx, arg.value)
-            if kind is None or (kind is float and parameter.accepts_float):
-                continue
-            summary = f"`{parameter.api}(timeout=...)` is a number, not a `timedelta`"
-            yield ctx.finding(
-                self, arg, _message(ctx, parameter, arg), _fix(ctx, arg), summary=summary
-            )
+        analysis = ctx.analysis
+        for scope, calls in analysis.nodes.calls_by_scope.items():
+            for call in calls:
+                found = timeout_argument(analysis.names, call)
+                if found is None:
+                    continue
+                parameter, value = found
+                if value is None:
+                    continue
+                kind = self._number_kind(ctx, value, scope)
+                if kind is None or (kind is float and parameter.accepts_float):
+                    continue
+                summary = f"`{parameter.api}(timeout=...)` is a number, not a `timedelta`"
+                yield ctx.ast_finding(
+                    self,
+                    _argument_node(call, value),
+                    _message(ctx, parameter, value),
+                    summary=summary,
+                    fix=_fix(ctx, value),
+                )
 
     @staticmethod
-    def _number_kind(ctx: CodeContext, value: cst.BaseExpression) -> type | None:
+    def _number_kind(ctx: CodeContext, value: ast.expr, scope: ast.AST) -> type | None:
+        analysis = ctx.analysis
         if (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Name)
-            and value.func.value in _CONVERTERS
-            and value.func.value not in ctx.names.bindings
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in _CONVERTERS
+            and value.func.id not in analysis.names.imports
         ):
-            return _CONVERTERS[value.func.value]
-        constant = constant_value(ctx.index, value)
+            return _CONVERTERS[value.func.id]
+        constant = analysis.constants.value(value, scope)
         if isinstance(constant, bool):
             return None
         if isinstance(constant, (int, float)):
@@ -106,19 +113,25 @@ class TimeoutNotTimedelta(CodeRule):
         return None
 
 
-def _message(ctx: CodeContext, parameter: TimeoutParameter, arg: cst.Arg) -> str:
-    text = ctx.node_text(arg.value)
+def _argument_node(call: ast.Call, value: ast.expr) -> ast.AST:
+    """Where the finding sits: the whole ``timeout=...`` keyword, or the positional
+    argument itself."""
+    return next((k for k in call.keywords if k.value is value), value)
+
+
+def _message(ctx: CodeContext, parameter: TimeoutParameter, value: ast.expr) -> str:
+    text = ast_node_text(ctx, value)
     return (
         f"`{parameter.api}(timeout={text})` needs a `datetime.timedelta`, not a number: "
         "it raises TypeError when this line runs; use `timedelta(seconds=...)`"
     )
 
 
-def _fix(ctx: CodeContext, arg: cst.Arg) -> Fix | None:
-    found = import_edit(ctx, "datetime", "timedelta")
+def _fix(ctx: CodeContext, value: ast.expr) -> Fix | None:
+    found = ast_import_edit(ctx, "datetime", "timedelta")
     if found is None:
         return None
     timedelta, import_line = found
-    wrapped = replace_node(ctx, arg.value, f"{timedelta}(seconds={ctx.node_text(arg.value)})")
+    wrapped = replace_ast_node(ctx, value, f"{timedelta}(seconds={ast_node_text(ctx, value)})")
     edits = (wrapped,) if import_line is None else (import_line, wrapped)
     return Fix(Applicability.SAFE, edits, "Wrap the number in `timedelta(seconds=...)`")

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.api import DATALOADER_POSITIONS
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.statement_edits import insert_statement_before
 from ddplint.code.steps.data_loaders import (
-    DATALOADER_POSITIONS,
     bound_name,
     is_data_loader,
     is_distributed_sampler,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.constants import nodes_within
+from ddplint.analysis.control_flow import Scope
+from ddplint.analysis.enumerate_loops import EnumerateLoops
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.iterable_datasets import IterableDatasets, IterableLoader
+from ddplint.analysis.names import dotted_name
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.batch_conditions import last_batch_test
-from ddplint.code.steps.iterable_datasets import IterableDatasets, IterableLoader
-from ddplint.code.steps.loop_facts import EnumerateLoop, enumerate_loops
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.prefilters import iterable_dataset_class
@@ -65,6 +67,9 @@ class UnevenBatchesAcrossRanks(CodeRule):
     ```
     and make every rank run the same number of steps (equal shards, or `DDP.join()`).
 
+    This rule is built on the analysis core (Python's `ast`: the module's classes,
+    loaders and loops, and the collectives the code spells).
+
     ## Fix safety
     No automatic fix: how to shard a stream depends on the data.
 
@@ -74,6 +79,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
     """
 
     code = "DDP403"
+    reads_libcst = False
     name = "uneven-batches-across-ranks"
     summary = "IterableDataset feeding several ranks without a rank split"
     severity = Severity.WARNING
@@ -82,15 +88,21 @@ class UnevenBatchesAcrossRanks(CodeRule):
     narrowed_by = staticmethod(iterable_dataset_class)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        datasets = IterableDatasets(ctx.index, ctx.names)
-        if not datasets.classes or not datasets.loaders:
+        analysis = ctx.analysis
+        datasets = IterableDatasets(analysis.nodes, analysis.names, analysis.constants)
+        if not datasets.loaders:
             return
-        distributed = any(ctx.names.imports_module(m) for m in DISTRIBUTED_MODULES)
+        imported = analysis.names.imports.values()
+        distributed = any(
+            spelled == module or spelled.startswith(module + ".")
+            for spelled in imported
+            for module in DISTRIBUTED_MODULES
+        )
         for loader in datasets.loaders:
             if distributed and not datasets.splits_by_rank(loader.dataset_class):
-                cls = loader.dataset_class.name.value
+                cls = loader.dataset_class.name
                 summary = f"IterableDataset `{cls}` is not split by rank: every rank reads it all"
-                yield ctx.finding(self, loader.call, _no_split_message(loader), summary=summary)
+                yield ctx.ast_finding(self, loader.call, _no_split_message(loader), summary=summary)
         yield from self._len_without_len(ctx, datasets)
         yield from self._gated_collectives(ctx, datasets)
 
@@ -102,49 +114,59 @@ class UnevenBatchesAcrossRanks(CodeRule):
         }
         if not names:
             return
-        for call in ctx.index.nodes(cst.Call):
-            if not (isinstance(call.func, cst.Name) and call.func.value == "len"):
+        for call in ctx.analysis.nodes.of_type(ast.Call):
+            if not (isinstance(call.func, ast.Name) and call.func.id == "len"):
                 continue
-            if len(call.args) != 1 or call.args[0].keyword is not None:
+            if len(call.args) != 1 or call.keywords:
                 continue
-            loader = names.get(dotted_name(call.args[0].value) or "")
+            loader = names.get(dotted_name(call.args[0]) or "")
             if loader is None:
                 continue
-            cls = loader.dataset_class.name.value
+            cls = loader.dataset_class.name
             message = (
                 f"`len()` of a DataLoader over the IterableDataset `{cls}`, which has no "
                 "`__len__`: this raises TypeError; an iterable stream has no length known "
                 "before it is read, and its per-rank length may differ"
             )
             summary = f"`len()` of a loader over `{cls}`, an IterableDataset without `__len__`"
-            yield ctx.finding(self, call, message, summary=summary)
+            yield ctx.ast_finding(self, call, message, summary=summary)
 
     def _gated_collectives(self, ctx: CodeContext, datasets: IterableDatasets) -> Iterator[Finding]:
+        analysis = ctx.analysis
         loaders = {loader.name: loader for loader in datasets.loaders if loader.name}
-        for loop in enumerate_loops(ctx):
+        if not loaders:
+            return
+        scopes: dict[int, Scope] = {
+            id(c): s for s, calls in analysis.nodes.calls_by_scope.items() for c in calls
+        }
+        for loop in EnumerateLoops(analysis.nodes, analysis.names, analysis.constants):
             loader = loaders.get(loop.iterable_name or "")
             if loader is None:
                 continue
-            for branch in ctx.index.walk_within(loop.loop.body):
-                if isinstance(branch, cst.If) and _is_last_batch(loop, branch.test):
-                    for node in ctx.index.walk_within(branch.body):
-                        if isinstance(node, cst.Call) and node in ctx.collectives:
-                            yield self._gated_finding(ctx, loader, node)
+            for branch in nodes_within(loop.loop.body):
+                if not (isinstance(branch, ast.If) and loop.is_last_batch(branch.test)):
+                    continue
+                for node in nodes_within(branch.body):
+                    if isinstance(node, ast.Call) and _spelled_collective(
+                        analysis, node, scopes[id(node)]
+                    ):
+                        yield self._gated_finding(ctx, loader, node)
 
-    def _gated_finding(self, ctx: CodeContext, loader: IterableLoader, call: cst.Call) -> Finding:
-        name = " ".join(ctx.node_text(call.func).split())
+    def _gated_finding(self, ctx: CodeContext, loader: IterableLoader, call: ast.Call) -> Finding:
+        name = " ".join(ast_node_text(ctx, call.func).split())
         summary = f"`{name}()` on each rank's own last batch of an IterableDataset"
-        return ctx.finding(self, call, _gated_message(ctx, loader, call), summary=summary)
+        return ctx.ast_finding(self, call, _gated_message(name, loader), summary=summary)
 
 
-def _is_last_batch(loop: EnumerateLoop, test: cst.BaseExpression) -> bool:
-    if isinstance(test, cst.BooleanOperation):
-        return _is_last_batch(loop, test.left) or _is_last_batch(loop, test.right)
-    return last_batch_test(loop, test) is not None
+def _spelled_collective(analysis: ModuleAnalysis, call: ast.Call, scope: Scope) -> bool:
+    """Whether ``call`` is spelled as a collective: a DDP model's forward or a backward,
+    which issue one inside, is each rank's own step, not a collective on the last batch."""
+    found = analysis.call_collective(call, scope)
+    return found is not None and not found.implicit
 
 
 def _no_split_message(loader: IterableLoader) -> str:
-    cls = loader.dataset_class.name.value
+    cls = loader.dataset_class.name
     return (
         f"DataLoader over the IterableDataset `{cls}`, which never splits its stream by "
         "rank: every rank reads all of it (each sample trained world-size times), and if "
@@ -153,9 +175,8 @@ def _no_split_message(loader: IterableLoader) -> str:
     )
 
 
-def _gated_message(ctx: CodeContext, loader: IterableLoader, call: cst.Call) -> str:
-    name = " ".join(ctx.node_text(call.func).split())
-    cls = loader.dataset_class.name.value
+def _gated_message(name: str, loader: IterableLoader) -> str:
+    cls = loader.dataset_class.name
     return (
         f"`{name}()` runs on each rank's own last batch of an IterableDataset (`{cls}`) "
         "loader: when the ranks' batch counts differ, they reach it at different steps "

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.api import DATA_LOADERS, DATALOADER_POSITIONS
+from ddplint.analysis.names import has_star_arguments, keyword_argument, passed_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.steps.data_loaders import DATALOADER_POSITIONS, is_data_loader
-from ddplint.code.syntax.call_args import argument, has_star_arguments, keyword_argument
-from ddplint.code.syntax.constants import constant_value
-from ddplint.code.values.fallback_defaults import fallback_default
+from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.prefilters import persistent_workers_true
@@ -55,12 +52,16 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     with no worker processes there is nothing to keep alive, and the call no longer
     raises; with workers, nothing changes.
 
+    This rule is built on the analysis core (constant values and declared defaults on
+    Python's `ast`).
+
     ## References
     - PyTorch docs: `torch.utils.data.DataLoader` (`persistent_workers`).
     - docs/hazards.md#ddp601: the same error in YAML configs.
     """
 
     code = "DDP404"
+    reads_libcst = False
     name = "dataloader-persistent-no-workers"
     summary = "DataLoader(persistent_workers=True) with num_workers=0"
     severity = Severity.ERROR
@@ -70,45 +71,56 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     narrowed_by = staticmethod(persistent_workers_true)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call in ctx.index.nodes(cst.Call):
-            if not is_data_loader(ctx.names, call):
-                continue
-            persistent = keyword_argument(call, "persistent_workers")
-            if persistent is None or constant_value(ctx.index, persistent.value) is not True:
-                continue
-            workers = argument(call, "num_workers", DATALOADER_POSITIONS["num_workers"])
-            if workers is None:
-                if has_star_arguments(call):
+        analysis = ctx.analysis
+        for scope, calls in analysis.nodes.calls_by_scope.items():
+            for call in calls:
+                if analysis.names.resolve(call.func) not in DATA_LOADERS:
                     continue
-                how = "no `num_workers` (the default is 0)"
-            elif _zero(constant_value(ctx.index, workers.value)) or _zero(
-                ctx.decided_values.value(workers.value)
-            ):
-                how = f"`num_workers={ctx.node_text(workers.value)}`"
-            else:
-                yield from self._zero_by_default(ctx, persistent, workers)
-                continue
-            message = (
-                f"`persistent_workers=True` with {how}: DataLoader raises ValueError "
-                "(persistent_workers option needs num_workers > 0) when it is built"
-            )
-            fix = Fix(
-                Applicability.SAFE,
-                (replace_node(ctx, persistent.value, "False"),),
-                "Set `persistent_workers=False`",
-            )
-            summary = f"`persistent_workers=True` with {how}: DataLoader raises"
-            yield ctx.finding(self, persistent, message, fix, summary=summary)
+                persistent = keyword_argument(call, "persistent_workers")
+                if (
+                    persistent is None
+                    or analysis.constants.value(persistent.value, scope) is not True
+                ):
+                    continue
+                yield from self._without_workers(ctx, call, persistent, scope)
+
+    def _without_workers(
+        self, ctx: CodeContext, call: ast.Call, persistent: ast.keyword, scope: ast.AST
+    ) -> Iterator[Finding]:
+        analysis = ctx.analysis
+        workers = passed_argument(call, "num_workers", DATALOADER_POSITIONS["num_workers"])
+        if workers is None:
+            if has_star_arguments(call):
+                return
+            how = "no `num_workers` (the default is 0)"
+        elif _zero(analysis.constants.value(workers, scope)) or _zero(
+            analysis.literal_values.value(workers)
+        ):
+            how = f"`num_workers={ast_node_text(ctx, workers)}`"
+        else:
+            yield from self._zero_by_default(ctx, persistent, workers, scope)
+            return
+        message = (
+            f"`persistent_workers=True` with {how}: DataLoader raises ValueError "
+            "(persistent_workers option needs num_workers > 0) when it is built"
+        )
+        fix = Fix(
+            Applicability.SAFE,
+            (replace_ast_node(ctx, persistent.value, "False"),),
+            "Set `persistent_workers=False`",
+        )
+        summary = f"`persistent_workers=True` with {how}: DataLoader raises"
+        yield ctx.ast_finding(self, persistent, message, summary=summary, fix=fix)
 
     def _zero_by_default(
-        self, ctx: CodeContext, persistent: cst.Arg, workers: cst.Arg
+        self, ctx: CodeContext, persistent: ast.keyword, workers: ast.expr, scope: ast.AST
     ) -> Iterator[Finding]:
         """``num_workers`` is a value that falls back to 0: a parameter, option or config
         field whose declared default is 0, or a key the program's YAML config sets to 0."""
-        workers_text = ctx.node_text(workers.value)
-        default = fallback_default(ctx.index, workers.value)
+        workers_text = ast_node_text(ctx, workers)
+        default = ctx.analysis.fallback_defaults.of(workers, scope)
         if default is not None:
-            if default.value != 0 or isinstance(default.value, bool):
+            if not _zero(default.value):
                 return
             why = (
                 f"and {default.where} 0: a run left at the default (or set to 0 to debug a "
@@ -116,8 +128,8 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             )
             summary = "persistent_workers=True; num_workers may be 0"
         else:
-            found = ctx.config_reads.value_at(workers_text, ctx.range_of(workers.value)[0])
-            if found is None or found.value != 0 or isinstance(found.value, bool):
+            found = ctx.config_reads.value_at(workers_text, workers.lineno)
+            if found is None or not _zero(found.value):
                 return
             why = (
                 f"which the config sets to 0 (`{found.key}` at `{found.where}`): as "
@@ -131,10 +143,10 @@ class PersistentWorkersWithoutWorkers(CodeRule):
         condition = f"{workers_text} > 0"
         fix = Fix(
             Applicability.SAFE,
-            (replace_node(ctx, persistent.value, condition),),
+            (replace_ast_node(ctx, persistent.value, condition),),
             f"Set `persistent_workers={condition}`",
         )
-        yield ctx.finding(self, persistent, message, fix, summary=summary)
+        yield ctx.ast_finding(self, persistent, message, summary=summary, fix=fix)
 
 
 def _zero(value: object) -> bool:

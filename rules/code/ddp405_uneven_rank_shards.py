@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.iterable_datasets import IterableDatasets
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.data_loaders import bound_name, is_data_loader
-from ddplint.code.steps.iterable_datasets import IterableDatasets
 from ddplint.code.steps.rank_shards import (
     RankShard,
     RankShards,
@@ -91,12 +91,23 @@ class UnevenRankShards(CodeRule):
         if is_test_file(ctx.source.path) or joins_uneven_inputs(ctx.index):
             return
         shards = RankShards(ctx.index, ctx.names, ctx.rank_predicates)
-        iterable_classes = set(IterableDatasets(ctx.index, ctx.names).classes.values())
+        iterable_classes = _iterable_classes(ctx)
         for shard in shards.shards():
             owner = _feeding_owner(ctx, shard, iterable_classes)
             if owner is None or equalises_shards(ctx.index, shards, owner):
                 continue
             yield _finding(self, ctx, shard)
+
+
+def _iterable_classes(ctx: CodeContext) -> set[cst.ClassDef]:
+    """The module's classes on an iterable-dataset base (the core's answer, by the
+    class's name in this module)."""
+    if ctx.ast_module is None:
+        return set()
+    analysis = ctx.analysis
+    names = IterableDatasets(analysis.nodes, analysis.names, analysis.constants).classes
+    by_name = {c.name.value: c for c in ctx.index.nodes(cst.ClassDef)}
+    return {by_name[name] for name in names if name in by_name}
 
 
 def _feeding_owner(

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.api import DATALOADER_POSITIONS
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import replace_node
 from ddplint.code.steps.data_loaders import (
-    DATALOADER_POSITIONS,
     is_data_loader,
     spread_keywords,
 )

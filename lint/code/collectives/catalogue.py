@@ -36,6 +36,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.api import (
     TORCH_DIST_MODULES as TORCH_DIST_MODULES,
 )
+from ddplint.analysis.api import torch_distributed_function
 from ddplint.code.collectives.kinds import (
     _LIGHTNING_MODULE_METHODS,
     _LOG_METHODS,
@@ -138,27 +139,6 @@ def classify_call(
     allocated = receivers.kind(receiver) if receivers is not None else None
     framework = kind_of_method(receiver, method, allocated)
     return _of_kind(call, framework) if framework is not None else None
-
-
-_TORCH_DISTRIBUTED_PREFIXES = (
-    "torch.distributed.",
-    "torch.distributed.distributed_c10d.",
-    "torch.distributed.c10d.",
-)
-
-
-def torch_distributed_function(qualified: str | None) -> str | None:
-    """``barrier`` for ``torch.distributed.barrier`` (or its ``distributed_c10d``
-    spelling); None for anything outside ``torch.distributed``'s top level. Any
-    function, not only collectives (``init_process_group``, ``get_backend``)."""
-    if qualified is None:
-        return None
-    for prefix in _TORCH_DISTRIBUTED_PREFIXES:
-        if qualified.startswith(prefix):
-            rest = qualified[len(prefix) :]
-            if rest.isidentifier():
-                return rest
-    return None
 
 
 def torch_distributed_call(names: ImportTable, call: cst.Call) -> str | None:

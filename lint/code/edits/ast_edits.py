@@ -22,3 +22,131 @@ def replace_ast_node(ctx: CodeContext, node: ast.expr, content: str) -> Edit:
 def ast_node_text(ctx: CodeContext, node: ast.expr) -> str:
     """The source text of an expression ``node``, as written."""
     return ast.get_source_segment(ctx.source.text, node) or ""
+
+
+def ast_import_edit(ctx: CodeContext, module: str, name: str) -> tuple[str, Edit | None] | None:
+    """The expression that names ``module.name`` in this file, and the import to add
+    when none is there yet (None when no import is needed): the ``ast`` counterpart of
+    ``imports.import_edit``, with the same edits.
+
+    ``import datetime as dt`` gives ``dt.timedelta``; ``from datetime import timedelta``
+    gives ``timedelta``; otherwise ``from module import name`` is added (joining a
+    leading ``from module import ...`` line), or ``import module`` when ``name`` is
+    taken. Returns None when both spellings would clash with a name the file binds.
+    """
+    tree = ctx.ast_module
+    if tree is None:
+        return None
+    existing = _existing_spelling(tree, module, name)
+    if existing is not None:
+        return existing, None
+    if _can_import(ctx, tree, module, name):
+        return name, _ensure_import(ctx, tree, module, name)
+    head = module.split(".", 1)[0]
+    if _can_import(ctx, tree, head, head) and head not in ctx.analysis.names.imports:
+        return f"{module}.{name}", _insert_import_line(ctx, tree, f"import {module}")
+    return None
+
+
+def _imports_from(statement: ast.stmt, module: str) -> bool:
+    """``from module import a, b`` (absolute, not ``*``): a line a new name can join."""
+    return (
+        isinstance(statement, ast.ImportFrom)
+        and statement.level == 0
+        and statement.module == module
+        and not any(alias.name == "*" for alias in statement.names)
+    )
+
+
+def _existing_spelling(tree: ast.Module, module: str, name: str) -> str | None:
+    """How a module-level import already names ``module.name``, if one does."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.name == module:
+                    return f"{alias.asname or module}.{name}"
+        elif _imports_from(statement, module):
+            assert isinstance(statement, ast.ImportFrom)
+            for alias in statement.names:
+                if alias.name == name:
+                    return alias.asname or name
+    return None
+
+
+def _can_import(ctx: CodeContext, tree: ast.Module, module: str, name: str) -> bool:
+    """Whether ``from module import name`` may be added without shadowing a different
+    ``name`` (an import of something else, or a module-level def, class or assignment)."""
+    bound = ctx.analysis.names.imports.get(name)
+    if bound is not None and bound != f"{module}.{name}":
+        return False
+    return not any(_defines(statement, name) for statement in tree.body)
+
+
+def _defines(statement: ast.stmt, name: str) -> bool:
+    """A module-level def, class or plain assignment of ``name``."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return statement.name == name
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == name for target in statement.targets
+    )
+
+
+def _ensure_import(ctx: CodeContext, tree: ast.Module, module: str, name: str) -> Edit | None:
+    """The edit that makes ``name`` from ``module`` available at module level (None when
+    a module-level import binds it already): joining a leading ``from module import``
+    line, else a ``from module import name`` line after the leading imports."""
+    for statement in tree.body:
+        if _imports_from(statement, module):
+            assert isinstance(statement, ast.ImportFrom)
+            if any(a.name == name and (a.asname or a.name) == name for a in statement.names):
+                return None
+    imports, _ = _leading_imports(tree)
+    for statement in imports:
+        if _imports_from(statement, module):
+            assert isinstance(statement, ast.ImportFrom)
+            _, _, end_line, end_column = ctx.ast_range(statement.names[-1])
+            return Edit(end_line, end_column, end_line, end_column, f", {name}")
+    return _insert_import_line(ctx, tree, f"from {module} import {name}")
+
+
+def _leading_imports(tree: ast.Module) -> tuple[list[ast.stmt], ast.stmt | None]:
+    """The import statements at the top of the module (up to the first other
+    statement), and the module docstring."""
+    imports: list[ast.stmt] = []
+    docstring: ast.stmt | None = None
+    for position, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            imports.append(statement)
+        elif (
+            position == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, (str, bytes))
+        ):
+            docstring = statement
+        else:
+            break
+    return imports, docstring
+
+
+def _insert_import_line(ctx: CodeContext, tree: ast.Module, text: str) -> Edit:
+    """Insert the import statement ``text`` after the last leading import (or after the
+    docstring, or before the first statement), with the file's line ending."""
+    imports, docstring = _leading_imports(tree)
+    anchor = imports[-1] if imports else docstring
+    newline = ctx.source.newline()
+    lines = ctx.source.lines
+    if anchor is not None:
+        end_line = anchor.end_lineno or anchor.lineno
+        last = lines[end_line - 1]
+        if last.endswith(("\n", "\r")):
+            return Edit(end_line + 1, 1, end_line + 1, 1, text + newline)
+        return Edit(end_line, len(last) + 1, end_line, len(last) + 1, newline + text)
+    if tree.body:
+        first = tree.body[0]
+        decorators = getattr(first, "decorator_list", None) or [first]
+        first_line = min(node.lineno for node in decorators)
+        return Edit(first_line, 1, first_line, 1, text + newline)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        return Edit(len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1, newline + text)
+    return Edit(len(lines) + 1, 1, len(lines) + 1, 1, text + newline)

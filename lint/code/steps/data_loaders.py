@@ -7,28 +7,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ddplint.analysis.api import DATA_LOADERS, DISTRIBUTED_SAMPLERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
-
-DATA_LOADERS = frozenset(
-    {
-        "torch.utils.data.DataLoader",
-        "torch.utils.data.dataloader.DataLoader",
-        "torchdata.stateful_dataloader.StatefulDataLoader",
-        # PyTorch Geometric's loader is a torch DataLoader with a graph collate function.
-        "torch_geometric.loader.DataLoader",
-        "torch_geometric.loader.dataloader.DataLoader",
-        "torch_geometric.data.DataLoader",
-    }
-)
-DISTRIBUTED_SAMPLERS = frozenset(
-    {
-        "torch.utils.data.DistributedSampler",
-        "torch.utils.data.distributed.DistributedSampler",
-    }
-)
-#: Positions among DataLoader's positional parameters.
-DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}
 
 
 def is_data_loader(names: ImportTable, call: cst.Call) -> bool:

@@ -1,0 +1,137 @@
+"""Constant values and declared defaults on ``ast`` (``analysis.constants``,
+``analysis.fallback_defaults``): the answers the LibCST layer gives for the same code."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.literal_values import UNKNOWN
+from ddplint.code.context import CodeContext
+from ddplint.code.syntax.constants import constant_value
+from ddplint.code.values.fallback_defaults import fallback_default
+from ddplint.settings import LintOptions
+from ddplint.source import SourceFile
+
+OPTIONS = LintOptions(selected=(), project_root=".")
+
+
+def last_g_argument(analysis: ModuleAnalysis) -> tuple[ast.expr, ast.AST]:
+    """The argument of the last ``g(...)`` call of the snippet, and the call's scope."""
+    found = [
+        (call.args[0], scope)
+        for scope, calls in analysis.nodes.calls_by_scope.items()
+        for call in calls
+        if isinstance(call.func, ast.Name) and call.func.id == "g"
+    ]
+    return max(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def libcst_argument(code: str) -> tuple[CodeContext, cst.BaseExpression]:
+    ctx = CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
+    calls = [c for c in ctx.index.nodes(cst.Call) if ctx.node_text(c.func) == "g"]
+    return ctx, calls[-1].args[0].value
+
+
+CONSTANTS = [
+    ("g(30 * 60)", 1800),
+    ("g(-2.5)", -2.5),
+    ("g('a' 'b')", "ab"),
+    ("g(True)", True),
+    ("g(None)", None),
+    ("g(not True)", UNKNOWN),
+    ("g(1 / 0)", UNKNOWN),
+    ("g(b'x')", UNKNOWN),
+    ("TIMEOUT = 30 * 60\ndef f():\n    g(TIMEOUT)", 1800),
+    ("N = 2\nM = N * 3\ng(M)", 6),
+    ("def f():\n    n = 4\n    g(n)", 4),
+    ("def f():\n    n = 4\n    n = 5\n    g(n)", UNKNOWN),
+    ("def f():\n    n = 4\n    n += 1\n    g(n)", UNKNOWN),
+    ("def f():\n    for n in range(3):\n        pass\n    n = 1\n    g(n)", UNKNOWN),
+    ("def f(n=3):\n    g(n)", UNKNOWN),
+    ("n = 1\ndef f():\n    g(n)", 1),
+    ("n = 1\ndef f():\n    n, m = 2, 3\n    g(n)", UNKNOWN),
+    ("n = 1\ndef f():\n    g([n for n in range(2)][0])", UNKNOWN),
+    ("def f():\n    n = 1\n    h = lambda: g(n)", 1),
+    ("def f():\n    n = 1\n    def n():\n        pass\n    g(n)", UNKNOWN),
+    ("import os as n\ng(n)", UNKNOWN),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), CONSTANTS)
+def test_constant_value(code: str, expected: object) -> None:
+    analysis = ModuleAnalysis(ast.parse(code))
+    expression, scope = last_g_argument(analysis)
+    assert analysis.constants.value(expression, scope) == expected
+
+
+@pytest.mark.parametrize(("code", "expected"), CONSTANTS)
+def test_constant_value_as_the_libcst_layer(code: str, expected: object) -> None:
+    ctx, argument = libcst_argument(code)
+    assert constant_value(ctx.index, argument) == expected
+
+
+DEFAULTS = [
+    ("def f(n=0):\n    g(n)", 0, "the parameter `n` of `f()` defaults to"),
+    ("def f(*, n=2):\n    g(n)", 2, "the parameter `n` of `f()` defaults to"),
+    ("def f(n=0, /):\n    g(n)", None, None),
+    ("def f(n=0):\n    n = max(n, 1)\n    g(n)", None, None),
+    ("def f(n):\n    g(n)", None, None),
+    (
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--num-workers', type=int, default=2)\n"
+        "def f(args):\n    g(args.num_workers)",
+        2,
+        "the option `--num-workers` defaults to",
+    ),
+    (
+        "W = 3\np.add_argument('-w', dest='workers', default=W)\ndef f(args):\n    g(args.workers)",
+        3,
+        "the option `-w` defaults to",
+    ),
+    ("p.add_argument('--shuffle', action='store_true')\ndef f(a):\n    g(a.shuffle)", False, ""),
+    ("p.add_argument('--no-sort', action='store_false')\ndef f(a):\n    g(a.no_sort)", True, ""),
+    ("p.add_argument('--verbose', action='count')\ndef f(a):\n    g(a.verbose)", None, None),
+    ("class C:\n    workers: int = 0\ndef f(cfg):\n    g(cfg.workers)", 0, "the field `C.workers`"),
+    (
+        "class C:\n    workers: int = 0\nclass D:\n    workers: int = 4\n"
+        "def f(cfg):\n    g(cfg.workers)",
+        None,
+        None,
+    ),
+    (
+        "class M:\n    def __init__(self, k=0):\n        self.k = k\n"
+        "    def run(self):\n        g(self.k)",
+        0,
+        "the parameter `k` of `__init__()`",
+    ),
+    (
+        "class M:\n    def __init__(self, k=0):\n        self.k = k\ndef run(self):\n    g(self.k)",
+        None,
+        None,
+    ),
+    ("class C:\n    w: int = 0\ndef f(cfg):\n    w = cfg.w\n    g(w)", 0, "the field `C.w`"),
+]
+
+
+@pytest.mark.parametrize(("code", "expected", "where"), DEFAULTS)
+def test_fallback_default(code: str, expected: object, where: str | None) -> None:
+    analysis = ModuleAnalysis(ast.parse(code))
+    found = analysis.fallback_defaults.of(*last_g_argument(analysis))
+    assert (found.value if found is not None else None) == expected
+    if where is not None:
+        assert found is not None and found.where.startswith(where)
+
+
+@pytest.mark.parametrize(("code", "expected", "where"), DEFAULTS)
+def test_fallback_default_as_the_libcst_layer(code: str, expected: object, where: str) -> None:
+    ctx, argument = libcst_argument(code)
+    analysis = ModuleAnalysis(ast.parse(code))
+    ours = analysis.fallback_defaults.of(*last_g_argument(analysis))
+    theirs = fallback_default(ctx.index, argument)
+    assert ((ours.value, ours.where) if ours else None) == (
+        (theirs.value, theirs.where) if theirs else None
+    )
