@@ -158,6 +158,7 @@ class HostWaits:
         self.graphs = ScopeGraphs(module)
         self._returns_drained: dict[ast.AST, bool] = {}
         self._summarising: list[ast.AST] = []
+        self._top_functions: dict[str, list[ast.AST]] | None = None
         self._scope_of_call: dict[ast.Call, ast.AST] = {
             call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
         }
@@ -301,11 +302,7 @@ class HostWaits:
         """The module's own function ``f(...)`` or method ``self.f(...)`` a call runs."""
         func = call.func
         if isinstance(func, ast.Name):
-            found = [
-                f
-                for f in self.nodes.functions()
-                if f.name == func.id and isinstance(self.nodes.scope_of.get(f), ast.Module)
-            ]
+            found = self._module_functions().get(func.id, [])
             return found[0] if len(found) == 1 else None
         if not (
             isinstance(func, ast.Attribute)
@@ -318,6 +315,16 @@ class HostWaits:
             return None
         methods = [f for f in owner.body if isinstance(f, _FUNCTIONS) and f.name == func.attr]
         return methods[0] if len(methods) == 1 else None
+
+    def _module_functions(self) -> dict[str, list[ast.AST]]:
+        """The functions defined in module code, by name (one list per name: a name
+        defined twice names no one function)."""
+        if self._top_functions is None:
+            self._top_functions = {}
+            for function in self.nodes.functions():
+                if isinstance(self.nodes.scope_of.get(function), ast.Module):
+                    self._top_functions.setdefault(function.name, []).append(function)
+        return self._top_functions
 
     def _returns_drained_from(self, function: ast.AST) -> bool:
         """Whether every normal return of ``function`` leaves the queue drained (its
