@@ -91,6 +91,7 @@ _HEADERLESS: tuple[type[ast.AST], ...] = (
     ast.ClassDef,
 )
 Position = tuple[int, int]
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def is_host_read(call: ast.Call) -> bool:
@@ -156,9 +157,9 @@ class HostWaits:
         self.nodes = ModuleNodes(module)
         self.names = Names(module)
         self.graphs = ScopeGraphs(module)
-        self._returns_drained: dict[ast.AST, bool] = {}
-        self._summarising: list[ast.AST] = []
-        self._top_functions: dict[str, list[ast.AST]] | None = None
+        self._returns_drained: dict[Function, bool] = {}
+        self._summarising: list[Function] = []
+        self._top_functions: dict[str, list[Function]] | None = None
         self._scope_of_call: dict[ast.Call, ast.AST] = {
             call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
         }
@@ -298,7 +299,7 @@ class HostWaits:
             return True
         return name.startswith("torch.") and not name.startswith(_MORE_THAN_KERNELS)
 
-    def _local_function(self, call: ast.Call, scope: ast.AST) -> ast.AST | None:
+    def _local_function(self, call: ast.Call, scope: ast.AST) -> Function | None:
         """The module's own function ``f(...)`` or method ``self.f(...)`` a call runs."""
         func = call.func
         if isinstance(func, ast.Name):
@@ -316,7 +317,7 @@ class HostWaits:
         methods = [f for f in owner.body if isinstance(f, _FUNCTIONS) and f.name == func.attr]
         return methods[0] if len(methods) == 1 else None
 
-    def _module_functions(self) -> dict[str, list[ast.AST]]:
+    def _module_functions(self) -> dict[str, list[Function]]:
         """The functions defined in module code, by name (one list per name: a name
         defined twice names no one function)."""
         if self._top_functions is None:
@@ -326,7 +327,7 @@ class HostWaits:
                     self._top_functions.setdefault(function.name, []).append(function)
         return self._top_functions
 
-    def _returns_drained_from(self, function: ast.AST) -> bool:
+    def _returns_drained_from(self, function: Function) -> bool:
         """Whether every normal return of ``function`` leaves the queue drained (its
         last act on every path is a wait with nothing queued after it)."""
         known = self._returns_drained.get(function)
