@@ -14,9 +14,20 @@ Two questions about a call, answered on the function's control-flow graph:
   self.table is None:`` ... ``self.table = ...``; ``if key not in self._cache:`` ...
   ``self._cache[key] = ...``): on the first step, not every step.
 
-Device work is judged by form, without types: a call that is not a host read, a shape
-read or a call given only host values (``meter.update(loss.item(), x.size(0))``), or an
-operator on something not known to be a host value, may queue kernels.
+What waits, judged by form: a host read; an upload of host data to a device
+(``torch.tensor(values, device=...)``, a copy from pageable memory that PyTorch ends with a
+stream synchronisation); a test whose value is a tensor (``if not torch.isfinite(loss):``
+reads it on the host); a call of a function of the module that returns with the queue
+drained on every path (``loss, correct = forward_pass(...)`` whose last act is
+``correct.sum().item()``).
+
+What refills the queue, judged by form, without types: a call that may run a forward, a
+backward, an optimizer or a collective (any call that is not a read, a shape read, a
+call given only host values such as ``meter.update(loss.item(), x.size(0))``, or a kernel
+on a tensor already computed). A kernel or two on values already computed (arithmetic, a
+comparison, ``x.mean()``, ``x.detach().float()``, ``torch.log(x)``) is not counted: the
+read after it waits for those few kernels alone, not for the step's work, and no finding
+is worth it.
 """
 
 from __future__ import annotations
@@ -27,12 +38,51 @@ from collections.abc import Iterator
 from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, NodeKind, ScopeGraphs
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.module_nodes import ModuleNodes
+from ddplint.analysis.names import Names
 
 #: Tensor methods that copy the value to the host (and so drain the device queue).
 READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
 SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
+#: Tensor methods that queue a kernel or two on a tensor already computed (a reduction, a
+#: cast, an elementwise operation, a view): what a read after them waits for is these
+#: few kernels, not the step's work.
+KERNEL_METHODS = frozenset(
+    {
+        *("sum", "mean", "max", "min", "norm", "std", "var", "prod", "nansum", "cumsum"),
+        *("argmax", "argmin", "count_nonzero", "all", "any", "abs", "neg", "exp", "log"),
+        *("sqrt", "square", "pow", "sigmoid", "softmax", "log_softmax", "clamp"),
+        *("add", "sub", "mul", "div", "eq", "ne", "gt", "lt", "ge", "le", "masked_fill"),
+        *("isnan", "isinf", "isfinite", "float", "double", "half", "bfloat16", "long"),
+        *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
+        *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
+        *("chunk", "split", "expand", "repeat"),
+    }
+)
+#: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
+#: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
+TESTED_ON_HOST = frozenset(
+    {
+        *("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"),
+        *("torch.equal", "torch.allclose"),
+    }
+)
+#: Factories that copy host data to ``device=`` (a synchronising upload).
+UPLOADING_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+#: ``torch`` namespaces whose calls do more than a kernel on their arguments:
+#: collectives, device control, autograd, optimizers, gradient clipping over every
+#: parameter, modules (``torch.nn.X(...)``; ``torch.nn.functional`` is kernels).
+_MORE_THAN_KERNELS = (
+    "torch.distributed.",
+    "torch.cuda.",
+    "torch.autograd.",
+    "torch.optim.",
+    "torch.utils.",
+    "torch.nn.",
+)
+#: How deep a call is followed into the module's own functions for their summary.
+_CALLEE_DEPTH = 3
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Statements whose node evaluates nothing itself (``try``, ``try``/``except*``, defs).
 _HEADERLESS: tuple[type[ast.AST], ...] = (
@@ -41,6 +91,7 @@ _HEADERLESS: tuple[type[ast.AST], ...] = (
     ast.ClassDef,
 )
 Position = tuple[int, int]
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def is_host_read(call: ast.Call) -> bool:
@@ -104,7 +155,11 @@ class HostWaits:
 
     def __init__(self, module: ast.Module) -> None:
         self.nodes = ModuleNodes(module)
+        self.names = Names(module)
         self.graphs = ScopeGraphs(module)
+        self._returns_drained: dict[Function, bool] = {}
+        self._summarising: list[Function] = []
+        self._top_functions: dict[str, list[Function]] | None = None
         self._scope_of_call: dict[ast.Call, ast.AST] = {
             call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
         }
@@ -113,13 +168,9 @@ class HostWaits:
         }
         self._located: dict[int, dict[ast.Call, Node]] = {}
         self._drained: dict[int, dict[int, bool]] = {}
+        self._effects: dict[int, dict[int, tuple[bool | None, bool]]] = {}
         self._post: dict[int, PostDominance] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
-        self._tests: set[ast.expr] = {
-            *(node.test for node in self.nodes.of_type(ast.If)),
-            *(node.test for node in self.nodes.of_type(ast.While)),
-            *(node.test for node in self.nodes.of_type(ast.Assert)),
-        }
 
     def call_at(self, start: Position, end: Position) -> ast.Call | None:
         """The call that spans exactly these places (1-based line, 0-based UTF-8 column;
@@ -163,7 +214,7 @@ class HostWaits:
         if statement is None:
             return False
         before_here = self._evaluated_before(statement, call)
-        for read in self._reads_in(statement):
+        for read in self._reads_in(statement, scope):
             if read is call or _end(read) > _start(call) or _contains(read, call):
                 continue
             between = [e for e in before_here if _start(e) >= _end(read)]
@@ -171,26 +222,139 @@ class HostWaits:
                 return True
         if any(self._queues_work(e, scope) for e in before_here):
             return False
+        return self._drained_map(graph).get(node.index, False)
+
+    def _drained_map(self, graph: Graph) -> dict[int, bool]:
         drained = self._drained.get(id(graph))
         if drained is None:
             drained = self._drained[id(graph)] = self._drained_on_entry(graph)
-        return drained.get(node.index, False)
+        return drained
 
-    def _reads_in(self, statement: ast.AST) -> list[ast.Call]:
-        return [
+    def _effects_of(self, graph: Graph) -> dict[int, tuple[bool | None, bool]]:
+        effects = self._effects.get(id(graph))
+        if effects is None:
+            scope = graph.scope
+            effects = {node.index: self._effect(node, scope) for node in graph.nodes}
+            self._effects[id(graph)] = effects
+        return effects
+
+    def _reads_in(self, statement: ast.AST, scope: ast.AST) -> list[ast.expr]:
+        """What in the statement's own parts waits for the device queue: host reads,
+        uploads, calls of the module's functions that return drained, and a test whose
+        value is a tensor."""
+        found: list[ast.expr] = [
             inner
             for part in own_parts(statement)
             for inner in walk_own(part)
-            if isinstance(inner, ast.Call) and is_host_read(inner)
+            if isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope)
         ]
+        if isinstance(statement, (ast.If, ast.While, ast.Assert)):
+            found.extend(self._tensor_tests(statement.test))
+        return found
+
+    def _waits_for_queue(self, call: ast.Call, scope: ast.AST) -> bool:
+        if is_host_read(call) or self._is_upload(call):
+            return True
+        callee = self._local_function(call, scope)
+        return callee is not None and self._returns_drained_from(callee)
+
+    def _is_upload(self, call: ast.Call) -> bool:
+        """``torch.tensor(data, device=d)`` with ``d`` not the CPU."""
+        if self.names.resolve(call.func) not in UPLOADING_FACTORIES:
+            return False
+        device = next((k.value for k in call.keywords if k.arg == "device"), None)
+        return device is not None and not (
+            isinstance(device, ast.Constant) and device.value in ("cpu", None)
+        )
+
+    def _tensor_tests(self, test: ast.expr) -> Iterator[ast.expr]:
+        """The parts of a branch test that are tensors turned into a bool (a read):
+        ``torch.isfinite(loss)``, ``torch.isnan(x).any()`` under ``not`` / ``and`` / ``or``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            yield from self._tensor_tests(test.operand)
+        elif isinstance(test, ast.BoolOp):
+            for value in test.values:
+                yield from self._tensor_tests(value)
+        elif self._tested_on_host(test):
+            yield test
+
+    def _tested_on_host(self, expression: ast.expr) -> bool:
+        """A tensor's truth by form: ``torch.isfinite(x)``, ``torch.isnan(x).any()``."""
+        if not isinstance(expression, ast.Call):
+            return False
+        func = expression.func
+        if self.names.resolve(func) in TESTED_ON_HOST:
+            return True
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in KERNEL_METHODS
+            and self._tested_on_host(func.value)
+        )
+
+    def _torch_kernel(self, call: ast.Call) -> bool:
+        """A ``torch`` function that runs a kernel on its arguments (``torch.log(x)``,
+        ``F.softmax(x)``), not a collective, an optimizer or a module."""
+        name = self.names.resolve(call.func) or ""
+        if name.startswith("torch.nn.functional."):
+            return True
+        return name.startswith("torch.") and not name.startswith(_MORE_THAN_KERNELS)
+
+    def _local_function(self, call: ast.Call, scope: ast.AST) -> Function | None:
+        """The module's own function ``f(...)`` or method ``self.f(...)`` a call runs."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            found = self._module_functions().get(func.id, [])
+            return found[0] if len(found) == 1 else None
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            return None
+        owner = self.nodes.scope_of.get(scope)
+        if not isinstance(owner, ast.ClassDef):
+            return None
+        methods = [f for f in owner.body if isinstance(f, _FUNCTIONS) and f.name == func.attr]
+        return methods[0] if len(methods) == 1 else None
+
+    def _module_functions(self) -> dict[str, list[Function]]:
+        """The functions defined in module code, by name (one list per name: a name
+        defined twice names no one function)."""
+        if self._top_functions is None:
+            self._top_functions = {}
+            for function in self.nodes.functions():
+                if isinstance(self.nodes.scope_of.get(function), ast.Module):
+                    self._top_functions.setdefault(function.name, []).append(function)
+        return self._top_functions
+
+    def _returns_drained_from(self, function: Function) -> bool:
+        """Whether every normal return of ``function`` leaves the queue drained (its
+        last act on every path is a wait with nothing queued after it)."""
+        known = self._returns_drained.get(function)
+        if known is not None:
+            return known
+        if function in self._summarising or len(self._summarising) >= _CALLEE_DEPTH:
+            return False
+        self._summarising.append(function)
+        try:
+            graph = self.graphs.graph(function)
+            drained = self._drained_map(graph)
+            exit_node = graph.exit
+            answer = bool(exit_node.predecessors) and all(
+                _drained_after(drained, self._effects_of(graph), before, edge)
+                for before, edge in exit_node.predecessors
+            )
+        finally:
+            self._summarising.pop()
+        self._returns_drained[function] = answer
+        return answer
 
     def _drained_on_entry(self, graph: Graph) -> dict[int, bool]:
         """Node index -> whether, on every path that reaches the node, the last thing
         done to the device queue was a host read with no work queued since: a forward
         must-analysis to a fixed point over the graph, its loops and exception edges
         included."""
-        scope = graph.scope
-        effects = {node.index: self._effect(node, scope) for node in graph.nodes}
+        effects = self._effects_of(graph)
         drained = {node.index: node is not graph.entry for node in graph.nodes}
         changed = True
         while changed:
@@ -221,7 +385,7 @@ class HostWaits:
         queues = any(
             self._queues_work(e, scope) for part in own_parts(statement) for e in walk_own(part)
         )
-        for read in self._reads_in(statement):
+        for read in self._reads_in(statement, scope):
             after = self._evaluated_after(statement, read)
             if not any(self._queues_work(e, scope) for e in after):
                 return True, queues
@@ -240,7 +404,7 @@ class HostWaits:
         return found
 
     @staticmethod
-    def _evaluated_after(statement: ast.AST, read: ast.Call) -> list[ast.AST]:
+    def _evaluated_after(statement: ast.AST, read: ast.expr) -> list[ast.AST]:
         """Expressions of ``statement`` evaluated after ``read``: what encloses it and
         what comes after it in the text."""
         found = []
@@ -253,23 +417,20 @@ class HostWaits:
         return found
 
     def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
-        """Whether evaluating this node itself (not its parts) may queue device work."""
-        if isinstance(expression, ast.Call):
-            if is_host_read(expression) or _is_shape_read(expression):
-                return False
-            arguments = [*expression.args, *(k.value for k in expression.keywords)]
-            return not arguments or not all(self._host_value(a, scope, 0) for a in arguments)
-        if isinstance(expression, ast.BinOp):
-            return not (
-                self._host_value(expression.left, scope, 0)
-                and self._host_value(expression.right, scope, 0)
-            )
-        if isinstance(expression, ast.UnaryOp):
-            return not self._host_value(expression.operand, scope, 0)
-        if isinstance(expression, ast.Compare) and expression not in self._tests:
-            operands = [expression.left, *expression.comparators]
-            return not all(self._host_value(o, scope, 0) for o in operands)
-        return isinstance(expression, ast.AugAssign)
+        """Whether evaluating this node itself (not its parts) may queue new device work
+        worth a wait: a forward, a backward, an optimizer, a collective. A kernel on values
+        already computed (an operator, ``x.mean()``, ``torch.log(x)``) is not."""
+        if not isinstance(expression, ast.Call):
+            return False
+        if is_host_read(expression) or _is_shape_read(expression) or self._is_upload(expression):
+            return False
+        func = expression.func
+        if isinstance(func, ast.Attribute) and func.attr in KERNEL_METHODS:
+            return False
+        if self._torch_kernel(expression):
+            return False
+        arguments = [*expression.args, *(k.value for k in expression.keywords)]
+        return not arguments or not all(self._host_value(a, scope, 0) for a in arguments)
 
     def _host_value(self, expression: ast.expr, scope: ast.AST, depth: int) -> bool:
         """Whether ``expression`` is known to be a Python value (no tensor)."""

@@ -28,8 +28,11 @@ class HostReadInTrainingStep(CodeRule):
     (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
     `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
-    NumPy values, the second read of `x.cpu().numpy()`), a read right after another
-    read of the same pass with no device work between (the queue is already drained), a
+    NumPy values, the second read of `x.cpu().numpy()`), a read after another wait of
+    the same pass with no new device work between (the queue is already drained: the
+    wait is a read, an upload, a test of a tensor such as `if not torch.isfinite(loss):`
+    or a call of the module's function that returns after a read on every path; a few
+    kernels on values already computed, such as `(a - b).mean()`, are no new work), a
     read that fills a field of the module once (`if self.scale is None:`), a read that
     runs only now and then (in an `except` handler, on the rare way of a periodic test
     on a counter, in the single-process arm of the run's switch: the arm whose other way

@@ -22,8 +22,9 @@ class HostTensorBuiltEveryStep(CodeRule):
     a shape, or a name last assigned one of those before the call. Not flagged: a CPU
     target (`"cpu"`, `torch.device("cpu")`), data that may already be a tensor, a call
     under an occasional condition (`if step % 100 == 0:`), one that fills a cache of the
-    module (`if self.table is None:`, the first step only), one right after a host read
-    of the same pass with no device work between (the queue is already drained), one
+    module (`if self.table is None:`, the first step only), one after a host read or
+    another upload of the same pass with no new device work between (the queue is
+    already drained; a few kernels on values already computed are no new work), one
     that runs only while exporting or tracing (`if torch.onnx.is_in_onnx_export():`),
     in an `except` handler or a single-process arm, evaluation steps, test files.
 

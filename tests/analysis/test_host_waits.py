@@ -45,17 +45,139 @@ def test_read_after_a_read_with_only_host_work_between_is_drained() -> None:
 def test_read_after_new_device_work_is_not_drained() -> None:
     waits, calls = _waits_and_calls(
         """
-        def step(model, x, meter):
+        def step(model, x, meter, clip):
             loss = model(x)
             meter.update(loss.item(), 1)
             aux = model.head(x)
             meter.update(aux.item(), 1)
-            total = loss * 2
-            meter.update(total.cpu(), 1)
+            clip(model.parameters())
+            meter.update((loss * 2).cpu(), 1)
         """
     )
     assert not waits.queue_drained(_read_on(calls, 6))
+    # a call given a device value may run anything (here every parameter's kernels)
     assert not waits.queue_drained(_read_on(calls, 8))
+
+
+def test_a_few_kernels_on_values_already_computed_do_not_refill_the_queue() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def metrics(losses, chosen, rejected, out):
+            store = {"loss": losses.cpu()}
+            store["margin"] = (chosen - rejected).mean().cpu()
+            store["chosen"] = chosen.detach().float().mean().cpu()
+            entropy = torch.mean(torch.sum(-F.softmax(out, 1) * torch.log(out), 1)).item()
+            store["n"] = torch.distributed.all_reduce(chosen)
+            store["after"] = chosen.sum().cpu()
+            return store, entropy
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 6))
+    assert waits.queue_drained(_read_on(calls, 7))
+    assert waits.queue_drained(_read_on(calls, 8))
+    assert waits.queue_drained(_read_on(calls, 9))
+    # a collective is more than a kernel: the read after it waits for it
+    assert not waits.queue_drained(_read_on(calls, 11))
+
+
+def _upload_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
+    found = [
+        c for c in by_line[line] if isinstance(c.func, ast.Attribute) and c.func.attr == "tensor"
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_an_upload_drains_the_queue_for_the_next_one() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        import torch
+
+        def forward(self, x):
+            low = torch.tensor(0.0, device=x.device)
+            high = torch.tensor(1.0, device=x.device)
+            y = self.net(x)
+            scale = torch.tensor(2.0, device=x.device)
+            host = torch.tensor(3.0, device="cpu")
+            again = torch.tensor(4.0, device=x.device)
+            return y.clamp(low, high) * scale + host + again
+        """
+    )
+    assert not waits.queue_drained(_upload_on(calls, 5))
+    assert waits.queue_drained(_upload_on(calls, 6))
+    assert not waits.queue_drained(_upload_on(calls, 8))
+    # a tensor built on the CPU waits for nothing, so drains nothing: the last one
+    # still follows only the upload on line 8
+    assert waits.queue_drained(_upload_on(calls, 10))
+
+
+def test_a_tensor_test_drains_and_a_python_flag_does_not() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        import torch
+
+        def step(model, x, meter, log):
+            loss = model(x)
+            if not torch.isfinite(loss):
+                log("diverged")
+            meter.update(loss.item())
+            out = model(x)
+            if torch.onnx.is_in_onnx_export():
+                log("export")
+            meter.update(out.item())
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 8))
+    assert not waits.queue_drained(_read_on(calls, 12))
+
+
+def test_a_callee_that_reads_on_every_path_drains_its_caller() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def forward_pass(model, batch):
+            loss, correct = model(batch)
+            return loss, correct.sum().item()
+
+        class Trainer:
+            def _fwd(self, batch):
+                out = self.model(batch)
+                self.seen = out.max().item()
+                return out
+
+            def train(self, loader, meter, flag):
+                for batch in loader:
+                    loss, correct = forward_pass(self.model, batch)
+                    meter.update(loss.item(), correct)
+                    out = self._fwd(batch)
+                    meter.update(out.sum().cpu(), correct)
+                    out.backward()
+                    meter.update(out.item(), correct)
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 15))
+    assert waits.queue_drained(_read_on(calls, 17))
+    assert not waits.queue_drained(_read_on(calls, 19))
+
+
+def test_a_callee_that_may_return_without_a_read_does_not_drain() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def maybe_read(model, batch, flag):
+            out = model(batch)
+            if flag:
+                print(out.item())
+            return out
+
+        def train(model, loader, meter, flag):
+            for batch in loader:
+                out = maybe_read(model, batch, flag)
+                meter.update(out.cpu())
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 11))
 
 
 def test_read_on_one_branch_only_does_not_drain_the_join() -> None:
