@@ -534,6 +534,45 @@ def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozen
     )
 
 
+def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:
+    """Whether rank 0 and the other ranks issue the same collectives over functions
+    that run one after the other on every rank (a context manager's ``__enter__`` and
+    then its ``__exit__``: the enter barrier of the others pairs with the exit barrier
+    of rank 0), whenever the values they share are the same."""
+    try:
+        zero = _walks_in_turn(functions, True)
+        other = _walks_in_turn(functions, False)
+    except _Unsettled:
+        return False
+    if zero is None or other is None:
+        return False
+    return all(
+        kinds(first) == kinds(second)
+        for zero_facts, first in zero
+        for other_facts, second in other
+        if _compatible(zero_facts, other_facts)
+    )
+
+
+def _walks_in_turn(functions: list[FunctionFacts], zero: bool) -> list[Walk] | None:
+    """A class's ways through ``functions`` run in turn: each way of one followed by
+    each way of the next that its facts allow; None past ``MAX_PATHS``."""
+    walks: list[Walk] = [(frozenset(), ())]
+    for function in functions:
+        found = _class_walks(function, zero)
+        if found is None:
+            return None
+        walks = [
+            (facts | more, issued + further)
+            for facts, issued in walks
+            for more, further in found
+            if _compatible(facts, more)
+        ]
+        if len(walks) > MAX_PATHS:
+            return None
+    return walks
+
+
 def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     """Where rank 0 and the other ranks issue the same kinds of collective but pass
     one of them an agreed argument that plainly differs (``if rank == 0: reduce(t,

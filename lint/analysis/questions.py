@@ -51,6 +51,7 @@ from ddplint.analysis.pairing import (
     arms_agree,
     class_culprits,
     class_order_apart,
+    classes_agree_in_turn,
     first_difference,
     rank_classes_agree,
     settled_by_class,
@@ -152,7 +153,9 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 continue  # the same on every branch, or cannot tell
             if settled_by_class(function, test):
                 if classes_agree is None:
-                    classes_agree = rank_classes_agree(function)
+                    classes_agree = rank_classes_agree(function) or _halves_agree(
+                        analysis, scope
+                    )
                 if classes_agree:
                     continue
                 if culprits is None:
@@ -182,6 +185,24 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 order=_first_of_each(function, test),
                 site=node.statement,
             )
+
+
+#: The two halves of a context manager, in the order every rank runs them.
+_CONTEXT_HALVES = (("__enter__", "__exit__"), ("__aenter__", "__aexit__"))
+
+
+def _halves_agree(analysis: ModuleAnalysis, scope: Scope) -> bool:
+    """Whether ``scope`` is one half of a context manager class whose two halves, run
+    in turn, issue the same collectives for rank 0 and the others (``if rank > 0:
+    barrier()`` on entry, ``if rank == 0: barrier()`` on exit: main process first)."""
+    owner = analysis.nodes.scope_of.get(scope)
+    if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
+        return False
+    methods = {m.name: m for m in owner.body if isinstance(m, _FUNCTIONS)}
+    for halves in _CONTEXT_HALVES:
+        if scope.name in halves and all(name in methods for name in halves):
+            return classes_agree_in_turn([analysis.function(methods[n]) for n in halves])
+    return False
 
 
 def _class_order(scope: Scope, function: FunctionFacts) -> Parting | None:
