@@ -63,6 +63,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import even_strides
+from ddplint.analysis.spans import span_length_reads
 from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
 
 
@@ -731,7 +732,10 @@ class _Evaluator:
             return _rank(call)  # the project model read it: it returns a rank test
         if resolved == "range":
             bound = _join(None, *(self.taint(a, state) for a in call.args))
-            return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
+            if bound is None:
+                return None
+            facets = Facet.CONTENTS if self._even_span(call, state) else VALUES
+            return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
@@ -763,6 +767,19 @@ class _Evaluator:
             return self._method(call, call.func, state)
         found = _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
         return _stamped(found) if resolved in _TEXT_WRITERS else found
+
+    def _even_span(self, call: ast.Call, state: State) -> bool:
+        """Whether ``range(start, end[, step])`` has the same length on every rank: a
+        step every rank shares, and ends that move alike (``rank * n``, ``(rank + 1) *
+        n``): what their difference is built from is the same on every rank."""
+        if len(call.args) not in (2, 3) or call.keywords:
+            return False
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        if len(call.args) == 3 and self.taint(call.args[2], state) is not None:
+            return False
+        reads = span_length_reads(call.args[0], call.args[1], self.single)
+        return all(self.taint(read, state) is None for read in reads)
 
     def summary(self, call: ast.Call) -> CallSummary | None:
         """The summary of the function ``call`` runs, if known: a local one (``f(...)``,
