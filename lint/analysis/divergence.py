@@ -63,8 +63,8 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import even_strides
-from ddplint.analysis.spans import span_length_reads
 from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
+from ddplint.analysis.spans import span_length_reads
 
 
 class Facet(Flag):
