@@ -62,9 +62,7 @@ def doomed_nodes(graph: Graph) -> set[int]:
             if node.index in doomed:
                 continue
             ways = list(decision_successors(node))
-            if ways and all(
-                ends_the_job(node, s, e) or s.index in doomed for s, e in ways
-            ):
+            if ways and all(ends_the_job(node, s, e) or s.index in doomed for s, e in ways):
                 doomed.add(node.index)
                 changed = True
     return doomed

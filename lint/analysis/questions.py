@@ -153,9 +153,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 continue  # the same on every branch, or cannot tell
             if settled_by_class(function, test):
                 if classes_agree is None:
-                    classes_agree = rank_classes_agree(function) or _halves_agree(
-                        analysis, scope
-                    )
+                    classes_agree = rank_classes_agree(function) or _halves_agree(analysis, scope)
                 if classes_agree:
                     continue
                 if culprits is None:
