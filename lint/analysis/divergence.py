@@ -1303,10 +1303,14 @@ class Divergence:
         fields: State | None = None,
         results: CallSummaries | None = None,
         decided: Callable[[ast.expr], bool | None] | None = None,
+        several: Callable[[ast.expr], bool | None] | None = None,
     ) -> None:
         self.graph = graph
         #: Whether literal values decide a test on every run (``literal_values``).
         self._decided_test = decided
+        #: What the module's switches (attributes bound anywhere in it) say of a test
+        #: of the process count (``SingleProcessPaths.asks_several``).
+        self._module_several = several
         self.dominance = dominance
         self.evaluator = _Evaluator(
             names,
@@ -1392,6 +1396,10 @@ class Divergence:
         if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While, ast.Assert)):
             if self._decided_test is not None and self._decided_test(statement.test) is not None:
                 return None  # decided before the run: the same arm on every rank
+            if self.asks_several(statement.test) is not None:
+                # The same arm on every rank of a multi-process run (``not distributed
+                # and x``: what else it reads decides only where one process runs).
+                return None
             found = self.evaluator.truth(statement.test, self.before(node))
         elif node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             iterable = self.evaluator.taint(statement.iter, self.before(node))
@@ -1724,6 +1732,15 @@ class Divergence:
         if several is None:
             return self._unshared_arm(node)
         return EdgeKind.FALSE if several else EdgeKind.TRUE
+
+    def asks_several(self, test: ast.expr) -> bool | None:
+        """``single_process.asks_several`` of ``test``: True when it holds in every
+        multi-process run, False when it fails in every one; the function's own flags
+        followed, then the module's switches."""
+        found = asks_several(test, self.names, self, _FOLLOWED_FLAGS)
+        if found is None and self._module_several is not None:
+            found = self._module_several(test)
+        return found
 
     def _unshared_arm(self, test: Node) -> EdgeKind | None:
         """The arm of a test that every rank answers alike (``if self.multi_gpu:``,

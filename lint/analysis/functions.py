@@ -229,6 +229,7 @@ class ModuleAnalysis:
             fields,
             self._call_summary,
             self.literal_values.decided,
+            lambda test: self.single_process.asks_several(test, scope),
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:

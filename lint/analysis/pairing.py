@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from ddplint.analysis.api import DEFAULT_REDUCE_OP, DISTRIBUTED_QUERIES
+from ddplint.analysis.api import DEFAULT_REDUCE_OP
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
@@ -208,10 +208,14 @@ def _rank_value(
 
 
 def _several_processes_way(expression: ast.AST, divergence: Divergence) -> ast.AST:
-    """``x if dist.is_initialized() else y`` read as ``x``: the other way runs one
-    process, where no collective can part ranks."""
-    while isinstance(expression, ast.IfExp) and _asks_distributed(expression.test, divergence):
-        expression = expression.body
+    """``x if dist.is_initialized() else y`` read as ``x`` (``y`` where the test fails
+    in every multi-process run): the other way runs one process, where no collective
+    can part ranks (``single_process.asks_several`` reads the test)."""
+    while isinstance(expression, ast.IfExp):
+        several = divergence.asks_several(expression.test)
+        if several is None:
+            break
+        expression = expression.body if several else expression.orelse
     return expression
 
 
@@ -324,19 +328,13 @@ def _implied(
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
-    if not truth and _asks_distributed(test, function.divergence):
+    if isinstance(test, ast.expr) and function.divergence.asks_several(test) is (not truth):
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     kept = truth != negated
     if dict(facts).get(key, kept) != kept:
         return None
     return facts | {(key, kept)}
-
-
-def _asks_distributed(test: ast.AST, divergence: Divergence) -> bool:
-    """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
-    runs one process, where no collective can part ranks."""
-    return isinstance(test, ast.Call) and divergence.names.resolve(test.func) in DISTRIBUTED_QUERIES
 
 
 #: A comparison read from the other side: ``0 < rank`` is ``rank > 0``.
