@@ -397,6 +397,10 @@ class ModuleAnalysis:
     def _definition(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         return self._definitions.get(name)
 
+    def local_function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The module's function (``f``) or method (``self.f``) that calls name so."""
+        return self._definitions.get(name)
+
     def _reached(self, name: str, facts: Facts, depth: int = CALL_DEPTH) -> Collective | None:
         """The first collective the local function ``name`` reaches when ``facts`` hold
         (None: not on the ways those facts leave open)."""

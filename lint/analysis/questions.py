@@ -46,6 +46,7 @@ from ddplint.analysis.effects import (
     own_calls,
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in, ways_on
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.pairing import (
     arm_sequences,
     arms_agree,
@@ -391,16 +392,41 @@ def _decides_membership(analysis: ModuleAnalysis, function: FunctionFacts, test:
 
 
 def _out_of_sight(analysis: ModuleAnalysis, function: FunctionFacts, test: Node) -> bool:
-    """Whether the test's branch defines a function that issues collectives (a
-    callback handed to a call): how often that call runs it cannot be seen."""
+    """Whether the test's branch defines a function that issues collectives, or hands
+    one on as a value (a callback: ``button.click(fn=generate)``, a serving loop's
+    handler), itself or through a local function it calls: how often that call runs
+    it cannot be seen."""
     for node in function.dominance.region(test):
         statement = node.statement
         if isinstance(statement, _FUNCTIONS) and statement.name in analysis.reaching_names():
+            return True
+        if statement is not None and _hands_on_callback(analysis, statement, set()):
             return True
         if statement is not None and any(
             isinstance(inner, ast.Lambda) and any(True for _ in _collectives_in(analysis, inner))
             for inner in ast.walk(statement)
         ):
+            return True
+    return False
+
+
+#: How many local calls deep a callback handed on is looked for.
+_CALLBACK_DEPTH = 3
+
+
+def _hands_on_callback(analysis: ModuleAnalysis, statement: ast.AST, seen: set[str]) -> bool:
+    """Whether ``statement`` hands a local function that reaches a collective to a
+    call as a value (not calling it), or calls a local function that does."""
+    reaching = analysis.reaching_names()
+    for call in calls_in(statement):
+        values = [*call.args, *(keyword.value for keyword in call.keywords)]
+        if any(dotted_name(value) in reaching for value in values):
+            return True
+        callee = dotted_name(call.func)
+        if callee is None or callee in seen or len(seen) >= _CALLBACK_DEPTH:
+            continue
+        definition = analysis.local_function(callee)
+        if definition is not None and _hands_on_callback(analysis, definition, seen | {callee}):
             return True
     return False
 
