@@ -62,7 +62,7 @@ from ddplint.analysis.control_flow import (
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
-from ddplint.analysis.shares import even_strides
+from ddplint.analysis.shares import CHUNKERS, even_strides
 from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
 from ddplint.analysis.spans import span_length_reads
 
@@ -758,6 +758,11 @@ class _Evaluator:
             return _join(output, *(self.taint(a, state) for a in call.args))
         if resolved in FACTORIES:
             return self._factory(call, resolved, state)
+        if resolved in CHUNKERS:
+            # ``torch.chunk(t, n)`` is ``t.chunk(n)``: as many pieces as ``n`` asks for,
+            # each of ``t`` (not a count read from ``t``).
+            pieces = _as_values(self.taint(call_argument(call, 1, "chunks"), state))
+            return _join(self.taint(call_argument(call, 0, "input"), state), pieces)
         function = distributed_function(resolved)
         if function in PER_RANK_RESULTS:
             return Taint(Facet.CONTENTS, Source.CONTRIBUTED, call.lineno, ast.unparse(call.func))
