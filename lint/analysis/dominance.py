@@ -87,6 +87,11 @@ class PostDominance:
             if successor.index not in self._doomed and not ends_the_job(node, successor, edge)
         ]
 
+    def ends_some_ways(self, node: Node) -> bool:
+        """Whether some decided way from ``node`` ends the job loudly (a failing
+        ``assert``, an arm that raises): which way a rank takes there still matters."""
+        return len(self.successors(node)) < len(list(decision_successors(node)))
+
     def _reverse_order(self) -> list[int]:
         """Nodes in reverse post-order of the reverse graph, from the virtual end; a
         node of an endless loop not yet reached is tied to the end as a root of its own

@@ -89,8 +89,8 @@ class FunctionFacts:
     def _quiet_join(self, node: Node) -> Node | None:
         """Where a decision's branches meet again when no branch issues a collective on
         the way: a walk goes straight there."""
-        if node.kind not in (NodeKind.TEST, NodeKind.STEP):
-            return None
+        if node.kind not in (NodeKind.TEST, NodeKind.STEP) or self.dominance.ends_some_ways(node):
+            return None  # a way that ends the job loudly ends a class's walk there
         join = self.dominance.immediate(node)
         if join is None or join.index == node.index:
             return None
