@@ -177,19 +177,31 @@ def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 
 
 def single_bindings(scope: ast.AST) -> dict[str, ast.expr]:
-    """Names the scope's own code binds exactly once, by a plain ``name = value``."""
+    """Names the scope's own code binds exactly once, by a plain ``name = value`` or
+    ``a, b = x, y`` (a tuple of names from a tuple of as many values)."""
     values: dict[str, ast.expr] = {}
     counts: dict[str, int] = {}
     for node in own_nodes(scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             counts[node.id] = counts.get(node.id, 0) + 1
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-        ):
-            values[node.targets[0].id] = node.value
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            values.update(_pairs(node.targets[0], node.value))
     return {name: value for name, value in values.items() if counts.get(name) == 1}
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) for ``name = value`` and for each name of ``a, b = x, y``."""
+    if isinstance(target, ast.Name):
+        yield target.id, value
+    elif (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        for name, element in zip(target.elts, value.elts, strict=True):
+            if isinstance(name, ast.Name):
+                yield name.id, element
 
 
 def _exit_call(statement: ast.stmt) -> str | None:

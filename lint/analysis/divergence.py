@@ -63,8 +63,9 @@ from ddplint.analysis.control_flow import (
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
-from ddplint.analysis.shares import even_strides
+from ddplint.analysis.shares import CHUNKERS, even_strides
 from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
+from ddplint.analysis.spans import span_length_reads
 
 
 class Facet(Flag):
@@ -737,7 +738,10 @@ class _Evaluator:
             return _rank(call)  # the project model read it: it returns a rank test
         if resolved == "range":
             bound = _join(None, *(self.taint(a, state) for a in call.args))
-            return Taint(VALUES, bound.source, bound.line, bound.spelled) if bound else None
+            if bound is None:
+                return None
+            facets = Facet.CONTENTS if self._even_span(call, state) else VALUES
+            return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
             return argument.as_contents(Facet.SHAPE) if argument else None
@@ -760,6 +764,11 @@ class _Evaluator:
             return _join(output, *(self.taint(a, state) for a in call.args))
         if resolved in FACTORIES:
             return self._factory(call, resolved, state)
+        if resolved in CHUNKERS:
+            # ``torch.chunk(t, n)`` is ``t.chunk(n)``: as many pieces as ``n`` asks for,
+            # each of ``t`` (not a count read from ``t``).
+            pieces = _as_values(self.taint(call_argument(call, 1, "chunks"), state))
+            return _join(self.taint(call_argument(call, 0, "input"), state), pieces)
         function = distributed_function(resolved)
         if function in PER_RANK_RESULTS:
             return Taint(Facet.CONTENTS, Source.CONTRIBUTED, call.lineno, ast.unparse(call.func))
@@ -769,6 +778,19 @@ class _Evaluator:
             return self._method(call, call.func, state)
         found = _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
         return _stamped(found) if resolved in _TEXT_WRITERS else found
+
+    def _even_span(self, call: ast.Call, state: State) -> bool:
+        """Whether ``range(start, end[, step])`` has the same length on every rank: a
+        step every rank shares, and ends that move alike (``rank * n``, ``(rank + 1) *
+        n``): what their difference is built from is the same on every rank."""
+        if len(call.args) not in (2, 3) or call.keywords:
+            return False
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        if len(call.args) == 3 and self.taint(call.args[2], state) is not None:
+            return False
+        reads = span_length_reads(call.args[0], call.args[1], self.single)
+        return all(self.taint(read, state) is None for read in reads)
 
     def summary(self, call: ast.Call) -> CallSummary | None:
         """The summary of the function ``call`` runs, if known: a local one (``f(...)``,
@@ -1295,12 +1317,16 @@ class Divergence:
         results: CallSummaries | None = None,
         decided: Callable[[ast.expr], bool | None] | None = None,
         batches: BatchSeeds | None = None,
+        several: Callable[[ast.expr], bool | None] | None = None,
     ) -> None:
         self.graph = graph
         #: Where this rank's batch enters (a batch view); None: the plain analysis.
         self._batches = batches
         #: Whether literal values decide a test on every run (``literal_values``).
         self._decided_test = decided
+        #: What the module's switches (attributes bound anywhere in it) say of a test
+        #: of the process count (``SingleProcessPaths.asks_several``).
+        self._module_several = several
         self.dominance = dominance
         self.evaluator = _Evaluator(
             names,
@@ -1388,6 +1414,10 @@ class Divergence:
         if node.kind is NodeKind.TEST and isinstance(statement, (ast.If, ast.While, ast.Assert)):
             if self._decided_test is not None and self._decided_test(statement.test) is not None:
                 return None  # decided before the run: the same arm on every rank
+            if self.asks_several(statement.test) is not None:
+                # The same arm on every rank of a multi-process run (``not distributed
+                # and x``: what else it reads decides only where one process runs).
+                return None
             found = self.evaluator.truth(statement.test, self.before(node))
         elif node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             iterable = self.evaluator.taint(statement.iter, self.before(node))
@@ -1723,6 +1753,15 @@ class Divergence:
         if several is None:
             return self._unshared_arm(node)
         return EdgeKind.FALSE if several else EdgeKind.TRUE
+
+    def asks_several(self, test: ast.expr) -> bool | None:
+        """``single_process.asks_several`` of ``test``: True when it holds in every
+        multi-process run, False when it fails in every one; the function's own flags
+        followed, then the module's switches."""
+        found = asks_several(test, self.names, self, _FOLLOWED_FLAGS)
+        if found is None and self._module_several is not None:
+            found = self._module_several(test)
+        return found
 
     def _unshared_arm(self, test: Node) -> EdgeKind | None:
         """The arm of a test that every rank answers alike (``if self.multi_gpu:``,

@@ -1,9 +1,13 @@
 """Post-dominators and control dependence over a control-flow graph.
 
 Decisions are read without ``EXCEPTION`` edges (an exception any statement may raise
-decides nothing the code spells); ``RAISE`` edges count. Both exits flow into one
-virtual end; a node that cannot reach it (an endless loop) is tied to it too, so every
-node has an immediate post-dominator.
+decides nothing the code spells); ``RAISE`` edges count, except those that end the job
+loudly (an uncaught ``raise``, a failing ``assert``, ``sys.exit(1)``): under a launcher
+the failing rank stops every other one, so a way that ends so decides nothing (a check
+that raises inside a loop does not make what follows the loop depend on it). Nodes from
+which every way ends loudly are *doomed* and left out. Both exits flow into one virtual
+end; a node that cannot reach it (an endless loop) is tied to it too, so every node has
+an immediate post-dominator.
 
 A node is *control-dependent* on an edge ``T -> S`` when it post-dominates ``S`` but not
 ``T``: whether it runs is decided at ``T``. With back edges this covers loop-carried
@@ -16,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, ends_loudly
 
 _END = -1
 
@@ -36,14 +40,57 @@ def decision_successors(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
             yield successor, edge
 
 
+def ends_the_job(node: Node, successor: Node, edge: EdgeKind) -> bool:
+    """Whether ``node -> successor`` ends the job loudly: a ``RAISE`` edge of a statement
+    that ends with an error (``ends_loudly``) that no handler of the function may catch
+    (a ``try``'s handlers may go on; a ``with`` exit or a ``finally`` re-raises)."""
+    return (
+        edge is EdgeKind.RAISE
+        and successor.kind is not NodeKind.DISPATCH
+        and ends_loudly(node.statement)
+    )
+
+
+def doomed_nodes(graph: Graph) -> set[int]:
+    """The nodes from which every decided way ends the job loudly (a ``raise`` and the
+    statements that lead only to it); nodes with no decided way on are not."""
+    doomed: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.nodes:
+            if node.index in doomed:
+                continue
+            ways = list(decision_successors(node))
+            if ways and all(ends_the_job(node, s, e) or s.index in doomed for s, e in ways):
+                doomed.add(node.index)
+                changed = True
+    return doomed
+
+
 class PostDominance:
     """Immediate post-dominators (Cooper, Harvey and Kennedy's iteration on the reverse
-    graph) and the control dependences they give."""
+    graph, ways that end the job loudly left out) and the control dependences they
+    give."""
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
+        self._doomed = doomed_nodes(graph)
         self._ipdom = self._compute()
         self._dependences: dict[int, list[Dependence]] | None = None
+
+    def successors(self, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """The decision successors that do not end the job loudly."""
+        return [
+            (successor, edge)
+            for successor, edge in decision_successors(node)
+            if successor.index not in self._doomed and not ends_the_job(node, successor, edge)
+        ]
+
+    def ends_some_ways(self, node: Node) -> bool:
+        """Whether some decided way from ``node`` ends the job loudly (a failing
+        ``assert``, an arm that raises): which way a rank takes there still matters."""
+        return len(self.successors(node)) < len(list(decision_successors(node)))
 
     def _reverse_order(self) -> list[int]:
         """Nodes in reverse post-order of the reverse graph, from the virtual end; a
@@ -79,19 +126,27 @@ class PostDominance:
         while pending:
             node = pending.pop()
             for source, edge in node.predecessors:
-                if edge is not EdgeKind.EXCEPTION and source.index not in seen:
+                if source.index not in seen and self._kept(source, node, edge):
                     seen.add(source.index)
                     pending.append(source)
         return seen
 
+    def _kept(self, source: Node, target: Node, edge: EdgeKind) -> bool:
+        """Whether the edge ``source -> target`` is a decided way that goes on."""
+        return (
+            edge is not EdgeKind.EXCEPTION
+            and target.index not in self._doomed
+            and not ends_the_job(source, target, edge)
+        )
+
     def _predecessors(self, index: int) -> list[int]:
-        """Predecessors in the reverse graph: the node's decision successors."""
-        return [s.index for s, _ in decision_successors(self.graph.nodes[index])]
+        """Predecessors in the reverse graph: the node's kept successors."""
+        return [s.index for s, _ in self.successors(self.graph.nodes[index])]
 
     def _sources(self, index: int) -> list[int]:
-        """Successors in the reverse graph: the node's predecessors, by decisions."""
+        """Successors in the reverse graph: the node's predecessors, by kept edges."""
         node = self.graph.nodes[index]
-        return [s.index for s, edge in node.predecessors if edge is not EdgeKind.EXCEPTION]
+        return [s.index for s, edge in node.predecessors if self._kept(s, node, edge)]
 
     def _compute(self) -> dict[int, int]:
         order = self._reverse_order()
@@ -161,7 +216,7 @@ class PostDominance:
     def _control_dependences(self) -> dict[int, list[Dependence]]:
         found: dict[int, list[Dependence]] = {}
         for test in self.graph.nodes:
-            successors = list(decision_successors(test))
+            successors = self.successors(test)
             if len(successors) < 2:
                 continue
             stop = self._ipdom.get(test.index, _END)
@@ -177,7 +232,7 @@ class PostDominance:
         decides, directly or through tests nested in it."""
         stop = self._ipdom.get(test.index, _END)
         seen: set[int] = set()
-        pending = [s for s, _ in decision_successors(test)]
+        pending = [s for s, _ in self.successors(test)]
         region: list[Node] = []
         while pending:
             node = pending.pop()
@@ -185,5 +240,5 @@ class PostDominance:
                 continue
             seen.add(node.index)
             region.append(node)
-            pending.extend(s for s, _ in decision_successors(node))
+            pending.extend(s for s, _ in self.successors(node))
         return region

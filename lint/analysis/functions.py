@@ -93,8 +93,8 @@ class FunctionFacts:
     def _quiet_join(self, node: Node) -> Node | None:
         """Where a decision's branches meet again when no branch issues a collective on
         the way: a walk goes straight there."""
-        if node.kind not in (NodeKind.TEST, NodeKind.STEP):
-            return None
+        if node.kind not in (NodeKind.TEST, NodeKind.STEP) or self.dominance.ends_some_ways(node):
+            return None  # a way that ends the job loudly ends a class's walk there
         join = self.dominance.immediate(node)
         if join is None or join.index == node.index:
             return None
@@ -262,7 +262,8 @@ class ModuleAnalysis:
             fields,
             self._call_summary,
             self.literal_values.decided,
-            batches,
+            batches=batches,
+            several=lambda test: self.single_process.asks_several(test, scope),
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
@@ -428,6 +429,10 @@ class ModuleAnalysis:
         return effects
 
     def _definition(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        return self._definitions.get(name)
+
+    def local_function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The module's function (``f``) or method (``self.f``) that calls name so."""
         return self._definitions.get(name)
 
     def _reached(self, name: str, facts: Facts, depth: int = CALL_DEPTH) -> Collective | None:

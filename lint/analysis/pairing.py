@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from ddplint.analysis.api import DEFAULT_REDUCE_OP, DISTRIBUTED_QUERIES
+from ddplint.analysis.api import DEFAULT_REDUCE_OP
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
@@ -208,10 +208,14 @@ def _rank_value(
 
 
 def _several_processes_way(expression: ast.AST, divergence: Divergence) -> ast.AST:
-    """``x if dist.is_initialized() else y`` read as ``x``: the other way runs one
-    process, where no collective can part ranks."""
-    while isinstance(expression, ast.IfExp) and _asks_distributed(expression.test, divergence):
-        expression = expression.body
+    """``x if dist.is_initialized() else y`` read as ``x`` (``y`` where the test fails
+    in every multi-process run): the other way runs one process, where no collective
+    can part ranks (``single_process.asks_several`` reads the test)."""
+    while isinstance(expression, ast.IfExp):
+        several = divergence.asks_several(expression.test)
+        if several is None:
+            break
+        expression = expression.body if several else expression.orelse
     return expression
 
 
@@ -324,19 +328,13 @@ def _implied(
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
-    if not truth and _asks_distributed(test, function.divergence):
+    if isinstance(test, ast.expr) and function.divergence.asks_several(test) is (not truth):
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     kept = truth != negated
     if dict(facts).get(key, kept) != kept:
         return None
     return facts | {(key, kept)}
-
-
-def _asks_distributed(test: ast.AST, divergence: Divergence) -> bool:
-    """``dist.is_initialized()``, ``dist.is_available()``: a way on which it is false
-    runs one process, where no collective can part ranks."""
-    return isinstance(test, ast.Call) and divergence.names.resolve(test.func) in DISTRIBUTED_QUERIES
 
 
 #: A comparison read from the other side: ``0 < rank`` is ``rank > 0``.
@@ -532,6 +530,45 @@ def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozen
         for other_facts, second in other
         if _compatible(zero_facts, other_facts)
     )
+
+
+def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:
+    """Whether rank 0 and the other ranks issue the same collectives over functions
+    that run one after the other on every rank (a context manager's ``__enter__`` and
+    then its ``__exit__``: the enter barrier of the others pairs with the exit barrier
+    of rank 0), whenever the values they share are the same."""
+    try:
+        zero = _walks_in_turn(functions, True)
+        other = _walks_in_turn(functions, False)
+    except _Unsettled:
+        return False
+    if zero is None or other is None:
+        return False
+    return all(
+        kinds(first) == kinds(second)
+        for zero_facts, first in zero
+        for other_facts, second in other
+        if _compatible(zero_facts, other_facts)
+    )
+
+
+def _walks_in_turn(functions: list[FunctionFacts], zero: bool) -> list[Walk] | None:
+    """A class's ways through ``functions`` run in turn: each way of one followed by
+    each way of the next that its facts allow; None past ``MAX_PATHS``."""
+    walks: list[Walk] = [(frozenset(), ())]
+    for function in functions:
+        found = _class_walks(function, zero)
+        if found is None:
+            return None
+        walks = [
+            (facts | more, issued + further)
+            for facts, issued in walks
+            for more, further in found
+            if _compatible(facts, more)
+        ]
+        if len(walks) > MAX_PATHS:
+            return None
+    return walks
 
 
 def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:

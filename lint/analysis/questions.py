@@ -45,11 +45,13 @@ from ddplint.analysis.effects import (
     own_calls,
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in, ways_on
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.pairing import (
     arm_sequences,
     arms_agree,
     class_culprits,
     class_order_apart,
+    classes_agree_in_turn,
     first_difference,
     rank_classes_agree,
     settled_by_class,
@@ -147,7 +149,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 continue  # the same on every branch, or cannot tell
             if settled_by_class(function, test):
                 if classes_agree is None:
-                    classes_agree = rank_classes_agree(function)
+                    classes_agree = rank_classes_agree(function) or _halves_agree(analysis, scope)
                 if classes_agree:
                     continue
                 if culprits is None:
@@ -177,6 +179,24 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                 order=_first_of_each(function, test),
                 site=node.statement,
             )
+
+
+#: The two halves of a context manager, in the order every rank runs them.
+_CONTEXT_HALVES = (("__enter__", "__exit__"), ("__aenter__", "__aexit__"))
+
+
+def _halves_agree(analysis: ModuleAnalysis, scope: Scope) -> bool:
+    """Whether ``scope`` is one half of a context manager class whose two halves, run
+    in turn, issue the same collectives for rank 0 and the others (``if rank > 0:
+    barrier()`` on entry, ``if rank == 0: barrier()`` on exit: main process first)."""
+    owner = analysis.nodes.scope_of.get(scope)
+    if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
+        return False
+    methods = {m.name: m for m in owner.body if isinstance(m, _FUNCTIONS)}
+    for halves in _CONTEXT_HALVES:
+        if scope.name in halves and all(name in methods for name in halves):
+            return classes_agree_in_turn([analysis.function(methods[n]) for n in halves])
+    return False
 
 
 def _class_order(scope: Scope, function: FunctionFacts) -> Parting | None:
@@ -367,16 +387,41 @@ def _decides_membership(analysis: ModuleAnalysis, function: FunctionFacts, test:
 
 
 def _out_of_sight(analysis: ModuleAnalysis, function: FunctionFacts, test: Node) -> bool:
-    """Whether the test's branch defines a function that issues collectives (a
-    callback handed to a call): how often that call runs it cannot be seen."""
+    """Whether the test's branch defines a function that issues collectives, or hands
+    one on as a value (a callback: ``button.click(fn=generate)``, a serving loop's
+    handler), itself or through a local function it calls: how often that call runs
+    it cannot be seen."""
     for node in function.dominance.region(test):
         statement = node.statement
         if isinstance(statement, _FUNCTIONS) and statement.name in analysis.reaching_names():
+            return True
+        if statement is not None and _hands_on_callback(analysis, statement, set()):
             return True
         if statement is not None and any(
             isinstance(inner, ast.Lambda) and any(True for _ in _collectives_in(analysis, inner))
             for inner in ast.walk(statement)
         ):
+            return True
+    return False
+
+
+#: How many local calls deep a callback handed on is looked for.
+_CALLBACK_DEPTH = 3
+
+
+def _hands_on_callback(analysis: ModuleAnalysis, statement: ast.AST, seen: set[str]) -> bool:
+    """Whether ``statement`` hands a local function that reaches a collective to a
+    call as a value (not calling it), or calls a local function that does."""
+    reaching = analysis.reaching_names()
+    for call in calls_in(statement):
+        values = [*call.args, *(keyword.value for keyword in call.keywords)]
+        if any(dotted_name(value) in reaching for value in values):
+            return True
+        callee = dotted_name(call.func)
+        if callee is None or callee in seen or len(seen) >= _CALLBACK_DEPTH:
+            continue
+        definition = analysis.local_function(callee)
+        if definition is not None and _hands_on_callback(analysis, definition, seen | {callee}):
             return True
     return False
 
