@@ -206,6 +206,14 @@ class ModuleAnalysis:
             self._functions[scope] = found
         return found
 
+    def divergence_given(self, scope: Scope, given: State) -> Divergence:
+        """The divergence of ``scope`` with the names of ``given`` differing on entry as
+        it says (a step's batch parameter, which only a question about steps seeds);
+        solved apart from ``function(scope)``'s, which it leaves as it is."""
+        facts = self.function(scope)
+        entry = {**self._entry_of(scope), **given}
+        return self._divergence(scope, facts.graph, facts.dominance, entry)
+
     def _divergence(
         self, scope: Scope, graph: Graph, dominance: PostDominance, fields: State
     ) -> Divergence:
