@@ -1,5 +1,5 @@
 """The step-analysis layer: guards, call reach, rank-local data, training steps,
-lossless returns, set iteration, optimizer steps."""
+set iteration, optimizer steps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 from ddplint.code.collectives.call_reach import StepEvent
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.lossless_returns import LossKind, lossless_returns
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.conditions import guarding_conditions
 from ddplint.code.values.set_iteration import SetValues
@@ -154,41 +153,6 @@ def test_training_step_batch_parameter_and_manual_optimization() -> None:
     first, second = ctx.index.nodes(cst.If)
     assert ctx.data_dependence.is_data_dependent(first.test)
     assert not ctx.data_dependence.is_data_dependent(second.test)
-
-
-def test_lossless_returns() -> None:
-    ctx = context(
-        "import torch\n"
-        "def training_step(self, batch, i):\n"
-        "    if batch is None:\n"
-        "        return torch.zeros(1).to(self.device)\n"
-        "    try:\n"
-        "        loss = self(batch)\n"
-        "    except RuntimeError:\n"
-        "        return\n"
-        "    with ctx():\n"
-        "        if loss > 0:\n"
-        "            return {'loss': loss}\n"
-        "        elif i:\n"
-        "            return {'loss': torch.tensor(0.0)}\n"
-    )
-    (function,) = ctx.index.nodes(cst.FunctionDef)
-    paths = lossless_returns(ctx.index, ctx.names, function)
-    summary = [
-        (
-            p.kind,
-            p.falls_off,
-            p.handler is not None,
-            [ctx.module.code_for_node(g.test) for g in p.guards],
-        )
-        for p in paths
-    ]
-    assert summary == [
-        (LossKind.CONSTANT, False, False, ["batch is None"]),
-        (LossKind.NONE, False, True, []),
-        (LossKind.CONSTANT, False, False, ["i", "loss > 0"]),
-        (LossKind.NONE, True, False, ["i", "loss > 0"]),
-    ]
 
 
 @pytest.mark.parametrize(

@@ -26,12 +26,14 @@ not stick to a new ``for step in range(...)``.
   names}``, has the same keys on every rank however its values differ. A mapping is
   known by its display or by how the function uses it (``d["key"]``, ``d.get(k)``,
   ``d.items()``, ``**d``); ``x in c`` on anything else reads what ``c`` holds.
+- Autograd state: ``x.requires_grad``, ``x.is_leaf`` are alike on every rank.
 - Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
   ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
   call's keyword arguments carry nothing into its result (``tqdm(disable=rank != 0)``,
   ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
   unknown call's result carries its positional arguments (and its receiver's) taint,
-  a local function's only that of the parameters that reach its returns.
+  and a mapping unpacked into it (``model(**batch)``: an argument list, not one
+  option); a local function's only that of the parameters that reach its returns.
 - Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
   every rank (``shares``): other items, the same length.
 - Decided: a name bound under a divergent test differs after the test's branches meet.
@@ -89,7 +91,7 @@ class Source(str, Enum):
     CONTRIBUTED = "this rank's own share of a collective"
     OUTPUT = "this rank's model output"
     RAISED = "an exception raised on this rank's values"
-    #: Only in a batch view (``batches``): this rank's own data.
+    #: Only in a batch view (``ModuleAnalysis.batch_view``): this rank's own data.
     BATCH = "this rank's batch or loss"
 
 
@@ -218,6 +220,9 @@ ITEMS_PRESERVING = frozenset(
 )
 #: Methods that move or view a value without changing its contents.
 PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
+#: Attributes that ask whether autograd tracks a tensor, or how it is laid out: the code
+#: path and the model decide them, the same on every rank whatever the data.
+AUTOGRAD_STATE = frozenset({"requires_grad", "is_leaf", "is_sparse"})
 #: Methods and attributes that read a value's shape.
 SHAPE_READERS = frozenset({"size", "numel", "dim", "shape", "ndim", "__len__"})
 #: Tensor factories whose positional arguments (or ``size=``) give the result's shape:
@@ -644,6 +649,8 @@ class _Evaluator:
             return _rank(expression)
         if spelled is not None and self.project.holds_rank_test(spelled, self.owner):
             return _rank(expression)
+        if expression.attr in AUTOGRAD_STATE:
+            return None
         base = self.taint(expression.value, state)
         if base is None:
             return None
@@ -819,19 +826,22 @@ class _Evaluator:
         them (keyword arguments are options: a device, a logger, a flag), except for
         a function whose returns are known to drop some (a helper that all-reduces its
         argument returns the agreed value, one handed the rank only to log returns
-        what its other arguments give) or, for a local one, to read a keyword."""
+        what its other arguments give) or, for a local one, to read a keyword. A
+        mapping unpacked into the call (``model(**batch)``) is its argument list, data
+        included, not one option: it reaches the result."""
+        unpacked = [k.value for k in call.keywords if k.arg is None]
         known = self.summary(call)
         if (
             known is None
             or known.reaching is None
             or any(isinstance(a, ast.Starred) for a in call.args)
         ):
-            return list(call.args)
+            return list(call.args) + unpacked
         given = list(zip(known.parameters, call.args, strict=False))
         if self._local_summary(call):
             given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
         extra = call.args[len(known.parameters) :]
-        return [value for name, value in given if name in known.reaching] + list(extra)
+        return [value for name, value in given if name in known.reaching] + list(extra) + unpacked
 
     def agreed_arguments(self, call: ast.Call) -> Iterator[ast.expr]:
         """The arguments a call makes agree in place: an in-place collective's buffer,

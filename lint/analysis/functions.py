@@ -147,7 +147,7 @@ class ModuleAnalysis:
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
-        self._batch_views: dict[Scope, Divergence] = {}
+        self._batch_views: dict[tuple[Scope, bool], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -221,17 +221,20 @@ class ModuleAnalysis:
             self._functions[scope] = found
         return found
 
-    def batch_view(self, scope: Scope) -> Divergence:
+    def batch_view(self, scope: Scope, step_method: bool | None = None) -> Divergence:
         """The divergence of ``scope`` where this rank's batch counts too (``batches``):
-        for the questions about decisions on this rank's data, never for the others."""
-        found = self._batch_views.get(scope)
+        for the questions about decisions on this rank's data, never for the others.
+        ``step_method``: whether ``scope`` is a module class's method handed a batch (a
+        question that knows its class's kind says so; by default, a LightningModule's)."""
+        lightning = self._in_lightning_class(scope) if step_method is None else step_method
+        found = self._batch_views.get((scope, lightning))
         if found is None:
             facts = self.function(scope)
-            seeds = batch_seeds(scope, self._in_lightning_class(scope))
+            seeds = batch_seeds(scope, lightning)
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
-            self._batch_views[scope] = found
+            self._batch_views[(scope, lightning)] = found
         return found
 
     def _divergence(

@@ -152,6 +152,11 @@ _FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         MODULE,
     ),
+    # NeMo's task models (``nemo.collections.asr.models.ASRModel``): ``ModelPT``s.
+    (
+        re.compile(r"^nemo\.collections\.\w+\.models\.(?:[a-z_]+\.)*[A-Z]\w*Model$"),
+        LIGHTNING_MODULE,
+    ),
     (
         re.compile(r"^diffusers\.(?:schedulers\.)?(?:[a-z_]+\.)?[A-Z]\w*Scheduler\w*$"),
         NOISE_SCHEDULER,

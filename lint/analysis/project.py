@@ -75,6 +75,11 @@ class ProjectFacts(Protocol):
         (none starts or joins a process group)."""
         ...
 
+    def kind(self, name: str, owner: str | None) -> str | None:
+        """The kind of object (``object_kinds``) a project class or factory of another
+        module makes when called, or a project name holds."""
+        ...
+
 
 class NoProject:
     """A file linted on its own: nothing is known of other modules."""
@@ -99,6 +104,9 @@ class NoProject:
 
     def runs_alone(self) -> bool:
         return False
+
+    def kind(self, name: str, owner: str | None) -> str | None:
+        return None
 
 
 NO_PROJECT = NoProject()

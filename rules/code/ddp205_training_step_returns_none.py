@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.divergence import Source
+from ddplint.analysis.step_returns import LossKind, LosslessStep, lossless_step_returns
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.lossless_returns import LossKind, LosslessReturn, lossless_returns
-from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
+from ddplint.code.syntax.ast_snippets import SUMMARY_SNIPPET, ast_except_clause, ast_snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.screens import defines_training_step
@@ -18,17 +17,19 @@ class TrainingStepReturnsNone(CodeRule):
     """
     ## What it does
     Flags a `return None`, a bare `return`, or falling off the end of `training_step` in
-    a LightningModule (or NeMo `ModelPT`) on a path decided by this rank's data: under an
-    `if` that reads the batch, the loss or outputs computed from them, or in an
-    exception handler. A constant tensor returned there (`torch.tensor(0.0)`,
+    a LightningModule (or NeMo `ModelPT`) on a path decided by a value that differs
+    between ranks: under an `if` that reads the batch, the loss or outputs computed from
+    them, the rank itself (`if self.global_rank == 0:`) or a clock, or in an exception
+    handler. A constant tensor returned there (`torch.tensor(0.0)`,
     `torch.zeros(1).to(self.device)`, `{"loss": torch.tensor(0.)}`) is flagged too: it
     has no graph back to the parameters.
 
     Modules that optimise manually (`self.automatic_optimization = False`, or a step that
     calls `manual_backward` / `self.optimizers()`) are not flagged: Lightning 2.6 accepts
     `None` from a manual `training_step` (a skip before `manual_backward` there is
-    DDP204's). A `None` on a path every rank takes alike (`batch_idx < n`) is not flagged
-    either: it fails on all ranks at once, with a clear error.
+    DDP204's). A `None` on a path every rank takes alike (`batch_idx < n`, a flag
+    all-reduced first) is not flagged either: it fails on all ranks at once, with a clear
+    error.
 
     ## Why is this bad?
     With automatic optimisation and more than one device, Lightning (2.3 and later)
@@ -78,6 +79,7 @@ class TrainingStepReturnsNone(CodeRule):
     """
 
     code = "DDP205"
+    reads_libcst = False
     name = "training-step-returns-none"
     summary = "training_step returns None (or a constant loss) on a data-dependent path"
     severity = Severity.ERROR
@@ -86,38 +88,21 @@ class TrainingStepReturnsNone(CodeRule):
     screened_by = staticmethod(defines_training_step)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        steps = ctx.training_steps
-        for function in ctx.index.nodes(cst.FunctionDef):
-            if not steps.is_training_step(function) or steps.uses_manual_optimization(function):
-                continue
-            reported: set[tuple[int, int]] = set()
-            for path in lossless_returns(ctx.index, ctx.names, function):
-                finding = self._finding(ctx, path)
-                if finding is not None and (finding.line, finding.column) not in reported:
-                    reported.add((finding.line, finding.column))
-                    yield finding
+        for step in lossless_step_returns(ctx.analysis):
+            yield self._finding(ctx, step)
 
-    def _finding(self, ctx: CodeContext, path: LosslessReturn) -> Finding | None:
-        data_guard = next(
-            (g for g in path.guards if ctx.data_dependence.is_data_dependent(g.test)), None
-        )
-        if data_guard is None and path.handler is None:
-            return None
-        if data_guard is not None:
-            when = "unless" if data_guard.negated else "when"
-            short = f"{when} `{snippet(ctx, data_guard.test, SUMMARY_SNIPPET)}`"
-            why = f"{short} (this rank's batch/loss)"
+    def _finding(self, ctx: CodeContext, step: LosslessStep) -> Finding:
+        path, guard = step.path, step.guard
+        if guard is not None:
+            when = "unless" if guard.negated else "when"
+            short = f"{when} `{ast_snippet(ctx, guard.test, SUMMARY_SNIPPET)}`"
+            why = f"{short} ({_reason(step)})"
         else:
             assert path.handler is not None
             short = "after an exception"
-            why = f"after `{except_clause(ctx, path.handler)}` (a failure on this rank only)"
-        node: cst.CSTNode = path.node
+            why = f"after `{ast_except_clause(ctx, path.handler)}` (a failure on this rank only)"
         if path.falls_off:
             what = "`training_step` falls off the end (returns None)"
-            if data_guard is not None:
-                node = data_guard.test
-            elif path.handler is not None and path.handler.type is not None:
-                node = path.handler.type
         else:
             what = f"`training_step` returns {path.kind.value} here"
         if path.kind is LossKind.NONE:
@@ -135,4 +120,12 @@ class TrainingStepReturnsNone(CodeRule):
         )
         returns = "falls off the end" if path.falls_off else f"returns {path.kind.value}"
         summary = f"`training_step` {returns} {short}, on this rank only"
-        return ctx.finding(self, node, message, summary=summary)
+        return ctx.ast_finding(self, step.at, message, summary=summary)
+
+
+def _reason(step: LosslessStep) -> str:
+    """Why the guard differs between ranks, short."""
+    taint = step.taint
+    if taint is None or taint.source in (Source.BATCH, Source.OUTPUT):
+        return "this rank's batch/loss"
+    return taint.source.value

@@ -893,3 +893,36 @@ def test_whether_a_contribution_is_a_tensor_is_shared() -> None:
     """
     assert _taint_at(source, "torch.is_tensor(value)") is None
     assert _taint_at(source, "value + 1") is not None
+
+
+def test_a_mapping_unpacked_into_a_call_reaches_its_result_where_a_keyword_does_not() -> None:
+    unpacked = _taint_at(
+        """
+        def f(load, path):
+            given = {"shard": dist.get_rank()}
+            out = load(path, **given)
+            use(out)  # here
+        """,
+        "out",
+    )
+    option = _taint_at(
+        """
+        def f(load, path):
+            out = load(path, shard=dist.get_rank())
+            use(out)  # here
+        """,
+        "out",
+    )
+    assert unpacked is not None and unpacked.source is Source.RANK
+    assert option is None
+
+
+def test_whether_autograd_tracks_a_value_is_alike_on_every_rank() -> None:
+    source = """
+        def f(model, x):
+            loss = model(x) * dist.get_rank()
+            use(loss)  # here
+        """
+    assert _taint_at(source, "loss") is not None
+    assert _taint_at(source, "loss.requires_grad") is None
+    assert _taint_at(source, "loss.is_leaf") is None

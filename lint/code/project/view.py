@@ -252,6 +252,9 @@ class CoreFacts:
     def runs_alone(self) -> bool:
         return self._facts.runs_alone
 
+    def kind(self, name: str, owner: str | None) -> str | None:
+        return self.fact(name, owner).kind
+
 
 def parameter_names(function: cst.FunctionDef, positions: Iterable[int]) -> frozenset[str]:
     """The names of ``function``'s parameters at ``positions`` (``self`` / ``cls`` not

@@ -5,16 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from ddplint.code.context import CodeContext
+from ddplint.code.syntax.ast_snippets import MAX_SNIPPET, SUMMARY_SNIPPET, one_line
 
-#: The longest code snippet a finding's short summary quotes.
-SUMMARY_SNIPPET = 32
-MAX_SNIPPET = 60
+__all__ = ["MAX_SNIPPET", "SUMMARY_SNIPPET", "except_clause", "snippet"]
 
 
 def snippet(ctx: CodeContext, node: cst.CSTNode, limit: int = MAX_SNIPPET) -> str:
     """``node``'s source on one line; long text is cut with an ellipsis."""
-    text = " ".join(ctx.node_text(node).split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return one_line(ctx.node_text(node), limit)
 
 
 def except_clause(ctx: CodeContext, handler: cst.ExceptHandler | cst.ExceptStarHandler) -> str:
