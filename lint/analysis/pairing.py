@@ -8,7 +8,7 @@ event to event under budgets; past them the answer is "cannot tell".
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -517,19 +517,7 @@ def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozen
     values they share are the same (the collectives of ``ignored`` nodes left out);
     past the walks' budgets they are not shown to agree, and each test's own
     branches decide."""
-    try:
-        zero = _class_walks(function, True, ignored)
-        other = _class_walks(function, False, ignored)
-    except _Unsettled:
-        return False
-    if zero is None or other is None:
-        return False
-    return all(
-        kinds(first) == kinds(second)
-        for zero_facts, first in zero
-        for other_facts, second in other
-        if _compatible(zero_facts, other_facts)
-    )
+    return _walks_agree(lambda zero: _class_walks(function, zero, ignored))
 
 
 def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:
@@ -537,9 +525,15 @@ def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:
     that run one after the other on every rank (a context manager's ``__enter__`` and
     then its ``__exit__``: the enter barrier of the others pairs with the exit barrier
     of rank 0), whenever the values they share are the same."""
+    return _walks_agree(lambda zero: _walks_in_turn(functions, zero))
+
+
+def _walks_agree(walks: Callable[[bool], list[Walk] | None]) -> bool:
+    """Whether every walk of rank 0 issues the collectives of every walk of the other
+    ranks it is compatible with (``walks(zero)`` gives one class's walks)."""
     try:
-        zero = _walks_in_turn(functions, True)
-        other = _walks_in_turn(functions, False)
+        zero = walks(True)
+        other = walks(False)
     except _Unsettled:
         return False
     if zero is None or other is None:
