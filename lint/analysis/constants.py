@@ -78,10 +78,10 @@ def _arithmetic(operator: ast.operator, left: float, right: float) -> object:
     return UNKNOWN
 
 
-def own_nodes(owner: ast.AST) -> Iterator[ast.AST]:
+def scope_nodes(owner: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``owner``'s own code in no particular order: nested functions,
     lambdas and classes are yielded (their name is a binding) but not entered;
-    comprehensions are entered."""
+    comprehensions are entered. (``control_flow.own_nodes`` leaves nested scopes out.)"""
     pending = list(ast.iter_child_nodes(owner))
     while pending:
         node = pending.pop()
@@ -96,7 +96,7 @@ def nodes_within(statements: list[ast.stmt]) -> Iterator[ast.AST]:
     for statement in statements:
         yield statement
         if not isinstance(statement, _NESTED_SCOPES):
-            yield from own_nodes(statement)
+            yield from scope_nodes(statement)
 
 
 def _binds(target: ast.AST, name: str) -> bool:
@@ -184,7 +184,7 @@ def _assignments(owner: Owner, name: str) -> list[ast.expr] | None:
     """The values of every ``name = value`` in ``owner``'s own code, in source order;
     None when ``name`` is also bound another way."""
     found: list[tuple[tuple[int, int], ast.expr]] = []
-    for node in own_nodes(owner):
+    for node in scope_nodes(owner):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id == name:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ddplint.analysis.constants import ScopedConstants, literal_value, nodes_within, own_nodes
+from ddplint.analysis.constants import ScopedConstants, literal_value, nodes_within, scope_nodes
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name, passed_argument
 
@@ -152,7 +152,7 @@ class EnumerateLoops:
         if _resized(owner, iterable):
             return frozenset()
         names = set()
-        for node in own_nodes(owner):
+        for node in scope_nodes(owner):
             if (
                 isinstance(node, ast.Assign)
                 and len(node.targets) == 1
@@ -197,7 +197,7 @@ def _binds_in_body(loop: Loop, name: str) -> bool:
 
 def _resized(owner: ast.AST, iterable: str) -> bool:
     """Whether ``owner``'s own code grows, shrinks or rebinds ``iterable``."""
-    for node in own_nodes(owner):
+    for node in scope_nodes(owner):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -18,7 +18,7 @@ from ddplint.analysis.constants import (
     Owner,
     ScopedConstants,
     literal_value,
-    own_nodes,
+    scope_nodes,
 )
 from ddplint.analysis.literal_values import UNKNOWN
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -88,7 +88,7 @@ class FallbackDefaults:
                 and statement.name == "__init__"
             ):
                 continue
-            for node in own_nodes(statement):
+            for node in scope_nodes(statement):
                 if (
                     isinstance(node, ast.Assign)
                     and len(node.targets) == 1
@@ -185,7 +185,7 @@ def _declared_default(function: Function, name: str) -> ast.expr | None:
 
 
 def _rebound(function: Function, name: str) -> bool:
-    for node in own_nodes(function):
+    for node in scope_nodes(function):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-from ddplint.analysis.constants import literal_value, nodes_within, own_nodes
+from ddplint.analysis.constants import literal_value, nodes_within, scope_nodes
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import Names, dotted_name, passed_argument
 from ddplint.code.context import CodeContext
@@ -138,7 +138,7 @@ class _Collectives:
         module's own code), before a cancel."""
         owner = self._analysis.constants.owner_of(self._scopes[id(alarm)])
         start = _order(alarm)
-        later = (c for c in _calls_in(own_nodes(owner)) if _order(c) > start)
+        later = (c for c in _calls_in(scope_nodes(owner)) if _order(c) > start)
         return self.first(later, stop_at_cancel=True)
 
     def first(self, calls: Iterable[ast.Call], *, stop_at_cancel: bool = False) -> ast.Call | None:
@@ -160,7 +160,7 @@ class _Collectives:
         callee = self.functions.get(_callee_name(call.func) or "")
         if callee is None:
             return None
-        return next((c for c in _calls_in(own_nodes(callee)) if self.is_collective(c)), None)
+        return next((c for c in _calls_in(scope_nodes(callee)) if self.is_collective(c)), None)
 
 
 def _alarm_seconds(names: Names, call: ast.Call) -> ast.expr | None:
@@ -207,7 +207,7 @@ def _is_context_manager(names: Names, function: ast.FunctionDef | ast.AsyncFunct
 def _sets_alarm_in(names: Names, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(
         isinstance(node, ast.Call) and _alarm_seconds(names, node) is not None
-        for node in own_nodes(function)
+        for node in scope_nodes(function)
     )
 
 
