@@ -6,8 +6,8 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3|4|5|6|7|8|9`` (default 1): which list, split and verdicts it
-uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
+Every command takes ``--corpus-set 1|2|3|4|5|6|7|8|9`` (default 1): which list, split and
+verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
 second blind half), set 3 is ``repositories-3.tsv`` / ``split-3.tsv`` /
