@@ -268,7 +268,18 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             False,
             needles=("torch.distributed", "import distributed", "deepspeed"),
-            more_needles=(("reduce", "gather", "broadcast", "scatter", "all_to_all", "barrier"),),
+            more_needles=(
+                (
+                    "reduce",
+                    "gather",
+                    "broadcast",
+                    "scatter",
+                    "all_to_all",
+                    "barrier",
+                    "new_group",
+                    "new_subgroups",
+                ),
+            ),
         ),
         RuleEntry(
             "DDP230",
