@@ -119,7 +119,8 @@ class CollectiveArgumentsDiffer(CodeRule):
     as meant), or under a test that reads more than the rank; every group made on
     every rank in a loop (`for first in range(0, world, size): g = new_group(...)`,
     keeping the one whose members hold the rank); a group made with
-    `use_local_synchronization=True`.
+    `use_local_synchronization=True`; a group of this rank alone (`new_group([rank])`:
+    no peer whose set-up could cross).
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.
@@ -154,7 +155,10 @@ class CollectiveArgumentsDiffer(CodeRule):
 
     ## References
     - PyTorch docs, `torch.distributed`: tensors "must have the same number of elements
-      in all processes"; `src` / `dst` is the rank of the root on every process.
+      in all processes"; `src` / `dst` is the rank of the root on every process;
+      `new_group` must be entered by all processes, in the same order, with the
+      identical `ranks` list (a group's name is the count of groups made so far
+      unless `use_local_synchronization=True` names it by its members).
     - "Designing Quality MPI Correctness Benchmarks" (Correctness@SC24): root, op, type
       and size mismatches of collectives.
     """
