@@ -16,22 +16,13 @@ from ddplint.analysis.arguments import (
 )
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
+from ddplint.needles import AGREED_CALL_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
 
 #: The words a file must hold: torch.distributed (or deepspeed.comm), and a collective
 #: with arguments every rank must pass alike.
 NEEDLES = ("torch.distributed", "import distributed", "deepspeed")
-CALL_NEEDLES = (
-    "reduce",
-    "gather",
-    "broadcast",
-    "scatter",
-    "all_to_all",
-    "barrier",
-    "new_group",
-    "new_subgroups",
-)
 
 _CONSEQUENCE = {
     "value": "the ranks pair with different roots or reductions: wrong results, or a hang",
@@ -169,7 +160,7 @@ class CollectiveArgumentsDiffer(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     needles = NEEDLES
-    more_needles = (CALL_NEEDLES,)
+    more_needles = (AGREED_CALL_NEEDLES,)
     reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
