@@ -738,6 +738,32 @@ def test_a_framework_gather_agrees(gather: str, differs: bool) -> None:
     assert (_taint_at(source, "every.sum() > 0") is not None) is differs
 
 
+@pytest.mark.parametrize(
+    ("imports", "gather", "differs"),
+    [
+        ("from accelerate.utils import gather", "gather(t)", False),
+        ("from accelerate.utils.operations import reduce", "reduce(t)", False),
+        ("from accelerate import utils", "utils.gather_object(t.tolist())", False),
+        ("from composer.utils import dist as cdist", "cdist.all_gather_object(t.tolist())", False),
+        ("from composer.utils import dist as cdist", "cdist.get_local_rank() + t", True),
+        ("from mylib import gather", "gather(t)", True),  # unknown: carries its argument
+    ],
+)
+def test_a_library_gather_by_qualified_name_agrees(
+    imports: str, gather: str, differs: bool
+) -> None:
+    source = f"""
+    {imports}
+
+    def f(model, batch):
+        model.eval()
+        t = model(batch)
+        every = {gather}
+        use(every)  # here
+    """
+    assert (_taint_at(source, "every") is not None) is differs
+
+
 def test_a_lightning_all_gather_agrees() -> None:
     source = """
     import lightning as L
