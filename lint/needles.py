@@ -43,6 +43,19 @@ COLLECTIVE_CALL_NEEDLES = (
     "distributed.checkpoint",
 )
 
+#: Text one of which every call holds whose arguments every rank must pass alike
+#: (``analysis.api.AGREED_ARGUMENTS``): DDP221's pre-filter.
+AGREED_CALL_NEEDLES = (
+    "reduce",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "barrier",
+    "new_group",
+    "new_subgroups",
+)
+
 #: Text one of which every module with a catalogued collective contains (the import of
 #: ``torch.distributed`` / ``deepspeed``, or the framework receiver's name): a cheap
 #: pre-filter for rules that need a collective in the module (``Rule.needles``).

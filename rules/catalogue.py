@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ddplint.needles import (
+    AGREED_CALL_NEEDLES,
     COLLECTIVE_CALL_NEEDLES,
     COLLECTIVE_NEEDLES,
     DEVICE_CHOICE_NEEDLES,
@@ -268,7 +269,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             False,
             needles=("torch.distributed", "import distributed", "deepspeed"),
-            more_needles=(("reduce", "gather", "broadcast", "scatter", "all_to_all", "barrier"),),
+            more_needles=(AGREED_CALL_NEEDLES,),
         ),
         RuleEntry(
             "DDP230",

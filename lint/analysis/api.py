@@ -47,6 +47,20 @@ PER_RANK_RESULTS = frozenset(
     }
 )
 
+#: Functions of libraries over torch.distributed that return what every rank gathered,
+#: reduced or was sent: the same on every rank (by qualified name).
+AGREEING_LIBRARY_FUNCTIONS = frozenset(
+    {
+        *(
+            f"accelerate.utils{module}.{name}"
+            for module in ("", ".operations")
+            for name in ("gather", "gather_object", "reduce", "broadcast")
+        ),
+        "composer.utils.dist.all_gather",
+        "composer.utils.dist.all_gather_object",
+    }
+)
+
 #: Group-creating calls: every rank must make them, in the same order.
 GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 
@@ -244,7 +258,10 @@ FILE_CALLS = frozenset(
 #: a tensor (or a list of tensors: its length and its tensors) whose shape and dtype
 #: every rank must match, "length" a list of tensors whose length (one per rank) every
 #: rank must match while its tensors' sizes may differ, "split" split sizes that let
-#: the tensors' shapes differ (their length, one per rank, must still match).
+#: the tensors' shapes differ (their length, one per rank, must still match), "members"
+#: the ranks of a group being made (every rank makes every group, with the same list:
+#: groups are named by the order they are made in, unless made with
+#: ``use_local_synchronization=True``, ``LOCALLY_SYNCHRONISED``).
 AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     "broadcast": (
         ("tensor", 0, "tensor"),
@@ -304,7 +321,12 @@ AGREED_ARGUMENTS: dict[str, tuple[tuple[str, int | None, str], ...]] = {
     ),
     "barrier": (("group", 0, "group"),),
     "monitored_barrier": (("group", 0, "group"),),
+    "new_group": (("members", 0, "ranks"),),
+    "new_subgroups_by_enumeration": (("members", 0, "ranks_per_subgroup_list"),),
 }
+#: The keyword by which a group creator names the group by its members (a hash of the
+#: list) and synchronises only them: then each rank may make only its own group.
+LOCALLY_SYNCHRONISED = "use_local_synchronization"
 #: Collectives whose list only the root passes: the list's (position, keyword), and
 #: the root's (position, keyword); a root not given is rank 0.
 ROOT_LISTS: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {

@@ -5,9 +5,11 @@ root (``src`` / ``dst``, ``group_src`` / ``group_dst``), its reduction ``op`` an
 collectives whose tensors must match, the tensor's shape and dtype. An argument
 disagrees when:
 
-- its value differs between ranks by the divergence analysis: a root or an op by its
-  contents, a tensor by its shape or dtype facet (a tensor whose numbers differ but
-  whose shape does not, every loss all-reduced, is correct), the lists of
+- its value differs between ranks by the divergence analysis: a root, an op or the
+  members of a group being made (``new_group(ranks)``, unless made with
+  ``use_local_synchronization=True`` or of one member) by its contents, a tensor by its
+  shape or dtype facet (a tensor whose numbers differ but whose shape does not, every
+  loss all-reduced, is correct), the lists of
   ``all_to_all`` and the split sizes of ``all_to_all_single`` by their length (one
   entry per rank; the sizes in them may differ); or
 - two ways the ranks take issue the same kinds of collective in the same order but pass
@@ -31,7 +33,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.api import ROOT_LISTS
+from ddplint.analysis.api import GROUP_CREATORS, LOCALLY_SYNCHRONISED, ROOT_LISTS
 from ddplint.analysis.control_flow import EdgeKind, Node, NodeKind, Scope
 from ddplint.analysis.divergence import DECIDING, Facet, Taint
 from ddplint.analysis.effects import Collective, default_group
@@ -54,6 +56,7 @@ _NEEDED: dict[str, tuple[tuple[str, Facet], ...]] = {
     "tensor": (("shape", Facet.SHAPE), ("dtype", Facet.DTYPE)),
     "length": (("length", Facet.SHAPE),),
     "split": (("length", Facet.SHAPE),),
+    "members": (("members", DECIDING),),
 }
 
 
@@ -97,7 +100,7 @@ def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disa
             if through is not None:
                 continue  # a local function's collective: asked in its own scope
             agreed = list(collective.agreed())
-            if _named_group(agreed):
+            if _named_group(agreed) or _own_groups(collective):
                 continue
             uneven = _split_sizes(agreed)
             for kind, keyword, given in agreed:
@@ -144,6 +147,22 @@ def _named_group(agreed: list[tuple[str, str, ast.expr | None]]) -> bool:
         kind == "group" and given is not None and not default_group(given)
         for kind, _, given in agreed
     )
+
+
+def _own_groups(collective: Collective) -> bool:
+    """Groups each rank may make with its own members: made with
+    ``use_local_synchronization`` set (anything but a literal false: named by its
+    members, made by them alone), or of one member (``new_group([rank])``: no peer
+    whose set-up could cross)."""
+    if collective.name not in GROUP_CREATORS:
+        return False
+    given = next((k.value for k in collective.call.keywords if k.arg == LOCALLY_SYNCHRONISED), None)
+    if given is not None and not (isinstance(given, ast.Constant) and not given.value):
+        return True
+    if collective.name != "new_group":
+        return False
+    members = call_argument(collective.call, 0, "ranks")
+    return isinstance(members, (ast.List, ast.Tuple)) and len(members.elts) == 1
 
 
 def _split_sizes(agreed: list[tuple[str, str, ast.expr | None]]) -> bool:

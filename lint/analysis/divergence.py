@@ -18,8 +18,10 @@ not stick to a new ``for step in range(...)``.
 - Agreement: after ``all_reduce(t)`` / ``broadcast(t, src)`` / ``all_gather(out, t)`` /
   ``all_gather_object(out, obj)`` / ``broadcast_object_list(objs)`` the buffer holds the
   same on every rank (its work handle kept or not), and so does what is computed from
-  it alone; a local function or method that runs such a collective on its own
-  parameter makes the caller's argument agree; a functional collective's result agrees
+  it alone, and what the gathers of libraries over torch.distributed return
+  (``accelerate.utils.gather``, composer's ``dist.all_gather_object``); a local
+  function or method that runs such a collective on its own parameter makes the
+  caller's argument agree; a functional collective's result agrees
   unless it is this rank's share (``reduce_scatter``, ``all_to_all``, ``scatter``).
 - Keys: a mapping's keys are its shape facet. ``k in d``, ``d.keys()``, ``for k in d``
   and ``sorted(d)`` read them; a model's output dict, or ``{name: v for name in
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import (
+    AGREEING_LIBRARY_FUNCTIONS,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -779,7 +782,7 @@ class _Evaluator:
         function = distributed_function(resolved)
         if function in PER_RANK_RESULTS:
             return Taint(Facet.CONTENTS, Source.CONTRIBUTED, call.lineno, ast.unparse(call.func))
-        if function is not None:
+        if function is not None or resolved in AGREEING_LIBRARY_FUNCTIONS:
             return None  # a functional collective's result agrees; the others return none
         if isinstance(call.func, ast.Attribute):
             return self._method(call, call.func, state)

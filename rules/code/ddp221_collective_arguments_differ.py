@@ -16,13 +16,13 @@ from ddplint.analysis.arguments import (
 )
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
+from ddplint.needles import AGREED_CALL_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp219_ranks_part_before_collective import reason_text
 
 #: The words a file must hold: torch.distributed (or deepspeed.comm), and a collective
 #: with arguments every rank must pass alike.
 NEEDLES = ("torch.distributed", "import distributed", "deepspeed")
-CALL_NEEDLES = ("reduce", "gather", "broadcast", "scatter", "all_to_all", "barrier")
 
 _CONSEQUENCE = {
     "value": "the ranks pair with different roots or reductions: wrong results, or a hang",
@@ -34,6 +34,12 @@ _CONSEQUENCE = {
     "length": (
         "it holds one entry per rank of the group: a rank whose list is longer or "
         "shorter fails there or pairs the wrong pieces, and the others wait in the exchange"
+    ),
+    "members": (
+        "groups are named by the order every rank makes them in, so groups of other "
+        "members made at the same call share one name, and their ranks' connection "
+        "set-up crosses (a hang at the first collective on the group, or a communicator "
+        "joined with the wrong peers)"
     ),
 }
 
@@ -64,6 +70,12 @@ class CollectiveArgumentsDiffer(CodeRule):
       rank), or another rank with one the same on every rank (`dist.gather(t,
       gathered, dst=0)` with `gathered` built on every rank). torch raises a
       `ValueError` on that rank, and the others wait in the collective.
+    - the members of a group being made (`new_group(ranks)`,
+      `new_subgroups_by_enumeration`'s list) when they differ between ranks: each rank
+      making only the group it belongs to (`new_group(list(range(first, first + size)))`
+      with `first` from the rank). Every rank must make every group, with the same
+      list, in the same order; only `use_local_synchronization=True` names a group by
+      its members and lets each rank make its own;
     - the group of `new_group` with literal members (`new_group([0, 1])`) where the
       rank tests around the collective give it to a rank outside the group (`if rank
       == 2: dist.all_reduce(t, group=g)`: nothing happens there) or to some members
@@ -95,7 +107,11 @@ class CollectiveArgumentsDiffer(CodeRule):
     `scatter` / `gather` list chosen per rank (`pieces if rank == 0 else None`), or on
     a named group or `group_src` / `group_dst` (the root is the group's); a
     collective on a group that every rank issues (outside the group it does nothing,
-    as meant), or under a test that reads more than the rank.
+    as meant), or under a test that reads more than the rank; every group made on
+    every rank in a loop (`for first in range(0, world, size): g = new_group(...)`,
+    keeping the one whose members hold the rank); a group made with
+    `use_local_synchronization=True`; a group of this rank alone (`new_group([rank])`:
+    no peer whose set-up could cross).
 
     This rule is built on the analysis core: preview while its precision on code nobody
     tuned on is measured.
@@ -130,7 +146,10 @@ class CollectiveArgumentsDiffer(CodeRule):
 
     ## References
     - PyTorch docs, `torch.distributed`: tensors "must have the same number of elements
-      in all processes"; `src` / `dst` is the rank of the root on every process.
+      in all processes"; `src` / `dst` is the rank of the root on every process;
+      `new_group` must be entered by all processes, in the same order, with the
+      identical `ranks` list (a group's name is the count of groups made so far
+      unless `use_local_synchronization=True` names it by its members).
     - "Designing Quality MPI Correctness Benchmarks" (Correctness@SC24): root, op, type
       and size mismatches of collectives.
     """
@@ -141,7 +160,7 @@ class CollectiveArgumentsDiffer(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     needles = NEEDLES
-    more_needles = (CALL_NEEDLES,)
+    more_needles = (AGREED_CALL_NEEDLES,)
     reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
@@ -188,11 +207,13 @@ def message(found: Disagreement) -> str:
             "pass every rank the same value"
         )
     assert found.taint is not None
-    return (
-        f"{_summary(found)}, because "
-        f"{reason_text(found.taint)}: {consequence}; every rank must pass the same "
-        f"{'value' if found.what == 'value' else found.what}"
-    )
+    remedy = f"every rank must pass the same {'value' if found.what == 'value' else found.what}"
+    if found.what == "members":
+        remedy = (
+            "make every group on every rank with the same list (keep the one that holds "
+            "this rank), or pass `use_local_synchronization=True`"
+        )
+    return f"{_summary(found)}, because {reason_text(found.taint)}: {consequence}; {remedy}"
 
 
 def list_message(found: MisplacedList) -> str:
@@ -242,6 +263,7 @@ def _summary(found: Disagreement) -> str:
         "shape": "the shape of ",
         "dtype": "the dtype of ",
         "length": "the length of ",
+        "members": "",
     }[found.what]
     return f"{what}`{found.keyword}` of `{found.collective.name}` differs between ranks"
 

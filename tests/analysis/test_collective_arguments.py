@@ -37,6 +37,14 @@ def _found(source: str) -> list[tuple[int, str, str]]:
         ("dist.all_reduce(torch.zeros(rank))", ("tensor", "shape")),
         ("dist.reduce_scatter_tensor(out, torch.zeros(rank))", ("input", "shape")),
         ("dist.all_to_all_single(out, torch.zeros(rank))", ("input", "shape")),
+        # each rank makes only its own group: groups are named by the order of the calls
+        ("dist.new_group(list(range(rank // 2 * 2, rank // 2 * 2 + 2)))", ("ranks", "members")),
+        ("dist.new_group(ranks=[rank, rank + 1])", ("ranks", "members")),
+        (
+            "dist.new_subgroups_by_enumeration([[rank, rank ^ 1]])",
+            ("ranks_per_subgroup_list", "members"),
+        ),
+        ("dist.new_group([rank, 0], use_local_synchronization=False)", ("ranks", "members")),
     ],
 )
 def test_an_argument_that_reads_the_rank_disagrees(call: str, expected: tuple[str, str]) -> None:
@@ -58,6 +66,9 @@ def test_an_argument_that_reads_the_rank_disagrees(call: str, expected: tuple[st
         "dist.all_reduce(torch.tensor([rank]))",  # numbers differ, the shape does not
         "dist.send(t, dst=rank + 1)",  # point to point: the peer is per rank
         "dist.all_gather_object(out, list(range(rank)))",  # objects of any size
+        "dist.new_group(list(range(0, dist.get_world_size(), 2)))",  # the same on every rank
+        "dist.new_group([rank])",  # a group of one: no peer whose set-up could cross
+        "dist.new_group([rank, rank ^ 1], use_local_synchronization=True)",  # named by members
     ],
 )
 def test_an_argument_every_rank_passes_alike_agrees(call: str) -> None:
@@ -77,6 +88,31 @@ def test_a_root_agreed_by_a_collective_agrees() -> None:
         dist.broadcast(t, src=int(best.item()))
     """
     assert _found(source) == []
+
+
+@pytest.mark.parametrize(
+    ("imports", "gathered", "expected"),
+    [
+        # a library's gather returns what every rank gathered: the same everywhere
+        ("from composer.utils import dist as cdist", "cdist.all_gather_object(mine)", []),
+        ("from accelerate.utils import gather_object", "gather_object(mine)", []),
+        # an unknown function of this rank's members carries them
+        ("from mylib import exchange", "exchange(mine)", [("ranks_per_subgroup_list", "members")]),
+    ],
+)
+def test_members_gathered_by_a_library_agree(
+    imports: str, gathered: str, expected: list[tuple[str, str]]
+) -> None:
+    source = f"""
+    {imports}
+
+    def f():
+        rank = dist.get_rank()
+        mine = tuple(range(rank // 4 * 4, rank // 4 * 4 + 4))
+        layout = list(set({gathered}))
+        return dist.new_subgroups_by_enumeration(layout)
+    """
+    assert [(keyword, what) for _, keyword, what in _found(source)] == expected
 
 
 def test_two_ways_with_other_roots_disagree_at_the_first() -> None:
