@@ -19,8 +19,8 @@ def replace_ast_node(ctx: CodeContext, node: ast.expr, content: str) -> Edit:
     return Edit(line, column, end_line, end_column, content)
 
 
-def ast_node_text(ctx: CodeContext, node: ast.expr | ast.stmt) -> str:
-    """The source text of an expression or statement ``node``, as written."""
+def ast_node_text(ctx: CodeContext, node: ast.AST) -> str:
+    """The source text of ``node`` (an expression, statement or alias), as written."""
     return ast.get_source_segment(ctx.source.text, node) or ""
 
 
@@ -182,3 +182,30 @@ def _insert_import_line(ctx: CodeContext, tree: ast.Module, text: str) -> Edit:
     if lines and not lines[-1].endswith(("\n", "\r")):
         return Edit(len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1, newline + text)
     return Edit(len(lines) + 1, 1, len(lines) + 1, 1, text + newline)
+
+
+def remove_ast_argument(ctx: CodeContext, call: ast.Call, argument: ast.AST) -> Edit:
+    """Remove ``argument`` (a positional expression or a ``keyword``) from ``call``,
+    with its separating comma."""
+    arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    position = next(i for i, a in enumerate(arguments) if a is argument)
+    if len(arguments) == 1:
+        start = _after_open_paren(ctx, call)
+        end_line, end_column = ctx.ast_range(call)[2:]
+        return Edit(*start, end_line, end_column - 1, "")
+    if position + 1 < len(arguments):
+        start = ctx.ast_range(argument)[:2]
+        following = ctx.ast_range(arguments[position + 1])[:2]
+        return Edit(*start, *following, "")
+    previous_end = ctx.ast_range(arguments[position - 1])[2:]
+    return Edit(*previous_end, *ctx.ast_range(argument)[2:], "")
+
+
+def _after_open_paren(ctx: CodeContext, call: ast.Call) -> tuple[int, int]:
+    """The (line, column) just after the ``(`` that opens the arguments of ``call``."""
+    line, column = ctx.ast_range(call.func)[2:]
+    starts = ctx.source.line_starts
+    offset = ctx.source.text.index("(", ctx.source.offset(line, column)) + 1
+    while line < len(starts) and starts[line] <= offset:
+        line += 1
+    return line, offset - starts[line - 1] + 1
