@@ -1,10 +1,10 @@
 """Process groups on CPython's ``ast``: the backend of the group a collective runs on,
-followed from where the group is made (DDP301, DDP302).
+followed from where the group is made (DDP301, DDP302, DDP304).
 
 ``ProcessGroups(analysis)`` reads one module:
 
 - ``inits``: each ``init_process_group(...)`` call, with its backend and its
-  ``timeout=`` argument;
+  ``timeout=`` argument (DDP304 reports where it does not reach later groups);
 - ``default_backend``: the default group's backend, when every ``init_process_group``
   of the module comes to the same one;
 - ``group_backend(call, scope)``: the backend of the group a collective runs on: the
@@ -30,7 +30,7 @@ from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.constants import Owner
 from ddplint.analysis.effects import default_group
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import call_argument
+from ddplint.analysis.names import call_argument, is_none, keyword_argument
 
 #: Where ``backend`` sits among the positional parameters of the group makers.
 _BACKEND_POSITION = {"init_process_group": 0, "new_group": 2, "new_subgroups": 3}
@@ -54,6 +54,8 @@ class InitCall:
     scope: ast.AST
     backend: Backend | None
     timeout: ast.expr | None
+    #: Where the timeout is passed: its ``timeout=`` keyword, or the expression.
+    timeout_at: ast.AST | None = None
 
 
 class ProcessGroups:
@@ -71,6 +73,11 @@ class ProcessGroups:
         """The scope whose code makes ``call`` (the module for module code)."""
         return self._scope_of.get(id(call), self._analysis.module)
 
+    def calls(self) -> list[ast.Call]:
+        """Every call of the module, in the order of the text."""
+        found = [c for calls in self._analysis.nodes.calls_by_scope.values() for c in calls]
+        return sorted(found, key=lambda call: (call.lineno, call.col_offset))
+
     def made_by(self, call: ast.Call) -> str | None:
         """``barrier`` for ``dist.barrier(...)``: the ``torch.distributed`` function a
         call is, by its resolved name."""
@@ -85,7 +92,9 @@ class ProcessGroups:
                     given = call_argument(call, 0, "backend")
                     backend = self.backend(given, scope) if given is not None else None
                     timeout = call_argument(call, 2, "timeout")
-                    found.append(InitCall(call, scope, backend, timeout))
+                    keyword = keyword_argument(call, "timeout")
+                    at = keyword if keyword is not None else timeout
+                    found.append(InitCall(call, scope, backend, timeout, at))
         return sorted(found, key=lambda init: (init.call.lineno, init.call.col_offset))
 
     @cached_property
@@ -124,7 +133,7 @@ class ProcessGroups:
             return None
         maker, scope = made
         given = call_argument(maker, _BACKEND_POSITION[self.made_by(maker) or ""], "backend")
-        if given is None or (isinstance(given, ast.Constant) and given.value is None):
+        if given is None or is_none(given):
             return self.default_backend  # no backend of its own: the default group's
         return self.backend(given, scope)
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.feature_checks import checked_calls
-from ddplint.analysis.names import call_argument, has_star_arguments, keyword_argument
+from ddplint.analysis.names import call_argument, has_star_arguments, is_none, keyword_argument
 from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import remove_ast_argument
@@ -96,7 +96,7 @@ class BarrierTimeoutOnOldTorch(CodeRule):
                 if groups.made_by(call) != "barrier" or id(call) in checked:
                     continue
                 timeout = call_argument(call, _TIMEOUT_POSITION, "timeout")
-                if timeout is None or _is_none(timeout):
+                if timeout is None or is_none(timeout):
                     continue
                 keyword = keyword_argument(call, "timeout")
                 flagged.append((call, keyword if keyword is not None else timeout, timeout))
@@ -136,10 +136,6 @@ def _message(ctx: CodeContext) -> str:
         f"version is unknown{why}; it may be older, where this crashes with {crash} "
         "(set `torch-version` in [tool.ddplint] to say which torch you use)"
     )
-
-
-def _is_none(expression: ast.expr) -> bool:
-    return isinstance(expression, ast.Constant) and expression.value is None
 
 
 def _monitored_fix(groups: ProcessGroups, call: ast.Call) -> bool:
