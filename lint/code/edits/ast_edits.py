@@ -187,7 +187,8 @@ def _insert_import_line(ctx: CodeContext, tree: ast.Module, text: str) -> Edit:
 def remove_ast_argument(ctx: CodeContext, call: ast.Call, argument: ast.AST) -> Edit:
     """Remove ``argument`` (a positional expression or a ``keyword``) from ``call``,
     with its separating comma."""
-    arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    given: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    arguments = sorted(given, key=lambda a: (a.lineno, a.col_offset))
     position = next(i for i, a in enumerate(arguments) if a is argument)
     if len(arguments) == 1:
         start = _after_open_paren(ctx, call)
