@@ -63,20 +63,10 @@ class ProcessGroups:
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self._analysis = analysis
-        self._scope_of = {
-            id(call): scope
-            for scope, calls in analysis.nodes.calls_by_scope.items()
-            for call in calls
-        }
 
     def scope_of(self, call: ast.Call) -> ast.AST:
         """The scope whose code makes ``call`` (the module for module code)."""
-        return self._scope_of.get(id(call), self._analysis.module)
-
-    def calls(self) -> list[ast.Call]:
-        """Every call of the module, in the order of the text."""
-        found = [c for calls in self._analysis.nodes.calls_by_scope.values() for c in calls]
-        return sorted(found, key=lambda call: (call.lineno, call.col_offset))
+        return self._analysis.nodes.scope_of_call(call)
 
     def made_by(self, call: ast.Call) -> str | None:
         """``barrier`` for ``dist.barrier(...)``: the ``torch.distributed`` function a

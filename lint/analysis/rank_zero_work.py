@@ -69,7 +69,6 @@ class RankZeroWork:
 
 def rank_zero_work(analysis: ModuleAnalysis) -> Iterator[RankZeroWork]:
     """Every such block of the module."""
-    scopes = {id(c): scope for scope, calls in analysis.nodes.calls_by_scope.items() for c in calls}
     withs: list[ast.With | ast.AsyncWith] = [*analysis.nodes.of_type(ast.With)]
     withs += analysis.nodes.of_type(ast.AsyncWith)
     for statement in sorted(withs, key=lambda w: (w.lineno, w.col_offset)):
@@ -78,7 +77,7 @@ def rank_zero_work(analysis: ModuleAnalysis) -> Iterator[RankZeroWork]:
             if not isinstance(call, ast.Call):
                 continue
             name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-            scope = scopes.get(id(call), analysis.module)
+            scope = analysis.nodes.scope_of_call(call)
             if name in LIBRARY_ONE_RANK_FIRST or _waits(analysis, call, scope):
                 work = _first_work(statement.body)
                 if work is not None:

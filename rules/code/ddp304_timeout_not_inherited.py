@@ -76,7 +76,7 @@ class TimeoutNotInherited(CodeRule):
         if not groups.inits:
             return
         missed: dict[int, list[str]] = {}
-        for call in groups.calls():
+        for call in ctx.analysis.nodes.calls_in_order():
             found = timeout_argument(ctx.analysis.names, call)
             if found is None or found[0].api not in _NOT_INHERITING:
                 continue
