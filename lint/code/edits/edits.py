@@ -198,9 +198,3 @@ def _defines(statement: cst.BaseStatement, name: str) -> bool:
             for small in statement.body
         )
     return False
-
-
-def insert_before(ctx: CodeContext, node: cst.CSTNode, content: str) -> Edit:
-    """Insert ``content`` right before ``node`` (an empty edit at its start)."""
-    line, column, _, _ = ctx.range_of(node)
-    return Edit(line, column, line, column, content)
