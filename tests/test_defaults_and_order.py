@@ -1,5 +1,5 @@
-"""Declared defaults, timedelta lengths and run-order traces (the semantic helpers of
-DDP306, DDP404 and DDP503)."""
+"""Declared defaults and run-order traces (the LibCST helpers of DDP503; the ``ast``
+ones of DDP306 are tested in ``analysis/test_timeouts_and_order.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import libcst as cst
 import pytest
 
 from ddplint.code.collectives.run_order import RunOrder
-from ddplint.code.collectives.timeouts import describe_seconds, timedelta_length
 from ddplint.code.context import CodeContext
 from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.settings import LintOptions
@@ -62,28 +61,6 @@ def test_fallback_default(code: str, expected: object) -> None:
     ctx = context(code)
     found = fallback_default(ctx.index, last_call_argument(ctx))
     assert (found.value if found is not None else None) == expected
-
-
-@pytest.mark.parametrize(
-    ("code", "seconds"),
-    [
-        ("from datetime import timedelta\ng(timedelta(seconds=60))", 60.0),
-        ("import datetime\ng(datetime.timedelta(minutes=5, seconds=30))", 330.0),
-        ("from datetime import timedelta\ng(timedelta(0, 90))", 90.0),
-        ("from datetime import timedelta\nt = timedelta(hours=2)\ng(t)", 7200.0),
-        ("from datetime import timedelta\ndef f(s=300):\n    g(timedelta(seconds=s))", 300.0),
-        ("from datetime import timedelta\ndef f(s):\n    g(timedelta(seconds=s))", None),
-        ("g(timedelta(seconds=60))", None),  # not datetime's
-    ],
-)
-def test_timedelta_length(code: str, seconds: float | None) -> None:
-    ctx = context(code)
-    length = timedelta_length(ctx.index, ctx.names, last_call_argument(ctx))
-    assert (length.seconds if length is not None else None) == seconds
-
-
-def test_describe_seconds() -> None:
-    assert [describe_seconds(s) for s in (45, 300, 7200, 90)] == ["45 s", "5 min", "2 h", "90 s"]
 
 
 def test_run_order_enters_module_functions_from_entry_points() -> None:

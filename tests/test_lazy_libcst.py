@@ -111,11 +111,11 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
     LibCST run, the core's rules are left out with one notice, and nothing is an error."""
     code = (
         b"import torch.distributed as dist\ntype Batch = list[int]\n"
-        b"def f(rank):\n    if rank == 0:\n        dist.new_group([0])\n"
+        b'def f(grads):\n    for name in {"a", "b"}:\n        dist.all_reduce(grads[name])\n'
     )
-    outcome = _lint(code, "DDP207", "DDP219")
+    outcome = _lint(code, "DDP209", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP207"]
+    assert [f.rule for f in outcome.findings] == ["DDP209"]
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
@@ -128,23 +128,24 @@ def test_indentation_only_cpython_reads_keeps_the_core_rules_with_one_notice(
     code = (
         b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
         b"\t    dist.new_group([0])\n\t    dist.all_reduce(t)\n"
+        b'    for name in {"a", "b"}:\n        dist.all_reduce(t)\n'
     )
-    outcome = _lint(code, "DDP207", "DDP219")
+    outcome = _lint(code, "DDP207", "DDP209", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP219"]
-    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP207 not run")
+    assert sorted(f.rule for f in outcome.findings) == ["DDP207", "DDP219"]
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP209 not run")
     assert "Python's own parser reads it" in outcome.notices[0]
     assert len(libcst_parses) == 1
 
 
 def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None:
     code = (
-        b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
-        b"\t    dist.new_group([0])\n"
+        b'import torch.distributed as dist\n\ndef g(t):\n    for name in {"a", "b"}:\n'
+        b"\t    dist.all_reduce(t)\n"
     )
-    outcome = _lint(code, "DDP207")
+    outcome = _lint(code, "DDP209")
     assert outcome.errors == [] and outcome.findings == []
-    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP207"]
+    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP209"]
 
 
 SCREENED = [

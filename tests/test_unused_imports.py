@@ -1,17 +1,17 @@
-"""Imports a fix leaves unused (``ddplint.code.edits.unused_imports``): removed with the
-code that held their only uses, kept when anything else still names them."""
+"""Imports a fix leaves unused (``ddplint.code.edits.ast_unused_imports``): removed with
+the code that held their only uses, kept when anything else still names them."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.unused_imports import orphaned_import_edits
+from ddplint.code.edits.ast_unused_imports import orphaned_ast_import_edits
 from ddplint.fix import apply_edits
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
@@ -23,13 +23,14 @@ def _without_timeout(text: str) -> str:
     """The text with every ``timeout=`` argument's imports that only it used removed
     (the argument itself stays: only the import edits are applied)."""
     source = SourceFile.decode("example.py", text.encode())
-    ctx = CodeContext.parse(source, LintOptions(selected=(), project_root="."))
+    ctx = CodeContext(source, LintOptions(selected=(), project_root="."))
+    assert ctx.ast_module is not None
     removed = [
-        arg
-        for arg in ctx.index.nodes(cst.Arg)
-        if arg.keyword is not None and arg.keyword.value == "timeout"
+        keyword
+        for keyword in ast.walk(ctx.ast_module)
+        if isinstance(keyword, ast.keyword) and keyword.arg == "timeout"
     ]
-    return apply_edits(ctx.source, set(orphaned_import_edits(ctx, removed).values()))
+    return apply_edits(ctx.source, set(orphaned_ast_import_edits(ctx, removed).values()))
 
 
 BODY = "\n\ndef f():\n    barrier(timeout=timedelta(1))\n"

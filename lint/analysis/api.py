@@ -63,6 +63,12 @@ AGREEING_LIBRARY_FUNCTIONS = frozenset(
 
 #: Group-creating calls: every rank must make them, in the same order.
 GROUP_CREATORS = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+#: ``init_device_mesh`` makes the process groups of its mesh: every rank must call it.
+DEVICE_MESH_CREATORS = frozenset(
+    {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
+)
+#: The names the analysis core gives the collectives that create process groups.
+GROUP_CREATIONS = GROUP_CREATORS | {"init_device_mesh"}
 
 TORCH_DIST_MODULES = (
     "torch.distributed",

@@ -26,6 +26,7 @@ from ddplint.analysis.api import (
     BACKWARD_FUNCTIONS,
     CHECKPOINT_FUNCTIONS,
     DDP_WRAPPERS,
+    DEVICE_MESH_CREATORS,
     FABRIC_CLASSES,
     FSDP_COLLECTIVES,
     PARALLELIZE_FUNCTIONS,
@@ -312,6 +313,8 @@ class FrameworkObjects:
         function = distributed_function(resolved)
         if function in TORCH_COLLECTIVES:
             return Collective(function, call)
+        if resolved in DEVICE_MESH_CREATORS:
+            return Collective("init_device_mesh", call)
         if resolved in CHECKPOINT_FUNCTIONS:
             return Collective(CHECKPOINT_FUNCTIONS[resolved], call)
         if resolved in FSDP_COLLECTIVES:

@@ -438,6 +438,11 @@ class ModuleAnalysis:
         """The module's function (``f``) or method (``self.f``) that calls name so."""
         return self._definitions.get(name)
 
+    def callee_of(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The module's function (``f(...)``) or method (``self.f(...)``) ``call`` runs."""
+        name = _local_callee(call)
+        return self._definitions.get(name) if name is not None else None
+
     def _reached(self, name: str, facts: Facts, depth: int = CALL_DEPTH) -> Collective | None:
         """The first collective the local function ``name`` reaches when ``facts`` hold
         (None: not on the ways those facts leave open)."""
@@ -529,6 +534,15 @@ class ModuleAnalysis:
         if found is None or reads_unsharded_model(found, self._sharded):
             return None
         return found
+
+    def first_reached(self, call: ast.Call, scope: Scope) -> Collective | None:
+        """The first collective running ``call`` reaches: its own (``call_collective``),
+        else the one the local function it calls reaches (through local calls)."""
+        found = self.call_collective(call, scope)
+        if found is not None:
+            return found
+        callee = _local_callee(call)
+        return self._reaching.get(callee) if callee is not None else None
 
     def reaching_names(self) -> frozenset[str]:
         """Names of the module's functions that reach a collective."""

@@ -23,6 +23,7 @@ class ModuleNodes:
         self._by_type: dict[type[ast.AST], list[ast.AST]] = defaultdict(list)
         self.calls_by_scope: dict[Scope, list[ast.Call]] = defaultdict(list)
         self.scope_of: dict[ast.AST, Scope] = {}
+        self._call_scopes: dict[int, Scope] | None = None
         pending: list[tuple[ast.AST, Scope]] = [(module, module)]
         while pending:
             node, scope = pending.pop()
@@ -37,6 +38,19 @@ class ModuleNodes:
     def of_type(self, kind: type[Node]) -> list[Node]:
         """Every node of exactly this type, in no particular order."""
         return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def scope_of_call(self, call: ast.Call) -> Scope:
+        """The scope that makes ``call`` (the module for a call it does not hold)."""
+        if self._call_scopes is None:
+            self._call_scopes = {
+                id(made): scope for scope, calls in self.calls_by_scope.items() for made in calls
+            }
+        return self._call_scopes.get(id(call), self.module)
+
+    def calls_in_order(self) -> list[ast.Call]:
+        """Every call of the module, in the order of the text."""
+        found = [call for calls in self.calls_by_scope.values() for call in calls]
+        return sorted(found, key=lambda call: (call.lineno, call.col_offset))
 
     def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         return [*self.of_type(ast.FunctionDef), *self.of_type(ast.AsyncFunctionDef)]

@@ -57,6 +57,11 @@ def passed_argument(call: ast.Call, name: str, position: int | None = None) -> a
     return None
 
 
+def is_none(expression: ast.AST | None) -> bool:
+    """Whether ``expression`` is the literal ``None``."""
+    return isinstance(expression, ast.Constant) and expression.value is None
+
+
 def has_star_arguments(call: ast.Call) -> bool:
     """Whether ``*args`` or ``**kwargs`` may supply arguments that cannot be seen."""
     return any(isinstance(a, ast.Starred) for a in call.args) or any(

@@ -570,14 +570,14 @@ def class_arguments_apart(function: FunctionFacts) -> ArgumentsApart | None:
     one of them an agreed argument that plainly differs (``if rank == 0: reduce(t,
     dst=0)`` / ``else: reduce(t, dst=1)``, or two complementary ``if``s); the way of
     rank 0 first."""
-    for first, second in _paired_walks(function):
+    for first, second in paired_class_walks(function):
         apart = arguments_apart(first, second)
         if apart is not None:
             return apart
     return None
 
 
-def _paired_walks(function: FunctionFacts) -> list[tuple[Sequence_, Sequence_]]:
+def paired_class_walks(function: FunctionFacts) -> list[tuple[Sequence_, Sequence_]]:
     """Each way of rank 0 beside each way of another rank that can happen in one run
     (their settled facts agree): rank 0's sequence first; none where a class cannot
     be walked."""
@@ -612,7 +612,7 @@ def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] 
     order (``if rank == 0: all_reduce(a); broadcast(b)`` / ``else: broadcast(b);
     all_reduce(a)``, or two complementary ``if``s around a shared collective): the
     first each issues where they differ, rank 0's first."""
-    for first, second in _paired_walks(function):
+    for first, second in paired_class_walks(function):
         if kinds(first) == kinds(second):
             continue
         if sorted(map(str, kinds(first))) != sorted(map(str, kinds(second))):

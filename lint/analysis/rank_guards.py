@@ -61,9 +61,12 @@ def guard_of(
     part: ast.AST | None = None,
     accepted: Callable[[Taint], bool] = lambda taint: taint.source in BY_RANK,
     view: Divergence | None = None,
+    balanced: Callable[[Node], bool] = lambda test: False,
 ) -> RankGuard | None:
     """The innermost guard that runs ``node`` (``part`` of it) on some ranks only;
-    ``view``: the divergence to ask (a batch view), the function's own by default."""
+    ``view``: the divergence to ask (a batch view), the function's own by default;
+    ``balanced``: tests whose ways all do alike what the question asks about (each
+    way creates the same process groups), which decide nothing for it."""
     facts = analysis.function(scope)
     divergence = view if view is not None else facts.divergence
     if part is not None and node.statement is not None:
@@ -79,7 +82,7 @@ def guard_of(
         if _others_end_loudly(test, dependence.edge):
             continue  # ``if rank != 0: raise``: the other ranks stop the job
         taint = divergence.test_taint(test)
-        if taint is None or not accepted(taint):
+        if taint is None or not accepted(taint) or balanced(test):
             continue
         decided = getattr(test.statement, "test", test.statement)
         return RankGuard(test.statement, decided, taint, dependence.edge is not EdgeKind.FALSE)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATORS
+from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATIONS
 from ddplint.analysis.control_flow import Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import Collective
@@ -69,7 +69,7 @@ def own_question(parting: Parting) -> bool:
         return False
     return (
         name.endswith("(sync_dist=True)")
-        or name.rsplit(".", 1)[-1] in GROUP_CREATORS
+        or name.rsplit(".", 1)[-1] in GROUP_CREATIONS
         or name.endswith("save_checkpoint")
         or name in CHECKPOINT_FUNCTIONS.values()
     )

@@ -2,53 +2,28 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.group_creations import (
+    GroupOnSomeRanks,
+    creations_within,
+    groups_on_some_ranks,
+)
+from ddplint.analysis.names import dotted_name
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import (
-    insert_before,
-    remove_small_statement,
-    replace_node,
+from ddplint.code.edits.ast_edits import (
+    ast_node_text,
+    insert_before_ast_node,
+    remove_ast_statement,
+    replace_ast_node,
     shift_continuation_lines,
 )
-from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_reachability import RankGuard
-from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
 from ddplint.rules.screens import may_create_a_group
-
-
-def _assigned_names(statement: cst.CSTNode, ctx: CodeContext) -> set[str]:
-    """Plain names a statement binds (assignment, loop, ``with ... as``, ``def``)."""
-    names: set[str] = set()
-    for node in (statement, *ctx.index.walk_within(statement)):
-        targets: list[cst.CSTNode] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
-            targets = [node.target]
-        elif isinstance(node, cst.AsName):
-            targets = [node.name]
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            names.add(node.name.value)
-        for target in targets:
-            names.update(
-                n.value for n in (target, *ctx.index.walk_within(target)) if isinstance(n, cst.Name)
-            )
-    return names
-
-
-def _fresh_name(ctx: CodeContext, base: str) -> str:
-    name = f"{base}_on_all_ranks"
-    number = 2
-    while name in ctx.source.text:
-        name = f"{base}_on_all_ranks_{number}"
-        number += 1
-    return name
 
 
 class ProcessGroupOnSomeRanks(CodeRule):
@@ -57,6 +32,12 @@ class ProcessGroupOnSomeRanks(CodeRule):
     Flags `dist.new_group(...)`, `dist.new_subgroups(...)` and `init_device_mesh(...)`
     made on some ranks only: under a rank condition (typically `if rank in ranks:`), its
     `else`, after an early `return` on one, or in a `@rank_zero_only` function.
+
+    Not flagged: a group every rank creates and only its members keep
+    (`made = dist.new_group(ranks)` then `if rank in ranks: group = made`); a rank test
+    whose branches create the same groups with the same arguments, or whose rank classes
+    do across the function (two complementary `if`s); a way only a single-process job
+    takes.
 
     ## Why is this bad?
     Creating a group is itself a collective over the whole default group: the torch
@@ -88,6 +69,9 @@ class ProcessGroupOnSomeRanks(CodeRule):
     the arguments use names set inside the guard, the guard is not a plain `if`, or the
     `if` creates more than one group.
 
+    This rule is built on the analysis core (rank guards, control dependence and the
+    pairing of rank classes on Python's `ast`); the fix is built from `ast` positions.
+
     ## References
     - PyTorch docs: `torch.distributed.new_group` ("requires that all processes in the
       main group ... enter this function, even if they are not going to be members").
@@ -103,69 +87,104 @@ class ProcessGroupOnSomeRanks(CodeRule):
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
     screened_by = staticmethod(may_create_a_group)
+    reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        reachability = ctx.rank_reachability
-        for call, _, guard in reachability.divergent_collectives(lambda c: c.creates_group):
-            where = reachability.describe(guard)
-            called = " ".join(ctx.node_text(call.func).split())
+        for found in groups_on_some_ranks(ctx.analysis):
+            called = " ".join(ast_node_text(ctx, found.call.func).split())
             message = (
-                f"`{called}()` runs {where}, but every rank must create every group, in "
-                "the same order; the first collective on this group then hangs with no "
-                "error. Create it on every rank (hoist it out of the guard)"
+                f"`{called}()` runs {guard_text(found.guard)}, but every rank must create "
+                "every group, in the same order; the first collective on this group then "
+                "hangs with no error. Create it on every rank (hoist it out of the guard)"
             )
-            summary = f"process group `{called}()` created {ranks_brief(ctx, guard)}"
-            yield ctx.finding(self, call, message, self._fix(ctx, call, guard), summary=summary)
+            yield ctx.ast_finding(
+                self,
+                found.call,
+                message,
+                summary=f"process group `{called}()` created on some ranks only",
+                related=[guard_related(found.guard)],
+                fix=_hoist(ctx, found),
+            )
 
-    def _fix(self, ctx: CodeContext, call: cst.Call, guard: RankGuard) -> Fix | None:
-        """Hoist the call above the guard's ``if`` (not an ``elif``)."""
-        holder = guard.holder
-        if guard.kind not in ("branch", "else") or not isinstance(holder, cst.If):
-            return None
-        if isinstance(ctx.index.parent.get(holder), cst.If):
-            return None
-        creations = [
-            node
-            for node in ctx.index.walk_within(holder)
-            if isinstance(node, cst.Call)
-            and (made := ctx.rank_reachability.own_collective(node)) is not None
-            and made.creates_group
-        ]
-        if len(creations) != 1:
-            return None  # one hoist per `if`: several would need names of their own
-        small = ctx.index.parent.get(call)
-        line = ctx.index.parent.get(small) if small is not None else None
-        block = ctx.index.parent.get(line) if line is not None else None
-        arm = ctx.index.parent.get(block) if block is not None else None
-        if arm is not holder and not (isinstance(arm, cst.Else) and arm is holder.orelse):
-            return None
-        if not isinstance(line, cst.SimpleStatementLine) or not isinstance(
-            block, cst.IndentedBlock
-        ):
-            return None
-        earlier = block.body[: block.body.index(line)]
-        bound = set().union(*(_assigned_names(s, ctx) for s in earlier)) if earlier else set()
-        if any(isinstance(n, cst.Name) and n.value in bound for n in ctx.index.walk_within(call)):
-            return None
-        holder_line, indent = ctx.range_of(holder)[:2]
-        delta = ctx.range_of(line)[1] - indent
-        # The `if`'s own indentation, tabs included, then the file's line end.
-        below = ctx.source.newline() + ctx.source.line_text(holder_line)[: indent - 1]
-        if isinstance(small, cst.Expr) and small.value is call and len(line.body) == 1:
-            text = shift_continuation_lines(ctx.node_text(small), delta)
-            removal = remove_small_statement(ctx, small)
-            if removal is None:
-                return None
-            edits = (insert_before(ctx, holder, f"{text}{below}"), removal)
-        elif isinstance(small, cst.Assign) and small.value is call:
-            target = small.targets[-1].target
-            base = (dotted_name(target) or "group").rsplit(".", 1)[-1]
-            fresh = _fresh_name(ctx, base)
-            text = shift_continuation_lines(ctx.node_text(call), delta)
-            edits = (
-                insert_before(ctx, holder, f"{fresh} = {text}{below}"),
-                replace_node(ctx, call, fresh),
-            )
-        else:
-            return None
-        return Fix(Applicability.SAFE, edits, "Create the group on every rank (above the `if`)")
+
+def _hoist(ctx: CodeContext, found: GroupOnSomeRanks) -> Fix | None:
+    """Hoist the call above the guard's ``if`` (not an ``elif``): a bare call moves;
+    an assignment takes the group from a new name bound above the ``if``."""
+    holder, statement, call = found.guard.cause, found.statement, found.call
+    if not isinstance(holder, ast.If) or found.guard.test is not holder.test:
+        return None
+    if not isinstance(statement, (ast.Expr, ast.Assign)):
+        return None
+    if ctx.source.line_text(holder.lineno)[holder.col_offset :].startswith("elif"):
+        return None
+    if len(creations_within(ctx.analysis, holder)) != 1:
+        return None  # one hoist per `if`: several would need names of their own
+    block = holder.body if found.guard.runs_when else holder.orelse
+    if not any(s is statement for s in block) or not _alone_on_its_lines(ctx, statement, block):
+        return None
+    earlier = block[: next(i for i, s in enumerate(block) if s is statement)]
+    if _bound_names(earlier) & _read_names(call):
+        return None
+    holder_line, holder_column = ctx.ast_range(holder)[:2]
+    delta = ctx.ast_range(statement)[1] - holder_column
+    # The `if`'s own indentation, tabs included, then the file's line end.
+    below = ctx.source.newline() + ctx.source.line_text(holder_line)[: holder_column - 1]
+    if isinstance(statement, ast.Expr) and statement.value is call:
+        text = shift_continuation_lines(ast_node_text(ctx, statement), delta)
+        edits = (
+            insert_before_ast_node(ctx, holder, f"{text}{below}"),
+            remove_ast_statement(ctx, statement, block),
+        )
+    elif isinstance(statement, ast.Assign) and statement.value is call:
+        base = (dotted_name(statement.targets[-1]) or "group").rsplit(".", 1)[-1]
+        fresh = _fresh_name(ctx, base)
+        text = shift_continuation_lines(ast_node_text(ctx, call), delta)
+        edits = (
+            insert_before_ast_node(ctx, holder, f"{fresh} = {text}{below}"),
+            replace_ast_node(ctx, call, fresh),
+        )
+    else:
+        return None
+    return Fix(Applicability.SAFE, edits, "Create the group on every rank (above the `if`)")
+
+
+def _alone_on_its_lines(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> bool:
+    """No other statement of the block shares a line with it (``a(); b()``), and its
+    first line starts with it."""
+    last = statement.end_lineno or statement.lineno
+    shared = any(
+        other is not statement
+        and other.lineno <= last
+        and statement.lineno <= (other.end_lineno or other.lineno)
+        for other in block
+    )
+    before = ctx.source.line_text(statement.lineno)[: ctx.ast_range(statement)[1] - 1]
+    return not shared and not before.strip()
+
+
+def _bound_names(statements: list[ast.stmt]) -> set[str]:
+    """Plain names the statements bind (assignments, loops, ``with ... as``, imports,
+    ``def`` and ``class``)."""
+    names: set[str] = set()
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".", 1)[0])
+    return names
+
+
+def _read_names(expression: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+
+
+def _fresh_name(ctx: CodeContext, base: str) -> str:
+    name = f"{base}_on_all_ranks"
+    number = 2
+    while name in ctx.source.text:
+        name = f"{base}_on_all_ranks_{number}"
+        number += 1
+    return name

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.catalogue import torch_distributed_call
+from ddplint.analysis.feature_checks import checked_calls
+from ddplint.analysis.names import call_argument, has_star_arguments, is_none, keyword_argument
+from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.argument_edits import remove_argument
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.edits.unused_imports import orphaned_import_edits
-from ddplint.code.ranks.process_groups import ProcessGroups
-from ddplint.code.syntax.call_args import argument, has_star_arguments
-from ddplint.code.syntax.constants import literal_value
+from ddplint.code.edits.ast_edits import remove_ast_argument
+from ddplint.code.edits.ast_unused_imports import orphaned_ast_import_edits
 from ddplint.code.torch_floor import TORCH_VERSION_SOURCE, at_least
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
@@ -22,7 +19,8 @@ from ddplint.rules.prefilters import barrier_timeout_spelled
 #: The first torch release whose ``barrier`` takes ``timeout``.
 BARRIER_TIMEOUT_SINCE = (2, 12)
 _SINCE_TEXT = ".".join(map(str, BARRIER_TIMEOUT_SINCE))
-_VERSION_WORDS = ("version", "signature", "parameters")
+#: Where ``timeout`` sits among ``barrier``'s positional parameters.
+_TIMEOUT_POSITION = 3
 
 
 class BarrierTimeoutOnOldTorch(CodeRule):
@@ -35,8 +33,9 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     the `torch-version` setting in `[tool.ddplint]` overrides them.
 
     A call under a version check (`if torch.__version__ >= ...`, an
-    `inspect.signature(...)` test) or inside `try:` with an `except TypeError:` fallback
-    is not flagged.
+    `inspect.signature(...)` test, also through a name bound once to one, and in a
+    conditional expression) or inside `try:` with an `except TypeError:` fallback is
+    not flagged.
 
     ## Why is this bad?
     `barrier` accepts `timeout` only from torch 2.12. On an older torch every rank
@@ -68,6 +67,9 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     several barriers share it, each of their fixes carries the removal: apply them
     together (`--fix` does).
 
+    This rule is built on the analysis core (`analysis/process_groups` for the group's
+    backend, on Python's `ast`); its fixes are built from `ast` positions.
+
     ## References
     - PyTorch docs: `torch.distributed.barrier`, `torch.distributed.monitored_barrier`.
     """
@@ -80,31 +82,37 @@ class BarrierTimeoutOnOldTorch(CodeRule):
     needles = ("barrier",)
     narrowed_by = staticmethod(barrier_timeout_spelled)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         version = ctx.options.torch_version
         if version is not None and at_least(version, BARRIER_TIMEOUT_SINCE):
             return
-        groups = ProcessGroups(ctx.index, ctx.names)
-        flagged = [
-            (call, timeout)
-            for call in ctx.index.nodes(cst.Call)
-            if torch_distributed_call(ctx.names, call) == "barrier"
-            and (timeout := argument(call, "timeout", 3)) is not None
-            and literal_value(timeout.value) is not None
-            and not _guarded(ctx, call)
-        ]
-        monitored = {id(call) for call, timeout in flagged if _monitored_fix(groups, call, timeout)}
+        groups = ProcessGroups(ctx.analysis)
+        checked = checked_calls(ctx.analysis.module, ctx.analysis.constants)
+        flagged: list[tuple[ast.Call, ast.AST, ast.expr]] = []
+        for calls in ctx.analysis.nodes.calls_by_scope.values():
+            for call in calls:
+                if groups.made_by(call) != "barrier" or id(call) in checked:
+                    continue
+                timeout = call_argument(call, _TIMEOUT_POSITION, "timeout")
+                if timeout is None or is_none(timeout):
+                    continue
+                keyword = keyword_argument(call, "timeout")
+                flagged.append((call, keyword if keyword is not None else timeout, timeout))
+        flagged.sort(key=lambda found: (found[0].lineno, found[0].col_offset))
+        monitored = {id(call) for call, _, _ in flagged if _monitored_fix(groups, call)}
         # The imports only the dropped timeouts use (`timedelta`) go with them: every fix
         # that drops a use carries the same removal, applied once when they all apply.
-        orphaned = orphaned_import_edits(
-            ctx, [timeout for call, timeout in flagged if id(call) not in monitored]
+        orphaned = orphaned_ast_import_edits(
+            ctx, [timeout for call, _, timeout in flagged if id(call) not in monitored]
         )
-        for call, timeout in flagged:
+        for call, argument, timeout in flagged:
             if id(call) in monitored:
                 fix = _monitored_barrier(ctx, call)
             else:
-                fix = _drop_timeout(ctx, call, timeout, orphaned)
-            yield ctx.finding(self, timeout, _message(ctx), fix, summary=_summary(ctx))
+                fix = _drop_timeout(ctx, call, argument, timeout, orphaned)
+            yield ctx.ast_finding(self, argument, _message(ctx), summary=_summary(ctx), fix=fix)
 
 
 def _summary(ctx: CodeContext) -> str:
@@ -130,74 +138,45 @@ def _message(ctx: CodeContext) -> str:
     )
 
 
-def _guarded(ctx: CodeContext, call: cst.Call) -> bool:
-    """Inside a version check, or a ``try`` that falls back on ``TypeError``."""
-    for ancestor in ctx.index.ancestors(call):
-        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and _mentions_version(ctx, ancestor.test):
-            return True
-        if (
-            isinstance(ancestor, cst.Try)
-            and ctx.index.is_inside(call, ancestor.body)
-            and any(_catches_type_error(h) for h in ancestor.handlers)
-        ):
-            return True
-    return False
-
-
-def _mentions_version(ctx: CodeContext, test: cst.BaseExpression) -> bool:
-    for node in (test, *ctx.index.walk_within(test)):
-        word = ""
-        if isinstance(node, cst.Name):
-            word = node.value
-        elif isinstance(node, cst.Attribute):
-            word = node.attr.value
-        if any(w in word.lower() for w in _VERSION_WORDS):
-            return True
-    return False
-
-
-def _catches_type_error(handler: cst.ExceptHandler) -> bool:
-    caught = handler.type
-    if caught is None:
-        return False
-    candidates = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
-    return any(isinstance(c, cst.Name) and c.value == "TypeError" for c in candidates)
-
-
-def _monitored_fix(groups: ProcessGroups, call: cst.Call, timeout: cst.Arg) -> bool:
+def _monitored_fix(groups: ProcessGroups, call: ast.Call) -> bool:
     """Whether the fix can call ``monitored_barrier`` with the same timeout: a gloo group,
     the timeout by keyword, no other argument but the group."""
-    group = argument(call, "group", 0)
-    others = [a for a in call.args if a is not timeout and a is not group]
+    group = call_argument(call, 0, "group")
+    backend = groups.group_backend(call, group)
+    others = [k for k in call.keywords if k.arg not in ("timeout", "group")]
+    positional = [a for a in call.args if a is not group]
     return (
-        groups.group_backend(call, group) == "gloo"
-        and timeout.keyword is not None
+        backend is not None
+        and backend.name == "gloo"
+        and keyword_argument(call, "timeout") is not None
         and not others
+        and not positional
         and not has_star_arguments(call)
-        and isinstance(call.func, cst.Attribute)
+        and isinstance(call.func, ast.Attribute)
     )
 
 
-def _monitored_barrier(ctx: CodeContext, call: cst.Call) -> Fix:
-    assert isinstance(call.func, cst.Attribute)
-    edit = replace_node(ctx, call.func.attr, "monitored_barrier")
+def _monitored_barrier(ctx: CodeContext, call: ast.Call) -> Fix:
+    """Call ``monitored_barrier`` instead: the attribute's last name replaced."""
+    assert isinstance(call.func, ast.Attribute)
+    _, _, end_line, end_column = ctx.ast_range(call.func)
+    start = end_column - len(call.func.attr)
+    edit = Edit(end_line, start, end_line, end_column, "monitored_barrier")
     return Fix(Applicability.UNSAFE, (edit,), "Use `monitored_barrier` (gloo) with this timeout")
 
 
 def _drop_timeout(
-    ctx: CodeContext, call: cst.Call, timeout: cst.Arg, orphaned: dict[str, Edit]
+    ctx: CodeContext,
+    call: ast.Call,
+    argument: ast.AST,
+    timeout: ast.expr,
+    orphaned: dict[str, Edit],
 ) -> Fix:
     """Drop the argument, and the imports that only the dropped timeouts use."""
-    names = {
-        n.value
-        for n in ctx.index.walk_within(timeout, into_functions=True)
-        if isinstance(n, cst.Name)
-    }
+    names = {node.id for node in ast.walk(timeout) if isinstance(node, ast.Name)}
     imports = sorted({edit for name, edit in orphaned.items() if name in names})
     return Fix(
         Applicability.UNSAFE,
-        (remove_argument(ctx, call, timeout), *imports),
+        (remove_ast_argument(ctx, call, argument), *imports),
         "Drop `timeout=`; set the timeout on the process group instead",
     )

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.timeouts import timeout_argument
+from ddplint.analysis.names import call_argument, has_star_arguments, is_none
+from ddplint.analysis.process_groups import InitCall, ProcessGroups
+from ddplint.analysis.timeouts import timeout_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.process_groups import InitCall, ProcessGroups
-from ddplint.code.syntax.call_args import argument, has_star_arguments
-from ddplint.code.syntax.constants import literal_value
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -28,6 +27,9 @@ class TimeoutNotInherited(CodeRule):
     `new_subgroups(...)`, `new_subgroups_by_enumeration(...)` or `monitored_barrier(...)`
     without a `timeout` of their own. One finding per `init_process_group`, listing the
     calls.
+
+    This rule is built on the analysis core (`analysis/process_groups`, on Python's
+    `ast`).
 
     ## Why is this bad?
     These calls do not inherit the default group's timeout (reproduced on torch 2.13):
@@ -67,13 +69,15 @@ class TimeoutNotInherited(CodeRule):
     #: It reports at the module's own ``init_process_group(timeout=...)`` call.
     required = ("init_process_group",)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        groups = ProcessGroups(ctx.index, ctx.names)
-        if not groups.init_calls:
+        groups = ProcessGroups(ctx.analysis)
+        if not groups.inits:
             return
         missed: dict[int, list[str]] = {}
-        for call in ctx.index.nodes(cst.Call):
-            found = timeout_argument(ctx.names, call)
+        for call in ctx.analysis.nodes.calls_in_order():
+            found = timeout_argument(ctx.analysis.names, call)
             if found is None or found[0].api not in _NOT_INHERITING:
                 continue
             parameter, timeout = found
@@ -82,36 +86,35 @@ class TimeoutNotInherited(CodeRule):
             init = _governing_init(ctx, groups, call)
             if init is None:
                 continue
-            if (
-                parameter.api == "monitored_barrier"
-                and groups.group_backend(call, argument(call, "group", 0)) == "nccl"
-            ):
-                continue  # DDP302: it raises before any timeout matters
-            where = f"`{parameter.api}` at line {ctx.range_of(call)[0]}"
-            missed.setdefault(id(init), []).append(where)
-        for init in groups.init_calls:
-            calls = missed.get(id(init))
-            if not calls or init.timeout is None:
+            if parameter.api == "monitored_barrier":
+                backend = groups.group_backend(call, call_argument(call, 0, "group"))
+                if backend is not None and backend.name == "nccl":
+                    continue  # DDP302: it raises before any timeout matters
+            missed.setdefault(id(init.call), []).append(f"`{parameter.api}` at line {call.lineno}")
+        for init in groups.inits:
+            calls = missed.get(id(init.call))
+            if not calls or init.timeout is None or init.timeout_at is None:
                 continue
             shown = ", ".join(calls[:_SHOWN])
             more = f" and {len(calls) - _SHOWN} more" if len(calls) > _SHOWN else ""
             message = (
-                f"`timeout={ctx.node_text(init.timeout.value)}` applies to the default group "
+                f"`timeout={ast_node_text(ctx, init.timeout)}` applies to the default group "
                 f"only: {shown}{more} pass no `timeout=` and wait the backend default instead "
                 "(new groups: 10 min for NCCL, 30 min otherwise; `monitored_barrier`: 30 min); "
                 "pass the timeout there too"
             )
             summary = f"`init_process_group(timeout=...)` does not reach {len(calls)} later call(s)"
-            yield ctx.finding(self, init.timeout, message, summary=summary)
+            yield ctx.ast_finding(self, init.timeout_at, message, summary=summary)
 
 
-def _governing_init(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> InitCall | None:
+def _governing_init(ctx: CodeContext, groups: ProcessGroups, call: ast.Call) -> InitCall | None:
     """The ``init_process_group`` call whose timeout the author likely meant for ``call``:
     the one in the same function, else the module's; None when that is ambiguous or
     sets no timeout."""
-    function = ctx.index.enclosing_function(call)
-    local = [i for i in groups.init_calls if ctx.index.enclosing_function(i.call) is function]
-    candidates = local or groups.init_calls
-    if any(i.timeout is None or literal_value(i.timeout.value) is None for i in candidates):
+    constants = ctx.analysis.constants
+    function = constants.owner_of(groups.scope_of(call))
+    local = [i for i in groups.inits if constants.owner_of(i.scope) is function]
+    candidates = local or groups.inits
+    if any(i.timeout is None or is_none(i.timeout) for i in candidates):
         return None
     return candidates[0]

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import libcst as cst
-
-from ddplint.code.collectives.run_order import RunOrder
-from ddplint.code.collectives.timeouts import describe_seconds, timedelta_length, timeout_argument
+from ddplint.analysis.names import keyword_argument
+from ddplint.analysis.rank_zero_work import RankZeroWork, rank_zero_work
+from ddplint.analysis.run_order import entry_points, run_order
+from ddplint.analysis.timeout_lengths import describe_seconds, number_or_default, timedelta_length
+from ddplint.analysis.timeouts import timeout_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.rank_zero_work import RankZeroWork, rank_zero_work
-from ddplint.code.syntax.call_args import keyword_argument
-from ddplint.code.syntax.constants import UNKNOWN, constant_value
-from ddplint.code.values.fallback_defaults import fallback_default
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -47,6 +46,10 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     `if rank == 0:` block followed by a barrier. The length is read from the
     `timedelta(...)` (also through a name, or from the declared default of an option,
     parameter or config field it is built from).
+
+    This rule is built on the analysis core (the rank test by the divergence analysis,
+    the waiting context manager by the collective its code reaches, values through
+    constants and declared defaults, on Python's `ast`).
 
     ## Why is this bad?
     The waiting ranks sit in a barrier, and the barrier fails when the timeout expires:
@@ -91,77 +94,76 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     needles = ("timeout",)
     also_needles = ("timedelta", "ddp_timeout")
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        timeouts = {t.call: t for t in _short_group_timeouts(ctx)}
+        timeouts = {id(t.call): t for t in _short_group_timeouts(ctx)}
         if not timeouts:
             return
-        works = {
-            w.work: w
-            for w in rank_zero_work(ctx.index, ctx.rank_predicates, ctx.collectives, ctx.call_reach)
-        }
+        works = {id(w.work): w for w in rank_zero_work(ctx.analysis)}
         if not works:
             return
-        order = RunOrder(ctx.index)
-        reported: set[cst.Call] = set()
-        for root in order.entry_points():
-            trace = [traced.call for traced in order.trace(root)]
+        reported: set[int] = set()
+        for root in entry_points(ctx.analysis):
+            trace = run_order(ctx.analysis, root)
             for position, call in enumerate(trace):
-                if call not in timeouts or call in reported:
+                if id(call) not in timeouts or id(call) in reported:
                     continue
-                work = next((works[c] for c in trace[position + 1 :] if c in works), None)
+                work = next((works[id(c)] for c in trace[position + 1 :] if id(c) in works), None)
                 if work is not None:
-                    reported.add(call)
-                    yield _finding(self, ctx, timeouts[call], work)
+                    reported.add(id(call))
+                    yield _finding(self, ctx, timeouts[id(call)], work)
 
 
 @dataclass(frozen=True)
 class _ShortTimeout:
-    """A call that sets a group-wide timeout under 30 minutes: its argument, the length
-    in seconds and what sets it (for messages)."""
+    """A call that sets a group-wide timeout under 30 minutes: where the argument is
+    passed, the length in seconds and what sets it (for messages)."""
 
-    call: cst.Call
-    arg: cst.Arg
+    call: ast.Call
+    at: ast.AST
     seconds: float
     setter: str
 
 
 def _short_group_timeouts(ctx: CodeContext) -> Iterator[_ShortTimeout]:
-    for call in ctx.index.nodes(cst.Call):
-        seconds_arg = _ddp_timeout_seconds(ctx, call)
-        if seconds_arg is not None:
-            yield seconds_arg
-            continue
-        found = timeout_argument(ctx.names, call)
-        if found is None or found[1] is None or found[0].api not in _GROUP_TIMEOUT_APIS:
-            continue
-        length = timedelta_length(ctx.index, ctx.names, found[1].value)
-        if length is not None and 0 < length.seconds < SHORT_TIMEOUT_SECONDS:
-            source = f" ({length.default.where} {length.default.value})" if length.default else ""
-            setter = f"`{found[0].api}` timeout{source}"
-            yield _ShortTimeout(call, found[1], length.seconds, setter)
+    analysis = ctx.analysis
+    for scope, calls in analysis.nodes.calls_by_scope.items():
+        for call in calls:
+            seconds_arg = _ddp_timeout_seconds(ctx, call, scope)
+            if seconds_arg is not None:
+                yield seconds_arg
+                continue
+            found = timeout_argument(analysis.names, call)
+            if found is None or found[1] is None or found[0].api not in _GROUP_TIMEOUT_APIS:
+                continue
+            length = timedelta_length(analysis, found[1], scope)
+            if length is not None and 0 < length.seconds < SHORT_TIMEOUT_SECONDS:
+                source = (
+                    f" ({length.default.where} {length.default.value})" if length.default else ""
+                )
+                setter = f"`{found[0].api}` timeout{source}"
+                keyword = keyword_argument(call, "timeout")
+                at = keyword if keyword is not None else found[1]
+                yield _ShortTimeout(call, at, length.seconds, setter)
 
 
-def _ddp_timeout_seconds(ctx: CodeContext, call: cst.Call) -> _ShortTimeout | None:
+def _ddp_timeout_seconds(ctx: CodeContext, call: ast.Call, scope: ast.AST) -> _ShortTimeout | None:
     """transformers ``TrainingArguments(ddp_timeout=60)`` (seconds, an int)."""
-    qualified = ctx.names.qualified_name(call.func) or ""
+    qualified = ctx.analysis.names.resolve(call.func) or ""
     if not (qualified.startswith("transformers.") and qualified.endswith("TrainingArguments")):
         return None
-    arg = keyword_argument(call, "ddp_timeout")
-    if arg is None:
+    keyword = keyword_argument(call, "ddp_timeout")
+    if keyword is None:
         return None
-    seconds = constant_value(ctx.index, arg.value)
+    found = number_or_default(ctx.analysis, keyword.value, scope)
+    if found is None or not 0 < found[0] < SHORT_TIMEOUT_SECONDS:
+        return None
+    seconds, default = found
     setter = "`TrainingArguments(ddp_timeout=...)`"
-    if seconds is UNKNOWN:
-        default = fallback_default(ctx.index, arg.value)
-        if default is None:
-            return None
-        seconds = default.value
+    if default is not None:
         setter = f"{setter} ({default.where} {default.value})"
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        return None
-    if not 0 < seconds < SHORT_TIMEOUT_SECONDS:
-        return None
-    return _ShortTimeout(call, arg, float(seconds), setter)
+    return _ShortTimeout(call, keyword, seconds, setter)
 
 
 def _finding(
@@ -171,17 +173,16 @@ def _finding(
     work: RankZeroWork,
 ) -> Finding:
     length = describe_seconds(timeout.seconds)
-    what = " ".join(ctx.node_text(work.work.func).split())
-    line = ctx.range_of(work.work)[0]
+    what = " ".join(ast_node_text(ctx, work.work.func).split())
     message = (
         f"{timeout.setter} is {length}, but one rank runs `{what}(...)` {work.how} "
-        f"(line {line}) while the others wait in a barrier: if that work takes longer "
-        f"than {length} (a first download, tokenising or caching a dataset), the waiting "
-        "ranks time out and the job aborts"
+        f"(line {work.work.lineno}) while the others wait in a barrier: if that work takes "
+        f"longer than {length} (a first download, tokenising or caching a dataset), the "
+        "waiting ranks time out and the job aborts"
     )
-    return ctx.finding(
+    return ctx.ast_finding(
         rule,
-        timeout.arg,
+        timeout.at,
         message,
         summary=f"timeout of {length}; ranks wait while one runs `{what}`",
     )

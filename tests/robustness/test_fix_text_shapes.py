@@ -39,15 +39,15 @@ def test_lone_cr_line_ends_are_kept(tmp_path: Path) -> None:
 
 def test_group_hoist_in_tab_indented_code(tmp_path: Path) -> None:
     (tmp_path / "groups.py").write_text(
-        "import torch.distributed as dist\n\n\ndef setup(rank):\n"
-        "\tif rank == 0:\n\t\tgroup = dist.new_group([0, 1])\n"
+        "import torch.distributed as dist\n\n\ndef setup():\n"
+        "\tif dist.get_rank() == 0:\n\t\tgroup = dist.new_group([0, 1])\n"
         "\telse:\n\t\tgroup = None\n\treturn group\n"
     )
     result = _fix(tmp_path, "groups.py")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "groups.py").read_text().splitlines()[4:6] == [
         "\tgroup_on_all_ranks = dist.new_group([0, 1])",
-        "\tif rank == 0:",
+        "\tif dist.get_rank() == 0:",
     ]
 
 

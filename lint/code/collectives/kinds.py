@@ -14,10 +14,10 @@ from ddplint.analysis.api import (
     TORCH_COLLECTIVES,
     TORCH_DIST_MODULES,
 )
-
-DEVICE_MESH_CREATORS = frozenset(
-    {"torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"}
+from ddplint.analysis.api import (
+    DEVICE_MESH_CREATORS as DEVICE_MESH_CREATORS,
 )
+
 # Framework methods that communicate, keyed by what the receiver's last name says it is.
 _STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "reduce_boolean_decision"})
 _TRAINER_METHODS = frozenset({"save_checkpoint"})

@@ -19,9 +19,41 @@ def replace_ast_node(ctx: CodeContext, node: ast.expr, content: str) -> Edit:
     return Edit(line, column, end_line, end_column, content)
 
 
-def ast_node_text(ctx: CodeContext, node: ast.expr) -> str:
-    """The source text of an expression ``node``, as written."""
+def ast_node_text(ctx: CodeContext, node: ast.AST) -> str:
+    """The source text of ``node`` (an expression, statement or alias), as written."""
     return ast.get_source_segment(ctx.source.text, node) or ""
+
+
+def insert_before_ast_node(ctx: CodeContext, node: ast.AST, content: str) -> Edit:
+    """Insert ``content`` right before ``node`` (an empty edit at its start)."""
+    line, column, _, _ = ctx.ast_range(node)
+    return Edit(line, column, line, column, content)
+
+
+def remove_ast_statement(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> Edit:
+    """Remove ``statement``, alone on its lines in ``block`` (the body it stands in):
+    its lines go, line end included; the only statement of its block becomes ``pass``."""
+    line, column, end_line, end_column = ctx.ast_range(statement)
+    if len(block) == 1:
+        return Edit(line, column, end_line, end_column, "pass")
+    last = ctx.source.lines[end_line - 1]
+    if end_line < len(ctx.source.lines) or last.endswith(("\n", "\r")):
+        return Edit(line, 1, end_line + 1, 1, "")
+    return Edit(line, 1, end_line, len(last) + 1, "")
+
+
+def shift_continuation_lines(text: str, delta: int) -> str:
+    """Move the second and later lines of ``text`` left by ``delta`` columns (right when
+    negative), for a statement moved to another indentation level."""
+    lines = text.split("\n")
+    shifted = [lines[0]]
+    for line in lines[1:]:
+        if delta >= 0:
+            cut = len(line) - len(line.lstrip(" \t"))
+            shifted.append(line[min(delta, cut) :])
+        else:
+            shifted.append(" " * -delta + line if line else line)
+    return "\n".join(shifted)
 
 
 def ast_import_edit(ctx: CodeContext, module: str, name: str) -> tuple[str, Edit | None] | None:
@@ -150,3 +182,31 @@ def _insert_import_line(ctx: CodeContext, tree: ast.Module, text: str) -> Edit:
     if lines and not lines[-1].endswith(("\n", "\r")):
         return Edit(len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1, newline + text)
     return Edit(len(lines) + 1, 1, len(lines) + 1, 1, text + newline)
+
+
+def remove_ast_argument(ctx: CodeContext, call: ast.Call, argument: ast.AST) -> Edit:
+    """Remove ``argument`` (a positional expression or a ``keyword``) from ``call``,
+    with its separating comma."""
+    given: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    arguments = sorted(given, key=lambda a: (a.lineno, a.col_offset))
+    position = next(i for i, a in enumerate(arguments) if a is argument)
+    if len(arguments) == 1:
+        start = _after_open_paren(ctx, call)
+        end_line, end_column = ctx.ast_range(call)[2:]
+        return Edit(*start, end_line, end_column - 1, "")
+    if position + 1 < len(arguments):
+        start = ctx.ast_range(argument)[:2]
+        following = ctx.ast_range(arguments[position + 1])[:2]
+        return Edit(*start, *following, "")
+    previous_end = ctx.ast_range(arguments[position - 1])[2:]
+    return Edit(*previous_end, *ctx.ast_range(argument)[2:], "")
+
+
+def _after_open_paren(ctx: CodeContext, call: ast.Call) -> tuple[int, int]:
+    """The (line, column) just after the ``(`` that opens the arguments of ``call``."""
+    line, column = ctx.ast_range(call.func)[2:]
+    starts = ctx.source.line_starts
+    offset = ctx.source.text.index("(", ctx.source.offset(line, column)) + 1
+    while line < len(starts) and starts[line] <= offset:
+        line += 1
+    return line, offset - starts[line - 1] + 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ddplint.code.context import CodeContext
+from ddplint.code.edits.ast_edits import shift_continuation_lines as shift_continuation_lines
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Edit
 
@@ -197,23 +198,3 @@ def _defines(statement: cst.BaseStatement, name: str) -> bool:
             for small in statement.body
         )
     return False
-
-
-def insert_before(ctx: CodeContext, node: cst.CSTNode, content: str) -> Edit:
-    """Insert ``content`` right before ``node`` (an empty edit at its start)."""
-    line, column, _, _ = ctx.range_of(node)
-    return Edit(line, column, line, column, content)
-
-
-def shift_continuation_lines(text: str, delta: int) -> str:
-    """Move the second and later lines of ``text`` left by ``delta`` columns (right when
-    negative), for a statement moved to another indentation level."""
-    lines = text.split("\n")
-    shifted = [lines[0]]
-    for line in lines[1:]:
-        if delta >= 0:
-            cut = len(line) - len(line.lstrip(" \t"))
-            shifted.append(line[min(delta, cut) :])
-        else:
-            shifted.append(" " * -delta + line if line else line)
-    return "\n".join(shifted)
