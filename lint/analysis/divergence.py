@@ -609,7 +609,8 @@ class _Evaluator:
         yields its keys (they differ where its shape does); ``d.items()`` yields its
         keys and its values; ``zip(a, b)`` each part from its own iterable;
         ``enumerate(x)`` an index (it differs where the length of ``x`` does) and
-        ``x``'s items; anything else yields items carrying its taint."""
+        ``x``'s items; ``range(...)`` numbers (contents alone); anything else yields
+        items carrying its taint."""
         parts = _unstarred_parts(target)
         if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
             function = self.names.resolve(iterable.func)
@@ -639,6 +640,9 @@ class _Evaluator:
         taint = self.taint(iterable, state)
         if self.is_mapping(iterable):
             return [(target, _keys(taint))]
+        if isinstance(iterable, ast.Call) and self.names.resolve(iterable.func) == "range":
+            # A range yields numbers: they differ where its bounds do, and have no shape.
+            return [(target, _contents(taint))]
         return [(target, taint)]
 
     def _attribute(self, expression: ast.Attribute, state: State) -> Taint | None:
