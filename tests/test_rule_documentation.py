@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,14 @@ def test_metadata(code: str) -> None:
     assert rule.summary and not rule.summary.endswith(".")
     names = [r.name for r in all_rules().values()]
     assert names.count(rule.name) == 1
+
+
+def test_readme_counts_the_rules_as_the_registry_does() -> None:
+    """The README's opening count of rules, and of those on by default, is the
+    registry's: a rule added, retired, promoted or demoted changes it."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    found = re.search(r"^(\d+) rules, (\d+) on by default", readme, re.MULTILINE)
+    assert found is not None, "README.md no longer says how many rules there are"
+    rules = all_rules()
+    on = sum(1 for rule in rules.values() if rule.default_enabled)
+    assert (int(found[1]), int(found[2])) == (len(rules), on)

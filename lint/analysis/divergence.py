@@ -38,6 +38,10 @@ not stick to a new ``for step in range(...)``.
   option); a local function's only that of the parameters that reach its returns.
 - Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
   every rank (``shares``): other items, the same length.
+- Turns: a loop's index (``enumerate``) and a range's number count its turns, the same
+  on every rank in the same turn unless the range's start or step differs; how many
+  turns each rank takes is the loop's own test, and what the loop binds differs after it
+  where that test does (decided at its exit).
 - Decided: a name bound under a divergent test differs after the test's branches meet.
 - Unknown is uniform: nothing is reported from a value nobody can see.
 """
@@ -611,8 +615,12 @@ class _Evaluator:
         """(target part, taint) for what a loop over ``iterable`` binds: a mapping
         yields its keys (they differ where its shape does); ``d.items()`` yields its
         keys and its values; ``zip(a, b)`` each part from its own iterable;
-        ``enumerate(x)`` an index (it differs where the length of ``x`` does) and
-        ``x``'s items; anything else yields items carrying its taint."""
+        ``enumerate(x)`` an index and ``x``'s items; ``range(...)`` numbers. An index or
+        a range's number counts the loop's turns: in the same turn it is the same on
+        every rank unless the range's start or step differs (how many turns each rank
+        takes is the loop's own test, and after the loop the last number differs where
+        that does: decided at the loop's exit). Anything else yields items carrying its
+        taint."""
         parts = _unstarred_parts(target)
         if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
             function = self.names.resolve(iterable.func)
@@ -625,8 +633,9 @@ class _Evaluator:
                         for found in self.iterated(part, inner, state)
                     ]
                 if function == "enumerate" and len(given) == 1 and len(parts) == 2:
-                    index = _keys(self.taint(given[0], state))
-                    return [(parts[0], index), *self.iterated(parts[1], given[0], state)]
+                    # The index counts the loop's turns: the same on every rank in the
+                    # same turn; how many turns there are is the loop's own question.
+                    return [(parts[0], None), *self.iterated(parts[1], given[0], state)]
         if (
             isinstance(iterable, ast.Call)
             and isinstance(iterable.func, ast.Attribute)
@@ -642,6 +651,16 @@ class _Evaluator:
         taint = self.taint(iterable, state)
         if self.is_mapping(iterable):
             return [(target, _keys(taint))]
+        if (
+            isinstance(iterable, ast.Call)
+            and self.names.resolve(iterable.func) == "range"
+            and not iterable.keywords
+            and not any(isinstance(a, ast.Starred) for a in iterable.args)
+        ):
+            # The turn's number: its start and step, not its stop (which decides how many
+            # turns, the loop's own question); a number, so no shape.
+            counted = iterable.args[:1] + iterable.args[2:] if len(iterable.args) > 1 else []
+            return [(target, _contents(_join(None, *(self.taint(a, state) for a in counted))))]
         return [(target, taint)]
 
     def _attribute(self, expression: ast.Attribute, state: State) -> Taint | None:

@@ -415,17 +415,21 @@ Walk = tuple[Facts, Sequence_]
 
 
 def _class_walks(
-    function: FunctionFacts, zero: bool, ignored: frozenset[int] = frozenset()
+    function: FunctionFacts,
+    zero: bool,
+    ignored: frozenset[int] = frozenset(),
+    between: tuple[Node, Node] | None = None,
 ) -> list[Walk] | None:
-    """The ways through the whole function for rank 0 or for another rank: what each
-    way's tests and loop steps said of values every rank shares (a later test of the
-    same flag goes the same way), and the collectives it issues; None past
-    ``MAX_PATHS``. A way that comes round a loop whose trip issued collectives ends
-    there, marked as going on with the loop; a trip that issued none goes on past the
-    loop."""
+    """The ways through the whole function (or ``between`` a node and one that
+    post-dominates it) for rank 0 or for another rank: what each way's tests and loop
+    steps said of values every rank shares (a later test of the same flag goes the same
+    way), and the collectives it issues; None past ``MAX_PATHS``. A way that comes round
+    a loop whose trip issued collectives ends there, marked as going on with the loop; a
+    trip that issued none goes on past the loop."""
     found: list[Walk] = []
     empty: Facts = frozenset()
-    start: tuple[Node, Sequence_, dict[int, int], Facts] = (function.graph.entry, (), {}, empty)
+    first, stop = between if between is not None else (function.graph.entry, None)
+    start: tuple[Node, Sequence_, dict[int, int], Facts] = (first, (), {}, empty)
     stack = [start]
     steps = 0
     while stack:
@@ -433,7 +437,7 @@ def _class_walks(
         steps += 1
         if steps > MAX_STEPS:
             return None
-        if node.kind in (NodeKind.EXIT, NodeKind.RAISE):
+        if node is stop or node.kind in (NodeKind.EXIT, NodeKind.RAISE):
             found.append((facts, issued))
         elif node.index in entered:
             if len(issued) > entered[node.index]:
@@ -518,6 +522,61 @@ def rank_classes_agree(function: FunctionFacts, ignored: frozenset[int] = frozen
     past the walks' budgets they are not shown to agree, and each test's own
     branches decide."""
     return _walks_agree(lambda zero: _class_walks(function, zero, ignored))
+
+
+#: Later meeting points tried per rank test before the answer is "cannot tell".
+MAX_MEETINGS = 32
+
+
+def classes_meet_again(function: FunctionFacts, test: Node, tests: list[Node]) -> bool:
+    """Whether rank 0 and the other ranks, parted at the rank test ``test``, issue the
+    same collectives between a rank test of ``tests`` (``test`` itself or one before it)
+    and a later point every way from both passes, where the branches of one of them
+    meet: main process first, its two halves far apart in a long function whose whole
+    walk is past the budgets. Values the classes share are settled from the first test
+    on only, so a meeting is found where the ways between agree whatever came before."""
+    after = set(_post_dominators(function, test))
+    meetings = {function.dominance.immediate(t) for t in tests} - {None}
+    tried = 0
+    for first in [test, *(t for t in tests if t is not test)]:
+        for stop in _post_dominators(function, first):
+            if stop not in meetings or stop not in after:
+                continue
+            if first is not test and not _reaches(function, first, test, stop):
+                continue
+            tried += 1
+            if tried > MAX_MEETINGS:
+                return False
+            if _walks_agree(
+                lambda zero, first=first, stop=stop: _class_walks(
+                    function, zero, between=(first, stop)
+                )
+            ):
+                return True
+    return False
+
+
+def _post_dominators(function: FunctionFacts, node: Node) -> Iterator[Node]:
+    """The nodes every way from ``node`` passes, nearest first (the exit left out)."""
+    found = function.dominance.immediate(node)
+    while found is not None and found.kind is not NodeKind.EXIT:
+        yield found
+        found = function.dominance.immediate(found)
+
+
+def _reaches(function: FunctionFacts, start: Node, target: Node, stop: Node) -> bool:
+    """Whether some way from ``start`` comes to ``target`` before ``stop``."""
+    seen = {start.index}
+    pending = [start]
+    while pending:
+        node = pending.pop()
+        for successor, _ in function.ways(node):
+            if successor is target:
+                return True
+            if successor is not stop and successor.index not in seen:
+                seen.add(successor.index)
+                pending.append(successor)
+    return False
 
 
 def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:

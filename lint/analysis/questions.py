@@ -52,6 +52,7 @@ from ddplint.analysis.pairing import (
     class_culprits,
     class_order_apart,
     classes_agree_in_turn,
+    classes_meet_again,
     first_difference,
     rank_classes_agree,
     settled_by_class,
@@ -132,6 +133,7 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
     agreement: dict[int, bool | None] = {}
     classes_agree: bool | None = None
     culprits: set[int] | None = None
+    class_tests: list[Node] | None = None
     for node in function.graph.nodes:
         effects = function.effects.get(node.index)
         if not effects:
@@ -152,8 +154,12 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                     classes_agree = rank_classes_agree(function) or _halves_agree(analysis, scope)
                 if classes_agree:
                     continue
+                if class_tests is None:
+                    class_tests = _class_tests(function)
+                if classes_meet_again(function, test, class_tests):
+                    continue  # the other half pairs it further on (main process first)
                 if culprits is None:
-                    culprits = class_culprits(function, _class_tests(function))
+                    culprits = class_culprits(function, class_tests)
                     ordered = None if culprits else _class_order(scope, function)
                     if ordered is not None:
                         yield ordered
