@@ -125,23 +125,8 @@ class EnumerateLoops:
         iterable = passed_argument(call, "iterable", 0)
         if counter is None or iterable is None or _binds_in_body(loop, counter):
             return None
-        iterable_name = dotted_name(self._unwrap_progress(iterable))
+        iterable_name = dotted_name(unwrap_progress(self._names, iterable))
         return EnumerateLoop(loop, counter, iterable_name, self._length_names(loop, iterable_name))
-
-    def _unwrap_progress(self, expression: ast.expr) -> ast.expr:
-        """``loader`` for ``tqdm(loader, ...)`` (any import spelling of tqdm or rich's
-        track)."""
-        while isinstance(expression, ast.Call):
-            name = self._names.resolve(expression.func) or ""
-            if name.rsplit(".", 1)[-1] not in _PROGRESS_WRAPPERS:
-                break
-            inner = passed_argument(expression, "iterable", 0) or passed_argument(
-                expression, "sequence", 0
-            )
-            if inner is None:
-                break
-            expression = inner
-        return expression
 
     def _length_names(self, loop: Loop, iterable: str | None) -> frozenset[str]:
         """Names the loop's function (else the module) binds once to
@@ -164,6 +149,40 @@ class EnumerateLoops:
                 if found is not None and found[0] is node.value:
                     names.add(name)
         return frozenset(names)
+
+
+def unwrap_progress(names: Names, expression: ast.expr) -> ast.expr:
+    """``loader`` for ``tqdm(loader, ...)`` (any import spelling of tqdm or rich's
+    track)."""
+    while isinstance(expression, ast.Call):
+        name = names.resolve(expression.func) or ""
+        if name.rsplit(".", 1)[-1] not in _PROGRESS_WRAPPERS:
+            break
+        inner = passed_argument(expression, "iterable", 0) or passed_argument(
+            expression, "sequence", 0
+        )
+        if inner is None:
+            break
+        expression = inner
+    return expression
+
+
+def walked_iterable(names: Names, iterable: ast.expr) -> ast.expr:
+    """What a ``for`` over ``iterable`` walks, through any nesting of ``enumerate`` and
+    progress bars (``tqdm(enumerate(loader))``, ``enumerate(tqdm(loader))``)."""
+    while True:
+        iterable = unwrap_progress(names, iterable)
+        if not (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "enumerate"
+            and "enumerate" not in names.imports
+        ):
+            return iterable
+        inner = passed_argument(iterable, "iterable", 0)
+        if inner is None:
+            return iterable
+        iterable = inner
 
 
 def _counter_name(target: ast.expr) -> str | None:

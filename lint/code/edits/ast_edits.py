@@ -150,3 +150,13 @@ def _insert_import_line(ctx: CodeContext, tree: ast.Module, text: str) -> Edit:
     if lines and not lines[-1].endswith(("\n", "\r")):
         return Edit(len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1, newline + text)
     return Edit(len(lines) + 1, 1, len(lines) + 1, 1, text + newline)
+
+
+def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str) -> Edit:
+    """A new line holding ``code`` just above ``statement`` (a statement that starts its
+    own line), indented like it and ended with the file's line end: the ``ast``
+    counterpart of ``statement_edits.insert_statement_before``."""
+    line = statement.lineno
+    text = ctx.source.line_text(line)
+    indent = text[: len(text) - len(text.lstrip())]
+    return Edit(line, 1, line, 1, f"{indent}{code}{ctx.source.newline()}")
