@@ -229,7 +229,7 @@ class ObjectFlow:
         the calls from there down."""
         if depth == 0 or not isinstance(scope, _FUNCTIONS):
             return None
-        for call, caller in self.code.calls_of(scope):
+        for call, _ in self.code.calls_of(scope):
             outer = self.code.loop_around(call)
             if outer is not None:
                 return outer, (call, *below)

@@ -115,7 +115,7 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if self._covered(flows, loop):
                 continue
-            if (loop.calls or self._set_epochs) and not self._trains(loop.walk.body):
+            if (loop.calls or self._on_others(flows)) and not self._trains(loop.walk.body):
                 # Walked from elsewhere, or beside a set_epoch on another sampler: only a
                 # loop that trains counts (an evaluation's order does not matter).
                 continue
@@ -150,6 +150,15 @@ class _SamplerEpochs:
             if id(scope) in reached or not any(self._code.calls_of(scope)):
                 return True
         return False
+
+    def _on_others(self, flows: _Flows) -> bool:
+        """Whether the module calls ``set_epoch`` on another of its samplers."""
+        return any(
+            f is not flows and f.holds(call.func.value, scope)
+            for call, scope in self._set_epochs
+            if isinstance(call.func, ast.Attribute)
+            for f in self.flows
+        )
 
     def _reached_from(self, loop: Loop) -> set[int]:
         """The module's functions a loop's body calls, a few calls deep (by id)."""
@@ -209,8 +218,12 @@ class _SamplerEpochs:
         walked = walked_iterable(self._analysis.names, loop.walk.iter)
         if not isinstance(walked, ast.Name):
             return None
-        value = once.get(walked.id)
-        if value is not None and _before(value, loop.outer) and flows.loaders.carries(value, scope):
+        loader = once.get(walked.id)
+        if (
+            loader is not None
+            and _before(loader, loop.outer)
+            and flows.loaders.carries(loader, scope)
+        ):
             return f"{walked.id}.sampler"
         return None
 

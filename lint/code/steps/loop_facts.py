@@ -81,39 +81,6 @@ def enumerate_loop(ctx: CodeContext, loop: cst.For) -> EnumerateLoop | None:
     )
 
 
-def iterated_name(ctx: CodeContext, loop: cst.For) -> str | None:
-    """The dotted name a ``for`` loop walks: ``loader`` for ``for b in loader``,
-    ``enumerate(loader)``, ``tqdm(loader)`` or ``enumerate(tqdm(loader))``."""
-    iterable: cst.BaseExpression = loop.iter
-    if (
-        isinstance(iterable, cst.Call)
-        and isinstance(iterable.func, cst.Name)
-        and iterable.func.value == "enumerate"
-    ):
-        inner = argument(iterable, "iterable", 0)
-        if inner is None:
-            return None
-        iterable = inner.value
-    return dotted_name(_unwrap_progress(ctx, iterable))
-
-
-def walked_iterable(ctx: CodeContext, iterable: cst.BaseExpression) -> cst.BaseExpression:
-    """What a ``for`` over ``iterable`` walks, through any nesting of ``enumerate`` and
-    progress bars (``tqdm(enumerate(loader))``, ``enumerate(tqdm(loader))``)."""
-    while True:
-        iterable = _unwrap_progress(ctx, iterable)
-        if not (
-            isinstance(iterable, cst.Call)
-            and isinstance(iterable.func, cst.Name)
-            and iterable.func.value == "enumerate"
-        ):
-            return iterable
-        inner = argument(iterable, "iterable", 0)
-        if inner is None:
-            return iterable
-        iterable = inner.value
-
-
 def _counter_name(target: cst.BaseAssignTargetExpression) -> str | None:
     if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
         first = target.elements[0].value
