@@ -24,9 +24,7 @@ def walks(code: str) -> list[tuple[int, int, int]]:
     made = [
         node
         for node in ast.walk(module)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "Made"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Made"
     ]
     flow = ObjectFlow(
         ModuleCode(analysis.nodes, analysis.names), lambda e, _: any(e is m for m in made)
