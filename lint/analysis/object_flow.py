@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from ddplint.analysis.constants import parameter_names
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -69,11 +70,27 @@ class ModuleCode:
         self.scopes: list[ast.AST] = [nodes.module, *nodes.functions()]
         self._scope_of: dict[int, ast.AST] = {}
         self._loop_of: dict[int, Loop] = {}
+        self._bound: dict[int, set[str]] = {}
         for scope in self.scopes:
             for node in own_nodes(scope):
                 self._scope_of[id(node)] = scope
             for statement in _body(scope):
                 self._mark_loops(statement, None)
+
+    def binds(self, scope: ast.AST, name: str) -> bool:
+        """Whether a function binds ``name`` itself (a parameter, an assignment, a loop
+        target): then it does not read the module's ``name``."""
+        if not isinstance(scope, _FUNCTIONS):
+            return True
+        found = self._bound.get(id(scope))
+        if found is None:
+            found = parameter_names(scope) | {
+                node.id
+                for node in own_nodes(scope)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            }
+            self._bound[id(scope)] = found
+        return name in found
 
     def scope_of(self, node: ast.AST) -> ast.AST:
         """The function (or module) whose own code holds ``node``."""
@@ -185,11 +202,12 @@ class ObjectFlow:
         if self._made(expression, scope):
             return True
         if isinstance(expression, ast.Name):
-            return ("name", scope, expression.id) in self.places or (
-                "name",
-                self.code.nodes.module,
-                expression.id,
-            ) in self.places
+            if ("name", scope, expression.id) in self.places:
+                return True
+            module = self.code.nodes.module
+            return not self.code.binds(scope, expression.id) and (
+                ("name", module, expression.id) in self.places
+            )
         if isinstance(expression, ast.Call):
             found = self.code.callee(expression, scope)
             return found is not None and ("return", found[0], "") in self.places

@@ -69,6 +69,18 @@ def walks(code: str) -> list[tuple[int, int, int]]:
             "def main():\n    T(Made()).fit()\n",
             [(5, 8, 1)],
         ),
+        # A module-level name read in a function...
+        (
+            "x = Made()\ndef run():\n    for e in range(3):\n"
+            "        for b in x:\n            pass\n",
+            [(4, 3, 0)],
+        ),
+        # ...but not where a parameter of the function has that name.
+        (
+            "x = Made()\ndef run(x):\n    for e in range(3):\n"
+            "        for b in x:\n            pass\n",
+            [],
+        ),
         # Two callers up: the loop is around the caller of the caller.
         (
             "def inner(x):\n    for b in x:\n        pass\n"
