@@ -155,16 +155,15 @@ def _tested_around(ctx: CodeContext, call: ast.Call, workers: ast.expr) -> bool:
     reads ``workers`` itself (``args.workers`` in ``args.workers > 0``; not in
     ``args.workers_eval > 0``)."""
     spelled = ast.dump(workers)
-    branches = [*ctx.analysis.nodes.of_type(ast.If), *ctx.analysis.nodes.of_type(ast.IfExp)]
+    nodes = ctx.analysis.nodes
+    branches: list[ast.If | ast.IfExp] = [*nodes.of_type(ast.If), *nodes.of_type(ast.IfExp)]
     for branch in branches:
         if not any(ast.dump(part) == spelled for part in ast.walk(branch.test)):
             continue
-        arms = [*branch.body, *branch.orelse] if isinstance(branch, ast.If) else []
-        inside = (
-            any(node is call for node in nodes_within(arms))
-            if isinstance(branch, ast.If)
-            else any(node is call for node in ast.walk(branch))
-        )
+        if isinstance(branch, ast.If):
+            inside = any(node is call for node in nodes_within([*branch.body, *branch.orelse]))
+        else:
+            inside = any(node is call for node in ast.walk(branch))
         if inside:
             return True
     return False
