@@ -124,13 +124,28 @@ class ModuleCode:
             self._mark_loops(child, loop)
 
     @cached_property
-    def _module_functions(self) -> dict[str, Function]:
-        """Functions defined once in module code, by name."""
-        found: dict[str, list[Function]] = {}
+    def _defined(self) -> dict[tuple[int, str], list[Function]]:
+        """The functions each scope defines, by (id of the scope, name)."""
+        found: dict[tuple[int, str], list[Function]] = {}
         for function in self.nodes.functions():
-            if isinstance(self.nodes.scope_of.get(function), ast.Module):
-                found.setdefault(function.name, []).append(function)
-        return {name: fs[0] for name, fs in found.items() if len(fs) == 1}
+            owner = self.nodes.scope_of.get(function)
+            if owner is not None:
+                found.setdefault((id(owner), function.name), []).append(function)
+        return found
+
+    def _visible_function(self, name: str, scope: ast.AST) -> Function | None:
+        """The function ``name`` calls from ``scope``: one its own code or an enclosing
+        function defines (a nested ``def``), else the module's (defined once)."""
+        current: ast.AST | None = scope
+        while current is not None:
+            if not isinstance(current, ast.ClassDef):  # a class body's names are not seen
+                found = self._defined.get((id(current), name))
+                if found is not None:
+                    return found[0] if len(found) == 1 else None
+            if isinstance(current, ast.Module):
+                return None
+            current = self.nodes.scope_of.get(current)
+        return None
 
     @cached_property
     def _classes(self) -> dict[str, ast.ClassDef]:
@@ -153,10 +168,11 @@ class ModuleCode:
     def callee(self, call: ast.Call, scope: ast.AST) -> tuple[Function, bool] | None:
         """The module's function a call runs, and whether the call binds its first
         parameter itself (a method through ``self``, a class through ``__init__``):
-        ``f(...)``, ``self.f(...)`` in a method of the class, ``Cls(...)``."""
+        ``f(...)`` (a module function or one nested in the caller's functions),
+        ``self.f(...)`` in a method of the class, ``Cls(...)``."""
         func = call.func
         if isinstance(func, ast.Name):
-            function = self._module_functions.get(func.id)
+            function = self._visible_function(func.id, scope)
             if function is not None:
                 return function, False
             cls = self._classes.get(func.id)

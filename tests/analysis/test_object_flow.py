@@ -54,6 +54,13 @@ def walks(code: str) -> list[tuple[int, int, int]]:
             "def run():\n    x = Made()\n    for e in range(3):\n        one(x)\n",
             [(2, 6, 1)],
         ),
+        # A helper nested in the function that makes the object.
+        (
+            "def run():\n    x = Made()\n    def one(batches):\n"
+            "        for e in range(3):\n            for b in batches:\n                pass\n"
+            "    one(x)\n",
+            [(5, 4, 0)],
+        ),
         # The same helper handed something else: not this object.
         (
             "def one(batches):\n    for b in batches:\n        pass\n"
