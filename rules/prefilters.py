@@ -15,7 +15,7 @@ _ENUMERATE_COUNTER = re.compile(rb"\bfor\s+[(\[]?\s*([A-Za-z_]\w*)\s*,[^\n]*?\bi
 _COMPARED = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*[=!]=(?!\s*-?\d+\b)|[=!]=\s*\(?\s*%s\b"
 _MODULO = rb"\b%s\s*(?:[-+]\s*\d+\s*)?\)?\s*%%"
 _ITERABLE_CLASS = re.compile(rb"\bclass\s+\w+\s*\([^)]*(?:IterableDataset|IterDataPipe)")
-_PERSISTENT_TRUE = re.compile(rb"persistent_workers\s*=\s*(?:True\b|[A-Z_][A-Z0-9_]*\b)")
+_PERSISTENT_TRUE = re.compile(rb"persistent_workers[\"']?\s*[=:]\s*(?:True\b|[A-Z_][A-Z0-9_]*\b)")
 
 
 def barrier_timeout_spelled(raw: bytes) -> bool:
@@ -49,5 +49,6 @@ def iterable_dataset_class(raw: bytes) -> bool:
 
 
 def persistent_workers_true(raw: bytes) -> bool:
-    """DDP404: ``persistent_workers=True`` or ``=`` a constant's name (``KEEP_WORKERS``)."""
+    """DDP404, DDP406: ``persistent_workers=True`` or ``=`` a constant's name
+    (``KEEP_WORKERS``), or ``"persistent_workers": True`` in a dict display."""
     return _PERSISTENT_TRUE.search(raw) is not None

@@ -42,8 +42,12 @@ decide, so ``divergence`` takes no parting at such a test); ``constants`` (on
 function) with ``fallback_defaults`` (the default a value falls back to: a parameter's,
 an ``argparse`` option's, a config field's); ``iterable_datasets`` (the module's
 ``IterableDataset`` classes, whether they split their stream by rank, the loaders over
-them) and ``enumerate_loops`` (``for i, b in enumerate(loader)`` and its last-batch
-tests); ``timeouts`` (which APIs take a process-group ``timeout``, and where); and
-``project`` (below every floor): what the project model tells the core of other
-modules (their collectives, DDP models their callers hand in, their rank tests).
+them) and ``enumerate_loops`` (``for i, b in enumerate(loader)``, its last-batch and
+periodic tests); ``object_flow`` (on ``module_nodes``: where the object one call makes travels in
+a module, through names, ``self`` fields, returns and parameters, and the loops that
+walk it with the loop that repeats them) with ``sampler_epochs`` (DDP402: a distributed
+sampler walked every epoch with no ``set_epoch`` on it); ``timeouts`` (which APIs take
+a process-group ``timeout``, and where); and ``project`` (below every floor): what the
+project model tells the core of other modules (their collectives, DDP models their
+callers hand in, their rank tests).
 """

@@ -173,6 +173,29 @@ class ScopedConstants:
         values = self._assignments(module, name)
         return (values[0], module) if values is not None and len(values) == 1 else None
 
+    def spread_keywords(self, call: ast.Call, scope: ast.AST) -> dict[str, ast.expr]:
+        """The keyword values ``call`` receives through ``**name`` when ``name`` is bound
+        once to ``dict(key=...)`` or a display with literal string keys:
+        ``common = dict(num_workers=w, persistent_workers=True); DataLoader(ds, **common)``."""
+        found: dict[str, ast.expr] = {}
+        owner = self.owner_of(scope)
+        for keyword in call.keywords:
+            if keyword.arg is not None or not isinstance(keyword.value, ast.Name):
+                continue
+            bound = self.single_assignment(owner, keyword.value.id)
+            value = bound[0] if bound is not None else None
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "dict"
+            ):
+                found.update((k.arg, k.value) for k in value.keywords if k.arg is not None)
+            elif isinstance(value, ast.Dict):
+                for key, item in zip(value.keys, value.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        found[key.value] = item
+        return found
+
     def _assignments(self, owner: Owner, name: str) -> list[ast.expr] | None:
         key = (id(owner), name)
         if key not in self._assigned:

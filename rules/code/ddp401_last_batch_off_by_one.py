@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+import ast
+import keyword
+import re
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.steps.batch_conditions import (
+from ddplint.analysis.constants import nodes_within, scope_nodes
+from ddplint.analysis.control_flow import Scope
+from ddplint.analysis.enumerate_loops import (
+    EnumerateLoop,
+    EnumerateLoops,
     LastBatchTest,
     PeriodicTest,
-    last_batch_test,
-    periodic_test,
 )
-from ddplint.code.steps.loop_facts import EnumerateLoop, enumerate_loops
-from ddplint.code.syntax.constants import literal_value
-from ddplint.code.syntax.names import dotted_name
+from ddplint.analysis.names import dotted_name
+from ddplint.code.context import CodeContext
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 from ddplint.rules.prefilters import enumerate_counter_tested
 
-_EXITS = (cst.Break, cst.Continue, cst.Return, cst.Pass)
-# Text pre-filter: the counter of ``for i, x in enumerate(...)``, then ``i == <not a
-# number>`` / ``i + 1 != ...`` / ``== i`` and ``(i + 1) %``.
+_EXITS = (ast.Break, ast.Continue, ast.Return, ast.Pass)
+_BACKWARDS = ("backward", "manual_backward")
 
 
 class LastBatchOffByOne(CodeRule):
@@ -84,11 +84,15 @@ class LastBatchOffByOne(CodeRule):
     corrects the arithmetic and is safe. Adding the tail flush is unsafe: it changes
     how many steps an epoch takes, and `len()` must work on the iterable.
 
+    This rule is built on the analysis core (the enumerate loops, their last-batch and
+    periodic tests, on Python's `ast`).
+
     ## References
     - Python docs: `enumerate(iterable, start=0)`.
     """
 
     code = "DDP401"
+    reads_libcst = False
     name = "last-batch-off-by-one"
     summary = "last-batch or stepping condition off by one"
     severity = Severity.WARNING
@@ -98,15 +102,16 @@ class LastBatchOffByOne(CodeRule):
     narrowed_by = staticmethod(enumerate_counter_tested)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for loop in enumerate_loops(ctx):
+        analysis = ctx.analysis
+        for loop in EnumerateLoops(analysis.nodes, analysis.names, analysis.constants):
             if loop.start is None:
                 continue
-            for node in ctx.index.walk_within(loop.loop.body):
-                if isinstance(node, cst.Comparison):
-                    test = last_batch_test(loop, node)
+            for node in nodes_within(loop.loop.body):
+                if isinstance(node, ast.Compare):
+                    test = loop.last_batch_test(node)
                     if test is not None:
                         yield from self._last_batch(ctx, loop, test)
-                elif isinstance(node, cst.If):
+                elif isinstance(node, ast.If):
                     yield from self._stepping(ctx, loop, node)
 
     def _last_batch(
@@ -116,9 +121,9 @@ class LastBatchOffByOne(CodeRule):
         past = test.batches_past_last(loop.start)
         if past not in (1, -1):
             return
-        if past == 1 and test.equal and _only_exits(ctx, test.comparison):
+        if past == 1 and test.equal and _only_exits(loop, test.comparison):
             return
-        text = ctx.node_text(test.comparison)
+        text = ast_node_text(ctx, test.comparison)
         right = _last_batch_text(ctx, loop, test.length)
         if past == 1:
             what = "never true" if test.equal else "always true"
@@ -138,56 +143,70 @@ class LastBatchOffByOne(CodeRule):
         if not loop.is_counter(test.counter_side):
             edits.append(_replace_parenthesised(ctx, test.counter_side, loop.counter))
         fix = Fix(Applicability.SAFE, tuple(edits), f"Test `{loop.counter} == {right}`")
-        yield ctx.finding(self, test.comparison, message, fix, summary=summary)
+        yield ctx.ast_finding(self, test.comparison, message, summary=summary, fix=fix)
 
-    def _stepping(self, ctx: CodeContext, loop: EnumerateLoop, branch: cst.If) -> Iterator[Finding]:
-        test = periodic_test(loop, branch.test)
-        if test is None or not _steps_optimizer(ctx, branch.body):
+    def _stepping(self, ctx: CodeContext, loop: EnumerateLoop, branch: ast.If) -> Iterator[Finding]:
+        test = loop.periodic_test(branch.test)
+        if test is None or not _steps_optimizer(branch.body):
             return
-        if not _after_backward(ctx, loop, branch):
+        if not _after_backward(loop, branch):
             return
         assert loop.start is not None
-        period = ctx.node_text(test.period)
+        test_text = ast_node_text(ctx, test.test)
+        period = ast_node_text(ctx, test.period)
         off_by = test.groups_off_by(loop.start)
         if off_by in (1, -1):
             counter = _counter_plus(loop.counter, 1 - loop.start)
             when = (
                 "on the first batch, after one batch of gradients"
                 if off_by == 1
-                else f"after {_minus_one(test.period, period)} batches"
+                else f"after {_minus_one(loop, test.period, period)} batches"
             )
             message = (
-                f"`{ctx.node_text(test.test)}` steps the optimizer {when}, then every "
+                f"`{test_text}` steps the optimizer {when}, then every "
                 f"{period}: counting from {loop.start}, every {period}-th batch is "
                 f"`{counter} % {period} == 0`"
             )
             edit = _replace_parenthesised(ctx, test.counter_side, counter)
             fix = Fix(Applicability.SAFE, (edit,), f"Test `{counter} % {period} == 0`")
-            summary = f"`{ctx.node_text(test.test)}` steps the optimizer {when.split(',')[0]}"
-            yield ctx.finding(self, test.test, message, fix, summary=summary)
+            summary = f"`{test_text}` steps the optimizer {when.split(',')[0]}"
+            yield ctx.ast_finding(self, test.test, message, summary=summary, fix=fix)
         elif off_by == 0 and not _flushed_after(ctx, loop):
             message = (
-                f"`{ctx.node_text(test.test)}` steps only after full groups of {period} "
+                f"`{test_text}` steps only after full groups of {period} "
                 f"batches: when the epoch's batch count is not a multiple of {period}, the "
                 "gradients of its last batches are silently never stepped (they leak into "
                 "the next epoch); step on the last batch too"
             )
-            summary = f"`{ctx.node_text(test.test)}` never steps the epoch's last partial group"
+            summary = f"`{test_text}` never steps the epoch's last partial group"
             tail_fix = _tail_fix(ctx, loop, test)
-            yield ctx.finding(self, test.test, message, tail_fix, summary=summary)
+            yield ctx.ast_finding(self, test.test, message, summary=summary, fix=tail_fix)
 
 
-def _replace_parenthesised(ctx: CodeContext, node: cst.BaseExpression, text: str) -> Edit:
-    """Replace ``node`` together with the parentheses around it."""
-    if not node.lpar:
-        return replace_node(ctx, node, text)
-    line, column, _, _ = ctx.range_of(node.lpar[0])
-    _, _, end_line, end_column = ctx.range_of(node.rpar[-1])
-    return Edit(line, column, end_line, end_column, text)
+def _replace_parenthesised(ctx: CodeContext, node: ast.expr, text: str) -> Edit:
+    """Replace ``node`` together with the grouping parentheses right around it (``ast``
+    spans leave them out; a call's parentheses stay)."""
+    line, column, end_line, end_column = ctx.ast_range(node)
+    lines = ctx.source.lines
+    while True:
+        before = lines[line - 1][: column - 1].rstrip()
+        after = lines[end_line - 1][end_column - 1 :].lstrip()
+        if not (before.endswith("(") and after.startswith(")")) or _calls(before[:-1]):
+            return Edit(line, column, end_line, end_column, text)
+        column = len(before)
+        end_column = len(lines[end_line - 1]) - len(after) + 2
 
 
-def _minus_one(period: cst.BaseExpression, text: str) -> str:
-    value = literal_value(period)
+def _calls(prefix: str) -> bool:
+    """Whether a ``(`` right after ``prefix`` opens a call (or a subscript's call), not
+    a group: a name that is not a keyword, or a closing bracket, comes before it."""
+    prefix = prefix.rstrip()
+    word = re.search(r"\w+$", prefix)
+    return prefix.endswith((")", "]")) or (word is not None and not keyword.iskeyword(word[0]))
+
+
+def _minus_one(loop: EnumerateLoop, period: ast.expr, text: str) -> str:
+    value = loop.value(period)
     return str(value - 1) if isinstance(value, int) else f"{text} - 1"
 
 
@@ -198,77 +217,77 @@ def _counter_plus(counter: str, offset: int) -> str:
     return f"({counter} {sign} {abs(offset)})"
 
 
-def _last_batch_text(ctx: CodeContext, loop: EnumerateLoop, length: cst.BaseExpression) -> str:
+def _last_batch_text(ctx: CodeContext, loop: EnumerateLoop, length: ast.expr) -> str:
     """``len(loader) - 1`` (0-based) / ``len(loader)`` (1-based): the last counter."""
     assert loop.start is not None
     offset = loop.start - 1
-    text = ctx.node_text(length)
+    text = ast_node_text(ctx, length)
     if offset == 0:
         return text
     return f"{text} {'+' if offset > 0 else '-'} {abs(offset)}"
 
 
-def _only_exits(ctx: CodeContext, comparison: cst.Comparison) -> bool:
+def _only_exits(loop: EnumerateLoop, comparison: ast.Compare) -> bool:
     """``if <comparison>: break`` (or continue/return/pass): a cap, not last-batch work."""
-    branch = ctx.index.parent.get(comparison)
-    if not isinstance(branch, cst.If) or branch.test is not comparison or branch.orelse:
-        return False
-    body = branch.body
-    statements = (
-        body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+    return any(
+        isinstance(branch, ast.If)
+        and branch.test is comparison
+        and not branch.orelse
+        and all(isinstance(s, _EXITS) for s in branch.body)
+        for branch in nodes_within(loop.loop.body)
     )
-    smalls: list[cst.CSTNode] = []
-    for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
-            smalls.extend(statement.body)
-        else:
-            smalls.append(statement)
-    return bool(smalls) and all(isinstance(s, _EXITS) for s in smalls)
 
 
-def _steps_optimizer(ctx: CodeContext, body: cst.CSTNode) -> bool:
-    for node in ctx.index.walk_within(body):
-        if isinstance(node, cst.Call) and _is_optimizer_step(node):
-            return True
-    return False
+def _steps_optimizer(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Call) and _is_optimizer_step(n) for n in nodes_within(body))
 
 
-def _is_optimizer_step(call: cst.Call) -> bool:
+def _is_optimizer_step(call: ast.Call) -> bool:
+    """``<optimizer>.step()`` or ``optimizer_step(...)``. The receiver is told by its
+    last name (the LibCST rule's test, kept as it was: not yet by its allocation)."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("step", "optimizer_step"):
+    if not isinstance(func, ast.Attribute) or func.attr not in ("step", "optimizer_step"):
         return False
-    if func.attr.value == "optimizer_step":
+    if func.attr == "optimizer_step":
         return True
     receiver = func.value
-    while isinstance(receiver, cst.Subscript):
+    while isinstance(receiver, ast.Subscript):
         receiver = receiver.value
     name = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
     return "optim" in name or name in ("opt", "scaler") or name.startswith("opt_")
 
 
-def _after_backward(ctx: CodeContext, loop: EnumerateLoop, branch: cst.If) -> bool:
+def _after_backward(loop: EnumerateLoop, branch: ast.If) -> bool:
     """A ``backward()`` call in the loop body precedes ``branch``."""
-    position = ctx.index.order[branch]
-    for node in ctx.index.walk_within(loop.loop.body):
-        if ctx.index.order[node] >= position:
-            return False
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in ("backward", "manual_backward")
-        ):
-            return True
-    return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _BACKWARDS
+        and _position(node) < _position(branch)
+        for node in nodes_within(loop.loop.body)
+    )
 
 
 def _flushed_after(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     """An optimizer step after the loop, in the same function."""
-    scope = ctx.index.enclosing_function(loop.loop) or ctx.module
-    end = max(ctx.index.order[n] for n in (loop.loop, *ctx.index.walk_within(loop.loop)))
+    scope: Scope = ctx.analysis.constants.owner_of(_scope_of(ctx, loop))
+    end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
     return any(
-        ctx.index.order[node] > end and isinstance(node, cst.Call) and _is_optimizer_step(node)
-        for node in ctx.index.walk_within(scope)
+        isinstance(node, ast.Call) and _position(node) > end and _is_optimizer_step(node)
+        for node in scope_nodes(scope)
     )
+
+
+def _scope_of(ctx: CodeContext, loop: EnumerateLoop) -> ast.AST:
+    """The scope whose calls hold the loop's ``enumerate(...)``."""
+    for scope, calls in ctx.analysis.nodes.calls_by_scope.items():
+        if any(call is loop.loop.iter for call in calls):
+            return scope
+    return ctx.analysis.module
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
 def _tail_fix(ctx: CodeContext, loop: EnumerateLoop, test: PeriodicTest) -> Fix | None:
@@ -279,6 +298,6 @@ def _tail_fix(ctx: CodeContext, loop: EnumerateLoop, test: PeriodicTest) -> Fix 
     length = f"len({loop.iterable_name})"
     if offset:
         length += f" {'+' if offset > 0 else '-'} {abs(offset)}"
-    _, _, end_line, end_column = ctx.range_of(test.test)
+    _, _, end_line, end_column = ctx.ast_range(test.test)
     edit = Edit(end_line, end_column, end_line, end_column, f" or {loop.counter} == {length}")
     return Fix(Applicability.UNSAFE, (edit,), "Step on the last batch too")

@@ -3,24 +3,17 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import libcst as cst
-
-from ddplint.analysis.api import DATALOADER_POSITIONS
+from ddplint.analysis.control_flow import Scope
+from ddplint.analysis.literal_values import UNKNOWN
+from ddplint.analysis.names import passed_argument
+from ddplint.analysis.sampler_epochs import UnsetSampler, samplers_without_set_epoch
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.statement_edits import insert_statement_before
-from ddplint.code.steps.data_loaders import (
-    bound_name,
-    is_data_loader,
-    is_distributed_sampler,
-)
-from ddplint.code.steps.loader_flow import LoaderLoop, loader_loop
-from ddplint.code.steps.loop_facts import iterated_name
-from ddplint.code.syntax.call_args import argument
-from ddplint.code.syntax.constants import UNKNOWN, constant_value
-from ddplint.code.values.fallback_defaults import fallback_default
+from ddplint.code.edits.ast_edits import ast_node_text, insert_ast_statement_before
+from ddplint.config.values import UNKNOWN as UNSET_IN_CONFIG
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -33,17 +26,25 @@ class SamplerWithoutSetEpoch(CodeRule):
     ## What it does
     Flags a `DistributedSampler` that shuffles (`shuffle=True`, the default, or a
     setting such as `shuffle=cfg.shuffle`: the message names it, and the config file
-    and line when the module is bound to one that sets it) when a
-    `DataLoader` built on it is iterated inside an outer (epoch) loop and the module
-    never calls `set_epoch` (any `set_epoch(...)` call in the module counts: samplers
-    are often reached through the loader or a helper). The loader is followed through
-    the module: returned by a factory, passed to a helper or a class of the module,
-    kept on `self` and walked by another method, the epoch loop being around the walk
-    or around a call of the function that walks it; there, only a loop that trains
-    (reaches `backward()`) counts. Samplers handed to
-    Lightning, accelerate or a `Trainer` are not flagged: those call `set_epoch`
-    themselves, and no hand-written epoch loop iterates the loader here. A setting
-    that is off by default (an argparse option, a parameter or a config field
+    and line when the module is bound to one that sets it) when a `DataLoader` built on
+    it (`sampler=`, or a `batch_sampler` made from it) is iterated inside an outer
+    (epoch) loop and `set_epoch` is not called on it once per epoch.
+
+    The sampler and the loader are followed through the module as objects: bound to
+    names, kept on `self` and walked by another method, returned by a factory, passed
+    to a helper or to a class of the module; the epoch loop is around the walk, or
+    around a call of the function that walks it (a few callers up). `set_epoch` counts
+    when it is called on the sampler (or on the loader's `.sampler` /
+    `.batch_sampler`) inside the epoch loop or in a function the epoch loop calls; a
+    call on something the module does not make (a parameter, `args.sampler`) or in a
+    function the module never calls (a hook) counts too, since it may be this sampler
+    each epoch. A call made once before the loop, or on another sampler, does not.
+    Where the loader is walked from another function, or the module calls `set_epoch`
+    on another sampler, only a walk that trains (reaches `backward()`) counts: an
+    evaluation's order does not matter. Samplers handed to Lightning, accelerate or a
+    `Trainer` are not flagged: those call `set_epoch` themselves, and no hand-written
+    epoch loop iterates the loader here. A setting that is off (`False`, a constant
+    bound to it), off by default (an argparse option, a parameter or a config field
     declared `False`) or off in the bound config file is not flagged.
 
     ## Why is this bad?
@@ -70,10 +71,13 @@ class SamplerWithoutSetEpoch(CodeRule):
     ```
 
     ## Fix safety
-    When the epoch loop is `for <name> in ...` and the sampler (or the loader) is bound
-    before it, the fix inserts `sampler.set_epoch(<name>)` (or
-    `loader.sampler.set_epoch(<name>)`) as the first statement of the epoch loop. It is
-    safe: it restores the documented use.
+    When the epoch loop is `for <name> in ...` in the function that walks the loader,
+    and a name bound once before it holds the sampler (or the loader it walks), the fix
+    inserts `sampler.set_epoch(<name>)` (or `loader.sampler.set_epoch(<name>)`) as the
+    first statement of the epoch loop. It is safe: it restores the documented use.
+
+    This rule is built on the analysis core (object flow of the sampler and its loader,
+    constant values, declared defaults and config values on Python's `ast`).
 
     ## References
     - PyTorch docs: `torch.utils.data.distributed.DistributedSampler` ("calling the
@@ -81,6 +85,7 @@ class SamplerWithoutSetEpoch(CodeRule):
     """
 
     code = "DDP402"
+    reads_libcst = False
     name = "sampler-without-set-epoch"
     summary = "shuffling DistributedSampler in an epoch loop without set_epoch"
     severity = Severity.WARNING
@@ -89,47 +94,31 @@ class SamplerWithoutSetEpoch(CodeRule):
     required = ("DataLoader",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        if _calls_set_epoch(ctx):
-            return
-        for call in ctx.index.nodes(cst.Call):
-            if not is_distributed_sampler(ctx.names, call):
-                continue
-            shuffle = _shuffle(ctx, call)
+        analysis = ctx.analysis
+        scopes: dict[int, Scope] = {
+            id(c): s for s, calls in analysis.nodes.calls_by_scope.items() for c in calls
+        }
+        for unset in samplers_without_set_epoch(analysis):
+            shuffle = _shuffle(ctx, unset.sampler, scopes[id(unset.sampler)])
             if shuffle is None:
                 continue
-            found = _loader_of(ctx, call)
-            if found is None:
-                continue
-            loader_call, loader, sampler = found
-            loops = _epoch_loop(ctx, loader_call, loader) if loader is not None else None
-            fix = None
-            if loops is not None:
-                receiver = sampler or f"{loader}.sampler"
-                fix = _fix(ctx, loops, receiver, call if sampler else loader_call)
-            else:
-                # Iterated elsewhere (a helper it is passed to, a method through
-                # `self`): only a training loop counts there (an evaluation's order
-                # does not matter).
-                loops = loader_loop(ctx, loader_call)
-                if loops is None or not ctx.training_steps.is_training_loop(loops.data_loop):
-                    continue
-            line = ctx.range_of(loops.data_loop)[0]
-            epoch_line = ctx.range_of(loops.epoch_loop)[0]
-            what = f"`{loader}`" if loader is not None else "its loader"
+            what = f"`{unset.loader_name}`" if unset.loader_name else "its loader"
             message = (
                 f"`DistributedSampler` {shuffle.says} with the same seed every epoch unless "
-                f"`set_epoch(epoch)` is called: the epoch loop (line {epoch_line}) "
-                f"iterating {what} (line {line}) silently sees the same order every epoch"
+                f"`set_epoch(epoch)` is called: the epoch loop (line {unset.loop.outer.lineno}) "
+                f"iterating {what} (line {unset.loop.walk.lineno}) silently sees the same "
+                "order every epoch"
             )
             summary = f"`DistributedSampler` of {what} never gets `set_epoch(epoch)`"
-            yield ctx.finding(self, call, message, fix, summary=summary)
-
-
-def _calls_set_epoch(ctx: CodeContext) -> bool:
-    return any(
-        isinstance(c.func, cst.Attribute) and c.func.attr.value == "set_epoch"
-        for c in ctx.index.nodes(cst.Call)
-    )
+            related = [(unset.loop.outer, "the epoch loop"), (unset.loop.walk, "the walk")]
+            yield ctx.ast_finding(
+                self,
+                unset.sampler,
+                message,
+                summary=summary,
+                related=related,
+                fix=_fix(ctx, unset),
+            )
 
 
 @dataclass(frozen=True)
@@ -148,70 +137,37 @@ class _Shuffle:
         return f"shuffles when `{self.setting}` is true{where},"
 
 
-def _shuffle(ctx: CodeContext, call: cst.Call) -> _Shuffle | None:
+def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope) -> _Shuffle | None:
     """Whether the sampler shuffles; None when it does not (``shuffle=False``), or
     shuffles only by a setting that is off by default or in the bound config."""
-    argument_given = argument(call, "shuffle", SHUFFLE_POSITION)
-    if argument_given is None:
+    given = passed_argument(call, "shuffle", SHUFFLE_POSITION)
+    if given is None:
         return _Shuffle()
-    expression = argument_given.value
-    value = constant_value(ctx.index, expression)
+    analysis = ctx.analysis
+    value = analysis.constants.value(given, scope)
+    if value is UNKNOWN:
+        value = analysis.literal_values.value(given)
     if value is not UNKNOWN:
         return _Shuffle() if value is True else None
-    text = ctx.node_text(expression)
-    configured = ctx.config_reads.value_at(text, ctx.range_of(expression)[0])
-    if configured is not None and configured.value is not UNKNOWN:
+    text = ast_node_text(ctx, given)
+    configured = ctx.config_reads.value_at(text, given.lineno)
+    if configured is not None and configured.value is not UNSET_IN_CONFIG:
         return _Shuffle(text, configured.where) if configured.value is True else None
-    default = fallback_default(ctx.index, expression)
+    default = analysis.fallback_defaults.of(given, scope)
     if default is not None and default.value is not True:
         return None
     return _Shuffle(text)
 
 
-def _loader_of(
-    ctx: CodeContext, sampler_call: cst.Call
-) -> tuple[cst.Call, str | None, str | None] | None:
-    """(DataLoader call, its bound name or None (``return DataLoader(...)``), the
-    sampler's name or None when inline)."""
-    sampler = bound_name(ctx.index, sampler_call)
-    scope = ctx.index.enclosing_function(sampler_call) or ctx.module
-    for node in ctx.index.walk_within(scope):
-        if not isinstance(node, cst.Call) or not is_data_loader(ctx.names, node):
-            continue
-        arg = argument(node, "sampler", DATALOADER_POSITIONS["sampler"])
-        if arg is None:
-            continue
-        if arg.value is sampler_call or (
-            sampler is not None and isinstance(arg.value, cst.Name) and arg.value.value == sampler
-        ):
-            return node, bound_name(ctx.index, node), sampler
-    return None
-
-
-def _epoch_loop(ctx: CodeContext, loader_call: cst.Call, loader: str) -> LoaderLoop | None:
-    """A loop over ``loader`` nested in another loop of the same function."""
-    scope = ctx.index.enclosing_function(loader_call) or ctx.module
-    for node in ctx.index.walk_within(scope):
-        if not isinstance(node, cst.For) or iterated_name(ctx, node) != loader:
-            continue
-        for ancestor in ctx.index.ancestors(node):
-            if ancestor is scope:
-                break
-            if isinstance(ancestor, (cst.For, cst.While)):
-                return LoaderLoop(node, ancestor)
-    return None
-
-
-def _fix(ctx: CodeContext, loops: LoaderLoop, receiver: str, anchor: cst.CSTNode) -> Fix | None:
-    epoch_loop = loops.epoch_loop
+def _fix(ctx: CodeContext, unset: UnsetSampler) -> Fix | None:
+    epoch_loop = unset.loop.outer
     if not (
-        isinstance(epoch_loop, cst.For)
-        and isinstance(epoch_loop.target, cst.Name)
-        and not epoch_loop.target.value.startswith("_")
-        and isinstance(epoch_loop.body, cst.IndentedBlock)
-        and ctx.index.order[anchor] < ctx.index.order[epoch_loop]
+        unset.receiver is not None
+        and isinstance(epoch_loop, (ast.For, ast.AsyncFor))
+        and isinstance(epoch_loop.target, ast.Name)
+        and not epoch_loop.target.id.startswith("_")
     ):
         return None
-    call = f"{receiver}.set_epoch({epoch_loop.target.value})"
-    edit = insert_statement_before(ctx, epoch_loop.body.body[0], call)
+    call = f"{unset.receiver}.set_epoch({epoch_loop.target.id})"
+    edit = insert_ast_statement_before(ctx, epoch_loop.body[0], call)
     return Fix(Applicability.SAFE, (edit,), f"Call `{call}` at the start of each epoch")

@@ -135,3 +135,26 @@ def test_fallback_default_as_the_libcst_layer(code: str, expected: object, where
     assert ((ours.value, ours.where) if ours else None) == (
         (theirs.value, theirs.where) if theirs else None
     )
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("common = dict(a=1, b=x)\ng(**common)", {"a": "1", "b": "x"}),
+        ("common = {'a': 1, k: 2}\ng(**common)", {"a": "1"}),
+        ("common = dict(a=1)\ncommon = dict(a=2)\ng(**common)", {}),
+        ("common = make()\ng(**common)", {}),
+        ("SETTINGS = {'a': 1}\ndef f():\n    g(**SETTINGS)", {"a": "1"}),
+        ("def f(common):\n    g(**common)", {}),
+    ],
+)
+def test_spread_keywords(code: str, expected: dict[str, str]) -> None:
+    analysis = ModuleAnalysis(ast.parse(code))
+    ((scope, call),) = [
+        (s, c)
+        for s, calls in analysis.nodes.calls_by_scope.items()
+        for c in calls
+        if isinstance(c.func, ast.Name) and c.func.id == "g"
+    ]
+    found = analysis.constants.spread_keywords(call, scope)
+    assert {k: ast.unparse(v) for k, v in found.items()} == expected

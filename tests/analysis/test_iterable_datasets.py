@@ -162,3 +162,60 @@ def test_a_counter_bound_again_in_the_body_is_not_enumerate_s() -> None:
         ("j", "loader"),
         ("k", "loader"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("start", "test", "past"),
+    [
+        ("", "i == len(loader) - 1", 0),
+        ("", "i == len(loader)", 1),
+        ("", "i + 1 == len(loader)", 0),
+        (", start=1", "i == len(loader)", 0),
+        (", start=1", "i == len(loader) - 1", -1),
+        (", start=START", "i == len(loader) - 1", -1),  # START = 1, a module constant
+        (", start=ONE + 1", "i == len(loader) + 1", 0),
+    ],
+)
+def test_how_far_a_last_batch_test_is_from_the_last_batch(start: str, test: str, past: int) -> None:
+    code = (
+        f"START = 1\nONE = 1\nfor i, b in enumerate(loader{start}):\n    if {test}:\n        pass\n"
+    )
+    (loop,) = loops(code)
+    branch = next(n for n in ast.walk(loop.loop) if isinstance(n, ast.If))
+    found = loop.last_batch_test(branch.test)
+    assert found is not None and loop.start is not None
+    assert found.batches_past_last(loop.start) == past
+
+
+@pytest.mark.parametrize(
+    ("start", "test", "off_by"),
+    [
+        ("", "(i + 1) % k == 0", 0),
+        ("", "i % k == 0", 1),
+        ("", "not (i + 1) % k", 0),
+        (", start=1", "i % k == 0", 0),
+        (", start=1", "(i + 1) % k == 0", -1),
+        ("", "0 == i % ACCUM", 1),  # ACCUM = 4
+        ("", "i % ONE == 0", None),  # a period of 1 steps after every batch
+        ("", "i % k == 1", None),
+        ("", "(j + 1) % k == 0", None),
+    ],
+)
+def test_how_far_a_periodic_test_is_from_counting_from_one(
+    start: str, test: str, off_by: int | None
+) -> None:
+    code = (
+        f"ACCUM = 4\nONE = 1\nfor i, b in enumerate(loader{start}):\n    if {test}:\n        pass\n"
+    )
+    (loop,) = loops(code)
+    branch = next(n for n in ast.walk(loop.loop) if isinstance(n, ast.If))
+    found = loop.periodic_test(branch.test)
+    assert loop.start is not None
+    assert (found.groups_off_by(loop.start) if found else None) == off_by
+
+
+def test_a_start_that_is_not_a_constant_is_unknown() -> None:
+    (loop,) = loops(
+        "def f(offset):\n    for i, b in enumerate(loader, start=offset):\n        pass\n"
+    )
+    assert loop.start is None

@@ -210,3 +210,13 @@ def _after_open_paren(ctx: CodeContext, call: ast.Call) -> tuple[int, int]:
     while line < len(starts) and starts[line] <= offset:
         line += 1
     return line, offset - starts[line - 1] + 1
+
+
+def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str) -> Edit:
+    """A new line holding ``code`` just above ``statement`` (a statement that starts its
+    own line), indented like it and ended with the file's line end: the ``ast``
+    counterpart of ``statement_edits.insert_statement_before``."""
+    line = statement.lineno
+    text = ctx.source.line_text(line)
+    indent = text[: len(text) - len(text.lstrip())]
+    return Edit(line, 1, line, 1, f"{indent}{code}{ctx.source.newline()}")

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ddplint.analysis.api import RANK_ATTRIBUTES
+from ddplint.analysis.api import DISTRIBUTED_SAMPLERS, RANK_ATTRIBUTES
 from ddplint.analysis.forms import ARRAY_SPLITS
 from ddplint.code.collectives.catalogue import keyword_is_true, kind_of_function
 from ddplint.code.ranks.rank_predicates import RankPredicates
-from ddplint.code.steps.data_loaders import DISTRIBUTED_SAMPLERS
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 

@@ -1,0 +1,356 @@
+"""Where the object one call makes travels in a module, and the loops that walk it.
+
+Real training scripts make a data loader in one function and walk it in another: a
+factory returns it, ``main`` passes it to ``run_one_epoch(model, loader)`` inside the
+epoch loop, or a trainer keeps it in ``self.train_data`` and ``_run_epoch`` walks it
+while ``fit`` loops over epochs. ``ObjectFlow`` follows an allocation (any expression
+the caller's predicate says makes the object) through the module, as a may-analysis to
+a fixed point:
+
+- a name bound to it in a function (or module code), a field of ``self`` (its class's,
+  in every method), what a function returns (at its calls), a parameter it is handed to
+  (a module function, a method through ``self``, a class of the module through its
+  ``__init__``);
+- ``loops()``: each ``for`` over a place that holds it (through ``enumerate`` and
+  progress bars) with its outer loop: a loop around it in the same function, else a loop
+  around a call of that function (by name, through ``self``), a few callers up.
+
+Only this module is read; an object that leaves it (another module's function, a
+library call that wraps it) is not followed. Names are places, not values: a name bound
+twice holds what either binding made.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from ddplint.analysis.constants import parameter_names
+from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.enumerate_loops import walked_iterable
+from ddplint.analysis.module_nodes import ModuleNodes
+from ddplint.analysis.names import Names
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+Loop = ast.For | ast.AsyncFor | ast.While
+#: A place holding the object: ("name", scope, name), ("field", class, attribute) or
+#: ("return", function, "").
+Place = tuple[str, ast.AST, str]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: Rounds of the fixed point over the module's bindings, returns and calls.
+_ROUNDS = 6
+#: How many callers up an outer loop is looked for.
+_CALLER_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class WalkLoop:
+    """A loop over the object (``walk``) and the loop that repeats it (``outer``): in
+    the same function, or around a call of the function holding ``walk`` (``calls``:
+    the calls from ``outer``'s body down to it, outermost first)."""
+
+    walk: ast.For | ast.AsyncFor
+    outer: Loop
+    calls: tuple[ast.Call, ...] = ()
+
+
+class ModuleCode:
+    """The scopes of a module's code (module code and functions), the scope of each of
+    their nodes, the loops around each node, and which of the module's functions a call
+    runs."""
+
+    def __init__(self, nodes: ModuleNodes, names: Names) -> None:
+        self.nodes = nodes
+        self.names = names
+        self.scopes: list[ast.AST] = [nodes.module, *nodes.functions()]
+        self._scope_of: dict[int, ast.AST] = {}
+        self._loop_of: dict[int, Loop] = {}
+        self._bound: dict[int, set[str]] = {}
+        for scope in self.scopes:
+            for node in own_nodes(scope):
+                self._scope_of[id(node)] = scope
+            for statement in _body(scope):
+                self._mark_loops(statement, None)
+
+    def binds(self, scope: ast.AST, name: str) -> bool:
+        """Whether a function binds ``name`` itself (a parameter, an assignment, a loop
+        target): then it does not read the module's ``name``."""
+        if not isinstance(scope, _FUNCTIONS):
+            return True
+        found = self._bound.get(id(scope))
+        if found is None:
+            found = parameter_names(scope) | {
+                node.id
+                for node in own_nodes(scope)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            }
+            self._bound[id(scope)] = found
+        return name in found
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function (or module) whose own code holds ``node``."""
+        return self._scope_of.get(id(node), self.nodes.module)
+
+    def own(self, scope: ast.AST) -> Iterator[ast.AST]:
+        return own_nodes(scope)
+
+    def loop_around(self, node: ast.AST) -> Loop | None:
+        """The innermost loop of the same function whose body holds ``node``."""
+        return self._loop_of.get(id(node))
+
+    def loops_around(self, node: ast.AST) -> Iterator[Loop]:
+        """The loops of the same function around ``node``, innermost first."""
+        loop = self.loop_around(node)
+        while loop is not None:
+            yield loop
+            loop = self.loop_around(loop)
+
+    def _mark_loops(self, node: ast.AST, loop: Loop | None) -> None:
+        if isinstance(node, _NESTED):
+            return
+        if loop is not None:
+            self._loop_of[id(node)] = loop
+        if isinstance(node, _LOOPS):
+            for child in ast.iter_child_nodes(node):
+                inside = any(child is s for s in node.body)
+                self._mark_loops(child, node if inside else loop)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._mark_loops(child, loop)
+
+    @cached_property
+    def _defined(self) -> dict[tuple[int, str], list[Function]]:
+        """The functions each scope defines, by (id of the scope, name)."""
+        found: dict[tuple[int, str], list[Function]] = {}
+        for function in self.nodes.functions():
+            owner = self.nodes.scope_of.get(function)
+            if owner is not None:
+                found.setdefault((id(owner), function.name), []).append(function)
+        return found
+
+    def _visible_function(self, name: str, scope: ast.AST) -> Function | None:
+        """The function ``name`` calls from ``scope``: one its own code or an enclosing
+        function defines (a nested ``def``), else the module's (defined once)."""
+        current: ast.AST | None = scope
+        while current is not None:
+            if not isinstance(current, ast.ClassDef):  # a class body's names are not seen
+                found = self._defined.get((id(current), name))
+                if found is not None:
+                    return found[0] if len(found) == 1 else None
+            if isinstance(current, ast.Module):
+                return None
+            current = self.nodes.scope_of.get(current)
+        return None
+
+    @cached_property
+    def _classes(self) -> dict[str, ast.ClassDef]:
+        """Classes defined once in module code, by name."""
+        found: dict[str, list[ast.ClassDef]] = {}
+        for cls in self.nodes.of_type(ast.ClassDef):
+            if isinstance(self.nodes.scope_of.get(cls), ast.Module):
+                found.setdefault(cls.name, []).append(cls)
+        return {name: cs[0] for name, cs in found.items() if len(cs) == 1}
+
+    def class_of(self, scope: ast.AST) -> ast.ClassDef | None:
+        """The class whose method ``scope`` is."""
+        owner = self.nodes.scope_of.get(scope) if isinstance(scope, _FUNCTIONS) else None
+        return owner if isinstance(owner, ast.ClassDef) else None
+
+    def method(self, cls: ast.ClassDef, name: str) -> Function | None:
+        found = [f for f in cls.body if isinstance(f, _FUNCTIONS) and f.name == name]
+        return found[0] if len(found) == 1 else None
+
+    def callee(self, call: ast.Call, scope: ast.AST) -> tuple[Function, bool] | None:
+        """The module's function a call runs, and whether the call binds its first
+        parameter itself (a method through ``self``, a class through ``__init__``):
+        ``f(...)`` (a module function or one nested in the caller's functions),
+        ``self.f(...)`` in a method of the class, ``Cls(...)``."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            function = self._visible_function(func.id, scope)
+            if function is not None:
+                return function, False
+            cls = self._classes.get(func.id)
+            init = self.method(cls, "__init__") if cls is not None else None
+            return (init, True) if init is not None else None
+        if isinstance(func, ast.Attribute) and _is_instance(func.value, scope):
+            cls = self.class_of(scope)
+            method = self.method(cls, func.attr) if cls is not None else None
+            if method is not None and not _static(method):
+                return method, True
+        return None
+
+    @cached_property
+    def calls(self) -> list[tuple[ast.Call, ast.AST]]:
+        """Every call of module code and functions, with its scope."""
+        return [
+            (node, scope)
+            for scope in self.scopes
+            for node in own_nodes(scope)
+            if isinstance(node, ast.Call)
+        ]
+
+    def calls_of(self, function: Function) -> Iterator[tuple[ast.Call, ast.AST]]:
+        """The module's calls that run ``function``."""
+        for call, scope in self.calls:
+            found = self.callee(call, scope)
+            if found is not None and found[0] is function:
+                yield call, scope
+
+
+class ObjectFlow:
+    """The places of one module that hold the object ``made`` says an expression makes
+    (``made(expression, scope)``)."""
+
+    def __init__(self, code: ModuleCode, made: Callable[[ast.expr, ast.AST], bool]) -> None:
+        self.code = code
+        self._made = made
+        self.places: set[Place] = set()
+        self._follow()
+
+    def carries(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``expression``, read in ``scope``, may hold the object."""
+        if self._made(expression, scope):
+            return True
+        if isinstance(expression, ast.Name):
+            if ("name", scope, expression.id) in self.places:
+                return True
+            module = self.code.nodes.module
+            return not self.code.binds(scope, expression.id) and (
+                ("name", module, expression.id) in self.places
+            )
+        if isinstance(expression, ast.Call):
+            found = self.code.callee(expression, scope)
+            return found is not None and ("return", found[0], "") in self.places
+        if isinstance(expression, ast.Attribute):
+            place = self._place_of(expression, scope)
+            return place is not None and place in self.places
+        return False
+
+    def walks(self) -> Iterator[ast.For | ast.AsyncFor]:
+        """The ``for`` loops over the object, in source order."""
+        loops = [
+            node
+            for scope in self.code.scopes
+            for node in self.code.own(scope)
+            if isinstance(node, (ast.For, ast.AsyncFor))
+        ]
+        for loop in sorted(loops, key=lambda n: (n.lineno, n.col_offset)):
+            scope = self.code.scope_of(loop)
+            if self.carries(walked_iterable(self.code.names, loop.iter), scope):
+                yield loop
+
+    def loops(self) -> Iterator[WalkLoop]:
+        """Each loop over the object that an outer loop repeats, with that loop."""
+        for walk in self.walks():
+            outer = self.code.loop_around(walk)
+            if outer is not None:
+                yield WalkLoop(walk, outer)
+                continue
+            found = self._loop_around_calls(self.code.scope_of(walk), _CALLER_DEPTH, ())
+            if found is not None:
+                yield WalkLoop(walk, found[0], found[1])
+
+    def _loop_around_calls(
+        self, scope: ast.AST, depth: int, below: tuple[ast.Call, ...]
+    ) -> tuple[Loop, tuple[ast.Call, ...]] | None:
+        """A loop around a call of the function ``scope`` (or of a caller of it), and
+        the calls from there down."""
+        if depth == 0 or not isinstance(scope, _FUNCTIONS):
+            return None
+        for call, _ in self.code.calls_of(scope):
+            outer = self.code.loop_around(call)
+            if outer is not None:
+                return outer, (call, *below)
+        for call, caller in self.code.calls_of(scope):
+            if caller is scope:
+                continue
+            found = self._loop_around_calls(caller, depth - 1, (call, *below))
+            if found is not None:
+                return found
+        return None
+
+    def _follow(self) -> None:
+        bindings: list[tuple[ast.expr, ast.expr, ast.AST]] = []
+        returns: list[tuple[ast.expr, ast.AST]] = []
+        for scope in self.code.scopes:
+            for node in self.code.own(scope):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    bindings.append((node.targets[0], node.value, scope))
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    bindings.append((node.target, node.value, scope))
+                elif (
+                    isinstance(node, ast.Return)
+                    and node.value is not None
+                    and isinstance(scope, _FUNCTIONS)
+                ):
+                    returns.append((node.value, scope))
+        for _ in range(_ROUNDS):
+            before = len(self.places)
+            for target, value, scope in bindings:
+                if self.carries(value, scope):
+                    place = self._place_of(target, scope)
+                    if place is not None:
+                        self.places.add(place)
+            for value, scope in returns:
+                if self.carries(value, scope):
+                    self.places.add(("return", scope, ""))
+            for call, scope in self.code.calls:
+                self._hand_to_parameters(call, scope)
+            if len(self.places) == before:
+                return
+
+    def _hand_to_parameters(self, call: ast.Call, scope: ast.AST) -> None:
+        """The parameters of a module function ``call`` hands the object to."""
+        found = self.code.callee(call, scope)
+        if found is None:
+            return
+        callee, bound_first = found
+        positional = [a.arg for a in callee.args.posonlyargs + callee.args.args]
+        if bound_first:
+            positional = positional[1:]
+        for position, argument in enumerate(call.args):
+            if isinstance(argument, ast.Starred):
+                return
+            if position < len(positional) and self.carries(argument, scope):
+                self.places.add(("name", callee, positional[position]))
+        named = set(positional) | {a.arg for a in callee.args.kwonlyargs}
+        for keyword in call.keywords:
+            if keyword.arg in named and self.carries(keyword.value, scope):
+                self.places.add(("name", callee, keyword.arg))
+
+    def _place_of(self, target: ast.expr, scope: ast.AST) -> Place | None:
+        if isinstance(target, ast.Name):
+            return ("name", scope, target.id)
+        if isinstance(target, ast.Attribute) and _is_instance(target.value, scope):
+            owner = self.code.class_of(scope)
+            if owner is not None:
+                return ("field", owner, target.attr)
+        return None
+
+
+def _body(scope: ast.AST) -> list[ast.stmt]:
+    return list(getattr(scope, "body", []))
+
+
+def _static(function: Function) -> bool:
+    return any(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+        for d in function.decorator_list
+    )
+
+
+def _is_instance(expression: ast.expr, scope: ast.AST) -> bool:
+    """``expression`` is the instance a method runs on: its first parameter, or a
+    parameter called ``self`` (``def _worker(rank, self)`` for ``mp.spawn``)."""
+    if not (isinstance(expression, ast.Name) and isinstance(scope, _FUNCTIONS)):
+        return False
+    names = [a.arg for a in scope.args.posonlyargs + scope.args.args]
+    return bool(names) and (
+        expression.id == names[0] or (expression.id == "self" and "self" in names)
+    )

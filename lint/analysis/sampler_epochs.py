@@ -1,0 +1,258 @@
+"""Distributed samplers walked epoch after epoch without ``set_epoch``: a question to
+the core (DDP402).
+
+``samplers_without_set_epoch(analysis)``: for each ``DistributedSampler`` the module
+makes, the loader built on it (``sampler=`` or a ``batch_sampler`` made from it), a loop
+over that loader that an outer (epoch) loop repeats (``object_flow``: through names,
+``self`` fields, returns and parameters), and whether ``set_epoch`` is called on the
+sampler there. A ``set_epoch`` call counts when its receiver holds the sampler (or is
+the loader's ``.sampler`` / ``.batch_sampler``, ``.batch_sampler.sampler``) and it runs
+in the epoch loop or in a function the epoch loop calls; or where it runs is not seen
+(another function the module never calls: a hook); or its receiver is nothing the
+module makes (``args.sampler``, a parameter): then it may be this sampler. It does not
+count when it runs outside the epoch loop in the loop's own function (once per run),
+or on another sampler of the module.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ddplint.analysis.api import (
+    BACKWARD_METHODS,
+    DATA_LOADERS,
+    DATALOADER_POSITIONS,
+    DISTRIBUTED_SAMPLERS,
+)
+from ddplint.analysis.constants import nodes_within
+from ddplint.analysis.control_flow import own_nodes, single_bindings
+from ddplint.analysis.enumerate_loops import walked_iterable
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import dotted_name, passed_argument
+from ddplint.analysis.object_flow import Loop, ModuleCode, ObjectFlow, WalkLoop
+
+#: The loader attributes that hand back its sampler (``loader.batch_sampler.sampler``
+#: too).
+_SAMPLER_ATTRIBUTES = frozenset({"sampler", "batch_sampler"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: How many local calls deep a loop's body is followed (to ``set_epoch``, a backward).
+_CALL_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class UnsetSampler:
+    """A sampler (``sampler``) whose loader (``loader``) is walked by ``loop`` every
+    epoch with no ``set_epoch`` on it. ``receiver``: how the epoch loop's own code can
+    reach the sampler (``sampler`` or ``loader.sampler``), when a statement at the start
+    of the epoch loop can call it; ``loader_name``: the name the loader is bound to."""
+
+    sampler: ast.Call
+    loader: ast.Call
+    loop: WalkLoop
+    receiver: str | None
+    loader_name: str | None
+
+
+def samplers_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetSampler]:
+    """Each distributed sampler of the module walked every epoch without ``set_epoch``
+    (whether it shuffles is the rule's to ask)."""
+    samplers = [
+        call
+        for calls in analysis.nodes.calls_by_scope.values()
+        for call in calls
+        if analysis.names.resolve(call.func) in DISTRIBUTED_SAMPLERS
+    ]
+    if not samplers:
+        return []
+    code = ModuleCode(analysis.nodes, analysis.names)
+    epochs = _SamplerEpochs(analysis, code, samplers)
+    found = [unset for flows in epochs.flows if (unset := epochs.unset(flows)) is not None]
+    return sorted(found, key=lambda u: (u.sampler.lineno, u.sampler.col_offset))
+
+
+class _SamplerEpochs:
+    def __init__(self, analysis: ModuleAnalysis, code: ModuleCode, samplers: list[ast.Call]):
+        self._analysis = analysis
+        self._code = code
+        self.flows = [self._flows_of(sampler) for sampler in samplers]
+        self._set_epochs = [
+            (call, scope)
+            for call, scope in code.calls
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"
+        ]
+
+    def _flows_of(self, sampler: ast.Call) -> _Flows:
+        """The places holding the sampler, and those holding a loader built on it."""
+        held = ObjectFlow(self._code, lambda expression, _: expression is sampler)
+        loaders: list[ast.Call] = []
+
+        def built_on(expression: ast.expr, scope: ast.AST) -> bool:
+            if not (
+                isinstance(expression, ast.Call)
+                and self._analysis.names.resolve(expression.func) in DATA_LOADERS
+            ):
+                return False
+            given = passed_argument(expression, "sampler", DATALOADER_POSITIONS["sampler"])
+            batches = passed_argument(expression, "batch_sampler")
+            if not (
+                (given is not None and held.carries(given, scope))
+                or (
+                    isinstance(batches, ast.Call)
+                    and any(held.carries(a, scope) for a in _arguments(batches))
+                )
+            ):
+                return False
+            if not any(expression is c for c in loaders):
+                loaders.append(expression)
+            return True
+
+        return _Flows(sampler, held, ObjectFlow(self._code, built_on), loaders)
+
+    def unset(self, flows: _Flows) -> UnsetSampler | None:
+        if not flows.loader_calls:
+            return None
+        for loop in flows.loaders.loops():
+            if self._covered(flows, loop):
+                continue
+            if (loop.calls or self._on_others(flows)) and not self._trains(loop.walk.body):
+                # Walked from elsewhere, or beside a set_epoch on another sampler: only a
+                # loop that trains counts (an evaluation's order does not matter).
+                continue
+            loader = min(flows.loader_calls, key=lambda c: (c.lineno, c.col_offset))
+            return UnsetSampler(
+                flows.sampler,
+                loader,
+                loop,
+                self._receiver(flows, loop),
+                self._bound_name(loader),
+            )
+        return None
+
+    # -- set_epoch ---------------------------------------------------------------------
+
+    def _covered(self, flows: _Flows, loop: WalkLoop) -> bool:
+        """Whether a ``set_epoch`` call may reach the sampler once per ``loop.outer``."""
+        reached: set[int] | None = None
+        for call, scope in self._set_epochs:
+            assert isinstance(call.func, ast.Attribute)
+            holders = [f for f in self.flows if f.holds(call.func.value, scope)]
+            if not holders:
+                return True  # on something the module does not make: may be this sampler
+            if not any(f is flows for f in holders):
+                continue
+            if any(outer is loop.outer for outer in self._code.loops_around(call)):
+                return True
+            if not isinstance(scope, _FUNCTIONS) or scope is self._code.scope_of(loop.outer):
+                continue  # once per run of the epoch loop, not once per epoch
+            if reached is None:
+                reached = self._reached_from(loop.outer)
+            if id(scope) in reached or not any(self._code.calls_of(scope)):
+                return True
+        return False
+
+    def _on_others(self, flows: _Flows) -> bool:
+        """Whether the module calls ``set_epoch`` on another of its samplers."""
+        return any(
+            f is not flows and f.holds(call.func.value, scope)
+            for call, scope in self._set_epochs
+            if isinstance(call.func, ast.Attribute)
+            for f in self.flows
+        )
+
+    def _reached_from(self, loop: Loop) -> set[int]:
+        """The module's functions a loop's body calls, a few calls deep (by id)."""
+        reached: set[int] = set()
+        pending: list[tuple[list[ast.AST], ast.AST, int]] = [
+            (list(nodes_within(loop.body)), self._code.scope_of(loop), _CALL_DEPTH)
+        ]
+        while pending:
+            nodes, scope, depth = pending.pop()
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                found = self._code.callee(node, scope)
+                if found is None or id(found[0]) in reached:
+                    continue
+                reached.add(id(found[0]))
+                if depth > 1:
+                    pending.append((list(own_nodes(found[0])), found[0], depth - 1))
+        return reached
+
+    # -- training --------------------------------------------------------------------
+
+    def _trains(self, body: list[ast.stmt], depth: int = _CALL_DEPTH) -> bool:
+        """Whether ``body`` runs a backward, itself or in a module function it calls."""
+        if not body:
+            return False
+        scope = self._code.scope_of(body[0])
+        for node in nodes_within(body):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_METHODS:
+                return True
+            found = self._code.callee(node, scope) if depth > 1 else None
+            if found is not None and self._trains(found[0].body, depth - 1):
+                return True
+        return False
+
+    # -- naming and the fix ----------------------------------------------------------
+
+    def _bound_name(self, call: ast.Call) -> str | None:
+        """``x`` (or ``self.x``) when ``call`` is the whole right side of ``x = call``."""
+        for node in own_nodes(self._code.scope_of(call)):
+            if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1:
+                return dotted_name(node.targets[0])
+        return None
+
+    def _receiver(self, flows: _Flows, loop: WalkLoop) -> str | None:
+        """``sampler`` or ``loader.sampler``: a name bound once before the epoch loop in
+        its function to the sampler (or to its loader, walked by the loop)."""
+        if loop.calls:
+            return None
+        scope = self._code.scope_of(loop.outer)
+        once = single_bindings(scope)
+        for name, value in once.items():
+            if value is flows.sampler and _before(value, loop.outer):
+                return name
+        walked = walked_iterable(self._analysis.names, loop.walk.iter)
+        if not isinstance(walked, ast.Name):
+            return None
+        loader = once.get(walked.id)
+        if (
+            loader is not None
+            and _before(loader, loop.outer)
+            and flows.loaders.carries(loader, scope)
+        ):
+            return f"{walked.id}.sampler"
+        return None
+
+
+@dataclass(frozen=True)
+class _Flows:
+    """A sampler, the places holding it, those holding a loader built on it, and the
+    calls that build those loaders."""
+
+    sampler: ast.Call
+    held: ObjectFlow
+    loaders: ObjectFlow
+    loader_calls: list[ast.Call]
+
+    def holds(self, receiver: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``receiver`` may be the sampler: a place holding it, or a loader's
+        ``.sampler``, ``.batch_sampler`` or ``.batch_sampler.sampler``."""
+        if self.held.carries(receiver, scope):
+            return True
+        while isinstance(receiver, ast.Attribute) and receiver.attr in _SAMPLER_ATTRIBUTES:
+            receiver = receiver.value
+            if self.loaders.carries(receiver, scope):
+                return True
+        return False
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+def _before(node: ast.AST, later: ast.AST) -> bool:
+    return (node.lineno, node.col_offset) < (later.lineno, later.col_offset)  # type: ignore[attr-defined]

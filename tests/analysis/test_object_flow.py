@@ -1,0 +1,174 @@
+"""Object flow of one allocation through a module, and the loops that walk it
+(``analysis.object_flow``), and the samplers walked every epoch without ``set_epoch``
+(``analysis.sampler_epochs``)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
+from ddplint.analysis.sampler_epochs import samplers_without_set_epoch
+
+HEAD = "from torch.utils.data import DataLoader, DistributedSampler\n"
+
+
+def walks(code: str) -> list[tuple[int, int, int]]:
+    """(walk line, outer loop line, calls from the outer loop) of each loop over what
+    ``make()`` returns, lines counted in ``code``."""
+    module = ast.parse(textwrap.dedent(code))
+    analysis = ModuleAnalysis(module)
+    made = [
+        node
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Made"
+    ]
+    flow = ObjectFlow(
+        ModuleCode(analysis.nodes, analysis.names), lambda e, _: any(e is m for m in made)
+    )
+    return [(w.walk.lineno, w.outer.lineno, len(w.calls)) for w in flow.loops()]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # A name, in the same function.
+        ("x = Made()\nfor e in range(3):\n    for b in x:\n        pass\n", [(3, 2, 0)]),
+        # Walked once: no outer loop.
+        ("x = Made()\nfor b in x:\n    pass\n", []),
+        # Re-bound to something else before the walk of another name: not this object.
+        ("x = Made()\ny = list()\nfor e in range(3):\n    for b in y:\n        pass\n", []),
+        # A factory's return, walked through enumerate and a progress bar.
+        (
+            "from tqdm import tqdm\ndef make():\n    return Made()\n"
+            "def run():\n    x = make()\n    while True:\n"
+            "        for i, b in enumerate(tqdm(x)):\n            pass\n",
+            [(7, 6, 0)],
+        ),
+        # A helper's parameter, the helper called in the epoch loop.
+        (
+            "def one(batches):\n    for b in batches:\n        pass\n"
+            "def run():\n    x = Made()\n    for e in range(3):\n        one(x)\n",
+            [(2, 6, 1)],
+        ),
+        # A helper nested in the function that makes the object.
+        (
+            "def run():\n    x = Made()\n    def one(batches):\n"
+            "        for e in range(3):\n            for b in batches:\n                pass\n"
+            "    one(x)\n",
+            [(5, 4, 0)],
+        ),
+        # The same helper handed something else: not this object.
+        (
+            "def one(batches):\n    for b in batches:\n        pass\n"
+            "def run():\n    x = Made()\n    for e in range(3):\n        one([1, 2])\n",
+            [],
+        ),
+        # A field set in __init__ from a constructor argument, walked by a method that
+        # another method's loop calls through self.
+        (
+            "class T:\n    def __init__(self, loader):\n        self.loader = loader\n"
+            "    def _epoch(self):\n        for b in self.loader:\n            pass\n"
+            "    def fit(self):\n        for e in range(3):\n            self._epoch()\n"
+            "def main():\n    T(Made()).fit()\n",
+            [(5, 8, 1)],
+        ),
+        # A module-level name read in a function...
+        (
+            "x = Made()\ndef run():\n    for e in range(3):\n"
+            "        for b in x:\n            pass\n",
+            [(4, 3, 0)],
+        ),
+        # ...but not where a parameter of the function has that name.
+        (
+            "x = Made()\ndef run(x):\n    for e in range(3):\n"
+            "        for b in x:\n            pass\n",
+            [],
+        ),
+        # Two callers up: the loop is around the caller of the caller.
+        (
+            "def inner(x):\n    for b in x:\n        pass\n"
+            "def middle(x):\n    inner(x)\n"
+            "def run():\n    x = Made()\n    for e in range(3):\n        middle(x)\n",
+            [(2, 8, 2)],
+        ),
+    ],
+)
+def test_loops_over_an_allocation(code: str, expected: list[tuple[int, int, int]]) -> None:
+    assert walks(code) == expected
+
+
+def unset(code: str) -> list[int]:
+    analysis = ModuleAnalysis(ast.parse(HEAD + textwrap.dedent(code)))
+    return [u.sampler.lineno - 1 for u in samplers_without_set_epoch(analysis)]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # No set_epoch at all.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "for e in range(3):\n    for b in l:\n        pass\n",
+            [1],
+        ),
+        # On the sampler in the epoch loop.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "for e in range(3):\n    s.set_epoch(e)\n    for b in l:\n        pass\n",
+            [],
+        ),
+        # Through the loader's sampler.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "for e in range(3):\n    l.sampler.set_epoch(e)\n    for b in l:\n        pass\n",
+            [],
+        ),
+        # Once, before the epoch loop.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\ns.set_epoch(0)\n"
+            "for e in range(3):\n    for b in l:\n        pass\n",
+            [1],
+        ),
+        # On another sampler of the module only (the loop trains).
+        (
+            "s = DistributedSampler(d)\nv = DistributedSampler(d)\n"
+            "l = DataLoader(d, sampler=s)\nfor e in range(3):\n    v.set_epoch(e)\n"
+            "    for b in l:\n        b.loss.backward()\n",
+            [1],
+        ),
+        # The same, but the walk only evaluates: its order does not matter.
+        (
+            "s = DistributedSampler(d)\nv = DistributedSampler(d)\n"
+            "l = DataLoader(d, sampler=s)\nfor e in range(3):\n    v.set_epoch(e)\n"
+            "    for b in l:\n        b.loss\n",
+            [],
+        ),
+        # On something the module does not make: it may be this sampler.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "def hook(loader, e):\n    loader.sampler.set_epoch(e)\n"
+            "for e in range(3):\n    for b in l:\n        pass\n",
+            [],
+        ),
+        # In a function the epoch loop calls.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "def before(e):\n    s.set_epoch(e)\n"
+            "for e in range(3):\n    before(e)\n    for b in l:\n        pass\n",
+            [],
+        ),
+        # In a function called only outside the epoch loop.
+        (
+            "s = DistributedSampler(d)\nl = DataLoader(d, sampler=s)\n"
+            "def before(e):\n    s.set_epoch(e)\nbefore(0)\n"
+            "for e in range(3):\n    for b in l:\n        pass\n",
+            [1],
+        ),
+    ],
+)
+def test_samplers_without_set_epoch(code: str, expected: list[int]) -> None:
+    assert unset(code) == expected
