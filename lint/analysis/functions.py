@@ -7,10 +7,11 @@ the tests on ``self`` around it settle the callee's own tests).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
 from ddplint.analysis.batches import BatchSeeds, batch_seeds
 from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
@@ -221,6 +222,43 @@ class ModuleAnalysis:
             self._functions[scope] = found
         return found
 
+    def functions_reaching(
+        self, label_of: Callable[[ast.Call], str | None], depth: int = 2
+    ) -> dict[str, str]:
+        """How calls name the module's functions (``f``, ``self.f``) whose own calls
+        include one that ``label_of`` labels, or a call of such a function, ``depth``
+        calls deep; with the label each reaches (the first found)."""
+        found: dict[str, str] = {}
+        for _ in range(depth):
+            for key, definition in self._definitions.items():
+                if key in found:
+                    continue
+                for call in self.nodes.calls_by_scope.get(definition, []):
+                    label = label_of(call)
+                    callee = dotted_name(call.func)
+                    if label is None and callee in found and callee != key:
+                        label = found[callee]
+                    if label is not None:
+                        found[key] = label
+                        break
+        return found
+
+    @cached_property
+    def backward_functions(self) -> dict[str, str]:
+        """The module's functions that run a backward pass, two calls deep
+        (``functions_reaching``), with the backward each reaches."""
+        return self.functions_reaching(self.backward_label)
+
+    def backward_label(self, call: ast.Call) -> str | None:
+        """``loss.backward()`` for a call that runs a backward pass (a method of the
+        loss, accelerate's or Lightning's, ``torch.autograd.backward``), else None."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS:
+            return f"{ast.unparse(func)}()"
+        if self.names.resolve(func) in BACKWARD_FUNCTIONS:
+            return f"{ast.unparse(func)}(...)"
+        return None
+
     def batch_view(self, scope: Scope, step_method: bool | None = None) -> Divergence:
         """The divergence of ``scope`` where this rank's batch counts too (``batches``):
         for the questions about decisions on this rank's data, never for the others.
@@ -230,7 +268,7 @@ class ModuleAnalysis:
         found = self._batch_views.get((scope, lightning))
         if found is None:
             facts = self.function(scope)
-            seeds = batch_seeds(scope, lightning)
+            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions))
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
