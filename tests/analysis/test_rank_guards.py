@@ -6,10 +6,16 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ddplint.analysis.batches import batch_seeds
+from ddplint.analysis.batches import batch_seeds, training_loops
 from ddplint.analysis.divergence import Source
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
+from ddplint.analysis.rank_guards import (
+    RankGuard,
+    admits_global_zero,
+    callers_guard,
+    guard_of,
+    own_reads,
+)
 from ddplint.analysis.trainer_questions import log_dirs_on_some_ranks, should_stop_on_some_ranks
 from ddplint.analysis.trainers import LightningTrainers
 
@@ -202,3 +208,97 @@ def test_a_strategy_decision_agrees() -> None:
         """
     )
     assert should_stop_on_some_ranks(analysis) == []
+
+
+GLOBAL_ZERO = """
+import os
+import torch.distributed as dist
+from lightning.pytorch.utilities import rank_zero_only
+
+def tests(trainer, args):
+    if dist.get_rank() == 0:
+        print("global zero")
+    if trainer.is_global_zero:
+        print("global zero too")
+    if dist.get_rank() != 0:
+        print("the other ranks")
+    if args.local_rank == 0:
+        print("one per node")
+    if int(os.environ["LOCAL_RANK"]) == 0:
+        print("one per node, read from the launcher")
+    first = dist.get_rank() == 0
+    if first:
+        print("global zero, through a name")
+
+@rank_zero_only
+def decorated():
+    print("global zero, decorated")
+"""
+
+
+def test_admits_global_zero_both_ways() -> None:
+    analysis = _analysis(GLOBAL_ZERO)
+    guards = _guards_of_prints(GLOBAL_ZERO)
+    admitted = {
+        line: admits_global_zero(analysis, guard)
+        for line, guard in guards.items()
+        if guard is not None
+    }
+    assert admitted == {8: True, 10: True, 12: False, 14: False, 16: False, 19: True, 23: True}
+
+
+CALLERS = """
+import lightning.pytorch as pl
+
+class Model(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        if self.global_rank == 0:
+            self._only_guarded()
+            self._both()
+        self._both()
+
+    def _only_guarded(self):
+        print("guarded through its caller")
+
+    def _both(self):
+        print("called on every rank too")
+
+    def on_validation_epoch_end(self):
+        print("a hook: no local caller")
+"""
+
+
+def test_callers_guard_needs_every_call_guarded() -> None:
+    analysis = _analysis(CALLERS)
+    methods = {f.name: f for f in analysis.nodes.functions()}
+    guard = callers_guard(analysis, methods["_only_guarded"])
+    assert guard is not None and guard.call is not None and guard.call.lineno == 7
+    assert callers_guard(analysis, methods["_both"]) is None
+    assert callers_guard(analysis, methods["on_validation_epoch_end"]) is None
+
+
+HELPER_LOOPS = """
+def step(model, batch):
+    model(batch).backward()
+
+def deeper(model, batch):
+    step(model, batch)
+
+def train(model, loader):
+    for batch in loader:
+        deeper(model, batch)
+
+def evaluate(model, loader):
+    for batch in loader:
+        model(batch)
+"""
+
+
+def test_training_loops_through_local_helpers() -> None:
+    analysis = _analysis(HELPER_LOOPS)
+    assert set(analysis.backward_functions) == {"step", "deeper", "train"}
+    functions = {f.name: f for f in analysis.nodes.functions()}
+    helpers = frozenset(analysis.backward_functions)
+    assert len(training_loops(functions["train"], helpers)) == 1
+    assert training_loops(functions["train"]) == []
+    assert training_loops(functions["evaluate"], helpers) == []
