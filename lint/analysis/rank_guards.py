@@ -13,9 +13,7 @@ count (the rank only, or any value that differs between ranks).
 ``own_reads(analysis, wanted)``: where each of some expressions is evaluated, its
 scope and graph node, found by walking only the scopes that hold one.
 
-``callers_guard(analysis, method)``: the guard around the calls of a method in its own
-class when every one of them runs on some ranks only (``if self.global_rank == 0:
-self._log_metrics()``); ``admits_global_zero``: whether a guard lets global rank 0
+``admits_global_zero``: whether a guard lets global rank 0
 through and no other rank (rank 0 and every other rank each answer its test alike, and
 it reads no rank within a node: ``local_rank == 0`` lets one rank of each node through).
 """
@@ -25,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ddplint.analysis.api import GLOBAL_ZERO_DECORATORS, LOCAL_RANK_SPELLINGS
 from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
@@ -59,9 +57,6 @@ class RankGuard:
     runs_when: bool | None
     #: The function a decorator runs on one rank.
     function: str | None = None
-    #: Where the guard stands around a call of the guarded code's method (it runs on
-    #: some ranks only because every call of it in its class does), None when around it.
-    call: ast.Call | None = None
     #: The scope and graph node of ``test`` (the decorated function for a decorator).
     where: tuple[Scope, Node] | None = None
 
@@ -125,33 +120,6 @@ def rank_only_decorator(analysis: ModuleAnalysis, scope: Scope) -> RankGuard | N
     taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
     assert isinstance(scope, _FUNCTIONS)
     return RankGuard(decorator, decorator, taint, None, scope.name)
-
-
-def callers_guard(
-    analysis: ModuleAnalysis, method: Scope, accepted: Callable[[Taint], bool] | None = None
-) -> RankGuard | None:
-    """The guard around the first call of ``method`` (``self.name(...)`` in a method of
-    its own class) when every such call runs on some ranks only; None where one runs on
-    every rank or there is none (a hook the framework calls)."""
-    owner = analysis.nodes.scope_of.get(method)
-    if not isinstance(method, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
-        return None
-    calls = [
-        call
-        for sibling in owner.body
-        if isinstance(sibling, _FUNCTIONS) and sibling is not method
-        for call in analysis.nodes.calls_by_scope.get(sibling, [])
-        if dotted_name(call.func) == f"{instance_parameter(sibling)}.{method.name}"
-    ]
-    guards: list[tuple[ast.Call, RankGuard]] = []
-    for call, scope, node in own_reads(analysis, list(calls)):
-        guard = guard_of(analysis, scope, node, call, accepted)
-        if guard is None or not isinstance(call, ast.Call):
-            return None
-        guards.append((call, replace(guard, call=call)))
-    if not guards or len(guards) < len(calls):
-        return None
-    return min(guards, key=lambda found: (found[0].lineno, found[0].col_offset))[1]
 
 
 def instance_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:

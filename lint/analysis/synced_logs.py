@@ -8,10 +8,12 @@ bases: none other has a ``log`` that takes ``sync_dist``), the module a callback
 handed, a parameter annotated ``LightningModule``.
 
 It runs on some ranks only when ``rank_guards`` finds a rank guard around it (a rank
-test it depends on, an expression guard, ``@rank_zero_only``), or around every call of
-its method in its class. A guard is *paired* when the ranks it leaves out log the same
-keys with ``sync_dist`` too (the other branch of the same test, or a test of the
-opposite answer in the same function): every rank then joins the reduction.
+test it depends on, an expression guard, ``@rank_zero_only``), or around a call of a
+local function that reaches one (``self._log_metrics()`` under ``if self.global_rank
+== 0:``: reported at that call, the root cause). A guard is *paired* when the ranks it
+leaves out log the same keys with ``sync_dist`` too, or call the same function (the
+other branch of the same test, or a test of the opposite answer in the same function):
+every rank then joins the reduction.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from dataclasses import dataclass
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.module_classes import ClassKinds
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE, OBJECT
 from ddplint.analysis.rank_guards import (
     RankGuard,
     admits_global_zero,
-    callers_guard,
     guard_of,
     instance_parameter,
     own_reads,
@@ -52,6 +54,8 @@ class SyncedLog:
     #: Keys the ranks the guard leaves out log with ``sync_dist`` instead (their
     #: reductions pair with this one's across different metrics).
     instead: tuple[str, ...] = ()
+    #: Where ``call`` is a call of a local function: the log it reaches.
+    log: ast.Call | None = None
 
 
 def synced_logs_on_some_ranks(analysis: ModuleAnalysis) -> list[SyncedLog]:
@@ -66,16 +70,30 @@ def synced_logs_on_some_ranks(analysis: ModuleAnalysis) -> list[SyncedLog]:
         for call, scope, node in own_reads(analysis, list(logs))
         if receivers.holds_module(call.func.value, scope)  # type: ignore[attr-defined]
     ]
+    synced = {id(call): call for call, _, _ in placed if isinstance(call, ast.Call)}
+    reaching = analysis.functions_reaching(
+        lambda call: str(id(call)) if id(call) in synced else None
+    )
+    sites = [call for call, _, _ in placed]
+    sites += [
+        call
+        for calls in analysis.nodes.calls_by_scope.values()
+        for call in calls
+        if dotted_name(call.func) in reaching
+    ]
     guarded: list[tuple[ast.Call, Scope, RankGuard]] = []
-    for call, scope, node in placed:
-        guard = guard_of(analysis, scope, node, call) or callers_guard(analysis, scope)
+    for call, scope, node in own_reads(analysis, sites):
+        guard = guard_of(analysis, scope, node, call)
         if guard is not None and isinstance(call, ast.Call):
             guarded.append((call, scope, guard))
     found = []
     crossed: set[int] = set()
     for call, scope, guard in guarded:
-        keys = logged_keys(call)
-        instead = _logged_instead(call, scope, guard, guarded)
+        log = (
+            synced[int(reaching[dotted_name(call.func) or ""])] if id(call) not in synced else None
+        )
+        keys = _identity(call, log)[1]
+        instead = _logged_instead(call, log, scope, guard, guarded, reaching, synced)
         if keys is not None and set(keys) <= instead:
             continue  # paired: every rank joins the reduction of each key
         if instead and id(guard.cause) in crossed:
@@ -83,7 +101,8 @@ def synced_logs_on_some_ranks(analysis: ModuleAnalysis) -> list[SyncedLog]:
         if instead:
             crossed.add(id(guard.cause))
         global_zero = admits_global_zero(analysis, guard)
-        found.append(SyncedLog(call, guard, keys, global_zero, tuple(sorted(instead))))
+        keys = logged_keys(log or call)
+        found.append(SyncedLog(call, guard, keys, global_zero, tuple(sorted(instead)), log))
     return sorted(found, key=lambda log: (log.call.lineno, log.call.col_offset))
 
 
@@ -135,29 +154,46 @@ class _LogReceivers:
         return None
 
 
+def _identity(call: ast.Call, log: ast.Call | None) -> tuple[str, tuple[str, ...] | None]:
+    """What pairs a synchronising site: a log by its method and keys, a call of a local
+    function by the function."""
+    if log is None:
+        assert isinstance(call.func, ast.Attribute)
+        return call.func.attr, logged_keys(call)
+    callee = dotted_name(call.func) or ""
+    return callee, (callee,)
+
+
 def _logged_instead(
     call: ast.Call,
+    log: ast.Call | None,
     scope: Scope,
     guard: RankGuard,
     guarded: list[tuple[ast.Call, Scope, RankGuard]],
+    reaching: dict[str, str],
+    synced: dict[int, ast.Call],
 ) -> set[str]:
-    """The keys the ranks ``guard`` leaves out log with ``sync_dist`` (by the same
-    method), in the same function, under the opposite answer of the same test."""
-    if guard.runs_when is None or guard.call is not None:
+    """The keys (or local functions) the ranks ``guard`` leaves out log with
+    ``sync_dist`` by the same method (or call), in the same function, under the
+    opposite answer of the same test."""
+    if guard.runs_when is None:
         return set()
     test, runs_when = _positive(guard.test, guard.runs_when)
     spelled = ast.dump(test)
-    assert isinstance(call.func, ast.Attribute)
+    kind = _identity(call, log)[0]
     others: set[str] = set()
     for other, other_scope, other_guard in guarded:
         if other_scope is not scope or other_guard.runs_when is None:
             continue
-        assert isinstance(other.func, ast.Attribute)
-        if other.func.attr != call.func.attr or other_guard.call is not None:
+        other_log = (
+            None if id(other) in synced else synced[int(reaching[dotted_name(other.func) or ""])]
+        )
+        other_kind, other_keys = _identity(other, other_log)
+        if other_kind != kind:
             continue
         other_test, other_runs = _positive(other_guard.test, other_guard.runs_when)
         if other_runs is not runs_when and ast.dump(other_test) == spelled:
-            others.update(logged_keys(other) or ())
+            others.update(other_keys or ())
     return others
 
 

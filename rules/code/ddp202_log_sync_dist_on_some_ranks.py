@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.lightning_monitors import LightningMonitors
-from ddplint.analysis.synced_logs import SyncedLog, synced_logs_on_some_ranks
+from ddplint.analysis.synced_logs import synced_logs_on_some_ranks
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
@@ -21,8 +21,9 @@ class LogSyncDistOnSomeRanks(CodeRule):
     ## What it does
     Flags `self.log(..., sync_dist=True)` / `self.log_dict(..., sync_dist=True)` that
     runs on some ranks only: under `if self.trainer.is_global_zero:` (or any rank
-    condition, its `else`, an early `return` on one), in a `@rank_zero_only` hook, or in
-    a method whose every call in its class is under such a condition. In a callback,
+    condition, its `else`, an early `return` on one), in a `@rank_zero_only` hook, or a
+    call of a function of the module that logs so under such a condition
+    (`if self.global_rank == 0: self._log_metrics()`, reported at the call). In a callback,
     the same for the LightningModule a hook is handed (`pl_module.log(...)`).
 
     The module is known by what it is, never by a variable's name: the instance of a
@@ -91,8 +92,8 @@ class LogSyncDistOnSomeRanks(CodeRule):
         monitors = LightningMonitors(ctx.analysis) if logs else None
         for log in logs:
             assert monitors is not None and isinstance(log.call.func, ast.Attribute)
-            method = ast_node_text(ctx, log.call.func)
-            where = _where(log)
+            method = ast_node_text(ctx, (log.log or log.call).func)
+            where = guard_text(log.guard)
             brief = "on rank 0 only" if log.global_zero else "on some ranks only"
             summary = f"`{method}(..., sync_dist=True)` runs {brief}"
             message = (
@@ -100,7 +101,17 @@ class LogSyncDistOnSomeRanks(CodeRule):
                 "that the other ranks never join, so the logging ranks wait until the "
                 "timeout"
             )
+            if log.log is not None:
+                called = ast_node_text(ctx, log.call.func)
+                summary = f"`{called}()` logs with sync_dist=True {brief}"
+                message = (
+                    f"`{called}()` runs {where}, and it logs with `{method}(..., "
+                    f"sync_dist=True)` (line {log.log.lineno}): an all-reduce that the other "
+                    "ranks never join, so the logging ranks wait until the timeout"
+                )
             related = [guard_related(log.guard)]
+            if log.log is not None:
+                related.append((log.log, "the log that all-reduces"))
             fix = None
             clash = next((m for k in log.keys or () if (m := monitors.monitored(k))), None)
             if clash is not None:
@@ -120,23 +131,16 @@ class LogSyncDistOnSomeRanks(CodeRule):
                 )
             elif log.keys is None and monitors.monitors:
                 message += "; log it on every rank, or with rank_zero_only=True if unmonitored"
-            elif log.global_zero:
+            elif log.global_zero and log.log is None:
                 message += "; to log rank 0's value alone, use rank_zero_only=True"
                 fix = _fix(ctx, log.call)
+            elif log.global_zero:
+                message += "; call it on every rank, or log rank 0's value with rank_zero_only=True"
             else:
                 message += "; log it on every rank"
             yield ctx.ast_finding(
                 self, log.call, message, summary=summary, related=related, fix=fix
             )
-
-
-def _where(log: SyncedLog) -> str:
-    """Where the log runs, for the message."""
-    guard = log.guard
-    if guard.call is None:
-        return guard_text(guard)
-    caller = ast.unparse(guard.call.func)
-    return f"in `{caller}`, which is called (line {guard.call.lineno}) {guard_text(guard)}"
 
 
 def _fix(ctx: CodeContext, call: ast.Call) -> Fix | None:

@@ -12,10 +12,10 @@ from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.rank_guards import (
     RankGuard,
     admits_global_zero,
-    callers_guard,
     guard_of,
     own_reads,
 )
+from ddplint.analysis.synced_logs import synced_logs_on_some_ranks
 from ddplint.analysis.trainer_questions import log_dirs_on_some_ranks, should_stop_on_some_ranks
 from ddplint.analysis.trainers import LightningTrainers
 
@@ -253,28 +253,28 @@ import lightning.pytorch as pl
 class Model(pl.LightningModule):
     def validation_step(self, batch, batch_idx):
         if self.global_rank == 0:
-            self._only_guarded()
-            self._both()
-        self._both()
+            self._log_wer(batch)
+        self._log_wer(batch)
+        if self.current_epoch > 3:
+            self._log_wer(batch)
+        if self.global_rank == 0:
+            self._log_cer(batch)
+        else:
+            self._log_cer(batch)
 
-    def _only_guarded(self):
-        print("guarded through its caller")
+    def _log_wer(self, batch):
+        self.log("wer", batch, sync_dist=True)
 
-    def _both(self):
-        print("called on every rank too")
-
-    def on_validation_epoch_end(self):
-        print("a hook: no local caller")
+    def _log_cer(self, batch):
+        self.log("cer", batch, sync_dist=True)
 """
 
 
-def test_callers_guard_needs_every_call_guarded() -> None:
-    analysis = _analysis(CALLERS)
-    methods = {f.name: f for f in analysis.nodes.functions()}
-    guard = callers_guard(analysis, methods["_only_guarded"])
-    assert guard is not None and guard.call is not None and guard.call.lineno == 7
-    assert callers_guard(analysis, methods["_both"]) is None
-    assert callers_guard(analysis, methods["on_validation_epoch_end"]) is None
+def test_synced_logs_reached_through_a_local_call_on_some_ranks() -> None:
+    """A call of a method that logs with ``sync_dist`` under a rank test is reported at
+    the call; called on every rank, under a uniform test, or on both arms, it is not."""
+    found = synced_logs_on_some_ranks(_analysis(CALLERS))
+    assert [(log.call.lineno, log.log is not None and log.log.lineno) for log in found] == [(7, 17)]
 
 
 HELPER_LOOPS = """
