@@ -2,12 +2,14 @@
 
 Where the per-batch work runs (a training loop's body, whose items are this rank's
 batch: ``batches``, also a loop that runs its backward through a local helper; a
-LightningModule's step method), a ``try`` whose body computes on this rank's data (the
-batch view of the divergence: the exception is raised on some ranks only) has a handler
-the caller selects (by the exceptions it names). The handler *skips* a later backward
-(itself, or through a local function that runs one) or collective (``effects``, local
-functions that reach one included) when the ``try`` body's way reaches it before the
-next iteration (or the end of the step) and no way out of the handler does:
+LightningModule's step method; a local function a training loop hands this rank's
+batch, the parameters that receive it seeded as the batch), a ``try`` whose body
+computes on this rank's data (the batch view of the divergence: the exception is
+raised on some ranks only) has a handler the caller selects (by the exceptions it
+names). The handler *skips* a later backward (itself, or through a local function that
+runs one) or collective (``effects``, local functions that reach one included) when
+the ``try`` body's way reaches it before the next iteration (or the end of the step)
+and no way out of the handler does:
 ``continue``, ``return``, or a fall-through past a ``try`` that held the backward.
 
 Not a skip: a handler that ends the job loudly on every way (re-raises, ``sys.exit(1)``),
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from ddplint.analysis.batches import step_method, training_loops
 from ddplint.analysis.control_flow import Node, Scope, ends_loudly
+from ddplint.analysis.divergence import Source
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
 from ddplint.analysis.names import dotted_name
@@ -69,8 +72,10 @@ def swallowed_exceptions(
 ) -> list[SwallowedException]:
     """Each handler ``catches`` selects that skips the step on the rank that raised."""
     found: list[SwallowedException] = []
-    for scope in _scopes_with_handlers(analysis, catches):
-        found.extend(_in_scope(analysis, scope, catches))
+    scopes = list(_scopes_with_handlers(analysis, catches))
+    handed = _handed_batches(analysis) if scopes else {}
+    for scope in scopes:
+        found.extend(_in_scope(analysis, scope, catches, handed.get(scope)))
     alone = analysis.single_process
     found = [f for f in found if not alone.holds(f.handler)]
     return sorted(found, key=lambda f: (f.handler.lineno, f.handler.col_offset))
@@ -87,14 +92,46 @@ def _scopes_with_handlers(
             yield scope
 
 
+def _handed_batches(analysis: ModuleAnalysis) -> dict[Scope, frozenset[str]]:
+    """The local functions a training loop's body calls with this rank's batch, and the
+    parameters that receive it."""
+    helpers = frozenset(analysis.backward_functions)
+    handed: dict[Scope, set[str]] = {}
+    for caller in (analysis.module, *analysis.nodes.functions()):
+        loops = training_loops(caller, helpers)
+        if not loops:
+            continue
+        function = analysis.function(caller)
+        view = analysis.batch_view(caller)
+        inside = {id(s) for loop in loops for s in statements_in(loop.body)}
+        for node in function.graph.nodes:
+            if node.statement is None or id(node.statement) not in inside:
+                continue
+            for call in own_calls(node.statement):
+                callee = analysis.local_callee(dotted_name(call.func) or "", caller)
+                if callee is None:
+                    continue
+                definition, positional = callee
+                given = [*zip(positional, call.args, strict=False)]
+                given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+                for parameter, value in given:
+                    taint = view.taint(value, node)
+                    if taint is not None and taint.source is Source.BATCH:
+                        handed.setdefault(definition, set()).add(parameter)
+    return {scope: frozenset(names) for scope, names in handed.items()}
+
+
 def _in_scope(
-    analysis: ModuleAnalysis, scope: Scope, catches: Callable[[ast.ExceptHandler], bool]
+    analysis: ModuleAnalysis,
+    scope: Scope,
+    catches: Callable[[ast.ExceptHandler], bool],
+    handed: frozenset[str] | None,
 ) -> Iterator[SwallowedException]:
     function = analysis.function(scope)
     helpers = frozenset(analysis.backward_functions)
     loops = training_loops(scope, helpers)
-    whole_step = step_method(scope, function.in_lightning_class)
-    view = analysis.batch_view(scope)
+    whole_step = step_method(scope, function.in_lightning_class) or handed is not None
+    view = analysis.batch_view(scope, handed=handed or frozenset())
     events = list(_step_events(analysis, function))
     nodes_of = {id(node.statement): node for node in function.graph.nodes if node.statement}
     for statement in own_statements(scope):

@@ -148,7 +148,7 @@ class ModuleAnalysis:
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
-        self._batch_views: dict[tuple[Scope, bool], Divergence] = {}
+        self._batch_views: dict[tuple[Scope, bool, frozenset[str]], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -259,21 +259,44 @@ class ModuleAnalysis:
             return f"{ast.unparse(func)}(...)"
         return None
 
-    def batch_view(self, scope: Scope, step_method: bool | None = None) -> Divergence:
+    def batch_view(
+        self,
+        scope: Scope,
+        step_method: bool | None = None,
+        handed: frozenset[str] = frozenset(),
+    ) -> Divergence:
         """The divergence of ``scope`` where this rank's batch counts too (``batches``):
         for the questions about decisions on this rank's data, never for the others.
         ``step_method``: whether ``scope`` is a module class's method handed a batch (a
-        question that knows its class's kind says so; by default, a LightningModule's)."""
+        question that knows its class's kind says so; by default, a LightningModule's);
+        ``handed``: parameters its callers hand this rank's batch."""
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
-        found = self._batch_views.get((scope, lightning))
+        found = self._batch_views.get((scope, lightning, handed))
         if found is None:
             facts = self.function(scope)
             seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions))
+            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops)
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
-            self._batch_views[(scope, lightning)] = found
+            self._batch_views[(scope, lightning, handed)] = found
         return found
+
+    def local_callee(
+        self, name: str, caller: Scope
+    ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]] | None:
+        """The local function a call from ``caller`` names (``f``; ``self.f``: the
+        method of the caller's own class), with the parameters its positional arguments
+        fill (``self`` left out)."""
+        if name.startswith("self."):
+            owner = self.nodes.owner_class(caller) or ""
+            definition = self._methods.get((owner, name[len("self.") :]))
+        else:
+            definition = self._definitions.get(name)
+        if definition is None:
+            return None
+        positional = [a.arg for a in definition.args.posonlyargs + definition.args.args]
+        return definition, positional[1:] if name.startswith("self.") else positional
 
     def _divergence(
         self,

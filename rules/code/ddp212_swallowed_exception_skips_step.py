@@ -40,7 +40,8 @@ class SwallowedExceptionSkipsStep(CodeRule):
 
     A training loop is a loop whose body runs a backward, itself or through a local
     function that does (`train_step(model, batch)`); the skipped backward or collective
-    may also be run through a local function. It is built on the analysis core: the
+    may also be run through a local function, and the `try` may stand in a local
+    function the loop hands its batch to. It is built on the analysis core: the
     control-flow graph with its exception edges (what the `try` body's way reaches
     before the next iteration and no way out of the handler does), the batch view of
     the divergence analysis (the `try` body computes on this rank's batch), and the
