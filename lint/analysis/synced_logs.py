@@ -74,26 +74,25 @@ def synced_logs_on_some_ranks(analysis: ModuleAnalysis) -> list[SyncedLog]:
     reaching = analysis.functions_reaching(
         lambda call: str(id(call)) if id(call) in synced else None
     )
-    sites = [call for call, _, _ in placed]
-    sites += [
-        call
-        for calls in analysis.nodes.calls_by_scope.values()
-        for call in calls
-        if dotted_name(call.func) in reaching
-    ]
+    sites: list[ast.AST] = [call for call, _, _ in placed]
+    reached: dict[int, ast.Call] = {}
+    for caller, calls in analysis.nodes.calls_by_scope.items():
+        for call in calls:
+            log = _reached_log(analysis, call, caller, reaching, synced)
+            if log is not None:
+                reached[id(call)] = log
+                sites.append(call)
     guarded: list[tuple[ast.Call, Scope, RankGuard]] = []
-    for call, scope, node in own_reads(analysis, sites):
-        guard = guard_of(analysis, scope, node, call)
-        if guard is not None and isinstance(call, ast.Call):
-            guarded.append((call, scope, guard))
+    for site, scope, node in own_reads(analysis, sites):
+        guard = guard_of(analysis, scope, node, site)
+        if guard is not None and isinstance(site, ast.Call):
+            guarded.append((site, scope, guard))
     found = []
     crossed: set[int] = set()
     for call, scope, guard in guarded:
-        log = (
-            synced[int(reaching[dotted_name(call.func) or ""])] if id(call) not in synced else None
-        )
+        log = reached.get(id(call))
         keys = _identity(call, log)[1]
-        instead = _logged_instead(call, log, scope, guard, guarded, reaching, synced)
+        instead = _logged_instead(call, log, scope, guard, guarded, reached)
         if keys is not None and set(keys) <= instead:
             continue  # paired: every rank joins the reduction of each key
         if instead and id(guard.cause) in crossed:
@@ -104,6 +103,29 @@ def synced_logs_on_some_ranks(analysis: ModuleAnalysis) -> list[SyncedLog]:
         keys = logged_keys(log or call)
         found.append(SyncedLog(call, guard, keys, global_zero, tuple(sorted(instead)), log))
     return sorted(found, key=lambda log: (log.call.lineno, log.call.col_offset))
+
+
+def _reached_log(
+    analysis: ModuleAnalysis,
+    call: ast.Call,
+    caller: Scope,
+    reaching: dict[str, str],
+    synced: dict[int, ast.Call],
+) -> ast.Call | None:
+    """The log with ``sync_dist`` that ``call`` reaches through the local function it
+    names from ``caller`` (``self.f``: the method of the caller's own class, not another
+    class's method of that name), itself or one call deeper; None if none."""
+    name = dotted_name(call.func)
+    callee = analysis.local_callee(name, caller) if name in reaching else None
+    if callee is None:
+        return None
+    for inner in analysis.nodes.calls_by_scope.get(callee[0], []):
+        if id(inner) in synced:
+            return synced[id(inner)]
+        deeper = dotted_name(inner.func)
+        if deeper in reaching and inner is not call:
+            return synced[int(reaching[deeper])]
+    return None
 
 
 def _synchronises(call: ast.Call) -> bool:
@@ -170,8 +192,7 @@ def _logged_instead(
     scope: Scope,
     guard: RankGuard,
     guarded: list[tuple[ast.Call, Scope, RankGuard]],
-    reaching: dict[str, str],
-    synced: dict[int, ast.Call],
+    reached: dict[int, ast.Call],
 ) -> set[str]:
     """The keys (or local functions) the ranks ``guard`` leaves out log with
     ``sync_dist`` by the same method (or call), in the same function, under the
@@ -185,9 +206,7 @@ def _logged_instead(
     for other, other_scope, other_guard in guarded:
         if other_scope is not scope or other_guard.runs_when is None:
             continue
-        other_log = (
-            None if id(other) in synced else synced[int(reaching[dotted_name(other.func) or ""])]
-        )
+        other_log = reached.get(id(other))
         other_kind, other_keys = _identity(other, other_log)
         if other_kind != kind:
             continue
