@@ -80,17 +80,18 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART + b"    self.log('loss', 0.0, sync_dist=True)\n", "DDP201", "DDP202")
-    assert "DDP201" in {f.rule for f in outcome.findings}
+    set_loop = COLLECTIVES_IN_SET_LOOP.split(b"\n", 1)[1]
+    outcome = _lint(RANKS_PART + set_loop, "DDP201", "DDP209")
+    assert {"DDP201", "DDP209"} <= {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
 
 def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
     libcst_parses: list[str],
 ) -> None:
-    """DDP202 reads LibCST, but a module that passes no ``sync_dist=True`` holds none of
-    its collectives: only the core's rule runs."""
-    outcome = _lint(RANKS_PART, "DDP201", "DDP202")
+    """DDP209 reads LibCST, but a module that builds no set holds none of its
+    collectives: only the core's rule runs."""
+    outcome = _lint(RANKS_PART, "DDP201", "DDP209")
     assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 

@@ -232,6 +232,26 @@ RANK_ONLY_DECORATORS = frozenset(
     }
 )
 
+#: Of those decorators, the ones that run their function on global rank 0 alone.
+GLOBAL_ZERO_DECORATORS = frozenset({"rank_zero_only", "on_main_process"})
+#: Rank spellings that read the rank within a node (or the node itself): a test of one
+#: lets a rank of every node through, never global rank 0 alone.
+LOCAL_RANK_SPELLINGS = frozenset(
+    {
+        "local_rank",
+        "node_rank",
+        "is_local_zero",
+        "is_local_main_process",
+        "local_process_index",
+        "get_local_rank",
+        "get_node_local_rank",
+        "LOCAL_RANK",
+        "SLURM_LOCALID",
+        "NODE_RANK",
+        "GROUP_RANK",
+    }
+)
+
 RANK_ENV_VARS = frozenset(
     {
         "RANK",

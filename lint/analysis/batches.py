@@ -9,8 +9,9 @@ flag broadcast from one rank) ask a view of it seeded here as well
   handed, by position (``training_step(self, batch, batch_idx)``,
   ``on_train_batch_end(self, outputs, batch, batch_idx)``);
 - the items of a training loop: a ``for`` loop whose own body runs ``x.backward(...)``
-  and holds no inner such loop (an epoch loop around one walks epochs), its
-  ``enumerate`` counter left out.
+  (itself, or through a call of a local function that does: ``train_step(batch)``) and
+  holds no inner such loop (an epoch loop around one walks epochs), its ``enumerate``
+  counter left out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.names import dotted_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor)
@@ -48,23 +50,32 @@ class BatchSeeds:
     loops: dict[int, tuple[ast.expr, ...]] = field(default_factory=dict)
 
 
-def batch_seeds(scope: ast.AST, lightning_method: bool) -> BatchSeeds:
+def batch_seeds(
+    scope: ast.AST, lightning_method: bool, helpers: frozenset[str] = frozenset()
+) -> BatchSeeds:
     """Where this rank's batch enters ``scope``; ``lightning_method``: it is a method of
-    a LightningModule class."""
+    a LightningModule class; ``helpers``: how calls name the local functions that run a
+    backward."""
     parameters: set[str] = set()
     if lightning_method and isinstance(scope, _FUNCTIONS):
         positional = [*scope.args.posonlyargs, *scope.args.args]
         for position in LIGHTNING_BATCH_POSITIONS.get(scope.name, ()):
             if position < len(positional):
                 parameters.add(positional[position].arg)
-    loops = {id(loop): _batch_targets(loop) for loop in training_loops(scope)}
+    loops = {id(loop): _batch_targets(loop) for loop in training_loops(scope, helpers)}
     return BatchSeeds(frozenset(parameters), loops)
 
 
-def training_loops(scope: ast.AST) -> list[ast.For | ast.AsyncFor]:
+def training_loops(
+    scope: ast.AST, helpers: frozenset[str] = frozenset()
+) -> list[ast.For | ast.AsyncFor]:
     """The loops of ``scope``'s own code that walk batches (their body runs a backward,
-    no inner loop of theirs does)."""
-    return [loop for loop in own_nodes(scope) if isinstance(loop, _LOOPS) and _training_loop(loop)]
+    itself or through a call of one of ``helpers``; no inner loop of theirs does)."""
+    return [
+        loop
+        for loop in own_nodes(scope)
+        if isinstance(loop, _LOOPS) and _training_loop(loop, helpers)
+    ]
 
 
 def step_method(scope: ast.AST, lightning_method: bool) -> bool:
@@ -76,23 +87,25 @@ def step_method(scope: ast.AST, lightning_method: bool) -> bool:
     )
 
 
-def _runs_backward(statements: list[ast.stmt]) -> bool:
+def _runs_backward(statements: list[ast.stmt], helpers: frozenset[str]) -> bool:
     return any(
         isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "backward"
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "backward")
+            or dotted_name(node.func) in helpers
+        )
         for statement in statements
         if not isinstance(statement, _DEFINITIONS)
         for node in (statement, *own_nodes(statement))
     )
 
 
-def _training_loop(loop: ast.For | ast.AsyncFor) -> bool:
+def _training_loop(loop: ast.For | ast.AsyncFor, helpers: frozenset[str]) -> bool:
     """A loop whose body runs a backward, with no inner loop that does."""
-    if not _runs_backward(loop.body):
+    if not _runs_backward(loop.body, helpers):
         return False
     return not any(
-        isinstance(inner, _LOOPS) and _runs_backward(inner.body)
+        isinstance(inner, _LOOPS) and _runs_backward(inner.body, helpers)
         for statement in loop.body
         if not isinstance(statement, _DEFINITIONS)
         for inner in (statement, *own_nodes(statement))

@@ -7,10 +7,11 @@ the tests on ``self`` around it settle the callee's own tests).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
 from ddplint.analysis.batches import BatchSeeds, batch_seeds
 from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
@@ -147,7 +148,7 @@ class ModuleAnalysis:
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
-        self._batch_views: dict[tuple[Scope, bool], Divergence] = {}
+        self._batch_views: dict[tuple[Scope, bool, frozenset[str]], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -221,21 +222,81 @@ class ModuleAnalysis:
             self._functions[scope] = found
         return found
 
-    def batch_view(self, scope: Scope, step_method: bool | None = None) -> Divergence:
+    def functions_reaching(
+        self, label_of: Callable[[ast.Call], str | None], depth: int = 2
+    ) -> dict[str, str]:
+        """How calls name the module's functions (``f``, ``self.f``) whose own calls
+        include one that ``label_of`` labels, or a call of such a function, ``depth``
+        calls deep; with the label each reaches (the first found)."""
+        found: dict[str, str] = {}
+        for _ in range(depth):
+            for key, definition in self._definitions.items():
+                if key in found:
+                    continue
+                for call in self.nodes.calls_by_scope.get(definition, []):
+                    label = label_of(call)
+                    callee = dotted_name(call.func)
+                    if label is None and callee in found and callee != key:
+                        label = found[callee]
+                    if label is not None:
+                        found[key] = label
+                        break
+        return found
+
+    @cached_property
+    def backward_functions(self) -> dict[str, str]:
+        """The module's functions that run a backward pass, two calls deep
+        (``functions_reaching``), with the backward each reaches."""
+        return self.functions_reaching(self.backward_label)
+
+    def backward_label(self, call: ast.Call) -> str | None:
+        """``loss.backward()`` for a call that runs a backward pass (a method of the
+        loss, accelerate's or Lightning's, ``torch.autograd.backward``), else None."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in BACKWARD_METHODS:
+            return f"{ast.unparse(func)}()"
+        if self.names.resolve(func) in BACKWARD_FUNCTIONS:
+            return f"{ast.unparse(func)}(...)"
+        return None
+
+    def batch_view(
+        self,
+        scope: Scope,
+        step_method: bool | None = None,
+        handed: frozenset[str] = frozenset(),
+    ) -> Divergence:
         """The divergence of ``scope`` where this rank's batch counts too (``batches``):
         for the questions about decisions on this rank's data, never for the others.
         ``step_method``: whether ``scope`` is a module class's method handed a batch (a
-        question that knows its class's kind says so; by default, a LightningModule's)."""
+        question that knows its class's kind says so; by default, a LightningModule's);
+        ``handed``: parameters its callers hand this rank's batch."""
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
-        found = self._batch_views.get((scope, lightning))
+        found = self._batch_views.get((scope, lightning, handed))
         if found is None:
             facts = self.function(scope)
-            seeds = batch_seeds(scope, lightning)
+            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions))
+            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops)
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
-            self._batch_views[(scope, lightning)] = found
+            self._batch_views[(scope, lightning, handed)] = found
         return found
+
+    def local_callee(
+        self, name: str, caller: Scope
+    ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]] | None:
+        """The local function a call from ``caller`` names (``f``; ``self.f``: the
+        method of the caller's own class), with the parameters its positional arguments
+        fill (``self`` left out)."""
+        if name.startswith("self."):
+            owner = self.nodes.owner_class(caller) or ""
+            definition = self._methods.get((owner, name[len("self.") :]))
+        else:
+            definition = self._definitions.get(name)
+        if definition is None:
+            return None
+        positional = [a.arg for a in definition.args.posonlyargs + definition.args.args]
+        return definition, positional[1:] if name.startswith("self.") else positional
 
     def _divergence(
         self,

@@ -687,6 +687,15 @@ def class_order_apart(function: FunctionFacts) -> tuple[Collective, Collective] 
 # -- the question ----------------------------------------------------------------------
 
 
+def class_truth(test: ast.AST, zero: bool, function: FunctionFacts, node: Node) -> bool | None:
+    """The truth of ``test`` (read at ``node``) for rank 0 (``zero``) or for every other
+    rank; None where that class does not settle it."""
+    try:
+        return _evaluate(test, zero, function, node, frozenset())
+    except _Unsettled:
+        return None
+
+
 def settled_by_class(function: FunctionFacts, test: Node) -> bool:
     """Whether ``test`` reads the rank only in ways each rank class answers for itself
     (the rest of it is the same on every rank)."""

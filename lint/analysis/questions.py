@@ -34,6 +34,7 @@ from ddplint.analysis.control_flow import (
     ends_loudly,
 )
 from ddplint.analysis.divergence import (
+    Divergence,
     Facet,
     Source,
     Taint,
@@ -253,7 +254,7 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
             handled = [nodes_of[id(s)] for s in statements_in(handler.body) if id(s) in nodes_of]
             if any(node.index in function.effects for node in handled):
                 continue  # the handler issues collectives of its own: pairing unknown
-            several = _reached_by_several(function, handled)
+            several = reached_by_several(function, handled)
             for jump in handled:
                 if not isinstance(jump.statement, _JUMPS) or jump.index not in several:
                     continue
@@ -264,7 +265,7 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
                     yield Parting(scope, jump.statement, handler, raised, collective, through)
 
 
-def _reached_by_several(function: FunctionFacts, handled: list[Node]) -> set[int]:
+def reached_by_several(function: FunctionFacts, handled: list[Node]) -> set[int]:
     """The nodes of a handler a job of several processes reaches: a way that passes
     the one-process branch of a test (``if dist.is_initialized(): raise``, then
     ``continue``) or ends loudly goes no further."""
@@ -281,13 +282,17 @@ def _reached_by_several(function: FunctionFacts, handled: list[Node]) -> set[int
     return reached
 
 
-def per_rank_call(function: FunctionFacts, body: list[Node]) -> tuple[Taint, Node] | None:
+def per_rank_call(
+    function: FunctionFacts, body: list[Node], view: Divergence | None = None
+) -> tuple[Taint, Node] | None:
     """The first statement of the ``try`` body with a call that computes on values
     that differ between ranks (the exception it may raise is then this rank's own),
-    and the reason."""
+    and the reason; ``view``: the divergence to ask (a batch view), the function's own
+    by default."""
+    divergence = view if view is not None else function.divergence
     for node in body:
         for call in own_calls(node.statement) if node.statement is not None else ():
-            taint = function.divergence.taint(call, node)
+            taint = divergence.taint(call, node)
             if taint is not None:
                 spelled = f"{ast.unparse(call.func)}(...)"
                 return Taint(Facet.CONTENTS, Source.RAISED, call.lineno, spelled), node
@@ -304,7 +309,7 @@ def _skipped_by(
         target = function.graph.nodes[index]
         if target is start:
             continue
-        if not _avoids(start, target, head) and _avoids(jump, target, head):
+        if not avoids(start, target, head) and avoids(jump, target, head):
             return function.effects[index][0]
     return None
 
@@ -316,17 +321,26 @@ def _loop_head(
     function's entry for a ``return``: no way goes back there)."""
     statement = jump.statement
     if isinstance(statement, (ast.Break, ast.Continue)):
-        loops = [
-            loop
-            for loop in own_statements(scope)
-            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
-            and any(inner is statement for inner in statements_in(loop.body))
-        ]
-        if loops:
-            innermost = max(loops, key=lambda loop: (loop.lineno, loop.col_offset))
-            head = nodes_of.get(id(innermost))
-            if head is not None:
-                return head
+        return loop_head(scope, function, statement, nodes_of)
+    return function.graph.entry
+
+
+def loop_head(
+    scope: Scope, function: FunctionFacts, statement: ast.stmt, nodes_of: dict[int, Node]
+) -> Node:
+    """The step or test of the innermost loop of ``scope`` whose body holds
+    ``statement``: where the next iteration starts (the function's entry outside any)."""
+    loops = [
+        loop
+        for loop in own_statements(scope)
+        if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+        and any(inner is statement for inner in statements_in(loop.body))
+    ]
+    if loops:
+        innermost = max(loops, key=lambda loop: (loop.lineno, loop.col_offset))
+        head = nodes_of.get(id(innermost))
+        if head is not None:
+            return head
     return function.graph.entry
 
 
@@ -493,7 +507,7 @@ def _cause(function: FunctionFacts, test: Node, skipped: Node) -> ast.AST:
     jumps = [
         node.statement
         for node in function.dominance.region(test)
-        if _leaves(node) and _avoids(node, skipped, test) and _avoids(skipped, node, test)
+        if _leaves(node) and avoids(node, skipped, test) and avoids(skipped, node, test)
     ]
     if len(jumps) == 1 and jumps[0] is not None:
         return jumps[0]
@@ -509,7 +523,7 @@ def _leaves(node: Node) -> bool:
     return raises and not ends_loudly(node.statement)
 
 
-def _avoids(start: Node, target: Node, test: Node) -> bool:
+def avoids(start: Node, target: Node, test: Node) -> bool:
     """Whether no way from ``start`` reaches ``target`` before the function ends or the
     test is asked again (a jump that avoids the collective, and is not taken after it)."""
     seen: set[int] = {test.index}

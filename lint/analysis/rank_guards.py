@@ -12,21 +12,30 @@ count (the rank only, or any value that differs between ranks).
 
 ``own_reads(analysis, wanted)``: where each of some expressions is evaluated, its
 scope and graph node, found by walking only the scopes that hold one.
+
+``admits_global_zero``: whether a guard lets global rank 0
+through and no other rank (rank 0 and every other rank each answer its test alike, and
+it reads no rank within a node: ``local_rank == 0`` lets one rank of each node through).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ddplint.analysis.api import GLOBAL_ZERO_DECORATORS, LOCAL_RANK_SPELLINGS
 from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
 from ddplint.analysis.dominance import decision_successors
 from ddplint.analysis.effects import header_parts
 from ddplint.analysis.functions import ModuleAnalysis, ways_on
+from ddplint.analysis.names import dotted_name
+from ddplint.analysis.pairing import class_truth
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_WORD = re.compile(r"\w+")
 #: What a statement does not evaluate where it stands (a comprehension it does).
 _NOT_INLINE = (*_FUNCTIONS, ast.ClassDef, ast.Lambda, ast.stmt)
 #: Scopes with a place in the text (the module has none; comprehensions run inline).
@@ -48,6 +57,8 @@ class RankGuard:
     runs_when: bool | None
     #: The function a decorator runs on one rank.
     function: str | None = None
+    #: The scope and graph node of ``test`` (the decorated function for a decorator).
+    where: tuple[Scope, Node] | None = None
 
     @property
     def line(self) -> int:
@@ -59,7 +70,7 @@ def guard_of(
     scope: Scope,
     node: Node,
     part: ast.AST | None = None,
-    accepted: Callable[[Taint], bool] = lambda taint: taint.source in BY_RANK,
+    accepted: Callable[[Taint], bool] | None = None,
     view: Divergence | None = None,
     balanced: Callable[[Node], bool] = lambda test: False,
 ) -> RankGuard | None:
@@ -69,12 +80,13 @@ def guard_of(
     way creates the same process groups), which decide nothing for it."""
     facts = analysis.function(scope)
     divergence = view if view is not None else facts.divergence
+    accepted = accepted or by_rank
     if part is not None and node.statement is not None:
         inside = _expression_guard(node.statement, part)
         if inside is not None:
             taint = divergence.taint(inside[0], node)
             if taint is not None and accepted(taint):
-                return RankGuard(node.statement, inside[0], taint, inside[1])
+                return RankGuard(node.statement, inside[0], taint, inside[1], where=(scope, node))
     for dependence in facts.dominance.all_dependences(node):
         test = dependence.test
         if test.statement is None or len(list(ways_on(test))) < 2:
@@ -85,8 +97,14 @@ def guard_of(
         if taint is None or not accepted(taint) or balanced(test):
             continue
         decided = getattr(test.statement, "test", test.statement)
-        return RankGuard(test.statement, decided, taint, dependence.edge is not EdgeKind.FALSE)
+        runs_when = dependence.edge is not EdgeKind.FALSE
+        return RankGuard(test.statement, decided, taint, runs_when, where=(scope, test))
     return rank_only_decorator(analysis, scope)
+
+
+def by_rank(taint: Taint) -> bool:
+    """A reason that parts the ranks by the rank itself (``BY_RANK``)."""
+    return taint.source in BY_RANK
 
 
 def _others_end_loudly(test: Node, edge: EdgeKind) -> bool:
@@ -105,6 +123,41 @@ def rank_only_decorator(analysis: ModuleAnalysis, scope: Scope) -> RankGuard | N
     taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
     assert isinstance(scope, _FUNCTIONS)
     return RankGuard(decorator, decorator, taint, None, scope.name)
+
+
+def instance_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The parameter a method's instance is bound to (``self``); None for a static
+    method or a function with no parameter."""
+    if any(dotted_name(d) == "staticmethod" for d in function.decorator_list):
+        return None
+    positional = [*function.args.posonlyargs, *function.args.args]
+    return positional[0].arg if positional else None
+
+
+def admits_global_zero(analysis: ModuleAnalysis, guard: RankGuard) -> bool:
+    """Whether ``guard`` lets global rank 0 through and no other rank."""
+    if guard.runs_when is None:
+        target = guard.test.func if isinstance(guard.test, ast.Call) else guard.test
+        resolved = analysis.names.resolve(target) or dotted_name(target) or ""
+        return resolved.rsplit(".", 1)[-1] in GLOBAL_ZERO_DECORATORS
+    if guard.where is None or _reads_local_rank(guard.test, guard.taint):
+        return False
+    scope, node = guard.where
+    function = analysis.function(scope)
+    zero = class_truth(guard.test, True, function, node)
+    others = class_truth(guard.test, False, function, node)
+    return zero is guard.runs_when and others is (not guard.runs_when)
+
+
+def _reads_local_rank(test: ast.AST, taint: Taint) -> bool:
+    """Whether a rank test reads the rank within a node (``local_rank``, ``LOCAL_RANK``)."""
+    spelled = [taint.spelled]
+    for part in ast.walk(test):
+        if isinstance(part, (ast.Name, ast.Attribute)):
+            spelled.append(dotted_name(part) or "")
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            spelled.append(part.value)
+    return any(word in LOCAL_RANK_SPELLINGS for text in spelled for word in _WORD.findall(text))
 
 
 def _expression_guard(statement: ast.AST, part: ast.AST) -> tuple[ast.expr, bool] | None:

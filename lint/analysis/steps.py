@@ -338,26 +338,12 @@ def _scopes_with_steps(
 def _stepping_functions(analysis: ModuleAnalysis, steppers: Steppers) -> dict[str, str]:
     """How calls name the module's functions that step (``f``, ``self.f``), two calls
     deep, with the step each reaches."""
-    keyed: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-    for definition in analysis.nodes.functions():
-        owner = analysis.nodes.scope_of.get(definition)
-        key = f"self.{definition.name}" if isinstance(owner, ast.ClassDef) else definition.name
-        keyed.setdefault(key, definition)
-    found: dict[str, str] = {}
-    for _ in range(2):
-        for key, definition in keyed.items():
-            if key in found:
-                continue
-            for call in analysis.nodes.calls_by_scope.get(definition, []):
-                stepped = steppers.stepped(call)
-                if stepped is not None:
-                    found[key] = f"{ast.unparse(stepped)}.step()"
-                    break
-                callee = dotted_name(call.func)
-                if callee in found and callee != key:
-                    found[key] = found[callee]
-                    break
-    return found
+
+    def step_of(call: ast.Call) -> str | None:
+        stepped = steppers.stepped(call)
+        return f"{ast.unparse(stepped)}.step()" if stepped is not None else None
+
+    return analysis.functions_reaching(step_of)
 
 
 def _rank_only(analysis: ModuleAnalysis, scope: Scope) -> tuple[ast.AST, Taint] | None:

@@ -8,6 +8,9 @@
   ``teardown`` and the ``on_*`` hooks of a class derived from a Lightning callback (by
   position: Lightning passes ``(trainer, pl_module, ...)``);
 - a parameter annotated ``Trainer``; a name or ``self.x`` field bound to any of these.
+
+The LightningModule a callback hook is handed (the second after ``self``, or a parameter
+annotated ``LightningModule``) is ``module_parameters``: its ``trainer`` is one too.
 """
 
 from __future__ import annotations
@@ -106,8 +109,13 @@ class LightningTrainers:
                 trainers.add(positional[_HOOK_TRAINER].arg)
                 modules.add(positional[_HOOK_MODULE].arg)
             for argument in (*positional, *scope.args.kwonlyargs):
-                if argument.annotation is not None and self._made_trainer(argument.annotation):
+                if argument.annotation is None:
+                    continue
+                kind = library_kind(self.analysis.names.resolve(argument.annotation) or "")
+                if kind == TRAINER:
                     trainers.add(argument.arg)
+                elif kind == LIGHTNING_MODULE:
+                    modules.add(argument.arg)
         for _ in range(2):
             for node in own_nodes(scope):
                 if (
@@ -118,6 +126,11 @@ class LightningTrainers:
                 ):
                     trainers.add(node.targets[0].id)
         return trainers, modules
+
+    def module_parameters(self, scope: Scope) -> frozenset[str]:
+        """The parameters of ``scope`` that hold a LightningModule it is handed: a
+        callback hook's module, a parameter annotated ``LightningModule``."""
+        return frozenset(self._held_names(scope)[1])
 
     def _made_trainer(self, expression: ast.expr) -> bool:
         resolved = self.analysis.names.resolve(expression)

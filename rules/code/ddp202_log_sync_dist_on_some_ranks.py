@@ -2,62 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.lightning_monitors import LightningMonitors
+from ddplint.analysis.synced_logs import synced_logs_on_some_ranks
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.guard_brief import ranks_brief, runs_on_rank_zero
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.needles import RANK_NEEDLES
 from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
 from ddplint.rules.screens import logs_with_sync_dist
-
-#: Callbacks that read a logged metric by name: they cannot use a rank-zero-only one.
-_MONITORING_CALLBACKS = ("ModelCheckpoint", "EarlyStopping")
-#: Decorators whose body runs on global rank 0 (so the value was only ever rank 0's).
-
-
-def _string(expr: cst.BaseExpression | None) -> str | None:
-    if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
-        return expr.evaluated_value
-    return None
-
-
-def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
-def logged_keys(call: cst.Call) -> list[str] | None:
-    """The metric names ``self.log``/``self.log_dict`` logs, or None when not literal."""
-    if not isinstance(call.func, cst.Attribute):
-        return None
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if call.func.attr.value == "log":
-        named = _keyword(call, "name")
-        key = _string(named.value if named else positional[0].value if positional else None)
-        return [key] if key is not None else None
-    metrics = _keyword(call, "dictionary")
-    value = metrics.value if metrics else positional[0].value if positional else None
-    if not isinstance(value, cst.Dict):
-        return None
-    keys = [_string(e.key) if isinstance(e, cst.DictElement) else None for e in value.elements]
-    return [k for k in keys if k is not None] if all(k is not None for k in keys) else None
-
-
-def monitored_keys(ctx: CodeContext) -> dict[str, cst.Call]:
-    """``monitor=`` names of the ModelCheckpoint/EarlyStopping callbacks built in the module."""
-    found: dict[str, cst.Call] = {}
-    for call in ctx.index.nodes(cst.Call):
-        callee = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-        if not callee.endswith(_MONITORING_CALLBACKS):
-            continue
-        monitor = _keyword(call, "monitor")
-        key = _string(monitor.value) if monitor is not None else None
-        if key is not None:
-            found.setdefault(key, call)
-    return found
 
 
 class LogSyncDistOnSomeRanks(CodeRule):
@@ -65,7 +21,19 @@ class LogSyncDistOnSomeRanks(CodeRule):
     ## What it does
     Flags `self.log(..., sync_dist=True)` / `self.log_dict(..., sync_dist=True)` that
     runs on some ranks only: under `if self.trainer.is_global_zero:` (or any rank
-    condition, its `else`, an early `return` on one), or in a `@rank_zero_only` hook.
+    condition, its `else`, an early `return` on one), in a `@rank_zero_only` hook, or a
+    call of a function of the module that logs so under such a condition
+    (`if self.global_rank == 0: self._log_metrics()`, reported at the call). In a callback,
+    the same for the LightningModule a hook is handed (`pl_module.log(...)`).
+
+    The module is known by what it is, never by a variable's name: the instance of a
+    LightningModule's method, the module a callback hook is handed, a parameter
+    annotated `LightningModule`. It is built on the analysis core (control dependence
+    on the divergence analysis, rank guards).
+
+    Not flagged: a log on every rank; `rank_zero_only=True` (Lightning reduces
+    nothing); a rank test whose other branch logs the same keys with `sync_dist=True`
+    (every rank joins the reduction).
 
     ## Why is this bad?
     `sync_dist=True` makes Lightning all-reduce the value across ranks (twice for a mean
@@ -91,10 +59,13 @@ class LogSyncDistOnSomeRanks(CodeRule):
     or, to keep rank 0's value only, `self.log("val_wer", wer, rank_zero_only=True)`.
 
     ## Fix safety
-    Under a rank-0 guard (`is_global_zero`, `global_rank == 0`, `@rank_zero_only`) the
-    fix replaces `sync_dist=True` by `rank_zero_only=True`. It is safe: the logged value
-    was only ever rank 0's, and the call no longer waits for the other ranks. Under any
-    other rank condition no fix is offered (the logger only writes rank 0's values).
+    Under a guard that lets global rank 0 alone through (`is_global_zero`,
+    `global_rank == 0`, `@rank_zero_only`; not `local_rank == 0`) the fix replaces
+    `sync_dist=True` by `rank_zero_only=True`. It is safe: the logged value was only
+    ever rank 0's, and the call no longer waits for the other ranks. Under any other
+    rank condition no fix is offered (the logger only writes rank 0's values), nor
+    where the other ranks log other keys with `sync_dist` (the fix would leave their
+    reductions waiting).
     No fix is offered either when a `ModelCheckpoint`/`EarlyStopping` of the same module
     monitors the key (or the key is not a literal while one monitors something):
     Lightning cannot monitor a rank-zero-only metric, so log it on every rank instead.
@@ -114,49 +85,68 @@ class LogSyncDistOnSomeRanks(CodeRule):
     required = ("sync_dist",)
 
     screened_by = staticmethod(logs_with_sync_dist)
+    reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        monitored: dict[str, cst.Call] | None = None
-        reachability = ctx.rank_reachability
-        for call, _, guard in reachability.divergent_collectives(lambda c: c.syncs_logged_metric):
-            if monitored is None:
-                monitored = monitored_keys(ctx)
-            where = reachability.describe(guard)
-            method = ctx.node_text(call.func)
-            summary = f"`{method}(..., sync_dist=True)` runs {ranks_brief(ctx, guard)}"
+        logs = synced_logs_on_some_ranks(ctx.analysis)
+        monitors = LightningMonitors(ctx.analysis) if logs else None
+        for log in logs:
+            assert monitors is not None and isinstance(log.call.func, ast.Attribute)
+            method = ast_node_text(ctx, (log.log or log.call).func)
+            where = guard_text(log.guard)
+            brief = "on rank 0 only" if log.global_zero else "on some ranks only"
+            summary = f"`{method}(..., sync_dist=True)` runs {brief}"
             message = (
                 f"`{method}(..., sync_dist=True)` runs {where}: its sync is an all-reduce "
                 "that the other ranks never join, so the logging ranks wait until the "
                 "timeout"
             )
-            keys = logged_keys(call)
-            clash = next((k for k in keys or () if k in monitored), None)
-            if clash is not None:
-                callback = monitored[clash]
-                name = ctx.node_text(callback.func)
-                message += (
-                    f"; `{clash}` is monitored by `{name}` (line {ctx.range_of(callback)[0]}), "
-                    "which cannot monitor a rank-zero-only metric: log it on every rank"
+            if log.log is not None:
+                called = ast_node_text(ctx, log.call.func)
+                summary = f"`{called}()` logs with sync_dist=True {brief}"
+                message = (
+                    f"`{called}()` runs {where}, and it logs with `{method}(..., "
+                    f"sync_dist=True)` (line {log.log.lineno}): an all-reduce that the other "
+                    "ranks never join, so the logging ranks wait until the timeout"
                 )
-                yield ctx.finding(self, call, message, summary=summary)
-            elif keys is None and monitored:
+            related = [guard_related(log.guard)]
+            if log.log is not None:
+                related.append((log.log, "the log that all-reduces"))
+            fix = None
+            clash = next((m for k in log.keys or () if (m := monitors.monitored(k))), None)
+            if clash is not None:
+                message += (
+                    f"; `{clash.key}` is monitored by `{ast_node_text(ctx, clash.call.func)}` "
+                    f"(line {clash.line}), which cannot monitor a rank-zero-only metric: log "
+                    "it on every rank"
+                )
+                related.append((clash.call, "the callback that monitors it"))
+            elif log.instead:
+                spelled = ", ".join(f"`{key}`" for key in log.instead)
+                message = (
+                    f"`{method}(..., sync_dist=True)` runs {where}, and the other ranks log "
+                    f"{spelled} with sync_dist instead: each all-reduce pairs with one of "
+                    "another metric (silently mixed values, or a hang when the counts "
+                    "differ); log the same keys on every rank"
+                )
+            elif log.keys is None and monitors.monitors:
                 message += "; log it on every rank, or with rank_zero_only=True if unmonitored"
-                yield ctx.finding(self, call, message, summary=summary)
-            elif runs_on_rank_zero(ctx, guard):
+            elif log.global_zero and log.log is None:
                 message += "; to log rank 0's value alone, use rank_zero_only=True"
-                yield ctx.finding(self, call, message, self._fix(ctx, call), summary=summary)
+                fix = _fix(ctx, log.call)
+            elif log.global_zero:
+                message += "; call it on every rank, or log rank 0's value with rank_zero_only=True"
             else:
                 message += "; log it on every rank"
-                yield ctx.finding(self, call, message, summary=summary)
+            yield ctx.ast_finding(
+                self, log.call, message, summary=summary, related=related, fix=fix
+            )
 
-    @staticmethod
-    def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
-        if _keyword(call, "rank_zero_only") is not None:
-            return None
-        sync = _keyword(call, "sync_dist")
-        if sync is None or sync.keyword is None:
-            return None
-        start = ctx.range_of(sync.keyword)
-        end = ctx.range_of(sync.value)
-        edit = Edit(start[0], start[1], end[2], end[3], "rank_zero_only=True")
-        return Fix(Applicability.SAFE, (edit,), "Log rank 0's value with `rank_zero_only=True`")
+
+def _fix(ctx: CodeContext, call: ast.Call) -> Fix | None:
+    """``sync_dist=True`` replaced by ``rank_zero_only=True``."""
+    if any(k.arg == "rank_zero_only" for k in call.keywords):
+        return None
+    sync = next(k for k in call.keywords if k.arg == "sync_dist")
+    edit = Edit(*ctx.ast_range(sync), "rank_zero_only=True")
+    return Fix(Applicability.SAFE, (edit,), "Log rank 0's value with `rank_zero_only=True`")

@@ -22,7 +22,12 @@ def skipped_text(ctx: CodeContext, reached: Reached) -> str:
 
 def skip_consequence(reached: Reached) -> str:
     """What the peers of a rank that skipped ``reached`` run into."""
-    if reached.kind is StepEvent.BACKWARD:
+    return consequence_of_skipping(reached.kind is StepEvent.BACKWARD)
+
+
+def consequence_of_skipping(backward: bool) -> str:
+    """What the peers of a rank that skipped a backward (or a collective) run into."""
+    if backward:
         return (
             "the other ranks' gradient all-reduce pairs with this rank's next one "
             "(silently mixed gradients) or hangs"

@@ -6,10 +6,16 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ddplint.analysis.batches import batch_seeds
+from ddplint.analysis.batches import batch_seeds, training_loops
 from ddplint.analysis.divergence import Source
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
+from ddplint.analysis.rank_guards import (
+    RankGuard,
+    admits_global_zero,
+    guard_of,
+    own_reads,
+)
+from ddplint.analysis.synced_logs import synced_logs_on_some_ranks
 from ddplint.analysis.trainer_questions import log_dirs_on_some_ranks, should_stop_on_some_ranks
 from ddplint.analysis.trainers import LightningTrainers
 
@@ -202,3 +208,97 @@ def test_a_strategy_decision_agrees() -> None:
         """
     )
     assert should_stop_on_some_ranks(analysis) == []
+
+
+GLOBAL_ZERO = """
+import os
+import torch.distributed as dist
+from lightning.pytorch.utilities import rank_zero_only
+
+def tests(trainer, args):
+    if dist.get_rank() == 0:
+        print("global zero")
+    if trainer.is_global_zero:
+        print("global zero too")
+    if dist.get_rank() != 0:
+        print("the other ranks")
+    if args.local_rank == 0:
+        print("one per node")
+    if int(os.environ["LOCAL_RANK"]) == 0:
+        print("one per node, read from the launcher")
+    first = dist.get_rank() == 0
+    if first:
+        print("global zero, through a name")
+
+@rank_zero_only
+def decorated():
+    print("global zero, decorated")
+"""
+
+
+def test_admits_global_zero_both_ways() -> None:
+    analysis = _analysis(GLOBAL_ZERO)
+    guards = _guards_of_prints(GLOBAL_ZERO)
+    admitted = {
+        line: admits_global_zero(analysis, guard)
+        for line, guard in guards.items()
+        if guard is not None
+    }
+    assert admitted == {8: True, 10: True, 12: False, 14: False, 16: False, 19: True, 23: True}
+
+
+CALLERS = """
+import lightning.pytorch as pl
+
+class Model(pl.LightningModule):
+    def validation_step(self, batch, batch_idx):
+        if self.global_rank == 0:
+            self._log_wer(batch)
+        self._log_wer(batch)
+        if self.current_epoch > 3:
+            self._log_wer(batch)
+        if self.global_rank == 0:
+            self._log_cer(batch)
+        else:
+            self._log_cer(batch)
+
+    def _log_wer(self, batch):
+        self.log("wer", batch, sync_dist=True)
+
+    def _log_cer(self, batch):
+        self.log("cer", batch, sync_dist=True)
+"""
+
+
+def test_synced_logs_reached_through_a_local_call_on_some_ranks() -> None:
+    """A call of a method that logs with ``sync_dist`` under a rank test is reported at
+    the call; called on every rank, under a uniform test, or on both arms, it is not."""
+    found = synced_logs_on_some_ranks(_analysis(CALLERS))
+    assert [(log.call.lineno, log.log is not None and log.log.lineno) for log in found] == [(7, 17)]
+
+
+HELPER_LOOPS = """
+def step(model, batch):
+    model(batch).backward()
+
+def deeper(model, batch):
+    step(model, batch)
+
+def train(model, loader):
+    for batch in loader:
+        deeper(model, batch)
+
+def evaluate(model, loader):
+    for batch in loader:
+        model(batch)
+"""
+
+
+def test_training_loops_through_local_helpers() -> None:
+    analysis = _analysis(HELPER_LOOPS)
+    assert set(analysis.backward_functions) == {"step", "deeper", "train"}
+    functions = {f.name: f for f in analysis.nodes.functions()}
+    helpers = frozenset(analysis.backward_functions)
+    assert len(training_loops(functions["train"], helpers)) == 1
+    assert training_loops(functions["train"]) == []
+    assert training_loops(functions["evaluate"], helpers) == []

@@ -12,7 +12,7 @@ shares (``batch_idx < start_step``, the epoch) is not rank-local and is not repo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 
@@ -210,21 +210,7 @@ class StepSkips:
                 return True
         return False
 
-    def swallowed_exceptions(self, catches: Callable[[cst.ExceptHandler], bool]) -> list[StepSkip]:
-        """Handlers that ``catches`` selects and that swallow an exception of a training
-        step, or leave it, before backward or a collective (the same shape as the
-        swallowed failures ``find`` reports, for other exception types)."""
-        found = []
-        for try_node in try_statements(self._index):
-            found.extend(self._swallowed_failures(try_node, catches))
-        return found
-
-    def _swallowed_failures(
-        self,
-        try_node: cst.Try | cst.TryStar,
-        catches: Callable[[cst.ExceptHandler], bool] | None = None,
-    ) -> list[StepSkip]:
-        catches = catches or _catches_step_failure
+    def _swallowed_failures(self, try_node: cst.Try | cst.TryStar) -> list[StepSkip]:
         owner = self._step_owner(try_node)
         if owner is None:
             return []
@@ -233,7 +219,7 @@ class StepSkips:
         for handler in try_node.handlers:
             if not isinstance(handler, cst.ExceptHandler):
                 continue
-            if not catches(handler) or _always_raises(handler):
+            if not _catches_step_failure(handler) or _always_raises(handler):
                 continue
             exit_node = self._exit_in(handler)
             if exit_node is None and self._agreed_after(try_node, handler):
@@ -313,15 +299,6 @@ def try_statements(index: ModuleIndex) -> list[cst.Try | cst.TryStar]:
     """Every ``try`` statement, ``except*`` ones included."""
     tries: list[cst.Try | cst.TryStar] = [*index.nodes(cst.Try), *index.nodes(cst.TryStar)]
     return tries
-
-
-def caught_names(handler: cst.ExceptHandler) -> list[str]:
-    """The last dotted part of each exception type a handler names (none for ``except:``)."""
-    caught = handler.type
-    if caught is None:
-        return []
-    elements = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
-    return [(dotted_name(e) or "").rsplit(".", 1)[-1] for e in elements]
 
 
 def _catches_step_failure(handler: cst.ExceptHandler) -> bool:
