@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeAlias
 
 from ddplint.analysis.api import DEFAULT_REDUCE_OP
@@ -547,11 +548,7 @@ def classes_meet_again(function: FunctionFacts, test: Node, tests: list[Node]) -
             tried += 1
             if tried > MAX_MEETINGS:
                 return False
-            if _walks_agree(
-                lambda zero, first=first, stop=stop: _class_walks(
-                    function, zero, between=(first, stop)
-                )
-            ):
+            if _walks_agree(partial(_class_walks, function, between=(first, stop))):
                 return True
     return False
 
