@@ -41,9 +41,7 @@ def parameters_reaching_returns(
     entered), where the caller has walked them already; its signature is walked here."""
     bindings: dict[str, list[ast.AST]] = {}
     returned: list[ast.AST] = []
-    walked = (
-        own_nodes(function) if body_nodes is None else chain(body_nodes, _signature(function))
-    )
+    walked = own_nodes(function) if body_nodes is None else chain(body_nodes, _signature(function))
     for node in walked:
         if isinstance(node, ast.Return):
             if node.value is not None:
