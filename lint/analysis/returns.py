@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import own_nodes
@@ -29,19 +30,26 @@ _CLOCK_MODULES = ("time.", "datetime.", "random.", "numpy.random.", "torch.rand"
 
 
 def parameters_reaching_returns(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, parameters: list[str], names: Names
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    parameters: list[str],
+    names: Names,
+    body_nodes: Iterable[ast.AST] | None = None,
 ) -> frozenset[str] | None:
     """The ``parameters`` whose values may reach a value ``function`` returns; None
     where a returned value may read a value of the function's own, or it returns
-    none."""
+    none. ``body_nodes``: the own nodes of its body in any order (nested scopes not
+    entered), where the caller has walked them already; its signature is walked here."""
     bindings: dict[str, list[ast.AST]] = {}
     returned: list[ast.AST] = []
-    for node in own_nodes(function):
-        if isinstance(node, ast.Return) and node.value is not None:
-            returned.append(node.value)
-        for name, value in _bound(node):
-            if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
-                bindings.setdefault(name, []).append(value)
+    walked = own_nodes(function) if body_nodes is None else chain(body_nodes, _signature(function))
+    for node in walked:
+        if isinstance(node, ast.Return):
+            if node.value is not None:
+                returned.append(node.value)
+        elif isinstance(node, _BINDERS) and (type(node) is not ast.Call or _on_a_name(node)):
+            for name, value in _bound(node):
+                if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
+                    bindings.setdefault(name, []).append(value)
     if not returned:
         return None
     reaching: set[str] = set()
@@ -64,6 +72,35 @@ def parameters_reaching_returns(
     return frozenset(reaching)
 
 
+def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The own nodes of ``function`` outside its body (parameters, defaults,
+    annotations, decorators), as ``own_nodes`` reaches them."""
+    body = {id(statement) for statement in function.body}
+    pending = [c for c in ast.iter_child_nodes(function) if id(c) not in body]
+    found: list[ast.AST] = []
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, _SCOPES):
+            found.append(node)
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+#: The nodes ``_bound`` reads; the others bind nothing.
+_BINDERS = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.comprehension,
+    ast.withitem,
+    ast.NamedExpr,
+    ast.Call,  # a method call on a name (``_on_a_name``)
+)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _bound(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     """(name, the value it may take from) for each name ``node`` binds or fills: a
     target's names, the container of an item or field stored (``d[k] = v``), the
@@ -80,20 +117,25 @@ def _bound(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
         targets, values = [node.optional_vars], [node.context_expr]
     elif isinstance(node, ast.NamedExpr):
         targets, values = [node.target], [node.value]
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-    ):
+    elif isinstance(node, ast.Call) and _on_a_name(node):
+        assert isinstance(node.func, ast.Attribute)
         targets = [node.func.value]
         values = [*node.args, *(k.value for k in node.keywords)]
     for target in targets:
+        if type(target) is ast.Name:  # the common case: nothing inside to walk
+            yield from ((target.id, value) for value in values)
+            continue
         for inner in ast.walk(target):
             if isinstance(inner, ast.Name):
                 for value in values:
                     yield inner.id, value
             if isinstance(inner, ast.Subscript):
                 yield from ((n.id, inner.slice) for n in _names_in(inner.value))
+
+
+def _on_a_name(call: ast.Call) -> bool:
+    """``items.append(v)``: a method called on a name, which it may fill."""
+    return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
 
 
 def _names_in(expression: ast.AST) -> Iterator[ast.Name]:

@@ -12,6 +12,7 @@ import pytest
 from ddplint.analysis.names import Names
 from ddplint.analysis.returns import parameters_reaching_returns
 from ddplint.analysis.shares import even_strides
+from ddplint.code.project.summaries import own_nodes
 
 
 def _function(source: str) -> tuple[ast.FunctionDef, Names]:
@@ -82,6 +83,36 @@ def test_a_result_that_may_read_its_own_values_has_no_summary(body: str) -> None
         {body}
     """
     assert _reaching(source) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # a receiver filled in a default: ``holder`` takes the rank
+        ("def load(rank, path, box=holder.fill(rank)):\n    return holder\n", {"rank"}),
+        # a decorator's call fills its receiver too
+        ("@holder.fill(rank)\ndef load(rank, path):\n    return holder\n", {"rank"}),
+        # what a nested function binds and returns is not this function's
+        (
+            "def load(rank, path):\n    def inner():\n        x = rank\n        return x\n"
+            "    x = path\n    return x\n",
+            {"path"},
+        ),
+        ("def load(rank, path):\n    return (lambda: rank)\n", {"rank"}),
+        ("def load(rank, path):\n    pass\n", None),
+    ],
+)
+def test_the_summary_walk_of_the_body_answers_as_the_function_own_walk(
+    source: str, expected: set[str] | None
+) -> None:
+    """The project summary hands its one walk of the body (``summaries.own_nodes``:
+    nested scopes not entered, the signature not walked); the answer is the one the
+    function's own walk gives, the signature included."""
+    function, names = _function(source)
+    parameters = [a.arg for a in function.args.args]
+    alone = parameters_reaching_returns(function, parameters, names)
+    handed = parameters_reaching_returns(function, parameters, names, own_nodes(function))
+    assert alone == handed == (None if expected is None else frozenset(expected))
 
 
 def test_padded_pieces_are_shared_evenly_by_a_factor_of_their_count() -> None:

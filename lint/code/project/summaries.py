@@ -240,7 +240,7 @@ def function_summary(
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
-        else _returned_from(function, imports),
+        else _returned_from(function, imports, nodes),
     }
 
 
@@ -360,14 +360,14 @@ def _returned_made(nodes: list[ast.AST]) -> list[list[Any]]:
 
 
 def _returned_from(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], nodes: list[ast.AST]
 ) -> list[Any] | None:
     """For a function that issues no collective (or is too long to solve per
     parameter), the parameters that may reach what it returns
     (``returns.parameters_reaching_returns``), as an agreement fact that makes none
-    agree; None where every argument may reach it."""
+    agree; None where every argument may reach it. ``nodes``: its ``own_nodes``."""
     parameters = [a.arg for a in _positional(function)]
-    reaching = parameters_reaching_returns(function, parameters, Names.bound(imports))
+    reaching = parameters_reaching_returns(function, parameters, Names.bound(imports), nodes)
     if reaching is None or not parameters or set(parameters) <= reaching:
         return None
     return [parameters, sorted(reaching), []]

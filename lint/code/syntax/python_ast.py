@@ -63,6 +63,8 @@ def child_nodes(node: ast.AST, leaves: bool = True) -> list[ast.AST]:
         value = getattr(node, field, None)
         if isinstance(value, ast.AST):
             found.append(value)
-        elif isinstance(value, list):
-            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif value.__class__ is list:  # ``ast`` builds plain lists; a test is cheaper
+            for item in value:
+                if isinstance(item, ast.AST):
+                    found.append(item)
     return found
