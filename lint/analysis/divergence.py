@@ -1523,7 +1523,10 @@ class Divergence:
             if join is None:
                 continue
             taint = self.test_taint(test)
-            assert taint is not None
+            if taint is None:
+                # Divergent in an earlier round, no longer: a value the round before
+                # marked decided now reaches it agreed (the rounds need not grow).
+                continue
             target = decided.setdefault(join.index, {})
             region = self.dominance.region(test)
             for name, facets in self._chosen_between_arms(test, region, join).items():

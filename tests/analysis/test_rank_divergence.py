@@ -934,3 +934,39 @@ def test_whether_autograd_tracks_a_value_is_alike_on_every_rank() -> None:
     assert _taint_at(source, "loss") is not None
     assert _taint_at(source, "loss.requires_grad") is None
     assert _taint_at(source, "loss.is_leaf") is None
+
+
+def test_a_test_divergent_in_an_earlier_round_only_ends_the_solve() -> None:
+    """The rounds of the solve need not grow: a loop step taken apart in one round (its
+    iterable decided by a stamped clock's test) reaches the next round agreed. The solve
+    ends, and that step is uniform in the answer (it once stopped the module with an
+    internal error: a reinforcement-learning script's top level)."""
+    text = textwrap.dedent(
+        """
+        import time
+        import numpy as np
+        import torch
+
+        run_name = f"run__{int(time.time())}"
+        envs = make_envs(run_name)
+        if not max_steps:
+            max_steps = envs.max_steps
+        if max_steps <= 0:
+            max_steps = 1024
+        memory = torch.zeros((4, max_steps))
+        for iteration in range(10):
+            with torch.no_grad():
+                window = select(memory, 1)
+                action, new_memory = agent.act(observation, window)
+            observation, terminations, truncations = envs.step(action)
+            finished = np.logical_or(terminations, truncations)
+            for index, done in enumerate(finished):  # step
+                if done:
+                    memories[index] = memories[index].clone()
+        """
+    )
+    tree = ast.parse(text)
+    facts = ModuleAnalysis(tree).function(tree)
+    (line,) = [i for i, t in enumerate(text.splitlines(), 1) if "# step" in t]
+    (step,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
+    assert facts.divergence.test_taint(step) is None
