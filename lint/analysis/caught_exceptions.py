@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from ddplint.analysis.batches import step_method, training_loops
 from ddplint.analysis.control_flow import Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Source
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.questions import (
-    avoids,
     loop_head,
     own_statements,
     per_rank_call,

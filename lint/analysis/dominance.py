@@ -40,6 +40,23 @@ def decision_successors(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
             yield successor, edge
 
 
+def avoids(start: Node, target: Node, stop: Node) -> bool:
+    """Whether no way from ``start`` reaches ``target`` before the function ends or
+    ``stop`` comes (a test asked again: a jump that avoids the collective, and is not
+    taken after it; a later meeting point), exception edges left out."""
+    seen: set[int] = {stop.index}
+    pending = [start]
+    while pending:
+        node = pending.pop()
+        if node is target:
+            return False
+        if node.index in seen:
+            continue
+        seen.add(node.index)
+        pending.extend(s for s, _ in decision_successors(node))
+    return True
+
+
 def ends_the_job(node: Node, successor: Node, edge: EdgeKind) -> bool:
     """Whether ``node -> successor`` ends the job loudly: a ``RAISE`` edge of a statement
     that ends with an error (``ends_loudly``) that no handler of the function may catch

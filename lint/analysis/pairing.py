@@ -23,6 +23,7 @@ from ddplint.analysis.divergence import (
     Divergence,
     Source,
 )
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective, default_group
 from ddplint.analysis.functions import Facts, FunctionFacts, ways_on
 from ddplint.analysis.names import dotted_name
@@ -543,7 +544,7 @@ def classes_meet_again(function: FunctionFacts, test: Node, tests: list[Node]) -
         for stop in _post_dominators(function, first):
             if stop not in meetings or stop not in after:
                 continue
-            if first is not test and not _reaches(function, first, test, stop):
+            if first is not test and avoids(first, test, stop):
                 continue
             tried += 1
             if tried > MAX_MEETINGS:
@@ -559,21 +560,6 @@ def _post_dominators(function: FunctionFacts, node: Node) -> Iterator[Node]:
     while found is not None and found.kind is not NodeKind.EXIT:
         yield found
         found = function.dominance.immediate(found)
-
-
-def _reaches(function: FunctionFacts, start: Node, target: Node, stop: Node) -> bool:
-    """Whether some way from ``start`` comes to ``target`` before ``stop``."""
-    seen = {start.index}
-    pending = [start]
-    while pending:
-        node = pending.pop()
-        for successor, _ in function.ways(node):
-            if successor is target:
-                return True
-            if successor is not stop and successor.index not in seen:
-                seen.add(successor.index)
-                pending.append(successor)
-    return False
 
 
 def classes_agree_in_turn(functions: list[FunctionFacts]) -> bool:

@@ -40,7 +40,7 @@ from ddplint.analysis.divergence import (
     Taint,
     distributed_function,
 )
-from ddplint.analysis.dominance import decision_successors
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import (
     Collective,
     own_calls,
@@ -521,19 +521,3 @@ def _leaves(node: Node) -> bool:
         return True
     raises = any(edge is EdgeKind.RAISE for _, edge in node.successors)
     return raises and not ends_loudly(node.statement)
-
-
-def avoids(start: Node, target: Node, test: Node) -> bool:
-    """Whether no way from ``start`` reaches ``target`` before the function ends or the
-    test is asked again (a jump that avoids the collective, and is not taken after it)."""
-    seen: set[int] = {test.index}
-    pending = [start]
-    while pending:
-        node = pending.pop()
-        if node is target:
-            return False
-        if node.index in seen:
-            continue
-        seen.add(node.index)
-        pending.extend(s for s, _ in decision_successors(node))
-    return True

@@ -72,18 +72,14 @@ def parameters_reaching_returns(
     return frozenset(reaching)
 
 
-def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
     """The own nodes of ``function`` outside its body (parameters, defaults,
     annotations, decorators), as ``own_nodes`` reaches them."""
     body = {id(statement) for statement in function.body}
-    pending = [c for c in ast.iter_child_nodes(function) if id(c) not in body]
-    found: list[ast.AST] = []
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, _SCOPES):
-            found.append(node)
-            pending.extend(ast.iter_child_nodes(node))
-    return found
+    for child in ast.iter_child_nodes(function):
+        if id(child) not in body and not isinstance(child, _SCOPES):
+            yield child
+            yield from own_nodes(child)
 
 
 #: The nodes ``_bound`` reads; the others bind nothing.
