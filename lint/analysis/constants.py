@@ -221,3 +221,8 @@ def _assignments(owner: Owner, name: str) -> list[ast.expr] | None:
         elif _other_binding(node, name):
             return None
     return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+
+
+def is_zero(value: object) -> bool:
+    """Whether ``value`` is the number 0 (not ``False``)."""
+    return value == 0 and not isinstance(value, bool)

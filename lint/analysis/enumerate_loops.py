@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from ddplint.analysis.constants import ScopedConstants, literal_value, nodes_within, scope_nodes
+from ddplint.analysis.constants import ScopedConstants, nodes_within, scope_nodes
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name, passed_argument
 
@@ -68,9 +68,9 @@ class EnumerateLoop:
     counter: str
     iterable_name: str | None
     length_names: frozenset[str]
-    start: int | None = 0
+    start: int | None
     #: The constant value of an expression read in the loop's scope (``UNKNOWN``).
-    value: Callable[[ast.expr], object] = field(default=literal_value, compare=False)
+    value: Callable[[ast.expr], object] = field(compare=False)
 
     def is_length(self, expression: ast.expr) -> bool:
         """``len(<iterable>)`` or a name bound to it."""

@@ -96,9 +96,6 @@ class ModuleCode:
         """The function (or module) whose own code holds ``node``."""
         return self._scope_of.get(id(node), self.nodes.module)
 
-    def own(self, scope: ast.AST) -> Iterator[ast.AST]:
-        return own_nodes(scope)
-
     def loop_around(self, node: ast.AST) -> Loop | None:
         """The innermost loop of the same function whose body holds ``node``."""
         return self._loop_of.get(id(node))
@@ -237,7 +234,7 @@ class ObjectFlow:
         loops = [
             node
             for scope in self.code.scopes
-            for node in self.code.own(scope)
+            for node in own_nodes(scope)
             if isinstance(node, (ast.For, ast.AsyncFor))
         ]
         for loop in sorted(loops, key=lambda n: (n.lineno, n.col_offset)):
@@ -279,7 +276,7 @@ class ObjectFlow:
         bindings: list[tuple[ast.expr, ast.expr, ast.AST]] = []
         returns: list[tuple[ast.expr, ast.AST]] = []
         for scope in self.code.scopes:
-            for node in self.code.own(scope):
+            for node in own_nodes(scope):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     bindings.append((node.targets[0], node.value, scope))
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:

@@ -7,6 +7,7 @@ import keyword
 import re
 from collections.abc import Iterator
 
+from ddplint.analysis.api import BACKWARD_METHODS
 from ddplint.analysis.constants import nodes_within, scope_nodes
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.enumerate_loops import (
@@ -23,7 +24,6 @@ from ddplint.rule import CodeRule
 from ddplint.rules.prefilters import enumerate_counter_tested
 
 _EXITS = (ast.Break, ast.Continue, ast.Return, ast.Pass)
-_BACKWARDS = ("backward", "manual_backward")
 
 
 class LastBatchOffByOne(CodeRule):
@@ -262,7 +262,7 @@ def _after_backward(loop: EnumerateLoop, branch: ast.If) -> bool:
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _BACKWARDS
+        and node.func.attr in BACKWARD_METHODS
         and _position(node) < _position(branch)
         for node in nodes_within(loop.loop.body)
     )
@@ -270,20 +270,14 @@ def _after_backward(loop: EnumerateLoop, branch: ast.If) -> bool:
 
 def _flushed_after(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     """An optimizer step after the loop, in the same function."""
-    scope: Scope = ctx.analysis.constants.owner_of(_scope_of(ctx, loop))
+    iterable = loop.loop.iter  # the ``enumerate(...)`` call
+    made_in = ctx.analysis.nodes.scope_of_call(iterable) if isinstance(iterable, ast.Call) else None
+    scope: Scope = ctx.analysis.constants.owner_of(made_in or ctx.analysis.module)
     end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
     return any(
         isinstance(node, ast.Call) and _position(node) > end and _is_optimizer_step(node)
         for node in scope_nodes(scope)
     )
-
-
-def _scope_of(ctx: CodeContext, loop: EnumerateLoop) -> ast.AST:
-    """The scope whose calls hold the loop's ``enumerate(...)``."""
-    for scope, calls in ctx.analysis.nodes.calls_by_scope.items():
-        if any(call is loop.loop.iter for call in calls):
-            return scope
-    return ctx.analysis.module
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

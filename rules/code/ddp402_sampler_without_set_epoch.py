@@ -95,11 +95,8 @@ class SamplerWithoutSetEpoch(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         analysis = ctx.analysis
-        scopes: dict[int, Scope] = {
-            id(c): s for s, calls in analysis.nodes.calls_by_scope.items() for c in calls
-        }
         for unset in samplers_without_set_epoch(analysis):
-            shuffle = _shuffle(ctx, unset.sampler, scopes[id(unset.sampler)])
+            shuffle = _shuffle(ctx, unset.sampler, analysis.nodes.scope_of_call(unset.sampler))
             if shuffle is None:
                 continue
             what = f"`{unset.loader_name}`" if unset.loader_name else "its loader"

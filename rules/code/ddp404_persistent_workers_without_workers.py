@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.api import DATA_LOADERS, DATALOADER_POSITIONS
+from ddplint.analysis.constants import is_zero
 from ddplint.analysis.names import has_star_arguments, keyword_argument, passed_argument
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
@@ -93,7 +94,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             if has_star_arguments(call):
                 return
             how = "no `num_workers` (the default is 0)"
-        elif _zero(analysis.constants.value(workers, scope)) or _zero(
+        elif is_zero(analysis.constants.value(workers, scope)) or is_zero(
             analysis.literal_values.value(workers)
         ):
             how = f"`num_workers={ast_node_text(ctx, workers)}`"
@@ -120,7 +121,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
         workers_text = ast_node_text(ctx, workers)
         default = ctx.analysis.fallback_defaults.of(workers, scope)
         if default is not None:
-            if not _zero(default.value):
+            if not is_zero(default.value):
                 return
             why = (
                 f"and {default.where} 0: a run left at the default (or set to 0 to debug a "
@@ -129,7 +130,7 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             summary = "persistent_workers=True; num_workers may be 0"
         else:
             found = ctx.config_reads.value_at(workers_text, workers.lineno)
-            if found is None or not _zero(found.value):
+            if found is None or not is_zero(found.value):
                 return
             why = (
                 f"which the config sets to 0 (`{found.key}` at `{found.where}`): as "
@@ -147,8 +148,3 @@ class PersistentWorkersWithoutWorkers(CodeRule):
             f"Set `persistent_workers={condition}`",
         )
         yield ctx.ast_finding(self, persistent, message, summary=summary, fix=fix)
-
-
-def _zero(value: object) -> bool:
-    """Whether ``value`` is the number 0 (not ``False``)."""
-    return value == 0 and not isinstance(value, bool)

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.api import DATA_LOADERS, DATALOADER_POSITIONS
-from ddplint.analysis.constants import nodes_within, scope_nodes
+from ddplint.analysis.constants import is_zero, nodes_within, scope_nodes
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.literal_values import UNKNOWN
 from ddplint.analysis.names import keyword_argument, passed_argument
@@ -142,10 +142,10 @@ def _may_be_zero(ctx: CodeContext, call: ast.Call, workers: ast.expr, scope: Sco
     if analysis.literal_values.value(workers) is not UNKNOWN:
         return False  # a literal wherever it runs (``config["num_workers"]``); 0: DDP404
     default = analysis.fallback_defaults.of(workers, scope)
-    if default is not None and _zero(default.value):
+    if default is not None and is_zero(default.value):
         return False  # DDP404: zero by default
     found = ctx.config_reads.value_at(ast_node_text(ctx, workers), workers.lineno)
-    if found is not None and _zero(found.value):
+    if found is not None and is_zero(found.value):
         return False  # DDP404: zero as configured
     return not _tested_around(ctx, call, workers)
 
@@ -185,8 +185,3 @@ def _at_least_one(ctx: CodeContext, workers: ast.expr, scope: Scope) -> bool:
     if name == "min":
         return bool(arguments) and all(_at_least_one(ctx, a, scope) for a in arguments)
     return False
-
-
-def _zero(value: object) -> bool:
-    """Whether ``value`` is the number 0 (not ``False``)."""
-    return value == 0 and not isinstance(value, bool)
