@@ -89,9 +89,10 @@ class LogSyncDistOnSomeRanks(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         logs = synced_logs_on_some_ranks(ctx.analysis)
-        monitors = LightningMonitors(ctx.analysis) if logs else None
+        if not logs:
+            return
+        monitors = LightningMonitors(ctx.analysis)
         for log in logs:
-            assert monitors is not None and isinstance(log.call.func, ast.Attribute)
             method = ast_node_text(ctx, (log.log or log.call).func)
             where = guard_text(log.guard)
             brief = "on rank 0 only" if log.global_zero else "on some ranks only"
