@@ -487,13 +487,10 @@ class ModuleAnalysis:
             callee = _local_callee(call)
             if callee is None or callee not in self._reaching:
                 continue
-            reached = self._reached(callee, _call_facts(call, self._definition(callee), facts))
+            reached = self._reached(callee, _call_facts(call, self.local_function(callee), facts))
             if reached is not None:
                 effects.append((reached, callee))
         return effects
-
-    def _definition(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        return self._definitions.get(name)
 
     def local_function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The module's function (``f``) or method (``self.f``) that calls name so."""
@@ -511,7 +508,7 @@ class ModuleAnalysis:
         if key in self._reached_memo:
             return self._reached_memo[key]
         self._reached_memo[key] = None  # recursion: assume none while asking
-        definition = self._definition(name)
+        definition = self.local_function(name)
         found: Collective | None = None
         if definition is None or depth == 0:
             found = self._reaching.get(name)
@@ -545,7 +542,7 @@ class ModuleAnalysis:
                     callee = _local_callee(call)
                     if callee is None or callee not in self._reaching:
                         continue
-                    handed = _call_facts(call, self._definition(callee), inherited)
+                    handed = _call_facts(call, self.local_function(callee), inherited)
                     reached = self._reached(callee, handed, depth - 1)
                     if reached is not None:
                         return reached

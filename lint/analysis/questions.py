@@ -58,6 +58,7 @@ from ddplint.analysis.pairing import (
     rank_classes_agree,
     settled_by_class,
 )
+from ddplint.analysis.rank_guards import rank_only_decorator
 
 #: Exits a parting is reported at (a ``raise`` is an error path, never a parting; an
 #: exit with status 0 is one too: ``_leaves``).
@@ -117,16 +118,14 @@ def _rank_only_decorator(
 ) -> Parting | None:
     """A function that runs on one rank only (``@rank_zero_only``,
     ``@accelerator.on_main_process``) and issues a collective."""
-    found = analysis.names.rank_only_decorator(scope)
-    if found is None:
+    guard = rank_only_decorator(analysis, scope)
+    if guard is None:
         return None
-    decorator, target = found
     first = min(
         (effect for effects in function.effects.values() for effect in effects),
         key=lambda effect: effect[0].line,
     )
-    taint = Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
-    return Parting(scope, decorator, decorator, taint, first[0], first[1])
+    return Parting(scope, guard.cause, guard.cause, guard.taint, first[0], first[1])
 
 
 def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -> Iterator[Parting]:

@@ -24,12 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
-from ddplint.analysis.divergence import Facet, Source, Taint
+from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, ways_on
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.pairing import arms_agree
 from ddplint.analysis.questions import expression_guard
+from ddplint.analysis.rank_guards import rank_only_decorator
 
 #: Modules whose classes and factories make optimizers, schedulers or gradient scalers.
 STEPPER_MODULES = (
@@ -204,13 +205,12 @@ def steps_on_some_ranks(analysis: ModuleAnalysis) -> list[StepParting]:
     found: list[StepParting] = []
     for scope in _scopes_with_steps(analysis, steppers, stepping):
         function = analysis.function(scope)
-        decorated = _rank_only(analysis, scope)
+        decorated = rank_only_decorator(analysis, scope)
         steps = list(_steps(function, steppers, stepping))
         if decorated is not None and steps:
             _, call, through = steps[0]
-            found.append(
-                StepParting(scope, decorated[0], decorated[0], decorated[1], call, through)
-            )
+            cause = decorated.cause
+            found.append(StepParting(scope, cause, cause, decorated.taint, call, through))
             continue
         by_node: dict[int, set[str]] = {}
         for node, call, through in steps:
@@ -344,15 +344,6 @@ def _stepping_functions(analysis: ModuleAnalysis, steppers: Steppers) -> dict[st
         return f"{ast.unparse(stepped)}.step()" if stepped is not None else None
 
     return analysis.functions_reaching(step_of)
-
-
-def _rank_only(analysis: ModuleAnalysis, scope: Scope) -> tuple[ast.AST, Taint] | None:
-    """The decorator that runs a function on one rank only (``@rank_zero_only``)."""
-    found = analysis.names.rank_only_decorator(scope)
-    if found is None:
-        return None
-    decorator, target = found
-    return decorator, Taint(Facet.CONTENTS, Source.RANK, decorator.lineno, ast.unparse(target))
 
 
 def _parameter_server(analysis: ModuleAnalysis) -> bool:
