@@ -129,10 +129,11 @@ class Collective:
 
 
 def default_group(value: ast.expr) -> bool:
-    """``None`` or ``group.WORLD``: the default process group, every rank a member."""
+    """``None``, ``group.WORLD`` or ``GroupMember.WORLD``: the default process group,
+    every rank a member."""
     spelled = dotted_name(value) or ""
     return (isinstance(value, ast.Constant) and value.value is None) or spelled.endswith(
-        "group.WORLD"
+        ("group.WORLD", "GroupMember.WORLD")
     )
 
 
