@@ -53,7 +53,7 @@ def skips_decided_by_one_rank(analysis: ModuleAnalysis) -> list[OneRankSkip]:
         ]
         if not broadcasts:
             continue
-        lightning = analysis.nodes.scope_of.get(scope) in analysis.objects.lightning_classes
+        lightning = facts.in_lightning_class
         loops = training_loops(scope, frozenset(analysis.backward_functions))
         whole = scope if step_method(scope, lightning) else None
         view = analysis.batch_view(scope)

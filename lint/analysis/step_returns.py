@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from ddplint.analysis.constants import nodes_within
 from ddplint.analysis.control_flow import Graph
 from ddplint.analysis.divergence import Divergence, Taint
 from ddplint.analysis.functions import ModuleAnalysis
@@ -155,7 +156,7 @@ def manual_optimization(
     """Whether the module of this ``training_step`` optimises manually."""
     if any(
         isinstance(node, ast.Call) and dotted_name(node.func) in _MANUAL_OPTIMIZATION_CALLS
-        for node in _own_nodes(function.body)
+        for node in nodes_within(function.body)
     ):
         return True
     classes = {cls.name: cls for cls in analysis.nodes.of_type(ast.ClassDef)}
@@ -280,16 +281,6 @@ def _returns(
         elif isinstance(statement, ast.Match):
             for case in statement.cases:
                 yield from _returns(case.body, guards, handler)
-
-
-def _own_nodes(statements: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of a block, not entering nested functions, lambdas or classes."""
-    pending: list[ast.AST] = list(statements)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (*_FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
 
 
 def _fall_off(

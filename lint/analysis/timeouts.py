@@ -1,6 +1,6 @@
 """Calls that take a process-group ``timeout`` (a ``datetime.timedelta``), where the
 argument sits, and whether a float in seconds is tolerated: by the resolved name of
-the API called, so the LibCST layer (``code/collectives/timeouts``) reads the same table.
+the API called (DDP303, DDP304, DDP306 and ``process_groups`` read it).
 
 Checked against torch 2.13 (gloo): an int is a TypeError everywhere; a float is a
 TypeError in ``init_process_group``/``new_group``/``new_subgroups``, accepted as seconds

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node, shift_continuation_lines
+from ddplint.code.edits.ast_edits import shift_continuation_lines
+from ddplint.code.edits.edits import replace_node
 from ddplint.code.ranks.guard_brief import ranks_brief
 from ddplint.code.ranks.rank_reachability import FirstAfterExit, RankGuard
 from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1

@@ -17,6 +17,7 @@ from ddplint.code.edits.ast_edits import (
     insert_before_ast_node,
     remove_ast_statement,
     replace_ast_node,
+    shares_a_line,
     shift_continuation_lines,
 )
 from ddplint.finding import Applicability, Finding, Fix, Severity
@@ -151,15 +152,8 @@ def _hoist(ctx: CodeContext, found: GroupOnSomeRanks) -> Fix | None:
 def _alone_on_its_lines(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> bool:
     """No other statement of the block shares a line with it (``a(); b()``), and its
     first line starts with it."""
-    last = statement.end_lineno or statement.lineno
-    shared = any(
-        other is not statement
-        and other.lineno <= last
-        and statement.lineno <= (other.end_lineno or other.lineno)
-        for other in block
-    )
     before = ctx.source.line_text(statement.lineno)[: ctx.ast_range(statement)[1] - 1]
-    return not shared and not before.strip()
+    return not shares_a_line(statement, block) and not before.strip()
 
 
 def _bound_names(statements: list[ast.stmt]) -> set[str]:

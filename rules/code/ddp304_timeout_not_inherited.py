@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddplint.analysis.api import GROUP_CREATORS
 from ddplint.analysis.names import call_argument, has_star_arguments, is_none
 from ddplint.analysis.process_groups import InitCall, ProcessGroups
 from ddplint.analysis.timeouts import timeout_argument
@@ -14,9 +15,7 @@ from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
 _SHOWN = 4
-_NOT_INHERITING = frozenset(
-    {"new_group", "new_subgroups", "new_subgroups_by_enumeration", "monitored_barrier"}
-)
+_NOT_INHERITING = GROUP_CREATORS | {"monitored_barrier"}
 
 
 class TimeoutNotInherited(CodeRule):

@@ -42,6 +42,18 @@ def remove_ast_statement(ctx: CodeContext, statement: ast.stmt, block: list[ast.
     return Edit(line, 1, end_line, len(last) + 1, "")
 
 
+def shares_a_line(statement: ast.stmt, block: list[ast.stmt]) -> bool:
+    """Whether another statement of ``block`` stands on one of ``statement``'s lines
+    (``a(); b()``): then its lines cannot simply go."""
+    last = statement.end_lineno or statement.lineno
+    return any(
+        other is not statement
+        and other.lineno <= last
+        and statement.lineno <= (other.end_lineno or other.lineno)
+        for other in block
+    )
+
+
 def shift_continuation_lines(text: str, delta: int) -> str:
     """Move the second and later lines of ``text`` left by ``delta`` columns (right when
     negative), for a statement moved to another indentation level."""

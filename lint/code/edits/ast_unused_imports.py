@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ddplint.code.edits.ast_edits import ast_node_text, remove_ast_statement
+from ddplint.code.edits.ast_edits import ast_node_text, remove_ast_statement, shares_a_line
 from ddplint.finding import Edit
 
 if TYPE_CHECKING:
@@ -101,13 +101,7 @@ def _remove_line(ctx: CodeContext, tree: ast.Module, statement: _Import) -> Edit
     """Remove the import statement (None when another statement shares its line); when
     it stood alone between blank lines (or at the top of the file) one of the blank
     lines goes too, so none doubles up."""
-    last = statement.end_lineno or statement.lineno
-    if any(
-        other is not statement
-        and other.lineno <= last
-        and statement.lineno <= (other.end_lineno or other.lineno)
-        for other in tree.body
-    ):
+    if shares_a_line(statement, tree.body):
         return None
     edit = remove_ast_statement(ctx, statement, tree.body)
     lines = ctx.source.lines

@@ -6,7 +6,6 @@ from __future__ import annotations
 import libcst as cst
 
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.ast_edits import shift_continuation_lines as shift_continuation_lines
 from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Edit
 

@@ -1,6 +1,6 @@
-"""Process groups a module creates: ``init_process_group`` calls with their backend and
-timeout, and the backend a ``group=`` argument stands for (the default group, or a
-name bound to ``new_group(...)`` in the same scope).
+"""Process groups a module creates, on LibCST (DDP501, DDP503; the core's is
+``analysis/process_groups``): ``init_process_group`` calls with their backend, the
+default group's backend, and whether a ``group=`` argument means the default group.
 
 Backends are known only when spelled as a literal (``"nccl"``, ``Backend.NCCL``);
 anything computed is unknown, and rules stay silent on unknown.
@@ -16,13 +16,12 @@ import libcst as cst
 from ddplint.analysis.api import DEVICE_CHOICES as DEVICE_CHOICES
 from ddplint.code.collectives.catalogue import torch_distributed_call, torch_distributed_function
 from ddplint.code.syntax.call_args import argument
-from ddplint.code.syntax.constants import constant_value, single_assignment
+from ddplint.code.syntax.constants import constant_value
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 
 _WORLD_GROUPS = ("group.WORLD", "GroupMember.WORLD")
 #: Where ``backend`` sits among the positional parameters of the group creators.
-_BACKEND_POSITION = {"new_group": 2, "new_subgroups": 3}
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,6 @@ class InitCall:
 
     call: cst.Call
     backend: str | None
-    timeout: cst.Arg | None
 
 
 class ProcessGroups:
@@ -48,7 +46,7 @@ class ProcessGroups:
             if torch_distributed_call(self._names, call) == "init_process_group":
                 backend_arg = argument(call, "backend", 0)
                 backend = self.backend_literal(backend_arg.value) if backend_arg else None
-                calls.append(InitCall(call, backend, argument(call, "timeout", 2)))
+                calls.append(InitCall(call, backend))
         return calls
 
     @cached_property
@@ -76,23 +74,6 @@ class ProcessGroups:
     def is_default_group(self, group: cst.Arg | None) -> bool:
         """Whether a ``group=`` argument (None when absent) means the default group."""
         return group is None or _is_none(group.value) or self._is_world(group.value)
-
-    def group_backend(self, call: cst.Call, group: cst.Arg | None) -> str | None:
-        """The backend of the group a collective runs on (``group`` is its argument)."""
-        if self.is_default_group(group):
-            return self.default_backend
-        if group is None or not isinstance(group.value, cst.Name):
-            return None
-        bound = single_assignment(self._index, call, group.value.value)
-        if not isinstance(bound, cst.Call):
-            return None
-        creator = torch_distributed_call(self._names, bound)
-        if creator not in _BACKEND_POSITION:
-            return None
-        backend_arg = argument(bound, "backend", _BACKEND_POSITION[creator])
-        if backend_arg is None or _is_none(backend_arg.value):
-            return self.default_backend
-        return self.backend_literal(backend_arg.value)
 
     def _is_world(self, expr: cst.BaseExpression) -> bool:
         qualified = self._names.qualified_name(expr) or ""
