@@ -37,7 +37,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
 from ddplint.analysis.module_nodes import ModuleNodes
-from ddplint.analysis.names import Names, call_argument, dotted_name
+from ddplint.analysis.names import Names, call_argument, dotted_name, keyword_true
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts, parameters_at, project_key
 
 LIGHTNING_MODULES = frozenset(
@@ -453,13 +453,6 @@ def _keyword_false(call: ast.Call, name: str) -> bool:
     )
 
 
-def _keyword_true(call: ast.Call, name: str) -> bool:
-    return any(
-        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
-        for k in call.keywords
-    )
-
-
 def _lightning_collective(call: ast.Call, method: str, receiver: str | None) -> Collective | None:
     if receiver == "self" and method == "all_gather":
         return Collective("self.all_gather", call)
@@ -467,8 +460,8 @@ def _lightning_collective(call: ast.Call, method: str, receiver: str | None) -> 
     if (
         receiver == "self"
         and method in ("log", "log_dict")
-        and _keyword_true(call, "sync_dist")
-        and not _keyword_true(call, "rank_zero_only")
+        and keyword_true(call, "sync_dist")
+        and not keyword_true(call, "rank_zero_only")
     ):
         return Collective(f"self.{method}(sync_dist=True)", call)
     return None

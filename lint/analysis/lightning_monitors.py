@@ -28,7 +28,7 @@ from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.divergence import AGREEING_BUFFERS, Source, distributed_function
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import dotted_name, keyword_true
 
 _CALLBACK_PACKAGES = ("lightning.pytorch.callbacks", "pytorch_lightning.callbacks")
 #: Callback classes that read ``trainer.callback_metrics[monitor]`` on every rank.
@@ -196,7 +196,7 @@ class LightningMonitors:
         for _, method in self._methods():
             decorator = _rank_only_decorator(self.analysis, method)
             for statement_node, call, keys in self._logs_in(method):
-                rank_zero_only = _keyword_true(call, "rank_zero_only")
+                rank_zero_only = keyword_true(call, "rank_zero_only")
                 if decorator is not None:
                     reason = f"it runs in a function decorated `@{decorator}`"
                     on_some = True
@@ -349,13 +349,6 @@ def logged_keys(call: ast.Call) -> list[str]:
     if isinstance(first, ast.Dict):
         return [k for k in map(_string, first.keys) if k]
     return []
-
-
-def _keyword_true(call: ast.Call, name: str) -> bool:
-    return any(
-        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
-        for k in call.keywords
-    )
 
 
 def _super_monitor(cls: ast.ClassDef, callback: str) -> str | None:

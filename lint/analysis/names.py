@@ -41,6 +41,14 @@ def keyword_argument(call: ast.Call, name: str) -> ast.keyword | None:
     return next((k for k in call.keywords if k.arg == name), None)
 
 
+def keyword_true(call: ast.Call, name: str) -> bool:
+    """Whether ``call`` passes ``name=True`` (the literal)."""
+    return any(
+        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in call.keywords
+    )
+
+
 def passed_argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
     """The argument for parameter ``name``: by keyword, else at 0-based ``position``
     unless a ``*args`` before it makes the position unknowable."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.module_classes import ClassKinds
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import dotted_name, keyword_true
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE, OBJECT
 from ddplint.analysis.rank_guards import (
     RankGuard,
@@ -132,15 +132,8 @@ def _synchronises(call: ast.Call) -> bool:
     return (
         isinstance(call.func, ast.Attribute)
         and call.func.attr in _LOG_METHODS
-        and _keyword_true(call, "sync_dist")
-        and not _keyword_true(call, "rank_zero_only")
-    )
-
-
-def _keyword_true(call: ast.Call, name: str) -> bool:
-    return any(
-        k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is True
-        for k in call.keywords
+        and keyword_true(call, "sync_dist")
+        and not keyword_true(call, "rank_zero_only")
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ddplint.analysis.host_waits import UPLOADING_FACTORIES
 from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
 from ddplint.code.steps.sparse_conditions import under_sparse_condition
@@ -29,7 +30,6 @@ from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 
 #: Factories that copy host data to ``device=`` (their first argument is the data).
-UPLOADING_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 #: Entries of forward paths that do not run per training step.
 _EVALUATION_ENTRY = re.compile(r"validation_step|test_step|predict_step")
 #: Calls whose result is a Python value.
