@@ -154,10 +154,7 @@ class FrameworkObjects:
         #: (scope, name) -> the wrapping call (None when known by annotation only);
         #: the scope is None for attributes (``self.model``), which methods share.
         self.ddp_models: dict[tuple[int | None, str], ast.Call | None] = {}
-        self._scope_nodes = {
-            id(call): scope for scope, calls in nodes.calls_by_scope.items() for call in calls
-        }
-        self._scope_of_call = {key: id(scope) for key, scope in self._scope_nodes.items()}
+        self._scope_nodes = nodes.call_scopes
         self.lightning_classes: set[ast.ClassDef] = set()
         assignments: list[ast.Assign | ast.AnnAssign] = [*nodes.of_type(ast.Assign)]
         assignments += nodes.of_type(ast.AnnAssign)
@@ -225,7 +222,7 @@ class FrameworkObjects:
         ``fully_shard``, ``parallelize_module``)."""
         spelled = dotted_name(model)
         if spelled is not None:
-            scope = None if "." in spelled else self._scope_of_call.get(id(wrapping))
+            scope = None if "." in spelled else self._scope_id(wrapping)
             self.sharded_models.setdefault((scope, spelled), wrapping)
 
     def _unwrapped_before(self, call: ast.Call, key: tuple[int | None, str]) -> bool:
@@ -251,6 +248,11 @@ class FrameworkObjects:
                 continue
             for parameter in parameters_at(function, owner, self.project.ddp_parameters(key)):
                 self.ddp_models.setdefault((id(function), parameter), None)
+
+    def _scope_id(self, call: ast.Call) -> int | None:
+        """``id`` of the scope that makes ``call`` (None for a call of no scope here)."""
+        scope = self._scope_nodes.get(id(call))
+        return None if scope is None else id(scope)
 
     def owner_class(self, call: ast.Call) -> str | None:
         """The class of the method ``call`` sits in (how ``self.x`` is keyed)."""
@@ -374,7 +376,7 @@ class FrameworkObjects:
         )
         if not backward or not self.ddp_models or id(call) in self.unsynced:
             return None
-        scope = self._scope_of_call.get(id(call))
+        scope = self._scope_id(call)
         here = [c for (s, _), c in self.ddp_models.items() if s is not None and s == scope and c]
         if here and all(_position(c) > _position(call) for c in here):
             return None  # this function wraps its model only below: a plain backward here
@@ -418,7 +420,7 @@ class FrameworkObjects:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
                 break
             scope = self.nodes.scope_of.get(scope)
-        return self._scope_of_call.get(id(call)), name
+        return self._scope_id(call), name
 
 
 def _switches_on(call: ast.Call, name: str, position: int) -> bool:

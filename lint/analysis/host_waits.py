@@ -160,9 +160,6 @@ class HostWaits:
         self._returns_drained: dict[Function, bool] = {}
         self._summarising: list[Function] = []
         self._top_functions: dict[str, list[Function]] | None = None
-        self._scope_of_call: dict[ast.Call, ast.AST] = {
-            call: scope for scope, calls in self.nodes.calls_by_scope.items() for call in calls
-        }
         self._calls_at: dict[tuple[Position, Position], ast.Call] = {
             (_start(call), _end(call)): call for call in self.nodes.of_type(ast.Call)
         }
@@ -181,7 +178,7 @@ class HostWaits:
 
     def node_of(self, call: ast.Call, *, module_code: bool = False) -> tuple[Graph, Node] | None:
         """The graph of ``call``'s function (or of module code, if asked) and its node."""
-        scope = self._scope_of_call.get(call)
+        scope = self.nodes.call_scopes.get(id(call))
         if not isinstance(scope, _FUNCTIONS) and not (
             module_code and isinstance(scope, ast.Module)
         ):

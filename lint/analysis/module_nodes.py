@@ -23,13 +23,15 @@ class ModuleNodes:
         self._by_type: dict[type[ast.AST], list[ast.AST]] = defaultdict(list)
         self.calls_by_scope: dict[Scope, list[ast.Call]] = defaultdict(list)
         self.scope_of: dict[ast.AST, Scope] = {}
-        self._call_scopes: dict[int, Scope] | None = None
+        #: ``id(call)`` -> the scope that makes the call.
+        self.call_scopes: dict[int, Scope] = {}
         pending: list[tuple[ast.AST, Scope]] = [(module, module)]
         while pending:
             node, scope = pending.pop()
             self._by_type[type(node)].append(node)
             if isinstance(node, ast.Call):
                 self.calls_by_scope[scope].append(node)
+                self.call_scopes[id(node)] = scope
             inner = node if isinstance(node, SCOPE_TYPES) else scope
             if inner is not scope:
                 self.scope_of[node] = scope
@@ -41,11 +43,7 @@ class ModuleNodes:
 
     def scope_of_call(self, call: ast.Call) -> Scope:
         """The scope that makes ``call`` (the module for a call it does not hold)."""
-        if self._call_scopes is None:
-            self._call_scopes = {
-                id(made): scope for scope, calls in self.calls_by_scope.items() for made in calls
-            }
-        return self._call_scopes.get(id(call), self.module)
+        return self.call_scopes.get(id(call), self.module)
 
     def calls_in_order(self) -> list[ast.Call]:
         """Every call of the module, in the order of the text."""

@@ -115,11 +115,6 @@ class _Collectives:
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self._analysis = analysis
-        self._scopes = {
-            id(call): scope
-            for scope, calls in analysis.nodes.calls_by_scope.items()
-            for call in calls
-        }
         self.calls = sorted(
             (c for calls in analysis.nodes.calls_by_scope.values() for c in calls), key=_order
         )
@@ -130,13 +125,13 @@ class _Collectives:
     def is_collective(self, call: ast.Call) -> bool:
         """Whether ``call`` is spelled as a collective (a DDP model's forward or a
         backward issues one inside, where an alarm is not what blocks)."""
-        found = self._analysis.call_collective(call, self._scopes[id(call)])
+        found = self._analysis.call_collective(call, self._analysis.nodes.call_scopes[id(call)])
         return found is not None and not found.implicit
 
     def after(self, alarm: ast.Call) -> ast.Call | None:
         """The first collective reached after ``alarm`` in its function (else the
         module's own code), before a cancel."""
-        owner = self._analysis.constants.owner_of(self._scopes[id(alarm)])
+        owner = self._analysis.constants.owner_of(self._analysis.nodes.call_scopes[id(alarm)])
         start = _order(alarm)
         later = (c for c in _calls_in(scope_nodes(owner)) if _order(c) > start)
         return self.first(later, stop_at_cancel=True)
