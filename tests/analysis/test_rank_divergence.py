@@ -1003,7 +1003,6 @@ def test_whether_a_name_holds_a_value(made: str, divergent: bool) -> None:
         assert found is not None and found.facets == Facet.CONTENTS
 
 
-
 TYPED = """
 def f():
     size = {made}
