@@ -827,8 +827,18 @@ class _Evaluator:
             return None  # a functional collective's result agrees; the others return none
         if isinstance(call.func, ast.Attribute):
             return _made_by_call(self._method(call, call.func, state))
-        found = _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+        texts = resolved in _TEXT_WRITERS or resolved in _PATH_BUILDERS
+        found = _join(None, *self._argument_taints(call, state, texts))
         return _made_by_call(_stamped(found) if resolved in _TEXT_WRITERS else found)
+
+    def _argument_taints(self, call: ast.Call, state: State, texts: bool) -> Iterator[Taint | None]:
+        """What the arguments reaching a call carry into its result. A stamped text
+        handed to a call that does not build text is a name or label there (a run's
+        folder, an environment's id): the stamp stays in the text, not in the result."""
+        for argument in self._reaching_arguments(call):
+            found = self.taint(argument, state)
+            stamp = found is not None and found.source is Source.STAMP
+            yield None if stamp and not texts else found
 
     def _even_span(self, call: ast.Call, state: State) -> bool:
         """Whether ``range(start, end[, step])`` has the same length on every rank: a
@@ -957,7 +967,12 @@ class _Evaluator:
             return _as_values(_keys(receiver))  # which keys, and how many
         if method in ("items", "values"):
             return receiver
-        return _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+        texts = (
+            (receiver is not None and receiver.source is Source.STAMP)
+            or isinstance(func.value, (ast.Constant, ast.JoinedStr))  # ``"/".join(parts)``
+            or self.names.resolve(func) in _PATH_BUILDERS
+        )
+        return _join(receiver, *self._argument_taints(call, state, texts))
 
     def _is_sequence(self, expression: ast.expr) -> bool:
         """A list or tuple: a display or comprehension, or a name the function uses as a
@@ -985,6 +1000,10 @@ _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _TEXT_HOLDERS = (ast.Name, ast.Attribute, ast.Subscript, ast.JoinedStr, ast.BinOp)
 #: Methods and builtins that write a value into text: a clock reading becomes a stamp.
 _TEXT_WRITERS = frozenset({"strftime", "isoformat", "format", "str"})
+#: Functions that build a path's text from their arguments (a stamp in one stays).
+_PATH_BUILDERS = frozenset(
+    {"os.path.join", "os.path.abspath", "os.path.expanduser", "pathlib.Path"}
+)
 
 
 #: Other spellings of one dtype.

@@ -1053,3 +1053,29 @@ def test_typed_constructors_take_sizes_or_data(made: str, shape_differs: bool | 
         assert found is None
     else:
         assert found is not None and bool(found.facets & Facet.SHAPE) is shape_differs
+
+
+STAMPED = """
+def f(root, make_env, gym):
+    run_name = f"{{root}}__{{int(time.time())}}"
+    {made}
+    use(value)  # here
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "stamped"),
+    [
+        # text built from the stamp keeps it: its contents differ between ranks
+        ("value = os.path.join(root, run_name)", True),
+        ("value = run_name.upper()", True),
+        ("value = '/'.join([root, run_name])", True),
+        # a stamped text handed to a call as a name or label: what the call makes is not
+        # the text, and does not differ by the clock (a vector env, a logger, a model)
+        ("envs = make_env(run_name)\n    value = envs.envs[0].spec.max_episode_steps", False),
+        ("value = gym.make(run_name).spec.max_episode_steps", False),
+    ],
+)
+def test_a_stamp_stays_in_text(made: str, stamped: bool) -> None:
+    found = _taint_at(STAMPED.format(made=made), "value")
+    assert (found is not None and found.source is Source.STAMP) is stamped
