@@ -1735,11 +1735,22 @@ class Divergence:
         for node in arm:
             statement = node.statement
             names = set(self._binds(node))
-            if isinstance(statement, ast.Assign) and _read_back(statement.value, buffers):
+            if isinstance(statement, ast.Assign) and (
+                _read_back(statement.value, buffers) or self._returns_agreed(statement.value)
+            ):
                 received |= names
             else:
                 elsewhere |= names
         return buffers | (received - elsewhere)
+
+    def _returns_agreed(self, value: ast.expr) -> bool:
+        """A call of a function that communicates and returns the same on every rank
+        whatever it is handed (``resume = broadcast_object(args, resume)``): its summary,
+        local or the project's, lets no argument reach the result."""
+        if not isinstance(value, ast.Call):
+            return False
+        summary = self.evaluator.summary(value)
+        return summary is not None and summary.reaching == frozenset()
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
@@ -1875,13 +1886,15 @@ class Divergence:
 
     def _issues_collective(self, arm: list[Node]) -> bool:
         """Whether an arm calls torch.distributed (or deepspeed.comm) or a function
-        that makes an argument agree."""
+        that issues a collective (one the module or the project summarises)."""
         for node in arm:
             for call in _calls_of(node.statement) if node.statement is not None else ():
                 if distributed_function(self.evaluator.names.resolve(call.func)) is not None:
                     return True
                 if next(self.evaluator.agreed_arguments(call), None) is not None:
                     return True
+                if self.evaluator.summary(call) is not None:
+                    return True  # summarised: a function that issues a collective
         return False
 
     def switch(self, expression: ast.expr, depth: int) -> bool | None:
