@@ -378,3 +378,37 @@ def test_a_function_that_returns_a_shared_value_makes_its_arm_share(call: str, p
     that shares nothing leaves it rank 0's."""
     found = _partings(SHARED_UNDER_A_SWITCH.format(call=call))
     assert bool(found) is parts
+
+
+GATHERED_IN_LOOPS = """
+def merge(chunks, sizes, other):
+    rank = dist.get_rank()
+    if rank == 0:
+        {before}
+        for m in range(len(chunks)):
+            for key in chunks[m]:
+                buffers = [torch.zeros(s) for s in sizes]
+                dist.gather(chunks[m][key], buffers)
+    else:
+        for m in range({others}):
+            for key in chunks[m]:
+                dist.gather(chunks[m][key])
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "others", "parts"),
+    [
+        # the same loops on both arms: each trip of one pairs with a trip of the other
+        ("pass", "len(chunks)", False),
+        # the other ranks loop over something else
+        ("pass", "len(other)", True),
+        # rank 0 re-binds what its loop walks before walking it
+        ("chunks = chunks[:1]", "len(chunks)", True),
+    ],
+)
+def test_branches_that_issue_through_the_same_loops_pair(
+    before: str, others: str, parts: bool
+) -> None:
+    found = _partings(GATHERED_IN_LOOPS.format(before=before, others=others))
+    assert bool(found) is parts
