@@ -383,11 +383,8 @@ class _Evaluator:
         single: dict[str, ast.expr] | None = None,
         parameters: frozenset[str] | set[str] = frozenset(),
         sequences: frozenset[str] = frozenset(),
-        local_results: CallSummaries | None = None,
     ) -> None:
         self.parameters = parameters
-        #: What any local function (one that communicates or not) lets reach its result.
-        self.local_results = local_results
         self.sequences = sequences
         self.names = names
         self.even_strides = even_strides or {}
@@ -838,7 +835,7 @@ class _Evaluator:
         """What the arguments reaching a call carry into its result. A stamped text
         handed to a call that does not build text is a name or label there (a run's
         folder, an environment's id): the stamp stays in the text, not in the result."""
-        for argument in self._reaching_arguments(call, state):
+        for argument in self._reaching_arguments(call):
             found = self.taint(argument, state)
             stamp = found is not None and found.source is Source.STAMP
             yield None if stamp and not texts else found
@@ -869,39 +866,25 @@ class _Evaluator:
                 return found
         return self.project.call_summary(spelled, self.owner)
 
-    def _local_function(self, call: ast.Call) -> bool:
-        """Whether ``call`` spells a function of the module (``f(...)``, ``self.f(...)``)."""
-        spelled = dotted_name(call.func)
-        return spelled is not None and ("." not in spelled or _self_field(spelled))
-
     def _local_summary(self, call: ast.Call) -> bool:
         """Whether the function's own analysis summarises ``call`` (not the project's
         summary of another module's function, whose keywords stay options)."""
         spelled = dotted_name(call.func)
-        if spelled is None or not self._local_function(call):
+        if spelled is None or self.results is None:
             return False
-        for results in (self.results, self.local_results):
-            if results is not None and results(spelled, self.owner) is not None:
-                return True
-        return False
+        local = "." not in spelled or _self_field(spelled)
+        return local and self.results(spelled, self.owner) is not None
 
-    def _reaching_arguments(self, call: ast.Call, state: State) -> list[ast.expr]:
+    def _reaching_arguments(self, call: ast.Call) -> list[ast.expr]:
         """The positional arguments whose values may reach the call's result: all of
         them (keyword arguments are options: a device, a logger, a flag), except for
         a function whose returns are known to drop some (a helper that all-reduces its
         argument returns the agreed value, one handed the rank only to log returns
         what its other arguments give) or, for a local one, to read a keyword. A
         mapping unpacked into the call (``model(**batch)``) is its argument list, data
-        included, not one option: it reaches the result. A local function that issues
-        no collective is asked only when an argument differs (its summary costs one
-        analysis per parameter): ``build(rank, args)`` that puts the model on device
-        ``rank`` returns the same model on every rank."""
+        included, not one option: it reaches the result."""
         unpacked = [k.value for k in call.keywords if k.arg is None]
         known = self.summary(call)
-        if known is None and self._local_function(call) and self.local_results is not None:
-            handed = [*call.args, *unpacked, *(k.value for k in call.keywords)]
-            if any(self.taint(value, state) is not None for value in handed):
-                known = self.local_results(dotted_name(call.func) or "", self.owner)
         if (
             known is None
             or known.reaching is None
@@ -943,8 +926,9 @@ class _Evaluator:
         receiver = self.taint(func.value, state)
         method = func.attr
         if method in _TEXT_WRITERS:
-            handed = self._reaching_arguments(call, state)
-            return _stamped(_join(receiver, *(self.taint(a, state) for a in handed)))
+            return _stamped(
+                _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+            )
         if method in AGREEING_METHODS and dotted_name(func.value) in self.agreeing_receivers:
             return None
         if method in STRATEGY_AGREEING and _strategy(func.value):
@@ -1412,7 +1396,6 @@ class Divergence:
         decided: Callable[[ast.expr], bool | None] | None = None,
         batches: BatchSeeds | None = None,
         several: Callable[[ast.expr], bool | None] | None = None,
-        local_results: CallSummaries | None = None,
     ) -> None:
         self.graph = graph
         #: Where this rank's batch enters (a batch view); None: the plain analysis.
@@ -1436,7 +1419,6 @@ class Divergence:
             single_bindings(graph.scope),
             _parameters_of(graph.scope),
             _sequence_names(graph.scope),
-            local_results,
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)

@@ -66,9 +66,6 @@ Facts = frozenset[tuple[str, bool]]
 FIELD_ROUNDS = 4
 #: How deep call-site facts follow local calls.
 CALL_DEPTH = 4
-#: The largest function (in graph nodes) summarised for its result alone (one issuing no
-#: collective): past it a call's arguments all reach the result, as for any unknown call.
-LOCAL_SUMMARY_NODES = 400
 
 
 @dataclass
@@ -331,7 +328,6 @@ class ModuleAnalysis:
             self.literal_values.decided,
             batches=batches,
             several=lambda test: self.single_process.asks_several(test, scope),
-            local_results=self._local_result_summary,
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
@@ -341,29 +337,12 @@ class ModuleAnalysis:
         ``n`` reaches it; every one where its result reads a source of its own), and
         those it makes agree in place (``sync(t)``: ``all_reduce(t)`` inside, ``t``
         never bound again). None where it is not known."""
-        if name not in self._reaching:
-            return None
-        return self._summary_of(name, caller_class)
-
-    def _local_result_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
-        """For a module-level function or a method (``self.f``) that issues no
-        collective, of no more than ``LOCAL_SUMMARY_NODES`` steps: which positional
-        parameters may reach its result (``make_model(rank, cfg)`` that puts the model on
-        device ``rank`` lets only ``cfg`` reach it). Asked only where a call hands it a
-        value that differs between ranks."""
-        if name in self._reaching:
-            return None  # ``_call_summary`` answers, with what it makes agree
-        return self._summary_of(name, caller_class, LOCAL_SUMMARY_NODES)
-
-    def _summary_of(
-        self, name: str, caller_class: str | None, most_nodes: int | None = None
-    ) -> CallSummary | None:
         definition = self._definitions.get(name)
         if name.startswith("self."):
             # The method of the caller's own class (another class may define one alike).
             definition = self._methods.get((caller_class or "", name[len("self.") :]))
         owner = self.nodes.scope_of.get(definition) if definition is not None else None
-        if definition is None:
+        if definition is None or name not in self._reaching:
             return None
         key = f"{owner.name}.{definition.name}" if isinstance(owner, ast.ClassDef) else name
         if key in self._summaries:
@@ -381,9 +360,6 @@ class ModuleAnalysis:
         ):
             positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
         graph = self.graphs.graph(definition)
-        if most_nodes is not None and len(graph.nodes) > most_nodes:
-            self._summaries[key] = None
-            return None
         dominance = PostDominance(graph)
         fields = self._entry_of(definition)
         summary = summarise_call(
