@@ -82,6 +82,10 @@ class Facet(Flag):
     SHAPE = auto()
     DEVICE = auto()
     DTYPE = auto()
+    #: Which value a name holds at all (``None`` on some ranks, an object on others):
+    #: a name chosen between the arms of a rank-dependent test. A call's result is the
+    #: call's own object, so it does not inherit this from its arguments.
+    PRESENCE = auto()
 
 
 VALUES = Facet.CONTENTS | Facet.SHAPE
@@ -256,7 +260,22 @@ LIKE_FACTORIES = frozenset(
         "torch.full_like",
     }
 )
-FACTORIES = SIZED_FACTORIES | FILLED_FACTORIES | RANGE_FACTORIES | DATA_FACTORIES | LIKE_FACTORIES
+#: The legacy typed constructors: sizes as positional ints (``torch.LongTensor(1)``), or
+#: one sequence of data (``torch.LongTensor([n])``).
+_TYPES = ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+TYPED_CONSTRUCTORS = frozenset(
+    {"torch.Tensor"}
+    | {f"torch.{kind}Tensor" for kind in _TYPES}
+    | {f"torch.cuda.{kind}Tensor" for kind in _TYPES}
+)
+FACTORIES = (
+    SIZED_FACTORIES
+    | FILLED_FACTORIES
+    | RANGE_FACTORIES
+    | DATA_FACTORIES
+    | LIKE_FACTORIES
+    | TYPED_CONSTRUCTORS
+)
 #: Tensor methods that make a new tensor of the shape their arguments give.
 SIZED_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 #: Tensor methods that convert to a dtype their name gives.
@@ -414,9 +433,7 @@ class _Evaluator:
             # Whether a value is there: its shape, or which arm of a rank test chose it
             # (``writer = None`` on the other ranks).
             operand = self.taint(expression.left, state)
-            if operand is not None and operand.source is Source.DECIDED:
-                return operand
-            return operand.as_contents(Facet.SHAPE) if operand else None
+            return operand.as_contents(Facet.SHAPE | Facet.PRESENCE) if operand else None
         if (
             isinstance(expression, ast.Compare)
             and _launch_check(expression)
@@ -457,7 +474,7 @@ class _Evaluator:
         facets = Facet(0)
         if len(calls) == 2:
             facets = _made_apart_between([_literal_make(call, self.names) for call in calls])
-        chosen = Taint(test.facets | facets, test.source, test.line, test.spelled)
+        chosen = Taint(test.facets | facets | Facet.PRESENCE, test.source, test.line, test.spelled)
         return _join(chosen, found)
 
     def _fixed_width(self, window: ast.Slice, state: State) -> bool:
@@ -705,6 +722,11 @@ class _Evaluator:
         if resolved in DATA_FACTORIES:
             data = self.taint(call_argument(call, 0, "data"), state)
             return _join(data.only(VALUES | Facet.DTYPE) if data else None, dtype)
+        if resolved in TYPED_CONSTRUCTORS:
+            if len(call.args) == 1 and self._is_sequence(call.args[0]):
+                data = self.taint(call.args[0], state)
+                return data.only(VALUES) if data else None
+            return self._sized(call.args, call, state)
         if resolved in LIKE_FACTORIES:
             like = self.taint(call_argument(call, 0, "input"), state)
             filled = self.taint(call_argument(call, 1, "fill_value"), state)
@@ -804,9 +826,19 @@ class _Evaluator:
         if function is not None or resolved in AGREEING_LIBRARY_FUNCTIONS:
             return None  # a functional collective's result agrees; the others return none
         if isinstance(call.func, ast.Attribute):
-            return self._method(call, call.func, state)
-        found = _join(None, *(self.taint(a, state) for a in self._reaching_arguments(call)))
-        return _stamped(found) if resolved in _TEXT_WRITERS else found
+            return _made_by_call(self._method(call, call.func, state))
+        texts = resolved in _TEXT_WRITERS or resolved in _PATH_BUILDERS
+        found = _join(None, *self._argument_taints(call, state, texts))
+        return _made_by_call(_stamped(found) if resolved in _TEXT_WRITERS else found)
+
+    def _argument_taints(self, call: ast.Call, state: State, texts: bool) -> Iterator[Taint | None]:
+        """What the arguments reaching a call carry into its result. A stamped text
+        handed to a call that does not build text is a name or label there (a run's
+        folder, an environment's id): the stamp stays in the text, not in the result."""
+        for argument in self._reaching_arguments(call):
+            found = self.taint(argument, state)
+            stamp = found is not None and found.source is Source.STAMP
+            yield None if stamp and not texts else found
 
     def _even_span(self, call: ast.Call, state: State) -> bool:
         """Whether ``range(start, end[, step])`` has the same length on every rank: a
@@ -935,7 +967,12 @@ class _Evaluator:
             return _as_values(_keys(receiver))  # which keys, and how many
         if method in ("items", "values"):
             return receiver
-        return _join(receiver, *(self.taint(a, state) for a in self._reaching_arguments(call)))
+        texts = (
+            (receiver is not None and receiver.source is Source.STAMP)
+            or isinstance(func.value, (ast.Constant, ast.JoinedStr))  # ``"/".join(parts)``
+            or self.names.resolve(func) in _PATH_BUILDERS
+        )
+        return _join(receiver, *self._argument_taints(call, state, texts))
 
     def _is_sequence(self, expression: ast.expr) -> bool:
         """A list or tuple: a display or comprehension, or a name the function uses as a
@@ -963,6 +1000,10 @@ _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _TEXT_HOLDERS = (ast.Name, ast.Attribute, ast.Subscript, ast.JoinedStr, ast.BinOp)
 #: Methods and builtins that write a value into text: a clock reading becomes a stamp.
 _TEXT_WRITERS = frozenset({"strftime", "isoformat", "format", "str"})
+#: Functions that build a path's text from their arguments (a stamp in one stays).
+_PATH_BUILDERS = frozenset(
+    {"os.path.join", "os.path.abspath", "os.path.expanduser", "pathlib.Path"}
+)
 
 
 #: Other spellings of one dtype.
@@ -1281,6 +1322,11 @@ def _repetition(expression: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     return None
 
 
+def _made_by_call(taint: Taint | None) -> Taint | None:
+    """A call's result: which object it is is the call's, whatever its arguments were."""
+    return taint.only(~Facet.PRESENCE) if taint else None
+
+
 def _contents(taint: Taint | None) -> Taint | None:
     return taint.only(Facet.CONTENTS) if taint else None
 
@@ -1562,7 +1608,7 @@ class Divergence:
                 continue  # every arm makes it agree: one broadcasts it, the others receive
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
-                chosen[name] = Facet.CONTENTS | self._made_apart(name, arms)
+                chosen[name] = Facet.CONTENTS | Facet.PRESENCE | self._made_apart(name, arms)
         for name, facets in _filled_apart(arms, bound, self._tensors).items():
             chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
@@ -1689,11 +1735,22 @@ class Divergence:
         for node in arm:
             statement = node.statement
             names = set(self._binds(node))
-            if isinstance(statement, ast.Assign) and _read_back(statement.value, buffers):
+            if isinstance(statement, ast.Assign) and (
+                _read_back(statement.value, buffers) or self._returns_agreed(statement.value)
+            ):
                 received |= names
             else:
                 elsewhere |= names
         return buffers | (received - elsewhere)
+
+    def _returns_agreed(self, value: ast.expr) -> bool:
+        """A call of a function that communicates and returns the same on every rank
+        whatever it is handed (``resume = broadcast_object(args, resume)``): its summary,
+        local or the project's, lets no argument reach the result."""
+        if not isinstance(value, ast.Call):
+            return False
+        summary = self.evaluator.summary(value)
+        return summary is not None and summary.reaching == frozenset()
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
@@ -1829,13 +1886,15 @@ class Divergence:
 
     def _issues_collective(self, arm: list[Node]) -> bool:
         """Whether an arm calls torch.distributed (or deepspeed.comm) or a function
-        that makes an argument agree."""
+        that issues a collective (one the module or the project summarises)."""
         for node in arm:
             for call in _calls_of(node.statement) if node.statement is not None else ():
                 if distributed_function(self.evaluator.names.resolve(call.func)) is not None:
                     return True
                 if next(self.evaluator.agreed_arguments(call), None) is not None:
                     return True
+                if self.evaluator.summary(call) is not None:
+                    return True  # summarised: a function that issues a collective
         return False
 
     def switch(self, expression: ast.expr, depth: int) -> bool | None:

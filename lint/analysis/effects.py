@@ -36,18 +36,12 @@ from ddplint.analysis.api import (
 )
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
+from ddplint.analysis.module_classes import ClassKinds
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, call_argument, dotted_name, keyword_true
+from ddplint.analysis.object_kinds import LIGHTNING_MODULE
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts, parameters_at, project_key
 
-LIGHTNING_MODULES = frozenset(
-    {
-        "lightning.LightningModule",
-        "lightning.pytorch.LightningModule",
-        "pytorch_lightning.LightningModule",
-        "lightning.pytorch.core.LightningModule",
-    }
-)
 ACCELERATE_COLLECTIVES = frozenset(
     {
         "wait_for_everyone",
@@ -140,7 +134,8 @@ def default_group(value: ast.expr) -> bool:
 class FrameworkObjects:
     """The names in a module that hold an accelerate ``Accelerator``, a Lightning
     ``Fabric`` or a ``DistributedDataParallel`` model (by allocation or annotation), and
-    its ``LightningModule`` classes."""
+    its ``LightningModule`` classes (NeMo's models among them; through bases of the
+    module or of the project: ``module_classes``)."""
 
     def __init__(
         self, nodes: ModuleNodes, names: Names, project: ProjectFacts = NO_PROJECT
@@ -163,8 +158,10 @@ class FrameworkObjects:
         for argument in nodes.of_type(ast.arg):
             if argument.annotation is not None:
                 self._annotated(argument.arg, argument.annotation)
+        #: The kind of each class of the module (a module, a LightningModule, ...).
+        self.class_kinds = ClassKinds(nodes, names, project)
         for cls in nodes.of_type(ast.ClassDef):
-            if any(names.resolve(base) in LIGHTNING_MODULES for base in cls.bases):
+            if self.class_kinds.kind(cls) == LIGHTNING_MODULE:
                 self.lightning_classes.add(cls)
         spelled = (
             *(n.id for n in nodes.of_type(ast.Name)),

@@ -112,7 +112,7 @@ class LightningMonitors:
         self.analysis = analysis
         self._subclasses = self._callback_subclasses()
         self.monitors = sorted(self._monitors(), key=lambda m: (m.line, m.call.col_offset))
-        self._lightning_classes = self._lightning_module_classes()
+        self._lightning_classes = analysis.objects.lightning_classes
         self._metric_attributes = self._torchmetrics_attributes()
         self.logs = list(self._all_logs())
 
@@ -147,27 +147,6 @@ class LightningMonitors:
         return next((m for m in self.monitors if m.key == key), None)
 
     # -- logs -------------------------------------------------------------------------
-
-    def _lightning_module_classes(self) -> set[ast.ClassDef]:
-        """LightningModule classes of the module, also through a base class defined
-        in the module."""
-        classes = {c.name: c for c in self.analysis.nodes.of_type(ast.ClassDef)}
-        found = set(self.analysis.objects.lightning_classes)
-        found.update(
-            cls
-            for cls in classes.values()
-            if any(_nemo_model(self.analysis.names.resolve(base)) for base in cls.bases)
-        )
-        changed = True
-        while changed:
-            changed = False
-            for cls in classes.values():
-                if cls in found:
-                    continue
-                if any(isinstance(b, ast.Name) and classes.get(b.id) in found for b in cls.bases):
-                    found.add(cls)
-                    changed = True
-        return found
 
     def _torchmetrics_attributes(self) -> frozenset[str]:
         """``self.x`` assigned a ``torchmetrics`` object: its value syncs itself."""
@@ -324,14 +303,6 @@ def _reads_schedule(value: ast.expr) -> bool:
         isinstance(node, ast.Attribute) and node.attr in _SCHEDULE_ATTRIBUTES
         for node in ast.walk(value)
     )
-
-
-def _nemo_model(resolved: str | None) -> bool:
-    """A NeMo model class (``ModelPT`` and the models of ``nemo.collections``): each is a
-    LightningModule."""
-    if resolved is None or not resolved.startswith("nemo."):
-        return False
-    return resolved.endswith(".ModelPT") or ".models." in resolved
 
 
 def logged_keys(call: ast.Call) -> list[str]:

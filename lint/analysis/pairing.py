@@ -88,7 +88,99 @@ def arms_agree(function: FunctionFacts, test: Node) -> bool | None:
             live.append({kinds(s) for s in sequences})
     if len(live) < 2:
         return True  # one live arm: the others stop the job loudly, they part nothing
-    return all(len(issued) == 1 and issued == live[0] for issued in live)
+    if any(issued != live[0] for issued in live):
+        return False
+    return all(len(issued) == 1 for issued in live) or _same_loops_on_both_arms(function, test)
+
+
+#: A statement's part in the collectives an arm issues: what it issues, or the loop or
+#: test around them (its head as written, then what its branches issue).
+Skeleton: TypeAlias = tuple[object, ...]
+
+
+def _same_loops_on_both_arms(function: FunctionFacts, test: Node) -> bool:
+    """Whether both branches of an ``if`` issue their collectives through the same
+    loops and tests, each answered alike on every rank and over names neither branch
+    binds again (``for key in chunks:`` around ``gather(chunks[key], buffers)`` on rank 0
+    and ``gather(chunks[key])`` on the others): then each trip of one pairs with a trip of
+    the other, however many there are."""
+    statement = test.statement
+    if not isinstance(statement, ast.If) or not statement.orelse:
+        return False
+    issuing = {
+        id(function.graph.nodes[index].statement): tuple(c.name for c, _ in effects)
+        for index, effects in function.effects.items()
+    }
+    heads = {
+        id(node.statement): node
+        for node in function.graph.nodes
+        if node.kind in (NodeKind.TEST, NodeKind.STEP)
+    }
+    arms = [statement.body, statement.orelse]
+    read: set[str] = set()
+    skeletons = [_skeleton(function, arm, issuing, heads, read) for arm in arms]
+    if skeletons[0] is None or skeletons[0] != skeletons[1] or not skeletons[0]:
+        return False
+    return not read & set().union(*(_bound_in(arm) for arm in arms))
+
+
+def _skeleton(
+    function: FunctionFacts,
+    statements: list[ast.stmt],
+    issuing: dict[int, tuple[str, ...]],
+    heads: dict[int, Node],
+    read: set[str],
+) -> Skeleton | None:
+    """What ``statements`` issue, in order, with the loops and tests around it (the
+    names their heads read are added to ``read``); None where a statement around a
+    collective is one this cannot follow, or a loop's trip count or a test's answer
+    differs between ranks."""
+    found: list[object] = []
+    for statement in statements:
+        if not any(id(inner) in issuing for inner in ast.walk(statement)):
+            continue
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            inner = _skeleton(function, statement.body, issuing, heads, read)
+            if inner is None:
+                return None
+            found.extend(inner)
+            continue
+        if isinstance(statement, (ast.For, ast.AsyncFor, ast.While, ast.If)):
+            node = heads.get(id(statement))
+            if node is None or function.divergence.test_taint(node) is not None:
+                return None
+            head = statement.test if isinstance(statement, (ast.While, ast.If)) else statement.iter
+            read.update(n.id for n in ast.walk(head) if isinstance(n, ast.Name))
+            body = _skeleton(function, statement.body, issuing, heads, read)
+            orelse = _skeleton(function, statement.orelse, issuing, heads, read)
+            if body is None or orelse is None:
+                return None
+            found.append((type(statement).__name__, ast.dump(head), body, orelse))
+            continue
+        if id(statement) not in issuing or isinstance(statement, ast.Try):
+            return None
+        found.append(issuing[id(statement)])
+    return tuple(found)
+
+
+def _bound_in(statements: list[ast.stmt]) -> set[str]:
+    """The names ``statements`` bind, but for loop targets (a loop's own variable is
+    what its head hands it on both arms alike)."""
+    looped = {
+        id(name)
+        for statement in statements
+        for inner in ast.walk(statement)
+        if isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension))
+        for name in ast.walk(inner.target)
+    }
+    return {
+        inner.id
+        for statement in statements
+        for inner in ast.walk(statement)
+        if isinstance(inner, ast.Name)
+        and isinstance(inner.ctx, ast.Store)
+        and id(inner) not in looped
+    }
 
 
 def arm_sequences(function: FunctionFacts, test: Node) -> list[Sequence_] | None:

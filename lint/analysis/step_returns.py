@@ -29,7 +29,6 @@ from ddplint.analysis.constants import nodes_within
 from ddplint.analysis.control_flow import Graph
 from ddplint.analysis.divergence import Divergence, Taint
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.module_classes import ClassKinds
 from ddplint.analysis.names import Names, dotted_name
 
 #: Tensor constructors whose result has no autograd history.
@@ -113,7 +112,7 @@ class LosslessStep:
 def lossless_step_returns(analysis: ModuleAnalysis) -> list[LosslessStep]:
     """Every lossless way out of the module's automatically optimised training steps
     that some ranks take and others do not, one per place."""
-    classes = ClassKinds(analysis.nodes, analysis.names, analysis.project)
+    classes = analysis.objects.class_kinds
     found: list[LosslessStep] = []
     for function in analysis.nodes.functions():
         owner = analysis.nodes.scope_of.get(function)

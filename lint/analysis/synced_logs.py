@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.module_classes import ClassKinds
 from ddplint.analysis.names import dotted_name, keyword_true
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE, OBJECT
 from ddplint.analysis.rank_guards import (
@@ -142,7 +141,7 @@ class _LogReceivers:
 
     def __init__(self, analysis: ModuleAnalysis) -> None:
         self._analysis = analysis
-        self._kinds = ClassKinds(analysis.nodes, analysis.names, analysis.project)
+        self._kinds = analysis.objects.class_kinds
         self._trainers: LightningTrainers | None = None
 
     def holds_module(self, receiver: ast.expr, scope: Scope) -> bool:

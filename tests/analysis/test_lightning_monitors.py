@@ -131,3 +131,27 @@ def test_schedule_values_and_nemo_models() -> None:
         """
     )
     assert [log.key for log in found.logs] == ["reduced_train_loss"]
+
+
+def test_lightning_module_classes_are_known_by_their_bases_through_the_module() -> None:
+    """One reading of which classes are LightningModules, for every question: a Lightning
+    or NeMo model base, also through a base class of the module; never a plain module or
+    a class whose bases are unknown."""
+    source = textwrap.dedent(
+        """
+        import lightning.pytorch as pl
+        import torch.nn as nn
+        from nemo.collections.asr.models import EncDecCTCModel
+        from elsewhere import Unknown
+
+        class Base(pl.LightningModule): ...
+        class Derived(Base): ...
+        class Asr(EncDecCTCModel): ...
+        class Net(nn.Module): ...
+        class Other(Unknown): ...
+        class Mixed(Unknown, pl.LightningModule): ...
+        """
+    )
+    analysis = ModuleAnalysis(ast.parse(source))
+    found = {cls.name for cls in analysis.objects.lightning_classes}
+    assert found == {"Base", "Derived", "Asr", "Mixed"}

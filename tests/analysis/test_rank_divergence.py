@@ -399,7 +399,7 @@ def test_arms_that_make_a_tensor_of_another_literal_size_or_dtype_differ_in_it(
     )
     assert taint is not None and taint.source is Source.DECIDED
     if facet is None:
-        assert taint.facets == Facet.CONTENTS
+        assert taint.facets & Facet.CONTENTS and not taint.facets & (Facet.SHAPE | Facet.DTYPE)
     else:
         assert taint.facets & facet
 
@@ -970,3 +970,112 @@ def test_a_test_divergent_in_an_earlier_round_only_ends_the_solve() -> None:
     (line,) = [i for i, t in enumerate(text.splitlines(), 1) if "# step" in t]
     (step,) = [n for n in facts.graph.nodes if n.line == line and n.statement is not None]
     assert facts.divergence.test_taint(step) is None
+
+
+PRESENCE = """
+def f(a, b):
+    rank = dist.get_rank()
+    {made}
+    if x is None:  # here
+        pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "divergent"),
+    [
+        # which object the name holds at all was chosen by the rank
+        ("x = open(a) if rank == 0 else None", True),
+        ("x = None\n    if rank == 0:\n        x = open(a)", True),
+        ("if rank == 0:\n        a = b\n    x = a", True),
+        # a call's result is the call's own object, whatever the rank chose as its input
+        ("if rank == 0:\n        a = b\n    x = open(a)", False),
+        ("if rank == 0:\n        a = b\n    x = os.path.join(a, 'm.onnx').strip()", False),
+        ("x = open(a)", False),
+    ],
+)
+def test_whether_a_name_holds_a_value(made: str, divergent: bool) -> None:
+    """``x is None`` differs between ranks where the rank chose which value ``x`` holds,
+    not where it only chose what went into the call that made it."""
+    found = _taint_at(PRESENCE.format(made=made), "x is None")
+    assert (found is not None) is divergent
+    if divergent:
+        assert found is not None and found.facets == Facet.CONTENTS
+
+
+TYPED = """
+def f():
+    size = {made}
+    if dist.get_rank() == 0:
+        data = torch.zeros(dist.get_rank() + 1)
+        size{fill}
+    use(size)  # here
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "fill", "shape_differs"),
+    [
+        # a legacy typed constructor makes a tensor: an item set on rank 0 changes what
+        # it holds, never its shape
+        ("torch.LongTensor(1).cuda()", "[0] = data.shape[0]", False),
+        ("torch.cuda.LongTensor([0])", "[0] = data.shape[0]", False),
+        ("torch.zeros(1, dtype=torch.long)", "[0] = data.shape[0]", False),
+        # a list filled on rank 0 only is longer there
+        ("[]", ".append(data.shape[0])", True),
+    ],
+)
+def test_an_item_set_on_some_ranks_changes_a_tensor_not_its_shape(
+    made: str, fill: str, shape_differs: bool
+) -> None:
+    found = _taint_at(TYPED.format(made=made, fill=fill), "size")
+    assert (found is not None and bool(found.facets & Facet.SHAPE)) is shape_differs
+
+
+@pytest.mark.parametrize(
+    ("made", "shape_differs"),
+    [
+        ("torch.LongTensor(len(data))", True),  # sizes: the rank's own length
+        ("torch.LongTensor([len(data)])", False),  # one item: the rank's length inside
+        ("torch.FloatTensor(data.tolist())", True),  # data: this rank's list
+        ("torch.LongTensor(4)", None),  # a literal size: the same tensor everywhere
+    ],
+)
+def test_typed_constructors_take_sizes_or_data(made: str, shape_differs: bool | None) -> None:
+    source = f"""
+    def f():
+        data = torch.zeros(dist.get_rank() + 1)
+        t = {made}
+        use(t)  # here
+    """
+    found = _taint_at(source, "t")
+    if shape_differs is None:
+        assert found is None
+    else:
+        assert found is not None and bool(found.facets & Facet.SHAPE) is shape_differs
+
+
+STAMPED = """
+def f(root, make_env, gym):
+    run_name = f"{{root}}__{{int(time.time())}}"
+    {made}
+    use(value)  # here
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "stamped"),
+    [
+        # text built from the stamp keeps it: its contents differ between ranks
+        ("value = os.path.join(root, run_name)", True),
+        ("value = run_name.upper()", True),
+        ("value = '/'.join([root, run_name])", True),
+        # a stamped text handed to a call as a name or label: what the call makes is not
+        # the text, and does not differ by the clock (a vector env, a logger, a model)
+        ("envs = make_env(run_name)\n    value = envs.envs[0].spec.max_episode_steps", False),
+        ("value = gym.make(run_name).spec.max_episode_steps", False),
+    ],
+)
+def test_a_stamp_stays_in_text(made: str, stamped: bool) -> None:
+    found = _taint_at(STAMPED.format(made=made), "value")
+    assert (found is not None and found.source is Source.STAMP) is stamped

@@ -345,3 +345,70 @@ def test_a_test_whose_other_arm_raises_parts_nothing() -> None:
         """
     )
     assert partings == []
+
+
+SHARED_UNDER_A_SWITCH = """
+def broadcast_object(args, obj, src=0):
+    objects = [obj] if args.rank == src else [None]
+    dist.broadcast_object_list(objects, src=src)
+    return objects[0]
+
+def tidy(args, obj):
+    return obj
+
+def main(args):
+    found = None
+    if args.rank == 0:
+        found = probe(args.path)
+    if args.distributed:
+        found = {call}(args, found)
+    start = 0 if found is None else 5
+    done = start > 10
+    while not done:
+        dist.barrier()
+        done = True
+"""
+
+
+@pytest.mark.parametrize(("call", "parts"), [("broadcast_object", False), ("tidy", True)])
+def test_a_function_that_returns_a_shared_value_makes_its_arm_share(call: str, parts: bool) -> None:
+    """A value rank 0 found, handed through a function that broadcasts it and returns
+    what every rank received, under a flag every rank answers alike: the other arm (no
+    collective) runs in a one-process job, so the value agrees after the join. A function
+    that shares nothing leaves it rank 0's."""
+    found = _partings(SHARED_UNDER_A_SWITCH.format(call=call))
+    assert bool(found) is parts
+
+
+GATHERED_IN_LOOPS = """
+def merge(chunks, sizes, other):
+    rank = dist.get_rank()
+    if rank == 0:
+        {before}
+        for m in range(len(chunks)):
+            for key in chunks[m]:
+                buffers = [torch.zeros(s) for s in sizes]
+                dist.gather(chunks[m][key], buffers)
+    else:
+        for m in range({others}):
+            for key in chunks[m]:
+                dist.gather(chunks[m][key])
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "others", "parts"),
+    [
+        # the same loops on both arms: each trip of one pairs with a trip of the other
+        ("pass", "len(chunks)", False),
+        # the other ranks loop over something else
+        ("pass", "len(other)", True),
+        # rank 0 re-binds what its loop walks before walking it
+        ("chunks = chunks[:1]", "len(chunks)", True),
+    ],
+)
+def test_branches_that_issue_through_the_same_loops_pair(
+    before: str, others: str, parts: bool
+) -> None:
+    found = _partings(GATHERED_IN_LOOPS.format(before=before, others=others))
+    assert bool(found) is parts
