@@ -141,33 +141,18 @@ class GraphOrder:
             return (b.lineno, b.col_offset) > (a.lineno, a.col_offset)
         graph = self._analysis.graphs.graph(scope)
         targets = {node.index for node in graph.nodes_of(b_statement)}
-        pending = [s for node in graph.nodes_of(a_statement) for s, _ in node.successors]
-        seen: set[int] = set()
-        while pending:
-            node = pending.pop()
-            if node.index in targets:
-                return True
-            if node.index not in seen:
-                seen.add(node.index)
-                pending.extend(s for s, _ in node.successors)
-        return False
+        after = [s for node in graph.nodes_of(a_statement) for s, _ in node.successors]
+        return any(node.index in targets for node in graph.reached_from(after))
 
     def _reachable_statements(self, scope: ast.Module | _Function) -> set[int]:
         """``id`` of each statement of ``scope`` its graph reaches from the entry."""
         if id(scope) not in self._reachable:
             graph = self._analysis.graphs.graph(scope)
-            found: set[int] = set()
-            seen: set[int] = set()
-            pending = [graph.entry]
-            while pending:
-                node = pending.pop()
-                if node.index in seen:
-                    continue
-                seen.add(node.index)
-                if node.statement is not None:
-                    found.add(id(node.statement))
-                pending.extend(s for s, _ in node.successors)
-            self._reachable[id(scope)] = found
+            self._reachable[id(scope)] = {
+                id(node.statement)
+                for node in graph.reached_from([graph.entry])
+                if node.statement is not None
+            }
         return self._reachable[id(scope)]
 
     def _statement_of(self, scope: ast.Module | _Function, call: ast.Call) -> ast.AST | None:
