@@ -20,7 +20,7 @@ with its own items (``x + x[:k]``, how ``DistributedSampler`` pads), an endless 
 (``while True``, ``itertools.cycle`` / ``repeat``), a tail dropped (``drop_last=True``,
 a ``DistributedSampler``), a count the ranks agree on through a collective, a length
 taken modulo the world size or divided into one count for all (``len(x) // world *
-world``), ``islice(stream, count)``; in the code of the class or function that
+world``, ``x[: k * world]``), ``islice(stream, count)``; in the code of the class or function that
 shards, or in a function of the module it calls (a padding helper).
 """
 
@@ -53,6 +53,8 @@ _Scope = _Function | None
 _UNSEEN = ast.Constant(value=None)
 #: Calls that hand every rank the same count whatever the shard: an endless stream
 #: (stopped by a step count) or a sampler that pads or drops the uneven tail itself.
+#: How many names a truncation bound is followed through.
+_NAME_HOPS = 3
 #: How many calls deep the functions a shard's owner calls are read for what evens out.
 CALL_DEPTH = 2
 #: The module's function a call runs, if any (``ModuleAnalysis.callee_of``).
@@ -132,10 +134,7 @@ class RankShards:
             if id(node) not in placed:
                 continue
             function, cls = placed[id(node)]
-            if isinstance(node, ast.While):
-                if isinstance(node.test, ast.Constant) and node.test.value is True:
-                    return True
-            elif isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):
                 if self._equalising_call(node):
                     return True
                 callee = self._callee_of(node) if depth > 0 else None
@@ -143,15 +142,54 @@ class RankShards:
                     entered.add(id(callee))
                     if self._equalises(callee, placed, depth - 1, entered):
                         return True
-            elif isinstance(node, ast.BinOp):
-                if _pads_with_itself(node.op, node.left, node.right):
-                    return True
-                if id(node) not in compared_mods and self._one_count(node, function, cls):
-                    return True
-            elif isinstance(node, ast.AugAssign) and _pads_with_itself(
-                node.op, node.target, node.value
-            ):
+            elif self._evens_out(node, function, cls, id(node) in compared_mods):
                 return True
+        return False
+
+    def _evens_out(
+        self, node: ast.AST, function: _Scope, cls: ast.ClassDef | None, picks: bool
+    ) -> bool:
+        """What one node (not a call) does to even shards out; ``picks``: a modulo that
+        picks items (``i % world == rank``) rather than checks a count."""
+        if isinstance(node, ast.While):
+            return isinstance(node.test, ast.Constant) and node.test.value is True
+        if isinstance(node, ast.BinOp):
+            return _pads_with_itself(node.op, node.left, node.right) or (
+                not picks and self._one_count(node, function, cls)
+            )
+        if isinstance(node, ast.AugAssign):
+            return _pads_with_itself(node.op, node.target, node.value)
+        if isinstance(node, ast.Subscript):
+            return self._truncates_to_multiple(node, function, cls)
+        return False
+
+    def _truncates_to_multiple(
+        self, subscript: ast.Subscript, function: _Scope, cls: ast.ClassDef | None
+    ) -> bool:
+        """``x[: k * world]``: a list cut to a multiple of the world size (the bound, or
+        a name bound to it, either arm of ``a if t else b``, a product with the world
+        size and no rank)."""
+        piece = subscript.slice
+        if not isinstance(piece, ast.Slice) or piece.upper is None:
+            return False
+        if piece.lower is not None or piece.step is not None:
+            return False
+        pending: list[tuple[ast.expr, _Scope, int]] = [(piece.upper, function, 0)]
+        while pending:
+            bound, where, hops = pending.pop()
+            if isinstance(bound, ast.IfExp):
+                pending.extend([(bound.body, where, hops), (bound.orelse, where, hops)])
+            elif isinstance(bound, ast.BinOp) and isinstance(bound.op, ast.Mult):
+                factors = (bound.left, bound.right)
+                if any(self.reads_world_size(f, where, cls) for f in factors) and not any(
+                    self.reads_rank(f, where, cls) for f in factors
+                ):
+                    return True
+            elif isinstance(bound, ast.Name) and hops < _NAME_HOPS:
+                followed = self._followed(bound, where, cls, frozenset())
+                if followed is not None:
+                    values, _, bound_in = followed
+                    pending.extend((value, bound_in, hops + 1) for value in values)
         return False
 
     def reads_rank(self, expression: ast.AST, function: _Scope, cls: ast.ClassDef | None) -> bool:
