@@ -1,12 +1,11 @@
-"""Declared defaults and run-order traces (the LibCST helpers of DDP503; the ``ast``
-ones of DDP306 are tested in ``analysis/test_timeouts_and_order.py``)."""
+"""Declared defaults on LibCST (the ``ast`` ones, and run-order traces, are tested in
+``analysis/test_timeouts_and_order.py``)."""
 
 from __future__ import annotations
 
 import libcst as cst
 import pytest
 
-from ddplint.code.collectives.run_order import RunOrder
 from ddplint.code.context import CodeContext
 from ddplint.code.values.fallback_defaults import fallback_default
 from ddplint.settings import LintOptions
@@ -61,23 +60,3 @@ def test_fallback_default(code: str, expected: object) -> None:
     ctx = context(code)
     found = fallback_default(ctx.index, last_call_argument(ctx))
     assert (found.value if found is not None else None) == expected
-
-
-def test_run_order_enters_module_functions_from_entry_points() -> None:
-    ctx = context(
-        "def setup():\n    init()\n    wait()\n"
-        "def worker():\n    setup()\n    choose()\n"
-        "def unused_helper():\n    other()\n"
-    )
-    order = RunOrder(ctx.index)
-    entries = order.entry_points()
-    names = [e.name.value for e in entries if isinstance(e, cst.FunctionDef)]
-    assert names == ["worker", "unused_helper"]  # setup() is called by worker()
-    worker = next(e for e in entries if isinstance(e, cst.FunctionDef) and e.name.value == "worker")
-    trace = [(ctx.node_text(t.call.func), t.chain) for t in order.trace(worker)]
-    assert trace == [
-        ("setup", ()),
-        ("init", ("setup",)),
-        ("wait", ("setup",)),
-        ("choose", ()),
-    ]

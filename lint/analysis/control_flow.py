@@ -134,6 +134,19 @@ class Graph:
         """Every statement with a node, in the order the nodes were made."""
         return iter(self._by_statement)
 
+    @staticmethod
+    def reached_from(starts: list[Node]) -> Iterator[Node]:
+        """Every node some way from ``starts`` reaches (the starts included), each once."""
+        seen: set[int] = set()
+        pending = list(starts)
+        while pending:
+            node = pending.pop()
+            if node.index in seen:
+                continue
+            seen.add(node.index)
+            yield node
+            pending.extend(successor for successor, _ in node.successors)
+
 
 Pending = tuple[Node, EdgeKind]
 

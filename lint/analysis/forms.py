@@ -129,7 +129,7 @@ def _may_shard(node: ast.AST, imports: dict[str, str]) -> bool:
 
 def may_shard_by_rank(module: ast.Module) -> bool:
     """Whether the module may pick one rank's part of a list in a way whose parts can
-    differ in length (``code/steps/rank_shards``): it holds one of the forms of
+    differ in length (``analysis/rank_shards``): it holds one of the forms of
     ``_may_shard``, whatever names they use."""
     imports = Names(module).imports
     return any(_may_shard(node, imports) for node in every_node(module))

@@ -1,9 +1,10 @@
 """What the project model tells the core about names defined in other modules of the
 project: a function reaches a collective (and through which chain), a function's
 parameters receive a ``DistributedDataParallel`` model or the rank from its callers, a
-function returns a rank test, what a call of it does with its arguments (reduces them in
-place, returns an agreed value). The engine answers through the file's project
-view; a file linted on its own has no project, and every answer is "unknown".
+function returns a rank test, a function chooses the rank's GPU, what a call of it
+does with its arguments (reduces them in place, returns an agreed value). The engine
+answers through the file's project view; a file linted on its own has no project, and
+every answer is "unknown".
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ class ProjectFacts(Protocol):
         ``t`` in place)."""
         ...
 
+    def chooses_device(self, name: str, owner: str | None) -> bool:
+        """Whether a call of ``name`` chooses the rank's GPU (``torch.cuda.set_device``
+        in a project helper, itself or in what it calls)."""
+        ...
+
+    def callers_choose_device(self, function: str) -> bool:
+        """Whether every project caller of this module's function (``f`` or
+        ``Class.f``) chooses the rank's GPU around calling it (``setup()``, then
+        ``torch.cuda.set_device``)."""
+        ...
+
     def runs_alone(self) -> bool:
         """Whether every program of the project that runs this module is one process
         (none starts or joins a process group)."""
@@ -101,6 +113,12 @@ class NoProject:
 
     def call_summary(self, name: str, owner: str | None) -> CallSummary | None:
         return None
+
+    def chooses_device(self, name: str, owner: str | None) -> bool:
+        return False
+
+    def callers_choose_device(self, function: str) -> bool:
+        return False
 
     def runs_alone(self) -> bool:
         return False

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.api import DATA_LOADERS
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.iterable_datasets import IterableDatasets
+from ddplint.analysis.names import dotted_name
+from ddplint.analysis.rank_shards import RankShard, RankShards, joins_uneven_inputs
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.data_loaders import bound_name, is_data_loader
-from ddplint.code.steps.rank_shards import (
-    RankShard,
-    RankShards,
-    equalises_shards,
-    joins_uneven_inputs,
-)
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
@@ -32,11 +29,18 @@ class UnevenRankShards(CodeRule):
     one by one (`data[rank * n // world:(rank + 1) * n // world]`), or
     `np.array_split(data, world_size)[rank]`, when the shard feeds the data: it is taken
     in an `IterableDataset` class, in a sampler's or dataset's `__iter__`, or passed to a
-    `DataLoader` / `Subset` in the same function. Not flagged when the class (or
-    function) pads or truncates to a common count (`total_size`, `num_samples`, padding,
-    `islice`, `drop_last`, a length taken modulo the world size), streams without end
-    (`while True`, `cycle`), or the module joins uneven inputs (`with model.join():`,
-    `Join`).
+    `DataLoader` / `Subset` in the same function. The rank and the world size are
+    known by where their values come from (`dist.get_rank()`, `os.environ["RANK"]`,
+    `sampler.num_replicas`, names and `self` fields bound to them), not by what a
+    variable is called. Not flagged when the code of the class (or function) gives
+    every rank the same count: pads the list with its own items (`x + x[:k]`), drops
+    the tail (`drop_last=True`, a `DistributedSampler`), takes a length modulo the
+    world size or rounds it to a multiple of it (`len(x) // world * world`), stops
+    after a count (`islice(stream, n)`), agrees on the count with a collective, or
+    streams without end (`while True`, `cycle`), there or in a function of the module
+    it calls (a padding helper); nor when the module joins uneven
+    inputs (`with model.join():`, `Join`). What the code is called decides nothing: a
+    name saying `pad` or `even` does not silence it.
 
     ## Why is this bad?
     Unless the list's length divides by the world size (and, for files, every file holds
@@ -69,6 +73,8 @@ class UnevenRankShards(CodeRule):
 
     ## Fix safety
     No automatic fix: padding, truncating or joining are choices about the data.
+    This rule is built on the analysis core (rank shards and what evens them out, on
+    Python's `ast`).
 
     ## References
     - PyTorch docs: `DistributedDataParallel.join` and the `Join` context manager
@@ -78,6 +84,7 @@ class UnevenRankShards(CodeRule):
     """
 
     code = "DDP405"
+    reads_libcst = False
     name = "uneven-rank-shards"
     summary = "Per-rank data shards of different lengths; ranks stop at different steps"
     severity = Severity.WARNING
@@ -88,57 +95,62 @@ class UnevenRankShards(CodeRule):
     screened_by = staticmethod(may_shard_a_list_by_rank)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        if is_test_file(ctx.source.path) or joins_uneven_inputs(ctx.index):
+        module = ctx.ast_module
+        if module is None or is_test_file(ctx.source.path) or joins_uneven_inputs(module):
             return
-        shards = RankShards(ctx.index, ctx.names, ctx.rank_predicates)
-        iterable_classes = _iterable_classes(ctx)
+        analysis = ctx.analysis
+        shards = RankShards(module, analysis.names, analysis.callee_of)
+        iterable_classes = set(
+            IterableDatasets(analysis.nodes, analysis.names, analysis.constants).classes
+        )
         for shard in shards.shards():
-            owner = _feeding_owner(ctx, shard, iterable_classes)
-            if owner is None or equalises_shards(ctx.index, shards, owner):
+            owner = _feeding_owner(analysis, shard, iterable_classes)
+            if owner is None or shards.equalises(owner):
                 continue
             yield _finding(self, ctx, shard)
 
 
-def _iterable_classes(ctx: CodeContext) -> set[cst.ClassDef]:
-    """The module's classes on an iterable-dataset base (the core's answer, by the
-    class's name in this module)."""
-    if ctx.ast_module is None:
-        return set()
-    analysis = ctx.analysis
-    names = IterableDatasets(analysis.nodes, analysis.names, analysis.constants).classes
-    by_name = {c.name.value: c for c in ctx.index.nodes(cst.ClassDef)}
-    return {by_name[name] for name in names if name in by_name}
-
-
 def _feeding_owner(
-    ctx: CodeContext, shard: RankShard, iterable_classes: set[cst.ClassDef]
-) -> cst.CSTNode | None:
+    analysis: ModuleAnalysis, shard: RankShard, iterable_classes: set[str]
+) -> ast.AST | None:
     """Where the shard feeds training data (the class, or the function that builds a
     loader on it), or None when it is something else (a weight or sequence slice)."""
-    function = ctx.index.enclosing_function(shard.node)
-    cls = ctx.index.enclosing(shard.node, cst.ClassDef)
+    function, cls = shard.function, shard.owner_class
     if cls is not None and (
-        cls in iterable_classes or (function is not None and function.name.value == "__iter__")
+        cls.name in iterable_classes or (function is not None and function.name == "__iter__")
     ):
         return cls
-    name = bound_name(ctx.index, shard.node)
-    if function is None or name is None:
+    if function is None:
         return None
-    for call in ctx.index.nodes(cst.Call):
-        if (
-            not ctx.index.is_inside(call, function)
-            or ctx.index.order[call] < ctx.index.order[shard.node]
-        ):
+    name = _bound_name(function, shard.node)
+    if name is None:
+        return None
+    at = (shard.node.lineno, shard.node.col_offset)
+    for call in analysis.nodes.calls_by_scope.get(function, []):
+        if (call.lineno, call.col_offset) < at:
             continue
-        feeds = is_data_loader(ctx.names, call) or ctx.names.qualified_name(call.func) in _SUBSETS
-        if feeds and any(ctx.node_text(arg.value) == name for arg in call.args):
+        resolved = analysis.names.resolve(call.func)
+        if resolved not in DATA_LOADERS and resolved not in _SUBSETS:
+            continue
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if any(dotted_name(argument) == name for argument in given):
             return function
     return None
 
 
+def _bound_name(function: ast.FunctionDef | ast.AsyncFunctionDef, value: ast.expr) -> str | None:
+    """``x`` (or ``self.x``) when ``value`` is the whole right side of ``x = value``."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and node.value is value and len(node.targets) == 1:
+            return dotted_name(node.targets[0])
+        if isinstance(node, ast.AnnAssign) and node.value is value:
+            return dotted_name(node.target)
+    return None
+
+
 def _finding(rule: UnevenRankShards, ctx: CodeContext, shard: RankShard) -> Finding:
-    text = " ".join(ctx.node_text(shard.node).split())
-    data = " ".join(ctx.node_text(shard.data).split())
+    text = " ".join(ast_node_text(ctx, shard.node).split())
+    data = " ".join(ast_node_text(ctx, shard.data).split())
     how = {
         "round robin": (
             f"round robin over `{data}` gives the first `len % world` ranks one item more "
@@ -159,4 +171,4 @@ def _finding(rule: UnevenRankShards, ctx: CodeContext, shard: RankShard) -> Find
         "finishes first leaves the loop while the others wait in the next gradient "
         "all-reduce, and the job hangs at the end of the epoch"
     )
-    return ctx.finding(rule, shard.node, message, summary="per-rank shards of unequal length")
+    return ctx.ast_finding(rule, shard.node, message, summary="per-rank shards of unequal length")

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
+from ddplint.analysis.api import DDP_WRAPPERS
+from ddplint.analysis.constants import literal_value
+from ddplint.analysis.device_choices import (
+    gives_group_device,
+    makes_device_current,
+    names_device_for_one_use,
+    names_visible_devices,
+    rank_device_strings,
+)
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import keyword_argument
+from ddplint.analysis.process_groups import InitCall, ProcessGroups
+from ddplint.analysis.project import project_key
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.statement_edits import insert_statement_before
-from ddplint.code.ranks.process_groups import DEVICE_CHOICES, InitCall, ProcessGroups
-from ddplint.code.ranks.rank_predicates import RankPredicates
-from ddplint.code.syntax.call_args import argument, keyword_argument
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.edits.ast_edits import insert_ast_statement_before
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
@@ -20,6 +27,7 @@ from ddplint.rule import CodeRule
 #: Frameworks that pick the device for each rank themselves.
 FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "deepspeed")
 _ENV_READERS = frozenset({"os.environ", "os.environ.get", "os.getenv"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class NcclWithoutDevice(CodeRule):
@@ -32,7 +40,10 @@ class NcclWithoutDevice(CodeRule):
     `DistributedDataParallel(..., device_ids=[...])` and no `CUDA_VISIBLE_DEVICES`
     assignment. Modules that use Lightning, Fabric, accelerate or DeepSpeed are not
     flagged: those set the device themselves. Nor is a set-up function (`setup()`
-    creating the group) whose every caller in the project chooses the GPU itself.
+    creating the group) whose every caller in the project chooses the GPU itself, nor a
+    module that calls a project helper that chooses it. The GPU counts as named per use
+    when a device string `f"cuda:{index}"` reads the rank (whatever the index is
+    called), not when the index is a setting alike on every rank.
 
     ## Why is this bad?
     Every rank starts on `cuda:0`. NCCL then fails with a duplicate-GPU error
@@ -59,6 +70,8 @@ class NcclWithoutDevice(CodeRule):
     `init_process_group` call, the fix inserts `torch.cuda.set_device(<name>)` just
     before it. It is safe: it is the documented set-up and changes nothing else.
     Otherwise there is no fix: which GPU a rank owns is the launcher's convention.
+    This rule is built on the analysis core (process groups and their backends, where
+    the module chooses a GPU, what a device index reads: the divergence analysis).
 
     ## References
     - PyTorch docs: "Getting Started with Distributed Data Parallel";
@@ -67,6 +80,7 @@ class NcclWithoutDevice(CodeRule):
     """
 
     code = "DDP501"
+    reads_libcst = False
     name = "nccl-without-device"
     summary = "NCCL process group with no GPU chosen per rank"
     severity = Severity.ERROR
@@ -77,18 +91,19 @@ class NcclWithoutDevice(CodeRule):
     required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        if any(ctx.names.imports_module(framework) for framework in FRAMEWORKS):
+        analysis = ctx.analysis
+        if _imports_a_framework(analysis):
             return
-        groups = ProcessGroups(ctx.index, ctx.names)
+        groups = ProcessGroups(analysis)
         nccl = [
             init
-            for init in groups.init_calls
-            if init.backend
-            and "nccl" in init.backend
+            for init in groups.inits
+            if init.backend is not None
+            and "nccl" in init.backend.name
             and not _not_the_real_init(ctx, init)
-            and not ctx.project.device_chosen_by_callers(init.call)
+            and not _device_chosen_by_callers(analysis, init)
         ]
-        if not nccl or _chooses_device(ctx, groups) or not _uses_ranks(ctx):
+        if not nccl or _chooses_device(analysis, groups) or not _uses_ranks(analysis):
             return
         for init in nccl:
             message = (
@@ -98,48 +113,54 @@ class NcclWithoutDevice(CodeRule):
                 "wrong GPU that hangs"
             )
             summary = "NCCL process group, but no GPU chosen per rank: every rank uses cuda:0"
-            yield ctx.finding(self, init.call, message, _fix(ctx, init), summary=summary)
+            yield ctx.ast_finding(self, init.call, message, summary=summary, fix=_fix(ctx, init))
 
 
-def _chooses_device(ctx: CodeContext, groups: ProcessGroups) -> bool:
-    if any(keyword_argument(init.call, "device_id") for init in groups.init_calls):
+def _imports_a_framework(analysis: ModuleAnalysis) -> bool:
+    return any(
+        imported == framework or imported.startswith(f"{framework}.")
+        for imported in analysis.names.imports.values()
+        for framework in FRAMEWORKS
+    )
+
+
+def _device_chosen_by_callers(analysis: ModuleAnalysis, init: InitCall) -> bool:
+    """``init`` sits in a function of this module every project caller calls around
+    choosing the rank's GPU (``setup()``, then ``torch.cuda.set_device``)."""
+    scope = init.scope
+    if not isinstance(scope, _FUNCTIONS):
+        return False
+    key = project_key(scope, analysis.nodes.scope_of.get(scope))
+    return key is not None and analysis.project.callers_choose_device(key)
+
+
+def _chooses_device(analysis: ModuleAnalysis, groups: ProcessGroups) -> bool:
+    if any(gives_group_device(analysis, init.call) for init in groups.inits):
         return True
-    for call in ctx.index.nodes(cst.Call):
-        name = ctx.names.qualified_name(call.func)
-        if name in DEVICE_CHOICES or ctx.project.sets_device(call):
+    for call in analysis.nodes.calls_in_order():
+        if makes_device_current(analysis, call):
             return True
-        if is_ddp_wrapper(ctx.names, call) and argument(call, "device_ids", 1) is not None:
+        if analysis.names.resolve(call.func) in DDP_WRAPPERS and names_device_for_one_use(
+            analysis, call
+        ):
             return True
     # A script that sets (or reads) CUDA_VISIBLE_DEVICES manages GPUs per rank itself.
-    if any(s.evaluated_value == "CUDA_VISIBLE_DEVICES" for s in ctx.index.nodes(cst.SimpleString)):
-        return True
-    return _places_per_call(ctx)
+    return names_visible_devices(analysis) or _places_per_call(analysis)
 
 
-def _places_per_call(ctx: CodeContext) -> bool:
+def _places_per_call(analysis: ModuleAnalysis) -> bool:
     """The GPU is named at each use instead: a collective given ``device_ids=[rank]``, or
     tensors placed on ``f"cuda:{rank % n}"`` / ``torch.device("cuda", local_rank)``."""
-    for call in ctx.index.nodes(cst.Call):
-        if call in ctx.collectives and keyword_argument(call, "device_ids") is not None:
+    for call in analysis.nodes.calls_in_order():
+        scope = analysis.nodes.scope_of_call(call)
+        if (
+            keyword_argument(call, "device_ids") is not None
+            and analysis.call_collective(call, scope) is not None
+        ):
             return True
-        if ctx.names.qualified_name(call.func) == "torch.device" and len(call.args) >= 2:
+        if analysis.names.resolve(call.func) == "torch.device" and len(call.args) >= 2:
             return True
-    return any(
-        _is_rank_device_string(node, ctx.rank_predicates)
-        for node in ctx.index.nodes(cst.FormattedString)
-    )
-
-
-def _is_rank_device_string(node: cst.FormattedString, ranks: RankPredicates) -> bool:
-    """``f"cuda:{...}"`` whose index reads the rank (what the expression reads, not what
-    its names are called)."""
-    text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
-    if not text.startswith("cuda:"):
-        return False
-    return any(
-        isinstance(part, cst.FormattedStringExpression) and ranks.is_rank_dependent(part.expression)
-        for part in node.parts
-    )
+    return next(rank_device_strings(analysis), None) is not None
 
 
 def _not_the_real_init(ctx: CodeContext, init: InitCall) -> bool:
@@ -147,65 +168,81 @@ def _not_the_real_init(ctx: CodeContext, init: InitCall) -> bool:
     fallback under ``if not dist.is_initialized()``: the test harness (a conftest
     fixture, a setup utility) initialises the world and picks the GPU first."""
     size = keyword_argument(init.call, "world_size")
-    if size is not None and isinstance(size.value, cst.Integer) and size.value.value == "1":
+    if size is not None and literal_value(size.value) == 1:
         return True
     if not is_test_file(ctx.source.path):
         return False
     return any(
-        isinstance(a, cst.If) and "is_initialized" in ctx.node_text(a.test)
-        for a in ctx.index.ancestors(init.call)
+        isinstance(statement, ast.If)
+        and "is_initialized" in ast.unparse(statement.test)
+        and _holds(statement, init.call)
+        for statement in ctx.analysis.nodes.of_type(ast.If)
     )
 
 
-def _uses_ranks(ctx: CodeContext) -> bool:
+def _holds(statement: ast.stmt, node: ast.AST) -> bool:
+    return any(inner is node for inner in ast.walk(statement))
+
+
+def _uses_ranks(analysis: ModuleAnalysis) -> bool:
     """The module wraps a model in DDP or calls a collective."""
     return any(
-        is_ddp_wrapper(ctx.names, call) or call in ctx.collectives
-        for call in ctx.index.nodes(cst.Call)
+        analysis.names.resolve(call.func) in DDP_WRAPPERS
+        or analysis.call_collective(call, analysis.nodes.scope_of_call(call)) is not None
+        for call in analysis.nodes.calls_in_order()
     )
 
 
 def _fix(ctx: CodeContext, init: InitCall) -> Fix | None:
-    statement = ctx.index.parent.get(init.call)
-    holder = ctx.index.parent.get(statement) if isinstance(statement, cst.Expr) else None
+    statement = _statement_of(init)
     torch_name = next(
-        (local for local, full in ctx.names.bindings.items() if full == "torch"), None
+        (local for local, full in ctx.analysis.names.imports.items() if full == "torch"), None
     )
-    if not isinstance(holder, cst.SimpleStatementLine) or torch_name is None:
+    if statement is None or torch_name is None:
         return None
-    local_rank = _local_rank_name(ctx, init.call)
+    local_rank = _local_rank_name(ctx.analysis, init, statement)
     if local_rank is None:
         return None
     call = f"{torch_name}.cuda.set_device({local_rank})"
-    edit = insert_statement_before(ctx, holder, call)
+    edit = insert_ast_statement_before(ctx, statement, call)
     return Fix(Applicability.SAFE, (edit,), f"Call `{call}` before `init_process_group`")
 
 
-def _local_rank_name(ctx: CodeContext, init: cst.Call) -> str | None:
-    """A name assigned from ``os.environ["LOCAL_RANK"]`` (or ``.get``/``getenv``) in the
-    scope of ``init``, before it."""
-    scope = ctx.index.enclosing_function(init) or ctx.module
-    position = ctx.index.order[init]
-    for node in ctx.index.walk_within(scope):
-        if ctx.index.order[node] >= position:
-            return None
-        if (
-            isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-            and _reads_local_rank(ctx, node.value)
-        ):
-            return node.targets[0].target.value
+def _statement_of(init: InitCall) -> ast.Expr | None:
+    """The expression statement that is the ``init_process_group`` call itself."""
+    body = init.scope.body if isinstance(init.scope, (ast.Module, *_FUNCTIONS)) else []
+    for statement in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(statement, ast.Expr) and statement.value is init.call:
+            return statement
     return None
 
 
-def _reads_local_rank(ctx: CodeContext, value: cst.BaseExpression) -> bool:
+def _local_rank_name(analysis: ModuleAnalysis, init: InitCall, statement: ast.stmt) -> str | None:
+    """A name assigned from ``os.environ["LOCAL_RANK"]`` (or ``.get``/``getenv``) in the
+    scope of ``init``, before it."""
+    body = init.scope.body if isinstance(init.scope, (ast.Module, *_FUNCTIONS)) else []
+    assignments = [
+        node
+        for node in ast.walk(ast.Module(body=list(body), type_ignores=[]))
+        if isinstance(node, ast.Assign)
+        and (node.lineno, node.col_offset) < (statement.lineno, statement.col_offset)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and _reads_local_rank(analysis, node.value)
+    ]
+    if not assignments:
+        return None
+    first = min(assignments, key=lambda node: (node.lineno, node.col_offset))
+    target = first.targets[0]
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _reads_local_rank(analysis: ModuleAnalysis, value: ast.expr) -> bool:
     reads_env = False
     names_local_rank = False
-    for node in (value, *ctx.index.walk_within(value)):
-        if isinstance(node, cst.SimpleString) and node.evaluated_value == "LOCAL_RANK":
+    for node in ast.walk(value):
+        if isinstance(node, ast.Constant) and node.value == "LOCAL_RANK":
             names_local_rank = True
-        elif isinstance(node, (cst.Attribute, cst.Name)):
-            qualified = ctx.names.qualified_name(node) or dotted_name(node)
-            reads_env = reads_env or qualified in _ENV_READERS
+        elif isinstance(node, (ast.Attribute, ast.Name)):
+            reads_env = reads_env or analysis.names.resolve(node) in _ENV_READERS
     return reads_env and names_local_rank

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import libcst as cst
-
-from ddplint.code.collectives.catalogue import torch_distributed_call
-from ddplint.code.collectives.ddp_wrappers import is_ddp_wrapper
-from ddplint.code.collectives.run_order import RunOrder, TracedCall
+from ddplint.analysis.api import torch_distributed_function
+from ddplint.analysis.constants import literal_value
+from ddplint.analysis.device_choices import (
+    gives_group_device,
+    makes_device_current,
+    names_device_for_one_use,
+)
+from ddplint.analysis.effects import default_group
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import call_argument, keyword_argument
+from ddplint.analysis.process_groups import ProcessGroups
+from ddplint.analysis.run_order import GraphOrder, TracedCall, entry_points
 from ddplint.code.context import CodeContext
-from ddplint.code.ranks.process_groups import DEVICE_CHOICES, ProcessGroups
-from ddplint.code.syntax.call_args import argument, keyword_argument
-from ddplint.code.syntax.constants import literal_value, single_assignment
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.needles import DEVICE_CHOICE_NEEDLES
 from ddplint.rule import CodeRule
@@ -40,11 +46,14 @@ TENSOR_COLLECTIVES = frozenset(
 
 @dataclass(frozen=True)
 class _LateChoice:
-    """How the trace later names this rank's GPU: a ``set_device`` call (``call``), or
-    only a DDP wrapper given ``device_ids`` (which leaves the current device alone)."""
+    """How the trace names this rank's GPU: a ``set_device`` call (``call``) after the
+    collective or on another way, or only a DDP wrapper given ``device_ids`` (which
+    leaves the current device alone)."""
 
-    call: cst.Call
+    call: ast.Call
     sets_current_device: bool
+    #: The choice is made only on other ways through the code, never after this one.
+    elsewhere: bool = False
 
 
 class CollectiveBeforeSetDevice(CodeRule):
@@ -55,12 +64,17 @@ class CollectiveBeforeSetDevice(CodeRule):
     `"cuda"` with no index (`torch.ones(1, device="cuda")`, `t.cuda()`) on the
     default NCCL group that runs after
     `init_process_group` but before the rank chooses its GPU, when the same code path
-    chooses it later: `torch.cuda.set_device(local_rank)` comes after the collective, or
+    chooses it later: `torch.cuda.set_device(local_rank)` comes after the collective (or
+    only on another way through the code, such as past an early `return`), or
     the GPU is only ever named per use (`DistributedDataParallel(...,
     device_ids=[local_rank])`, `torch.device("cuda", local_rank)`,
     `torch.device(f"cuda:{local_rank}")`) and never made current. The path
     is followed through the functions of the module (a `setup()` that initialises and
-    waits, called before `set_device` in the worker). Not flagged: `barrier(device_ids=
+    waits, called before `set_device` in the worker), along each function's
+    control-flow graph, not the order of the text: a `set_device` on a way that can run
+    before the collective (the other arm of an `if` cannot) counts as before, one in
+    dead code after a `return` counts as nothing, and a project helper that calls
+    `set_device` counts as one. Not flagged: `barrier(device_ids=
     [...])`, `init_process_group(device_id=...)`, a `set_device` before the collective,
     a gloo group.
 
@@ -94,6 +108,9 @@ class CollectiveBeforeSetDevice(CodeRule):
     No automatic fix: moving `set_device` up changes what runs in between on the
     current device, and an object collective takes no device argument.
 
+    This rule is built on the analysis core (process groups and their backends, the
+    device choices, run order along the control-flow graph on Python's `ast`).
+
     ## References
     - PyTorch docs: `torch.distributed.all_gather_object` and the other object
       collectives (the note on `torch.cuda.current_device()` under NCCL),
@@ -104,6 +121,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     """
 
     code = "DDP503"
+    reads_libcst = False
     name = "collective-before-set-device"
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
@@ -112,24 +130,29 @@ class CollectiveBeforeSetDevice(CodeRule):
     required = ("init_process_group",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        groups = ProcessGroups(ctx.index, ctx.names)
-        nccl_inits = {init.call for init in groups.init_calls if _may_be_nccl(ctx, init.backend)}
-        nccl_inits -= {i.call for i in groups.init_calls if keyword_argument(i.call, "device_id")}
+        analysis = ctx.analysis
+        groups = ProcessGroups(analysis)
+        nccl_inits = {
+            id(init.call)
+            for init in groups.inits
+            if _may_be_nccl(ctx, init.backend.name if init.backend else None)
+            and not gives_group_device(analysis, init.call)
+        }
         if not nccl_inits:
             return
-        order = RunOrder(ctx.index)
-        reported: set[cst.Call] = set()
-        for root in order.entry_points():
+        order = GraphOrder(analysis)
+        reported: set[int] = set()
+        for root in entry_points(analysis):
             trace = order.trace(root)
-            for traced, late in _before_device_choice(ctx, groups, trace, nccl_inits):
-                if traced.call in reported:
+            for traced, late in _before_device_choice(analysis, groups, order, trace, nccl_inits):
+                if id(traced.call) in reported:
                     continue
-                reported.add(traced.call)
+                reported.add(id(traced.call))
                 yield _finding(self, ctx, traced, late)
 
 
 def _may_be_nccl(ctx: CodeContext, backend: str | None) -> bool:
-    """A literal NCCL backend; no literal (left out: NCCL for CUDA tensors; computed:
+    """A known NCCL backend; none known (left out: NCCL for CUDA tensors; computed:
     taken as NCCL when the module names it at all)."""
     if backend is not None:
         return "nccl" in backend
@@ -137,85 +160,85 @@ def _may_be_nccl(ctx: CodeContext, backend: str | None) -> bool:
 
 
 def _before_device_choice(
-    ctx: CodeContext, groups: ProcessGroups, trace: list[TracedCall], inits: set[cst.Call]
+    analysis: ModuleAnalysis,
+    groups: ProcessGroups,
+    order: GraphOrder,
+    trace: list[TracedCall],
+    inits: set[int],
 ) -> Iterator[tuple[TracedCall, _LateChoice]]:
-    """The current-device collectives of ``trace`` between an NCCL init and the first
-    device choice, when the trace makes a choice after them."""
-    start = next((i for i, t in enumerate(trace) if t.call in inits), None)
-    if start is None or any(_chooses_device(ctx, t.call) for t in trace[:start]):
+    """The current-device collectives of ``trace`` that may run after an NCCL init
+    with no device choice that may run before them, when a choice may run after them
+    (or the trace names the rank's GPU only per use)."""
+    started = [t for t in trace if id(t.call) in inits]
+    if not started:
         return
-    pending: list[TracedCall] = []
-    for traced in trace[start + 1 :]:
-        if _chooses_device(ctx, traced.call):
-            late = _LateChoice(traced.call, sets_current_device=True)
-            yield from ((p, late) for p in pending)
-            return
-        if _runs_on_current_device(ctx, groups, traced.call):
-            pending.append(traced)
-    wrapper = next((t.call for t in trace if _names_rank_device(ctx, t.call)), None)
-    if wrapper is not None:
-        late = _LateChoice(wrapper, sets_current_device=False)
-        yield from ((p, late) for p in pending)
+    choices = [t for t in trace if makes_device_current(analysis, t.call)]
+    named = next((t for t in trace if names_device_for_one_use(analysis, t.call)), None)
+    for traced in trace:
+        if not _runs_on_current_device(analysis, groups, traced.call):
+            continue
+        if not any(order.may_run_after(init, traced) for init in started):
+            continue
+        if any(order.may_run_after(choice, traced) for choice in choices):
+            continue
+        later = next((c for c in choices if order.may_run_after(traced, c)), None)
+        if later is not None:
+            yield traced, _LateChoice(later.call, sets_current_device=True)
+        elif choices:
+            yield traced, _LateChoice(choices[0].call, sets_current_device=True, elsewhere=True)
+        elif named is not None:
+            yield traced, _LateChoice(named.call, sets_current_device=False)
 
 
-def _chooses_device(ctx: CodeContext, call: cst.Call) -> bool:
-    return ctx.names.qualified_name(call.func) in DEVICE_CHOICES or ctx.project.sets_device(call)
-
-
-def _names_rank_device(ctx: CodeContext, call: cst.Call) -> bool:
-    """The rank's GPU is named for one use without being made current: a DDP wrapper
-    given ``device_ids``, ``torch.device("cuda", local_rank)`` or
-    ``torch.device(f"cuda:{local_rank}")``."""
-    if is_ddp_wrapper(ctx.names, call):
-        return argument(call, "device_ids", 1) is not None
-    if ctx.names.qualified_name(call.func) != "torch.device" or not call.args:
-        return False
-    if len(call.args) >= 2:
-        return literal_value(call.args[0].value) == "cuda"
-    first = call.args[0].value
-    return isinstance(first, cst.FormattedString) and ctx.node_text(first)[2:].startswith("cuda:")
-
-
-def _runs_on_current_device(ctx: CodeContext, groups: ProcessGroups, call: cst.Call) -> bool:
-    function = torch_distributed_call(ctx.names, call)
+def _runs_on_current_device(
+    analysis: ModuleAnalysis, groups: ProcessGroups, call: ast.Call
+) -> bool:
+    function = torch_distributed_function(analysis.names.resolve(call.func))
     if function not in CURRENT_DEVICE_COLLECTIVES and not (
-        function in TENSOR_COLLECTIVES and _on_current_cuda_device(ctx, call)
+        function in TENSOR_COLLECTIVES and _on_current_cuda_device(analysis, call)
     ):
         return False
     group = keyword_argument(call, "group")
-    return groups.is_default_group(group) and groups.default_backend in (None, "nccl")
+    if group is not None and not default_group(group.value):
+        return False
+    backend = groups.default_backend
+    return backend is None or backend.name == "nccl"
 
 
-def _on_current_cuda_device(ctx: CodeContext, call: cst.Call) -> bool:
+def _on_current_cuda_device(analysis: ModuleAnalysis, call: ast.Call) -> bool:
     """The collective's first tensor is made on the current GPU without an index:
     ``torch.zeros(1, device="cuda")``, ``t.cuda()``, ``t.to("cuda")`` (or a name bound
     once to one of those)."""
-    tensor = argument(call, "tensor", 0)
-    if tensor is None:
-        return False
-    value = tensor.value
-    if isinstance(value, cst.Name):
-        bound = single_assignment(ctx.index, call, value.value)
-        value = bound if bound is not None else value
-    if not isinstance(value, cst.Call):
+    value = call_argument(call, 0, "tensor")
+    if isinstance(value, ast.Name):
+        constants = analysis.constants
+        owner = constants.owner_of(analysis.nodes.scope_of_call(call))
+        bound = constants.single_assignment(owner, value.id)
+        value = bound[0] if bound is not None else value
+    if not isinstance(value, ast.Call):
         return False
     device = keyword_argument(value, "device")
     if device is not None:
         return literal_value(device.value) == "cuda"
-    if isinstance(value.func, cst.Attribute) and value.func.attr.value == "cuda":
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "cuda":
         return not value.args
-    if isinstance(value.func, cst.Attribute) and value.func.attr.value == "to" and value.args:
-        return literal_value(value.args[0].value) == "cuda"
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "to" and value.args:
+        return literal_value(value.args[0]) == "cuda"
     return False
 
 
 def _finding(
     rule: CollectiveBeforeSetDevice, ctx: CodeContext, traced: TracedCall, late: _LateChoice
 ) -> Finding:
-    name = " ".join(ctx.node_text(traced.call.func).split())
+    name = " ".join(ast_node_text(ctx, traced.call.func).split())
     where = f" (in `{traced.chain[-1]}`)" if traced.chain else ""
-    line = ctx.range_of(late.call)[0]
-    if late.sets_current_device:
+    line = late.call.lineno
+    if late.elsewhere:
+        later = (
+            f"the GPU is chosen only on another way through the code "
+            f"(`{_short(ctx, late.call)}`, line {line}), not on the way to it"
+        )
+    elif late.sets_current_device:
         later = f"the GPU is chosen only later (`{_short(ctx, late.call)}`, line {line})"
     else:
         later = (
@@ -228,14 +251,15 @@ def _finding(
         "make a context and a communicator on GPU 0, and the collective can hang or fail "
         "with a duplicate-GPU error"
     )
-    return ctx.finding(
+    return ctx.ast_finding(
         rule,
         traced.call,
         message,
         summary=f"`{name}()` runs on cuda:0 before the rank's GPU is chosen",
+        related=[(late.call, "where the GPU is named")],
     )
 
 
-def _short(ctx: CodeContext, call: cst.Call) -> str:
-    text = " ".join(ctx.node_text(call).split())
-    return text if len(text) <= 60 else f"{' '.join(ctx.node_text(call.func).split())}(...)"
+def _short(ctx: CodeContext, call: ast.Call) -> str:
+    text = " ".join(ast_node_text(ctx, call).split())
+    return text if len(text) <= 60 else f"{' '.join(ast_node_text(ctx, call.func).split())}(...)"

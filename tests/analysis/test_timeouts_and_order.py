@@ -9,7 +9,7 @@ import pytest
 
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.rank_zero_work import rank_zero_work
-from ddplint.analysis.run_order import entry_points, run_order
+from ddplint.analysis.run_order import GraphOrder, entry_points, run_order
 from ddplint.analysis.timeout_lengths import describe_seconds, timedelta_length
 
 
@@ -59,6 +59,40 @@ def test_run_order_enters_module_functions_from_entry_points() -> None:
     worker = next(e for e in entries if isinstance(e, ast.FunctionDef) and e.name == "worker")
     trace = [ast.unparse(call.func) for call in run_order(analysis, worker)]
     assert trace == ["setup", "init", "wait", "choose"]
+
+
+def test_graph_order_traces_with_the_chain_of_entered_functions() -> None:
+    analysis = _analysis(
+        "def setup():\n    init()\n    wait()\n"
+        "def worker():\n    setup()\n    choose()\n    return\n    dead()\n"
+    )
+    worker = next(f for f in analysis.nodes.functions() if f.name == "worker")
+    trace = [(ast.unparse(t.call.func), t.chain) for t in GraphOrder(analysis).trace(worker)]
+    assert trace == [
+        ("setup", ()),
+        ("init", ("setup",)),
+        ("wait", ("setup",)),
+        ("choose", ()),
+    ]  # dead() after the return is no part of the run
+
+
+def test_graph_order_follows_the_graph_not_the_text() -> None:
+    analysis = _analysis(
+        "def setup():\n    init()\n"
+        "def worker(flag):\n"
+        "    setup()\n"
+        "    if flag:\n        exchange()\n        return\n"
+        "    choose()\n"
+        "    for i in range(3):\n        if i:\n            again()\n        bind()\n"
+    )
+    worker = next(f for f in analysis.nodes.functions() if f.name == "worker")
+    order = GraphOrder(analysis)
+    calls = {ast.unparse(t.call.func): t for t in order.trace(worker)}
+    assert order.may_run_after(calls["init"], calls["exchange"])  # through setup()'s call
+    assert not order.may_run_after(calls["exchange"], calls["choose"])  # the other way
+    assert order.may_run_after(calls["choose"], calls["bind"])
+    assert order.may_run_after(calls["bind"], calls["again"])  # the next iteration
+    assert not order.may_run_after(calls["setup"], calls["init"])  # inside its callee
 
 
 _WAITING = (

@@ -249,6 +249,12 @@ class CoreFacts:
             frozenset(agreement.agreeing),
         )
 
+    def chooses_device(self, name: str, owner: str | None) -> bool:
+        return self.fact(name, owner).chooses_device
+
+    def callers_choose_device(self, function: str) -> bool:
+        return self._facts.functions.get(function, _NO_CALLERS).callers_choose_device
+
     def runs_alone(self) -> bool:
         return self._facts.runs_alone
 
