@@ -665,19 +665,39 @@ def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
     return None if spelled is None else (spelled, not negated)
 
 
-def _implied_facts(test: ast.expr, truth: bool) -> Iterator[tuple[str, bool]]:
-    """The truths of plain names that taking ``test`` as ``truth`` settles: the name
-    itself, each part of an ``and`` taken, each part of an ``or`` not taken."""
+def implied_facts(test: ast.expr, truth: bool) -> Iterator[tuple[str, bool]]:
+    """The truths of plain names (and of names compared equal to a constant) that taking
+    ``test`` as ``truth`` settles: the name itself, each part of an ``and`` taken, each
+    part of an ``or`` not taken."""
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truth = test.operand, not truth
     if isinstance(test, ast.BoolOp):
         if truth == isinstance(test.op, ast.And):
             for value in test.values:
-                yield from _implied_facts(value, truth)
+                yield from implied_facts(value, truth)
+        return
+    compared = _equality(test)
+    if compared is not None:
+        yield compared[0], truth == compared[1]
         return
     spelled = dotted_name(test)
     if spelled is not None:
         yield spelled, truth
+
+
+def _equality(test: ast.expr) -> tuple[str, bool] | None:
+    """(``name == constant``, whether ``test`` asks it) for ``name == c`` / ``name != c``."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, right, op = test.left, test.comparators[0], test.ops[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    spelled = dotted_name(left)
+    if spelled is None or not isinstance(right, ast.Constant):
+        return None
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    return f"{spelled} == {right.value!r}", isinstance(op, ast.Eq)
 
 
 def path_facts(node: Node, dominance: PostDominance) -> Facts:
@@ -688,7 +708,7 @@ def path_facts(node: Node, dominance: PostDominance) -> Facts:
         if not isinstance(statement, (ast.If, ast.While)):
             continue
         if dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
-            facts.update(_implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
+            facts.update(implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
     return frozenset(facts)
 
 
@@ -784,9 +804,10 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
 
 
 def truth_under(test: ast.expr, facts: Facts) -> bool | None:
-    """A test's truth where ``facts`` give plain names theirs, in three values: ``not``,
-    ``and`` and ``or`` are settled by the parts that are known (``rank > 0 and not
-    evaluate`` is false where ``evaluate`` is true); None when it stays open."""
+    """A test's truth where ``facts`` give plain names (and ``name == constant``) theirs,
+    in three values: ``not``, ``and`` and ``or`` are settled by the parts that are known
+    (``rank > 0 and not evaluate`` is false where ``evaluate`` is true); None when it
+    stays open."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = truth_under(test.operand, facts)
         return None if inner is None else not inner
@@ -796,6 +817,10 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
+    compared = _equality(test)
+    if compared is not None:
+        known = next((value for name, value in facts if name == compared[0]), None)
+        return None if known is None else known == compared[1]
     tensor = _tensor_tested(test)
     spelled = _tensor_fact(tensor) if tensor is not None else dotted_name(test)
     if spelled is None:
