@@ -17,7 +17,7 @@ uses one of them.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import (
@@ -179,6 +179,7 @@ class FrameworkObjects:
         self.sharded_models: dict[tuple[int | None, str], ast.Call] = {}
         self._unwrapped: list[tuple[int, str, tuple[int, int]]] = []
         self.torch_modules = self._torch_modules(nodes)
+        self._models_from_local_callers(nodes)
 
     def _torch_modules(self, nodes: ModuleNodes) -> dict[int | None, set[str]]:
         """Names the module treats as ``torch.nn`` modules, by what it does with them:
@@ -248,6 +249,29 @@ class FrameworkObjects:
                 continue
             for parameter in parameters_at(function, owner, self.project.ddp_parameters(key)):
                 self.ddp_models.setdefault((id(function), parameter), None)
+
+    def _models_from_local_callers(self, nodes: ModuleNodes) -> None:
+        """Parameters of this module's plain functions that a call in the module hands a
+        DDP model (``evaluate(ddp_model, loader)``), through calls in turn."""
+        functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for function in nodes.functions():
+            if not isinstance(nodes.scope_of.get(function), ast.ClassDef):
+                functions.setdefault(function.name, function)
+        calls = [
+            call
+            for scope_calls in nodes.calls_by_scope.values()
+            for call in scope_calls
+            if isinstance(call.func, ast.Name) and call.func.id in functions
+        ]
+        for _ in range(3):  # handed on through up to three calls
+            before = len(self.ddp_models)
+            for call in calls:
+                assert isinstance(call.func, ast.Name)
+                callee = functions[call.func.id]
+                for parameter in _parameters_given(callee, call, self.ddp_model):
+                    self.ddp_models.setdefault((id(callee), parameter), None)
+            if len(self.ddp_models) == before:
+                break
 
     def _scope_id(self, call: ast.Call) -> int | None:
         """``id`` of the scope that makes ``call`` (None for a call of no scope here)."""
@@ -389,6 +413,15 @@ class FrameworkObjects:
             implicit=True,
         )
 
+    def ddp_model(self, expression: ast.expr, call: ast.Call) -> bool:
+        """Whether ``expression``, read by ``call``, holds a model wrapped in
+        ``DistributedDataParallel`` there (not unwrapped with ``model = model.module``)."""
+        spelled = dotted_name(expression)
+        if spelled is None:
+            return False
+        key = self._model_key(call, spelled)
+        return key in self.ddp_models and not self._unwrapped_before(call, key)
+
     def _reached_elsewhere(self, call: ast.Call) -> Collective | None:
         """A call of another module's project function that reaches a collective (and
         that this call switches on, where the function asks for it)."""
@@ -421,6 +454,24 @@ class FrameworkObjects:
                 break
             scope = self.nodes.scope_of.get(scope)
         return self._scope_id(call), name
+
+
+def _parameters_given(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    call: ast.Call,
+    holds: Callable[[ast.expr, ast.Call], bool],
+) -> Iterator[str]:
+    """The parameters of ``function`` that ``call`` hands a value ``holds`` accepts."""
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return
+        if position < len(positional) and holds(argument, call):
+            yield positional[position]
+    for keyword in call.keywords:
+        if keyword.arg in named and holds(keyword.value, call):
+            yield keyword.arg
 
 
 def _switches_on(call: ast.Call, name: str, position: int) -> bool:

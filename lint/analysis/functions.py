@@ -557,9 +557,14 @@ class ModuleAnalysis:
         to a fixed point)."""
         direct: dict[str, Collective] = {}
         calls: dict[str, set[str]] = {}
-        for function in self.nodes.functions():
+        for scope, scope_calls in self.nodes.calls_by_scope.items():
+            function = scope
+            while isinstance(function, _INLINE_SCOPES):  # a comprehension runs inline
+                function = self.nodes.scope_of[function]
+            if not isinstance(function, _FUNCTIONS):
+                continue
             in_lightning = self._in_lightning_class(function)
-            for call in self.nodes.calls_by_scope.get(function, []):
+            for call in scope_calls:
                 found = self.objects.collective(call, in_lightning)
                 key = self._key_of(function)
                 if found is not None and key not in direct:
