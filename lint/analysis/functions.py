@@ -149,6 +149,7 @@ class ModuleAnalysis:
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
         self._batch_views: dict[tuple[Scope, bool, frozenset[str]], Divergence] = {}
+        self._probe_views: dict[tuple[Scope, Callable[[ast.Call], bool]], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -282,6 +283,19 @@ class ModuleAnalysis:
             self._batch_views[(scope, lightning, handed)] = found
         return found
 
+    def probe_view(self, scope: Scope, probes: Callable[[ast.Call], bool]) -> Divergence:
+        """The divergence of ``scope`` where the calls ``probes`` accepts (file checks of
+        a path the run writes) differ between ranks: for the question about decisions on
+        them (DDP218), never for the others."""
+        found = self._probe_views.get((scope, probes))
+        if found is None:
+            facts = self.function(scope)
+            found = self._divergence(
+                scope, facts.graph, facts.dominance, self._entry_of(scope), probes=probes
+            )
+            self._probe_views[(scope, probes)] = found
+        return found
+
     def local_callee(
         self, name: str, caller: Scope
     ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]] | None:
@@ -305,6 +319,7 @@ class ModuleAnalysis:
         dominance: PostDominance,
         fields: State,
         batches: BatchSeeds | None = None,
+        probes: Callable[[ast.Call], bool] | None = None,
     ) -> Divergence:
         rank_parameters: frozenset[str] = frozenset()
         if isinstance(scope, _FUNCTIONS):
@@ -328,6 +343,7 @@ class ModuleAnalysis:
             self.literal_values.decided,
             batches=batches,
             several=lambda test: self.single_process.asks_several(test, scope),
+            probes=probes,
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
