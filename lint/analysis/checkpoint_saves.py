@@ -32,7 +32,7 @@ from ddplint.analysis.divergence import Facet, Source, Taint
 from ddplint.analysis.effects import Collective, sharded_later
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
+from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
 from ddplint.analysis.steps import Steppers
 from ddplint.analysis.trainers import LightningTrainers
 
@@ -117,6 +117,10 @@ def _rank_only_wrapper(analysis: ModuleAnalysis, call: ast.Call) -> ast.Call | N
     return inner if resolved.rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS else None
 
 
+def _never(_: Node) -> bool:
+    return False
+
+
 def _fsdp_read(analysis: ModuleAnalysis, call: ast.Call) -> bool:
     """A state-dict read through the FSDP class (``FSDP.optim_state_dict(model, optim)``)."""
     resolved = analysis.names.resolve(call.func)
@@ -166,7 +170,11 @@ class _SaveKinds:
             what = found
         else:
             return None
-        guard = guard_of(self.analysis, scope, node, call)
+        # Pairing sees the saves the effects issue: a test whose ways both make one
+        # decides nothing; the others (framework saves) no collective sequence shows.
+        effect = self.analysis.call_collective(call, scope) is not None
+        balanced = paired_tests(self.analysis, scope) if effect else _never
+        guard = guard_of(self.analysis, scope, node, call, balanced=balanced)
         if guard is None:
             return None
         return SaveOnSomeRanks(call, what, guard, condition, via=via)

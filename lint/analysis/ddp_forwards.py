@@ -6,8 +6,12 @@ effects' implicit "DistributedDataParallel forward": ``model(x)``, ``model.forwa
 the model known by the wrapping call, ``self.x`` fields, or the project's callers that
 hand a parameter a wrapped model) and each call of a local function that reaches one
 with a wrapped model as an argument (``evaluate(ddp_model, loader)``), that runs on some
-ranks only (``rank_guards.guard_of``). A wrapper built with ``broadcast_buffers=False``,
-``model.module`` and a model unwrapped before the call issue nothing (the effects).
+ranks only because of a test on the rank itself (``rank_guards.guard_of``; a test whose
+ways both run the same forward and collectives decides nothing). A flag set on some ranks
+(``Source.DECIDED``: ``need_break`` set on a NaN loss) that skips a forward is DDP211's
+finding, a test on this rank's values DDP219's: one finding per root cause. A wrapper
+built with ``broadcast_buffers=False``, ``model.module`` and a model unwrapped before the
+call issue nothing (the effects).
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import Collective, own_calls
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.rank_guards import RankGuard, guard_of
+from ddplint.analysis.rank_guards import RankGuard, guard_of, paired_tests
 
 DDP_FORWARD = "DistributedDataParallel forward"
 
@@ -39,6 +44,7 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
     found: list[ForwardOnSomeRanks] = []
     for scope in analysis.scopes_with_collectives():
         function = analysis.function(scope)
+        paired = paired_tests(analysis, scope)
         for node in function.graph.nodes:
             for collective, through in function.effects.get(node.index, ()):
                 if collective.name != DDP_FORWARD or node.statement is None:
@@ -47,11 +53,15 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
                 if forward is None:
                     continue
                 call, model = forward
-                guard = guard_of(analysis, scope, node, call)
+                guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
                 if guard is not None:
                     inner = collective.call if through is not None else None
                     found.append(ForwardOnSomeRanks(call, model, guard, inner))
     return sorted(found, key=lambda f: (f.call.lineno, f.call.col_offset))
+
+
+def _on_rank(taint: Taint) -> bool:
+    return taint.source is Source.RANK
 
 
 def _forward_at(

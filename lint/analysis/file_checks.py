@@ -27,8 +27,7 @@ from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import Names, call_argument
-from ddplint.analysis.pairing import arms_agree
-from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
+from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
 
 #: ``pathlib.Path`` methods that look at the file system.
 PATH_CHECKS = frozenset({"exists", "is_file", "is_dir"})
@@ -102,7 +101,7 @@ def file_checks_deciding_collectives(analysis: ModuleAnalysis) -> list[FileCheck
         if not function.effects:
             continue
         view = analysis.probe_view(scope, probes.differs)
-        paired = _Paired(analysis, scope)
+        paired = paired_tests(analysis, scope)
         for node in sorted(function.graph.nodes, key=lambda n: n.line):
             for collective, through in function.effects.get(node.index, ()):
                 guard = guard_of(
@@ -112,23 +111,13 @@ def file_checks_deciding_collectives(analysis: ModuleAnalysis) -> list[FileCheck
                     collective.call if through is None else None,
                     _from_file,
                     view,
-                    paired.agree,
+                    paired,
                 )
                 if guard is None or id(guard.cause) in found or node.statement is None:
                     continue
                 at = _exit_of(guard.cause, node.statement) or node.statement
                 found[id(guard.cause)] = FileCheckDecision(at, guard, collective)
     return sorted(found.values(), key=lambda f: (getattr(f.at, "lineno", 0), f.guard.line))
-
-
-class _Paired:
-    """Tests of one function whose ways issue the same collectives (pairing)."""
-
-    def __init__(self, analysis: ModuleAnalysis, scope: Scope) -> None:
-        self.function = analysis.function(scope)
-
-    def agree(self, test: Node) -> bool:
-        return arms_agree(self.function, test) is True
 
 
 def _from_file(taint: Taint) -> bool:

@@ -38,7 +38,7 @@ from ddplint.analysis.functions import (
     ways_on,
 )
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.pairing import class_truth
+from ddplint.analysis.pairing import arms_agree, class_truth
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WORD = re.compile(r"\w+")
@@ -126,6 +126,13 @@ def _shared_facts(dependences: list[Dependence], divergence: Divergence) -> Fact
         if divergence.test_taint(dependence.test) is None:
             found.update(implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
     return frozenset(found)
+
+
+def paired_tests(analysis: ModuleAnalysis, scope: Scope) -> Callable[[Node], bool]:
+    """The tests of ``scope`` whose ways issue the same collectives in the same order
+    (``pairing.arms_agree``): as ``balanced`` for ``guard_of``, they decide nothing."""
+    function = analysis.function(scope)
+    return lambda test: arms_agree(function, test) is True
 
 
 def by_rank(taint: Taint) -> bool:
