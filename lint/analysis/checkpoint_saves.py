@@ -147,8 +147,8 @@ class _SaveKinds:
                 return None
             resolved = self.analysis.names.resolve(wrapper.func) or ast.unparse(wrapper.func)
             taint = Taint(Facet.CONTENTS, Source.RANK, wrapper.lineno, resolved)
-            guard = RankGuard(wrapper, wrapper.func, taint, None, where=(scope, node))
-            return SaveOnSomeRanks(call, what, guard, wrapped=True)
+            decorator = RankGuard(wrapper, wrapper.func, taint, None, where=(scope, node))
+            return SaveOnSomeRanks(call, what, decorator, wrapped=True)
         condition: str | None = None
         via: str | None = None
         collective = self._collective(call, scope)

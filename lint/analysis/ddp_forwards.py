@@ -80,7 +80,7 @@ def _forward_at(
         if callee is None or analysis.callee_of(call) is not callee:
             continue
         handed = [*call.args, *(k.value for k in call.keywords)]
-        model = next((a for a in handed if objects.ddp_model(a, call)), None)
-        if model is not None:
-            return call, model
+        wrapped = next((a for a in handed if objects.ddp_model(a, call)), None)
+        if wrapped is not None:
+            return call, wrapped
     return None

@@ -186,10 +186,10 @@ class _WrittenProbes:
                 written |= handed
             else:
                 pending.append(call)
-        for call, scope, node in own_reads(self.analysis, pending):
-            assert isinstance(call, ast.Call)
-            if self._handed(call) - written and _on_some_ranks(self.analysis, scope, node, call):
-                written |= self._handed(call) & wanted
+        for read, scope, node in own_reads(self.analysis, pending):
+            assert isinstance(read, ast.Call)
+            if self._handed(read) - written and _on_some_ranks(self.analysis, scope, node, read):
+                written |= self._handed(read) & wanted
         return written
 
     @staticmethod

@@ -105,7 +105,8 @@ def guard_of(
             continue
         decided = getattr(test.statement, "test", test.statement)
         runs_when = dependence.edge is not EdgeKind.FALSE
-        if truth_under(decided, _shared_facts(dependences, divergence)) is runs_when:
+        shared = _shared_facts(dependences, divergence)
+        if isinstance(decided, ast.expr) and truth_under(decided, shared) is runs_when:
             continue  # the shared tests that also decide it settle this one's answer
         return RankGuard(test.statement, decided, taint, runs_when, where=(scope, test))
     return rank_only_decorator(analysis, scope)
