@@ -11,7 +11,7 @@ receiver's allocation or annotation (``acc = Accelerator()``, ``self.accelerator
 Accelerator(...)``, ``fabric: Fabric``; ``self`` in a ``LightningModule``). An effect may
 be *conditional*: accelerate's ``save_state`` synchronises only under DeepSpeed, FSDP or
 Megatron-LM (or with automatic checkpoint naming), so it counts only in a module that
-uses one of them.
+uses one of them, or where it is given no directory (automatic naming names it).
 """
 
 from __future__ import annotations
@@ -359,7 +359,9 @@ class FrameworkObjects:
         if receiver in self.accelerators:
             if method in ACCELERATE_COLLECTIVES:
                 return Collective(f"accelerator.{method}", call)
-            if method in ACCELERATE_CONDITIONAL and self.uses_conditional_backend:
+            if method in ACCELERATE_CONDITIONAL and (
+                self.uses_conditional_backend or _automatic_naming(call)
+            ):
                 return Collective(f"accelerator.{method}", call, ACCELERATE_CONDITIONAL[method])
         if receiver in self.fabrics and method in FABRIC_COLLECTIVES:
             return Collective(f"fabric.{method}", call)
@@ -472,6 +474,16 @@ def _parameters_given(
     for keyword in call.keywords:
         if keyword.arg in named and holds(keyword.value, call):
             yield keyword.arg
+
+
+def _automatic_naming(call: ast.Call) -> bool:
+    """``save_state()`` given no directory: it runs only with automatic checkpoint naming
+    (accelerate names the folder itself), one of the settings under which it synchronises."""
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "save_state"
+        and call_argument(call, 0, "output_dir") is None
+    )
 
 
 def _switches_on(call: ast.Call, name: str, position: int) -> bool:
