@@ -8,7 +8,9 @@ collective is control-dependent (a test around it, a ``return`` / ``continue`` /
 such a check differs between ranks: each rank asks at its own moment.
 
 Only a check of a path the run itself writes counts: a path no rank writes (an input
-checkpoint, a dataset folder) gives every rank the same answer. A path is written when
+checkpoint, a dataset folder) gives every rank the same answer. A path held in the
+object's state (``self.best_model_path``, or a name bound from such a field) counts as
+written: the object or its framework base may write it during the run. A path is written when
 the same expression is handed to a call that writes files (``torch.save``, ``open`` in a
 writing mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call
 that runs on some ranks only (``if rank == 0: prepare(path)``: one rank makes it). A test
@@ -93,7 +95,7 @@ def file_checks_deciding_collectives(analysis: ModuleAnalysis) -> list[FileCheck
     if not checks:
         return []
     probes = _WrittenProbes(analysis, checks)
-    if not probes.written:
+    if not probes.some():
         return []
     found: dict[int, FileCheckDecision] = {}
     for scope in analysis.scopes_with_collectives():
@@ -164,15 +166,29 @@ class _WrittenProbes:
     def __init__(self, analysis: ModuleAnalysis, checks: list[ast.Call]) -> None:
         self.analysis = analysis
         self._checked: dict[int, str] = {}
+        #: Checks of a path held in the object's state (``self.best_path``, or a name
+        #: bound from one in the same function): the object or its framework base may
+        #: write it during the run, out of this module's sight.
+        self._stateful: set[int] = set()
+        held = _bound_from_fields(analysis)
         for check in checks:
             path = checked_path(analysis.names, check)
-            if path is not None:
-                self._checked[id(check)] = ast.unparse(path)
+            if path is None:
+                continue
+            self._checked[id(check)] = ast.unparse(path)
+            scope = analysis.nodes.call_scopes.get(id(check))
+            if _reads_field(path, held.get(id(scope), set())):
+                self._stateful.add(id(check))
         self.written = self._written_paths(set(self._checked.values()))
 
+    def some(self) -> bool:
+        """Whether any check of the module differs between ranks."""
+        return bool(self._stateful) or any(p in self.written for p in self._checked.values())
+
     def differs(self, call: ast.Call) -> bool:
-        """Whether ``call`` is a check of a path the run writes."""
-        return self._checked.get(id(call)) in self.written
+        """Whether ``call`` is a check of a path the run writes (or may write: the
+        object's state)."""
+        return id(call) in self._stateful or self._checked.get(id(call)) in self.written
 
     def _written_paths(self, wanted: set[str]) -> set[str]:
         """The paths of ``wanted`` that some call of the module writes."""
@@ -214,6 +230,31 @@ class _WrittenProbes:
                 and bool(_WRITING_MODES & set(mode.value))
             )
         return isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS
+
+
+def _bound_from_fields(analysis: ModuleAnalysis) -> dict[int, set[str]]:
+    """Per function (its ``id``), the plain names bound from a ``self.x`` field."""
+    found: dict[int, set[str]] = {}
+    for function in analysis.nodes.functions():
+        names: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and _reads_field(node.value, names):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        found[id(function)] = names
+    return found
+
+
+def _reads_field(expression: ast.AST, names: set[str]) -> bool:
+    """Whether ``expression`` reads a ``self.x`` field or one of ``names``."""
+    return any(
+        (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        )
+        or (isinstance(node, ast.Name) and node.id in names)
+        for node in ast.walk(expression)
+    )
 
 
 def _on_some_ranks(analysis: ModuleAnalysis, scope: Scope, node: Node, call: ast.Call) -> bool:
