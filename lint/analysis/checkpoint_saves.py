@@ -98,7 +98,11 @@ def _may_save(analysis: ModuleAnalysis, call: ast.Call) -> bool:
     method = _saved_method(analysis, call)
     if isinstance(method, ast.Attribute) and method.attr in _SAVE_METHODS:
         return True
-    return analysis.names.resolve(call.func) in CHECKPOINT_FUNCTIONS
+    if analysis.names.resolve(call.func) in CHECKPOINT_FUNCTIONS:
+        return True
+    spelled = dotted_name(call.func)  # another module's function that reaches one
+    reached = analysis.project.reached(spelled, None) if spelled is not None else None
+    return reached is not None and reached.api in _CHECKPOINT_NAMES
 
 
 def _saved_method(analysis: ModuleAnalysis, call: ast.Call) -> ast.expr:
@@ -155,9 +159,12 @@ class _SaveKinds:
         if collective is not None and collective.via is not None:
             # Another module's function that reaches a catalogued save; how a framework
             # save elsewhere synchronises (its receiver, its backend) is not carried.
-            if collective.name not in _CHECKPOINT_NAMES:
+            spelled = dotted_name(call.func) or ""
+            reached = self.analysis.project.reached(spelled, self.analysis.nodes.owner_class(scope))
+            api = reached.api if reached is not None else collective.name
+            if api not in _CHECKPOINT_NAMES:
                 return None
-            what, via = "checkpoint", f"{collective.name} ({collective.via})"
+            what, via = "checkpoint", f"{api} ({collective.via})"
         elif collective is not None and (
             collective.name in _CHECKPOINT_NAMES or collective.name == "accelerator.save_state"
         ):
@@ -190,7 +197,8 @@ class _SaveKinds:
         if found is None or not call.args:
             return found
         model = dotted_name(call.args[0])
-        sharded = sharded_later(list(self.analysis.nodes.of_type(ast.Call)), self.analysis.names)
+        calls = list(self.analysis.nodes.of_type(ast.Call))
+        sharded = sharded_later(calls, self.analysis.names, self.analysis.project)
         return None if model is not None and sharded.get(model, 0) > call.lineno else found
 
     def _framework_save(self, method: ast.Attribute, scope: Scope) -> str | None:

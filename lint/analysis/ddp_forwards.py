@@ -37,6 +37,9 @@ class ForwardOnSomeRanks:
     model: ast.expr
     guard: RankGuard
     inner: ast.Call | None = None
+    #: The ``DistributedDataParallel(...)`` call that made the model (None: a model its
+    #: callers pass in).
+    wrapping: ast.Call | None = None
 
 
 def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRanks]:
@@ -56,7 +59,8 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
                 guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
                 if guard is not None:
                     inner = collective.call if through is not None else None
-                    found.append(ForwardOnSomeRanks(call, model, guard, inner))
+                    wrapping = analysis.objects.ddp_wrapping(model, call)
+                    found.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping))
     return sorted(found, key=lambda f: (f.call.lineno, f.call.col_offset))
 
 

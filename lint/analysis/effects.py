@@ -415,6 +415,14 @@ class FrameworkObjects:
             implicit=True,
         )
 
+    def ddp_wrapping(self, expression: ast.expr, call: ast.Call) -> ast.Call | None:
+        """The ``DistributedDataParallel(...)`` call that made the model ``expression``
+        holds where ``call`` reads it (None: made elsewhere, or not a DDP model)."""
+        spelled = dotted_name(expression)
+        if spelled is None:
+            return None
+        return self.ddp_models.get(self._model_key(call, spelled))
+
     def ddp_model(self, expression: ast.expr, call: ast.Call) -> bool:
         """Whether ``expression``, read by ``call``, holds a model wrapped in
         ``DistributedDataParallel`` there (not unwrapped with ``model = model.module``)."""
@@ -565,13 +573,22 @@ def header_parts(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def sharded_later(calls: list[ast.Call], names: Names) -> dict[str, int]:
+def sharded_later(
+    calls: list[ast.Call], names: Names, project: ProjectFacts = NO_PROJECT
+) -> dict[str, int]:
     """Model name -> the last line where one of ``calls`` shards it (``fully_shard(model)``,
-    ``FSDP(model)``): before that line its full state dict gathers nothing."""
+    ``FSDP(model)``, or another module's function that shards that argument, by the
+    project model): before that line its full state dict gathers nothing."""
     found: dict[str, int] = {}
     for call in calls:
         if names.resolve(call.func) in SHARDING_WRAPPERS:
-            model = dotted_name(call.args[0]) if call.args else None
+            positions: frozenset[int] = frozenset({0})
+        else:
+            spelled = dotted_name(call.func)
+            positions = project.sharded_arguments(spelled, None) if spelled else frozenset()
+        for position in positions:
+            given = call.args[position] if position < len(call.args) else None
+            model = dotted_name(given) if given is not None else None
             if model is not None:
                 found[model] = max(found.get(model, 0), call.lineno)
     return found

@@ -163,7 +163,7 @@ class ModuleAnalysis:
         self._constructions: dict[int, tuple[State, State]] = {}
         self._summaries: dict[str, CallSummary | None] = {}
         self._solving_fields: set[int] = set()
-        self._sharded = sharded_later(calls, self.names)
+        self._sharded = sharded_later(calls, self.names, project)
         self._reaching = self._functions_reaching_collectives()
         self._single_process: SingleProcessPaths | None = None
         self._literal_values: LiteralValues | None = None

@@ -84,12 +84,16 @@ class DdpForwardOnSomeRanks(CodeRule):
         for forward in ddp_forwards_on_some_ranks(ctx.analysis):
             model = ast_node_text(ctx, forward.model)
             where = guard_text(forward.guard)
+            if forward.wrapping is not None:
+                origin = f"DistributedDataParallel, line {forward.wrapping.lineno}"
+            else:
+                origin = "a DistributedDataParallel model its callers pass in"
             if forward.inner is None:
-                subject = f"`{model}` (wrapped in DistributedDataParallel) is called"
+                subject = f"`{model}` ({origin}) is called"
             else:
                 subject = (
-                    f"`{model}` (wrapped in DistributedDataParallel) is passed to a function "
-                    f"that calls it (line {forward.inner.lineno}), and this runs"
+                    f"`{model}` ({origin}) is passed to a function that calls it (line "
+                    f"{forward.inner.lineno}), and this runs"
                 )
             message = (
                 f"{subject} {where}: DDP's forward broadcasts the module's buffers from "
