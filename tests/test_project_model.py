@@ -56,7 +56,7 @@ EXPECTED = {
     "opt_in_barrier": ({("train_bad.py", 7, "DDP201")}, "(markers.py:10)"),
     # validation(model, rank, loader) returns an all-reduced loss: the rank argument
     # does not make a condition on it rank-dependent; `rank == 0` does.
-    "uniform_result": ({("train_bad.py", 9, "DDP203")}, ""),
+    "uniform_result": ({("train_bad.py", 10, "DDP203")}, ""),
     # `setup()` creates the NCCL group and its only caller chooses the GPU next: quiet.
     # `setup_any()` is also called by a script that never chooses one: flagged there.
     "device_by_caller": ({("dist_setup.py", 12, "DDP501")}, ""),
@@ -130,6 +130,10 @@ EXPECTED_CORE = {
     "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
     # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
     "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219"), ("loops.py", 16, "DDP219")},
+    # The core follows the sharding into `prepare` (project facts) and the save into
+    # `save_sharded`: the rank partings at the test are DDP219's and DDP201's.
+    "shard_later": {("train_bad.py", 10, "DDP219")},
+    "uniform_result": {("train_bad.py", 9, "DDP201")},
     "step_from_checkpoint": {("train_bad.py", 7, "DDP219")},
 }
 

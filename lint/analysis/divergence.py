@@ -104,6 +104,9 @@ class Source(str, Enum):
     RAISED = "an exception raised on this rank's values"
     #: Only in a batch view (``ModuleAnalysis.batch_view``): this rank's own data.
     BATCH = "this rank's batch or loss"
+    #: Only in a probe view (``ModuleAnalysis.probe_view``): a file-system check of a
+    #: path the run writes, made by each rank at its own moment.
+    FILE = "a file-system check made by each rank at its own moment"
 
 
 @dataclass(frozen=True)
@@ -396,6 +399,8 @@ class _Evaluator:
         self.results = results
         self.mappings = mappings
         self.ragged = ragged
+        #: Calls whose answer differs between ranks only in a probe view (file checks).
+        self.probes: Callable[[ast.Call], bool] | None = None
 
     def taint(self, expression: ast.AST | None, state: State) -> Taint | None:
         if expression is None:
@@ -779,6 +784,8 @@ class _Evaluator:
         resolved = self.names.resolve(call.func)
         if resolved in PROBE_CALLS:
             return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
+        if self.probes is not None and self.probes(call):
+            return Taint(Facet.CONTENTS, Source.FILE, call.lineno, ast.unparse(call))
         if resolved in UNIFORM_CALLS:
             return None
         name = (resolved or "").rsplit(".", 1)[-1]
@@ -1396,6 +1403,7 @@ class Divergence:
         decided: Callable[[ast.expr], bool | None] | None = None,
         batches: BatchSeeds | None = None,
         several: Callable[[ast.expr], bool | None] | None = None,
+        probes: Callable[[ast.Call], bool] | None = None,
     ) -> None:
         self.graph = graph
         #: Where this rank's batch enters (a batch view); None: the plain analysis.
@@ -1420,6 +1428,7 @@ class Divergence:
             _parameters_of(graph.scope),
             _sequence_names(graph.scope),
         )
+        self.evaluator.probes = probes
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
         self._contributed = self._contributions()

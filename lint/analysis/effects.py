@@ -11,13 +11,13 @@ receiver's allocation or annotation (``acc = Accelerator()``, ``self.accelerator
 Accelerator(...)``, ``fabric: Fabric``; ``self`` in a ``LightningModule``). An effect may
 be *conditional*: accelerate's ``save_state`` synchronises only under DeepSpeed, FSDP or
 Megatron-LM (or with automatic checkpoint naming), so it counts only in a module that
-uses one of them.
+uses one of them, or where it is given no directory (automatic naming names it).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import (
@@ -176,6 +176,7 @@ class FrameworkObjects:
         self.sharded_models: dict[tuple[int | None, str], ast.Call] = {}
         self._unwrapped: list[tuple[int, str, tuple[int, int]]] = []
         self.torch_modules = self._torch_modules(nodes)
+        self._models_from_local_callers(nodes)
 
     def _torch_modules(self, nodes: ModuleNodes) -> dict[int | None, set[str]]:
         """Names the module treats as ``torch.nn`` modules, by what it does with them:
@@ -245,6 +246,29 @@ class FrameworkObjects:
                 continue
             for parameter in parameters_at(function, owner, self.project.ddp_parameters(key)):
                 self.ddp_models.setdefault((id(function), parameter), None)
+
+    def _models_from_local_callers(self, nodes: ModuleNodes) -> None:
+        """Parameters of this module's plain functions that a call in the module hands a
+        DDP model (``evaluate(ddp_model, loader)``), through calls in turn."""
+        functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for function in nodes.functions():
+            if not isinstance(nodes.scope_of.get(function), ast.ClassDef):
+                functions.setdefault(function.name, function)
+        calls = [
+            call
+            for scope_calls in nodes.calls_by_scope.values()
+            for call in scope_calls
+            if isinstance(call.func, ast.Name) and call.func.id in functions
+        ]
+        for _ in range(3):  # handed on through up to three calls
+            before = len(self.ddp_models)
+            for call in calls:
+                assert isinstance(call.func, ast.Name)
+                callee = functions[call.func.id]
+                for parameter in _parameters_given(callee, call, self.ddp_model):
+                    self.ddp_models.setdefault((id(callee), parameter), None)
+            if len(self.ddp_models) == before:
+                break
 
     def _scope_id(self, call: ast.Call) -> int | None:
         """``id`` of the scope that makes ``call`` (None for a call of no scope here)."""
@@ -332,7 +356,9 @@ class FrameworkObjects:
         if receiver in self.accelerators:
             if method in ACCELERATE_COLLECTIVES:
                 return Collective(f"accelerator.{method}", call)
-            if method in ACCELERATE_CONDITIONAL and self.uses_conditional_backend:
+            if method in ACCELERATE_CONDITIONAL and (
+                self.uses_conditional_backend or _automatic_naming(call)
+            ):
                 return Collective(f"accelerator.{method}", call, ACCELERATE_CONDITIONAL[method])
         if receiver in self.fabrics and method in FABRIC_COLLECTIVES:
             return Collective(f"fabric.{method}", call)
@@ -386,6 +412,23 @@ class FrameworkObjects:
             implicit=True,
         )
 
+    def ddp_wrapping(self, expression: ast.expr, call: ast.Call) -> ast.Call | None:
+        """The ``DistributedDataParallel(...)`` call that made the model ``expression``
+        holds where ``call`` reads it (None: made elsewhere, or not a DDP model)."""
+        spelled = dotted_name(expression)
+        if spelled is None:
+            return None
+        return self.ddp_models.get(self._model_key(call, spelled))
+
+    def ddp_model(self, expression: ast.expr, call: ast.Call) -> bool:
+        """Whether ``expression``, read by ``call``, holds a model wrapped in
+        ``DistributedDataParallel`` there (not unwrapped with ``model = model.module``)."""
+        spelled = dotted_name(expression)
+        if spelled is None:
+            return False
+        key = self._model_key(call, spelled)
+        return key in self.ddp_models and not self._unwrapped_before(call, key)
+
     def _reached_elsewhere(self, call: ast.Call) -> Collective | None:
         """A call of another module's project function that reaches a collective (and
         that this call switches on, where the function asks for it)."""
@@ -418,6 +461,34 @@ class FrameworkObjects:
                 break
             scope = self.nodes.scope_of.get(scope)
         return self._scope_id(call), name
+
+
+def _parameters_given(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    call: ast.Call,
+    holds: Callable[[ast.expr, ast.Call], bool],
+) -> Iterator[str]:
+    """The parameters of ``function`` that ``call`` hands a value ``holds`` accepts."""
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return
+        if position < len(positional) and holds(argument, call):
+            yield positional[position]
+    for keyword in call.keywords:
+        if keyword.arg in named and holds(keyword.value, call):
+            yield keyword.arg
+
+
+def _automatic_naming(call: ast.Call) -> bool:
+    """``save_state()`` given no directory: it runs only with automatic checkpoint naming
+    (accelerate names the folder itself), one of the settings under which it synchronises."""
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "save_state"
+        and call_argument(call, 0, "output_dir") is None
+    )
 
 
 def _switches_on(call: ast.Call, name: str, position: int) -> bool:
@@ -499,13 +570,22 @@ def header_parts(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def sharded_later(calls: list[ast.Call], names: Names) -> dict[str, int]:
+def sharded_later(
+    calls: list[ast.Call], names: Names, project: ProjectFacts = NO_PROJECT
+) -> dict[str, int]:
     """Model name -> the last line where one of ``calls`` shards it (``fully_shard(model)``,
-    ``FSDP(model)``): before that line its full state dict gathers nothing."""
+    ``FSDP(model)``, or another module's function that shards that argument, by the
+    project model): before that line its full state dict gathers nothing."""
     found: dict[str, int] = {}
     for call in calls:
         if names.resolve(call.func) in SHARDING_WRAPPERS:
-            model = dotted_name(call.args[0]) if call.args else None
+            positions: frozenset[int] = frozenset({0})
+        else:
+            spelled = dotted_name(call.func)
+            positions = project.sharded_arguments(spelled, None) if spelled else frozenset()
+        for position in positions:
+            given = call.args[position] if position < len(call.args) else None
+            model = dotted_name(given) if given is not None else None
             if model is not None:
                 found[model] = max(found.get(model, 0), call.lineno)
     return found

@@ -149,6 +149,7 @@ class ModuleAnalysis:
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
         self._batch_views: dict[tuple[Scope, bool, frozenset[str]], Divergence] = {}
+        self._probe_views: dict[tuple[Scope, Callable[[ast.Call], bool]], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         #: (class name, method name) -> the method, for the classes of module code.
         self._methods: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -162,7 +163,7 @@ class ModuleAnalysis:
         self._constructions: dict[int, tuple[State, State]] = {}
         self._summaries: dict[str, CallSummary | None] = {}
         self._solving_fields: set[int] = set()
-        self._sharded = sharded_later(calls, self.names)
+        self._sharded = sharded_later(calls, self.names, project)
         self._reaching = self._functions_reaching_collectives()
         self._single_process: SingleProcessPaths | None = None
         self._literal_values: LiteralValues | None = None
@@ -282,6 +283,19 @@ class ModuleAnalysis:
             self._batch_views[(scope, lightning, handed)] = found
         return found
 
+    def probe_view(self, scope: Scope, probes: Callable[[ast.Call], bool]) -> Divergence:
+        """The divergence of ``scope`` where the calls ``probes`` accepts (file checks of
+        a path the run writes) differ between ranks: for the question about decisions on
+        them (DDP218), never for the others."""
+        found = self._probe_views.get((scope, probes))
+        if found is None:
+            facts = self.function(scope)
+            found = self._divergence(
+                scope, facts.graph, facts.dominance, self._entry_of(scope), probes=probes
+            )
+            self._probe_views[(scope, probes)] = found
+        return found
+
     def local_callee(
         self, name: str, caller: Scope
     ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]] | None:
@@ -305,6 +319,7 @@ class ModuleAnalysis:
         dominance: PostDominance,
         fields: State,
         batches: BatchSeeds | None = None,
+        probes: Callable[[ast.Call], bool] | None = None,
     ) -> Divergence:
         rank_parameters: frozenset[str] = frozenset()
         if isinstance(scope, _FUNCTIONS):
@@ -328,6 +343,7 @@ class ModuleAnalysis:
             self.literal_values.decided,
             batches=batches,
             several=lambda test: self.single_process.asks_several(test, scope),
+            probes=probes,
         )
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
@@ -557,9 +573,14 @@ class ModuleAnalysis:
         to a fixed point)."""
         direct: dict[str, Collective] = {}
         calls: dict[str, set[str]] = {}
-        for function in self.nodes.functions():
+        for scope, scope_calls in self.nodes.calls_by_scope.items():
+            function = scope
+            while isinstance(function, _INLINE_SCOPES):  # a comprehension runs inline
+                function = self.nodes.scope_of[function]
+            if not isinstance(function, _FUNCTIONS):
+                continue
             in_lightning = self._in_lightning_class(function)
-            for call in self.nodes.calls_by_scope.get(function, []):
+            for call in scope_calls:
                 found = self.objects.collective(call, in_lightning)
                 key = self._key_of(function)
                 if found is not None and key not in direct:
@@ -665,19 +686,39 @@ def condition_fact(test: ast.expr) -> tuple[str, bool] | None:
     return None if spelled is None else (spelled, not negated)
 
 
-def _implied_facts(test: ast.expr, truth: bool) -> Iterator[tuple[str, bool]]:
-    """The truths of plain names that taking ``test`` as ``truth`` settles: the name
-    itself, each part of an ``and`` taken, each part of an ``or`` not taken."""
+def implied_facts(test: ast.expr, truth: bool) -> Iterator[tuple[str, bool]]:
+    """The truths of plain names (and of names compared equal to a constant) that taking
+    ``test`` as ``truth`` settles: the name itself, each part of an ``and`` taken, each
+    part of an ``or`` not taken."""
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truth = test.operand, not truth
     if isinstance(test, ast.BoolOp):
         if truth == isinstance(test.op, ast.And):
             for value in test.values:
-                yield from _implied_facts(value, truth)
+                yield from implied_facts(value, truth)
+        return
+    compared = _equality(test)
+    if compared is not None:
+        yield compared[0], truth == compared[1]
         return
     spelled = dotted_name(test)
     if spelled is not None:
         yield spelled, truth
+
+
+def _equality(test: ast.expr) -> tuple[str, bool] | None:
+    """(``name == constant``, whether ``test`` asks it) for ``name == c`` / ``name != c``."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, right, op = test.left, test.comparators[0], test.ops[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    spelled = dotted_name(left)
+    if spelled is None or not isinstance(right, ast.Constant):
+        return None
+    if not isinstance(op, (ast.Eq, ast.NotEq)):
+        return None
+    return f"{spelled} == {right.value!r}", isinstance(op, ast.Eq)
 
 
 def path_facts(node: Node, dominance: PostDominance) -> Facts:
@@ -688,7 +729,7 @@ def path_facts(node: Node, dominance: PostDominance) -> Facts:
         if not isinstance(statement, (ast.If, ast.While)):
             continue
         if dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE):
-            facts.update(_implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
+            facts.update(implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
     return frozenset(facts)
 
 
@@ -784,9 +825,10 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
 
 
 def truth_under(test: ast.expr, facts: Facts) -> bool | None:
-    """A test's truth where ``facts`` give plain names theirs, in three values: ``not``,
-    ``and`` and ``or`` are settled by the parts that are known (``rank > 0 and not
-    evaluate`` is false where ``evaluate`` is true); None when it stays open."""
+    """A test's truth where ``facts`` give plain names (and ``name == constant``) theirs,
+    in three values: ``not``, ``and`` and ``or`` are settled by the parts that are known
+    (``rank > 0 and not evaluate`` is false where ``evaluate`` is true); None when it
+    stays open."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = truth_under(test.operand, facts)
         return None if inner is None else not inner
@@ -796,6 +838,10 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
+    compared = _equality(test)
+    if compared is not None:
+        known = next((value for name, value in facts if name == compared[0]), None)
+        return None if known is None else known == compared[1]
     tensor = _tensor_tested(test)
     spelled = _tensor_fact(tensor) if tensor is not None else dotted_name(test)
     if spelled is None:

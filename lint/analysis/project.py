@@ -23,6 +23,8 @@ class Reached:
     name: str
     chain: str
     switch: tuple[str, int] | None = None
+    #: The catalogued API it is (``torch.distributed.checkpoint.save``).
+    api: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,11 @@ class ProjectFacts(Protocol):
         module makes when called, or a project name holds."""
         ...
 
+    def sharded_arguments(self, name: str, owner: str | None) -> frozenset[int]:
+        """Positions of the arguments a call of another module's function shards
+        (``fully_shard``, ``FSDP(...)`` inside it)."""
+        ...
+
 
 class NoProject:
     """A file linted on its own: nothing is known of other modules."""
@@ -125,6 +132,9 @@ class NoProject:
 
     def kind(self, name: str, owner: str | None) -> str | None:
         return None
+
+    def sharded_arguments(self, name: str, owner: str | None) -> frozenset[int]:
+        return frozenset()
 
 
 NO_PROJECT = NoProject()

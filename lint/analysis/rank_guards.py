@@ -28,11 +28,17 @@ from dataclasses import dataclass
 from ddplint.analysis.api import GLOBAL_ZERO_DECORATORS, LOCAL_RANK_SPELLINGS
 from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
-from ddplint.analysis.dominance import decision_successors
+from ddplint.analysis.dominance import Dependence, decision_successors
 from ddplint.analysis.effects import header_parts
-from ddplint.analysis.functions import ModuleAnalysis, ways_on
+from ddplint.analysis.functions import (
+    Facts,
+    ModuleAnalysis,
+    implied_facts,
+    truth_under,
+    ways_on,
+)
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.pairing import class_truth
+from ddplint.analysis.pairing import arms_agree, class_truth
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WORD = re.compile(r"\w+")
@@ -87,7 +93,8 @@ def guard_of(
             taint = divergence.taint(inside[0], node)
             if taint is not None and accepted(taint):
                 return RankGuard(node.statement, inside[0], taint, inside[1], where=(scope, node))
-    for dependence in facts.dominance.all_dependences(node):
+    dependences = facts.dominance.all_dependences(node)
+    for dependence in dependences:
         test = dependence.test
         if test.statement is None or len(list(ways_on(test))) < 2:
             continue
@@ -98,8 +105,35 @@ def guard_of(
             continue
         decided = getattr(test.statement, "test", test.statement)
         runs_when = dependence.edge is not EdgeKind.FALSE
+        shared = _shared_facts(dependences, divergence)
+        if isinstance(decided, ast.expr) and truth_under(decided, shared) is runs_when:
+            continue  # the shared tests that also decide it settle this one's answer
         return RankGuard(test.statement, decided, taint, runs_when, where=(scope, test))
     return rank_only_decorator(analysis, scope)
+
+
+def _shared_facts(dependences: list[Dependence], divergence: Divergence) -> Facts:
+    """What the tests every rank answers alike tell of the names they read, on the ways
+    that lead to the guarded node: under ``if kind == "sharded":`` inside ``if (rank ==
+    0 and kind == "full") or kind == "sharded":``, the outer test holds on every rank."""
+    found: set[tuple[str, bool]] = set()
+    for dependence in dependences:
+        statement = dependence.test.statement
+        if not isinstance(statement, (ast.If, ast.While)) or dependence.edge not in (
+            EdgeKind.TRUE,
+            EdgeKind.FALSE,
+        ):
+            continue
+        if divergence.test_taint(dependence.test) is None:
+            found.update(implied_facts(statement.test, dependence.edge is EdgeKind.TRUE))
+    return frozenset(found)
+
+
+def paired_tests(analysis: ModuleAnalysis, scope: Scope) -> Callable[[Node], bool]:
+    """The tests of ``scope`` whose ways issue the same collectives in the same order
+    (``pairing.arms_agree``): as ``balanced`` for ``guard_of``, they decide nothing."""
+    function = analysis.function(scope)
+    return lambda test: arms_agree(function, test) is True
 
 
 def by_rank(taint: Taint) -> bool:

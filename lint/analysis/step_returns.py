@@ -5,7 +5,9 @@
 bases, ``module_classes``) that returns no loss tied to the parameters -- ``return`` /
 ``return None``, falling off the end, or a freshly built constant tensor
 (``torch.tensor(0.0)``, ``torch.zeros(1).to(device)``, ``{"loss": torch.tensor(0.)}``)
--- where a test whose answer may differ between ranks decides it, or in an exception
+-- where a test whose answer may differ between ranks decides it (a test around it, or
+the nearest such test it is control-dependent on, ``rank_guards.guard_of``: ``if
+torch.isfinite(loss): return loss`` before ``return None``), or in an exception
 handler. The divergence is the function's own with its batch (the first parameter
 after ``self``) seeded as this rank's (``Source.BATCH``): a test on the batch, on what
 the model computed from it, on the rank or a clock differs between ranks (the one batch
@@ -30,6 +32,7 @@ from ddplint.analysis.control_flow import Graph
 from ddplint.analysis.divergence import Divergence, Taint
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.rank_guards import guard_of
 
 #: Tensor constructors whose result has no autograd history.
 CONSTANT_TENSORS = frozenset(
@@ -125,6 +128,8 @@ def lossless_step_returns(analysis: ModuleAnalysis) -> list[LosslessStep]:
         reported: set[tuple[int, int]] = set()
         for path in lossless_returns(function, analysis.names):
             guard, taint = _deciding_guard(path, graph, divergence)
+            if guard is None:
+                guard, taint = _dependence_guard(analysis, function, graph, path, divergence)
             if guard is None and path.handler is None:
                 continue
             step = LosslessStep(function, path, guard, taint)
@@ -145,6 +150,27 @@ def _deciding_guard(
             if taint is not None:
                 return guard, taint
     return None, None
+
+
+def _dependence_guard(
+    analysis: ModuleAnalysis,
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    graph: Graph,
+    path: LosslessReturn,
+    divergence: Divergence,
+) -> tuple[Guard | None, Taint | None]:
+    """The test that decides whether the way out is taken where no test around it does:
+    the nearest divergent test it is control-dependent on (``rank_guards.guard_of``), such
+    as ``if torch.isfinite(loss): return loss`` before a ``return None``."""
+    nodes = graph.nodes_of(path.node)
+    if not nodes:
+        return None, None
+    found = guard_of(analysis, function, nodes[0], None, lambda _: True, divergence)
+    if found is None or found.runs_when is None:
+        return None, None
+    if not isinstance(found.cause, (ast.If, ast.While)) or not isinstance(found.test, ast.expr):
+        return None, None
+    return Guard(found.test, found.cause, not found.runs_when), found.taint
 
 
 def manual_optimization(

@@ -16,7 +16,6 @@ from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
 from ddplint.code.collectives.receivers import Receivers
 from ddplint.code.collectives.unsharded_models import UnshardedModels
-from ddplint.code.collectives.wrapped_forwards import WrappedForwards
 from ddplint.code.project.encoding import OPTIONS_KEY
 from ddplint.code.project.view import ProjectView
 from ddplint.code.ranks.one_process import OneProcessPaths
@@ -224,10 +223,6 @@ class CodeContext:
     @cached_property
     def divergent_exits(self) -> DivergentExits:
         return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
-
-    @cached_property
-    def wrapped_forwards(self) -> WrappedForwards:
-        return WrappedForwards(self.index, self.names, self.call_reach, self.project)
 
     @cached_property
     def step_skips(self) -> StepSkips:

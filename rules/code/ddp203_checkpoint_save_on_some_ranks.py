@@ -2,49 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
+from ddplint.analysis.checkpoint_saves import SaveOnSomeRanks, saves_on_some_ranks
+from ddplint.analysis.divergence import Taint
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.rank_guards import by_rank
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.ast_edits import shift_continuation_lines
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.ranks.guard_brief import ranks_brief
-from ddplint.code.ranks.rank_reachability import FirstAfterExit, RankGuard
+from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node, shift_continuation_lines
 from ddplint.code.torch_floor import LIGHTNING_BEFORE_2_1
-from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES, RANK_NEEDLES
 from ddplint.rule import CodeRule
-
-
-def conjuncts(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``[a, b, c]`` for ``a and b and c`` (one item for anything else)."""
-    if (
-        isinstance(expr, cst.BooleanOperation)
-        and isinstance(expr.operator, cst.And)
-        and not expr.lpar
-    ):
-        return [*conjuncts(expr.left), *conjuncts(expr.right)]
-    return [expr]
-
-
-def sole_statement(node: cst.If) -> cst.SimpleStatementLine | cst.SimpleStatementSuite | None:
-    """The one statement line of an ``if`` without ``else``, with no comment to lose."""
-    body = node.body
-    if node.orelse is not None:
-        return None
-    if isinstance(body, cst.SimpleStatementSuite):
-        return body if len(body.body) == 1 and body.trailing_whitespace.comment is None else None
-    if not isinstance(body, cst.IndentedBlock):
-        return None
-    if len(body.body) != 1 or body.header.comment is not None or body.footer:
-        return None
-    line = body.body[0]
-    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-        return None
-    if any(empty.comment is not None for empty in line.leading_lines):
-        return None
-    return line
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
 
 
 class CheckpointSaveOnSomeRanks(CodeRule):
@@ -52,9 +23,21 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     ## What it does
     Flags a checkpoint save that every rank must join, made on some ranks only:
     `trainer.save_checkpoint(...)` (Lightning), `accelerator.save_state(...)`
-    (accelerate), `engine.save_checkpoint(...)` (DeepSpeed), `fabric.save(...)`,
-    `torch.distributed.checkpoint.save(...)` and FSDP full state/optimizer dicts, under
-    a rank condition, after an early `return` on one, or in a `@rank_zero_only` function.
+    (accelerate, where it synchronises), `engine.save_checkpoint(...)` (DeepSpeed),
+    `fabric.save(...)`, `torch.distributed.checkpoint.save(...)` and FSDP full
+    state/optimizer dicts, under a rank condition, after an early `return` on one, or in a
+    `@rank_zero_only` function.
+
+    The saving object is known by what made it, never by a variable's name: a Lightning
+    `Trainer` (made, `self.trainer` of a LightningModule, a callback hook's trainer, an
+    annotation), an `Accelerator` or `Fabric` (made or annotated), a DeepSpeed engine from
+    `deepspeed.initialize`. It is built on the analysis core (control dependence on the
+    divergence analysis, rank guards, conditional effects).
+
+    Not flagged: accelerate's `save_state` in a module that uses neither DeepSpeed, FSDP,
+    Megatron-LM nor automatic checkpoint naming (under plain DDP it writes on the calling
+    rank without a collective); `trainer.save_checkpoint` in Lightning 1.x code (no barrier
+    before Lightning 2.1); a full state-dict read of a model sharded only later.
 
     ## Why is this bad?
     These calls synchronise: Lightning's `save_checkpoint` ends with
@@ -98,53 +81,82 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        reachability = ctx.rank_reachability
-        old_lightning = _lightning_before_2_1(ctx)
-        exits = FirstAfterExit()
-        for call, collective, guard in reachability.divergent_collectives(
-            lambda c: c.saves_checkpoint and not (c.family == "trainer" and old_lightning)
-        ):
-            if not exits.first(guard):
-                continue
-            where = reachability.describe(guard)
-            called = " ".join(ctx.node_text(call.func).split())
-            assumes = " from Lightning 2.1 on" if collective.family == "trainer" else ""
+        analysis = ctx.analysis
+        synchronises = not _lightning_before_2_1(ctx, analysis)
+        for save in saves_on_some_ranks(analysis, synchronises):
+            called = " ".join(ast_node_text(ctx, save.call.func).split())
+            where = _where(save)
+            assumes = " from Lightning 2.1 on" if save.what == "trainer" else ""
+            if save.condition is not None:
+                assumes = f" {save.condition}, which this module uses"
+            reaches = f", and it reaches `{save.via}`" if save.via is not None else ""
             message = (
-                f"`{called}()` runs {where}, but every rank must call it: it synchronises "
+                f"`{called}()` runs {where}{reaches}, but every rank must call it: it "
+                "synchronises "
                 f"the ranks{assumes} (and already writes only where it should), so this "
                 "rank waits for the others until the timeout. Call it on every rank"
             )
-            summary = f"`{called}()` runs {ranks_brief(ctx, guard)}, but every rank must call it"
-            yield ctx.finding(self, call, message, self._fix(ctx, call, guard), summary=summary)
+            brief = "on rank 0 only" if save.wrapped else "on some ranks only"
+            yield ctx.ast_finding(
+                self,
+                save.call,
+                message,
+                summary=f"`{called}()` runs {brief}, but every rank must call it",
+                related=[] if save.wrapped else [guard_related(save.guard)],
+                fix=_fix(ctx, analysis, save),
+            )
 
-    @staticmethod
-    def _fix(ctx: CodeContext, call: cst.Call, guard: RankGuard) -> Fix | None:
-        """Remove the rank test when the guard's ``if`` holds only this call."""
-        holder = guard.holder
-        if guard.kind != "branch" or not isinstance(holder, cst.If):
-            return None
-        if isinstance(ctx.index.parent.get(holder), cst.If):
-            return None  # an `elif`
-        line = sole_statement(holder)
-        if line is None:
-            return None
-        statement = line.body[0]
-        if not (isinstance(statement, cst.Expr) and statement.value is call):
-            return None
-        predicates = ctx.rank_predicates
-        kept = [c for c in conjuncts(holder.test) if not predicates.is_rank_dependent(c)]
-        if any(predicates.is_rank_dependent(c) for c in kept):
-            return None
-        if kept:
-            test = " and ".join(ctx.node_text(c) for c in kept)
-            edit = replace_node(ctx, holder.test, test)
-        else:
-            indent = ctx.range_of(holder)[1]
-            body_indent = ctx.range_of(statement)[1]
-            text = shift_continuation_lines(ctx.node_text(statement), body_indent - indent)
-            edit = replace_node(ctx, holder, text)
-        return Fix(Applicability.SAFE, (edit,), "Call it on every rank (remove the rank test)")
+
+def _where(save: SaveOnSomeRanks) -> str:
+    """Where the save runs, for the message."""
+    guard = save.guard
+    if save.wrapped:
+        return f"only on the ranks `{ast.unparse(guard.test)}` lets through (line {guard.line})"
+    return guard_text(guard)
+
+
+def _fix(ctx: CodeContext, analysis: ModuleAnalysis, save: SaveOnSomeRanks) -> Fix | None:
+    """Remove the rank test when the guard's ``if`` holds only this call (no ``else``, no
+    comment): the save already writes on the right ranks."""
+    holder, guard = save.guard.cause, save.guard
+    if not isinstance(holder, ast.If) or holder.orelse or guard.runs_when is not True:
+        return None
+    if len(holder.body) != 1 or guard.where is None:
+        return None
+    statement = holder.body[0]
+    if not (isinstance(statement, ast.Expr) and statement.value is save.call):
+        return None
+    whole = ast_node_text(ctx, holder)
+    if whole.startswith("elif") or "#" in whole.replace(ast_node_text(ctx, statement), ""):
+        return None
+    scope, node = guard.where
+    divergence = analysis.function(scope).divergence
+    conjuncts = _conjuncts(holder.test)
+    kept = [c for c in conjuncts if not _rank_test(divergence.taint(c, node))]
+    if len(kept) == len(conjuncts):
+        return None
+    if kept:
+        test = " and ".join(ast_node_text(ctx, c) for c in kept)
+        edit = replace_ast_node(ctx, holder.test, test)
+    else:
+        shift = statement.col_offset - holder.col_offset
+        text = shift_continuation_lines(ast_node_text(ctx, statement), shift)
+        edit = Edit(*ctx.ast_range(holder), text)
+    return Fix(Applicability.SAFE, (edit,), "Call it on every rank (remove the rank test)")
+
+
+def _rank_test(taint: Taint | None) -> bool:
+    return taint is not None and by_rank(taint)
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """``[a, b, c]`` for ``a and b and c`` (one item for anything else)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
 
 
 #: Hooks Lightning 2.0 removed: a module that defines them is Lightning 1.x code.
@@ -166,10 +178,10 @@ LIGHTNING_1X_HOOKS = frozenset(
 )
 
 
-def _lightning_before_2_1(ctx: CodeContext) -> bool:
+def _lightning_before_2_1(ctx: CodeContext, analysis: ModuleAnalysis) -> bool:
     """``Trainer.save_checkpoint`` synchronises only from Lightning 2.1: before, plain DDP
     writes on rank 0 without a barrier. The project pins an older Lightning, or the module
     defines hooks that Lightning 2.0 removed."""
     if ctx.options.fact(LIGHTNING_BEFORE_2_1):
         return True
-    return any(f.name.value in LIGHTNING_1X_HOOKS for f in ctx.index.nodes(cst.FunctionDef))
+    return any(f.name in LIGHTNING_1X_HOOKS for f in analysis.nodes.functions())

@@ -19,8 +19,10 @@ class TrainingStepReturnsNone(CodeRule):
     Flags a `return None`, a bare `return`, or falling off the end of `training_step` in
     a LightningModule (or NeMo `ModelPT`) on a path decided by a value that differs
     between ranks: under an `if` that reads the batch, the loss or outputs computed from
-    them, the rank itself (`if self.global_rank == 0:`) or a clock, or in an exception
-    handler. A constant tensor returned there (`torch.tensor(0.0)`,
+    them, the rank itself (`if self.global_rank == 0:`) or a clock, or after such a test
+    whose other way returns the loss (`if torch.isfinite(loss): return loss` then
+    `return None`: control dependence, the analysis core's `guard_of`), or in an
+    exception handler. A constant tensor returned there (`torch.tensor(0.0)`,
     `torch.zeros(1).to(self.device)`, `{"loss": torch.tensor(0.)}`) is flagged too: it
     has no graph back to the parameters.
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.wrapped_forwards import WrappedForward
+from ddplint.analysis.ddp_forwards import ForwardOnSomeRanks, ddp_forwards_on_some_ranks
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
 
 
 class DdpForwardOnSomeRanks(CodeRule):
@@ -29,7 +28,10 @@ class DdpForwardOnSomeRanks(CodeRule):
     `DistributedDataParallel(model)`.
 
     Not flagged: a wrapper built with `broadcast_buffers=False`; calls of the inner
-    module (`ddp_model.module(x)`); a model the analysis cannot tie to a DDP wrapper.
+    module (`ddp_model.module(x)`) or of a model unwrapped first (`model = model.module`);
+    a model the analysis cannot tie to a DDP wrapper. It is built on the analysis core
+    (the effects' implicit DDP forward, control dependence on the divergence analysis,
+    rank guards).
 
     ## Why is this bad?
     DDP's forward is a collective: before running the module it broadcasts the module's
@@ -76,53 +78,47 @@ class DdpForwardOnSomeRanks(CodeRule):
     fix_applicability = Applicability.UNSAFE
     needles = ("DistributedDataParallel",)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        reachability = ctx.rank_reachability
-        for forward in ctx.wrapped_forwards.find():
-            guard = reachability.guard_of(forward.call)
-            if guard is None:
-                continue
-            where = reachability.describe(guard)
-            if forward.wrapper is not None:
-                origin = f"DistributedDataParallel, line {ctx.range_of(forward.wrapper)[0]}"
+        for forward in ddp_forwards_on_some_ranks(ctx.analysis):
+            model = ast_node_text(ctx, forward.model)
+            where = guard_text(forward.guard)
+            if forward.wrapping is not None:
+                origin = f"DistributedDataParallel, line {forward.wrapping.lineno}"
             else:
                 origin = "a DistributedDataParallel model its callers pass in"
             if forward.inner is None:
-                subject = f"`{forward.model}` ({origin}) is called"
+                subject = f"`{model}` ({origin}) is called"
             else:
-                inner_line = ctx.range_of(forward.inner)[0]
                 subject = (
-                    f"`{forward.model}` ({origin}) is passed to a "
-                    f"function that calls it (line {inner_line}), and this runs"
+                    f"`{model}` ({origin}) is passed to a function that calls it (line "
+                    f"{forward.inner.lineno}), and this runs"
                 )
             message = (
                 f"{subject} {where}: DDP's forward broadcasts the module's buffers from "
                 "rank 0 when the previous forward ran with grad enabled (the default "
                 "`broadcast_buffers=True`), so the ranks that skip it leave this one waiting "
-                f"until the timeout. Call `{forward.model}.module` here, or run it on every rank"
+                f"until the timeout. Call `{model}.module` here, or run it on every rank"
             )
-            yield ctx.finding(
+            related = [guard_related(forward.guard)]
+            if forward.inner is not None:
+                related.append((forward.inner, "the forward it runs"))
+            yield ctx.ast_finding(
                 self,
                 forward.call,
                 message,
-                self._fix(ctx, forward),
                 summary="DDP forward (buffer broadcast) on some ranks only",
+                related=related,
+                fix=_fix(ctx, forward, model),
             )
 
-    @staticmethod
-    def _fix(ctx: CodeContext, forward: WrappedForward) -> Fix | None:
-        """``m(x)`` -> ``m.module(x)``; ``f(m)`` -> ``f(m.module)``."""
-        call = forward.call
-        if forward.inner is None:
-            target: cst.CSTNode = call.func
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
-                target = call.func.value
-        else:
-            target = next(
-                (a.value for a in call.args if dotted_name(a.value) == forward.model), call
-            )
-            if target is call:
-                return None
-        edit = replace_node(ctx, target, f"{forward.model}.module")
-        message = f"Call the inner module (`{forward.model}.module`): no buffer broadcast"
-        return Fix(Applicability.UNSAFE, (edit,), message)
+
+def _fix(ctx: CodeContext, forward: ForwardOnSomeRanks, model: str) -> Fix | None:
+    """``m(x)`` -> ``m.module(x)``; ``m.forward(x)`` -> ``m.module.forward(x)``;
+    ``f(m)`` -> ``f(m.module)``."""
+    if not isinstance(forward.model, (ast.Name, ast.Attribute)):
+        return None
+    edit = replace_ast_node(ctx, forward.model, f"{model}.module")
+    message = f"Call the inner module (`{model}.module`): no buffer broadcast"
+    return Fix(Applicability.UNSAFE, (edit,), message)

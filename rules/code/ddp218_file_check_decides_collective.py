@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
+from ddplint.analysis.file_checks import file_checks_deciding_collectives
 from ddplint.code.context import CodeContext
-from ddplint.code.values.divergence import Source
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
-from ddplint.rules.code.ddp210_divergent_exit_before_collective import (
-    divergent_exit_message,
-    divergent_exit_summary,
-)
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related
 
 
 class FileCheckDecidesCollective(CodeRule):
@@ -24,9 +23,16 @@ class FileCheckDecidesCollective(CodeRule):
     `continue` / `break` on such a check before a collective. Opt-in (preview): on a
     shared file system the ranks mostly agree, so this reports a race, not a certainty.
 
+    Only a check of a path the run writes counts (the same path handed to `torch.save`,
+    `open(..., "w")`, `os.makedirs`, a `.save(...)`, or to any call made on some ranks
+    only, such as `if rank == 0: prepare(path)`): a path no rank writes (an input
+    checkpoint, a dataset folder) gives every rank the same answer. It is built on the
+    analysis core (a probe view of the divergence analysis, control dependence, pairing).
+
     Not flagged: a check whose answer was shared first (`broadcast_object_list` of the
-    result, or a check made on rank 0 and broadcast); the clock and memory probes and a
-    rank's own contribution to a collective (DDP210).
+    result, or a check made on rank 0 and broadcast); a test whose branches issue the
+    same collectives; the clock and memory probes and a rank's own contribution to a
+    collective (DDP219).
 
     ## Why is this bad?
     Each rank asks the file system at its own moment. A rank that is a little late asks
@@ -67,8 +73,28 @@ class FileCheckDecidesCollective(CodeRule):
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for found in ctx.divergent_exits.find({Source.FILE_CHECK}):
-            message = divergent_exit_message(ctx, found)
-            summary = divergent_exit_summary(found)
-            yield ctx.finding(self, found.statement, message, summary=summary)
+        for found in file_checks_deciding_collectives(ctx.analysis):
+            check = " ".join(ast_node_text(ctx, found.guard.test).split())
+            collective = found.collective.name
+            if isinstance(found.at, (ast.Return, ast.Continue, ast.Break)):
+                what = f"`{ast_node_text(ctx, found.at)}` is taken"
+            else:
+                what = f"`{collective}` runs"
+            message = (
+                f"{what} on the answer of a file-system check (`{check}`, line "
+                f"{found.guard.line}) of a path this run writes: each rank asks at its own "
+                "moment (or on its own node's disk), so a rank that asks after the file "
+                f"appears takes the other way and the ranks part at `{collective}` (a hang "
+                "until the timeout). Decide on one rank's answer shared with "
+                "`broadcast_object_list`"
+            )
+            yield ctx.ast_finding(
+                self,
+                found.at,
+                message,
+                summary=f"a per-rank file-system check decides `{collective}`",
+                related=[guard_related(found.guard), (found.collective.call, "the collective")],
+            )

@@ -215,6 +215,9 @@ class CoreFacts:
             name = f"{owner}:{name}"
         return self._facts.names.get(name, _NOTHING)
 
+    def sharded_arguments(self, name: str, owner: str | None) -> frozenset[int]:
+        return frozenset(self.fact(name, owner).sharded_arguments)
+
     def reached(self, name: str, owner: str | None) -> Reached | None:
         fact = self.fact(name, owner)
         reach = fact.reaches
@@ -222,7 +225,7 @@ class CoreFacts:
             return None
         switch = reach.switch
         switched = None if switch is None else (switch.parameter, switch.position)
-        return Reached(reach.op or reach.api, _chain_text(reach), switched)
+        return Reached(reach.op or reach.api, _chain_text(reach), switched, reach.api)
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
         return frozenset(self._facts.functions.get(function, _NO_CALLERS).ddp_parameters)

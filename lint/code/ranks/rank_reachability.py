@@ -90,23 +90,6 @@ class RankGuard:
     condition: cst.BaseExpression | None = None
 
 
-class FirstAfterExit:
-    """One finding per rank-guarded early exit: the first call it makes divergent (in
-    source order) is where the exit is reported; the later ones after the same exit
-    have the same cause and the same fix."""
-
-    def __init__(self) -> None:
-        self._seen: set[cst.CSTNode] = set()
-
-    def first(self, guard: RankGuard) -> bool:
-        if guard.kind != "early_exit":
-            return True
-        if guard.node in self._seen:
-            return False
-        self._seen.add(guard.node)
-        return True
-
-
 @dataclass(frozen=True)
 class ReachedCollective:
     """A collective a function reaches, and the calls in between (innermost last)."""
@@ -384,19 +367,6 @@ class RankReachability:
         if any(self._index.enclosing_class(f) is not owner for f in reached.chain):
             return False
         return runs_only_if(self._index, reached.collective.node, reached.chain[-1], false_here)
-
-    def divergent_collectives(
-        self, wanted: Callable[[Collective], bool]
-    ) -> Iterator[tuple[cst.Call, Collective, RankGuard]]:
-        """Calls that are a ``wanted`` collective themselves and run on some ranks only
-        while the others issue something else (see ``divergent_guard``)."""
-        for call in self._index.nodes(cst.Call):
-            collective = self.own_collective(call)
-            if collective is None or not wanted(collective):
-                continue
-            guard = self.divergent_guard(call)
-            if guard is not None:
-                yield call, collective, guard
 
     def own_collective(self, call: cst.Call) -> Collective | None:
         """The collective ``call`` itself is (``rank_zero_only(trainer.save_checkpoint)(p)``

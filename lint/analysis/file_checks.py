@@ -1,0 +1,262 @@
+"""File-system checks that decide whether a collective runs: a question to the analysis
+core (DDP218).
+
+``file_checks_deciding_collectives(analysis)``: each test on a file-system check
+(``os.path.exists``, ``os.listdir``, ``glob.glob``, ``Path(p).is_file()``, ...) on which a
+collective is control-dependent (a test around it, a ``return`` / ``continue`` /
+``break`` before it), asked of a probe view of the divergence (``probe_view``) in which
+such a check differs between ranks: each rank asks at its own moment.
+
+Only a check of a path the run itself writes counts: a path no rank writes (an input
+checkpoint, a dataset folder) gives every rank the same answer. A path held in the
+object's state (``self.best_model_path``, or a name bound from such a field) counts as
+written: the object or its framework base may write it during the run. A path is written when
+the same expression is handed to a call that writes files (``torch.save``, ``open`` in a
+writing mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call
+that runs on some ranks only (``if rank == 0: prepare(path)``: one rank makes it). A test
+whose ways issue the same collectives decides nothing (pairing), nor a check whose answer
+is shared first (``broadcast_object_list``: the divergence's agreement).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ddplint.analysis.api import FILE_CALLS
+from ddplint.analysis.control_flow import Node, Scope
+from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.effects import Collective
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import Names, call_argument
+from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
+
+#: ``pathlib.Path`` methods that look at the file system.
+PATH_CHECKS = frozenset({"exists", "is_file", "is_dir"})
+#: Functions that write (or make) the files and folders they are handed.
+WRITING_FUNCTIONS = frozenset(
+    {
+        "torch.save",
+        "numpy.save",
+        "numpy.savez",
+        "numpy.savez_compressed",
+        "numpy.savetxt",
+        "os.makedirs",
+        "os.mkdir",
+        "os.rename",
+        "os.replace",
+        "os.symlink",
+        "shutil.copy",
+        "shutil.copy2",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.move",
+        "urllib.request.urlretrieve",
+        "torchvision.utils.save_image",
+        "cv2.imwrite",
+        "imageio.imwrite",
+    }
+)
+#: Methods that write the path they are handed (or the path they are called on).
+WRITING_METHODS = frozenset(
+    {
+        "save",
+        "save_pretrained",
+        "savefig",
+        "write",
+        "write_text",
+        "write_bytes",
+        "mkdir",
+        "touch",
+        "to_csv",
+        "to_json",
+        "to_parquet",
+    }
+)
+_WRITING_MODES = frozenset("wax+")
+
+
+@dataclass(frozen=True)
+class FileCheckDecision:
+    """``guard`` (a test on a file-system check) decides whether ``collective`` runs;
+    ``at`` is where it is reported: the collective's statement under the test, or the
+    exit the test takes before it."""
+
+    at: ast.AST
+    guard: RankGuard
+    collective: Collective
+
+
+def file_checks_deciding_collectives(analysis: ModuleAnalysis) -> list[FileCheckDecision]:
+    """Each test on a file-system check of a written path that decides a collective, once
+    per test, in source order."""
+    names = analysis.names
+    checks = [c for c in analysis.nodes.of_type(ast.Call) if checked_path(names, c) is not None]
+    if not checks:
+        return []
+    probes = _WrittenProbes(analysis, checks)
+    if not probes.some():
+        return []
+    found: dict[int, FileCheckDecision] = {}
+    for scope in analysis.scopes_with_collectives():
+        function = analysis.function(scope)
+        if not function.effects:
+            continue
+        view = analysis.probe_view(scope, probes.differs)
+        paired = paired_tests(analysis, scope)
+        for node in sorted(function.graph.nodes, key=lambda n: n.line):
+            for collective, through in function.effects.get(node.index, ()):
+                guard = guard_of(
+                    analysis,
+                    scope,
+                    node,
+                    collective.call if through is None else None,
+                    _from_file,
+                    view,
+                    paired,
+                )
+                if guard is None or id(guard.cause) in found or node.statement is None:
+                    continue
+                at = _exit_of(guard.cause, node.statement) or node.statement
+                found[id(guard.cause)] = FileCheckDecision(at, guard, collective)
+    return sorted(found.values(), key=lambda f: (getattr(f.at, "lineno", 0), f.guard.line))
+
+
+def _from_file(taint: Taint) -> bool:
+    return taint.source is Source.FILE
+
+
+def _exit_of(cause: ast.AST, statement: ast.AST) -> ast.stmt | None:
+    """The exit a test takes before ``statement`` (``if done: continue``), None when the
+    statement is under the test."""
+    if not isinstance(cause, (ast.If, ast.While)) or any(n is statement for n in ast.walk(cause)):
+        return None
+    for block in (cause.body, cause.orelse):
+        for inner in block:
+            if isinstance(inner, (ast.Return, ast.Continue, ast.Break)):
+                return inner
+    return None
+
+
+def checked_path(names: Names, call: ast.Call) -> ast.expr | None:
+    """The path a file-system check looks at: the argument of ``os.path.exists(p)`` /
+    ``os.listdir(p)`` / ``glob.glob(p)``, ``p`` of ``p.exists()`` or ``Path(p).exists()``."""
+    if names.resolve(call.func) in FILE_CALLS:
+        return call_argument(call, 0, "path")
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in PATH_CHECKS and not call.args:
+        return _unwrapped_path(func.value)
+    return None
+
+
+def _unwrapped_path(expression: ast.expr) -> ast.expr:
+    """``p`` for ``Path(p)`` (one argument), else the expression itself."""
+    if isinstance(expression, ast.Call) and len(expression.args) == 1 and not expression.keywords:
+        head = expression.func
+        if isinstance(head, (ast.Name, ast.Attribute)) and (
+            getattr(head, "id", None) == "Path" or getattr(head, "attr", None) == "Path"
+        ):
+            return expression.args[0]
+    return expression
+
+
+class _WrittenProbes:
+    """Which file-system checks of a module look at a path the run writes."""
+
+    def __init__(self, analysis: ModuleAnalysis, checks: list[ast.Call]) -> None:
+        self.analysis = analysis
+        self._checked: dict[int, str] = {}
+        #: Checks of a path held in the object's state (``self.best_path``, or a name
+        #: bound from one in the same function): the object or its framework base may
+        #: write it during the run, out of this module's sight.
+        self._stateful: set[int] = set()
+        held = _bound_from_fields(analysis)
+        for check in checks:
+            path = checked_path(analysis.names, check)
+            if path is None:
+                continue
+            self._checked[id(check)] = ast.unparse(path)
+            scope = analysis.nodes.call_scopes.get(id(check))
+            if _reads_field(path, held.get(id(scope), set())):
+                self._stateful.add(id(check))
+        self.written = self._written_paths(set(self._checked.values()))
+
+    def some(self) -> bool:
+        """Whether any check of the module differs between ranks."""
+        return bool(self._stateful) or any(p in self.written for p in self._checked.values())
+
+    def differs(self, call: ast.Call) -> bool:
+        """Whether ``call`` is a check of a path the run writes (or may write: the
+        object's state)."""
+        return id(call) in self._stateful or self._checked.get(id(call)) in self.written
+
+    def _written_paths(self, wanted: set[str]) -> set[str]:
+        """The paths of ``wanted`` that some call of the module writes."""
+        written: set[str] = set()
+        pending: list[ast.AST] = []
+        for call in self.analysis.nodes.of_type(ast.Call):
+            handed = self._handed(call) & wanted
+            if not handed:
+                continue
+            if self._writes(call):
+                written |= handed
+            else:
+                pending.append(call)
+        for read, scope, node in own_reads(self.analysis, pending):
+            assert isinstance(read, ast.Call)
+            if self._handed(read) - written and _on_some_ranks(self.analysis, scope, node, read):
+                written |= self._handed(read) & wanted
+        return written
+
+    @staticmethod
+    def _handed(call: ast.Call) -> set[str]:
+        """The texts of the expressions a call is handed (its receiver's path too)."""
+        handed = {ast.unparse(a) for a in call.args if not isinstance(a, ast.Starred)}
+        handed |= {ast.unparse(k.value) for k in call.keywords}
+        if isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS:
+            handed.add(ast.unparse(_unwrapped_path(call.func.value)))
+        return handed
+
+    def _writes(self, call: ast.Call) -> bool:
+        """Whether ``call`` writes the files it is handed."""
+        resolved = self.analysis.names.resolve(call.func) or ""
+        if resolved in WRITING_FUNCTIONS:
+            return True
+        if resolved == "open":
+            mode = call_argument(call, 1, "mode")
+            return (
+                isinstance(mode, ast.Constant)
+                and isinstance(mode.value, str)
+                and bool(_WRITING_MODES & set(mode.value))
+            )
+        return isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS
+
+
+def _bound_from_fields(analysis: ModuleAnalysis) -> dict[int, set[str]]:
+    """Per function (its ``id``), the plain names bound from a ``self.x`` field."""
+    found: dict[int, set[str]] = {}
+    for function in analysis.nodes.functions():
+        names: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and _reads_field(node.value, names):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        found[id(function)] = names
+    return found
+
+
+def _reads_field(expression: ast.AST, names: set[str]) -> bool:
+    """Whether ``expression`` reads a ``self.x`` field or one of ``names``."""
+    return any(
+        (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        )
+        or (isinstance(node, ast.Name) and node.id in names)
+        for node in ast.walk(expression)
+    )
+
+
+def _on_some_ranks(analysis: ModuleAnalysis, scope: Scope, node: Node, call: ast.Call) -> bool:
+    """Whether ``call`` runs on some ranks only (a rank guard)."""
+    return guard_of(analysis, scope, node, call) is not None
