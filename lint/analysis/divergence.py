@@ -55,6 +55,7 @@ from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import (
     AGREEING_LIBRARY_FUNCTIONS,
+    ITEMS_PRESERVING,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -221,10 +222,6 @@ UNIFORM_CALLS = frozenset(
         "torch.cuda.is_available",
     }
 )
-#: Wrappers that yield the items of their first argument (progress bars).
-ITEMS_PRESERVING = frozenset(
-    {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "rich.progress.track"}
-)
 #: Methods that move or view a value without changing its contents.
 PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
 #: Attributes that ask whether autograd tracks a tensor, or how it is laid out: the code
@@ -364,7 +361,10 @@ class _Evaluator:
         single: dict[str, ast.expr] | None = None,
         parameters: frozenset[str] | set[str] = frozenset(),
         sequences: frozenset[str] = frozenset(),
+        drawn: frozenset[int] = frozenset(),
     ) -> None:
+        #: ``next(it)`` calls (by id) that draw this rank's batch (a batch view).
+        self.drawn = drawn
         self.parameters = parameters
         self.sequences = sequences
         self.names = names
@@ -592,6 +592,13 @@ class _Evaluator:
         for op, right in zip(expression.ops, expression.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
                 container = self.taint(right, state)
+                if (
+                    container is not None
+                    and container.source is Source.BATCH
+                    and isinstance(expression.left, ast.Constant)
+                ):
+                    # ``"labels" in batch``: the batch's keys are the collate function's.
+                    continue
                 read = Facet.SHAPE if self.is_mapping(right) else VALUES
                 found = _join(found, container.as_contents(read) if container else None)
             else:
@@ -615,12 +622,22 @@ class _Evaluator:
         """(target part, taint) for what a loop over ``iterable`` binds: a mapping
         yields its keys (they differ where its shape does); ``d.items()`` yields its
         keys and its values; ``zip(a, b)`` each part from its own iterable;
-        ``enumerate(x)`` an index and ``x``'s items; ``range(...)`` numbers. An index or
+        ``enumerate(x)`` an index and ``x``'s items; ``range(...)`` numbers; a progress
+        bar (``tqdm(x, disable=rank != 0)``) ``x``'s items. An index or
         a range's number counts the loop's turns: in the same turn it is the same on
         every rank unless the range's start or step differs (how many turns each rank
         takes is the loop's own test, and after the loop the last number differs where
         that does: decided at the loop's exit). Anything else yields items carrying its
         taint."""
+        if (
+            isinstance(iterable, ast.Call)
+            and self.names.resolve(iterable.func) in ITEMS_PRESERVING
+            and iterable.args
+            and not isinstance(iterable.args[0], ast.Starred)
+        ):
+            # A progress bar yields its iterable's items; its options (``disable=rank
+            # != 0``, ``desc=``) display, they choose no item.
+            return self.iterated(target, iterable.args[0], state)
         parts = _unstarred_parts(target)
         if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
             function = self.names.resolve(iterable.func)
@@ -754,6 +771,8 @@ class _Evaluator:
         return Taint(Facet.DTYPE, found.source, found.line, found.spelled)
 
     def _call(self, call: ast.Call, state: State) -> Taint | None:
+        if id(call) in self.drawn:
+            return Taint(VALUES, Source.BATCH, call.lineno, ast.unparse(call))
         resolved = self.names.resolve(call.func)
         if resolved in PROBE_CALLS:
             return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
@@ -773,6 +792,8 @@ class _Evaluator:
             return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
+            if argument is not None and argument.source is Source.BATCH:
+                return None  # a batch's type is the collate function's, alike on every rank
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
             return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
@@ -1373,6 +1394,7 @@ class Divergence:
             single_bindings(graph.scope),
             _parameters_of(graph.scope),
             _sequence_names(graph.scope),
+            batches.drawn if batches is not None else frozenset(),
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)

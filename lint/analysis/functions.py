@@ -274,8 +274,8 @@ class ModuleAnalysis:
         found = self._batch_views.get((scope, lightning, handed))
         if found is None:
             facts = self.function(scope)
-            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions))
-            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops)
+            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions), self.names)
+            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
