@@ -200,7 +200,7 @@ class _Counted:
     def _bound_only_to(self, name: str, kind: Callable[[ast.expr], bool]) -> bool:
         """Whether every binding of ``name`` in the scope is of ``kind`` (or re-wraps
         the name in a progress bar), its parameter default included."""
-        values = self._values.get(name)
+        values = self._values.get(name, [])
         return bool(values) and all(
             value is not None and (kind(value) or self._rewraps(value, name)) for value in values
         )

@@ -135,7 +135,7 @@ def _in_scope(
             continue
         if id(statement) in lossless or not _leaves_per_batch(scope, statement, loops, whole):
             continue
-        test = _nearest_data_test(function, view, node, inside)
+        test = _enclosing_data_test(function, view, statement, inside)
         if test is None:
             continue
         skipped = _skipped_after(events, statement, _region_of(scope, statement, loops))
@@ -166,12 +166,37 @@ def _nearest_data_test(
             continue
         if id(statement) not in inside:
             continue
-        taint = view.test_taint(test)
-        if taint is None:
-            continue
-        if taint.source in _DATA or function.divergence.test_taint(test) is None:
-            return test  # this rank's data decides it (a rank test is DDP201's, DDP219's)
+        if _reads_data(function, view, test):
+            return test
     return None
+
+
+def _enclosing_data_test(
+    function: FunctionFacts, view: Divergence, statement: ast.stmt, inside: set[int]
+) -> Node | None:
+    """The innermost ``if`` / ``while`` around an exit, in the per-batch work, whose
+    decision reads this rank's data (the exit's own test: control dependence gives
+    none where the exit is the loop's only way out, ``while True: ... break``)."""
+    around = [
+        node
+        for node in function.graph.nodes
+        if node.kind is NodeKind.TEST
+        and isinstance(node.statement, (ast.If, ast.While))
+        and id(node.statement) in inside
+        and _in_arms(statement, node)
+    ]
+    for test in sorted(around, key=lambda n: n.line, reverse=True):
+        if _reads_data(function, view, test):
+            return test
+    return None
+
+
+def _reads_data(function: FunctionFacts, view: Divergence, test: Node) -> bool:
+    """Whether this rank's data decides ``test`` (a rank test is DDP201's, DDP219's)."""
+    taint = view.test_taint(test)
+    if taint is None:
+        return False
+    return taint.source in _DATA or function.divergence.test_taint(test) is None
 
 
 def _test_of(test: Node) -> ast.expr:
