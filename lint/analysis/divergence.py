@@ -35,7 +35,9 @@ not stick to a new ``for step in range(...)``.
   ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
   unknown call's result carries its positional arguments (and its receiver's) taint,
   and a mapping unpacked into it (``model(**batch)``: an argument list, not one
-  option); a local function's only that of the parameters that reach its returns.
+  option); a local function's only that of the parameters that reach its returns, and
+  where its result is unpacked from a tuple it returns (``start, model = resume(rank,
+  path)``), each name only what its own item reads, solved for the call's arguments.
 - Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
   every rank (``shares``): other items, the same length.
 - Turns: a loop's index (``enumerate``) and a range's number count its turns, the same
@@ -144,6 +146,13 @@ State = dict[str, Taint]
 #: A local function's name (``f``, ``self.f``) and the class the call is made in ->
 #: its summary (None: not known).
 CallSummaries = Callable[[str, str | None], CallSummary | None]
+#: A local function's name, the class the call is made in, the taints of the call's
+#: positional and keyword arguments, and a tuple's length -> the taint of each item of
+#: the tuple it returns (None: not known, or it returns no tuple of that length).
+ReturnedParts = Callable[
+    [str, str | None, tuple[Taint | None, ...], tuple[tuple[str, Taint | None], ...], int],
+    tuple[Taint | None, ...] | None,
+]
 
 
 #: How many flags (``multi = world > 1``; ``if multi:``) a one-process test is followed
@@ -362,9 +371,11 @@ class _Evaluator:
         parameters: frozenset[str] | set[str] = frozenset(),
         sequences: frozenset[str] = frozenset(),
         drawn: frozenset[int] = frozenset(),
+        parts: ReturnedParts | None = None,
     ) -> None:
         #: ``next(it)`` calls (by id) that draw this rank's batch (a batch view).
         self.drawn = drawn
+        self.parts = parts
         self.parameters = parameters
         self.sequences = sequences
         self.names = names
@@ -854,6 +865,26 @@ class _Evaluator:
             if found is not None:
                 return found
         return self.project.call_summary(spelled, self.owner)
+
+    def returned_parts(
+        self, call: ast.Call, state: State, count: int
+    ) -> tuple[Taint | None, ...] | None:
+        """The taint of each of the ``count`` items of the tuple a local function
+        returns (``start, models = create(rank, args)``), solved for this call's
+        arguments: an item that reads none of the arguments that differ is the same on
+        every rank however the others differ. None where not known."""
+        spelled = dotted_name(call.func)
+        if self.parts is None or spelled is None:
+            return None
+        if "." in spelled and not _self_field(spelled):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if any(k.arg is None for k in call.keywords):
+            return None
+        positional = tuple(self.taint(a, state) for a in call.args)
+        keywords = tuple((k.arg, self.taint(k.value, state)) for k in call.keywords if k.arg)
+        return self.parts(spelled, self.owner, positional, keywords, count)
 
     def _local_summary(self, call: ast.Call) -> bool:
         """Whether the function's own analysis summarises ``call`` (not the project's
@@ -1371,6 +1402,7 @@ class Divergence:
         decided: Callable[[ast.expr], bool | None] | None = None,
         batches: BatchSeeds | None = None,
         several: Callable[[ast.expr], bool | None] | None = None,
+        parts: ReturnedParts | None = None,
     ) -> None:
         self.graph = graph
         #: Where this rank's batch enters (a batch view); None: the plain analysis.
@@ -1395,6 +1427,7 @@ class Divergence:
             _parameters_of(graph.scope),
             _sequence_names(graph.scope),
             batches.drawn if batches is not None else frozenset(),
+            parts,
         )
         self.names = names
         self._tensors = _tensor_names(graph.scope, names)
@@ -1505,6 +1538,27 @@ class Divergence:
                     # Filled on some ranks only: its length and keys are this rank's.
                     stored[spelled] = taint.joined(stored.get(spelled))
         return stored
+
+    def returned_parts(self, count: int) -> tuple[Taint | None, ...] | None:
+        """The taint of each item where every ``return`` hands back a tuple display of
+        ``count`` items (None otherwise)."""
+        found: list[Taint | None] = [None] * count
+        returns = 0
+        for node in self.graph.nodes:
+            statement = node.statement
+            if not isinstance(statement, ast.Return) or node.kind is not NodeKind.STATEMENT:
+                continue
+            value = statement.value
+            if (
+                not isinstance(value, ast.Tuple)
+                or len(value.elts) != count
+                or any(isinstance(e, ast.Starred) for e in value.elts)
+            ):
+                return None
+            returns += 1
+            for position, element in enumerate(value.elts):
+                found[position] = _join(found[position], self.taint(element, node))
+        return tuple(found) if returns else None
 
     def returned(self) -> Taint | None:
         """How the values the function returns may differ between ranks (the join
@@ -1765,6 +1819,12 @@ class Divergence:
             return state
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
             for target in _targets(statement):
+                parts = self._returned_parts(target, statement.value, state)
+                if parts is not None:
+                    assert isinstance(target, (ast.Tuple, ast.List))
+                    for part, taint in zip(target.elts, parts, strict=True):
+                        state = self._stored(state, part, taint)
+                    continue
                 for part, expression in _unpacked(target, statement.value):
                     value = self.evaluator.taint(expression, state)
                     contributed = self._with_contribution(part, value, statement.lineno)
@@ -1782,6 +1842,17 @@ class Divergence:
                     state = _bound(state, item.optional_vars, value)
             return state
         return self._agreement(statement, state)
+
+    def _returned_parts(
+        self, target: ast.AST, value: ast.expr | None, state: State
+    ) -> tuple[Taint | None, ...] | None:
+        """``a, b = f(x)`` of a local function that returns a tuple: each name's own
+        item (``_Evaluator.returned_parts``)."""
+        if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, ast.Call):
+            return None
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        return self.evaluator.returned_parts(value, state, len(target.elts))
 
     def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
         """``_bound``, and for an item stored under a key that differs between ranks
