@@ -6,7 +6,8 @@ rank's batch, loss or model output (the batch view of the divergence) skips a ba
 or a collective on some ranks only when:
 
 - the backward or collective is control-dependent on it and stands in one of its arms
-  (``if torch.isfinite(loss): loss.backward()``): reported at the call;
+  (``if torch.isfinite(loss): loss.backward()``; also after the loop, on a flag its
+  batches set: ``if not need_break: evaluate()``): reported at the call;
 - a ``continue`` / ``break`` / ``return`` it decides comes before one
   (``if torch.isnan(loss): continue``): reported at the exit, or at the test where the
   skipped call stands in its arm and another test, every rank's alike, decides the
@@ -37,12 +38,16 @@ from ddplint.analysis.caught_exceptions import (
 )
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
 from ddplint.analysis.divergence import Divergence, Source
+from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.questions import statements_in
 from ddplint.analysis.step_returns import lossless_step_returns
 
 _EXITS = (ast.Continue, ast.Break, ast.Return)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: How many tests a value decided under a test is followed back through.
+_FOLLOWED_TESTS = 3
 #: Reasons a decision is this rank's own data.
 _DATA = frozenset({Source.BATCH, Source.OUTPUT})
 
@@ -104,13 +109,14 @@ def _in_scope(
         return
     events = sorted(
         step_events(analysis, function),
-        key=lambda e: (e.call.lineno, e.call.col_offset),
+        key=lambda e: (call_site(e).lineno, call_site(e).col_offset),
     )
     if not events:
         return
     view = analysis.batch_view(scope, handed=handed or frozenset())
     in_loops = {id(s) for loop in loops for s in statements_in(loop.body)}
-    inside = in_loops if not whole else {id(s) for s in statements_in(_body(scope))}
+    everywhere = {id(s) for s in statements_in(_body(scope))}
+    inside = everywhere if whole else in_loops
     per_batch = [
         node
         for node in function.graph.nodes
@@ -118,15 +124,13 @@ def _in_scope(
     ]
     guarded: dict[int, DataSkip] = {}
     for event in events:
-        if id(event.node.statement) not in inside:
-            continue
-        test = _nearest_data_test(function, view, event.node, inside)
+        # After a training loop too: a flag its batches set decides a later collective.
+        test = _nearest_data_test(function, view, event.node, everywhere)
         if test is None or test.index in guarded:
             continue
-        if _in_arms(event.call, test):
-            guarded[test.index] = DataSkip(
-                event.call, event, _test_of(test), _negated_arm(event.call, test)
-            )
+        site = call_site(event)
+        if _in_arms(site, test):
+            guarded[test.index] = DataSkip(site, event, _test_of(test), _negated_arm(site, test))
     yield from guarded.values()
     seen_tests: set[int] = set(guarded)
     for node in per_batch:
@@ -141,12 +145,23 @@ def _in_scope(
         skipped = _skipped_after(events, statement, _region_of(scope, statement, loops))
         if skipped is None:
             continue
-        if _in_arms(skipped.call, test):
+        if _in_arms(call_site(skipped), test):
             if test.index not in seen_tests:
                 seen_tests.add(test.index)
                 yield DataSkip(_test_of(test), skipped, _test_of(test))
             continue
         yield DataSkip(statement, skipped, _test_of(test), _negated_arm(statement, test), exit=True)
+
+
+def call_site(event: StepEvent) -> ast.Call:
+    """The call of this function that runs the event: the event's own call, or the
+    call of the local function (``run_eval(...)``) that runs it."""
+    if event.through is None or event.node.statement is None:
+        return event.call
+    for call in own_calls(event.node.statement):
+        if dotted_name(call.func) == event.through:
+            return call
+    return event.call
 
 
 def _body(scope: Scope) -> list[ast.stmt]:
@@ -196,7 +211,25 @@ def _reads_data(function: FunctionFacts, view: Divergence, test: Node) -> bool:
     taint = view.test_taint(test)
     if taint is None:
         return False
-    return taint.source in _DATA or function.divergence.test_taint(test) is None
+    return taint.source in _DATA or not _reads_rank(function, test, _FOLLOWED_TESTS)
+
+
+def _reads_rank(function: FunctionFacts, test: Node, depth: int) -> bool:
+    """Whether the plain divergence finds ``test`` rank-dependent for a reason other
+    than this rank's data: a value set under a test counts by that test's reason."""
+    taint = function.divergence.test_taint(test)
+    if taint is None or taint.source in _DATA:
+        return False
+    if taint.source is not Source.DECIDED:
+        return True
+    deciding = [
+        node
+        for node in function.graph.nodes
+        if node.kind is NodeKind.TEST and node.line == taint.line and node.index != test.index
+    ]
+    if depth <= 0 or not deciding:
+        return True
+    return any(_reads_rank(function, node, depth - 1) for node in deciding)
 
 
 def _test_of(test: Node) -> ast.expr:
@@ -263,8 +296,9 @@ def _skipped_after(
     after = [
         event
         for event in events
-        if id(event.call) in within
-        and (event.call.lineno, event.call.col_offset) > (statement.lineno, statement.col_offset)
+        if id(call_site(event)) in within
+        and (call_site(event).lineno, call_site(event).col_offset)
+        > (statement.lineno, statement.col_offset)
     ]
     backward = [event for event in after if event.backward]
     chosen = backward or after
