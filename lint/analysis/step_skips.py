@@ -172,12 +172,12 @@ def _body(scope: Scope) -> list[ast.stmt]:
 def _nearest_data_test(
     function: FunctionFacts, view: Divergence, node: Node, inside: set[int]
 ) -> Node | None:
-    """The nearest test deciding ``node``, in the per-batch work, whose decision reads
-    this rank's data."""
+    """The nearest ``if`` deciding ``node``, in the per-batch work, whose decision reads
+    this rank's data (a ``while`` test decides a trip count: DDP219's question)."""
     for dependence in function.dominance.all_dependences(node):
         test = dependence.test
         statement = test.statement
-        if test.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
+        if test.kind is not NodeKind.TEST or not isinstance(statement, ast.If):
             continue
         if id(statement) not in inside:
             continue
@@ -189,14 +189,14 @@ def _nearest_data_test(
 def _enclosing_data_test(
     function: FunctionFacts, view: Divergence, statement: ast.stmt, inside: set[int]
 ) -> Node | None:
-    """The innermost ``if`` / ``while`` around an exit, in the per-batch work, whose
+    """The innermost ``if`` around an exit, in the per-batch work, whose
     decision reads this rank's data (the exit's own test: control dependence gives
     none where the exit is the loop's only way out, ``while True: ... break``)."""
     around = [
         node
         for node in function.graph.nodes
         if node.kind is NodeKind.TEST
-        and isinstance(node.statement, (ast.If, ast.While))
+        and isinstance(node.statement, ast.If)
         and id(node.statement) in inside
         and _in_arms(statement, node)
     ]
@@ -234,14 +234,14 @@ def _reads_rank(function: FunctionFacts, test: Node, depth: int) -> bool:
 
 def _test_of(test: Node) -> ast.expr:
     statement = test.statement
-    assert isinstance(statement, (ast.If, ast.While))
+    assert isinstance(statement, ast.If)
     return statement.test
 
 
 def _in_arms(node: ast.AST, test: Node) -> bool:
     """Whether ``node`` stands in the body or ``else`` of the test's statement."""
     statement = test.statement
-    assert isinstance(statement, (ast.If, ast.While))
+    assert isinstance(statement, ast.If)
     return any(
         inner is node for part in (*statement.body, *statement.orelse) for inner in ast.walk(part)
     )
@@ -250,7 +250,7 @@ def _in_arms(node: ast.AST, test: Node) -> bool:
 def _negated_arm(node: ast.AST, test: Node) -> bool:
     """Whether ``node`` stands in the ``else`` of the test (it runs unless it holds)."""
     statement = test.statement
-    assert isinstance(statement, (ast.If, ast.While))
+    assert isinstance(statement, ast.If)
     return any(inner is node for part in statement.orelse for inner in ast.walk(part))
 
 
