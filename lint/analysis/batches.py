@@ -215,7 +215,8 @@ class _Counted:
                 return self.fixed(iterable.args[0], depth)
             return _entries(iterable)
         if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
-            return all(isinstance(e, ast.Constant) for e in iterable.elts)
+            # An empty default (``loaders=()``) says nothing of what callers pass.
+            return bool(iterable.elts) and all(isinstance(e, ast.Constant) for e in iterable.elts)
         if isinstance(iterable, ast.Name) and depth > 0:
             return self._bound_only_to(iterable.id, lambda v: self.fixed(v, depth - 1))
         return False
