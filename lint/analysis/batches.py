@@ -255,6 +255,19 @@ class _Counted:
             return tuple(loop.target.elts[1:])
         if self.counts(iterated) or self.fixed(iterated):
             return ()
+        if (
+            isinstance(iterated, ast.Call)
+            and self._resolve(iterated.func) == "zip"
+            and isinstance(loop.target, ast.Tuple)
+            and len(iterated.args) == len(loop.target.elts)
+            and not iterated.keywords
+        ):
+            # ``zip(loader, range(start, stop))``: each part from its own iterable.
+            return tuple(
+                part
+                for part, inner in zip(loop.target.elts, iterated.args, strict=True)
+                if not self.counts(inner) and not self.fixed(inner)
+            )
         return (loop.target,)
 
     def draws_batch(self, call: ast.Call) -> bool:

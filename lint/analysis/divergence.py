@@ -1847,11 +1847,15 @@ class Divergence:
         self, target: ast.AST, value: ast.expr | None, state: State
     ) -> tuple[Taint | None, ...] | None:
         """``a, b = f(x)`` of a local function that returns a tuple: each name's own
-        item (``_Evaluator.returned_parts``)."""
+        item (``_Evaluator.returned_parts``), where the call's result may differ as a
+        whole (the items only split that: a result the call's summary finds agreed
+        stays agreed)."""
         if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, ast.Call):
             return None
         if any(isinstance(e, ast.Starred) for e in target.elts):
             return None
+        if self.evaluator.taint(value, state) is None:
+            return None  # the call's result agrees as a whole: nothing to split
         return self.evaluator.returned_parts(value, state, len(target.elts))
 
     def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
