@@ -129,7 +129,7 @@ def _in_scope(
         if test is None or test.index in guarded:
             continue
         site = call_site(event)
-        if _in_arms(site, test):
+        if _in_arms(site, test) and not _paired(events, event, test):
             guarded[test.index] = DataSkip(site, event, _test_of(test), _negated_arm(site, test))
     yield from guarded.values()
     seen_tests: set[int] = set(guarded)
@@ -162,6 +162,18 @@ def call_site(event: StepEvent) -> ast.Call:
         if dotted_name(call.func) == event.through:
             return call
     return event.call
+
+
+def _paired(events: list[StepEvent], event: StepEvent, test: Node) -> bool:
+    """Whether the test's other arm runs the same backward or collective
+    (``if captions: model(x, captions) else: model(x)``): every rank runs it."""
+    negated = _negated_arm(call_site(event), test)
+    return any(
+        other.label == event.label
+        and _in_arms(call_site(other), test)
+        and _negated_arm(call_site(other), test) != negated
+        for other in events
+    )
 
 
 def _body(scope: Scope) -> list[ast.stmt]:
