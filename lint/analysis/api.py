@@ -366,6 +366,12 @@ STEP_FAILURES = frozenset(
     {"RuntimeError", "OutOfMemoryError", "Exception", "BaseException", "AcceleratorError"}
 )
 
+#: Wrappers that yield the items of their first argument (progress bars).
+ITEMS_PRESERVING = frozenset(
+    {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "rich.progress.track"}
+)
+#: Calls whose items count turns: ``range(n)``, ``itertools.count()``, ``trange(n)``.
+COUNTERS = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
 #: Data loaders by resolved name (PyTorch Geometric's is a torch DataLoader too).
 DATA_LOADERS = frozenset(
     {

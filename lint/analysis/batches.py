@@ -8,22 +8,38 @@ flag broadcast from one rank) ask a view of it seeded here as well
 - the batch (and outputs) a LightningModule's step methods and per-batch hooks are
   handed, by position (``training_step(self, batch, batch_idx)``,
   ``on_train_batch_end(self, outputs, batch, batch_idx)``);
-- the items of a training loop: a ``for`` loop whose own body runs ``x.backward(...)``
-  (itself, or through a call of a local function that does: ``train_step(batch)``) and
-  holds no inner such loop (an epoch loop around one walks epochs), its ``enumerate``
-  counter left out.
+- the items of a training loop: a ``for`` (or ``while``) loop whose own body runs
+  ``x.backward(...)`` (itself, or through a call of a local function that does:
+  ``train_step(batch)``) and holds no inner such loop (an epoch loop around one walks
+  epochs), its ``enumerate`` counter left out; and what ``next(it)`` draws in its body.
+
+A loop that counts its turns walks no batches: a ``range`` (``trange``,
+``itertools.count``), also through a name bound only to one and a progress bar that
+wraps it on some ranks (``progress = range(n)``; ``if rank == 0: progress =
+tqdm(progress)``), and a loop over a mapping's entries (``for name, opt in
+optimizers.items()``) or a display of constants (``for name in ["timing", "shapes"]``,
+also a parameter's default) walks what the code built, not this rank's data: its turn
+number or entry is the same on every rank in the same turn.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ddplint.analysis.api import COUNTERS, ITEMS_PRESERVING
 from ddplint.analysis.control_flow import own_nodes
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import Names, dotted_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LOOPS = (ast.For, ast.AsyncFor)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: Methods of a mapping that walk its entries.
+_ENTRIES = frozenset({"items", "keys", "values"})
+#: How many names a counted iterable is followed through.
+_FOLLOWED = 3
+
+Loop = ast.For | ast.AsyncFor | ast.While
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
 #: A LightningModule's methods handed a batch, and the positions (after ``self``)
 #: that hold this rank's batch or outputs.
@@ -43,32 +59,44 @@ LIGHTNING_BATCH_POSITIONS: dict[str, tuple[int, ...]] = {
 
 @dataclass(frozen=True)
 class BatchSeeds:
-    """The parameters of a function that hold this rank's batch, and for each loop that
-    walks batches (by the loop's id) the parts of its target that hold one."""
+    """The parameters of a function that hold this rank's batch, for each loop that
+    walks batches (by the loop's id) the parts of its target that hold one, and the
+    ``next(it)`` calls (by id) that draw one."""
 
     parameters: frozenset[str] = frozenset()
     loops: dict[int, tuple[ast.expr, ...]] = field(default_factory=dict)
+    drawn: frozenset[int] = frozenset()
 
 
 def batch_seeds(
-    scope: ast.AST, lightning_method: bool, helpers: frozenset[str] = frozenset()
+    scope: ast.AST,
+    lightning_method: bool,
+    helpers: frozenset[str] = frozenset(),
+    names: Names | None = None,
 ) -> BatchSeeds:
     """Where this rank's batch enters ``scope``; ``lightning_method``: it is a method of
     a LightningModule class; ``helpers``: how calls name the local functions that run a
-    backward."""
+    backward; ``names``: the module's imports (``trange``, ``itertools.count``)."""
     parameters: set[str] = set()
     if lightning_method and isinstance(scope, _FUNCTIONS):
         positional = [*scope.args.posonlyargs, *scope.args.args]
         for position in LIGHTNING_BATCH_POSITIONS.get(scope.name, ()):
             if position < len(positional):
                 parameters.add(positional[position].arg)
-    loops = {id(loop): _batch_targets(loop) for loop in training_loops(scope, helpers)}
-    return BatchSeeds(frozenset(parameters), loops)
+    counted = _Counted(scope, names)
+    loops = training_loops(scope, helpers)
+    targets = {id(loop): counted.batch_targets(loop) for loop in loops}
+    drawn = frozenset(
+        id(node)
+        for loop in loops
+        for statement in loop.body
+        for node in (statement, *own_nodes(statement))
+        if isinstance(node, ast.Call) and counted.draws_batch(node)
+    )
+    return BatchSeeds(frozenset(parameters), targets, drawn)
 
 
-def training_loops(
-    scope: ast.AST, helpers: frozenset[str] = frozenset()
-) -> list[ast.For | ast.AsyncFor]:
+def training_loops(scope: ast.AST, helpers: frozenset[str] = frozenset()) -> list[Loop]:
     """The loops of ``scope``'s own code that walk batches (their body runs a backward,
     itself or through a call of one of ``helpers``; no inner loop of theirs does)."""
     return [
@@ -100,7 +128,7 @@ def _runs_backward(statements: list[ast.stmt], helpers: frozenset[str]) -> bool:
     )
 
 
-def _training_loop(loop: ast.For | ast.AsyncFor, helpers: frozenset[str]) -> bool:
+def _training_loop(loop: Loop, helpers: frozenset[str]) -> bool:
     """A loop whose body runs a backward, with no inner loop that does."""
     if not _runs_backward(loop.body, helpers):
         return False
@@ -112,13 +140,149 @@ def _training_loop(loop: ast.For | ast.AsyncFor, helpers: frozenset[str]) -> boo
     )
 
 
-def _batch_targets(loop: ast.For | ast.AsyncFor) -> tuple[ast.expr, ...]:
-    """The parts of a loop's target that hold its items (``enumerate``'s counter and a
-    ``range`` counter left out)."""
-    iterated = loop.iter
-    if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name):
-        if iterated.func.id == "range":
+class _Counted:
+    """Which iterables of a scope count turns or walk a mapping's entries, and so
+    yield no batch."""
+
+    def __init__(self, scope: ast.AST, names: Names | None) -> None:
+        self._names = names
+        #: name -> the values the scope binds it to (None: bound some other way).
+        self._values: dict[str, list[ast.expr | None]] = {}
+        plain: set[int] = set()
+        walked = list(own_nodes(scope))
+        for node in walked:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                plain.add(id(node.targets[0]))
+                self._values.setdefault(node.targets[0].id, []).append(node.value)
+        if isinstance(scope, _FUNCTIONS):
+            arguments = scope.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            defaulted = zip(
+                positional[len(positional) - len(arguments.defaults) :],
+                arguments.defaults,
+                strict=True,
+            )
+            given = [*defaulted, *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)]
+            for argument in [*positional, *arguments.kwonlyargs]:
+                self._values[argument.arg] = [None]
+            for argument, default in given:
+                if default is not None:
+                    self._values[argument.arg] = [default]
+        for node in walked:
+            stored = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            if stored and id(node) not in plain:
+                assert isinstance(node, ast.Name)
+                self._values.setdefault(node.id, []).append(None)
+
+    def _resolve(self, func: ast.expr) -> str | None:
+        if self._names is not None:
+            return self._names.resolve(func)
+        return dotted_name(func)
+
+    def counts(self, iterable: ast.expr, depth: int = _FOLLOWED) -> bool:
+        """``range(n)``, ``trange(n)``, ``itertools.count()``, a progress bar over one,
+        or a name every binding of which is one (or re-wraps the name in a bar)."""
+        if isinstance(iterable, ast.Call):
+            resolved = self._resolve(iterable.func)
+            if resolved in COUNTERS:
+                return True
+            if resolved in (*ITEMS_PRESERVING, "iter") and iterable.args:
+                return self.counts(iterable.args[0], depth)
+            return False
+        if isinstance(iterable, ast.Name) and depth > 0:
+            return self._bound_only_to(iterable.id, lambda v: self.counts(v, depth - 1))
+        return False
+
+    def _bound_only_to(self, name: str, kind: Callable[[ast.expr], bool]) -> bool:
+        """Whether every binding of ``name`` in the scope is of ``kind`` (or re-wraps
+        the name in a progress bar), its parameter default included."""
+        values = self._values.get(name, [])
+        return bool(values) and all(
+            value is not None and (kind(value) or self._rewraps(value, name)) for value in values
+        )
+
+    def fixed(self, iterable: ast.expr, depth: int = _FOLLOWED) -> bool:
+        """A walk of what the code built: a mapping's entries (``d.items()``), a
+        display of constants (``["timing", "shapes"]``), also through a name bound
+        only to one (a parameter by its default) or a progress bar over one."""
+        if isinstance(iterable, ast.Call):
+            resolved = self._resolve(iterable.func)
+            if resolved in (*ITEMS_PRESERVING, "iter") and iterable.args:
+                return self.fixed(iterable.args[0], depth)
+            return _entries(iterable)
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            # An empty default (``loaders=()``) says nothing of what callers pass.
+            return bool(iterable.elts) and all(isinstance(e, ast.Constant) for e in iterable.elts)
+        if isinstance(iterable, ast.Name) and depth > 0:
+            return self._bound_only_to(iterable.id, lambda v: self.fixed(v, depth - 1))
+        return False
+
+    def _rewraps(self, value: ast.expr, name: str) -> bool:
+        """``progress = tqdm(progress)``: a bar over the items the name held."""
+        return (
+            isinstance(value, ast.Call)
+            and self._resolve(value.func) in ITEMS_PRESERVING
+            and bool(value.args)
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == name
+        )
+
+    def batch_targets(self, loop: Loop) -> tuple[ast.expr, ...]:
+        """The parts of a loop's target that hold its items (``enumerate``'s counter,
+        a counted loop's number and a mapping's entries left out; a ``while`` loop
+        binds none)."""
+        if isinstance(loop, ast.While):
             return ()
-        if iterated.func.id == "enumerate" and isinstance(loop.target, ast.Tuple):
+        iterated = loop.iter
+        while (
+            isinstance(iterated, ast.Call)
+            and self._resolve(iterated.func) in ITEMS_PRESERVING
+            and iterated.args
+        ):
+            iterated = iterated.args[0]  # a progress bar yields its iterable's items
+        if (
+            isinstance(iterated, ast.Call)
+            and self._resolve(iterated.func) == "enumerate"
+            and iterated.args
+            and isinstance(loop.target, ast.Tuple)
+        ):
+            if self.counts(iterated.args[0]) or self.fixed(iterated.args[0]):
+                return ()
             return tuple(loop.target.elts[1:])
-    return (loop.target,)
+        if self.counts(iterated) or self.fixed(iterated):
+            return ()
+        if (
+            isinstance(iterated, ast.Call)
+            and self._resolve(iterated.func) == "zip"
+            and isinstance(loop.target, ast.Tuple)
+            and len(iterated.args) == len(loop.target.elts)
+            and not iterated.keywords
+        ):
+            # ``zip(loader, range(start, stop))``: each part from its own iterable.
+            return tuple(
+                part
+                for part, inner in zip(loop.target.elts, iterated.args, strict=True)
+                if not self.counts(inner) and not self.fixed(inner)
+            )
+        return (loop.target,)
+
+    def draws_batch(self, call: ast.Call) -> bool:
+        """``next(it)`` on anything but a counter: the next item of this rank's data."""
+        return (
+            self._resolve(call.func) == "next" and bool(call.args) and not self.counts(call.args[0])
+        )
+
+
+def _entries(iterable: ast.expr) -> bool:
+    """``d.items()`` / ``d.keys()`` / ``d.values()``: a mapping's entries."""
+    return (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in _ENTRIES
+        and not iterable.args
+        and not iterable.keywords
+    )

@@ -73,7 +73,7 @@ def swallowed_exceptions(
     """Each handler ``catches`` selects that skips the step on the rank that raised."""
     found: list[SwallowedException] = []
     scopes = list(_scopes_with_handlers(analysis, catches))
-    handed = _handed_batches(analysis) if scopes else {}
+    handed = handed_batches(analysis) if scopes else {}
     for scope in scopes:
         found.extend(_in_scope(analysis, scope, catches, handed.get(scope)))
     alone = analysis.single_process
@@ -92,7 +92,7 @@ def _scopes_with_handlers(
             yield scope
 
 
-def _handed_batches(analysis: ModuleAnalysis) -> dict[Scope, frozenset[str]]:
+def handed_batches(analysis: ModuleAnalysis) -> dict[Scope, frozenset[str]]:
     """The local functions a training loop's body calls with this rank's batch, and the
     parameters that receive it."""
     helpers = frozenset(analysis.backward_functions)
@@ -132,7 +132,7 @@ def _in_scope(
     loops = training_loops(scope, helpers)
     whole_step = step_method(scope, function.in_lightning_class) or handed is not None
     view = analysis.batch_view(scope, handed=handed or frozenset())
-    events = list(_step_events(analysis, function))
+    events = list(step_events(analysis, function))
     nodes_of = {id(node.statement): node for node in function.graph.nodes if node.statement}
     for statement in own_statements(scope):
         if not isinstance(statement, _TRIES) or not events:
@@ -168,7 +168,7 @@ def _ends_loudly(handler: ast.ExceptHandler) -> bool:
     return any(ends_loudly(statement) for statement in handler.body)
 
 
-def _step_events(analysis: ModuleAnalysis, function: FunctionFacts) -> Iterator[StepEvent]:
+def step_events(analysis: ModuleAnalysis, function: FunctionFacts) -> Iterator[StepEvent]:
     """The function's backward calls (its own, and its calls of local functions that
     run one) and collectives, node by node."""
     backward = analysis.backward_functions

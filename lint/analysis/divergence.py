@@ -35,7 +35,9 @@ not stick to a new ``for step in range(...)``.
   ``torch.load(path, map_location=f"cuda:{rank}")``, ``pick(n, device=device)``): an
   unknown call's result carries its positional arguments (and its receiver's) taint,
   and a mapping unpacked into it (``model(**batch)``: an argument list, not one
-  option); a local function's only that of the parameters that reach its returns.
+  option); a local function's only that of the parameters that reach its returns, and
+  where its result is unpacked from a tuple it returns (``start, model = resume(rank,
+  path)``), each name only what its own item reads, solved for the call's arguments.
 - Shares: ``pieces[rank::n]`` of pieces padded to a multiple of ``n`` is as long on
   every rank (``shares``): other items, the same length.
 - Turns: a loop's index (``enumerate``) and a range's number count its turns, the same
@@ -55,6 +57,7 @@ from enum import Enum, Flag, auto
 
 from ddplint.analysis.api import (
     AGREEING_LIBRARY_FUNCTIONS,
+    ITEMS_PRESERVING,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -150,6 +153,13 @@ State = dict[str, Taint]
 #: A local function's name (``f``, ``self.f``) and the class the call is made in ->
 #: its summary (None: not known).
 CallSummaries = Callable[[str, str | None], CallSummary | None]
+#: A local function's name, the class the call is made in, the taints of the call's
+#: positional and keyword arguments, and a tuple's length -> the taint of each item of
+#: the tuple it returns (None: not known, or it returns no tuple of that length).
+ReturnedParts = Callable[
+    [str, str | None, tuple[Taint | None, ...], tuple[tuple[str, Taint | None], ...], int],
+    tuple[Taint | None, ...] | None,
+]
 
 
 #: How many flags (``multi = world > 1``; ``if multi:``) a one-process test is followed
@@ -227,10 +237,6 @@ UNIFORM_CALLS = frozenset(
         "torch.cuda.device_count",
         "torch.cuda.is_available",
     }
-)
-#: Wrappers that yield the items of their first argument (progress bars).
-ITEMS_PRESERVING = frozenset(
-    {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "rich.progress.track"}
 )
 #: Methods that move or view a value without changing its contents.
 PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "detach", "contiguous"})
@@ -386,7 +392,12 @@ class _Evaluator:
         single: dict[str, ast.expr] | None = None,
         parameters: frozenset[str] | set[str] = frozenset(),
         sequences: frozenset[str] = frozenset(),
+        drawn: frozenset[int] = frozenset(),
+        parts: ReturnedParts | None = None,
     ) -> None:
+        #: ``next(it)`` calls (by id) that draw this rank's batch (a batch view).
+        self.drawn = drawn
+        self.parts = parts
         self.parameters = parameters
         self.sequences = sequences
         self.names = names
@@ -614,6 +625,13 @@ class _Evaluator:
         for op, right in zip(expression.ops, expression.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
                 container = self.taint(right, state)
+                if (
+                    container is not None
+                    and container.source is Source.BATCH
+                    and isinstance(expression.left, ast.Constant)
+                ):
+                    # ``"labels" in batch``: the batch's keys are the collate function's.
+                    continue
                 read = Facet.SHAPE if self.is_mapping(right) else VALUES
                 found = _join(found, container.as_contents(read) if container else None)
             else:
@@ -637,12 +655,22 @@ class _Evaluator:
         """(target part, taint) for what a loop over ``iterable`` binds: a mapping
         yields its keys (they differ where its shape does); ``d.items()`` yields its
         keys and its values; ``zip(a, b)`` each part from its own iterable;
-        ``enumerate(x)`` an index and ``x``'s items; ``range(...)`` numbers. An index or
+        ``enumerate(x)`` an index and ``x``'s items; ``range(...)`` numbers; a progress
+        bar (``tqdm(x, disable=rank != 0)``) ``x``'s items. An index or
         a range's number counts the loop's turns: in the same turn it is the same on
         every rank unless the range's start or step differs (how many turns each rank
         takes is the loop's own test, and after the loop the last number differs where
         that does: decided at the loop's exit). Anything else yields items carrying its
         taint."""
+        if (
+            isinstance(iterable, ast.Call)
+            and self.names.resolve(iterable.func) in ITEMS_PRESERVING
+            and iterable.args
+            and not isinstance(iterable.args[0], ast.Starred)
+        ):
+            # A progress bar yields its iterable's items; its options (``disable=rank
+            # != 0``, ``desc=``) display, they choose no item.
+            return self.iterated(target, iterable.args[0], state)
         parts = _unstarred_parts(target)
         if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
             function = self.names.resolve(iterable.func)
@@ -781,6 +809,8 @@ class _Evaluator:
         return Taint(Facet.DTYPE, found.source, found.line, found.spelled)
 
     def _call(self, call: ast.Call, state: State) -> Taint | None:
+        if id(call) in self.drawn:
+            return Taint(VALUES, Source.BATCH, call.lineno, ast.unparse(call))
         resolved = self.names.resolve(call.func)
         if resolved in PROBE_CALLS:
             return Taint(Facet.CONTENTS, Source.PROBE, call.lineno, ast.unparse(call))
@@ -802,6 +832,8 @@ class _Evaluator:
             return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
+            if argument is not None and argument.source is Source.BATCH:
+                return None  # a batch's type is the collate function's, alike on every rank
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
             return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
@@ -872,6 +904,26 @@ class _Evaluator:
             if found is not None:
                 return found
         return self.project.call_summary(spelled, self.owner)
+
+    def returned_parts(
+        self, call: ast.Call, state: State, count: int
+    ) -> tuple[Taint | None, ...] | None:
+        """The taint of each of the ``count`` items of the tuple a local function
+        returns (``start, models = create(rank, args)``), solved for this call's
+        arguments: an item that reads none of the arguments that differ is the same on
+        every rank however the others differ. None where not known."""
+        spelled = dotted_name(call.func)
+        if self.parts is None or spelled is None:
+            return None
+        if "." in spelled and not _self_field(spelled):
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if any(k.arg is None for k in call.keywords):
+            return None
+        positional = tuple(self.taint(a, state) for a in call.args)
+        keywords = tuple((k.arg, self.taint(k.value, state)) for k in call.keywords if k.arg)
+        return self.parts(spelled, self.owner, positional, keywords, count)
 
     def _local_summary(self, call: ast.Call) -> bool:
         """Whether the function's own analysis summarises ``call`` (not the project's
@@ -1404,6 +1456,7 @@ class Divergence:
         batches: BatchSeeds | None = None,
         several: Callable[[ast.expr], bool | None] | None = None,
         probes: Callable[[ast.Call], bool] | None = None,
+        parts: ReturnedParts | None = None,
     ) -> None:
         self.graph = graph
         #: Where this rank's batch enters (a batch view); None: the plain analysis.
@@ -1427,6 +1480,8 @@ class Divergence:
             single_bindings(graph.scope),
             _parameters_of(graph.scope),
             _sequence_names(graph.scope),
+            batches.drawn if batches is not None else frozenset(),
+            parts,
         )
         self.evaluator.probes = probes
         self.names = names
@@ -1538,6 +1593,27 @@ class Divergence:
                     # Filled on some ranks only: its length and keys are this rank's.
                     stored[spelled] = taint.joined(stored.get(spelled))
         return stored
+
+    def returned_parts(self, count: int) -> tuple[Taint | None, ...] | None:
+        """The taint of each item where every ``return`` hands back a tuple display of
+        ``count`` items (None otherwise)."""
+        found: list[Taint | None] = [None] * count
+        returns = 0
+        for node in self.graph.nodes:
+            statement = node.statement
+            if not isinstance(statement, ast.Return) or node.kind is not NodeKind.STATEMENT:
+                continue
+            value = statement.value
+            if (
+                not isinstance(value, ast.Tuple)
+                or len(value.elts) != count
+                or any(isinstance(e, ast.Starred) for e in value.elts)
+            ):
+                return None
+            returns += 1
+            for position, element in enumerate(value.elts):
+                found[position] = _join(found[position], self.taint(element, node))
+        return tuple(found) if returns else None
 
     def returned(self) -> Taint | None:
         """How the values the function returns may differ between ranks (the join
@@ -1809,6 +1885,12 @@ class Divergence:
             return state
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
             for target in _targets(statement):
+                parts = self._returned_parts(target, statement.value, state)
+                if parts is not None:
+                    assert isinstance(target, (ast.Tuple, ast.List))
+                    for part, taint in zip(target.elts, parts, strict=True):
+                        state = self._stored(state, part, taint)
+                    continue
                 for part, expression in _unpacked(target, statement.value):
                     value = self.evaluator.taint(expression, state)
                     contributed = self._with_contribution(part, value, statement.lineno)
@@ -1826,6 +1908,21 @@ class Divergence:
                     state = _bound(state, item.optional_vars, value)
             return state
         return self._agreement(statement, state)
+
+    def _returned_parts(
+        self, target: ast.AST, value: ast.expr | None, state: State
+    ) -> tuple[Taint | None, ...] | None:
+        """``a, b = f(x)`` of a local function that returns a tuple: each name's own
+        item (``_Evaluator.returned_parts``), where the call's result may differ as a
+        whole (the items only split that: a result the call's summary finds agreed
+        stays agreed)."""
+        if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, ast.Call):
+            return None
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        if self.evaluator.taint(value, state) is None:
+            return None  # the call's result agrees as a whole: nothing to split
+        return self.evaluator.returned_parts(value, state, len(target.elts))
 
     def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
         """``_bound``, and for an item stored under a key that differs between ranks

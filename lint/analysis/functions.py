@@ -28,6 +28,7 @@ from ddplint.analysis.divergence import (
     GROWING_METHODS,
     Divergence,
     State,
+    Taint,
     spawned_functions,
     summarise_call,
 )
@@ -162,6 +163,7 @@ class ModuleAnalysis:
         self._fields: dict[int, State] = {}
         self._constructions: dict[int, tuple[State, State]] = {}
         self._summaries: dict[str, CallSummary | None] = {}
+        self._parts: dict[tuple[object, ...], tuple[Taint | None, ...] | None] = {}
         self._solving_fields: set[int] = set()
         self._sharded = sharded_later(calls, self.names, project)
         self._reaching = self._functions_reaching_collectives()
@@ -275,8 +277,8 @@ class ModuleAnalysis:
         found = self._batch_views.get((scope, lightning, handed))
         if found is None:
             facts = self.function(scope)
-            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions))
-            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops)
+            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions), self.names)
+            seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             found = self._divergence(
                 scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
             )
@@ -344,7 +346,47 @@ class ModuleAnalysis:
             batches=batches,
             several=lambda test: self.single_process.asks_several(test, scope),
             probes=probes,
+            parts=self._returned_parts,
         )
+
+    def _returned_parts(
+        self,
+        name: str,
+        caller_class: str | None,
+        positional: tuple[Taint | None, ...],
+        keywords: tuple[tuple[str, Taint | None], ...],
+        count: int,
+    ) -> tuple[Taint | None, ...] | None:
+        """The taint of each item of the ``count``-tuple a local function (``f``, or
+        ``self.f`` of the caller's class) returns, its parameters given the taints of
+        a call's arguments (solved once per function and taints; None while solving
+        it, for recursion)."""
+        definition = self._definitions.get(name)
+        if name.startswith("self."):
+            definition = self._methods.get((caller_class or "", name[len("self.") :]))
+        if definition is None:
+            return None
+        key = (id(definition), count, positional, keywords)
+        if key in self._parts:
+            return self._parts[key]
+        self._parts[key] = None  # recursion: unknown while asking
+        arguments = definition.args
+        parameters = [a.arg for a in arguments.posonlyargs + arguments.args]
+        owner = self.nodes.scope_of.get(definition)
+        if name.startswith("self.") and isinstance(owner, ast.ClassDef):
+            parameters = parameters[1:]
+        given: State = {
+            parameter: taint
+            for parameter, taint in [*zip(parameters, positional, strict=False), *keywords]
+            if taint is not None
+        }
+        graph = self.graphs.graph(definition)
+        divergence = self._divergence(
+            definition, graph, PostDominance(graph), {**self._entry_of(definition), **given}
+        )
+        found = divergence.returned_parts(count)
+        self._parts[key] = found
+        return found
 
     def _call_summary(self, name: str, caller_class: str | None) -> CallSummary | None:
         """For a module-level function or a method (``self.f``) that reaches a

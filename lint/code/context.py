@@ -24,7 +24,6 @@ from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.host_syncs import HostSyncs
 from ddplint.code.steps.step_hooks import StepHooks
-from ddplint.code.steps.step_skips import StepSkips
 from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
@@ -225,15 +224,6 @@ class CodeContext:
         return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
 
     @cached_property
-    def step_skips(self) -> StepSkips:
-        return StepSkips(
-            self.index,
-            self.names,
-            self.call_reach,
-            self.training_steps,
-            self.data_dependence,
-            self.one_process,
-        )
 
     @cached_property
     def config_reads(self) -> ConfigReads:

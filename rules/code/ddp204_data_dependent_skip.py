@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-from ddplint.code.collectives.call_reach import Reached, StepEvent
+from ddplint.analysis.api import STEP_FAILURES
+from ddplint.analysis.caught_exceptions import StepEvent
+from ddplint.analysis.step_skips import DataSkip, data_dependent_skips
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.step_skips import SkipKind, StepSkip
-from ddplint.code.syntax.messages import SUMMARY_SNIPPET, except_clause, snippet
+from ddplint.code.syntax.ast_snippets import SUMMARY_SNIPPET, ast_except_clause, ast_snippet
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
-
-
-def skipped_text(ctx: CodeContext, reached: Reached) -> str:
-    """``loss.backward()`` / ``torch.distributed.all_reduce``, with the call chain."""
-    label = snippet(ctx, reached.target) if reached.kind is StepEvent.BACKWARD else reached.label
-    if reached.chain:
-        return f"`{label}` (through `{'` -> `'.join(reached.chain)}`)"
-    return f"`{label}`"
-
-
-def skip_consequence(reached: Reached) -> str:
-    """What the peers of a rank that skipped ``reached`` run into."""
-    return consequence_of_skipping(reached.kind is StepEvent.BACKWARD)
 
 
 def consequence_of_skipping(backward: bool) -> str:
@@ -36,6 +25,16 @@ def consequence_of_skipping(backward: bool) -> str:
         "the other ranks' call pairs with this rank's next collective (silently wrong data) "
         "or hangs"
     )
+
+
+def catches_step_failure(handler: ast.ExceptHandler) -> bool:
+    """A bare ``except`` or one naming a step failure (out of memory, ``RuntimeError``,
+    ``Exception``)."""
+    caught = handler.type
+    if caught is None:
+        return True
+    elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(ast.unparse(e).rsplit(".", 1)[-1] in STEP_FAILURES for e in elements)
 
 
 class DataDependentSkip(CodeRule):
@@ -53,10 +52,21 @@ class DataDependentSkip(CodeRule):
       swallows the failure of a `try` holding backward or a collective, or that leaves the
       step before one.
 
+    A training loop is a `for` or `while` loop whose body runs a backward (itself or
+    through a local function); its items are this rank's batch, and so is what
+    `next(it)` draws in it. This rule is built on the analysis core: the batch view of the
+    divergence analysis (the test reads this rank's batch, loss or model output),
+    control dependence (the backward or collective the test, or an exit it decides,
+    skips) and the collective effects.
+
     Not flagged: a skip after backward and the optimizer step; a skip decided
     collectively (the flag went through `dist.all_reduce` / `broadcast` /
     `accelerator.reduce` first); a skip on a value every rank shares (`batch_idx <
     start_step` when resuming, the epoch, a loop over a literal list of settings); a
+    counter: a loop's turn number (`for step in range(n)`, also wrapped in a progress
+    bar on rank 0 only: `if rank == 0: steps = tqdm(steps)`, `trange`,
+    `itertools.count()`), an `enumerate` index, the entries of a mapping (`for name,
+    opt in optimizers.items()`), a `+= 1` counter of the loop's turns; a
     question about the batch's structure (`isinstance(batch, dict)`, `"key" in batch`,
     `batch.keys()`). A `return None` or constant loss from an automatically optimised
     `training_step` is DDP205's.
@@ -110,40 +120,54 @@ class DataDependentSkip(CodeRule):
     default_enabled = False
     needles = ("backward(", "training_step")
 
-    def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        skips = ctx.step_skips
-        for skip in skips.find():
-            message, summary = self._message(ctx, skip)
-            yield ctx.finding(self, skip.statement, message, summary=summary)
+    reads_libcst = False
 
-    @staticmethod
-    def _message(ctx: CodeContext, skip: StepSkip) -> tuple[str, str]:
-        """The whole message and its short summary."""
-        skipped = skipped_text(ctx, skip.skipped)
-        consequence = skip_consequence(skip.skipped)
-        if skip.handler is not None:
-            caught = except_clause(ctx, skip.handler)
-            return (
-                f"`{caught}` swallows a failure on this rank only and skips {skipped}: "
-                f"{consequence}; re-raise, or all_reduce a failure flag so every rank skips "
-                "together"
-            ), f"`{caught}` skips {skipped} on this rank only"
-        assert skip.guard is not None
-        condition = snippet(ctx, skip.guard.test)
-        short = snippet(ctx, skip.guard.test, SUMMARY_SNIPPET)
-        when = "unless" if skip.guard.negated else "when"
-        remedy = "decide on every rank alike (all_reduce the flag with MAX) or " + (
-            "back-propagate a zero loss tied to the parameters instead"
-            if skip.skipped.kind is StepEvent.BACKWARD
-            else "make the call on every rank"
-        )
-        if skip.kind is SkipKind.GUARDED:
-            return (
-                f"{skipped} runs only {when} `{condition}` (this rank's batch/loss): on a "
-                f"rank that skips it, {consequence}; {remedy}"
-            ), f"{skipped} runs only {when} `{short}` (this rank's data)"
-        statement = snippet(ctx, skip.statement)
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for skip in data_dependent_skips(ctx.analysis, catches_step_failure):
+            message, summary = _message(ctx, skip)
+            yield ctx.ast_finding(
+                self,
+                skip.at,
+                message,
+                summary=summary,
+                related=[(skip.skipped.call, "what it skips")],
+            )
+
+
+def _skipped_text(event: StepEvent) -> str:
+    if event.through is not None:
+        return f"`{event.label}` (through `{event.through}`)"
+    return f"`{event.label}`"
+
+
+def _message(ctx: CodeContext, skip: DataSkip) -> tuple[str, str]:
+    """The whole message and its short summary."""
+    skipped = _skipped_text(skip.skipped)
+    consequence = consequence_of_skipping(skip.skipped.backward)
+    if skip.handler is not None:
+        caught = ast_except_clause(ctx, skip.handler)
         return (
-            f"`{statement}` {when} `{condition}` (this rank's batch/loss) skips {skipped} "
-            f"on this rank only: {consequence}; {remedy}"
-        ), f"`{statement}` {when} `{short}` skips {skipped} on this rank only"
+            f"`{caught}` swallows a failure on this rank only and skips {skipped}: "
+            f"{consequence}; re-raise, or all_reduce a failure flag so every rank skips "
+            "together"
+        ), f"`{caught}` skips {skipped} on this rank only"
+    assert skip.test is not None
+    condition = ast_snippet(ctx, skip.test)
+    short = ast_snippet(ctx, skip.test, SUMMARY_SNIPPET)
+    when = "unless" if skip.negated else "when"
+    remedy = "decide on every rank alike (all_reduce the flag with MAX) or " + (
+        "back-propagate a zero loss tied to the parameters instead"
+        if skip.skipped.backward
+        else "make the call on every rank"
+    )
+    if not skip.exit:
+        return (
+            f"{skipped} runs only {when} `{condition}` (this rank's batch/loss): on a "
+            f"rank that skips it, {consequence}; {remedy}"
+        ), f"{skipped} runs only {when} `{short}` (this rank's data)"
+    assert isinstance(skip.at, ast.stmt)
+    statement = ast.unparse(skip.at)
+    return (
+        f"`{statement}` {when} `{condition}` (this rank's batch/loss) skips {skipped} "
+        f"on this rank only: {consequence}; {remedy}"
+    ), f"`{statement}` {when} `{short}` skips {skipped} on this rank only"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddplint.code.collectives.call_reach import Reached, StepEvent
 from ddplint.code.collectives.divergent_exits import DivergentExit, ExitKind
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.messages import snippet
@@ -11,7 +12,20 @@ from ddplint.code.values.divergence import Source
 from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
-from ddplint.rules.code.ddp204_data_dependent_skip import skip_consequence, skipped_text
+from ddplint.rules.code.ddp204_data_dependent_skip import consequence_of_skipping
+
+
+def skipped_text(ctx: CodeContext, reached: Reached) -> str:
+    """``loss.backward()`` / ``torch.distributed.all_reduce``, with the call chain."""
+    label = snippet(ctx, reached.target) if reached.kind is StepEvent.BACKWARD else reached.label
+    if reached.chain:
+        return f"`{label}` (through `{'` -> `'.join(reached.chain)}`)"
+    return f"`{label}`"
+
+
+def skip_consequence(reached: Reached) -> str:
+    """What the peers of a rank that skipped ``reached`` run into."""
+    return consequence_of_skipping(reached.kind is StepEvent.BACKWARD)
 
 
 class DivergentExitBeforeCollective(CodeRule):
