@@ -224,8 +224,6 @@ class CodeContext:
         return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
 
     @cached_property
-
-    @cached_property
     def config_reads(self) -> ConfigReads:
         """Values the module reads from the YAML config it is bound to (``@hydra.main``,
         ``OmegaConf.load``), with the file and line that set them."""
