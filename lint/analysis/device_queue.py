@@ -9,8 +9,9 @@ on every path is a wait; one that queues no work on any path is no work).
 
 What waits, judged by what the call does:
 
-- a host read (``loss.item()`` a line above, ``if x.item() > 1:`` ... ``elif x.item() <
-  0:``, a read on each way of a branch), an upload of host data to a device
+- a host read of a value on a device (``loss.item()`` a line above, ``if x.item() >
+  1:`` ... ``elif x.item() < 0:``, a read on each way of a branch; a value already on
+  the host, ``analysis.placement``, waits for nothing), an upload of host data to a device
   (``torch.tensor(values, device=...)``), a test whose value is a tensor (``if not
   torch.isfinite(loss):``);
 - a synchronisation (``torch.cuda.synchronize()``, a stream's ``synchronize()``): DDP101
@@ -53,6 +54,7 @@ from ddplint.analysis.host_waits import (
 )
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.object_kinds import OPTIMIZER, SCALER, SCHEDULER, library_kind
+from ddplint.analysis.placement import Placement
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -221,7 +223,9 @@ class DeviceQueue:
     def _waits_for_queue(self, call: ast.Call, scope: ast.AST) -> bool:
         """A host read, an upload, a synchronisation, a gradient scaler's step, or a call
         of the module's function that returns drained."""
-        if is_host_read(call) or self._is_upload(call) or synchronizes(call, self.names.resolve):
+        if is_host_read(call):
+            return not self.placement.read_on_host(call, scope)
+        if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
         func = call.func
         if (
@@ -230,7 +234,7 @@ class DeviceQueue:
             and self._holds(self._scalers, func.value, scope)
         ):
             return True
-        callee = self._code.callee(call, scope)
+        callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
 
     def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
@@ -250,7 +254,7 @@ class DeviceQueue:
                 return False
         if self._torch_kernel(expression):
             return False
-        callee = self._code.callee(expression, scope)
+        callee = self.code.callee(expression, scope)
         if callee is not None and not self._summary(callee[0], self._queues_at_all, True):
             return False
         arguments = [*expression.args, *(k.value for k in expression.keywords)]
@@ -268,7 +272,7 @@ class DeviceQueue:
         if (self.names.resolve(func) or "").startswith(_MORE_THAN_KERNELS):
             return True
         receiver = func.value
-        return isinstance(receiver, ast.Name) and self._code.is_instance(receiver, scope)
+        return isinstance(receiver, ast.Name) and self.code.is_instance(receiver, scope)
 
     def _host_side_method(self, func: ast.Attribute, scope: ast.AST) -> bool:
         """A scheduler's methods; a scaler's or an optimizer's other than ``step``."""
@@ -305,14 +309,20 @@ class DeviceQueue:
             isinstance(func, ast.Name)
             and hasattr(builtins, func.id)
             and func.id not in self._module_bound
-            and not self._code.binds(scope, func.id)
+            and not self.code.binds(scope, func.id)
         )
 
     # -- objects by what made them -------------------------------------------------------
 
     @cached_property
-    def _code(self) -> ModuleCode:
+    def code(self) -> ModuleCode:
+        """The module's scopes and which of its functions a call runs."""
         return ModuleCode(self.nodes, self.names)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """Which values of the module live on the host (a read of one waits for nothing)."""
+        return Placement(self.where, self.code)
 
     def _made_by_library(self, kind: str) -> Callable[[ast.expr, ast.AST], bool]:
         def made(expression: ast.expr, scope: ast.AST) -> bool:
@@ -329,20 +339,20 @@ class DeviceQueue:
 
     @cached_property
     def _scalers(self) -> ObjectFlow:
-        return ObjectFlow(self._code, self._made_by_library(SCALER))
+        return ObjectFlow(self.code, self._made_by_library(SCALER))
 
     @cached_property
     def _optimizers(self) -> ObjectFlow:
-        return ObjectFlow(self._code, self._made_by_library(OPTIMIZER))
+        return ObjectFlow(self.code, self._made_by_library(OPTIMIZER))
 
     @cached_property
     def _schedulers(self) -> ObjectFlow:
-        return ObjectFlow(self._code, self._made_by_library(SCHEDULER))
+        return ObjectFlow(self.code, self._made_by_library(SCHEDULER))
 
     @cached_property
     def _parsers(self) -> ObjectFlow:
         return ObjectFlow(
-            self._code,
+            self.code,
             lambda e, _: (
                 isinstance(e, ast.Call) and self.names.resolve(e.func) in _ARGUMENT_PARSERS
             ),
@@ -360,7 +370,7 @@ class DeviceQueue:
                 and self._parsers.carries(expression.func.value, scope)
             )
 
-        return ObjectFlow(self._code, made)
+        return ObjectFlow(self.code, made)
 
     def _holds(self, flow: ObjectFlow, expression: ast.expr, scope: ast.AST) -> bool:
         return isinstance(expression, (ast.Name, ast.Attribute)) and flow.carries(expression, scope)

@@ -28,7 +28,9 @@ class HostReadInTrainingStep(CodeRule):
     (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
     `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
-    NumPy values, the second read of `x.cpu().numpy()`), a read after another wait of
+    NumPy values, the second read of `x.cpu().numpy()`, the unpacked parts of a tensor
+    copied with `.cpu()`, a tensor a function of the same file returns built without a
+    device), a read after another wait of
     the same pass with no new device work between (the queue is already drained: the
     wait is a read, an upload, a test of a tensor such as `if not torch.isfinite(loss):`,
     a `torch.cuda.synchronize()` (DDP101 reports that one), a gradient scaler's

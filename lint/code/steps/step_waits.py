@@ -1,5 +1,6 @@
 """The analysis core's per-step questions asked of LibCST calls: a call already waited
-for by an earlier wait in the same pass (``ddplint.analysis.device_queue``), a call that
+for by an earlier wait in the same pass (``ddplint.analysis.device_queue``), a read of a
+value already on the host (``ddplint.analysis.placement``), a call that
 runs only while a persistent cache is empty (``ddplint.analysis.host_waits``), and a call
 that runs only now and then
 (on an error, a periodic test, an export, a single-process run:
@@ -34,6 +35,7 @@ class StepWaits:
     ) -> None:
         self._waits = HostWaits(module) if module is not None else None
         self._queue = DeviceQueue(self._waits) if self._waits is not None else None
+        self._placement = self._queue.placement if self._queue is not None else None
         self._frequency = (
             StepFrequency(module, self._waits, project)
             if module is not None and self._waits is not None
@@ -60,6 +62,14 @@ class StepWaits:
         """An earlier wait in the same pass left nothing new queued for ``call``."""
         found = self._ast_call(call)
         return found is not None and self._queue is not None and self._queue.queue_drained(found)
+
+    def read_on_host(self, call: cst.Call) -> bool:
+        """The host read ``call`` reads a value already on the host (``analysis.placement``)."""
+        found = self._ast_call(call)
+        if found is None or self._placement is None or self._waits is None:
+            return False
+        scope = self._waits.nodes.call_scopes.get(id(found))
+        return scope is not None and self._placement.read_on_host(found, scope)
 
     def filled_once(self, call: cst.Call) -> bool:
         """``call`` runs only while a cache of the object is still empty."""
