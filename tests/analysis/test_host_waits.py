@@ -5,30 +5,18 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.host_waits import HostWaits, is_host_read
 
 
-def _waits_and_calls(source: str) -> tuple[HostWaits, dict[int, list[ast.Call]]]:
+def _waits_and_reads(source: str) -> tuple[HostWaits, dict[int, ast.Call]]:
+    """The module's waits and its one host read per line, by line."""
     module = ast.parse(textwrap.dedent(source))
-    by_line: dict[int, list[ast.Call]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            by_line.setdefault(node.lineno, []).append(node)
-    return HostWaits(module), by_line
-
-
-def _read_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
-    reads = [
-        c
-        for c in by_line[line]
-        if isinstance(c.func, ast.Attribute) and c.func.attr in ("item", "cpu")
-    ]
-    assert len(reads) == 1
-    return reads[0]
+    reads = {n.lineno: n for n in ast.walk(module) if isinstance(n, ast.Call) and is_host_read(n)}
+    return HostWaits(module), reads
 
 
 def test_cache_fill_runs_once() -> None:
-    waits, calls = _waits_and_calls(
+    waits, reads = _waits_and_reads(
         """
         class Loss:
             def forward(self, x, key, mask=None):
@@ -45,7 +33,7 @@ def test_cache_fill_runs_once() -> None:
                 return x
         """
     )
-    assert waits.filled_once(_read_on(calls, 5))
-    assert waits.filled_once(_read_on(calls, 8))
-    assert waits.filled_once(_read_on(calls, 11))
-    assert not waits.filled_once(_read_on(calls, 13))
+    assert waits.filled_once(reads[5])
+    assert waits.filled_once(reads[8])
+    assert waits.filled_once(reads[11])
+    assert not waits.filled_once(reads[13])
