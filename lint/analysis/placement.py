@@ -150,13 +150,14 @@ class Placement:
 
     def _bound(self, scope: ast.AST) -> dict[str, list[tuple[ast.expr, int | None]]]:
         """Each name of a scope: the values bound to it, with the item unpacked; a
-        parameter or a binding not followed (a loop target, ``with ... as``) is None."""
+        parameter or a binding not followed (a loop target, ``with ... as``) is bound to
+        ``_UNKNOWN``."""
         table = self._bindings.get(id(scope))
         if table is not None:
             return table
         table = {}
-        for name in parameter_names(scope) if isinstance(scope, _FUNCTIONS) else ():
-            table.setdefault(name, []).append((_UNKNOWN, None))
+        for parameter in parameter_names(scope) if isinstance(scope, _FUNCTIONS) else ():
+            table.setdefault(parameter, []).append((_UNKNOWN, None))
         for node in walk_own(scope):
             if isinstance(node, ast.Assign):
                 for each in node.targets:
