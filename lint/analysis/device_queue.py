@@ -126,6 +126,8 @@ _HOST_BUILTINS = frozenset(
 #: What parses the command line into a namespace of host values.
 _ARGUMENT_PARSERS = frozenset({"argparse.ArgumentParser"})
 _PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+#: The kind of the namespace ``parse_args()`` returns (its options are host values).
+_NAMESPACE = "namespace"
 #: Methods that run the step's device work given no argument.
 _STEP_WORK = frozenset({"step", "backward"})
 #: How deep a call is followed into the module's own functions for their summary.
@@ -190,6 +192,7 @@ class DeviceQueue:
         self._drained: dict[int, dict[int, bool]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
+        self._flows: dict[str, ObjectFlow] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
 
     # -- the question ------------------------------------------------------------------
@@ -231,7 +234,7 @@ class DeviceQueue:
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "step"
-            and self._holds(self._scalers, func.value, scope)
+            and self._holds(SCALER, func.value, scope)
         ):
             return True
         callee = self.code.callee(call, scope)
@@ -277,11 +280,10 @@ class DeviceQueue:
     def _host_side_method(self, func: ast.Attribute, scope: ast.AST) -> bool:
         """A scheduler's methods; a scaler's or an optimizer's other than ``step``."""
         receiver = func.value
-        if self._holds(self._schedulers, receiver, scope):
+        if self._holds(SCHEDULER, receiver, scope):
             return True
         return func.attr != "step" and (
-            self._holds(self._scalers, receiver, scope)
-            or self._holds(self._optimizers, receiver, scope)
+            self._holds(SCALER, receiver, scope) or self._holds(OPTIMIZER, receiver, scope)
         )
 
     def _is_upload(self, call: ast.Call) -> bool:
@@ -338,42 +340,50 @@ class DeviceQueue:
         return made
 
     @cached_property
-    def _scalers(self) -> ObjectFlow:
-        return ObjectFlow(self.code, self._made_by_library(SCALER))
+    def _kinds_made(self) -> frozenset[str]:
+        """The kinds of object some call of the module makes (a flow is followed only for
+        those: with no allocation, nothing holds one)."""
+        found: set[str] = set()
+        for call in self.nodes.of_type(ast.Call):
+            resolved = self.names.resolve(call.func) or ""
+            kind = _NAMESPACE if resolved in _ARGUMENT_PARSERS else library_kind(resolved)
+            if kind is not None:
+                found.add(kind)
+        return frozenset(found)
 
-    @cached_property
-    def _optimizers(self) -> ObjectFlow:
-        return ObjectFlow(self.code, self._made_by_library(OPTIMIZER))
+    def _flow(self, kind: str) -> ObjectFlow:
+        flow = self._flows.get(kind)
+        if flow is None:
+            if kind == _NAMESPACE:
+                parsers = ObjectFlow(
+                    self.code,
+                    lambda e, _: (
+                        isinstance(e, ast.Call) and self.names.resolve(e.func) in _ARGUMENT_PARSERS
+                    ),
+                )
 
-    @cached_property
-    def _schedulers(self) -> ObjectFlow:
-        return ObjectFlow(self.code, self._made_by_library(SCHEDULER))
+                def parsed(expression: ast.expr, scope: ast.AST) -> bool:
+                    return (
+                        isinstance(expression, ast.Call)
+                        and isinstance(expression.func, ast.Attribute)
+                        and expression.func.attr in _PARSE_METHODS
+                        and parsers.carries(expression.func.value, scope)
+                    )
 
-    @cached_property
-    def _parsers(self) -> ObjectFlow:
-        return ObjectFlow(
-            self.code,
-            lambda e, _: (
-                isinstance(e, ast.Call) and self.names.resolve(e.func) in _ARGUMENT_PARSERS
-            ),
+                flow = ObjectFlow(self.code, parsed)
+            else:
+                flow = ObjectFlow(self.code, self._made_by_library(kind))
+            self._flows[kind] = flow
+        return flow
+
+    def _holds(self, kind: str, expression: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``expression`` may hold an object of ``kind`` (a library kind, or
+        ``_NAMESPACE``: the parsed command line), by allocation in the module."""
+        return (
+            kind in self._kinds_made
+            and isinstance(expression, (ast.Name, ast.Attribute))
+            and self._flow(kind).carries(expression, scope)
         )
-
-    @cached_property
-    def _namespaces(self) -> ObjectFlow:
-        """The command-line options a module parses (``args = parser.parse_args()``)."""
-
-        def made(expression: ast.expr, scope: ast.AST) -> bool:
-            return (
-                isinstance(expression, ast.Call)
-                and isinstance(expression.func, ast.Attribute)
-                and expression.func.attr in _PARSE_METHODS
-                and self._parsers.carries(expression.func.value, scope)
-            )
-
-        return ObjectFlow(self.code, made)
-
-    def _holds(self, flow: ObjectFlow, expression: ast.expr, scope: ast.AST) -> bool:
-        return isinstance(expression, (ast.Name, ast.Attribute)) and flow.carries(expression, scope)
 
     # -- values on the host ------------------------------------------------------------
 
@@ -393,7 +403,7 @@ class DeviceQueue:
         if is_shape_read(expression):
             return True
         if isinstance(expression, ast.Attribute):
-            return self._holds(self._namespaces, expression.value, scope)
+            return self._holds(_NAMESPACE, expression.value, scope)
         if isinstance(expression, ast.Subscript):
             return self._host_value(expression.value, scope, depth)
         if isinstance(expression, ast.Starred):
