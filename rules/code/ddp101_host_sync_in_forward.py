@@ -59,7 +59,9 @@ class HostSyncInForward(CodeRule):
     same pass with no new device work between (`loss.item()`, a gradient scaler's
     `step`, another synchronisation: the queue is already drained). A synchronisation
     followed by a read (`torch.cuda.synchronize(); meter.update(loss.item())`) is
-    reported here, once: the read after it waits for nothing new (DDP102 is silent).
+    reported here, once: the read after it waits for nothing new (DDP102 is silent);
+    one right before a read of CUDA-event timings (`start.elapsed_time(end)`) is
+    needed and not reported.
 
     ## Example
     ```python
@@ -172,9 +174,27 @@ class HostSyncInForward(CodeRule):
 def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
     """An earlier wait of the same pass already drained the queue (a read, a gradient
     scaler's step, another synchronisation, with no new device work since:
-    ``analysis.device_queue``), or it runs only now and then (on an error, a periodic
-    test, an export, a single-process run)."""
-    return ctx.step_waits.occasional(call) is not None or ctx.step_waits.queue_drained(call)
+    ``analysis.device_queue``), it runs only now and then (on an error, a periodic test,
+    an export, a single-process run), or the next statement reads CUDA-event timings
+    (``start.elapsed_time(end)``), which need it."""
+    if ctx.step_waits.occasional(call) is not None or ctx.step_waits.queue_drained(call):
+        return True
+    statement = ctx.index.enclosing_statement(call)
+    block = ctx.index.parent.get(statement)
+    body = list(getattr(block, "body", ()))
+    if statement not in body or body.index(statement) + 1 >= len(body):
+        return False
+    following = body[body.index(statement) + 1]
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == _EVENT_TIMING
+        for node in (following, *ctx.index.walk_within(following))
+    )
+
+
+#: Reads the time between two CUDA events: the synchronisation before it is needed.
+_EVENT_TIMING = "elapsed_time"
 
 
 def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
@@ -183,7 +203,7 @@ def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
     return any(
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "elapsed_time"
+        and node.func.attr.value == _EVENT_TIMING
         for node in ctx.index.walk_within(loop)
     )
 
