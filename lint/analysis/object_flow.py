@@ -153,6 +153,11 @@ class ModuleCode:
                 found.setdefault(cls.name, []).append(cls)
         return {name: cs[0] for name, cs in found.items() if len(cs) == 1}
 
+    @staticmethod
+    def is_instance(expression: ast.expr, scope: ast.AST) -> bool:
+        """``expression`` is the instance the method ``scope`` runs on."""
+        return _is_instance(expression, scope)
+
     def class_of(self, scope: ast.AST) -> ast.ClassDef | None:
         """The class whose method ``scope`` is."""
         owner = self.nodes.scope_of.get(scope) if isinstance(scope, _FUNCTIONS) else None

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, STREAM_FACTORIES, SYNC_FUNCTIONS
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.edits import remove_call_statement
 from ddplint.code.steps.forward_paths import PathReason
@@ -15,30 +16,6 @@ from ddplint.code.syntax.names import dotted_name
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
-SYNC_FUNCTIONS = frozenset(
-    {
-        "torch.cuda.synchronize",
-        "torch.accelerator.synchronize",
-        "torch.xpu.synchronize",
-        "torch.mps.synchronize",
-    }
-)
-STREAM_FACTORIES = frozenset(
-    {
-        "torch.cuda.current_stream",
-        "torch.cuda.default_stream",
-        "torch.cuda.Stream",
-        "torch.cuda.streams.Stream",
-        "torch.xpu.current_stream",
-    }
-)
-#: DeepSpeed's device abstraction: ``get_accelerator().synchronize()``.
-ACCELERATOR_GETTERS = frozenset(
-    {
-        "deepspeed.accelerator.get_accelerator",
-        "deepspeed.accelerator.real_accelerator.get_accelerator",
-    }
-)
 #: A sync under ``if <flag>:`` whose name says it is opt-in diagnostics is intended.
 DIAGNOSTIC_FLAG = re.compile(
     r"debug|profil|timing|timer|benchmark|sync|verbose|trace|measure|wall_clock", re.I
@@ -78,7 +55,13 @@ class HostSyncInForward(CodeRule):
     forward path calls, epoch-end hooks, one-off setup; nor a call that runs only now
     and then (in an `except` handler, on the rare way of a periodic test such as
     `if step % log_every == 0:` or `if it == 0:`, while exporting or tracing, in the
-    single-process arm of the run's switch).
+    single-process arm of the run's switch); nor one right after another wait of the
+    same pass with no new device work between (`loss.item()`, a gradient scaler's
+    `step`, another synchronisation: the queue is already drained). A synchronisation
+    followed by a read (`torch.cuda.synchronize(); meter.update(loss.item())`) is
+    reported here, once: the read after it waits for nothing new (DDP102 is silent);
+    one right before a read of CUDA-event timings (`start.elapsed_time(end)`) is
+    needed and not reported.
 
     ## Example
     ```python
@@ -188,17 +171,13 @@ class HostSyncInForward(CodeRule):
         return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
 
 
-#: Calls that wait for the device themselves: a synchronisation right before one of
-#: them adds no wait of its own.
-_HOST_READS = frozenset({"item", "cpu", "tolist", "numpy", "elapsed_time"})
-
-
 def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
-    """The next statement of the same block reads a tensor on the host (``loss.item()``),
-    which waits for the same queued work: removing the synchronisation saves nothing.
-    Nor does one that runs only now and then (on an error, a periodic test, an export, a
-    single-process run)."""
-    if ctx.step_waits.occasional(call) is not None:
+    """An earlier wait of the same pass already drained the queue (a read, a gradient
+    scaler's step, another synchronisation, with no new device work since:
+    ``analysis.device_queue``), it runs only now and then (on an error, a periodic test,
+    an export, a single-process run), or the next statement reads CUDA-event timings
+    (``start.elapsed_time(end)``), which need it."""
+    if ctx.step_waits.occasional(call) is not None or ctx.step_waits.queue_drained(call):
         return True
     statement = ctx.index.enclosing_statement(call)
     block = ctx.index.parent.get(statement)
@@ -209,9 +188,13 @@ def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
     return any(
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value in _HOST_READS
+        and node.func.attr.value == _EVENT_TIMING
         for node in (following, *ctx.index.walk_within(following))
     )
+
+
+#: Reads the time between two CUDA events: the synchronisation before it is needed.
+_EVENT_TIMING = "elapsed_time"
 
 
 def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
@@ -220,7 +203,7 @@ def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
     return any(
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "elapsed_time"
+        and node.func.attr.value == _EVENT_TIMING
         for node in ctx.index.walk_within(loop)
     )
 

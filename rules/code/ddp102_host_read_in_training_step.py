@@ -28,11 +28,18 @@ class HostReadInTrainingStep(CodeRule):
     (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
     `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
-    NumPy values, the second read of `x.cpu().numpy()`), a read after another wait of
+    NumPy values, the second read of `x.cpu().numpy()`, the unpacked parts of a tensor
+    copied with `.cpu()`, a tensor a function of the same file returns built without a
+    device), a read after another wait of
     the same pass with no new device work between (the queue is already drained: the
-    wait is a read, an upload, a test of a tensor such as `if not torch.isfinite(loss):`
-    or a call of the module's function that returns after a read on every path; a few
-    kernels on values already computed, such as `(a - b).mean()`, are no new work), a
+    wait is a read, an upload, a test of a tensor such as `if not torch.isfinite(loss):`,
+    a `torch.cuda.synchronize()` (DDP101 reports that one), a gradient scaler's
+    `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
+    `GradScaler(...)` that made it, in this file) or a call of the module's function that
+    returns after a wait on every path; a few kernels on values already computed, such
+    as `(a - b).mean()`, host work such as `meter.update(loss.item(), args.batch_size)`
+    with `args` the parsed command line, and a helper of the module that queues no
+    device work are no new work), a
     read that fills a field of the module once (`if self.scale is None:`), a read that
     runs only now and then (in an `except` handler, on the rare way of a periodic test
     on a counter, in the single-process arm of the run's switch: the arm whose other way

@@ -1,212 +1,22 @@
-"""The per-step wait questions of the analysis core: an earlier host read that drained
-the queue, and a call that runs only while a cache of the object is empty."""
+"""A call that runs only while a cache of the object is empty (``analysis.host_waits``)."""
 
 from __future__ import annotations
 
 import ast
 import textwrap
 
-from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.host_waits import HostWaits, is_host_read
 
 
-def _waits_and_calls(source: str) -> tuple[HostWaits, dict[int, list[ast.Call]]]:
+def _waits_and_reads(source: str) -> tuple[HostWaits, dict[int, ast.Call]]:
+    """The module's waits and its one host read per line, by line."""
     module = ast.parse(textwrap.dedent(source))
-    by_line: dict[int, list[ast.Call]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            by_line.setdefault(node.lineno, []).append(node)
-    return HostWaits(module), by_line
-
-
-def _read_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
-    reads = [
-        c
-        for c in by_line[line]
-        if isinstance(c.func, ast.Attribute) and c.func.attr in ("item", "cpu")
-    ]
-    assert len(reads) == 1
-    return reads[0]
-
-
-def test_read_after_a_read_with_only_host_work_between_is_drained() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def step(model, x, meter, writer, rank, n):
-            loss = model(x)
-            meter.update(loss.item(), x.size(0))
-            if rank == 0:
-                writer.add_scalar("loss", loss.item(), n)
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 4))
-    assert waits.queue_drained(_read_on(calls, 6))
-
-
-def test_read_after_new_device_work_is_not_drained() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def step(model, x, meter, clip):
-            loss = model(x)
-            meter.update(loss.item(), 1)
-            aux = model.head(x)
-            meter.update(aux.item(), 1)
-            clip(model.parameters())
-            meter.update((loss * 2).cpu(), 1)
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 6))
-    # a call given a device value may run anything (here every parameter's kernels)
-    assert not waits.queue_drained(_read_on(calls, 8))
-
-
-def test_a_few_kernels_on_values_already_computed_do_not_refill_the_queue() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        import torch
-        import torch.nn.functional as F
-
-        def metrics(losses, chosen, rejected, out):
-            store = {"loss": losses.cpu()}
-            store["margin"] = (chosen - rejected).mean().cpu()
-            store["chosen"] = chosen.detach().float().mean().cpu()
-            entropy = torch.mean(torch.sum(-F.softmax(out, 1) * torch.log(out), 1)).item()
-            store["n"] = torch.distributed.all_reduce(chosen)
-            store["after"] = chosen.sum().cpu()
-            return store, entropy
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 6))
-    assert waits.queue_drained(_read_on(calls, 7))
-    assert waits.queue_drained(_read_on(calls, 8))
-    assert waits.queue_drained(_read_on(calls, 9))
-    # a collective is more than a kernel: the read after it waits for it
-    assert not waits.queue_drained(_read_on(calls, 11))
-
-
-def _upload_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
-    found = [
-        c for c in by_line[line] if isinstance(c.func, ast.Attribute) and c.func.attr == "tensor"
-    ]
-    assert len(found) == 1
-    return found[0]
-
-
-def test_an_upload_drains_the_queue_for_the_next_one() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        import torch
-
-        def forward(self, x):
-            low = torch.tensor(0.0, device=x.device)
-            high = torch.tensor(1.0, device=x.device)
-            y = self.net(x)
-            scale = torch.tensor(2.0, device=x.device)
-            host = torch.tensor(3.0, device="cpu")
-            again = torch.tensor(4.0, device=x.device)
-            return y.clamp(low, high) * scale + host + again
-        """
-    )
-    assert not waits.queue_drained(_upload_on(calls, 5))
-    assert waits.queue_drained(_upload_on(calls, 6))
-    assert not waits.queue_drained(_upload_on(calls, 8))
-    # a tensor built on the CPU waits for nothing, so drains nothing: the last one
-    # still follows only the upload on line 8
-    assert waits.queue_drained(_upload_on(calls, 10))
-
-
-def test_a_tensor_test_drains_and_a_python_flag_does_not() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        import torch
-
-        def step(model, x, meter, log):
-            loss = model(x)
-            if not torch.isfinite(loss):
-                log("diverged")
-            meter.update(loss.item())
-            out = model(x)
-            if torch.onnx.is_in_onnx_export():
-                log("export")
-            meter.update(out.item())
-        """
-    )
-    assert waits.queue_drained(_read_on(calls, 8))
-    assert not waits.queue_drained(_read_on(calls, 12))
-
-
-def test_a_callee_that_reads_on_every_path_drains_its_caller() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def forward_pass(model, batch):
-            loss, correct = model(batch)
-            return loss, correct.sum().item()
-
-        class Trainer:
-            def _fwd(self, batch):
-                out = self.model(batch)
-                self.seen = out.max().item()
-                return out
-
-            def train(self, loader, meter, flag):
-                for batch in loader:
-                    loss, correct = forward_pass(self.model, batch)
-                    meter.update(loss.item(), correct)
-                    out = self._fwd(batch)
-                    meter.update(out.sum().cpu(), correct)
-                    out.backward()
-                    meter.update(out.item(), correct)
-        """
-    )
-    assert waits.queue_drained(_read_on(calls, 15))
-    assert waits.queue_drained(_read_on(calls, 17))
-    assert not waits.queue_drained(_read_on(calls, 19))
-
-
-def test_a_callee_that_may_return_without_a_read_does_not_drain() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def maybe_read(model, batch, flag):
-            out = model(batch)
-            if flag:
-                print(out.item())
-            return out
-
-        def train(model, loader, meter, flag):
-            for batch in loader:
-                out = maybe_read(model, batch, flag)
-                meter.update(out.cpu())
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 11))
-
-
-def test_read_on_one_branch_only_does_not_drain_the_join() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def step(loss, flag, meter):
-            if flag:
-                meter.update(loss.item(), 1)
-            meter.update(loss.cpu(), 1)
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 5))
-
-
-def test_elif_test_after_the_if_test_read_is_drained() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def forward(value):
-            if value.item() > 1.0:
-                print("high")
-            elif value.item() < 0.0:
-                print("low")
-        """
-    )
-    assert waits.queue_drained(_read_on(calls, 5))
+    reads = {n.lineno: n for n in ast.walk(module) if isinstance(n, ast.Call) and is_host_read(n)}
+    return HostWaits(module), reads
 
 
 def test_cache_fill_runs_once() -> None:
-    waits, calls = _waits_and_calls(
+    waits, reads = _waits_and_reads(
         """
         class Loss:
             def forward(self, x, key, mask=None):
@@ -223,49 +33,7 @@ def test_cache_fill_runs_once() -> None:
                 return x
         """
     )
-    assert waits.filled_once(_read_on(calls, 5))
-    assert waits.filled_once(_read_on(calls, 8))
-    assert waits.filled_once(_read_on(calls, 11))
-    assert not waits.filled_once(_read_on(calls, 13))
-
-
-def test_reads_on_every_way_drain_the_join_and_a_loop_carries_work_round() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        def step(model, x, meter, writer, flag, loader):
-            loss = model(x)
-            if flag:
-                meter.update(loss.item())
-            else:
-                meter.update(loss.cpu())
-            writer.add(loss.item())
-            for batch in loader:
-                writer.add(loss.item())
-                loss = model(batch)
-        """
-    )
-    assert waits.queue_drained(_read_on(calls, 8))
-    # around the loop the model has queued work again: not drained on every path
-    assert not waits.queue_drained(_read_on(calls, 10))
-
-
-def test_a_handler_may_start_before_the_wait_and_a_synchronisation_is_not_counted() -> None:
-    waits, calls = _waits_and_calls(
-        """
-        import torch
-
-        def step(model, x, meter):
-            loss = model(x)
-            meter.update(loss.item())
-            try:
-                y = model(x).cpu()
-            except RuntimeError:
-                meter.update(loss.item())
-            z = model(y)
-            torch.cuda.synchronize()
-            meter.update(z.item())
-        """
-    )
-    assert not waits.queue_drained(_read_on(calls, 10))
-    # DDP101 leaves a synchronize() followed by a read to the read: one report per stall
-    assert not waits.queue_drained(_read_on(calls, 13))
+    assert waits.filled_once(reads[5])
+    assert waits.filled_once(reads[8])
+    assert waits.filled_once(reads[11])
+    assert not waits.filled_once(reads[13])

@@ -250,6 +250,8 @@ class HostSyncs:
         if isinstance(func, cst.Attribute) and self._is_read_method(call, func):
             if self._on_host(func.value) or self._collective_decision(call, func.value):
                 return None
+            if self._waits is not None and self._waits.read_on_host(call):
+                return None
             return SyncKind.READ
         if (
             isinstance(func, cst.Name)

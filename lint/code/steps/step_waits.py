@@ -1,6 +1,8 @@
 """The analysis core's per-step questions asked of LibCST calls: a call already waited
-for by an earlier host read in the same pass, a call that runs only while a persistent
-cache is empty (``ddplint.analysis.host_waits``), and a call that runs only now and then
+for by an earlier wait in the same pass (``ddplint.analysis.device_queue``), a read of a
+value already on the host (``ddplint.analysis.placement``), a call that
+runs only while a persistent cache is empty (``ddplint.analysis.host_waits``), and a call
+that runs only now and then
 (on an error, a periodic test, an export, a single-process run:
 ``ddplint.analysis.step_frequency``)."""
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ddplint.analysis.device_queue import DeviceQueue
 from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 from ddplint.analysis.step_frequency import Occasion, StepFrequency
@@ -31,6 +34,8 @@ class StepWaits:
         project: ProjectFacts = NO_PROJECT,
     ) -> None:
         self._waits = HostWaits(module) if module is not None else None
+        self._queue = DeviceQueue(self._waits) if self._waits is not None else None
+        self._placement = self._queue.placement if self._queue is not None else None
         self._frequency = (
             StepFrequency(module, self._waits, project)
             if module is not None and self._waits is not None
@@ -54,9 +59,17 @@ class StepWaits:
         return len(text[: column - 1].encode("utf-8"))
 
     def queue_drained(self, call: cst.Call) -> bool:
-        """An earlier host read in the same pass left nothing queued for ``call``."""
+        """An earlier wait in the same pass left nothing new queued for ``call``."""
         found = self._ast_call(call)
-        return found is not None and self._waits is not None and self._waits.queue_drained(found)
+        return found is not None and self._queue is not None and self._queue.queue_drained(found)
+
+    def read_on_host(self, call: cst.Call) -> bool:
+        """The host read ``call`` reads a value already on the host (``analysis.placement``)."""
+        found = self._ast_call(call)
+        if found is None or self._placement is None or self._waits is None:
+            return False
+        scope = self._waits.nodes.call_scopes.get(id(found))
+        return scope is not None and self._placement.read_on_host(found, scope)
 
     def filled_once(self, call: cst.Call) -> bool:
         """``call`` runs only while a cache of the object is still empty."""

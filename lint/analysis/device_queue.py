@@ -1,0 +1,670 @@
+"""The device queue: whether a host wait at a call still waits for the step's work.
+
+``DeviceQueue.queue_drained(call)``: on every path that reaches the call, the last thing
+done to the device queue was a host wait, with no substantial device work queued since,
+so the call waits for nothing new. A forward must-analysis over the function's
+control-flow graph (loops and exception edges included), per function, across the
+module's own functions through their summaries (one that returns with the queue drained
+on every path is a wait; one that queues no work on any path is no work).
+
+What waits, judged by what the call does:
+
+- a host read of a value on a device (``loss.item()`` a line above, ``if x.item() >
+  1:`` ... ``elif x.item() < 0:``, a read on each way of a branch; a value already on
+  the host, ``analysis.placement``, waits for nothing), an upload of host data to a device
+  (``torch.tensor(values, device=...)``), a test whose value is a tensor (``if not
+  torch.isfinite(loss):``);
+- a synchronisation (``torch.cuda.synchronize()``, a stream's ``synchronize()``): DDP101
+  reports it, and the reads after it wait for nothing new;
+- a gradient scaler's ``step(optimizer)``, the scaler known by what made it (a
+  ``GradScaler`` allocation followed through the module): it reads the inf/NaN check on
+  the host before the optimizer runs; the optimizer kernels it queues after that read
+  are its own tail, as a few kernels are (below);
+- a call of a function of the module that returns with the queue drained.
+
+What refills the queue, without types: a call that may run a forward, a backward, an
+optimizer or a collective: any call that is not one of the following. Not work: a read,
+a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
+``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
+alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal
+(``"{}".format(m)``), a call given only host values (``meter.update(loss.item(),
+args.batch_size)``, a command-line option being a host value), a scheduler's methods,
+a scaler's or optimizer's other methods (``scaler.update()``, ``opt.zero_grad()``), a
+function of the module that queues no work on any path, a ``with`` statement's context
+manager. An assignment evaluates its value before its targets
+(``scalars["a/{}".format(m)] = x.item()``).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Iterator
+from functools import cached_property
+
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
+from ddplint.analysis.host_waits import (
+    UPLOADING_FACTORIES,
+    HostWaits,
+    end_of,
+    is_host_read,
+    own_parts,
+    start_of,
+    walk_own,
+)
+from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
+from ddplint.analysis.object_kinds import OPTIMIZER, SCALER, SCHEDULER, library_kind
+from ddplint.analysis.placement import Placement
+
+#: Tensor metadata: read on the host without touching the device.
+SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
+#: Tensor methods that queue a kernel or two on a tensor already computed (a reduction, a
+#: cast, an elementwise operation, a view; their in-place forms too): what a read after
+#: them waits for is these few kernels, not the step's work.
+KERNEL_METHODS = frozenset(
+    {
+        *("sum", "mean", "max", "min", "norm", "std", "var", "prod", "nansum", "cumsum"),
+        *("argmax", "argmin", "count_nonzero", "all", "any", "abs", "neg", "exp", "log"),
+        *("sqrt", "square", "pow", "sigmoid", "softmax", "log_softmax", "clamp"),
+        *("add", "sub", "mul", "div", "eq", "ne", "gt", "lt", "ge", "le", "masked_fill"),
+        *("isnan", "isinf", "isfinite", "float", "double", "half", "bfloat16", "long"),
+        *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
+        *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
+        *("chunk", "split", "expand", "repeat", "zero_", "fill_"),
+    }
+)
+#: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
+#: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
+TESTED_ON_HOST = frozenset(
+    {
+        *("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"),
+        *("torch.equal", "torch.allclose"),
+    }
+)
+#: Functions that block the host until the device has finished its queue.
+SYNC_FUNCTIONS = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.accelerator.synchronize",
+        "torch.xpu.synchronize",
+        "torch.mps.synchronize",
+    }
+)
+#: What makes a stream whose ``synchronize()`` waits for it.
+STREAM_FACTORIES = frozenset(
+    {
+        "torch.cuda.current_stream",
+        "torch.cuda.default_stream",
+        "torch.cuda.Stream",
+        "torch.cuda.streams.Stream",
+        "torch.xpu.current_stream",
+    }
+)
+#: DeepSpeed's device abstraction: ``get_accelerator().synchronize()``.
+ACCELERATOR_GETTERS = frozenset(
+    {
+        "deepspeed.accelerator.get_accelerator",
+        "deepspeed.accelerator.real_accelerator.get_accelerator",
+    }
+)
+#: ``torch`` namespaces whose calls do more than a kernel on their arguments:
+#: collectives, device control, autograd, optimizers, gradient clipping over every
+#: parameter, modules (``torch.nn.X(...)``; ``torch.nn.functional`` is kernels).
+_MORE_THAN_KERNELS = (
+    "torch.distributed.",
+    "torch.cuda.",
+    "torch.autograd.",
+    "torch.optim.",
+    "torch.utils.",
+    "torch.nn.",
+)
+#: Builtins whose result is a Python value (a tensor given to them is read or measured).
+_HOST_BUILTINS = frozenset(
+    {"len", "float", "int", "bool", "str", "round", "isinstance", "hasattr", "repr", "format"}
+)
+#: What parses the command line into a namespace of host values.
+_ARGUMENT_PARSERS = frozenset({"argparse.ArgumentParser"})
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+#: The kind of the namespace ``parse_args()`` returns (its options are host values).
+_NAMESPACE = "namespace"
+#: Methods that run the step's device work given no argument.
+_STEP_WORK = frozenset({"step", "backward"})
+#: How deep a call is followed into the module's own functions for their summary.
+_CALLEE_DEPTH = 3
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+#: What a node leaves in the device queue: True when it ends with a wait (nothing queued
+#: after it), False when it may queue work after its last wait, None when it touches
+#: neither; and whether it may queue work at all.
+Effect = tuple[bool | None, bool]
+
+
+def synchronizes(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """``torch.cuda.synchronize()``, ``torch.cuda.current_stream().synchronize()``,
+    ``get_accelerator().synchronize()`` and kin: the host waits for the device."""
+    if resolve(call.func) in SYNC_FUNCTIONS:
+        return True
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "synchronize"):
+        return False
+    receiver = func.value
+    if not isinstance(receiver, ast.Call):
+        return False
+    factory = resolve(receiver.func)
+    if factory in STREAM_FACTORIES or factory in ACCELERATOR_GETTERS:
+        return True
+    inner = receiver.func  # get_accelerator().current_stream().synchronize()
+    return (
+        isinstance(inner, ast.Attribute)
+        and inner.attr == "current_stream"
+        and isinstance(inner.value, ast.Call)
+        and resolve(inner.value.func) in ACCELERATOR_GETTERS
+    )
+
+
+def is_shape_read(expression: ast.expr) -> bool:
+    """``x.shape``, ``x.size(0)``, ``len(x)``: metadata read without the device."""
+    if isinstance(expression, ast.Attribute):
+        return expression.attr in SHAPE_ATTRIBUTES
+    if isinstance(expression, ast.Call):
+        func = expression.func
+        if isinstance(func, ast.Name) and func.id == "len":
+            return True
+        return isinstance(func, ast.Attribute) and func.attr in SHAPE_METHODS
+    return False
+
+
+def _kernel_method(name: str) -> bool:
+    return name in KERNEL_METHODS or (name.endswith("_") and name[:-1] in KERNEL_METHODS)
+
+
+class DeviceQueue:
+    """The device queue along the functions of one module."""
+
+    def __init__(self, where: HostWaits) -> None:
+        self.where = where
+        self.names = where.names
+        self.nodes = where.nodes
+        self._returns_drained: dict[Function, bool] = {}
+        self._queues_any: dict[Function, bool] = {}
+        self._summarising: list[Function] = []
+        self._drained: dict[int, dict[int, bool]] = {}
+        self._effects: dict[int, dict[int, Effect]] = {}
+        self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
+        self._flows: dict[str, ObjectFlow] = {}
+        self._module_bound = _module_bound_names(where.nodes.module)
+
+    # -- the question ------------------------------------------------------------------
+
+    def queue_drained(self, call: ast.Call) -> bool:
+        """Whether an earlier wait in the same pass of the function leaves nothing new
+        queued for ``call`` to wait for."""
+        found = self.where.node_of(call)
+        if found is None:
+            return False
+        graph, node = found
+        scope = graph.scope
+        statement = node.statement
+        if statement is None:
+            return False
+        before_here = _evaluated_before(statement, call)
+        for wait in self._waits_in(statement, scope):
+            if wait is call or _contains(wait, call) or _contains(call, wait):
+                continue
+            if _order(statement, wait) > _order(statement, call):
+                continue
+            between = [e for e in before_here if _order(statement, e) > _order(statement, wait)]
+            if not any(self._queues_work(e, scope) for e in between):
+                return True
+        if any(self._queues_work(e, scope) for e in before_here):
+            return False
+        return self._drained_map(graph).get(node.index, False)
+
+    # -- what one call does to the queue -----------------------------------------------
+
+    def _waits_for_queue(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A host read, an upload, a synchronisation, a gradient scaler's step, or a call
+        of the module's function that returns drained."""
+        if is_host_read(call):
+            return not self.placement.read_on_host(call, scope)
+        if self._is_upload(call) or synchronizes(call, self.names.resolve):
+            return True
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and self._holds(SCALER, func.value, scope)
+        ):
+            return True
+        callee = self.code.callee(call, scope)
+        return callee is not None and self._summary(callee[0], self._returns_drained_from)
+
+    def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
+        """Whether evaluating this node itself (not its parts) may queue new device work
+        worth a wait: a forward, a backward, an optimizer, a collective."""
+        if not isinstance(expression, ast.Call):
+            return False
+        if is_host_read(expression) or is_shape_read(expression) or self._is_upload(expression):
+            return False
+        if synchronizes(expression, self.names.resolve) or self._builtin(expression, scope):
+            return False
+        func = expression.func
+        if isinstance(func, ast.Attribute):
+            if _kernel_method(func.attr) or isinstance(func.value, ast.Constant):
+                return False
+            if self._host_side_method(func, scope):
+                return False
+        if self._torch_kernel(expression):
+            return False
+        callee = self.code.callee(expression, scope)
+        if callee is not None and not self._summary(callee[0], self._queues_at_all, True):
+            return False
+        arguments = [*expression.args, *(k.value for k in expression.keywords)]
+        if not arguments:
+            return self._bare_call_works(func, scope)
+        return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _bare_call_works(self, func: ast.expr, scope: ast.AST) -> bool:
+        """A call given nothing may run the step's work when it steps (``opt.step()``,
+        ``engine.step()``), runs a backward, a collective (``dist.barrier()``), a method
+        of the instance or a callable (``closure()``); another object's method given
+        nothing reads it (``d.items()``, ``sched.get_last_lr()``, ``model.train()``)."""
+        if not isinstance(func, ast.Attribute) or func.attr in _STEP_WORK:
+            return True
+        if (self.names.resolve(func) or "").startswith(_MORE_THAN_KERNELS):
+            return True
+        receiver = func.value
+        return isinstance(receiver, ast.Name) and self.code.is_instance(receiver, scope)
+
+    def _host_side_method(self, func: ast.Attribute, scope: ast.AST) -> bool:
+        """A scheduler's methods; a scaler's or an optimizer's other than ``step``."""
+        receiver = func.value
+        if self._holds(SCHEDULER, receiver, scope):
+            return True
+        return func.attr != "step" and (
+            self._holds(SCALER, receiver, scope) or self._holds(OPTIMIZER, receiver, scope)
+        )
+
+    def _is_upload(self, call: ast.Call) -> bool:
+        """``torch.tensor(data, device=d)`` with ``d`` not the CPU."""
+        if self.names.resolve(call.func) not in UPLOADING_FACTORIES:
+            return False
+        device = next((k.value for k in call.keywords if k.arg == "device"), None)
+        return device is not None and not (
+            isinstance(device, ast.Constant) and device.value in ("cpu", None)
+        )
+
+    def _torch_kernel(self, call: ast.Call) -> bool:
+        """A ``torch`` function that runs a kernel on its arguments (``torch.log(x)``,
+        ``F.softmax(x)``), not a collective, an optimizer or a module."""
+        name = self.names.resolve(call.func) or ""
+        if name.startswith("torch.nn.functional."):
+            return True
+        return name.startswith("torch.") and not name.startswith(_MORE_THAN_KERNELS)
+
+    def _builtin(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A call of a Python builtin the module does not rebind (``isinstance``,
+        ``print``, ``sum`` of a few tensors)."""
+        func = call.func
+        return (
+            isinstance(func, ast.Name)
+            and hasattr(builtins, func.id)
+            and func.id not in self._module_bound
+            and not self.code.binds(scope, func.id)
+        )
+
+    # -- objects by what made them -------------------------------------------------------
+
+    @cached_property
+    def code(self) -> ModuleCode:
+        """The module's scopes and which of its functions a call runs."""
+        return ModuleCode(self.nodes, self.names)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """Which values of the module live on the host (a read of one waits for nothing)."""
+        return Placement(self.where, self.code)
+
+    def _made_by_library(self, kind: str) -> Callable[[ast.expr, ast.AST], bool]:
+        def made(expression: ast.expr, scope: ast.AST) -> bool:
+            if not isinstance(expression, ast.Call):
+                return False
+            if any(
+                k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in expression.keywords
+            ):
+                return False  # a disabled scaler steps without reading anything
+            return library_kind(self.names.resolve(expression.func) or "") == kind
+
+        return made
+
+    @cached_property
+    def _kinds_made(self) -> frozenset[str]:
+        """The kinds of object some call of the module makes (a flow is followed only for
+        those: with no allocation, nothing holds one)."""
+        found: set[str] = set()
+        for call in self.nodes.of_type(ast.Call):
+            resolved = self.names.resolve(call.func) or ""
+            kind = _NAMESPACE if resolved in _ARGUMENT_PARSERS else library_kind(resolved)
+            if kind is not None:
+                found.add(kind)
+        return frozenset(found)
+
+    def _flow(self, kind: str) -> ObjectFlow:
+        flow = self._flows.get(kind)
+        if flow is None:
+            if kind == _NAMESPACE:
+                parsers = ObjectFlow(
+                    self.code,
+                    lambda e, _: (
+                        isinstance(e, ast.Call) and self.names.resolve(e.func) in _ARGUMENT_PARSERS
+                    ),
+                )
+
+                def parsed(expression: ast.expr, scope: ast.AST) -> bool:
+                    return (
+                        isinstance(expression, ast.Call)
+                        and isinstance(expression.func, ast.Attribute)
+                        and expression.func.attr in _PARSE_METHODS
+                        and parsers.carries(expression.func.value, scope)
+                    )
+
+                flow = ObjectFlow(self.code, parsed)
+            else:
+                flow = ObjectFlow(self.code, self._made_by_library(kind))
+            self._flows[kind] = flow
+        return flow
+
+    def _holds(self, kind: str, expression: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``expression`` may hold an object of ``kind`` (a library kind, or
+        ``_NAMESPACE``: the parsed command line), by allocation in the module."""
+        return (
+            kind in self._kinds_made
+            and isinstance(expression, (ast.Name, ast.Attribute))
+            and self._flow(kind).carries(expression, scope)
+        )
+
+    # -- values on the host ------------------------------------------------------------
+
+    def _host_value(self, expression: ast.expr, scope: ast.AST, depth: int) -> bool:
+        """Whether ``expression`` is known to be a Python value (no tensor)."""
+        if isinstance(expression, (ast.Constant, ast.JoinedStr)):
+            return True
+        if isinstance(expression, ast.Call):
+            if is_host_read(expression) or is_shape_read(expression):
+                return True
+            func = expression.func
+            return (
+                isinstance(func, ast.Name)
+                and func.id in _HOST_BUILTINS
+                and self._builtin(expression, scope)
+            )
+        if is_shape_read(expression):
+            return True
+        if isinstance(expression, ast.Attribute):
+            return self._holds(_NAMESPACE, expression.value, scope)
+        if isinstance(expression, ast.Subscript):
+            return self._host_value(expression.value, scope, depth)
+        if isinstance(expression, ast.Starred):
+            return self._host_value(expression.value, scope, depth)
+        if isinstance(expression, (ast.Tuple, ast.List, ast.Set)):
+            return all(self._host_value(e, scope, depth) for e in expression.elts)
+        if isinstance(expression, ast.Dict):
+            return all(self._host_value(v, scope, depth) for v in expression.values)
+        if isinstance(expression, ast.IfExp):
+            return self._host_value(expression.body, scope, depth) and self._host_value(
+                expression.orelse, scope, depth
+            )
+        if isinstance(expression, ast.BinOp):
+            return self._host_value(expression.left, scope, depth) and self._host_value(
+                expression.right, scope, depth
+            )
+        if isinstance(expression, ast.UnaryOp):
+            return self._host_value(expression.operand, scope, depth)
+        if isinstance(expression, ast.Name) and depth < 2:
+            values = self._bound(scope).get(expression.id, [])
+            return bool(values) and all(self._host_value(v, scope, depth + 1) for v in values)
+        return False
+
+    def _bound(self, scope: ast.AST) -> dict[str, list[ast.expr]]:
+        """What each name of a scope is bound to (a loop target: what it iterates,
+        ``range(n)`` being host values)."""
+        table = self._bindings.get(id(scope))
+        if table is None:
+            table = {}
+            for node in walk_own(scope):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            table.setdefault(target.id, []).append(node.value)
+                        else:
+                            for name in ast.walk(target):
+                                if isinstance(name, ast.Name):
+                                    table.setdefault(name.id, []).append(target)
+                elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(
+                    node.target, ast.Name
+                ):
+                    table.setdefault(node.target.id, []).append(node.iter)
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                    for name in ast.walk(node.target):
+                        if isinstance(name, ast.Name):
+                            table.setdefault(name.id, []).append(name)
+            self._bindings[id(scope)] = table
+        return table
+
+    # -- along the graph ---------------------------------------------------------------
+
+    def _waits_in(self, statement: ast.AST, scope: ast.AST) -> list[ast.expr]:
+        """What in the statement's own parts waits for the device queue: host reads,
+        uploads, synchronisations, scaler steps, calls of the module's functions that
+        return drained, and a test whose value is a tensor."""
+        found: list[ast.expr] = [
+            inner
+            for part in own_parts(statement)
+            for inner in walk_own(part)
+            if isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope)
+        ]
+        if isinstance(statement, (ast.If, ast.While, ast.Assert)):
+            found.extend(self._tensor_tests(statement.test))
+        return found
+
+    def _tensor_tests(self, test: ast.expr) -> Iterator[ast.expr]:
+        """The parts of a branch test that are tensors turned into a bool (a read):
+        ``torch.isfinite(loss)``, ``torch.isnan(x).any()`` under ``not`` / ``and`` / ``or``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            yield from self._tensor_tests(test.operand)
+        elif isinstance(test, ast.BoolOp):
+            for value in test.values:
+                yield from self._tensor_tests(value)
+        elif self._tested_on_host(test):
+            yield test
+
+    def _tested_on_host(self, expression: ast.expr) -> bool:
+        """A tensor's truth by form: ``torch.isfinite(x)``, ``torch.isnan(x).any()``."""
+        if not isinstance(expression, ast.Call):
+            return False
+        func = expression.func
+        if self.names.resolve(func) in TESTED_ON_HOST:
+            return True
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in KERNEL_METHODS
+            and self._tested_on_host(func.value)
+        )
+
+    def _effect(self, node: Node, scope: ast.AST) -> Effect:
+        """What a node leaves in the device queue and whether it may queue work."""
+        if node.statement is None or node.kind not in (
+            NodeKind.STATEMENT,
+            NodeKind.TEST,
+            NodeKind.STEP,
+        ):
+            return None, False
+        statement = node.statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            return None, False  # entering a context (autocast, no_grad, no_sync)
+        queues = any(
+            self._queues_work(e, scope) for part in own_parts(statement) for e in walk_own(part)
+        )
+        for wait in self._waits_in(statement, scope):
+            after = _evaluated_after(statement, wait)
+            if not any(self._queues_work(e, scope) for e in after):
+                return True, queues
+        return (False if queues else None), queues
+
+    def _effects_of(self, graph: Graph) -> dict[int, Effect]:
+        effects = self._effects.get(id(graph))
+        if effects is None:
+            scope = graph.scope
+            effects = {node.index: self._effect(node, scope) for node in graph.nodes}
+            self._effects[id(graph)] = effects
+        return effects
+
+    def _drained_map(self, graph: Graph) -> dict[int, bool]:
+        drained = self._drained.get(id(graph))
+        if drained is None:
+            drained = self._drained[id(graph)] = self._drained_on_entry(graph)
+        return drained
+
+    def _drained_on_entry(self, graph: Graph) -> dict[int, bool]:
+        """Node index -> whether, on every path that reaches the node, the last thing
+        done to the device queue was a wait with no work queued since: a forward
+        must-analysis to a fixed point over the graph, its loops and exception edges
+        included."""
+        effects = self._effects_of(graph)
+        drained = {node.index: node is not graph.entry for node in graph.nodes}
+        changed = True
+        while changed:
+            changed = False
+            for node in graph.nodes:
+                if node is graph.entry:
+                    continue
+                value = bool(node.predecessors) and all(
+                    _drained_after(drained, effects, before, edge)
+                    for before, edge in node.predecessors
+                )
+                if value != drained[node.index]:
+                    drained[node.index] = value
+                    changed = True
+        return drained
+
+    # -- summaries of the module's functions ----------------------------------------------
+
+    def _summary(
+        self, function: Function, answer: Callable[[Function], bool], unknown: bool = False
+    ) -> bool:
+        """``answer(function)``, or ``unknown`` while it is being answered (recursion) or
+        past the depth followed."""
+        if function in self._summarising or len(self._summarising) >= _CALLEE_DEPTH:
+            return unknown
+        self._summarising.append(function)
+        try:
+            return answer(function)
+        finally:
+            self._summarising.pop()
+
+    def _returns_drained_from(self, function: Function) -> bool:
+        """Whether every normal return of ``function`` leaves the queue drained."""
+        known = self._returns_drained.get(function)
+        if known is None:
+            graph = self.where.graphs.graph(function)
+            drained = self._drained_map(graph)
+            exit_node = graph.exit
+            known = bool(exit_node.predecessors) and all(
+                _drained_after(drained, self._effects_of(graph), before, edge)
+                for before, edge in exit_node.predecessors
+            )
+            self._returns_drained[function] = known
+        return known
+
+    def _queues_at_all(self, function: Function) -> bool:
+        """Whether any statement of ``function`` may queue device work."""
+        known = self._queues_any.get(function)
+        if known is None:
+            effects = self._effects_of(self.where.graphs.graph(function))
+            known = any(queues for _, queues in effects.values())
+            self._queues_any[function] = known
+        return known
+
+
+def _drained_after(
+    drained: dict[int, bool],
+    effects: dict[int, Effect],
+    node: Node,
+    edge: EdgeKind,
+) -> bool:
+    """Whether the queue is drained when control leaves ``node`` along ``edge`` (an
+    exception may leave after the node queued work and before its own wait)."""
+    ends_with, queues = effects[node.index]
+    if edge is EdgeKind.EXCEPTION:
+        return drained[node.index] and not queues
+    return drained[node.index] if ends_with is None else ends_with
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return (
+        outer is not inner and start_of(outer) <= start_of(inner) and end_of(inner) <= end_of(outer)
+    )
+
+
+def _targets(statement: ast.AST) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    if isinstance(statement, ast.AnnAssign):
+        return [statement.target]
+    return []
+
+
+def _order(statement: ast.AST, node: ast.AST) -> tuple[int, tuple[int, int]]:
+    """When ``node`` is evaluated within ``statement``: an assignment's value before its
+    targets, else in the order of the text."""
+    in_target = any(t is node or _contains(t, node) for t in _targets(statement))
+    return (1 if in_target else 0, start_of(node))
+
+
+def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
+    """Expressions of ``statement`` evaluated before ``call``'s own wait: its receiver
+    and what comes before it (not what encloses it)."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    found = list(walk_own(receiver))
+    here = _order(statement, call)
+    for part in own_parts(statement):
+        for inner in walk_own(part):
+            if _contains(inner, call) or inner is call or _contains(call, inner):
+                continue
+            if _order(statement, inner) < here:
+                found.append(inner)
+    return found
+
+
+def _evaluated_after(statement: ast.AST, wait: ast.expr) -> list[ast.AST]:
+    """Expressions of ``statement`` evaluated after ``wait``: what encloses it and what
+    comes after it."""
+    found = []
+    here = _order(statement, wait)
+    for part in own_parts(statement):
+        for inner in walk_own(part):
+            if inner is wait or _contains(wait, inner):
+                continue
+            if _contains(inner, wait) or _order(statement, inner) > here:
+                found.append(inner)
+    return found
+
+
+def _module_bound_names(module: ast.Module) -> set[str]:
+    """Names module code binds (a def, a class, an import, an assignment): such a name
+    is not the builtin it may shadow."""
+    found: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).partition(".")[0] for a in statement.names)
+        else:
+            found.update(
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+    return found

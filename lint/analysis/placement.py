@@ -1,0 +1,190 @@
+"""Placement: whether a value is known to live on the host, so reading it waits for no
+device.
+
+``Placement.on_host(expression, scope)``, judged by what made the value:
+
+- a Python value (a literal, a builtin's result, ``numpy`` / ``math`` / ``random``);
+- a tensor already copied to the host (``x.cpu()``, ``x.numpy()``, ``x.to("cpu")``,
+  ``x.tolist()``, ``x.item()``) and what is computed from one by its own methods
+  (``x.cpu().unbind()``, ``x.cpu().mean()``), its items (``x.cpu()[0]``), its unpacked
+  parts (``a, b = x.cpu().unbind()``) and the names bound to it;
+- a tensor built without a device (``torch.tensor(values)``, ``torch.zeros(3)``) or
+  on the CPU (``device="cpu"``);
+- a call of a function of the module every return of which is on the host (at the
+  position unpacked: ``ids, rewards = sample(...)`` with ``return ids, torch.tensor(r)``
+  gives ``rewards`` on the host).
+
+A name counts only where every binding of it in its scope is on the host (a parameter
+is unknown); a value moved to a device (``.to(device)``, ``.cuda()``) is not on the host.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddplint.analysis.constants import parameter_names
+from ddplint.analysis.host_waits import READ_METHODS, HostWaits, is_host_read, walk_own
+from ddplint.analysis.object_flow import ModuleCode
+
+#: Modules whose calls return Python or NumPy values.
+HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
+#: Builtins whose result is a Python value.
+HOST_BUILTINS = frozenset({"len", "float", "int", "bool", "str", "round"})
+#: ``torch`` factories that build a tensor on the CPU unless ``device=`` says otherwise.
+TORCH_FACTORIES = frozenset(
+    {
+        *("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange"),
+        *("rand", "randn", "randint", "linspace", "Tensor", "LongTensor", "FloatTensor"),
+    }
+)
+#: Methods whose result lives where the tensor they run on lives.
+_STAYING_METHODS = frozenset(
+    {
+        *("unbind", "split", "chunk", "view", "reshape", "flatten", "squeeze", "unsqueeze"),
+        *("sum", "mean", "max", "min", "std", "var", "norm", "abs", "float", "double"),
+        *("long", "int", "half", "detach", "clone", "contiguous", "numpy", "tolist", "item"),
+        *("permute", "transpose", "exp", "log", "sqrt", "argmax", "argmin", "softmax"),
+    }
+)
+#: How far a value is followed through names, calls and returns.
+_DEPTH = 4
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: What a name is bound to where the binding is not followed (no binding of that name
+#: exists: it is on the host nowhere).
+_UNKNOWN = ast.Name(id="")
+
+
+class Placement:
+    """Which values of one module are known to live on the host."""
+
+    def __init__(self, where: HostWaits, code: ModuleCode | None = None) -> None:
+        self.names = where.names
+        self._code = code if code is not None else ModuleCode(where.nodes, where.names)
+        self._bindings: dict[int, dict[str, list[tuple[ast.expr, int | None]]]] = {}
+
+    def read_on_host(self, call: ast.Call, scope: ast.AST) -> bool:
+        """Whether the host read ``call`` (``x.item()``, ``x.cpu()``) reads a value
+        already on the host: it copies nothing from a device."""
+        func = call.func
+        return (
+            is_host_read(call)
+            and isinstance(func, ast.Attribute)
+            and self.on_host(func.value, scope)
+        )
+
+    def on_host(self, expression: ast.expr, scope: ast.AST, depth: int = 0) -> bool:
+        """Whether ``expression``, read in ``scope``, is known to live on the host."""
+        if depth > _DEPTH:
+            return False
+        if isinstance(expression, (ast.Constant, ast.JoinedStr)):
+            return True
+        if isinstance(expression, (ast.List, ast.Tuple, ast.Set)):
+            return all(self.on_host(e, scope, depth + 1) for e in expression.elts)
+        if isinstance(expression, ast.Dict):
+            return all(self.on_host(v, scope, depth + 1) for v in expression.values)
+        if isinstance(expression, ast.Subscript):
+            return self.on_host(expression.value, scope, depth + 1)
+        if isinstance(expression, ast.BinOp):
+            return self.on_host(expression.left, scope, depth + 1) and self.on_host(
+                expression.right, scope, depth + 1
+            )
+        if isinstance(expression, ast.UnaryOp):
+            return self.on_host(expression.operand, scope, depth + 1)
+        if isinstance(expression, ast.Name):
+            bound = self._bound(scope).get(expression.id, [])
+            return bool(bound) and all(
+                self._part_on_host(value, position, scope, depth + 1) for value, position in bound
+            )
+        if isinstance(expression, ast.Call):
+            return self._call_on_host(expression, scope, depth)
+        return False
+
+    def _call_on_host(self, call: ast.Call, scope: ast.AST, depth: int) -> bool:
+        func = call.func
+        if is_host_read(call):
+            return True
+        resolved = self.names.resolve(func) or ""
+        if resolved.startswith(HOST_MODULES):
+            return True
+        if isinstance(func, ast.Name) and func.id in HOST_BUILTINS:
+            return func.id not in self.names.imports and not (
+                isinstance(scope, _FUNCTIONS) and self._code.binds(scope, func.id)
+            )
+        if resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+            device = next((k.value for k in call.keywords if k.arg == "device"), None)
+            return device is None or (isinstance(device, ast.Constant) and device.value == "cpu")
+        if isinstance(func, ast.Attribute) and func.attr in _STAYING_METHODS | READ_METHODS:
+            return self.on_host(func.value, scope, depth + 1)
+        return self._returns_on_host(call, None, scope, depth)
+
+    def _part_on_host(
+        self, value: ast.expr, position: int | None, scope: ast.AST, depth: int
+    ) -> bool:
+        """Whether item ``position`` of ``value`` (the whole value when None) is on the
+        host."""
+        if position is None:
+            return self.on_host(value, scope, depth)
+        if isinstance(value, (ast.Tuple, ast.List)) and position < len(value.elts):
+            return self.on_host(value.elts[position], scope, depth)
+        if isinstance(value, ast.Call) and self._returns_on_host(value, position, scope, depth):
+            return True
+        return not isinstance(value, (ast.Tuple, ast.List)) and self.on_host(value, scope, depth)
+
+    def _returns_on_host(
+        self, call: ast.Call, position: int | None, scope: ast.AST, depth: int
+    ) -> bool:
+        """A call of a function of the module whose every return (item ``position`` of
+        it) is on the host."""
+        found = self._code.callee(call, scope)
+        if found is None or depth > _DEPTH:
+            return False
+        function = found[0]
+        returns = [
+            node.value
+            for node in walk_own(function)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        return bool(returns) and all(
+            self._part_on_host(value, position, function, depth + 1) for value in returns
+        )
+
+    def _bound(self, scope: ast.AST) -> dict[str, list[tuple[ast.expr, int | None]]]:
+        """Each name of a scope: the values bound to it, with the item unpacked; a
+        parameter or a binding not followed (a loop target, ``with ... as``) is bound to
+        ``_UNKNOWN``."""
+        table = self._bindings.get(id(scope))
+        if table is not None:
+            return table
+        table = {}
+        for parameter in parameter_names(scope) if isinstance(scope, _FUNCTIONS) else ():
+            table.setdefault(parameter, []).append((_UNKNOWN, None))
+        for node in walk_own(scope):
+            if isinstance(node, ast.Assign):
+                for each in node.targets:
+                    _bind(table, each, node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                _bind(table, node.target, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem)):
+                target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+                for name in ast.walk(target) if target is not None else ():
+                    if isinstance(name, ast.Name):
+                        table.setdefault(name.id, []).append((_UNKNOWN, None))
+            elif isinstance(node, ast.NamedExpr):
+                _bind(table, node.target, node.value)
+        self._bindings[id(scope)] = table
+        return table
+
+
+def _bind(
+    table: dict[str, list[tuple[ast.expr, int | None]]], target: ast.expr, value: ast.expr
+) -> None:
+    if isinstance(target, ast.Name):
+        table.setdefault(target.id, []).append((value, None))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for position, part in enumerate(target.elts):
+            if isinstance(part, ast.Name):
+                table.setdefault(part.id, []).append((value, position))
+            else:
+                for name in ast.walk(part):
+                    if isinstance(name, ast.Name):
+                        table.setdefault(name.id, []).append((_UNKNOWN, None))
