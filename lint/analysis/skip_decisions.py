@@ -77,7 +77,10 @@ def _inside(call: ast.Call, body: list[ast.stmt]) -> bool:
 
 
 def _decided_exit(
-    facts: FunctionFacts, region: Scope | ast.For | ast.AsyncFor, call: ast.Call, flag: str
+    facts: FunctionFacts,
+    region: Scope | ast.For | ast.AsyncFor | ast.While,
+    call: ast.Call,
+    flag: str,
 ) -> ast.stmt | None:
     """The first exit after ``call`` in ``region`` that a test reading ``flag`` decides."""
     inside = {id(node) for node in ast.walk(region)}
