@@ -149,6 +149,7 @@ class ModuleAnalysis:
         calls = [call for found in self.nodes.calls_by_scope.values() for call in found]
         self._spawned = spawned_functions(calls, self.names)
         self._functions: dict[Scope, FunctionFacts] = {}
+        self._dominances: dict[Scope, PostDominance] = {}
         self._batch_views: dict[tuple[Scope, bool, frozenset[str]], Divergence] = {}
         self._probe_views: dict[tuple[Scope, Callable[[ast.Call], bool]], Divergence] = {}
         self._definitions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -209,8 +210,7 @@ class ModuleAnalysis:
     def function(self, scope: Scope) -> FunctionFacts:
         found = self._functions.get(scope)
         if found is None:
-            graph = self.graphs.graph(scope)
-            dominance = PostDominance(graph)
+            graph, dominance = self.graphs.graph(scope), self.dominance(scope)
             divergence = self._divergence(scope, graph, dominance, self._entry_of(scope))
             in_lightning = self._in_lightning_class(scope)
             found = FunctionFacts(graph, dominance, divergence, in_lightning)
@@ -223,6 +223,13 @@ class ModuleAnalysis:
                 if effects:
                     found.effects[node.index] = effects
             self._functions[scope] = found
+        return found
+
+    def dominance(self, scope: Scope) -> PostDominance:
+        """The post-dominance of ``scope``'s graph, built once for every reader."""
+        found = self._dominances.get(scope)
+        if found is None:
+            found = self._dominances[scope] = PostDominance(self.graphs.graph(scope))
         return found
 
     def functions_reaching(
@@ -275,13 +282,11 @@ class ModuleAnalysis:
         ``handed``: parameters its callers hand this rank's batch."""
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
         found = self._batch_views.get((scope, lightning, handed))
-        if found is None:
-            facts = self.function(scope)
+        if found is None:  # the graph and dominance alone: not the function's own facts
             seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions), self.names)
             seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
-            found = self._divergence(
-                scope, facts.graph, facts.dominance, self._entry_of(scope), seeds
-            )
+            graph, dominance = self.graphs.graph(scope), self.dominance(scope)
+            found = self._divergence(scope, graph, dominance, self._entry_of(scope), seeds)
             self._batch_views[(scope, lightning, handed)] = found
         return found
 
@@ -417,8 +422,7 @@ class ModuleAnalysis:
             dotted_name(d) == "staticmethod" for d in definition.decorator_list
         ):
             positional = positional[1:]  # ``self`` (or ``cls``), bound by the call
-        graph = self.graphs.graph(definition)
-        dominance = PostDominance(graph)
+        graph, dominance = self.graphs.graph(definition), self.dominance(definition)
         fields = self._entry_of(definition)
         summary = summarise_call(
             definition,
@@ -461,7 +465,7 @@ class ModuleAnalysis:
             for method in storing:
                 graph = self.graphs.graph(method)
                 given = {**parameters, **fields} if method.name == "__init__" else fields
-                divergence = self._divergence(method, graph, PostDominance(graph), given)
+                divergence = self._divergence(method, graph, self.dominance(method), given)
                 for name, taint in divergence.stored_fields().items():
                     stored[name] = taint.joined(stored.get(name))
             if stored == fields:

@@ -124,7 +124,7 @@ def lossless_step_returns(analysis: ModuleAnalysis) -> list[LosslessStep]:
         if not classes.is_module_class(owner) or manual_optimization(analysis, function, owner):
             continue
         divergence = analysis.batch_view(function, step_method=True)
-        graph = analysis.function(function).graph
+        graph = analysis.graphs.graph(function)
         reported: set[tuple[int, int]] = set()
         for path in lossless_returns(function, analysis.names):
             guard, taint = _deciding_guard(path, graph, divergence)

@@ -21,6 +21,7 @@ from ddplint.engine.run_setup import ProgressCallback, ProjectMemo, RunSetup, op
 from ddplint.engine.selection import facts_wanted
 from ddplint.engine.triage import prefilter, too_large_outcome
 from ddplint.finding import FileError, Finding
+from ddplint.gc_pace import paced
 from ddplint.results import SKIPPED, FileOutcome, RunResult, RunStats
 from ddplint.settings import LintOptions, Settings, ignored_for_path
 from ddplint.source import (
@@ -176,7 +177,8 @@ def lint_targets(
         progress,
         stamp_targets=True,
     )
-    result = _lint_read(targets, run, whole_project)
+    with paced():  # the run's many objects are scanned less often
+        result = _lint_read(targets, run, whole_project)
     if cache is not None:
         cache.save()
         if cache.problem is not None:
