@@ -868,8 +868,6 @@ class _Evaluator:
             return _made_by_call(self._method(call, call.func, state))
         texts = resolved in _TEXT_WRITERS or resolved in _PATH_BUILDERS
         found = _join(None, *self._argument_taints(call, state, texts))
-        if found is not None and (solved := self.returned_parts(call, state, 0)) is not None:
-            found = solved[0]  # a local function: what it returns, solved for these arguments
         return _made_by_call(_stamped(found) if resolved in _TEXT_WRITERS else found)
 
     def _argument_taints(self, call: ast.Call, state: State, texts: bool) -> Iterator[Taint | None]:
@@ -1033,10 +1031,7 @@ class _Evaluator:
             or isinstance(func.value, (ast.Constant, ast.JoinedStr))  # ``"/".join(parts)``
             or self.names.resolve(func) in _PATH_BUILDERS
         )
-        found = _join(receiver, *self._argument_taints(call, state, texts))
-        if found is not None and (solved := self.returned_parts(call, state, 0)) is not None:
-            found = solved[0]  # ``self.f(...)``: what it returns, solved for these arguments
-        return found
+        return _join(receiver, *self._argument_taints(call, state, texts))
 
     def _is_sequence(self, expression: ast.expr) -> bool:
         """A list or tuple: a display or comprehension, or a name the function uses as a
@@ -1601,10 +1596,7 @@ class Divergence:
 
     def returned_parts(self, count: int) -> tuple[Taint | None, ...] | None:
         """The taint of each item where every ``return`` hands back a tuple display of
-        ``count`` items (None otherwise); ``count`` 0: the whole value returned, as
-        one item."""
-        if count == 0:
-            return (self.returned(),)
+        ``count`` items (None otherwise)."""
         found: list[Taint | None] = [None] * count
         returns = 0
         for node in self.graph.nodes:

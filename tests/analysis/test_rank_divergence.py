@@ -1079,39 +1079,3 @@ def f(root, make_env, gym):
 def test_a_stamp_stays_in_text(made: str, stamped: bool) -> None:
     found = _taint_at(STAMPED.format(made=made), "value")
     assert (found is not None and found.source is Source.STAMP) is stamped
-
-
-BUILT_BY_A_HELPER = """
-class Net(torch.nn.Module):
-    pass
-
-def build(rank, cfg):
-    model = Net().to(rank)
-    start = cfg.start
-    return start, model
-
-def shard(rank, data):
-    return data[rank::4]
-
-def f(cfg, data):
-    rank = dist.get_rank()
-    {made}
-    use(value)  # here
-"""
-
-
-@pytest.mark.parametrize(
-    ("made", "divergent"),
-    [
-        # a helper of the module that uses the rank only as the device: what it returns
-        # is the same on every rank
-        ("value, model = build(rank, cfg)", False),
-        # one that returns this rank's share
-        ("value = shard(rank, data)", True),
-        # an unknown function: every argument may reach its result
-        ("value = elsewhere(rank, cfg)", True),
-    ],
-)
-def test_a_local_helper_that_issues_no_collective_is_summarised(made: str, divergent: bool) -> None:
-    found = _taint_at(BUILT_BY_A_HELPER.format(made=made), "value")
-    assert (found is not None) is divergent
