@@ -18,6 +18,9 @@ class Net(nn.Module):
         return x
 """
 SYNC = "        torch.cuda.synchronize()\n"
+#: Device work between two synchronisations: a sync right after another waits for
+#: nothing new, and DDP101 reports only the first.
+WORK = "        x = self.body(x)\n"
 
 
 def check(*args: str) -> tuple[int, str, str]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import HAZARD, SYNC
+from cli_support import HAZARD, SYNC, WORK
 from cli_support import check as run
 
 
@@ -17,7 +17,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "a.py").write_text(HAZARD)
-    (tmp_path / "pkg" / "b.py").write_text(HAZARD.replace(SYNC, SYNC * 2))
+    (tmp_path / "pkg" / "b.py").write_text(HAZARD.replace(SYNC, SYNC + WORK + SYNC))
     code, _, err = run("--write-baseline", "baseline.json")
     assert code == 0 and "wrote 3 findings to baseline baseline.json" in err
     return tmp_path
@@ -50,17 +50,17 @@ def test_edits_above_and_reformatting_keep_entries(project: Path) -> None:
 
 def test_new_finding_is_reported(project: Path) -> None:
     path = project / "pkg" / "a.py"
-    path.write_text(HAZARD.replace(SYNC, SYNC + "        torch.cuda.synchronize()  # new\n"))
+    path.write_text(HAZARD.replace(SYNC, SYNC + WORK + "        torch.cuda.synchronize()  # new\n"))
     code, out, _ = run("--baseline", "baseline.json")
     assert code == 1
     first, _hint, summary = out.splitlines()
-    assert first.startswith("pkg/a.py:8:9: DDP101")
+    assert first.startswith("pkg/a.py:9:9: DDP101")
     assert summary.endswith(" 3 findings in the baseline not shown.")
 
 
 def test_same_text_again_counts_as_new_once(project: Path) -> None:
     path = project / "pkg" / "b.py"
-    path.write_text(HAZARD.replace(SYNC, SYNC * 3))
+    path.write_text(HAZARD.replace(SYNC, (SYNC + WORK) * 2 + SYNC))
     code, out, _ = run("--baseline", "baseline.json")
     assert code == 1 and out.count(": DDP101 ") == 1
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cli_support import HAZARD, SYNC
+from cli_support import HAZARD, SYNC, WORK
 from cli_support import check as run
 from sarif_schema import load_schema
 
@@ -28,7 +28,7 @@ def validator() -> jsonschema.Draft4Validator:
 
 
 #: One sync with a fix, then one over two lines without (it is assigned).
-TWO_SYNCS = HAZARD.replace(SYNC, SYNC + "        y = torch.cuda.synchronize(\n        )\n")
+TWO_SYNCS = HAZARD.replace(SYNC, SYNC + WORK + "        y = torch.cuda.synchronize(\n        )\n")
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_sarif_is_valid_and_complete(project: Path, validator: jsonschema.Draft4
         }
     ]
     assert "fixes" not in second, "an assigned sync has no fix"
-    assert second["locations"][0]["physicalLocation"]["region"]["endLine"] == 9
+    assert second["locations"][0]["physicalLocation"]["region"]["endLine"] == 10
     assert first["partialFingerprints"]["ddplint/v1"] != second["partialFingerprints"]["ddplint/v1"]
     (invocation,) = sarif_run["invocations"]
     assert invocation["executionSuccessful"] is False
@@ -111,7 +111,7 @@ def test_github_annotations(project: Path) -> None:
     )
     # A span over several lines: GitHub accepts no columns for it.
     assert lines[1].startswith(
-        "::warning file=pkg/we%2Cird%3Aname.py,line=8,endLine=9,title=DDP101 host-sync-in-forward::"
+        "::warning file=pkg/we%2Cird%3Aname.py,line=9,endLine=10,title=DDP101 host-sync-in-forward::"
     )
     assert lines[2].startswith("::error file=pkg/broken.py,line=1,col=7,title=ddplint error::")
     assert "cannot parse" in lines[2]
@@ -128,9 +128,9 @@ def test_junit_parses_and_counts(project: Path) -> None:
     cases = suites["pkg/we,ird:name.py"].findall("testcase")
     assert [c.get("name") for c in cases] == [
         "DDP101 host-sync-in-forward at 7:9",
-        "DDP101 host-sync-in-forward at 8:13",
+        "DDP101 host-sync-in-forward at 9:13",
     ]
-    assert [c.get("line") for c in cases] == ["7", "8"]
+    assert [c.get("line") for c in cases] == ["7", "9"]
     failure = cases[0].find("failure")
     assert failure is not None and failure.get("type") == "DDP101"
     assert (failure.text or "").startswith("pkg/we,ird:name.py:7:9: DDP101")

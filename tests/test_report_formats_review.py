@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cli_support import HAZARD, SYNC
+from cli_support import HAZARD, SYNC, WORK
 from cli_support import check as run
 
 #: GitLab's Code Quality report: the fields GitLab requires, and its severity levels.
@@ -87,7 +87,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Two syncs in one forward (one fixable) after a non-ASCII line, and a broken file."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pkg").mkdir()
-    text = HAZARD.replace(SYNC, "        é = 1; torch.cuda.synchronize()\n" + SYNC)
+    text = HAZARD.replace(SYNC, "        é = 1; torch.cuda.synchronize()\n" + WORK + SYNC)
     (tmp_path / "pkg" / "net.py").write_text(text, encoding="utf-8")
     (tmp_path / "pkg" / "broken.py").write_text("def f(:\n    torch.cuda.synchronize()\n")
     return tmp_path
@@ -100,7 +100,7 @@ def test_gitlab_code_quality(project: Path) -> None:
     jsonschema.validate(issues, GITLAB_SCHEMA)
     assert [(i["check_name"], i["location"]["lines"]["begin"]) for i in issues] == [
         ("DDP101", 7),
-        ("DDP101", 8),
+        ("DDP101", 9),
     ]
     assert {i["severity"] for i in issues} == {"major"}  # DDP101 is a warning
     assert len({i["fingerprint"] for i in issues}) == 2
@@ -130,7 +130,7 @@ def test_rdjson(project: Path) -> None:
     }
     (suggestion,) = second["suggestions"]
     assert suggestion == {
-        "range": {"start": {"line": 8, "column": 1}, "end": {"line": 9, "column": 1}},
+        "range": {"start": {"line": 9, "column": 1}, "end": {"line": 10, "column": 1}},
         "text": "",
     }
 
@@ -139,7 +139,7 @@ def test_json_lines(project: Path) -> None:
     code, out, err = run("--output-format", "json-lines")
     assert code == 2 and "pkg/broken.py" in err
     rows = [json.loads(line) for line in out.splitlines()]
-    assert [(r["rule"], r["line"]) for r in rows] == [("DDP101", 7), ("DDP101", 8)]
+    assert [(r["rule"], r["line"]) for r in rows] == [("DDP101", 7), ("DDP101", 9)]
     assert all(r["summary"] and r["message"] for r in rows)
     _, full, _ = run("--output-format", "json")
     assert rows == json.loads(full)["findings"]

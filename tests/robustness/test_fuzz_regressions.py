@@ -14,18 +14,18 @@ OPTIONS = all_rules_options()
 def test_fix_removing_the_last_line_stays_inside_the_file() -> None:
     """test_fuzz_properties (composed modules): removing a statement on the last line of
     a file that ends with a newline gave an edit ending at column 30 of a 28-column line
-    (past the line end) instead of at the end of the file (10:1)."""
+    (past the line end) instead of at the end of the file."""
     raw = (
         b"import torch as T\nimport torch.distributed as dist\nimport torch.nn as nn\n"
         b"from time import perf_counter\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
-        b"        torch.cuda.synchronize()\n        T.cuda.synchronize()\n"
-    )
+        b"        torch.cuda.synchronize()\n        x = self.body(x)\n        T.cuda.synchronize()\n"
+    )  # work between the syncs: a sync right after another waits for nothing new
     outcome = lint_source("composed.py", raw, OPTIONS)
     assert problems_with("composed.py", raw, outcome, OPTIONS) == []
     last = outcome.findings[-1]
     assert last.fix is not None
     (edit,) = last.fix.edits
-    assert (edit.line, edit.column, edit.end_line, edit.end_column) == (9, 1, 10, 1)
+    assert (edit.line, edit.column, edit.end_line, edit.end_column) == (10, 1, 11, 1)
     source = SourceFile.decode("composed.py", raw)
     assert apply_edits(source, last.fix.edits) == raw.decode().removesuffix(
         "        T.cuda.synchronize()\n"
