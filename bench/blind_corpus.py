@@ -358,10 +358,17 @@ def write_precision(judged: list[dict[str, str]], corpus: str, description: str)
     PRECISION.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def diff(run: list[dict[str, object]], verdicts_path: Path, sample: str | None) -> None:
-    """Print unjudged findings, vanished verdicts and precision per rule."""
+def diff(
+    run: list[dict[str, object]],
+    verdicts_path: Path,
+    sample: str | None,
+    linted: set[str] | None = None,
+) -> None:
+    """Print unjudged findings, vanished verdicts and precision per rule. ``linted``: the
+    repositories the run linted (a repository with no finding left is one of them); by
+    default those with a finding."""
     verdicts = read_verdicts(verdicts_path)
-    repos_run = {str(f["repo"]) for f in run}
+    repos_run = linted if linted is not None else {str(f["repo"]) for f in run}
     found = {identity(f): f for f in run}
     unjudged = [f for key, f in found.items() if key not in verdicts]
     vanished = [v for key, v in verdicts.items() if key not in found and v["repo"] in repos_run]
@@ -382,6 +389,16 @@ def diff(run: list[dict[str, object]], verdicts_path: Path, sample: str | None) 
     print("rule      TRUE  FALSE  DEBATABLE  precision")
     for code, t, false, d, share in precision_table(judged):
         print(f"{code:<8} {t:>5} {false:>6} {d:>10}  {share:>9}")
+
+
+def linted_repositories(args: argparse.Namespace) -> set[str] | None:
+    """The repositories a run linted, from the parts it kept beside its JSON (one per
+    repository, an empty one included); None where the parts are gone."""
+    parts = args.run.with_name(args.run.name + ".parts")
+    if not parts.is_dir():
+        return None
+    listed = repositories("all", args.repos, args.split)
+    return {r.name for r in listed if (parts / f"{r.folder}.json").exists()}
 
 
 def run_repositories(args: argparse.Namespace) -> None:
@@ -466,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         run_repositories(args)
     else:
         run = json.loads(args.run.read_text(encoding="utf-8"))
-        diff(run, args.verdicts, args.sample)
+        diff(run, args.verdicts, args.sample, linted_repositories(args))
         if args.write_precision:
             verdicts = read_verdicts(args.verdicts)
             judged = [verdicts[identity(f)] for f in run if identity(f) in verdicts]
