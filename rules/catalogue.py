@@ -350,7 +350,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP402",
             "sampler-without-set-epoch",
             "code",
-            True,
+            False,
             needles=("DistributedSampler",),
             required=("DataLoader",),
         ),
