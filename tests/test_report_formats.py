@@ -111,7 +111,8 @@ def test_github_annotations(project: Path) -> None:
     )
     # A span over several lines: GitHub accepts no columns for it.
     assert lines[1].startswith(
-        "::warning file=pkg/we%2Cird%3Aname.py,line=9,endLine=10,title=DDP101 host-sync-in-forward::"
+        "::warning file=pkg/we%2Cird%3Aname.py,line=9,endLine=10,"
+        "title=DDP101 host-sync-in-forward::"
     )
     assert lines[2].startswith("::error file=pkg/broken.py,line=1,col=7,title=ddplint error::")
     assert "cannot parse" in lines[2]

@@ -32,6 +32,14 @@ SAMPLER = textwrap.dedent(
                 model(batch)
     """
 )
+#: A default rule's hazard (DDP404), for a run with the default settings.
+PERSISTENT = textwrap.dedent(
+    """\
+
+    def loader_of(dataset):
+        return DataLoader(dataset, num_workers=0, persistent_workers=True)
+    """
+)
 UTILS = textwrap.dedent(
     """\
     import torch
@@ -61,6 +69,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     (root / ".git").mkdir()  # the project root; files are found by walking it
+    # DDP402 (the sampler hazard these tests edit) is opt-in: the project selects it.
+    (root / "pyproject.toml").write_text('[tool.ddplint]\nextend-select = ["DDP402"]\n')
     monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DDPLINT_CACHE_KEY_FILE", str(tmp_path / "cache-key"))
     return root
@@ -243,16 +253,16 @@ def test_positions_count_in_the_negotiated_encoding(
 def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: Path) -> None:
     pyproject = project / "pyproject.toml"
     pyproject.write_text('[tool.ddplint]\nselect = ["NOPE"]\n')
-    (project / "train.py").write_text(SAMPLER)
+    (project / "train.py").write_text(SAMPLER + PERSISTENT)
 
     async def scenario(session: ServerSession) -> None:
         uri = session.open("train.py")
-        assert codes(await session.diagnostics(uri)) == ["DDP402"]
+        assert codes(await session.diagnostics(uri)) == ["DDP404"]  # the defaults'
         message = await session.message()
         assert message.type == types.MessageType.Error
         assert "NOPE" in message.message
         assert "default settings" in message.message
-        pyproject.write_text('[tool.ddplint]\nignore = ["DDP402"]\n')
+        pyproject.write_text('[tool.ddplint]\nignore = ["DDP404"]\n')
         change = types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)
         session.client.workspace_did_change_watched_files(
             types.DidChangeWatchedFilesParams([change])
@@ -263,7 +273,7 @@ def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: 
         pyproject.write_text('[tool.ddplint]\nselect = "DDP402"\n')  # a string, not a list
         session.save(pyproject.as_uri())  # saved in the editor: read again
         session.replace(uri, session.texts[uri] + "\n")
-        assert codes(await session.diagnostics(uri)) == ["DDP402"]
+        assert codes(await session.diagnostics(uri)) == ["DDP404"]  # the defaults again
         assert len(session.messages) == 2
         assert "`select` must be a list of strings" in session.messages[1].message
 

@@ -18,7 +18,8 @@ def test_fix_removing_the_last_line_stays_inside_the_file() -> None:
     raw = (
         b"import torch as T\nimport torch.distributed as dist\nimport torch.nn as nn\n"
         b"from time import perf_counter\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
-        b"        torch.cuda.synchronize()\n        x = self.body(x)\n        T.cuda.synchronize()\n"
+        b"        torch.cuda.synchronize()\n        x = self.body(x)\n"
+        b"        T.cuda.synchronize()\n"
     )  # work between the syncs: a sync right after another waits for nothing new
     outcome = lint_source("composed.py", raw, OPTIONS)
     assert problems_with("composed.py", raw, outcome, OPTIONS) == []
