@@ -101,10 +101,12 @@ STREAM_FACTORIES = frozenset(
         "torch.xpu.current_stream",
     }
 )
-#: DeepSpeed's device abstraction: ``get_accelerator().synchronize()``.
+#: DeepSpeed's device abstraction: ``get_accelerator().synchronize()`` (also
+#: ``.empty_cache()``, which the host-sync rules read from here).
 ACCELERATOR_GETTERS = frozenset(
     {
         "deepspeed.accelerator.get_accelerator",
+        "deepspeed.accelerator.real_accelerator",
         "deepspeed.accelerator.real_accelerator.get_accelerator",
     }
 )

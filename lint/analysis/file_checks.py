@@ -145,18 +145,24 @@ def checked_path(names: Names, call: ast.Call) -> ast.expr | None:
         return call_argument(call, 0, "path")
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in PATH_CHECKS and not call.args:
-        return _unwrapped_path(func.value)
+        return _unwrapped_path(names, func.value)
     return None
 
 
-def _unwrapped_path(expression: ast.expr) -> ast.expr:
-    """``p`` for ``Path(p)`` (one argument), else the expression itself."""
-    if isinstance(expression, ast.Call) and len(expression.args) == 1 and not expression.keywords:
-        head = expression.func
-        if isinstance(head, (ast.Name, ast.Attribute)) and (
-            getattr(head, "id", None) == "Path" or getattr(head, "attr", None) == "Path"
-        ):
-            return expression.args[0]
+#: ``pathlib`` classes whose one argument is the path they stand for.
+_PATH_CLASSES = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
+
+
+def _unwrapped_path(names: Names, expression: ast.expr) -> ast.expr:
+    """``p`` for ``Path(p)`` (one argument, ``pathlib``'s class by its import), else the
+    expression itself."""
+    if (
+        isinstance(expression, ast.Call)
+        and len(expression.args) == 1
+        and not expression.keywords
+        and names.resolve(expression.func) in _PATH_CLASSES
+    ):
+        return expression.args[0]
     return expression
 
 
@@ -208,13 +214,12 @@ class _WrittenProbes:
                 written |= self._handed(read) & wanted
         return written
 
-    @staticmethod
-    def _handed(call: ast.Call) -> set[str]:
+    def _handed(self, call: ast.Call) -> set[str]:
         """The texts of the expressions a call is handed (its receiver's path too)."""
         handed = {ast.unparse(a) for a in call.args if not isinstance(a, ast.Starred)}
         handed |= {ast.unparse(k.value) for k in call.keywords}
         if isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS:
-            handed.add(ast.unparse(_unwrapped_path(call.func.value)))
+            handed.add(ast.unparse(_unwrapped_path(self.analysis.names, call.func.value)))
         return handed
 
     def _writes(self, call: ast.Call) -> bool:

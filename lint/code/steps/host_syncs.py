@@ -33,6 +33,7 @@ from enum import Enum
 
 import libcst as cst
 
+from ddplint.analysis.device_queue import ACCELERATOR_GETTERS
 from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
@@ -75,10 +76,6 @@ EMPTY_CACHE_FUNCTIONS = frozenset(
         "torch.mps.empty_cache",
         "torch.npu.empty_cache",
     }
-)
-#: ``get_accelerator().empty_cache()`` (DeepSpeed's device abstraction).
-ACCELERATOR_GETTERS = frozenset(
-    {"deepspeed.accelerator.get_accelerator", "deepspeed.accelerator.real_accelerator"}
 )
 #: Tensor methods whose result is a (device) tensor: evidence that ``float(x)`` reads one.
 TENSOR_RESULT_METHODS = frozenset(
