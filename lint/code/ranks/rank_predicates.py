@@ -12,7 +12,7 @@ else. Functions decorated with ``@rank_zero_only`` (or accelerate's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -28,11 +28,6 @@ from ddplint.analysis.api import (
 )
 from ddplint.analysis.api import (
     RANK_ONLY_DECORATORS as RANK_ONLY_DECORATORS,
-)
-from ddplint.analysis.api import (
-    WORLD_SIZE_ATTRIBUTES,
-    WORLD_SIZE_ENV_VARS,
-    WORLD_SIZE_FUNCTION_NAMES,
 )
 from ddplint.code.collectives.catalogue import classify_call
 from ddplint.code.syntax.module_index import ModuleIndex, children_of
@@ -217,22 +212,8 @@ class RankPredicates:
         ``rank``) is its own read."""
         return list(self._reads(expr, frozenset()))
 
-    def world_size_reads(self, expr: cst.CSTNode) -> list[cst.CSTNode]:
-        """Where ``expr`` reads the world size (``get_world_size()``, ``WORLD_SIZE``
-        from the environment, ``sampler.num_replicas``), found through the names bound
-        to them as ``rank_reads`` finds the rank."""
-        return list(self._reads(expr, frozenset(), self._reads_world_size, WORLD_SIZE_ATTRIBUTES))
-
-    def _reads(
-        self,
-        expr: cst.CSTNode,
-        seen: frozenset[str],
-        source: Callable[[cst.CSTNode], bool] | None = None,
-        spellings: frozenset[str] = RANK_ATTRIBUTES,
-    ) -> Iterator[cst.CSTNode]:
-        """The reads of a source (the rank unless ``source`` says otherwise) in
-        ``expr``; an unbound name is one when its spelling is among ``spellings``."""
-        reads_source = source or self._reads_rank
+    def _reads(self, expr: cst.CSTNode, seen: frozenset[str]) -> Iterator[cst.CSTNode]:
+        """The reads of the rank in ``expr``."""
         scope = self._index.enclosing_function(expr)
         stack: list[cst.CSTNode] = [expr]
         while stack:
@@ -240,9 +221,9 @@ class RankPredicates:
             if isinstance(node, (cst.Lambda, cst.FunctionDef)) or self._uniform_result(node):
                 continue
             if isinstance(node, cst.Name):
-                yield from self._name_reads(node, scope, seen, reads_source, spellings)
+                yield from self._name_reads(node, scope, seen)
                 continue
-            if reads_source(node):
+            if self._reads_rank(node):
                 yield node
                 continue
             if isinstance(node, cst.Call) and self._known_not_rank(node):
@@ -294,24 +275,11 @@ class RankPredicates:
             )
         return False
 
-    def _reads_world_size(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Call):
-            qualified = self._names.qualified_name(node.func) or dotted_name(node.func) or ""
-            return (
-                qualified.rsplit(".", 1)[-1] in WORLD_SIZE_FUNCTION_NAMES
-                or _env_key(node, self._names) in WORLD_SIZE_ENV_VARS
-            )
-        if isinstance(node, cst.Subscript):
-            return _env_key(node, self._names) in WORLD_SIZE_ENV_VARS
-        return isinstance(node, cst.Attribute) and node.attr.value in WORLD_SIZE_ATTRIBUTES
-
     def _name_reads(
         self,
         name_node: cst.Name,
         scope: cst.CSTNode | None,
         seen: frozenset[str],
-        source: Callable[[cst.CSTNode], bool],
-        spellings: frozenset[str],
     ) -> Iterator[cst.CSTNode]:
         """A name holds the rank when it is assigned from a rank read, or, when nothing
         in the file binds it (a parameter, a global), when its name says so or it is a
@@ -327,11 +295,11 @@ class RankPredicates:
         if values is not None:
             for value in values:
                 if value is not None:
-                    yield from self._reads(value, seen | {name}, source, spellings)
+                    yield from self._reads(value, seen | {name})
             return
         if key in self._loop_targets:
             return
-        if name in spellings or (source == self._reads_rank and self._handed_rank(name, scope)):
+        if name in RANK_ATTRIBUTES or self._handed_rank(name, scope):
             yield name_node
 
     def _handed_rank(self, name: str, scope: cst.CSTNode | None) -> bool:
