@@ -90,3 +90,14 @@ def test_cache_dependencies_cover_groups_and_loaded_files(repo: Path) -> None:
     assert {repo / "conf" / "train.yaml", repo / "conf" / "data" / "small.yaml"} <= found
     assert repo / "eval.yaml" in found
     assert dependency_files(b"import torch\n", "train.py", str(repo)) == []
+
+
+def test_a_group_with_a_package_is_mounted_at_the_package(repo: Path) -> None:
+    (repo / "conf" / "train.yaml").write_text("defaults:\n  - data@loader: small\n  - _self_\n")
+    reads = ConfigReads(PROGRAM.replace("cfg.data.", "cfg.loader."), "train.py", str(repo))
+    found = reads.value_at("cfg.loader.num_workers", 8)
+    assert found is not None and (found.key, found.where) == (
+        "loader.num_workers",
+        "conf/data/small.yaml:2",
+    )
+    assert reads.value_at("cfg.data.num_workers", 8) is None

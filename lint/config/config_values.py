@@ -1,7 +1,8 @@
 """Values a program reads from the YAML config it is bound to, with the file and line
 that set them: the primary config and the groups of its Hydra ``defaults:`` list
-(``- data: imagenet`` mounts ``data/imagenet.yaml`` under ``data``; ``# @package
-_global_`` at the top mounts it at the root). Plain ``${a.b}`` references resolve;
+(``- data: imagenet`` mounts ``data/imagenet.yaml`` under ``data``, ``- data@train:
+imagenet`` under ``train``; ``# @package _global_`` at the top of a file its entry gives
+no package mounts it at the root). Plain ``${a.b}`` references resolve;
 resolvers never run.
 
 A file that is missing, unreadable or not loadable YAML is no source of values (its own
@@ -17,6 +18,7 @@ from typing import Any
 
 from ddplint.code_facts import Located
 from ddplint.config.document import ConfigDocument, KeyPath, dotted
+from ddplint.config.hydra_defaults import defaults_entries
 from ddplint.config.loader import load_documents
 from ddplint.config.values import ABSENT, UNKNOWN
 from ddplint.source import FileTooLarge, SourceError, SourceFile, read_source_bytes
@@ -78,24 +80,19 @@ class BoundConfig:
 
     @staticmethod
     def _groups(document: ConfigDocument, folder: Path, shown: Path) -> list[_Mounted]:
-        defaults = document.value(("defaults",))
         found: list[_Mounted] = []
-        for item in defaults if isinstance(defaults, list) else []:
-            if not (isinstance(item, Mapping) and len(item) == 1):
+        for entry in defaults_entries(document):
+            if not entry.group or entry.option is None:
                 continue
-            [(group, option)] = item.items()
-            if not (isinstance(group, str) and isinstance(option, str)) or "$" in option:
-                continue
-            group = group.split("@", 1)[0].lstrip("+/").replace("override ", "")
-            path = config_file(folder / group, option)
+            path = config_file(folder / entry.group, entry.option)
             if path is None:
                 continue
-            loaded = _load(path, (shown / group / path.name).as_posix())
+            loaded = _load(path, (shown / entry.group / path.name).as_posix())
             if loaded is None:
                 continue
+            packaged = entry.at != tuple(entry.group.split("/"))
             is_global = loaded.source.text.lstrip().startswith(GLOBAL_PACKAGE)
-            at: KeyPath = () if is_global else tuple(group.split("/"))
-            found.append(_Mounted(loaded, at))
+            found.append(_Mounted(loaded, () if is_global and not packaged else entry.at))
         return found
 
     def value(self, keys: tuple[str, ...]) -> ConfigValue | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddplint.config.document import ConfigDocument, Entry, KeyPath
+from ddplint.config.hydra_defaults import composed_at
 from ddplint.config.values import ABSENT, positive_int
 
 #: Cheap text check before a file is loaded: a DeepSpeed config names one of these.
@@ -60,12 +61,17 @@ class DeepSpeedConfig:
     @property
     def zero_stage(self) -> int | None:
         """The ZeRO stage: 0 when ``zero_optimization`` or its ``stage`` is absent (the
-        default), None when it is not a plain number (``"auto"``, an interpolation)."""
-        if self.doc.mapping(self.key(ZERO_KEY)) is None:
-            return 0 if self.doc.raw(self.key(ZERO_KEY)) is ABSENT else None
-        stage = self.doc.value(self.key(ZERO_KEY, "stage"))
+        default), None when it is not a plain number (``"auto"``, an interpolation) or,
+        absent here, may be set by a config Hydra's ``defaults:`` merges onto it."""
+        if (
+            self.doc.mapping(self.key(ZERO_KEY)) is None
+            and self.doc.raw(self.key(ZERO_KEY)) is not ABSENT
+        ):
+            return None
+        stage_key = self.key(ZERO_KEY, "stage")
+        stage = self.doc.value(stage_key)
         if stage is ABSENT:
-            return 0
+            return None if composed_at(self.doc, stage_key) else 0
         if isinstance(stage, int) and not isinstance(stage, bool) and 0 <= stage <= 3:
             return stage
         return None
