@@ -39,7 +39,7 @@ class DeepSpeedZeroOptionIgnored(ConfigRule):
     merges a file onto it, so the stage it leaves out is set there); `stage3_*` tuning
     options below stage 3 (prefetch sizes, persistence thresholds, gathering 16-bit
     weights on save): they are inert there, and a stage-2 run holds full weights on
-    every rank anyway, so nothing a run relies on is lost (on blind set 10 all 16 such
+    every rank anyway, so nothing a run relies on is lost (on blind set 10 all 14 such
     findings were template keys left in stage-1/2 variants of a stage-3 recipe).
     Preview (opt-in).
 
