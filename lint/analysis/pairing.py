@@ -8,6 +8,7 @@ event to event under budgets; past them the answer is "cannot tell".
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -349,8 +350,14 @@ def _evaluate(
     if isinstance(test, ast.BoolOp):
         values = [_evaluate(v, zero, function, node, facts, depth) for v in test.values]
         if isinstance(test.op, ast.And):
-            return False if False in values else (None if None in values else True)
-        return True if True in values else (None if None in values else False)
+            found = False if False in values else (None if None in values else True)
+        else:
+            found = True if True in values else (None if None in values else False)
+        open_parts = [v for v, t in zip(test.values, values, strict=True) if t is None]
+        if found is None and _clause_key(test.op, open_parts) in dict(facts):
+            # The parts left open are known together (``a and b`` taken false once).
+            found = not isinstance(test.op, ast.And)
+        return found
     divergence = function.divergence
     test = _several_processes_way(test, divergence)
     taint = divergence.taint(test, node)
@@ -408,10 +415,13 @@ def _implied(
         values = test.values
         if not every:
             # One part decided it: known only when no part is known to have done so
-            # and a single part is left open.
+            # and a single part is left open; several open parts are known together
+            # (``a and b and rank > 0`` false on another rank: ``a and b`` is false).
             truths = [_evaluate(v, zero, function, node, facts) for v in values]
             open_parts = [v for v, t in zip(values, truths, strict=True) if t is None]
             decided = truth in truths
+            if len(open_parts) > 1 and not decided:
+                return _with_fact(facts, _clause_key(test.op, open_parts), True)
             values = open_parts if len(open_parts) == 1 and not decided else []
         for value in values:
             implied = _implied(value, truth, facts, zero, function, node)
@@ -425,10 +435,38 @@ def _implied(
     if isinstance(test, ast.expr) and function.divergence.asks_several(test) is (not truth):
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
-    kept = truth != negated
+    return _with_fact(facts, key, truth != negated)
+
+
+def _with_fact(facts: Facts, key: str, kept: bool) -> Facts | None:
+    """``facts`` with ``key`` known as ``kept``; None when they say otherwise."""
     if dict(facts).get(key, kept) != kept:
         return None
-    return facts | {(key, kept)}
+    added = facts | {(key, kept)}
+    return None if _broken_clause(dict(added)) else added
+
+
+#: How a clause fact's name starts: not all of its leaf facts hold together.
+_CLAUSE = "#not all of "
+
+
+def _clause_key(op: ast.boolop, parts: list[ast.expr]) -> str:
+    """The name of the fact that ``a and b`` is false (not all of ``a``, ``b`` hold) or
+    that ``a or b`` is true (not all of them fail): a clause over the parts' leaf facts."""
+    literals = []
+    for part in parts:
+        key, negated = _leaf_key(part)
+        literals.append([key, negated != isinstance(op, ast.And)])
+    return _CLAUSE + json.dumps(sorted(literals))
+
+
+def _broken_clause(known: dict[str, bool]) -> bool:
+    """Whether ``known`` makes every leaf fact of one of its clauses hold."""
+    return any(
+        all(known.get(leaf) == value for leaf, value in json.loads(name[len(_CLAUSE) :]))
+        for name in known
+        if name.startswith(_CLAUSE)
+    )
 
 
 #: A comparison read from the other side: ``0 < rank`` is ``rank > 0``.
@@ -603,7 +641,9 @@ def _class_steps(
 
 def _compatible(first: Facts, second: Facts) -> bool:
     known = dict(first)
-    return all(known.get(name, truth) == truth for name, truth in second)
+    if not all(known.get(name, truth) == truth for name, truth in second):
+        return False
+    return not _broken_clause(known | dict(second))
 
 
 class _Unsettled(Exception):
