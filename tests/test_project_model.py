@@ -83,6 +83,14 @@ EXPECTED = {
         {("train_bad.py", 17, "DDP211")},
         "",
     ),
+    # `resume(args, model, logger, rank, n)` returns a tuple whose items read their own
+    # arguments: the start step reads the checkpoint and `n`, not the rank (only logged),
+    # so a periodic test on the step is the same on every rank (train_good.py); the
+    # offset item reads the rank, and a test on it decides an all-reduce (train_bad.py).
+    "items_from_checkpoint": (
+        {("train_bad.py", 13, "DDP201")},
+        "",
+    ),
     "rank_by_caller": (
         {("src/trainer/trainer.py", 11, "DDP201"), ("src/trainer/loops.py", 7, "DDP201")},
         "",

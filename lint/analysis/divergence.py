@@ -908,22 +908,51 @@ class _Evaluator:
     def returned_parts(
         self, call: ast.Call, state: State, count: int
     ) -> tuple[Taint | None, ...] | None:
-        """The taint of each of the ``count`` items of the tuple a local function
-        returns (``start, models = create(rank, args)``), solved for this call's
-        arguments: an item that reads none of the arguments that differ is the same on
+        """The taint of each of the ``count`` items of the tuple a function returns
+        (``start, models = create(rank, args)``): a local one solved for this call's
+        arguments, another module's by the project's summary of which parameters reach
+        each item. An item that reads none of the arguments that differ is the same on
         every rank however the others differ. None where not known."""
         spelled = dotted_name(call.func)
-        if self.parts is None or spelled is None:
-            return None
-        if "." in spelled and not _self_field(spelled):
-            return None
-        if any(isinstance(a, ast.Starred) for a in call.args):
+        if spelled is None or any(isinstance(a, ast.Starred) for a in call.args):
             return None
         if any(k.arg is None for k in call.keywords):
             return None
-        positional = tuple(self.taint(a, state) for a in call.args)
-        keywords = tuple((k.arg, self.taint(k.value, state)) for k in call.keywords if k.arg)
-        return self.parts(spelled, self.owner, positional, keywords, count)
+        local = "." not in spelled or _self_field(spelled)
+        if local and self.parts is not None:
+            positional = tuple(self.taint(a, state) for a in call.args)
+            keywords = tuple((k.arg, self.taint(k.value, state)) for k in call.keywords if k.arg)
+            found = self.parts(spelled, self.owner, positional, keywords, count)
+            if found is not None:
+                return found
+        return self._summarised_parts(call, spelled, state, count)
+
+    def _summarised_parts(
+        self, call: ast.Call, spelled: str, state: State, count: int
+    ) -> tuple[Taint | None, ...] | None:
+        """Each item's taint from the project's summary of another module's function:
+        the positional arguments that may reach it (keywords are options, as for the
+        whole result)."""
+        known = self.project.call_summary(spelled, self.owner)
+        if known is None or known.items is None or len(known.items) != count:
+            return None
+        given = list(zip(known.parameters, call.args, strict=False))
+        extra = call.args[len(known.parameters) :]
+        return tuple(
+            _made_by_call(
+                _join(
+                    None,
+                    *(
+                        self.taint(value, state)
+                        for value in [
+                            *(v for name, v in given if item is None or name in item),
+                            *extra,
+                        ]
+                    ),
+                )
+            )
+            for item in known.items
+        )
 
     def _local_summary(self, call: ast.Call) -> bool:
         """Whether the function's own analysis summarises ``call`` (not the project's

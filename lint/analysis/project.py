@@ -32,11 +32,14 @@ class CallSummary:
     """What a call of a function does with its arguments: its positional
     parameters (``self`` left out for a method), those whose values may reach its
     result (None: every positional argument may), and those it makes agree in place
-    (hands to an in-place collective, never binding the name again)."""
+    (hands to an in-place collective, never binding the name again); and, where it
+    returns a tuple, those whose values may reach each item (``items``; an item None:
+    every positional argument may)."""
 
     parameters: tuple[str, ...]
     reaching: frozenset[str] | None
     agreeing: frozenset[str]
+    items: tuple[frozenset[str] | None, ...] | None = None
 
 
 class ProjectFacts(Protocol):

@@ -8,8 +8,10 @@ only to pick who logs (``load_checkpoint(model, rank, path)`` returning the step
 checkpoint's name) returns a value every rank computes alike from its other arguments.
 The slice ignores order (any binding of a name counts), so it holds more parameters
 than reach, never fewer; where the returned value may read one of the function's own
-(the rank, a clock, a field of ``self``, a module global, a call of a function the
-module defines), there is no summary.
+(the rank, a clock, a field of ``self``, a module global), there is no summary. A
+function it calls is read through the arguments it is given, as a call of another
+module's function is read where it is made. Where every ``return`` hands back a tuple
+display of one length, each item gets its own slice (``return model, start_step``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
 
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
@@ -39,6 +42,28 @@ def parameters_reaching_returns(
     where a returned value may read a value of the function's own, or it returns
     none. ``body_nodes``: the own nodes of its body in any order (nested scopes not
     entered), where the caller has walked them already; its signature is walked here."""
+    return returned_reach(function, parameters, names, body_nodes).whole
+
+
+@dataclass(frozen=True)
+class ReturnedReach:
+    """Which parameters may reach what a function returns: the whole value (None: a
+    value of its own may, or it returns none), and each item where every ``return``
+    hands back a tuple display of the same length (``items`` None otherwise; an item
+    None where a value of its own may reach it)."""
+
+    whole: frozenset[str] | None
+    items: tuple[frozenset[str] | None, ...] | None
+
+
+def returned_reach(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    parameters: list[str],
+    names: Names,
+    body_nodes: Iterable[ast.AST] | None = None,
+) -> ReturnedReach:
+    """``parameters_reaching_returns``, and the same per item of a returned tuple
+    (``return model, start_step``: the step may read none of what the model does)."""
     bindings: dict[str, list[ast.AST]] = {}
     returned: list[ast.AST] = []
     walked = own_nodes(function) if body_nodes is None else chain(body_nodes, _signature(function))
@@ -51,24 +76,68 @@ def parameters_reaching_returns(
                 if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
                     bindings.setdefault(name, []).append(value)
     if not returned:
+        return ReturnedReach(None, None)
+    whole = _reaching(returned, bindings, parameters, names)
+    return ReturnedReach(whole, _item_reach(returned, bindings, parameters, names))
+
+
+def _item_reach(
+    returned: list[ast.AST],
+    bindings: dict[str, list[ast.AST]],
+    parameters: list[str],
+    names: Names,
+) -> tuple[frozenset[str] | None, ...] | None:
+    """The reach of each item where every returned value is a tuple display of the same
+    length (no starred item); None otherwise."""
+    if not all(isinstance(value, ast.Tuple) for value in returned):
         return None
+    lengths = {len(value.elts) for value in returned if isinstance(value, ast.Tuple)}
+    if len(lengths) != 1 or any(
+        isinstance(element, ast.Starred)
+        for value in returned
+        if isinstance(value, ast.Tuple)
+        for element in value.elts
+    ):
+        return None
+    tuples = [value for value in returned if isinstance(value, ast.Tuple)]
+    return tuple(
+        _reaching([value.elts[position] for value in tuples], bindings, parameters, names)
+        for position in range(lengths.pop())
+    )
+
+
+def _reaching(
+    starts: list[ast.AST],
+    bindings: dict[str, list[ast.AST]],
+    parameters: list[str],
+    names: Names,
+) -> frozenset[str] | None:
+    """The parameters the values ``starts`` may read, followed through ``bindings``;
+    None where they may read a value of the function's own."""
     reaching: set[str] = set()
     seen: set[str] = set()
-    pending = list(returned)
+    callees: set[int] = set()
+    pending = list(starts)
     while pending:
         expression = pending.pop()
         for node in _read(expression):
             if _own_source(node, names):
                 return None
+            if isinstance(node, ast.Call):
+                callees.add(id(node.func))
             if not isinstance(node, ast.Name) or node.id in seen:
                 continue
+            if id(node) in callees and node.id not in parameters and node.id not in bindings:
+                continue  # a function called: its result is read through its arguments
             seen.add(node.id)
             if node.id in parameters:
-                reaching.add(node.id)
-            elif node.id in bindings:
+                reaching.add(node.id)  # and what the function stores in it, below
+            if node.id in bindings:
                 pending.extend(bindings[node.id])
+            elif node.id in parameters:
+                pass
             elif node.id not in names.imports and node.id not in _BUILTINS:
-                return None  # ``self``, a global, a function of the module: not followed
+                return None  # ``self``, a global value of the module: not followed
     return frozenset(reaching)
 
 

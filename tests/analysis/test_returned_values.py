@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from ddplint.analysis.names import Names
-from ddplint.analysis.returns import parameters_reaching_returns
+from ddplint.analysis.returns import parameters_reaching_returns, returned_reach
 from ddplint.analysis.shares import even_strides
 from ddplint.code.project.summaries import own_nodes
 
@@ -48,6 +48,8 @@ def test_a_rank_that_only_picks_who_prints_does_not_reach_the_result() -> None:
         "for r in [rank]:\n        last = r\n    return last",  # through a loop
         "out = {}\n    out[path] = rank\n    return out",  # an item stored
         "out = []\n    out.append(rank)\n    return out",  # a method filling it
+        "path = path + rank\n    return path",  # a parameter re-bound in the body
+        "return helper(path, rank)",  # a function called, through its arguments
     ],
 )
 def test_a_parameter_that_flows_into_the_result_reaches_it(body: str) -> None:
@@ -71,7 +73,6 @@ def test_options_and_placement_do_not_reach_the_result() -> None:
         "return time.time() - path",  # a clock
         "return self.rank",  # a field: not followed
         "return COUNTER + path",  # a module global: not followed
-        "return helper(path)",  # a function of the module: not followed
     ],
 )
 def test_a_result_that_may_read_its_own_values_has_no_summary(body: str) -> None:
@@ -130,3 +131,33 @@ def test_padded_pieces_are_shared_evenly_by_a_factor_of_their_count() -> None:
     strides = even_strides(function, names)
     assert set(strides) == {"pieces"}
     assert ast.dump(ast.parse("n", mode="eval").body) in strides["pieces"]
+
+
+def test_a_function_called_is_read_through_its_arguments() -> None:
+    assert _reaching("def load(rank, path):\n    return parse_step(path)\n") == {"path"}
+
+
+def test_each_item_of_a_returned_tuple_has_its_own_reach() -> None:
+    source = """
+def resume(args, model, logger, steps_per_epoch):
+    logger.info("resuming")
+    state = torch.load(args.path)
+    model.load_state_dict(state)
+    if args.fresh:
+        return model, 0
+    return model, start_step(state, steps_per_epoch)
+"""
+    tree = ast.parse(source)
+    [function] = tree.body
+    assert isinstance(function, ast.FunctionDef)
+    parameters = [a.arg for a in function.args.args]
+    reach = returned_reach(function, parameters, Names(tree))
+    assert reach.items == (
+        frozenset({"model", "args"}),
+        frozenset({"args", "steps_per_epoch"}),
+    )
+    assert reach.whole == frozenset({"model", "args", "steps_per_epoch"})
+    uneven = ast.parse("def f(a, b):\n    if a:\n        return a, b\n    return a, b, 1\n")
+    [odd] = uneven.body
+    assert isinstance(odd, ast.FunctionDef)
+    assert returned_reach(odd, ["a", "b"], Names(uneven)).items is None

@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "12"
+SUMMARY_VERSION = "13"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "6"
+FACTS_VERSION = "7"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -41,7 +41,7 @@ def encode_facts(facts: FileFacts) -> str:
     """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
     agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
-    reaching, agreeing]``), a function's as ``[callers choose device, DDP
+    reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
     parameters, rank parameters, parameter kinds]``, then ``[runs alone, off
     training]``; "" for a file without facts."""
     if not facts:
@@ -80,10 +80,12 @@ def _encode_name(fact: NameFacts) -> list[Any]:
     encoded_agreement = None
     if agreement is not None:
         reaching = agreement.reaching
+        items = agreement.items
         encoded_agreement = [
             list(agreement.parameters),
             None if reaching is None else list(reaching),
             list(agreement.agreeing),
+            None if items is None else [None if i is None else list(i) for i in items],
         ]
     return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement, fact.kind]
 
@@ -143,9 +145,12 @@ def _decode_reach(value: Any) -> ReachedCollective | None:
 def _decode_agreement(value: Any) -> Agreement | None:
     if value is None:
         return None
-    parameters, reaching, agreeing = value
+    parameters, reaching, agreeing, items = value
     return Agreement(
-        _texts(parameters), None if reaching is None else _texts(reaching), _texts(agreeing)
+        _texts(parameters),
+        None if reaching is None else _texts(reaching),
+        _texts(agreeing),
+        None if items is None else tuple(None if i is None else _texts(i) for i in items),
     )
 
 

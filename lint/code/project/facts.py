@@ -41,11 +41,13 @@ class Agreement:
     analysis core's divergence: its positional parameters (``self`` left out), those
     whose values may reach its result (None: every one may, or it returns a value of
     its own that differs between ranks) and those it makes agree in place
-    (``all_reduce(t)`` on its parameter ``t``)."""
+    (``all_reduce(t)`` on its parameter ``t``); and, where it returns a tuple, those
+    that may reach each item (``items``; an item None: every one may)."""
 
     parameters: tuple[str, ...]
     reaching: tuple[str, ...] | None
     agreeing: tuple[str, ...]
+    items: tuple[tuple[str, ...] | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -779,9 +779,13 @@ class ProjectIndex:
 
 def _agreement(summarised: list[Any]) -> Agreement:
     """A summary's ``agreement`` as the typed fact."""
-    parameters, reaching, agreeing = summarised
+    parameters, reaching, agreeing, *rest = summarised
+    items = rest[0] if rest else None
     return Agreement(
-        tuple(parameters), None if reaching is None else tuple(reaching), tuple(agreeing)
+        tuple(parameters),
+        None if reaching is None else tuple(reaching),
+        tuple(agreeing),
+        None if items is None else tuple(None if i is None else tuple(i) for i in items),
     )
 
 

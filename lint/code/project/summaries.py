@@ -27,7 +27,7 @@ from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names
 from ddplint.analysis.names import dotted_name as dotted
-from ddplint.analysis.returns import parameters_reaching_returns
+from ddplint.analysis.returns import returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 from ddplint.code.syntax.python_ast import child_nodes
 
@@ -363,14 +363,26 @@ def _returned_from(
     function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], nodes: list[ast.AST]
 ) -> list[Any] | None:
     """For a function that issues no collective (or is too long to solve per
-    parameter), the parameters that may reach what it returns
-    (``returns.parameters_reaching_returns``), as an agreement fact that makes none
-    agree; None where every argument may reach it. ``nodes``: its ``own_nodes``."""
+    parameter), the parameters that may reach what it returns, as a whole and per item
+    of a returned tuple (``returns.returned_reach``), as an agreement fact that makes
+    none agree: ``[parameters, reaching (None: any), [], items (None: not a tuple)]``;
+    None where every argument may reach every part of it. ``nodes``: its ``own_nodes``."""
     parameters = [a.arg for a in _positional(function)]
-    reaching = parameters_reaching_returns(function, parameters, Names.bound(imports), nodes)
-    if reaching is None or not parameters or set(parameters) <= reaching:
+    if not parameters:
         return None
-    return [parameters, sorted(reaching), []]
+    reach = returned_reach(function, parameters, Names.bound(imports), nodes)
+
+    def told(reaching: frozenset[str] | None) -> list[str] | None:
+        """A reach that leaves out a parameter, sorted; None where any may reach."""
+        return None if reaching is None or set(parameters) <= reaching else sorted(reaching)
+
+    items = None if reach.items is None else [told(item) for item in reach.items]
+    if items is not None and all(item is None for item in items):
+        items = None
+    whole = told(reach.whole)
+    if whole is None and items is None:
+        return None
+    return [parameters, whole, [], items]
 
 
 def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:

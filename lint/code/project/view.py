@@ -245,11 +245,12 @@ class CoreFacts:
         agreement = self.fact(name, owner).agreement
         if agreement is None:
             return None
-        reaching = agreement.reaching
+        reaching, items = agreement.reaching, agreement.items
         return CallSummary(
             agreement.parameters,
             None if reaching is None else frozenset(reaching),
             frozenset(agreement.agreeing),
+            None if items is None else tuple(None if i is None else frozenset(i) for i in items),
         )
 
     def chooses_device(self, name: str, owner: str | None) -> bool:
