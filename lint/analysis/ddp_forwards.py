@@ -20,11 +20,9 @@ import ast
 from dataclasses import dataclass
 
 from ddplint.analysis.divergence import Source, Taint
-from ddplint.analysis.effects import Collective, own_calls
+from ddplint.analysis.effects import DDP_FORWARD, Collective, own_calls
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.rank_guards import RankGuard, guard_of, paired_tests
-
-DDP_FORWARD = "DistributedDataParallel forward"
 
 
 @dataclass(frozen=True)

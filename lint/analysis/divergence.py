@@ -76,7 +76,13 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import CHUNKERS, even_strides
-from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
+from ddplint.analysis.single_process import (
+    ENVIRONMENT_READERS,
+    asks_several,
+    launch_answer,
+    literal_value,
+    reads_world_size,
+)
 from ddplint.analysis.spans import span_length_reads
 
 
@@ -1218,16 +1224,9 @@ def _launch_check(compare: ast.Compare) -> bool:
     """The shape of ``local_rank != -1``, ``rank >= 0``: whether the job was launched
     distributed, which every rank answers alike (a launcher gives no rank -1) when the
     operand is the rank itself (``_Evaluator._launcher_rank``)."""
-    if len(compare.ops) != 1 or isinstance(compare.ops[0], (ast.In, ast.NotIn)):
+    if len(compare.ops) != 1:
         return False
-    try:
-        constant = ast.literal_eval(compare.comparators[0])
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    op = compare.ops[0]
-    return (constant == -1 and not isinstance(op, (ast.Gt, ast.LtE))) or (
-        constant == 0 and isinstance(op, (ast.GtE, ast.Lt))
-    )
+    return launch_answer(compare.ops[0], literal_value(compare.comparators[0])) is not None
 
 
 def _positive_test(compare: ast.Compare) -> ast.expr | None:

@@ -42,6 +42,9 @@ from ddplint.analysis.names import Names, call_argument, dotted_name, keyword_tr
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts, parameters_at, project_key
 
+#: The implicit collective of a DDP model's forward (its buffers' broadcast).
+DDP_FORWARD = "DistributedDataParallel forward"
+
 ACCELERATE_COLLECTIVES = frozenset(
     {
         "wait_for_everyone",
@@ -387,7 +390,7 @@ class FrameworkObjects:
             ):
                 return None  # no buffers broadcast, or a plain model until wrapped below
             return Collective(
-                "DistributedDataParallel forward",
+                DDP_FORWARD,
                 call,
                 "when the model has buffers to broadcast",
                 implicit=True,

@@ -34,6 +34,7 @@ from ddplint.analysis.divergence import (
 )
 from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import (
+    DDP_FORWARD,
     Collective,
     FrameworkObjects,
     node_collectives,
@@ -549,10 +550,15 @@ class ModuleAnalysis:
             callee = _local_callee(call)
             if callee is None or callee not in self._reaching:
                 continue
-            reached = self._reached(callee, _call_facts(call, self.local_function(callee), facts))
+            handed = _call_facts(call, self.local_function(callee), facts, self._ddp_model_at(call))
+            reached = self._reached(callee, handed)
             if reached is not None:
                 effects.append((reached, callee))
         return effects
+
+    def _ddp_model_at(self, call: ast.Call) -> Callable[[ast.expr], bool]:
+        """Whether an argument of ``call`` holds a DDP model where the call is made."""
+        return lambda argument: self.objects.ddp_model(argument, call)
 
     def local_function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The module's function (``f``) or method (``self.f``) that calls name so."""
@@ -584,7 +590,6 @@ class ModuleAnalysis:
     ) -> Collective | None:
         graph = self.graphs.graph(definition)
         in_lightning = self._in_lightning_class(definition)
-        inherited = frozenset(fact for fact in facts if fact[0].startswith("self."))
         seen: set[int] = set()
         pending = [graph.entry]
         while pending:
@@ -595,7 +600,7 @@ class ModuleAnalysis:
             own = [
                 c
                 for c in node_collectives(node, self.objects, in_lightning)
-                if not reads_unsharded_model(c, self._sharded)
+                if not reads_unsharded_model(c, self._sharded) and not _plain_forward(c, facts)
             ]
             if own:
                 return own[0]
@@ -604,7 +609,9 @@ class ModuleAnalysis:
                     callee = _local_callee(call)
                     if callee is None or callee not in self._reaching:
                         continue
-                    handed = _call_facts(call, self.local_function(callee), inherited)
+                    handed = _call_facts(
+                        call, self.local_function(callee), facts, self._ddp_model_at(call)
+                    )
                     reached = self._reached(callee, handed, depth - 1)
                     if reached is not None:
                         return reached
@@ -780,10 +787,16 @@ def path_facts(node: Node, dominance: PostDominance) -> Facts:
 
 
 def _call_facts(
-    call: ast.Call, definition: ast.FunctionDef | ast.AsyncFunctionDef | None, facts: Facts
+    call: ast.Call,
+    definition: ast.FunctionDef | ast.AsyncFunctionDef | None,
+    facts: Facts,
+    ddp_model: Callable[[ast.expr], bool] | None = None,
 ) -> Facts:
-    """What the callee knows on entry: the caller's facts on ``self``, and its
-    parameters given a constant at the call, or left to a constant default."""
+    """What the callee knows on entry: the caller's facts on ``self``, its parameters
+    given a constant at the call, or left to a constant default, and those handed a
+    model that is no DDP model here (``ddp_model`` says which argument holds one; a
+    parameter handed one of the caller's own parameters known to hold none holds none):
+    the callee's forward of that parameter synchronises nothing on this call."""
     known = {fact for fact in facts if fact[0].startswith("self.")}
     if definition is None:
         return frozenset(known)
@@ -816,7 +829,35 @@ def _call_facts(
             known.add((name, bool(value.value)))
         if _plain_number(value):
             known.add((_tensor_fact(name), False))
+        if _holds_no_ddp_model(value, facts, ddp_model):
+            known.add((_ddp_fact(name), False))
     return frozenset(known)
+
+
+def _holds_no_ddp_model(
+    value: ast.expr, facts: Facts, ddp_model: Callable[[ast.expr], bool] | None
+) -> bool:
+    """Whether an argument is a name that holds no DDP model at the call."""
+    spelled = dotted_name(value)
+    if spelled is None or ddp_model is None:
+        return False
+    return (_ddp_fact(spelled), False) in facts or not ddp_model(value)
+
+
+def _ddp_fact(parameter: str) -> str:
+    """The fact that a parameter holds a model wrapped in ``DistributedDataParallel``."""
+    return f"{parameter}:ddp"
+
+
+def _plain_forward(collective: Collective, facts: Facts) -> bool:
+    """A DDP forward of a parameter the call handed a model that is no DDP model."""
+    if collective.name != DDP_FORWARD:
+        return False
+    model = collective.call.func
+    if isinstance(model, ast.Attribute) and model.attr == "forward":
+        model = model.value
+    spelled = dotted_name(model)
+    return spelled is not None and (_ddp_fact(spelled), False) in facts
 
 
 #: Calls whose result is a Python number, never a tensor.

@@ -80,10 +80,13 @@ def guard_of(
     view: Divergence | None = None,
     balanced: Callable[[Node], bool] = lambda test: False,
 ) -> RankGuard | None:
-    """The innermost guard that runs ``node`` (``part`` of it) on some ranks only;
+    """The innermost guard that runs ``node`` (``part`` of it) on some ranks only (none
+    where it runs only in a single-process job);
     ``view``: the divergence to ask (a batch view), the function's own by default;
     ``balanced``: tests whose ways all do alike what the question asks about (each
     way creates the same process groups), which decide nothing for it."""
+    if node.statement is not None and analysis.single_process.holds(node.statement):
+        return None  # it runs only in a single-process job: no peer to part from
     facts = analysis.function(scope)
     divergence = view if view is not None else facts.divergence
     accepted = accepted or by_rank

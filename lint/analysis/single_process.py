@@ -26,6 +26,9 @@ from typing import Protocol
 
 from ddplint.analysis.api import (
     DISTRIBUTED_QUERIES,
+    RANK_ATTRIBUTES,
+    RANK_ENV_VARS,
+    RANK_FUNCTION_NAMES,
     WORLD_SIZE_ATTRIBUTES,
     WORLD_SIZE_ENV_VARS,
     WORLD_SIZE_FUNCTION_NAMES,
@@ -121,10 +124,66 @@ def asks_several(
     if isinstance(test, ast.Call) and names.resolve(test.func) in DISTRIBUTED_QUERIES:
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        launched = launch_answer(test.ops[0], literal_value(test.comparators[0]))
+        if launched is not None and reads_launched_rank(test.left, names):
+            return launched
         if not reads_world_size(test.left, names, switches, depth):
             return None
-        return several_when(test.ops[0], _literal(test.comparators[0]))
+        return several_when(test.ops[0], literal_value(test.comparators[0]))
     return switches.switch(test, depth - 1) if depth > 0 else None
+
+
+#: For ``rank <op> bound``: what every rank of a launched job answers (a launcher gives
+#: no rank -1; -1 is the programs' own "not launched distributed").
+_LAUNCHED_ANSWERS = {
+    (ast.Eq, -1): False,
+    (ast.Is, -1): False,
+    (ast.NotEq, -1): True,
+    (ast.IsNot, -1): True,
+    (ast.Gt, -1): True,
+    (ast.GtE, -1): True,
+    (ast.Lt, -1): False,
+    (ast.LtE, -1): False,
+    (ast.GtE, 0): True,
+    (ast.Lt, 0): False,
+}
+
+
+def launch_answer(op: ast.cmpop, bound: object) -> bool | None:
+    """For ``rank <op> bound`` (``local_rank != -1``, ``rank >= 0``): True when every
+    rank of a launched job answers yes, False when every one answers no, None when the
+    answer depends on the rank."""
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    return _LAUNCHED_ANSWERS.get((type(op), bound))
+
+
+def reads_launched_rank(expression: ast.expr, names: Names) -> bool:
+    """The rank a launcher hands in, as read: a library's rank attribute
+    (``args.local_rank``), ``dist.get_rank()``, ``LOCAL_RANK`` / ``RANK`` from the
+    environment, through ``int()``; not arithmetic on it."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "int"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    if isinstance(expression, ast.Attribute):
+        return expression.attr in RANK_ATTRIBUTES and not expression.attr.startswith("is_")
+    if isinstance(expression, ast.Subscript):
+        key = expression.slice
+        return names.resolve(expression.value) == "os.environ" and _is_rank_key(key)
+    if not isinstance(expression, ast.Call):
+        return False
+    resolved = names.resolve(expression.func) or ""
+    if resolved in ENVIRONMENT_READERS:
+        return bool(expression.args) and _is_rank_key(expression.args[0])
+    return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES and not expression.args
+
+
+def _is_rank_key(key: ast.expr) -> bool:
+    return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
 
 
 def reads_world_size(expression: ast.expr, names: Names, switches: Switches, depth: int) -> bool:
@@ -140,7 +199,7 @@ def reads_world_size(expression: ast.expr, names: Names, switches: Switches, dep
         expression = expression.args[0]
     if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
         return all(
-            _literal(arm) == 1 or reads_world_size(arm, names, switches, depth)
+            literal_value(arm) == 1 or reads_world_size(arm, names, switches, depth)
             for arm in (expression.body, expression.orelse)
         )
     if isinstance(expression, ast.Call):
@@ -375,7 +434,7 @@ class SingleProcessPaths:
         if key not in self._world_keys:
             self._world_keys[key] = False  # recursion: no
             values = self._bindings.get(key, [])
-            reads = [v for v in values if v is not None and _literal(v) != 1]
+            reads = [v for v in values if v is not None and literal_value(v) != 1]
             self._world_keys[key] = (
                 bool(reads)
                 and None not in values
@@ -414,7 +473,7 @@ class SingleProcessPaths:
             if value is None:
                 answers.add(None)  # bound by a loop, a parameter, an unpacking
                 continue
-            constant = _literal(value)
+            constant = literal_value(value)
             if constant is False:
                 continue
             if constant is True:
@@ -613,7 +672,8 @@ def _function_use(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
 
 
-def _literal(expression: ast.expr) -> object:
+def literal_value(expression: ast.expr) -> object:
+    """The value of a literal expression; None where it is none."""
     try:
         return ast.literal_eval(expression)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ddplint.analysis.api import CHECKPOINT_FUNCTIONS, GROUP_CREATIONS
 from ddplint.analysis.control_flow import Node, Scope, ends_loudly
 from ddplint.analysis.divergence import Source, Taint
-from ddplint.analysis.effects import Collective
+from ddplint.analysis.effects import DDP_FORWARD, Collective
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, ways_on
 from ddplint.analysis.pairing import kinds, sequences_between
 from ddplint.analysis.questions import (
@@ -36,7 +36,7 @@ from ddplint.analysis.questions import (
 )
 
 #: The implicit collectives of a model wrapped in DDP: a question of their own (DDP213).
-_MODEL_COLLECTIVES = frozenset({"DistributedDataParallel forward", "backward"})
+_MODEL_COLLECTIVES = frozenset({DDP_FORWARD, "backward"})
 
 
 def rank_class_partings(analysis: ModuleAnalysis) -> list[Parting]:

@@ -259,3 +259,30 @@ def test_the_divergence_reads_process_count_tests_as_the_paths_do() -> None:
     ]
     assert paths.single_process_edge(tests[2]) is None
     assert all(paths.single_process_edge(node) is not None for node in tests[:2])
+
+
+@pytest.mark.parametrize(
+    ("test", "alone"),
+    [
+        ("args.local_rank == -1", True),  # the programs' own "not launched distributed"
+        ("args.local_rank != -1", False),
+        ("int(os.environ['LOCAL_RANK']) < 0", True),
+        ("dist.get_rank() >= 0", False),
+        ("args.local_rank in [-1, 0]", False),  # rank 0 takes it too: a rank test
+        ("args.local_rank == 0", False),
+        ("args.local_rank - 1 == -1", False),  # arithmetic on the rank is no launch test
+        ("args.world == -1", False),  # not the rank
+    ],
+)
+def test_the_launched_rank_against_minus_one(test: str, alone: bool) -> None:
+    found = _alone_by_marker(
+        f"""
+        import os
+        import torch.distributed as dist
+
+        def f(args):
+            if {test}:
+                mark("taken")
+        """
+    )
+    assert found == {"taken": alone}
