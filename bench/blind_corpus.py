@@ -6,7 +6,7 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3|4|5|6|7|8|9|10`` (default 1): which list, split and
+Every command takes ``--corpus-set 1|2|3|4|5|6|7|8|9|10|11`` (default 1): which list, split and
 verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
@@ -22,7 +22,8 @@ repository blind), set 7 likewise ``repositories-7.tsv`` / ``split-7.tsv`` /
 repository blind), set 9 likewise ``repositories-9.tsv`` / ``split-9.tsv`` /
 ``verdicts-repositories-9.tsv`` (every repository blind), set 10 likewise
 ``repositories-10.tsv`` / ``split-10.tsv`` / ``verdicts-repositories-10.tsv`` (every
-repository blind). ``--repos``, ``--split`` and
+repository blind), set 11 likewise ``repositories-11.tsv`` / ``split-11.tsv`` /
+``verdicts-repositories-11.tsv`` (every repository blind). ``--repos``, ``--split`` and
 ``--verdicts`` name other files.
 ``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
 the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
@@ -110,6 +111,11 @@ CORPUS_SETS = {
         CORPORA / "split-10.tsv",
         CORPORA / "verdicts-repositories-10.tsv",
     ),
+    "11": (
+        CORPORA / "repositories-11.tsv",
+        CORPORA / "split-11.tsv",
+        CORPORA / "verdicts-repositories-11.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -123,6 +129,7 @@ SPLIT_SEEDS = {
     "8": "",
     "9": "",
     "10": "",
+    "11": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
