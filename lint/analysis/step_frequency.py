@@ -112,6 +112,16 @@ class StepFrequency:
                 return Occasion.SINGLE_PROCESS
         return None
 
+    def occasional_within(self, call: ast.Call, statement: ast.AST) -> Occasion | None:
+        """Why ``call`` runs only now and then by a test of its own ``statement``: a
+        conditional expression (``f() if step % N == 0 else None``) or the left side of
+        ``and`` / ``or`` (``step % N == 0 and f()``)."""
+        for test, truth in _expression_tests(statement, call):
+            occasion = self._test_occasion(test, truth)
+            if occasion is not None:
+                return occasion
+        return None
+
     def _stepping_ways(self, graph: Graph, post: PostDominance) -> set[tuple[int, bool]]:
         """The (test, truth) ways of the graph on which an optimizer step runs
         (``if (i + 1) % accumulate == 0: optimizer.step()``): what runs on such a way
@@ -194,6 +204,26 @@ class StepFrequency:
             if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
                 found.add(ast.unparse(step.target))
         return found
+
+
+def _expression_tests(root: ast.AST, target: ast.AST) -> list[tuple[ast.expr, bool]]:
+    """The tests of conditional expressions and ``and`` / ``or`` inside ``root`` that
+    decide whether ``target`` is evaluated, each with the answer that evaluates it."""
+    pending: list[tuple[ast.AST, list[tuple[ast.expr, bool]]]] = [(root, [])]
+    while pending:
+        node, tests = pending.pop()
+        if node is target:
+            return tests
+        if isinstance(node, ast.IfExp):
+            pending += [(node.test, tests), (node.body, [*tests, (node.test, True)])]
+            pending.append((node.orelse, [*tests, (node.test, False)]))
+        elif isinstance(node, ast.BoolOp):
+            truth = isinstance(node.op, ast.And)
+            for index, value in enumerate(node.values):
+                pending.append((value, [*tests, *((v, truth) for v in node.values[:index])]))
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend((child, tests) for child in ast.iter_child_nodes(node))
+    return []
 
 
 def _is_parameter_step(call: ast.Call) -> bool:

@@ -232,3 +232,19 @@ def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str
     text = ctx.source.line_text(line)
     indent = text[: len(text) - len(text.lstrip())]
     return Edit(line, 1, line, 1, f"{indent}{code}{ctx.source.newline()}")
+
+
+def remove_ast_call_statement(ctx: CodeContext, call: ast.Call) -> Edit | None:
+    """Remove the statement that is only ``call`` (``torch.cuda.synchronize()`` alone on
+    its lines); None when the call is part of a larger expression or shares a line."""
+    for node in ast.walk(ctx.analysis.module):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for statement in block:
+                if isinstance(statement, ast.Expr) and statement.value is call:
+                    if shares_a_line(statement, block):
+                        return None
+                    return remove_ast_statement(ctx, statement, block)
+    return None
