@@ -34,6 +34,7 @@ from enum import Enum
 from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
+from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.host_waits import HostWaits, walk_own
 from ddplint.analysis.names import Names
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
@@ -49,6 +50,8 @@ EXPORT_PREDICATES = frozenset(
     }
 )
 #: Library calls whose result is a random draw.
+#: Declared defaults that leave an option off.
+_OFF_VALUES = (False, None, 0, "")
 RANDOM_DRAWS = frozenset(
     {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
 )
@@ -61,15 +64,21 @@ class Occasion(str, Enum):
     PERIODIC = "only on some passes (a periodic or sampled test)"
     EXPORT = "only while the model is exported or traced"
     SINGLE_PROCESS = "only in a single-process run"
+    OPT_IN = "only when an option that is off by default is turned on"
 
 
 class StepFrequency:
     """The frequency question for the calls of one module."""
 
     def __init__(
-        self, module: ast.Module, waits: HostWaits, project: ProjectFacts = NO_PROJECT
+        self,
+        module: ast.Module,
+        waits: HostWaits,
+        project: ProjectFacts = NO_PROJECT,
+        defaults: FallbackDefaults | None = None,
     ) -> None:
         self._waits = waits
+        self._defaults = defaults
         self._names = Names(module)
         self._project = project
         self._post: dict[int, PostDominance] = {}
@@ -103,7 +112,7 @@ class StepFrequency:
             ):
                 continue
             truth = dependence.edge is EdgeKind.TRUE
-            occasion = self._test_occasion(test.test, truth)
+            occasion = self._test_occasion(test.test, truth, graph.scope)
             if occasion is Occasion.PERIODIC and (dependence.test.index, truth) in stepping:
                 continue  # the accumulation boundary: it runs once per optimizer step
             if occasion is not None:
@@ -112,12 +121,14 @@ class StepFrequency:
                 return Occasion.SINGLE_PROCESS
         return None
 
-    def occasional_within(self, call: ast.Call, statement: ast.AST) -> Occasion | None:
+    def occasional_within(
+        self, call: ast.Call, statement: ast.AST, scope: ast.AST
+    ) -> Occasion | None:
         """Why ``call`` runs only now and then by a test of its own ``statement``: a
         conditional expression (``f() if step % N == 0 else None``) or the left side of
         ``and`` / ``or`` (``step % N == 0 and f()``)."""
         for test, truth in _expression_tests(statement, call):
-            occasion = self._test_occasion(test, truth)
+            occasion = self._test_occasion(test, truth, scope)
             if occasion is not None:
                 return occasion
         return None
@@ -140,14 +151,33 @@ class StepFrequency:
                     )
         return found
 
-    def _test_occasion(self, test: ast.expr, truth: bool) -> Occasion | None:
+    def _test_occasion(self, test: ast.expr, truth: bool, scope: ast.AST) -> Occasion | None:
         """Whether taking ``test`` the ``truth`` way happens only now and then."""
         positive, polarity = strip_not(test)
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
         if self._rare_way(positive) == (polarity == truth):
             return Occasion.PERIODIC
+        if polarity == truth and self._opt_in(positive, scope):
+            return Occasion.OPT_IN
         return None
+
+    # -- options off by default -------------------------------------------------------
+
+    def _opt_in(self, test: ast.expr, scope: ast.AST) -> bool:
+        """``test`` holds only when the user turns on an option that is off by default
+        (asked only with ``defaults``): a parameter, command-line option or config
+        field whose declared default is false (``debug=False``, ``action="store_true"``),
+        or an ``and`` with such a part. What decides is the declared default, never the
+        option's name."""
+        if self._defaults is None:
+            return False
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._opt_in(value, scope) for value in test.values)
+        if not isinstance(test, (ast.Name, ast.Attribute)):
+            return False
+        default = self._defaults.of(test, scope)
+        return default is not None and default.value in _OFF_VALUES
 
     # -- export and tracing -----------------------------------------------------------
 

@@ -22,8 +22,9 @@ The step path is
   the step) is not followed.
 
 A call on the path still does not run every step when it runs only now and then (on an
-error, a periodic test, an export, a single-process run: ``step_frequency``, which also
-reads a conditional expression or ``and`` around the call), only while a cache of the
+error, a periodic test, an export, a single-process run, an option off by default:
+``step_frequency``, which also reads a conditional expression or ``and`` around the
+call), only while a cache of the
 object is empty (``host_waits.filled_once``), or in an arm no run takes (``if not
 USE_WANDB:`` with ``USE_WANDB = True``: ``literal_values``). A file that runs in no
 training step (``in_training=False``: a test, an export script) has no step path.
@@ -113,7 +114,9 @@ class StepPaths:
         self._analysis = analysis
         self._in_training = in_training
         self.waits = HostWaits(analysis.module)
-        self.frequency = StepFrequency(analysis.module, self.waits, analysis.project)
+        self.frequency = StepFrequency(
+            analysis.module, self.waits, analysis.project, analysis.fallback_defaults
+        )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = frozenset(analysis.backward_functions)
         self._loops: dict[int, list[Loop]] = {}
@@ -143,8 +146,13 @@ class StepPaths:
         """``call`` runs only now and then, only on the first step, or never."""
         if self.frequency.occasional(call) is not None or self.waits.filled_once(call):
             return True
-        statement = self._statement_of(call)
-        if statement is not None and self.frequency.occasional_within(call, statement):
+        found = self.waits.node_of(call, module_code=True)
+        if found is None:
+            return False
+        statement = found[1].statement
+        if statement is not None and self.frequency.occasional_within(
+            call, statement, found[0].scope
+        ):
             return True
         return id(statement) in self._never_run()
 
@@ -318,10 +326,6 @@ class StepPaths:
         )
 
     # -- arms no run takes ---------------------------------------------------------------
-
-    def _statement_of(self, call: ast.Call) -> ast.AST | None:
-        found = self.waits.node_of(call, module_code=True)
-        return found[1].statement if found is not None else None
 
     def _never_run(self) -> set[int]:
         if self._never is None:

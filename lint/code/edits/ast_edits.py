@@ -245,6 +245,18 @@ def remove_ast_call_statement(ctx: CodeContext, call: ast.Call) -> Edit | None:
             for statement in block:
                 if isinstance(statement, ast.Expr) and statement.value is call:
                     if shares_a_line(statement, block):
-                        return None
+                        return _remove_from_line(ctx, statement, block)
                     return remove_ast_statement(ctx, statement, block)
     return None
+
+
+def _remove_from_line(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> Edit:
+    """Remove ``statement`` from a line it shares (``a(); b()``): up to the next
+    statement's start, or from the previous statement's end when it is the last."""
+    index = block.index(statement)
+    line, column, end_line, end_column = ctx.ast_range(statement)
+    if index + 1 < len(block):
+        following = ctx.ast_range(block[index + 1])
+        return Edit(line, column, following[0], following[1], "")
+    previous = ctx.ast_range(block[index - 1])
+    return Edit(previous[2], previous[3], end_line, end_column, "")
