@@ -5,7 +5,8 @@
 The step path is
 
 - the body of a training loop (``batches.training_loops``: a loop whose body runs a
-  backward, itself or through a local function; an epoch loop around one is not), unless
+  backward, itself or through a local function that holds no training loop of its own;
+  an epoch loop around one, or one that calls ``train_one_epoch()``, is not), unless
   the loop is a short test or warm-up loop (``for _ in range(3)``) or the call sits in an
   evaluation loop nested in it and run with autograd off (``with torch.no_grad(): for
   batch in val_loader: ...``);
@@ -118,11 +119,23 @@ class StepPaths:
             analysis.module, self.waits, analysis.project, analysis.fallback_defaults
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
-        self._helpers = frozenset(analysis.backward_functions)
+        self._helpers = self._step_helpers()
         self._loops: dict[int, list[Loop]] = {}
         self._holders: dict[int, bool] = {}
         self._never: set[int] | None = None
         self._functions: dict[bool, dict[Function, StepPath]] = {}
+
+    def _step_helpers(self) -> frozenset[str]:
+        """The local functions that run a backward with no training loop of their own
+        (``train_step(batch)``): a loop that calls one walks batches. A loop that calls
+        ``train_one_epoch()`` walks epochs or data files."""
+        every = frozenset(self._analysis.backward_functions)
+        found = set()
+        for name in every:
+            definition = self._analysis.local_function(name)
+            if definition is not None and not training_loops(definition, every):
+                found.add(name)
+        return frozenset(found)
 
     # -- the question --------------------------------------------------------------------
 
