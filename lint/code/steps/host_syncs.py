@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ddplint.analysis.device_queue import ACCELERATOR_GETTERS
+from ddplint.analysis.step_paths import NO_GRAD_CONTEXTS
 from ddplint.analysis.step_syncs import EMPTY_CACHE_FUNCTIONS, SyncKind
 from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
@@ -115,8 +116,6 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
-#: Context managers that turn autograd off: a loop run under one evaluates.
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
 #: Collectives that leave the same value on every rank (their first argument, in place).
 _REDUCING_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 #: Longest call text shown whole in a message.
