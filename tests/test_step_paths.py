@@ -131,3 +131,18 @@ def test_a_loop_over_epochs_is_not_a_step_loop() -> None:
     assert reason(code, "per_file()") is None
     assert reason(code, "per_step()") == "a training loop that calls backward()"
     assert reason(code, "train_step(model, batch, optimizer)") is not None
+
+
+def test_a_comprehension_runs_where_its_statement_runs() -> None:
+    code = """
+        def train(model, loader, optimizer, log_every, logger):
+            for step, batch in enumerate(loader):
+                losses = model(batch)
+                sum(losses).backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    logger.info([sampled(x) for x in losses])
+                logger.info([every(x) for x in losses])
+    """
+    assert reason(code, "sampled(x)") is None
+    assert reason(code, "every(x)") == "a training loop that calls backward()"

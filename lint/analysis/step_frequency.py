@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 from enum import Enum
 
-from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.fallback_defaults import FallbackDefaults
@@ -99,7 +99,11 @@ class StepFrequency:
         found = self._waits.node_of(call, module_code=True)
         if found is None:
             return None
-        graph, node = found
+        return self.occasional_node(*found)
+
+    def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:
+        """Why the statement of graph node ``node`` runs only now and then (not an
+        ``except`` handler's: that is ``occasional``'s), or None."""
         post = self._post.get(id(graph))
         if post is None:
             post = self._post[id(graph)] = PostDominance(graph)
