@@ -12,7 +12,10 @@ guard that holds it (``rank_guards.guard_of``), if any:
   (``x.cpu().numpy()`` is one wait, at ``.cpu()``), or an earlier wait of the same pass
   left nothing new queued (``device_queue.queue_drained``): it adds no wait of its own.
 
-What runs every step is ``step_paths``' answer (not on an error, a periodic test, the
+A guard that also holds the training loop's backward parts the ranks' steps, not only
+the read (another rule's question): no host sync of this one. A loop's own test is no
+rank guard of its body (each rank runs the body on every turn
+it takes). What runs every step is ``step_paths``' answer (not on an error, a periodic test, the
 first step, an arm no run takes, a single-process run).
 """
 
@@ -27,6 +30,7 @@ from ddplint.analysis.control_flow import Node, Scope
 from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, DeviceQueue
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import READ_METHODS, is_host_read
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
 from ddplint.analysis.step_paths import StepPath, StepPaths
 
@@ -96,9 +100,45 @@ def step_syncs(
         guard = None
         if located is not None:
             scope, node = located
-            guard = guard_of(analysis, scope, node, part=call)
+            guard = guard_of(analysis, scope, node, part=call, balanced=_loop_test)
+        if (
+            guard is not None
+            and path.loop is not None
+            and _guards_backward(analysis, path.loop, guard)
+        ):
+            continue  # the ranks it leaves out skip the whole step, backward included
         found.append(HostSync(call, kind, path, guard))
     return sorted(found, key=lambda s: (s.call.lineno, s.call.col_offset))
+
+
+def _guards_backward(analysis: ModuleAnalysis, loop: ast.AST, guard: RankGuard) -> bool:
+    """Whether ``guard`` also decides the training loop's backward (``if skip[task]:
+    continue`` before both): it parts the ranks' steps, not only the read."""
+    helpers = analysis.backward_functions
+    backward: list[ast.AST] = [
+        node
+        for node in ast.walk(loop)
+        if isinstance(node, ast.Call)
+        and (analysis.backward_label(node) is not None or dotted_name(node.func) in helpers)
+    ]
+    for _, scope, node in own_reads(analysis, backward):
+        other = guard_of(analysis, scope, node, balanced=_loop_test)
+        if other is not None and other.cause is guard.cause:
+            return True
+    return False
+
+
+def _loop_test(test: Node) -> bool:
+    """A loop's own test (``while epoch < args.epochs:``, a ``for`` header) or a test
+    that leaves the loop (``if step >= max_steps: break``) decides whether the loop takes
+    another turn, not which ranks run a turn's body: each rank runs the body on every
+    turn it takes (how many turns is another question)."""
+    statement = test.statement
+    if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        return True
+    return isinstance(statement, ast.If) and any(
+        arm and isinstance(arm[-1], ast.Break) for arm in (statement.body, statement.orelse)
+    )
 
 
 def _kind(analysis: ModuleAnalysis, queue: DeviceQueue, call: ast.Call) -> SyncKind | None:
