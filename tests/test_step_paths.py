@@ -146,3 +146,26 @@ def test_a_comprehension_runs_where_its_statement_runs() -> None:
     """
     assert reason(code, "sampled(x)") is None
     assert reason(code, "every(x)") == "a training loop that calls backward()"
+
+
+def test_evaluation_mode_of_a_module_only() -> None:
+    code = """
+        from torch import nn
+
+        class Head(nn.Module):
+            def forward(self, x):
+                if not self.training:
+                    evaluating()
+                if self.training:
+                    training()
+                return x
+
+        class Plain:
+            def forward(self, x):
+                if not self.training:
+                    not_a_module()
+    """
+    paths, calls = paths_of(code)
+    assert paths.reason(calls["evaluating()"]) is None
+    assert paths.reason(calls["training()"]) is not None
+    assert paths.frequency.occasional(calls["not_a_module()"]) is None

@@ -13,6 +13,8 @@ A per-step rule asks this of a call it found on the training-step path. The answ
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
+- in evaluation mode: on the way where a module class's ``self.training`` is false
+  (asked only with ``module_method``);
 - in a single-process run: on the branch ``single_process`` says only a one-process job
   takes (``if not dist.is_initialized():``, the ``else`` of ``if args.distributed:``
   where the module's other arms of that switch do the distributed work).
@@ -29,6 +31,7 @@ Decided on the function's control-flow graph (control dependence on post-dominat
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from enum import Enum
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
@@ -65,6 +68,7 @@ class Occasion(str, Enum):
     EXPORT = "only while the model is exported or traced"
     SINGLE_PROCESS = "only in a single-process run"
     OPT_IN = "only when an option that is off by default is turned on"
+    EVALUATION = "only while the module is in evaluation mode"
 
 
 class StepFrequency:
@@ -76,9 +80,11 @@ class StepFrequency:
         waits: HostWaits,
         project: ProjectFacts = NO_PROJECT,
         defaults: FallbackDefaults | None = None,
+        module_method: Callable[[ast.AST], bool] | None = None,
     ) -> None:
         self._waits = waits
         self._defaults = defaults
+        self._module_method = module_method
         self._names = Names(module)
         self._project = project
         self._post: dict[int, PostDominance] = {}
@@ -164,7 +170,23 @@ class StepFrequency:
             return Occasion.PERIODIC
         if polarity == truth and self._opt_in(positive, scope):
             return Occasion.OPT_IN
+        if polarity != truth and self._training_flag(positive, scope):
+            return Occasion.EVALUATION
         return None
+
+    def _training_flag(self, test: ast.expr, scope: ast.AST) -> bool:
+        """``self.training`` in a method of a module class (asked only with
+        ``module_method``): torch's train/eval switch of the module."""
+        return (
+            self._module_method is not None
+            and isinstance(test, ast.Attribute)
+            and test.attr == "training"
+            and isinstance(test.value, ast.Name)
+            and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and bool(scope.args.args)
+            and test.value.id == scope.args.args[0].arg
+            and self._module_method(scope)
+        )
 
     # -- options off by default -------------------------------------------------------
 

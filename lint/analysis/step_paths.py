@@ -23,7 +23,8 @@ The step path is
   the step) is not followed.
 
 A call on the path still does not run every step when it runs only now and then (on an
-error, a periodic test, an export, a single-process run, an option off by default:
+error, a periodic test, an export, a single-process run, an option off by default,
+in evaluation mode (a module's ``self.training`` false):
 ``step_frequency``, which also reads a conditional expression or ``and`` around the
 call), only while a cache of the
 object is empty (``host_waits.filled_once``), or in an arm no run takes (``if not
@@ -117,7 +118,11 @@ class StepPaths:
         self._in_training = in_training
         self.waits = HostWaits(analysis.module)
         self.frequency = StepFrequency(
-            analysis.module, self.waits, analysis.project, analysis.fallback_defaults
+            analysis.module,
+            self.waits,
+            analysis.project,
+            analysis.fallback_defaults,
+            self._module_method,
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = self._step_helpers()
@@ -224,6 +229,14 @@ class StepPaths:
             if any(n is comprehension for p in own_parts(statement) for n in ast.walk(p)):
                 return graph, graph.nodes_of(statement)[0]
         return None
+
+    def _module_method(self, scope: ast.AST) -> bool:
+        """``scope`` is a method of a module class (``nn.Module``, a LightningModule)."""
+        owner = self._analysis.nodes.scope_of.get(scope)
+        return (
+            isinstance(owner, ast.ClassDef)
+            and self._analysis.objects.class_kinds.kind(owner) in MODULE_KINDS
+        )
 
     # -- entries -------------------------------------------------------------------------
 
