@@ -169,3 +169,24 @@ def test_evaluation_mode_of_a_module_only() -> None:
     assert paths.reason(calls["evaluating()"]) is None
     assert paths.reason(calls["training()"]) is not None
     assert paths.frequency.occasional(calls["not_a_module()"]) is None
+
+
+def test_a_step_loop_with_inner_backward_loops() -> None:
+    code = """
+        def train(model, loader, optimizer, attack):
+            for batch in loader:
+                for _ in range(attack.steps):
+                    attack.loss(model, batch).backward()
+                model(batch).sum().backward()
+                optimizer.step()
+                per_step()
+
+        def fit(model, loaders, optimizer):
+            for loader in loaders:
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+                per_epoch()
+    """
+    assert reason(code, "per_step()") == "a training loop that calls backward()"
+    assert reason(code, "per_epoch()") is None

@@ -6,7 +6,8 @@ The step path is
 
 - the body of a training loop (``batches.training_loops``: a loop whose body runs a
   backward, itself or through a local function that holds no training loop of its own;
-  an epoch loop around one, or one that calls ``train_one_epoch()``, is not), unless
+  an epoch loop around one, or one that calls ``train_one_epoch()``, is not; one whose
+  own body runs a backward beside an inner loop that does is), unless
   the loop is a short test or warm-up loop (``for _ in range(3)``) or the call sits in an
   evaluation loop nested in it and run with autograd off (``with torch.no_grad(): for
   batch in val_loader: ...``);
@@ -87,6 +88,7 @@ NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
 #: A loop of at most this many constant turns is a test or a warm-up, not training.
 FEW_ITERATIONS = 10
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 #: How a training loop is named in messages.
@@ -352,10 +354,33 @@ class StepPaths:
     # -- loops ---------------------------------------------------------------------------
 
     def _training_loops(self, scope: ast.AST) -> list[Loop]:
+        """``batches.training_loops``, and a loop whose own body runs a backward beside
+        an inner loop that also does (an outer step with inner perturbation steps)."""
         found = self._loops.get(id(scope))
         if found is None:
-            found = self._loops[id(scope)] = training_loops(scope, self._helpers)
+            found = training_loops(scope, self._helpers)
+            found += [
+                loop
+                for loop in own_nodes(scope)
+                if isinstance(loop, _LOOPS) and loop not in found and self._steps_beside(loop)
+            ]
+            self._loops[id(scope)] = found
         return found
+
+    def _steps_beside(self, loop: Loop) -> bool:
+        """The loop's body runs a backward outside its inner loops."""
+        pending: list[ast.AST] = list(loop.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (*_LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Call) and (
+                self._analysis.backward_label(node) is not None
+                or dotted_name(node.func) in self._helpers
+            ):
+                return True
+            pending.extend(ast.iter_child_nodes(node))
+        return False
 
     def _holds_training_loop(self, function: Function) -> bool:
         found = self._holders.get(id(function))
