@@ -9,7 +9,11 @@ from ddplint.analysis.control_flow import single_bindings
 from ddplint.analysis.device_queue import synchronizes
 from ddplint.analysis.step_paths import Loop
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.ast_edits import ast_node_text, remove_ast_call_statement
+from ddplint.code.edits.ast_edits import (
+    ast_node_text,
+    call_statement,
+    remove_ast_call_statement,
+)
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -170,15 +174,12 @@ def _reads_event_timings(loop: Loop) -> bool:
 
 def _before_event_timing(ctx: CodeContext, call: ast.Call) -> bool:
     """The statement right after the call's reads CUDA-event timings, which need it."""
-    for node in ast.walk(ctx.analysis.module):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list):
-                continue
-            for index, statement in enumerate(block[:-1]):
-                if isinstance(statement, ast.Expr) and statement.value is call:
-                    return any(_event_timing(n) for n in ast.walk(block[index + 1]))
-    return False
+    found = call_statement(ctx.analysis.module, call)
+    if found is None:
+        return False
+    statement, block = found
+    following = block[block.index(statement) + 1 :]
+    return bool(following) and any(_event_timing(n) for n in ast.walk(following[0]))
 
 
 def _event_timing(node: ast.AST) -> bool:

@@ -234,20 +234,30 @@ def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str
     return Edit(line, 1, line, 1, f"{indent}{code}{ctx.source.newline()}")
 
 
-def remove_ast_call_statement(ctx: CodeContext, call: ast.Call) -> Edit | None:
-    """Remove the statement that is only ``call`` (``torch.cuda.synchronize()`` alone on
-    its lines); None when the call is part of a larger expression or shares a line."""
-    for node in ast.walk(ctx.analysis.module):
+def call_statement(tree: ast.Module, call: ast.Call) -> tuple[ast.Expr, list[ast.stmt]] | None:
+    """The statement that is only ``call`` (``torch.cuda.synchronize()``) and the block
+    it stands in; None when the call is part of a larger expression."""
+    for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
                 continue
             for statement in block:
                 if isinstance(statement, ast.Expr) and statement.value is call:
-                    if shares_a_line(statement, block):
-                        return _remove_from_line(ctx, statement, block)
-                    return remove_ast_statement(ctx, statement, block)
+                    return statement, block
     return None
+
+
+def remove_ast_call_statement(ctx: CodeContext, call: ast.Call) -> Edit | None:
+    """Remove the statement that is only ``call`` (also from a line it shares); None
+    when the call is part of a larger expression."""
+    found = call_statement(ctx.analysis.module, call)
+    if found is None:
+        return None
+    statement, block = found
+    if shares_a_line(statement, block):
+        return _remove_from_line(ctx, statement, block)
+    return remove_ast_statement(ctx, statement, block)
 
 
 def _remove_from_line(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> Edit:
