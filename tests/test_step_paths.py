@@ -158,6 +158,8 @@ def test_evaluation_mode_of_a_module_only() -> None:
                     evaluating()
                 if self.training:
                     training()
+                if x.shape[0] > 2000 and not self.training:
+                    large_evaluation()
                 return x
 
         class Plain:
@@ -168,6 +170,7 @@ def test_evaluation_mode_of_a_module_only() -> None:
     paths, calls = paths_of(code)
     assert paths.reason(calls["evaluating()"]) is None
     assert paths.reason(calls["training()"]) is not None
+    assert paths.reason(calls["large_evaluation()"]) is None
     assert paths.frequency.occasional(calls["not_a_module()"]) is None
 
 

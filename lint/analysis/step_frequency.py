@@ -162,8 +162,15 @@ class StepFrequency:
         return found
 
     def _test_occasion(self, test: ast.expr, truth: bool, scope: ast.AST) -> Occasion | None:
-        """Whether taking ``test`` the ``truth`` way happens only now and then."""
+        """Whether taking ``test`` the ``truth`` way happens only now and then (an ``and``
+        taken its true way: when one of its parts does)."""
         positive, polarity = strip_not(test)
+        if polarity == truth and isinstance(positive, ast.BoolOp):
+            if isinstance(positive.op, ast.And):
+                for value in positive.values:
+                    occasion = self._test_occasion(value, True, scope)
+                    if occasion is not None:
+                        return occasion
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
         if self._rare_way(positive) == (polarity == truth):
