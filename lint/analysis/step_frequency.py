@@ -165,12 +165,12 @@ class StepFrequency:
         """Whether taking ``test`` the ``truth`` way happens only now and then (an ``and``
         taken its true way: when one of its parts does)."""
         positive, polarity = strip_not(test)
-        if polarity == truth and isinstance(positive, ast.BoolOp):
-            if isinstance(positive.op, ast.And):
-                for value in positive.values:
-                    occasion = self._test_occasion(value, True, scope)
-                    if occasion is not None:
-                        return occasion
+        taken_and = isinstance(positive, ast.BoolOp) and isinstance(positive.op, ast.And)
+        if polarity == truth and isinstance(positive, ast.BoolOp) and taken_and:
+            for value in positive.values:
+                occasion = self._test_occasion(value, True, scope)
+                if occasion is not None:
+                    return occasion
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
         if self._rare_way(positive) == (polarity == truth):
