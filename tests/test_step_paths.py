@@ -193,3 +193,36 @@ def test_a_step_loop_with_inner_backward_loops() -> None:
     """
     assert reason(code, "per_step()") == "a training loop that calls backward()"
     assert reason(code, "per_epoch()") is None
+
+
+def test_switches_the_code_starts_off() -> None:
+    code = """
+        SYNCHRONIZE = False
+        CHECK = True
+
+        def configure(sync):
+            global SYNCHRONIZE
+            SYNCHRONIZE = sync
+
+        class Engine:
+            def __init__(self):
+                self.profiling = False
+                self.checking = True
+
+            def train(self, model, loader, optimizer):
+                for batch in loader:
+                    model(batch).sum().backward()
+                    optimizer.step()
+                    if SYNCHRONIZE:
+                        set_at_run_time()
+                    if self.profiling:
+                        field_off()
+                    if CHECK:
+                        started_on()
+                    if self.checking:
+                        field_on()
+    """
+    assert reason(code, "set_at_run_time()") is not None
+    assert reason(code, "field_off()") is None
+    assert reason(code, "started_on()") is not None
+    assert reason(code, "field_on()") is not None

@@ -39,7 +39,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.host_waits import HostWaits, walk_own
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 from ddplint.analysis.single_process import SingleProcessPaths, strip_not
 
@@ -53,6 +53,7 @@ EXPORT_PREDICATES = frozenset(
     }
 )
 #: Library calls whose result is a random draw.
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Declared defaults that leave an option off.
 _OFF_VALUES = (False, None, 0, "")
 RANDOM_DRAWS = frozenset(
@@ -210,7 +211,30 @@ class StepFrequency:
         if not isinstance(test, (ast.Name, ast.Attribute)):
             return False
         default = self._defaults.of(test, scope)
-        return default is not None and default.value in _OFF_VALUES
+        if default is not None:
+            return default.value in _OFF_VALUES
+        return self._starts_off(test, scope)
+
+    def _starts_off(self, test: ast.Name | ast.Attribute, scope: ast.AST) -> bool:
+        """A switch the object starts off and a method turns on: ``self.x`` that
+        ``__init__`` binds to ``False`` (``self.profiling = False``)."""
+        nodes = self._waits.nodes
+        if not isinstance(test, ast.Attribute):
+            return False  # a global set at run time (``FLAG = "--flag" in sys.argv``) is not
+        if not (isinstance(test.value, ast.Name) and isinstance(scope, _FUNCTIONS)):
+            return False
+        if not scope.args.args or test.value.id != scope.args.args[0].arg:
+            return False
+        owner = nodes.scope_of.get(scope)
+        init = next(
+            (
+                s
+                for s in getattr(owner, "body", [])
+                if isinstance(s, _FUNCTIONS) and s.name == "__init__"
+            ),
+            None,
+        )
+        return init is not None and _first_literal(init.body, f"self.{test.attr}")
 
     # -- export and tracing -----------------------------------------------------------
 
@@ -267,6 +291,20 @@ class StepFrequency:
             if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
                 found.add(ast.unparse(step.target))
         return found
+
+
+def _first_literal(statements: list[ast.stmt], spelled: str) -> bool:
+    """The first plain assignment to ``spelled`` among ``statements`` binds ``False``
+    (``None`` is a placeholder for an object made later, not a switch)."""
+    for statement in statements:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and dotted_name(statement.targets[0]) == spelled
+        ):
+            value = statement.value
+            return isinstance(value, ast.Constant) and value.value is False
+    return False
 
 
 def _expression_tests(root: ast.AST, target: ast.AST) -> list[tuple[ast.expr, bool]]:
