@@ -13,6 +13,8 @@ A per-step rule asks this of a call it found on the training-step path. The answ
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
+- in evaluation mode: on the way where a module class's ``self.training`` is false
+  (asked only with ``module_method``);
 - in a single-process run: on the branch ``single_process`` says only a one-process job
   takes (``if not dist.is_initialized():``, the ``else`` of ``if args.distributed:``
   where the module's other arms of that switch do the distributed work).
@@ -29,13 +31,15 @@ Decided on the function's control-flow graph (control dependence on post-dominat
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from enum import Enum
 
-from ddplint.analysis.control_flow import EdgeKind, Graph, NodeKind
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
+from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.host_waits import HostWaits, walk_own
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 from ddplint.analysis.single_process import SingleProcessPaths, strip_not
 
@@ -49,6 +53,9 @@ EXPORT_PREDICATES = frozenset(
     }
 )
 #: Library calls whose result is a random draw.
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: Declared defaults that leave an option off.
+_OFF_VALUES = (False, None, 0, "")
 RANDOM_DRAWS = frozenset(
     {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
 )
@@ -61,15 +68,24 @@ class Occasion(str, Enum):
     PERIODIC = "only on some passes (a periodic or sampled test)"
     EXPORT = "only while the model is exported or traced"
     SINGLE_PROCESS = "only in a single-process run"
+    OPT_IN = "only when an option that is off by default is turned on"
+    EVALUATION = "only while the module is in evaluation mode"
 
 
 class StepFrequency:
     """The frequency question for the calls of one module."""
 
     def __init__(
-        self, module: ast.Module, waits: HostWaits, project: ProjectFacts = NO_PROJECT
+        self,
+        module: ast.Module,
+        waits: HostWaits,
+        project: ProjectFacts = NO_PROJECT,
+        defaults: FallbackDefaults | None = None,
+        module_method: Callable[[ast.AST], bool] | None = None,
     ) -> None:
         self._waits = waits
+        self._defaults = defaults
+        self._module_method = module_method
         self._names = Names(module)
         self._project = project
         self._post: dict[int, PostDominance] = {}
@@ -90,7 +106,11 @@ class StepFrequency:
         found = self._waits.node_of(call, module_code=True)
         if found is None:
             return None
-        graph, node = found
+        return self.occasional_node(*found)
+
+    def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:
+        """Why the statement of graph node ``node`` runs only now and then (not an
+        ``except`` handler's: that is ``occasional``'s), or None."""
         post = self._post.get(id(graph))
         if post is None:
             post = self._post[id(graph)] = PostDominance(graph)
@@ -103,13 +123,25 @@ class StepFrequency:
             ):
                 continue
             truth = dependence.edge is EdgeKind.TRUE
-            occasion = self._test_occasion(test.test, truth)
+            occasion = self._test_occasion(test.test, truth, graph.scope)
             if occasion is Occasion.PERIODIC and (dependence.test.index, truth) in stepping:
                 continue  # the accumulation boundary: it runs once per optimizer step
             if occasion is not None:
                 return occasion
             if self._single_process.one_process_branch(dependence.test) is dependence.edge:
                 return Occasion.SINGLE_PROCESS
+        return None
+
+    def occasional_within(
+        self, call: ast.Call, statement: ast.AST, scope: ast.AST
+    ) -> Occasion | None:
+        """Why ``call`` runs only now and then by a test of its own ``statement``: a
+        conditional expression (``f() if step % N == 0 else None``) or the left side of
+        ``and`` / ``or`` (``step % N == 0 and f()``)."""
+        for test, truth in _expression_tests(statement, call):
+            occasion = self._test_occasion(test, truth, scope)
+            if occasion is not None:
+                return occasion
         return None
 
     def _stepping_ways(self, graph: Graph, post: PostDominance) -> set[tuple[int, bool]]:
@@ -130,14 +162,79 @@ class StepFrequency:
                     )
         return found
 
-    def _test_occasion(self, test: ast.expr, truth: bool) -> Occasion | None:
-        """Whether taking ``test`` the ``truth`` way happens only now and then."""
+    def _test_occasion(self, test: ast.expr, truth: bool, scope: ast.AST) -> Occasion | None:
+        """Whether taking ``test`` the ``truth`` way happens only now and then (an ``and``
+        taken its true way: when one of its parts does)."""
         positive, polarity = strip_not(test)
+        taken_and = isinstance(positive, ast.BoolOp) and isinstance(positive.op, ast.And)
+        if polarity == truth and isinstance(positive, ast.BoolOp) and taken_and:
+            for value in positive.values:
+                occasion = self._test_occasion(value, True, scope)
+                if occasion is not None:
+                    return occasion
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
         if self._rare_way(positive) == (polarity == truth):
             return Occasion.PERIODIC
+        if polarity == truth and self._opt_in(positive, scope):
+            return Occasion.OPT_IN
+        if polarity != truth and self._training_flag(positive, scope):
+            return Occasion.EVALUATION
         return None
+
+    def _training_flag(self, test: ast.expr, scope: ast.AST) -> bool:
+        """``self.training`` in a method of a module class (asked only with
+        ``module_method``): torch's train/eval switch of the module."""
+        return (
+            self._module_method is not None
+            and isinstance(test, ast.Attribute)
+            and test.attr == "training"
+            and isinstance(test.value, ast.Name)
+            and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and bool(scope.args.args)
+            and test.value.id == scope.args.args[0].arg
+            and self._module_method(scope)
+        )
+
+    # -- options off by default -------------------------------------------------------
+
+    def _opt_in(self, test: ast.expr, scope: ast.AST) -> bool:
+        """``test`` holds only when the user turns on an option that is off by default
+        (asked only with ``defaults``): a parameter, command-line option or config
+        field whose declared default is false (``debug=False``, ``action="store_true"``),
+        or an ``and`` with such a part. What decides is the declared default, never the
+        option's name."""
+        if self._defaults is None:
+            return False
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._opt_in(value, scope) for value in test.values)
+        if not isinstance(test, (ast.Name, ast.Attribute)):
+            return False
+        default = self._defaults.of(test, scope)
+        if default is not None:
+            return default.value in _OFF_VALUES
+        return self._starts_off(test, scope)
+
+    def _starts_off(self, test: ast.Name | ast.Attribute, scope: ast.AST) -> bool:
+        """A switch the object starts off and a method turns on: ``self.x`` that
+        ``__init__`` binds to ``False`` (``self.profiling = False``)."""
+        nodes = self._waits.nodes
+        if not isinstance(test, ast.Attribute):
+            return False  # a global set at run time (``FLAG = "--flag" in sys.argv``) is not
+        if not (isinstance(test.value, ast.Name) and isinstance(scope, _FUNCTIONS)):
+            return False
+        if not scope.args.args or test.value.id != scope.args.args[0].arg:
+            return False
+        owner = nodes.scope_of.get(scope)
+        init = next(
+            (
+                s
+                for s in getattr(owner, "body", [])
+                if isinstance(s, _FUNCTIONS) and s.name == "__init__"
+            ),
+            None,
+        )
+        return init is not None and _first_literal(init.body, f"self.{test.attr}")
 
     # -- export and tracing -----------------------------------------------------------
 
@@ -194,6 +291,40 @@ class StepFrequency:
             if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
                 found.add(ast.unparse(step.target))
         return found
+
+
+def _first_literal(statements: list[ast.stmt], spelled: str) -> bool:
+    """The first plain assignment to ``spelled`` among ``statements`` binds ``False``
+    (``None`` is a placeholder for an object made later, not a switch)."""
+    for statement in statements:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and dotted_name(statement.targets[0]) == spelled
+        ):
+            value = statement.value
+            return isinstance(value, ast.Constant) and value.value is False
+    return False
+
+
+def _expression_tests(root: ast.AST, target: ast.AST) -> list[tuple[ast.expr, bool]]:
+    """The tests of conditional expressions and ``and`` / ``or`` inside ``root`` that
+    decide whether ``target`` is evaluated, each with the answer that evaluates it."""
+    pending: list[tuple[ast.AST, list[tuple[ast.expr, bool]]]] = [(root, [])]
+    while pending:
+        node, tests = pending.pop()
+        if node is target:
+            return tests
+        if isinstance(node, ast.IfExp):
+            pending += [(node.test, tests), (node.body, [*tests, (node.test, True)])]
+            pending.append((node.orelse, [*tests, (node.test, False)]))
+        elif isinstance(node, ast.BoolOp):
+            truth = isinstance(node.op, ast.And)
+            for index, value in enumerate(node.values):
+                pending.append((value, [*tests, *((v, truth) for v in node.values[:index])]))
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend((child, tests) for child in ast.iter_child_nodes(node))
+    return []
 
 
 def _is_parameter_step(call: ast.Call) -> bool:

@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ddplint.analysis.device_queue import DeviceQueue
 from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.step_paths import StepPaths
+from ddplint.analysis.step_syncs import HostSync, step_syncs
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
 from ddplint.code.collectives.divergent_exits import DivergentExits
@@ -171,6 +174,21 @@ class CodeContext:
             one_process=self.one_process,
             decided=self.decided_values,
         )
+
+    @cached_property
+    def step_paths(self) -> StepPaths:
+        """The core's step path: which code runs on every training step, and why."""
+        return StepPaths(self.analysis, in_training=self.in_training)
+
+    @cached_property
+    def device_queue(self) -> DeviceQueue:
+        """The core's device queue along the module's functions (what drains it)."""
+        return DeviceQueue(self.step_paths.waits)
+
+    @cached_property
+    def step_syncs(self) -> list[HostSync]:
+        """The core's host synchronisations (reads, cache releases) run every step."""
+        return step_syncs(self.analysis, self.step_paths, self.device_queue)
 
     @cached_property
     def decided_values(self) -> DecidedValues:

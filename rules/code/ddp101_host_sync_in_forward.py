@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import re
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, STREAM_FACTORIES, SYNC_FUNCTIONS
+from ddplint.analysis.control_flow import single_bindings
+from ddplint.analysis.device_queue import synchronizes
+from ddplint.analysis.step_paths import Loop
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import remove_call_statement
-from ddplint.code.steps.forward_paths import PathReason
-from ddplint.code.steps.training_steps import few_iterations
-from ddplint.code.syntax.names import dotted_name
+from ddplint.code.edits.ast_edits import (
+    ast_node_text,
+    call_statement,
+    remove_ast_call_statement,
+)
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
-#: A sync under ``if <flag>:`` whose name says it is opt-in diagnostics is intended.
-DIAGNOSTIC_FLAG = re.compile(
-    r"debug|profil|timing|timer|benchmark|sync|verbose|trace|measure|wall_clock", re.I
-)
 HOST_TIMERS = frozenset(
     {
         "time.time",
@@ -39,8 +36,10 @@ class HostSyncInForward(CodeRule):
     Flags `torch.cuda.synchronize()` (and `torch.cuda.current_stream().synchronize()`,
     `torch.cuda.Stream(...).synchronize()`, `torch.accelerator.synchronize()`) in a
     forward path: `forward` / `training_step` / `validation_step` / `test_step` /
-    `predict_step` of an `nn.Module` or `LightningModule` subclass, any function of the
-    same module those call, or the body of a training loop that calls `backward()`.
+    `predict_step` of an `nn.Module` or `LightningModule` subclass (what a class is comes
+    from its bases, never its name), the per-step hooks of a callback or `Trainer`
+    subclass, the body of a training loop that calls `backward()`, and any function of
+    the same module those call.
 
     ## Why is this bad?
     The call blocks the host until every kernel queued on the device has finished,
@@ -55,13 +54,15 @@ class HostSyncInForward(CodeRule):
     forward path calls, epoch-end hooks, one-off setup; nor a call that runs only now
     and then (in an `except` handler, on the rare way of a periodic test such as
     `if step % log_every == 0:` or `if it == 0:`, while exporting or tracing, in the
-    single-process arm of the run's switch); nor one right after another wait of the
+    single-process arm of the run's switch, under an option that is off by default: a
+    parameter defaulting to `False`, an `action="store_true"` command-line option, a
+    config field; the option's name does not decide); nor one right after another wait of the
     same pass with no new device work between (`loss.item()`, a gradient scaler's
     `step`, another synchronisation: the queue is already drained). A synchronisation
     followed by a read (`torch.cuda.synchronize(); meter.update(loss.item())`) is
     reported here, once: the read after it waits for nothing new (DDP102 is silent);
     one right before a read of CUDA-event timings (`start.elapsed_time(end)`) is
-    needed and not reported.
+    needed and not reported. This rule is built on the analysis core.
 
     ## Example
     ```python
@@ -104,92 +105,60 @@ class HostSyncInForward(CodeRule):
     default_enabled = False
     fix_applicability = Applicability.UNSAFE
     needles = ("synchronize",)
+    reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for call in ctx.index.nodes(cst.Call):
-            if not self._is_host_sync(ctx, call):
+        analysis = ctx.analysis
+        for call in analysis.nodes.of_type(ast.Call):
+            if not _synchronizes(ctx, call):
                 continue
-            reason = ctx.forward_paths.reason_for(call)
-            loop = ctx.training_steps.training_loop_of(call)
-            if reason is None and loop is not None:
-                if few_iterations(loop) or _reads_event_timings(ctx, loop):
-                    continue  # a unit test, warm-up or benchmark loop
-                reason = PathReason("a training loop that calls backward()", ())
-            if reason is None or _under_diagnostic_flag(ctx, call) or _costs_nothing(ctx, call):
+            path = ctx.step_paths.reason(call, evaluation=True)
+            if path is None or (path.loop is not None and _reads_event_timings(path.loop)):
+                continue  # a benchmark loop: it times GPU work with CUDA events
+            if ctx.device_queue.queue_drained(call) or _before_event_timing(ctx, call):
                 continue
-            text = " ".join(ctx.node_text(call.func).split()) + "()"
+            text = " ".join(ast_node_text(ctx, call.func).split()) + "()"
             message = (
-                f"`{text}` in {reason.describe()} blocks the host every step until all "
+                f"`{text}` in {path.describe()} blocks the host every step until all "
                 "queued GPU work (NCCL collectives included) has finished; if the ranks "
                 "fall out of step it hangs here with no timeout"
             )
-            if self._times_with_host_clock(ctx, call):
+            if _times_with_host_clock(ctx, call):
                 message += "; to time GPU work use torch.cuda.Event(enable_timing=True)"
-            entry = reason.entry
-            where = f"`{entry}`" if entry.replace(".", "").isidentifier() else "a training loop"
+            where = "a training loop" if path.loop is not None else f"`{path.entry}`"
             summary = f"`{text}` blocks the host every step in {where}"
-            yield ctx.finding(self, call, message, self._fix(ctx, call), summary=summary)
-
-    @staticmethod
-    def _is_host_sync(ctx: CodeContext, call: cst.Call) -> bool:
-        name = ctx.names.qualified_name(call.func)
-        if name in SYNC_FUNCTIONS:
-            return True
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
-            return False
-        receiver = func.value
-        if isinstance(receiver, cst.Call):
-            factory = ctx.names.qualified_name(receiver.func)
-            if factory in STREAM_FACTORIES or factory in ACCELERATOR_GETTERS:
-                return True
-            # get_accelerator().current_stream().synchronize()
-            inner = receiver.func
-            return (
-                isinstance(inner, cst.Attribute)
-                and inner.attr.value == "current_stream"
-                and isinstance(inner.value, cst.Call)
-                and ctx.names.qualified_name(inner.value.func) in ACCELERATOR_GETTERS
-            )
-        if isinstance(receiver, cst.Name):
-            return _bound_to_stream(ctx, call, receiver.value)
-        return False
-
-    @staticmethod
-    def _times_with_host_clock(ctx: CodeContext, call: cst.Call) -> bool:
-        scope = ctx.index.enclosing_function(call) or ctx.index.module
-        return any(
-            isinstance(node, cst.Call) and ctx.names.qualified_name(node.func) in HOST_TIMERS
-            for node in ctx.index.walk_within(scope)
-        )
-
-    @staticmethod
-    def _fix(ctx: CodeContext, call: cst.Call) -> Fix | None:
-        edit = remove_call_statement(ctx, call)
-        if edit is None:
-            return None
-        return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+            yield ctx.ast_finding(self, call, message, fix=_fix(ctx, call), summary=summary)
 
 
-def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
-    """An earlier wait of the same pass already drained the queue (a read, a gradient
-    scaler's step, another synchronisation, with no new device work since:
-    ``analysis.device_queue``), it runs only now and then (on an error, a periodic test,
-    an export, a single-process run), or the next statement reads CUDA-event timings
-    (``start.elapsed_time(end)``), which need it."""
-    if ctx.step_waits.occasional(call) is not None or ctx.step_waits.queue_drained(call):
+def _synchronizes(ctx: CodeContext, call: ast.Call) -> bool:
+    """``analysis.device_queue.synchronizes``, also through a name bound once to a
+    stream (``stream = torch.cuda.Stream(); stream.synchronize()``)."""
+    resolve = ctx.analysis.names.resolve
+    if synchronizes(call, resolve):
         return True
-    statement = ctx.index.enclosing_statement(call)
-    block = ctx.index.parent.get(statement)
-    body = list(getattr(block, "body", ()))
-    if statement not in body or body.index(statement) + 1 >= len(body):
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return False
-    following = body[body.index(statement) + 1]
+    scope = ctx.step_paths.function_of(call) or ctx.analysis.module
+    bound = single_bindings(scope).get(func.value.id)
+    if not isinstance(bound, ast.Call):
+        return False
+    through = ast.Call(func=ast.Attribute(value=bound, attr=func.attr), args=[], keywords=[])
+    return synchronizes(through, resolve)
+
+
+def _fix(ctx: CodeContext, call: ast.Call) -> Fix | None:
+    edit = remove_ast_call_statement(ctx, call)
+    if edit is None:
+        return None
+    return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+
+
+def _times_with_host_clock(ctx: CodeContext, call: ast.Call) -> bool:
+    scope = ctx.step_paths.function_of(call) or ctx.analysis.module
     return any(
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == _EVENT_TIMING
-        for node in (following, *ctx.index.walk_within(following))
+        ctx.analysis.names.resolve(node.func) in HOST_TIMERS
+        for node in ctx.analysis.nodes.calls_by_scope.get(scope, [])
     )
 
 
@@ -197,53 +166,25 @@ def _costs_nothing(ctx: CodeContext, call: cst.Call) -> bool:
 _EVENT_TIMING = "elapsed_time"
 
 
-def _reads_event_timings(ctx: CodeContext, loop: cst.For | cst.While) -> bool:
+def _reads_event_timings(loop: Loop) -> bool:
     """The loop times GPU work with CUDA events (``start.elapsed_time(end)``), which
     needs the synchronisation: a benchmark, not a training loop to speed up."""
-    return any(
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == _EVENT_TIMING
-        for node in ctx.index.walk_within(loop)
+    return any(_event_timing(node) for node in ast.walk(loop))
+
+
+def _before_event_timing(ctx: CodeContext, call: ast.Call) -> bool:
+    """The statement right after the call's reads CUDA-event timings, which need it."""
+    found = call_statement(ctx.analysis.module, call)
+    if found is None:
+        return False
+    statement, block = found
+    following = block[block.index(statement) + 1 :]
+    return bool(following) and any(_event_timing(n) for n in ast.walk(following[0]))
+
+
+def _event_timing(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == _EVENT_TIMING
     )
-
-
-def _bound_to_stream(ctx: CodeContext, call: cst.Call, name: str) -> bool:
-    """``name`` is assigned a CUDA stream in the same function (``s = current_stream()``)."""
-    scope = ctx.index.enclosing_function(call) or ctx.index.module
-    for node in ctx.index.walk_within(scope):
-        if (
-            isinstance(node, cst.Assign)
-            and isinstance(node.value, cst.Call)
-            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
-            and ctx.names.qualified_name(node.value.func) in STREAM_FACTORIES
-        ):
-            return True
-    return False
-
-
-def _under_diagnostic_flag(ctx: CodeContext, call: cst.Call) -> bool:
-    """``if self.debug_sync:`` / ``if profile_enabled and ...:`` around the call, in the
-    same function."""
-    for ancestor in ctx.index.ancestors(call):
-        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-            return False
-        if isinstance(ancestor, cst.If) and any(
-            _is_diagnostic_flag(t) for t in _conjuncts(ancestor.test)
-        ):
-            return True
-    return False
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``a and b and c`` -> [a, b, c]; anything else -> [test]."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]
-
-
-def _is_diagnostic_flag(test: cst.BaseExpression) -> bool:
-    if isinstance(test, cst.UnaryOperation):
-        test = test.expression
-    name = dotted_name(test)
-    return name is not None and bool(DIAGNOSTIC_FLAG.search(name.rsplit(".", 1)[-1]))

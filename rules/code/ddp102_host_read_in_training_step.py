@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddplint.analysis.step_syncs import SyncKind, cost_of
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.host_syncs import SyncKind, cost_of
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddplint.analysis.step_syncs import SyncKind, cost_of
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import remove_call_statement
-from ddplint.code.steps.host_syncs import SyncKind, cost_of
+from ddplint.code.edits.ast_edits import ast_node_text, remove_ast_call_statement
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
@@ -19,12 +19,14 @@ class EmptyCacheEveryStep(CodeRule):
     body of a training loop that calls `backward()`, a LightningModule's
     `training_step` and per-batch hooks, a callback's step hooks (`on_train_batch_end`,
     `on_step_end`, ...), a `Trainer` subclass's `training_step` / `compute_loss`, a
-    loss module's `forward`, and the functions of the same file those call.
+    `forward` of any module class, and the functions of the same file those call. What
+    a class is comes from its bases (`nn.Module`, `LightningModule`, Lightning's and
+    Hugging Face's callback classes, Hugging Face's `Trainer`), never from its name.
 
     Opt-in (preview). Not flagged: a call under a condition that holds once in a while
     (`if step % 1000 == 0:`), one in an `except` handler (an out-of-memory fallback; a
     `finally` runs every step and is flagged), one under a rank guard (DDP104),
-    validation / epoch hooks.
+    validation / epoch hooks. This rule is built on the analysis core.
 
     ## Why is this bad?
     `empty_cache()` returns the caching allocator's unused blocks to the driver. The
@@ -72,17 +74,19 @@ class EmptyCacheEveryStep(CodeRule):
     default_enabled = False
     fix_applicability = Applicability.UNSAFE
     needles = ("empty_cache",)
+    reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for sync in ctx.host_syncs.found:
-            if sync.kind is not SyncKind.EMPTY_CACHE or sync.rank_guard is not None:
+        for sync in ctx.step_syncs:
+            if sync.kind is not SyncKind.EMPTY_CACHE or sync.guard is not None:
                 continue
+            spelled = " ".join(ast_node_text(ctx, sync.call).split())
             message = (
-                f"`{sync.spelled}` in {sync.reason.describe()} runs every training step: "
+                f"`{spelled}` in {sync.path.describe()} runs every training step: "
                 f"{cost_of(sync.kind)} (every step); the memory is not freed for good, the "
                 "peak stays the same"
             )
-            edit = remove_call_statement(ctx, sync.call)
+            edit = remove_ast_call_statement(ctx, sync.call)
             fix = Fix(Applicability.UNSAFE, (edit,), "Remove the cache release") if edit else None
-            summary = f"`{sync.spelled}` makes the next step re-allocate (sync)"
-            yield ctx.finding(self, sync.call, message, fix, summary=summary)
+            summary = f"`{spelled}` makes the next step re-allocate (sync)"
+            yield ctx.ast_finding(self, sync.call, message, fix=fix, summary=summary)

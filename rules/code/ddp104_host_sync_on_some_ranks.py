@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
+from ddplint.analysis.step_syncs import cost_of
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.host_syncs import cost_of
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related, guard_text
+
+#: Longest call text shown whole in a message.
+_SHOWN_LENGTH = 60
 
 
 class HostSyncOnSomeRanks(CodeRule):
@@ -16,15 +22,17 @@ class HostSyncOnSomeRanks(CodeRule):
     Flags a host synchronisation (a tensor read such as `loss.item()` / `.cpu()`, or
     `torch.cuda.empty_cache()`) under a rank guard (`if trainer.is_global_zero:`,
     `if rank == 0:`, a `@rank_zero_only` function) in code that runs on every training
-    step: training-loop bodies (for `empty_cache()`), a LightningModule's
+    step: training-loop bodies, a LightningModule's
     `training_step` and per-batch hooks, callback step hooks (`on_train_batch_end`,
     `on_step_end`, `on_before_optimizer_step`), `Trainer.training_step` /
-    `compute_loss` overrides, a loss module's `forward`.
+    `compute_loss` overrides, a module's `forward` (what a class is comes from its bases).
 
     Opt-in (preview). Not flagged: guarded work under a condition that holds once in a
     while (`if trainer.is_global_zero and step % 100 == 0:`), a read right after one every
     rank made with no device work between (the queue is already drained), validation /
-    epoch hooks.
+    epoch hooks, a test every rank answers alike (the loop's own step counter, a flag
+    made to agree by a collective: the divergence analysis decides what differs between
+    ranks, never a name). This rule is built on the analysis core.
 
     ## Why is this bad?
     Only the guarded rank stalls: it waits for its GPU queue to drain (or, for
@@ -65,17 +73,28 @@ class HostSyncOnSomeRanks(CodeRule):
     summary = "host synchronisation on some ranks only, every training step"
     severity = Severity.WARNING
     default_enabled = False
-    needles = ("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", "float(", "int(")
+    needles = ("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", ".to(")
+    reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for sync in ctx.host_syncs.found:
-            if sync.rank_guard is None:
+        for sync in ctx.step_syncs:
+            if sync.guard is None:
                 continue
-            where = ctx.rank_reachability.describe(sync.rank_guard)
+            spelled = _spelled(ctx, sync.call)
             message = (
-                f"`{sync.spelled}` in {sync.reason.describe()} runs {where}, every training "
-                f"step: {cost_of(sync.kind)}; the other ranks then wait for this one at the "
-                "step's next collective, so the whole job runs at its pace"
+                f"`{spelled}` in {sync.path.describe()} runs {guard_text(sync.guard)}, every "
+                f"training step: {cost_of(sync.kind)}; the other ranks then wait for this "
+                "one at the step's next collective, so the whole job runs at its pace"
             )
-            summary = f"`{sync.spelled}` stalls one rank every step; the others wait"
-            yield ctx.finding(self, sync.call, message, summary=summary)
+            summary = f"`{spelled}` stalls one rank every step; the others wait"
+            yield ctx.ast_finding(
+                self, sync.call, message, summary=summary, related=[guard_related(sync.guard)]
+            )
+
+
+def _spelled(ctx: CodeContext, call: ast.Call) -> str:
+    """The call as written on one line, shortened: ``float(loss)``, ``x.item()``."""
+    text = " ".join(ast_node_text(ctx, call).split())
+    if len(text) <= _SHOWN_LENGTH:
+        return text
+    return " ".join(ast_node_text(ctx, call.func).split()) + "(...)"

@@ -232,3 +232,41 @@ def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str
     text = ctx.source.line_text(line)
     indent = text[: len(text) - len(text.lstrip())]
     return Edit(line, 1, line, 1, f"{indent}{code}{ctx.source.newline()}")
+
+
+def call_statement(tree: ast.Module, call: ast.Call) -> tuple[ast.Expr, list[ast.stmt]] | None:
+    """The statement that is only ``call`` (``torch.cuda.synchronize()``) and the block
+    it stands in; None when the call is part of a larger expression."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for statement in block:
+                if isinstance(statement, ast.Expr) and statement.value is call:
+                    return statement, block
+    return None
+
+
+def remove_ast_call_statement(ctx: CodeContext, call: ast.Call) -> Edit | None:
+    """Remove the statement that is only ``call`` (also from a line it shares); None
+    when the call is part of a larger expression."""
+    found = call_statement(ctx.analysis.module, call)
+    if found is None:
+        return None
+    statement, block = found
+    if shares_a_line(statement, block):
+        return _remove_from_line(ctx, statement, block)
+    return remove_ast_statement(ctx, statement, block)
+
+
+def _remove_from_line(ctx: CodeContext, statement: ast.stmt, block: list[ast.stmt]) -> Edit:
+    """Remove ``statement`` from a line it shares (``a(); b()``): up to the next
+    statement's start, or from the previous statement's end when it is the last."""
+    index = block.index(statement)
+    line, column, end_line, end_column = ctx.ast_range(statement)
+    if index + 1 < len(block):
+        following = ctx.ast_range(block[index + 1])
+        return Edit(line, column, following[0], following[1], "")
+    previous = ctx.ast_range(block[index - 1])
+    return Edit(previous[2], previous[3], end_line, end_column, "")

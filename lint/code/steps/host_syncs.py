@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
 
 import libcst as cst
 
 from ddplint.analysis.device_queue import ACCELERATOR_GETTERS
+from ddplint.analysis.step_paths import NO_GRAD_CONTEXTS
+from ddplint.analysis.step_syncs import EMPTY_CACHE_FUNCTIONS, SyncKind
 from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_reachability import RankGuard, RankReachability
 from ddplint.code.steps.forward_paths import PathReason
@@ -45,11 +46,6 @@ from ddplint.code.syntax.device_values import is_cpu_device
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 from ddplint.code.values.decided_values import DecidedValues
-
-
-class SyncKind(Enum):
-    READ = "read"
-    EMPTY_CACHE = "empty_cache"
 
 
 @dataclass(frozen=True)
@@ -68,15 +64,6 @@ class HostSync:
 READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 #: Builtins that read a tensor's value on the host when given one.
 READ_BUILTINS = frozenset({"float", "int", "bool"})
-EMPTY_CACHE_FUNCTIONS = frozenset(
-    {
-        "torch.cuda.empty_cache",
-        "torch.cuda.memory.empty_cache",
-        "torch.xpu.empty_cache",
-        "torch.mps.empty_cache",
-        "torch.npu.empty_cache",
-    }
-)
 #: Tensor methods whose result is a (device) tensor: evidence that ``float(x)`` reads one.
 TENSOR_RESULT_METHODS = frozenset(
     {
@@ -129,8 +116,6 @@ TORCH_FACTORIES = frozenset(
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Callables whose result is a loss tensor: ``self.criterion(out, y)``, ``loss_fn(...)``.
 _LOSS_CALLABLE = re.compile(r"(loss|criterion)", re.I)
-#: Context managers that turn autograd off: a loop run under one evaluates.
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
 #: Collectives that leave the same value on every rank (their first argument, in place).
 _REDUCING_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 #: Longest call text shown whole in a message.
@@ -372,18 +357,3 @@ class HostSyncs:
                     table.setdefault(node.target.value, []).append(node.value)
             self._bindings[function] = table
         return self._bindings[function].get(name.value, [])
-
-    # -- where it runs --------------------------------------------------------------
-
-
-def cost_of(kind: SyncKind) -> str:
-    """What one such call costs per step, for messages."""
-    if kind is SyncKind.EMPTY_CACHE:
-        return (
-            "it hands the caching allocator's free blocks back to the driver, so the next "
-            "step allocates them again through cudaMalloc, which synchronises the device"
-        )
-    return (
-        "a device-to-host copy stalls the CPU until every kernel queued on the GPU has "
-        "finished, so the next step's work is queued late"
-    )

@@ -18,6 +18,7 @@ import re
 
 import libcst as cst
 
+from ddplint.analysis.step_paths import HF_STEP_HOOKS, LIGHTNING_BATCH_HOOKS, TRAINER_STEP_METHODS
 from ddplint.code.steps.forward_paths import ForwardPaths, PathReason
 from ddplint.code.steps.sparse_conditions import under_sparse_condition
 from ddplint.code.steps.step_waits import StepWaits
@@ -26,23 +27,6 @@ from ddplint.code.syntax.call_graph import LocalFunctions
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 
-#: Lightning hooks that run once per training batch (module or callback).
-LIGHTNING_BATCH_HOOKS = frozenset(
-    {
-        "on_train_batch_start",
-        "on_train_batch_end",
-        "on_before_backward",
-        "on_after_backward",
-        "on_before_optimizer_step",
-        "on_before_zero_grad",
-    }
-)
-#: Hugging Face ``TrainerCallback`` hooks that run once per optimizer step or substep.
-HF_STEP_HOOKS = frozenset(
-    {"on_step_begin", "on_step_end", "on_substep_end", "on_pre_optimizer_step", "on_optimizer_step"}
-)
-#: Methods of a trainer class that run every step (Hugging Face ``Trainer`` overrides).
-TRAINER_STEP_METHODS = frozenset({"training_step", "compute_loss"})
 _CALLBACK_NAME = re.compile(r"Callback$")
 _TRAINER_NAME = re.compile(r"Trainer$")
 _LOSS_NAME = re.compile(r"(Loss|Criterion)$")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ddplint.analysis.step_paths import FEW_ITERATIONS
 from ddplint.code.collectives.call_reach import CallReach, StepEvent
 from ddplint.code.steps.forward_paths import ForwardPaths
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
@@ -28,8 +29,6 @@ _MANUAL_OPTIMIZATION_CALLS = frozenset({"self.manual_backward", "self.optimizers
 
 #: How many functions the search for an optimizer step inside an inner loop reads.
 _STEP_SEARCH_LIMIT = 50
-#: A loop of at most this many constant iterations is a test or a warm-up, not training.
-FEW_ITERATIONS = 10
 
 
 def few_iterations(loop: cst.For | cst.While) -> bool:
