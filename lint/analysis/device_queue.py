@@ -71,7 +71,8 @@ KERNEL_METHODS = frozenset(
         *("isnan", "isinf", "isfinite", "float", "double", "half", "bfloat16", "long"),
         *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
         *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
-        *("chunk", "split", "expand", "repeat", "zero_", "fill_"),
+        *("chunk", "split", "expand", "expand_as", "repeat", "zero_", "fill_", "t"),
+        *("topk", "sort", "argsort", "index_select", "masked_select"),
     }
 )
 #: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
@@ -125,6 +126,8 @@ _MORE_THAN_KERNELS = (
 _HOST_BUILTINS = frozenset(
     {"len", "float", "int", "bool", "str", "round", "isinstance", "hasattr", "repr", "format"}
 )
+#: Builtins that turn a one-element tensor into a Python number (a host read).
+_CONVERTING_BUILTINS = frozenset({"float", "int", "bool"})
 #: What parses the command line into a namespace of host values.
 _ARGUMENT_PARSERS = frozenset({"argparse.ArgumentParser"})
 _PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
@@ -202,7 +205,7 @@ class DeviceQueue:
     def queue_drained(self, call: ast.Call) -> bool:
         """Whether an earlier wait in the same pass of the function leaves nothing new
         queued for ``call`` to wait for."""
-        found = self.where.node_of(call)
+        found = self.where.node_of(call, module_code=True)
         if found is None:
             return False
         graph, node = found
@@ -230,6 +233,8 @@ class DeviceQueue:
         of the module's function that returns drained."""
         if is_host_read(call):
             return not self.placement.read_on_host(call, scope)
+        if self._converts_kernel_result(call, scope):
+            return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
         func = call.func
@@ -242,6 +247,26 @@ class DeviceQueue:
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
 
+    def _converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``float(x.sum())``, ``int(mask.count_nonzero())``: a Python number made of
+        what a tensor method just computed (a value not known to be on the host)."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id in _CONVERTING_BUILTINS
+            and self._builtin(call, scope)
+            and len(call.args) == 1
+            and not call.keywords
+        ):
+            return False
+        value = call.args[0]
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and _kernel_method(value.func.attr)
+            and not self.placement.on_host(value, scope)
+        )
+
     def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
         """Whether evaluating this node itself (not its parts) may queue new device work
         worth a wait: a forward, a backward, an optimizer, a collective."""
@@ -253,8 +278,8 @@ class DeviceQueue:
             return False
         func = expression.func
         if isinstance(func, ast.Attribute):
-            if _kernel_method(func.attr) or isinstance(func.value, ast.Constant):
-                return False
+            if _kernel_method(func.attr) or self._host_value(func.value, scope, 0):
+                return False  # a kernel, or a method of a Python value (``res.append(t)``)
             if self._host_side_method(func, scope):
                 return False
         if self._torch_kernel(expression):
@@ -313,7 +338,7 @@ class DeviceQueue:
             isinstance(func, ast.Name)
             and hasattr(builtins, func.id)
             and func.id not in self._module_bound
-            and not self.code.binds(scope, func.id)
+            and (isinstance(scope, ast.Module) or not self.code.binds(scope, func.id))
         )
 
     # -- objects by what made them -------------------------------------------------------
@@ -542,14 +567,30 @@ class DeviceQueue:
             for node in graph.nodes:
                 if node is graph.entry:
                     continue
-                value = bool(node.predecessors) and all(
-                    _drained_after(drained, effects, before, edge)
-                    for before, edge in node.predecessors
+                ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+                value = bool(ways) and all(
+                    _drained_after(drained, effects, before, edge) for before, edge in ways
                 )
                 if value != drained[node.index]:
                     drained[node.index] = value
                     changed = True
         return drained
+
+    def _swallowed(self, node: Node, edge: EdgeKind) -> bool:
+        """The way out of a ``with`` block that an exception takes when the context
+        manager swallows it: taken only on an error (as an ``except`` handler is) unless
+        the context is ``contextlib.suppress``, which swallows on purpose."""
+        statement = node.statement
+        return (
+            node.kind is NodeKind.WITH_EXIT
+            and edge is EdgeKind.FALSE
+            and isinstance(statement, (ast.With, ast.AsyncWith))
+            and not any(
+                isinstance(item.context_expr, ast.Call)
+                and self.names.resolve(item.context_expr.func) == "contextlib.suppress"
+                for item in statement.items
+            )
+        )
 
     # -- summaries of the module's functions ----------------------------------------------
 
