@@ -2,16 +2,20 @@
 
 ``DeviceQueue.queue_drained(call)``: on every path that reaches the call, the last thing
 done to the device queue was a host wait, with no substantial device work queued since,
-so the call waits for nothing new. A forward must-analysis over the function's
-control-flow graph (loops and exception edges included), per function, across the
-module's own functions through their summaries (one that returns with the queue drained
-on every path is a wait; one that queues no work on any path is no work).
+so the call waits for nothing new. A forward must-analysis over the control-flow graph
+of the call's function (or of module code: a training script's loop), loops and
+exception edges included, except the way out of a ``with`` block that an exception takes
+when its context swallows it (an error path, as an ``except`` handler is; not for
+``contextlib.suppress``, which swallows on purpose); across the module's own functions
+through their summaries (one that returns with the queue drained on every path is a
+wait; one that queues no work on any path is no work).
 
 What waits, judged by what the call does:
 
 - a host read of a value on a device (``loss.item()`` a line above, ``if x.item() >
   1:`` ... ``elif x.item() < 0:``, a read on each way of a branch; a value already on
-  the host, ``analysis.placement``, waits for nothing), an upload of host data to a device
+  the host, ``analysis.placement``, waits for nothing), ``float(x.sum())`` (a Python
+  number made of a tensor method's result), an upload of host data to a device
   (``torch.tensor(values, device=...)``), a test whose value is a tensor (``if not
   torch.isfinite(loss):``);
 - a synchronisation (``torch.cuda.synchronize()``, a stream's ``synchronize()``): DDP101
@@ -26,9 +30,10 @@ What refills the queue, without types: a call that may run a forward, a backward
 optimizer or a collective: any call that is not one of the following. Not work: a read,
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
-alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal
-(``"{}".format(m)``), a call given only host values (``meter.update(loss.item(),
-args.batch_size)``, a command-line option being a host value), a scheduler's methods,
+alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a
+Python value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call
+given only host values (``meter.update(loss.item(), args.batch_size)``, a command-line
+option being a host value), a scheduler's methods,
 a scaler's or optimizer's other methods (``scaler.update()``, ``opt.zero_grad()``), a
 function of the module that queues no work on any path, a ``with`` statement's context
 manager. An assignment evaluates its value before its targets
