@@ -649,6 +649,27 @@ def test_programs_that_start_no_group_run_their_modules_alone() -> None:
     assert "train" not in alone and "train_one" in alone
 
 
+FITTER = (
+    "class Fitter:\n    def fit(self):\n        loss.backward()\n"
+    "fitter = Fitter(opt).cuda()\nfitter.fit()\n"
+)
+
+
+def test_a_script_that_calls_a_method_of_its_own_object_is_a_program() -> None:
+    # `fitter.fit()` at the top level of the module that made `fitter` from its own
+    # class: a script, run alone beside the distributed one.
+    alone, _ = roles_of({"train_ddp.py": DISTRIBUTED, "fit_one.py": FITTER})
+    assert alone == {"fit_one"}
+    # A method of an object made elsewhere (`logging.getLogger`), or a module with no
+    # top-level call of its own: no program, unknown.
+    library = "import logging\nlog = logging.getLogger(__name__)\nlog.setLevel(10)\n"
+    made_elsewhere = FITTER.replace("fitter = Fitter(opt)", "fitter = make(opt)")
+    alone, _ = roles_of(
+        {"train_ddp.py": DISTRIBUTED, "library.py": library, "fit_two.py": made_elsewhere}
+    )
+    assert not alone
+
+
 def test_modules_no_program_runs_or_of_a_project_without_a_distributed_one_stay_unknown() -> None:
     # `library.py`: no program imports it (its callers are outside the project).
     alone, untrained = roles_of(

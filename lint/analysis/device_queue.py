@@ -2,16 +2,20 @@
 
 ``DeviceQueue.queue_drained(call)``: on every path that reaches the call, the last thing
 done to the device queue was a host wait, with no substantial device work queued since,
-so the call waits for nothing new. A forward must-analysis over the function's
-control-flow graph (loops and exception edges included), per function, across the
-module's own functions through their summaries (one that returns with the queue drained
-on every path is a wait; one that queues no work on any path is no work).
+so the call waits for nothing new. A forward must-analysis over the control-flow graph
+of the call's function (or of module code: a training script's loop), loops and
+exception edges included, except the way out of a ``with`` block that an exception takes
+when its context swallows it (an error path, as an ``except`` handler is; not for
+``contextlib.suppress``, which swallows on purpose); across the module's own functions
+through their summaries (one that returns with the queue drained on every path is a
+wait; one that queues no work on any path is no work).
 
 What waits, judged by what the call does:
 
 - a host read of a value on a device (``loss.item()`` a line above, ``if x.item() >
   1:`` ... ``elif x.item() < 0:``, a read on each way of a branch; a value already on
-  the host, ``analysis.placement``, waits for nothing), an upload of host data to a device
+  the host, ``analysis.placement``, waits for nothing), ``float(x.sum())`` (a Python
+  number made of a tensor method's result), an upload of host data to a device
   (``torch.tensor(values, device=...)``), a test whose value is a tensor (``if not
   torch.isfinite(loss):``);
 - a synchronisation (``torch.cuda.synchronize()``, a stream's ``synchronize()``): DDP101
@@ -26,9 +30,10 @@ What refills the queue, without types: a call that may run a forward, a backward
 optimizer or a collective: any call that is not one of the following. Not work: a read,
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
-alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal
-(``"{}".format(m)``), a call given only host values (``meter.update(loss.item(),
-args.batch_size)``, a command-line option being a host value), a scheduler's methods,
+alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a
+Python value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call
+given only host values (``meter.update(loss.item(), args.batch_size)``, a command-line
+option being a host value), a scheduler's methods,
 a scaler's or optimizer's other methods (``scaler.update()``, ``opt.zero_grad()``), a
 function of the module that queues no work on any path, a ``with`` statement's context
 manager. An assignment evaluates its value before its targets
@@ -71,7 +76,8 @@ KERNEL_METHODS = frozenset(
         *("isnan", "isinf", "isfinite", "float", "double", "half", "bfloat16", "long"),
         *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
         *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
-        *("chunk", "split", "expand", "repeat", "zero_", "fill_"),
+        *("chunk", "split", "expand", "expand_as", "repeat", "zero_", "fill_", "t"),
+        *("topk", "sort", "argsort", "index_select", "masked_select"),
     }
 )
 #: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
@@ -125,6 +131,8 @@ _MORE_THAN_KERNELS = (
 _HOST_BUILTINS = frozenset(
     {"len", "float", "int", "bool", "str", "round", "isinstance", "hasattr", "repr", "format"}
 )
+#: Builtins that turn a one-element tensor into a Python number (a host read).
+_CONVERTING_BUILTINS = frozenset({"float", "int", "bool"})
 #: What parses the command line into a namespace of host values.
 _ARGUMENT_PARSERS = frozenset({"argparse.ArgumentParser"})
 _PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
@@ -202,7 +210,7 @@ class DeviceQueue:
     def queue_drained(self, call: ast.Call) -> bool:
         """Whether an earlier wait in the same pass of the function leaves nothing new
         queued for ``call`` to wait for."""
-        found = self.where.node_of(call)
+        found = self.where.node_of(call, module_code=True)
         if found is None:
             return False
         graph, node = found
@@ -230,6 +238,8 @@ class DeviceQueue:
         of the module's function that returns drained."""
         if is_host_read(call):
             return not self.placement.read_on_host(call, scope)
+        if self._converts_kernel_result(call, scope):
+            return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
         func = call.func
@@ -242,6 +252,26 @@ class DeviceQueue:
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
 
+    def _converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``float(x.sum())``, ``int(mask.count_nonzero())``: a Python number made of
+        what a tensor method just computed (a value not known to be on the host)."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Name)
+            and func.id in _CONVERTING_BUILTINS
+            and self._builtin(call, scope)
+            and len(call.args) == 1
+            and not call.keywords
+        ):
+            return False
+        value = call.args[0]
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and _kernel_method(value.func.attr)
+            and not self.placement.on_host(value, scope)
+        )
+
     def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
         """Whether evaluating this node itself (not its parts) may queue new device work
         worth a wait: a forward, a backward, an optimizer, a collective."""
@@ -253,8 +283,8 @@ class DeviceQueue:
             return False
         func = expression.func
         if isinstance(func, ast.Attribute):
-            if _kernel_method(func.attr) or isinstance(func.value, ast.Constant):
-                return False
+            if _kernel_method(func.attr) or self._host_value(func.value, scope, 0):
+                return False  # a kernel, or a method of a Python value (``res.append(t)``)
             if self._host_side_method(func, scope):
                 return False
         if self._torch_kernel(expression):
@@ -313,7 +343,7 @@ class DeviceQueue:
             isinstance(func, ast.Name)
             and hasattr(builtins, func.id)
             and func.id not in self._module_bound
-            and not self.code.binds(scope, func.id)
+            and (isinstance(scope, ast.Module) or not self.code.binds(scope, func.id))
         )
 
     # -- objects by what made them -------------------------------------------------------
@@ -542,14 +572,30 @@ class DeviceQueue:
             for node in graph.nodes:
                 if node is graph.entry:
                     continue
-                value = bool(node.predecessors) and all(
-                    _drained_after(drained, effects, before, edge)
-                    for before, edge in node.predecessors
+                ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+                value = bool(ways) and all(
+                    _drained_after(drained, effects, before, edge) for before, edge in ways
                 )
                 if value != drained[node.index]:
                     drained[node.index] = value
                     changed = True
         return drained
+
+    def _swallowed(self, node: Node, edge: EdgeKind) -> bool:
+        """The way out of a ``with`` block that an exception takes when the context
+        manager swallows it: taken only on an error (as an ``except`` handler is) unless
+        the context is ``contextlib.suppress``, which swallows on purpose."""
+        statement = node.statement
+        return (
+            node.kind is NodeKind.WITH_EXIT
+            and edge is EdgeKind.FALSE
+            and isinstance(statement, (ast.With, ast.AsyncWith))
+            and not any(
+                isinstance(item.context_expr, ast.Call)
+                and self.names.resolve(item.context_expr.func) == "contextlib.suppress"
+                for item in statement.items
+            )
+        )
 
     # -- summaries of the module's functions ----------------------------------------------
 

@@ -30,14 +30,16 @@ class HostReadInTrainingStep(CodeRule):
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
     NumPy values, the second read of `x.cpu().numpy()`, the unpacked parts of a tensor
     copied with `.cpu()`, a tensor a function of the same file returns built without a
-    device), a read after another wait of
-    the same pass with no new device work between (the queue is already drained: the
-    wait is a read, an upload, a test of a tensor such as `if not torch.isfinite(loss):`,
+    device), a read after another wait of the same pass with no new device work
+    between, in a function or in a script's module-level loop (the queue is already
+    drained: the wait is a read, `float(x.sum())`, an upload, a test of a tensor such
+    as `if not torch.isfinite(loss):`,
     a `torch.cuda.synchronize()` (DDP101 reports that one), a gradient scaler's
     `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
     `GradScaler(...)` that made it, in this file) or a call of the module's function that
     returns after a wait on every path; a few kernels on values already computed, such
-    as `(a - b).mean()`, host work such as `meter.update(loss.item(), args.batch_size)`
+    as `(a - b).mean()` or `x.topk(k)`, a method of a Python list (`found.append(t)`),
+    host work such as `meter.update(loss.item(), args.batch_size)`
     with `args` the parsed command line, and a helper of the module that queues no
     device work are no new work), a
     read that fills a field of the module once (`if self.scale is None:`), a read that

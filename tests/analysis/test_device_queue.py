@@ -388,3 +388,55 @@ def test_an_accessor_given_nothing_queues_nothing_and_a_backward_does() -> None:
     assert not waits.queue_drained(_read_on(calls, 8))
     # a method of the instance nothing here defines may run anything
     assert not waits.queue_drained(_read_on(calls, 10))
+
+
+def test_module_code_reads_after_a_read_are_drained_and_after_new_work_not() -> None:
+    # A script's loop at the top level: asked as a function's code is.
+    waits, calls = _waits_and_calls(
+        """
+        for x in loader:
+            loss = model(x)
+            first = loss.item()
+            second = loss.item()
+            again = model(x)
+            third = again.item()
+        """
+    )
+    assert not waits.queue_drained(_read_on(calls, 4))
+    assert waits.queue_drained(_read_on(calls, 5))
+    assert not waits.queue_drained(_read_on(calls, 7))
+
+
+def test_only_a_suppressing_context_makes_its_error_way_a_pass() -> None:
+    # The way an exception takes out of `torch.no_grad()` is an error path; out of
+    # `contextlib.suppress` it is a pass that skipped the read inside.
+    source = """
+        import contextlib
+        import torch
+        def step(model, x, meter):
+            loss = model(x)
+            with CONTEXT:
+                kept = model.head(x)
+                meter.update(loss.item())
+            print(loss.item())
+        """
+    waits, calls = _waits_and_calls(source.replace("CONTEXT", "torch.no_grad()"))
+    assert waits.queue_drained(_read_on(calls, 9))
+    waits, calls = _waits_and_calls(source.replace("CONTEXT", "contextlib.suppress(KeyError)"))
+    assert not waits.queue_drained(_read_on(calls, 9))
+
+
+def test_a_conversion_of_a_reduction_waits_and_list_appends_are_no_work() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(model, x, y):
+            out = model(x)
+            hits = []
+            top5 = float(out.topk(5).indices.eq(y).sum())
+            hits.append(out.argmax(1))
+            top1 = out.max(1).indices.eq(y).sum().item()
+            acc = model.head(out).sum().item()
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 7))
+    assert not waits.queue_drained(_read_on(calls, 8))

@@ -44,7 +44,9 @@ class _Names:
     (``trainer = Trainer()``) and the dotted names it reads, scoped (``Class:self.x``)
     or plain (kept where the module knows their head); whether it runs the module as a
     program (``if __name__ == "__main__":``, a loop at the top level), the plain
-    names it calls as statements at the top level (``main()``) and whether it runs a
+    names it calls as statements at the top level (``main()``, ``converter.fit()``),
+    the top-level names bound to what a plain name's call made (``converter =
+    Converter(opt).cuda()``) and whether it runs a
     backward pass (``scaler.scale(loss).backward()``, anywhere in it)."""
 
     bindings: tuple[tuple[int, str, str], ...]
@@ -54,6 +56,7 @@ class _Names:
     plain_uses: frozenset[str]
     runs_as_script: bool
     statement_calls: tuple[str, ...]
+    makers: tuple[tuple[str, str], ...]
     calls_backward: bool
 
 
@@ -111,9 +114,16 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     for entry in entries:
         uses.update(entry.names.scoped_uses)
         uses.update(n for n in entry.names.plain_uses if n.split(".", 1)[0] in known)
-    # A program: the ``__main__`` test, a loop, or a call of its own function at the top.
+    # A program: the ``__main__`` test, a loop, or a call of its own function at the top
+    # (or of a method of an object its own class or function made there).
+    makers = {name: maker for entry in entries for name, maker in entry.names.makers}
+    own = {*functions, *classes}
     program = any(
-        entry.names.runs_as_script or any(n in functions for n in entry.names.statement_calls)
+        entry.names.runs_as_script
+        or any(
+            n in functions or makers.get(n.split(".", 1)[0]) in own
+            for n in entry.names.statement_calls
+        )
         for entry in entries
     )
     backward = any(entry.names.calls_backward for entry in entries)
@@ -160,15 +170,45 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
         scoped,
         plain,
         any(_runs_as_script(statement) for statement in statements),
-        tuple(
-            statement.value.func.id
-            for statement in statements
-            if isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Name)
-        ),
+        tuple(_statement_calls(statements)),
+        tuple(_makers(statements)),
         backward,
     )
+
+
+def _statement_calls(statements: Sequence[ast.stmt]) -> Iterator[str]:
+    """What top-level statements call by name: ``main()``, ``converter.fit()``."""
+    for statement in statements:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            func = statement.value.func
+            if isinstance(func, ast.Name):
+                yield func.id
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                yield f"{func.value.id}.{func.attr}"
+
+
+def _makers(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
+    """Top-level names bound to what a plain name's call made: ``("converter",
+    "Converter")`` for ``converter = Converter(opt).cuda()``."""
+    for statement in statements:
+        if isinstance(statement, ast.Assign):
+            maker = _innermost_maker(statement.value)
+            for target in statement.targets:
+                if isinstance(target, ast.Name) and maker is not None:
+                    yield target.id, maker
+
+
+def _innermost_maker(value: ast.expr) -> str | None:
+    """``Converter`` for ``Converter(opt)`` and ``Converter(opt).cuda()``: the plain
+    name called first in a chain of calls."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Name):
+            return func.id
+        if not isinstance(func, ast.Attribute):
+            return None
+        value = func.value
+    return None
 
 
 def _runs_as_script(statement: ast.stmt) -> bool:
