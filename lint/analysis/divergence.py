@@ -76,7 +76,12 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import CHUNKERS, even_strides
-from ddplint.analysis.single_process import ENVIRONMENT_READERS, asks_several, reads_world_size
+from ddplint.analysis.single_process import (
+    ENVIRONMENT_READERS,
+    asks_several,
+    reads_launcher_rank,
+    reads_world_size,
+)
 from ddplint.analysis.spans import span_length_reads
 
 
@@ -2013,6 +2018,11 @@ class Divergence:
         """Whether a name bound once in the function holds the world size."""
         assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
         return assigned is not None and reads_world_size(assigned, self.names, self, depth)
+
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool:
+        """Whether a name bound once in the function holds the launcher's rank."""
+        assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
+        return assigned is not None and reads_launcher_rank(assigned, self.names, self, depth)
 
     def sole_assignment(self, name: str) -> ast.expr | None:
         """The value of the one statement of the function that binds ``name``."""

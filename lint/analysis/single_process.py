@@ -26,6 +26,7 @@ from typing import Protocol
 
 from ddplint.analysis.api import (
     DISTRIBUTED_QUERIES,
+    RANK_ENV_VARS,
     WORLD_SIZE_ATTRIBUTES,
     WORLD_SIZE_ENV_VARS,
     WORLD_SIZE_FUNCTION_NAMES,
@@ -81,6 +82,19 @@ _SEVERAL_WHEN = {
 }
 
 
+#: For ``launcher_rank <op> bound``: True when it holds in every launched run (a
+#: launcher gives every process a rank from 0 up; -1 is the value read without one),
+#: False when it fails in every one.
+_LAUNCHED_WHEN = {
+    (ast.NotEq, -1): True,
+    (ast.Gt, -1): True,
+    (ast.GtE, 0): True,
+    (ast.Eq, -1): False,
+    (ast.Lt, 0): False,
+    (ast.LtE, -1): False,
+}
+
+
 def several_when(op: ast.cmpop, bound: object) -> bool | None:
     """For ``world_size <op> bound``: True when it holds exactly with several
     processes, False when exactly with one, None otherwise."""
@@ -96,6 +110,8 @@ class Switches(Protocol):
     def switch(self, expression: ast.expr, depth: int) -> bool | None: ...
 
     def world_size(self, expression: ast.expr, depth: int) -> bool: ...
+
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool: ...
 
 
 def asks_several(
@@ -121,6 +137,11 @@ def asks_several(
     if isinstance(test, ast.Call) and names.resolve(test.func) in DISTRIBUTED_QUERIES:
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        if reads_launcher_rank(test.left, names, switches, depth):
+            bound = _literal(test.comparators[0])
+            if not isinstance(bound, int) or isinstance(bound, bool):
+                return None
+            return _LAUNCHED_WHEN.get((type(test.ops[0]), bound))
         if not reads_world_size(test.left, names, switches, depth):
             return None
         return several_when(test.ops[0], _literal(test.comparators[0]))
@@ -159,6 +180,31 @@ def reads_world_size(expression: ast.expr, names: Names, switches: Switches, dep
     return switches.world_size(expression, depth - 1) if depth > 0 else False
 
 
+def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, depth: int) -> bool:
+    """The launcher's rank variable read from the environment (``RANK``,
+    ``LOCAL_RANK``; through ``int()``), or a name the asker's switches say holds one:
+    compared with -1 it asks whether a launcher started the run, never which rank."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "int"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    if isinstance(expression, ast.Call):
+        resolved = names.resolve(expression.func) or ""
+        return resolved in ENVIRONMENT_READERS and _is_rank_key(expression.args[:1])
+    if isinstance(expression, ast.Subscript):
+        return names.resolve(expression.value) == "os.environ" and _is_rank_key([expression.slice])
+    if isinstance(expression, ast.Name):
+        return switches.launcher_rank(expression, depth - 1) if depth > 0 else False
+    return False
+
+
+def _is_rank_key(keys: list[ast.expr]) -> bool:
+    return bool(keys) and _literal(keys[0]) in RANK_ENV_VARS
+
+
 #: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
 Key = tuple[str, ...]
 
@@ -177,6 +223,11 @@ class _ScopeSwitches:
     def world_size(self, expression: ast.expr, depth: int) -> bool:
         key = self._paths.key(expression, self._scope)
         return key is not None and self._paths.world_size_key(key, depth)
+
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool:
+        """A name bound only to the launcher's rank, in the scope or, where the scope
+        binds it nowhere, at the module's top level."""
+        return self._paths.launcher_rank_name(expression, self._scope, depth)
 
 
 class SingleProcessPaths:
@@ -458,6 +509,21 @@ class SingleProcessPaths:
                         for inner in ast.walk(function)
                     )
         return False
+
+    def launcher_rank_name(self, expression: ast.expr, scope: ast.AST | None, depth: int) -> bool:
+        """``SwitchesOf(scope).launcher_rank``: every binding of the name (in ``scope``,
+        else in module code) reads the launcher's rank."""
+        values: list[ast.expr | None] = []
+        for where in (scope, self._nodes.module):
+            key = self.key(expression, where)
+            values = self._bindings.get(key, []) if key is not None else []
+            if values or not isinstance(expression, ast.Name):
+                break
+        return bool(values) and all(
+            v is not None
+            and reads_launcher_rank(v, self._names, _ScopeSwitches(self, self._scope_of(v)), depth)
+            for v in values
+        )
 
     def key(self, expression: ast.expr, scope: ast.AST | None) -> Key | None:
         """The binding key of a name (in ``scope``) or an attribute (module-wide)."""
