@@ -152,13 +152,7 @@ def reads_world_size(expression: ast.expr, names: Names, switches: Switches, dep
     """``dist.get_world_size()`` (of the default group), ``WORLD_SIZE`` from the
     environment (through ``int()``), a library's ``world_size`` attribute, or a name
     the asker's switches say holds one."""
-    while (
-        isinstance(expression, ast.Call)
-        and isinstance(expression.func, ast.Name)
-        and expression.func.id == "int"
-        and len(expression.args) == 1
-    ):
-        expression = expression.args[0]
+    expression = _without_int(expression)
     if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
         return all(
             _literal(arm) == 1 or reads_world_size(arm, names, switches, depth)
@@ -184,13 +178,7 @@ def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, 
     """The launcher's rank variable read from the environment (``RANK``,
     ``LOCAL_RANK``; through ``int()``), or a name the asker's switches say holds one:
     compared with -1 it asks whether a launcher started the run, never which rank."""
-    while (
-        isinstance(expression, ast.Call)
-        and isinstance(expression.func, ast.Name)
-        and expression.func.id == "int"
-        and len(expression.args) == 1
-    ):
-        expression = expression.args[0]
+    expression = _without_int(expression)
     if isinstance(expression, ast.Call):
         resolved = names.resolve(expression.func) or ""
         return resolved in ENVIRONMENT_READERS and _is_rank_key(expression.args[:1])
@@ -199,6 +187,18 @@ def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, 
     if isinstance(expression, ast.Name):
         return switches.launcher_rank(expression, depth - 1) if depth > 0 else False
     return False
+
+
+def _without_int(expression: ast.expr) -> ast.expr:
+    """What ``int(...)`` (nested or not) converts, else the expression itself."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "int"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    return expression
 
 
 def _is_rank_key(keys: list[ast.expr]) -> bool:
