@@ -11,6 +11,7 @@ from functools import lru_cache
 #: pre-filter of the rank-reachability rules.
 RANK_NEEDLES = (
     "rank",
+    "RANK",  # the launcher's variables read alone: ``os.environ["RANK"]``, ``LOCAL_RANK``
     "_zero",
     "main_process",
     "process_index",

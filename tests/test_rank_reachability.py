@@ -264,3 +264,16 @@ def test_every_guarded_collective_is_described(lines: list[str]) -> None:
         if guard is not None:
             assert guard in reachability.guards_of(call)
             assert reachability.describe(guard).startswith("only ")
+
+
+def test_the_rank_read_only_from_the_launchers_variables_passes_the_prefilter() -> None:
+    """A module that spells the rank only as the launcher's variable (``RANK``,
+    ``LOCAL_RANK``) reaches the rank rules; one with no rank word does not."""
+    from ddplint.rules import rule_class
+
+    environment = b'import os\nimport torch.distributed as dist\nWHO = int(os.environ["RANK"])\n'
+    environment += b"if WHO == 0:\n    dist.barrier()\n"
+    nothing = b"import torch.distributed as dist\nif dist.is_initialized():\n    dist.barrier()\n"
+    rule = rule_class("DDP201")
+    assert rule.prefilter(environment)
+    assert not rule.prefilter(nothing)

@@ -81,6 +81,7 @@ from ddplint.analysis.single_process import (
     asks_several,
     launch_answer,
     literal_value,
+    reads_launcher_rank,
     reads_world_size,
 )
 from ddplint.analysis.spans import span_length_reads
@@ -2041,6 +2042,11 @@ class Divergence:
         """Whether a name bound once in the function holds the world size."""
         assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
         return assigned is not None and reads_world_size(assigned, self.names, self, depth)
+
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool:
+        """Whether a name bound once in the function holds the launcher's rank."""
+        assigned = self.sole_assignment(expression.id) if isinstance(expression, ast.Name) else None
+        return assigned is not None and reads_launcher_rank(assigned, self.names, self, depth)
 
     def sole_assignment(self, name: str) -> ast.expr | None:
         """The value of the one statement of the function that binds ``name``."""

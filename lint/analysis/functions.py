@@ -23,10 +23,12 @@ from ddplint.analysis.control_flow import (
     Scope,
     ScopeGraphs,
     ends_loudly,
+    single_bindings,
 )
 from ddplint.analysis.divergence import (
     GROWING_METHODS,
     Divergence,
+    Source,
     State,
     Taint,
     spawned_functions,
@@ -434,16 +436,41 @@ class ModuleAnalysis:
         return summary
 
     def _entry_of(self, scope: Scope) -> State:
-        """What a function finds on entry: for a method, the fields of its class;
-        for ``__init__``, also what the module's calls of the class hand its
-        parameters."""
-        owner = self.nodes.scope_of.get(scope)
-        if not isinstance(scope, _FUNCTIONS) or not isinstance(owner, ast.ClassDef):
+        """What a function finds on entry: the module's rank globals; for a method,
+        the fields of its class; for ``__init__``, also what the module's calls of the
+        class hand its parameters."""
+        if not isinstance(scope, _FUNCTIONS):
             return {}
+        owner = self.nodes.scope_of.get(scope)
+        if not isinstance(owner, ast.ClassDef):
+            return dict(self._rank_globals)
         fields = self._fields_of(owner)
         if scope.name != "__init__":
-            return fields
-        return {**self._constructed_with(owner)[0], **fields}
+            return {**self._rank_globals, **fields}
+        return {**self._rank_globals, **self._constructed_with(owner)[0], **fields}
+
+    @cached_property
+    def _rank_globals(self) -> State:
+        """Names the module's top level binds once to the rank (``RANK =
+        int(os.getenv("RANK", -1))``) and no function rebinds (``global RANK``): a
+        function reading one reads its own rank's value."""
+        bound = single_bindings(self.module)
+        if not bound:
+            return {}
+        rebound = {
+            name
+            for function in self.nodes.functions()
+            for node in ast.walk(function)
+            if isinstance(node, ast.Global)
+            for name in node.names
+        }
+        graph, dominance = self.graphs.graph(self.module), self.dominance(self.module)
+        at_exit = self._divergence(self.module, graph, dominance, {}).at_exit() or {}
+        return {
+            name: taint
+            for name, taint in at_exit.items()
+            if name in bound and name not in rebound and taint.source is Source.RANK
+        }
 
     def _fields_of(self, owner: ast.ClassDef) -> State:
         """What a method may find in ``self.x``: the values any method of the class

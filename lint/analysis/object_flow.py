@@ -11,6 +11,9 @@ a fixed point:
   in every method), what a function returns (at its calls), a parameter it is handed to
   (a module function, a method through ``self``, a class of the module through its
   ``__init__``);
+- an item under a constant key of a container in any of those places (``loaders =
+  {"train": loader}``, ``self.samplers["train"] = sampler``), read back by the same key
+  (``loaders["train"]``) wherever the container travels, two keys deep;
 - ``loops()``: each ``for`` over a place that holds it (through ``enumerate`` and
   progress bars) with its outer loop: a loop around it in the same function, else a loop
   around a call of that function (by name, through ``self``), a few callers up.
@@ -36,8 +39,12 @@ from ddplint.analysis.names import Names
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Loop = ast.For | ast.AsyncFor | ast.While
 #: A place holding the object: ("name", scope, name), ("field", class, attribute) or
-#: ("return", function, "").
+#: ("return", function, ""); a container holding it under constant keys: the kind
+#: followed by the keys (``"name['train']"``).
 Place = tuple[str, ast.AST, str]
+#: The constant keys, outermost first, under which a container holds the object (none:
+#: the place holds the object itself).
+Keys = tuple[object, ...]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -46,6 +53,8 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _ROUNDS = 6
 #: How many callers up an outer loop is looked for.
 _CALLER_DEPTH = 3
+#: How many constant keys deep a container is followed (``runs["train"]["loader"]``).
+_KEY_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -213,25 +222,42 @@ class ObjectFlow:
         self.code = code
         self._made = made
         self.places: set[Place] = set()
+        #: The keys under which some container of the module holds the object.
+        self._keys: set[Keys] = {()}
         self._follow()
 
     def carries(self, expression: ast.expr, scope: ast.AST) -> bool:
         """Whether ``expression``, read in ``scope``, may hold the object."""
-        if self._made(expression, scope):
+        return self._holds(expression, scope, ())
+
+    def _holds(self, expression: ast.expr, scope: ast.AST, keys: Keys) -> bool:
+        """Whether ``expression`` may hold the object under ``keys`` (none: the object
+        itself; else a container whose item under those keys is the object)."""
+        if not keys and self._made(expression, scope):
             return True
+        suffix = _suffix(keys)
         if isinstance(expression, ast.Name):
-            if ("name", scope, expression.id) in self.places:
+            if ("name" + suffix, scope, expression.id) in self.places:
                 return True
             module = self.code.nodes.module
             return not self.code.binds(scope, expression.id) and (
-                ("name", module, expression.id) in self.places
+                ("name" + suffix, module, expression.id) in self.places
             )
         if isinstance(expression, ast.Call):
             found = self.code.callee(expression, scope)
-            return found is not None and ("return", found[0], "") in self.places
+            return found is not None and ("return" + suffix, found[0], "") in self.places
         if isinstance(expression, ast.Attribute):
-            place = self._place_of(expression, scope)
+            place = self._place_of(expression, scope, keys)
             return place is not None and place in self.places
+        if isinstance(expression, ast.Subscript) and len(keys) < _KEY_DEPTH:
+            key = _constant_key(expression.slice)
+            return key is not None and self._holds(expression.value, scope, (key, *keys))
+        if isinstance(expression, ast.Dict) and keys:
+            return any(
+                self._holds(value, scope, keys[1:])
+                for key, value in zip(expression.keys, expression.values, strict=True)
+                if key is not None and _constant_key(key) == keys[0]
+            )
         return False
 
     def walks(self) -> Iterator[ast.For | ast.AsyncFor]:
@@ -280,6 +306,7 @@ class ObjectFlow:
     def _follow(self) -> None:
         bindings: list[tuple[ast.expr, ast.expr, ast.AST]] = []
         returns: list[tuple[ast.expr, ast.AST]] = []
+        displays: list[tuple[ast.Dict, ast.AST]] = []
         for scope in self.code.scopes:
             for node in own_nodes(scope):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -292,20 +319,51 @@ class ObjectFlow:
                     and isinstance(scope, _FUNCTIONS)
                 ):
                     returns.append((node.value, scope))
+                elif isinstance(node, ast.Dict):
+                    displays.append((node, scope))
         for _ in range(_ROUNDS):
-            before = len(self.places)
+            before = (len(self.places), len(self._keys))
+            self._keys |= self._keys_of_displays(displays)
             for target, value, scope in bindings:
-                if self.carries(value, scope):
-                    place = self._place_of(target, scope)
-                    if place is not None:
-                        self.places.add(place)
+                self._bind(target, value, scope)
             for value, scope in returns:
-                if self.carries(value, scope):
-                    self.places.add(("return", scope, ""))
+                for keys in list(self._keys):
+                    if self._holds(value, scope, keys):
+                        self.places.add(("return" + _suffix(keys), scope, ""))
             for call, scope in self.code.calls:
                 self._hand_to_parameters(call, scope)
-            if len(self.places) == before:
+            if (len(self.places), len(self._keys)) == before:
                 return
+
+    def _keys_of_displays(self, displays: list[tuple[ast.Dict, ast.AST]]) -> set[Keys]:
+        """The keys of dict displays that hold the object (``{"train": loader}``)."""
+        found: set[Keys] = set()
+        for display, scope in displays:
+            for key, value in zip(display.keys, display.values, strict=True):
+                constant = _constant_key(key) if key is not None else None
+                if constant is None:
+                    continue
+                for keys in list(self._keys):
+                    if len(keys) < _KEY_DEPTH and self._holds(value, scope, keys):
+                        found.add((constant, *keys))
+        return found
+
+    def _bind(self, target: ast.expr, value: ast.expr, scope: ast.AST) -> None:
+        """The places ``target = value`` makes hold the object (or a container of it),
+        ``target[key] = value`` included."""
+        for keys in list(self._keys):
+            if not self._holds(value, scope, keys):
+                continue
+            place_keys, stored = keys, target
+            if isinstance(target, ast.Subscript) and len(keys) < _KEY_DEPTH:
+                key = _constant_key(target.slice)
+                if key is None:
+                    continue
+                place_keys, stored = (key, *keys), target.value
+                self._keys.add(place_keys)
+            place = self._place_of(stored, scope, place_keys)
+            if place is not None:
+                self.places.add(place)
 
     def _hand_to_parameters(self, call: ast.Call, scope: ast.AST) -> None:
         """The parameters of a module function ``call`` hands the object to."""
@@ -316,24 +374,39 @@ class ObjectFlow:
         positional = [a.arg for a in callee.args.posonlyargs + callee.args.args]
         if bound_first:
             positional = positional[1:]
-        for position, argument in enumerate(call.args):
-            if isinstance(argument, ast.Starred):
-                return
-            if position < len(positional) and self.carries(argument, scope):
-                self.places.add(("name", callee, positional[position]))
         named = set(positional) | {a.arg for a in callee.args.kwonlyargs}
-        for keyword in call.keywords:
-            if keyword.arg in named and self.carries(keyword.value, scope):
-                self.places.add(("name", callee, keyword.arg))
+        for keys in list(self._keys):
+            kind = "name" + _suffix(keys)
+            for position, argument in enumerate(call.args):
+                if isinstance(argument, ast.Starred):
+                    return
+                if position < len(positional) and self._holds(argument, scope, keys):
+                    self.places.add((kind, callee, positional[position]))
+            for keyword in call.keywords:
+                if keyword.arg in named and self._holds(keyword.value, scope, keys):
+                    self.places.add((kind, callee, keyword.arg))
 
-    def _place_of(self, target: ast.expr, scope: ast.AST) -> Place | None:
+    def _place_of(self, target: ast.expr, scope: ast.AST, keys: Keys = ()) -> Place | None:
+        suffix = _suffix(keys)
         if isinstance(target, ast.Name):
-            return ("name", scope, target.id)
+            return ("name" + suffix, scope, target.id)
         if isinstance(target, ast.Attribute) and _is_instance(target.value, scope):
             owner = self.code.class_of(scope)
             if owner is not None:
-                return ("field", owner, target.attr)
+                return ("field" + suffix, owner, target.attr)
         return None
+
+
+def _constant_key(key: ast.expr) -> object:
+    """The str or int constant a subscript or a dict display's key spells, else None."""
+    if isinstance(key, ast.Constant) and type(key.value) in (str, int):
+        return key.value
+    return None
+
+
+def _suffix(keys: Keys) -> str:
+    """How a place's kind names the keys it holds the object under."""
+    return "".join(f"[{key!r}]" for key in keys)
 
 
 def _body(scope: ast.AST) -> list[ast.stmt]:

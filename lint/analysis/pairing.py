@@ -573,7 +573,9 @@ def _class_walks(
             found.append((facts, issued))
         elif node.index in entered:
             if len(issued) > entered[node.index]:
-                found.append((facts, (*issued, f"#loop{node.index}")))
+                marked: Sequence_ = (*issued, f"#loop{node.index}")
+                found.append((facts | {(f"#round{node.index}", True)}, marked))
+                stack.extend(_leaving(function, node, marked, entered, facts))
             else:
                 for successor, _ in function.ways(node):
                     if successor.index not in entered:
@@ -583,6 +585,20 @@ def _class_walks(
         if len(found) > MAX_PATHS:
             return None
     return found
+
+
+def _leaving(
+    function: FunctionFacts, head: Node, issued: Sequence_, entered: dict[int, int], facts: Facts
+) -> Iterator[tuple[Node, Sequence_, dict[int, int], Facts]]:
+    """The way on past a loop whose trip issued collectives, after one or more trips
+    (its head's exit): the collectives after the loop, or of an outer loop's next
+    trip, are the ones a rank that left the loop early (a ``break`` on one class)
+    skips. The way that goes round again is another: a shared fact tells them apart."""
+    if head.kind not in (NodeKind.STEP, NodeKind.TEST):
+        return
+    for successor, edge in function.ways(head):
+        if edge is EdgeKind.FALSE and successor.index not in entered:
+            yield successor, issued, entered, facts | {(f"#round{head.index}", False)}
 
 
 def _class_steps(

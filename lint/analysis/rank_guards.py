@@ -103,6 +103,8 @@ def guard_of(
             continue
         if _others_end_loudly(test, dependence.edge):
             continue  # ``if rank != 0: raise``: the other ranks stop the job
+        if _jumps_alone(analysis, test.statement, node.statement):
+            continue  # ``if rank == 0: if rank == -1 and stop: break``: never in a job
         taint = divergence.test_taint(test)
         if taint is None or not accepted(taint) or balanced(test):
             continue
@@ -113,6 +115,28 @@ def guard_of(
             continue  # the shared tests that also decide it settle this one's answer
         return RankGuard(test.statement, decided, taint, runs_when, where=(scope, test))
     return rank_only_decorator(analysis, scope)
+
+
+_JUMPS = (ast.Break, ast.Continue, ast.Return)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _jumps_alone(analysis: ModuleAnalysis, test: ast.AST, guarded: ast.AST | None) -> bool:
+    """Whether ``test`` decides ``guarded`` (a statement outside it) only through jumps
+    that a single-process run alone takes (``if rank == -1 and stop: break``): in a job
+    of several processes no rank takes them, so the test parts no ranks there."""
+    if guarded is None or any(n is guarded for n in ast.walk(test)):
+        return False
+    jumps: list[ast.stmt] = []
+    pending = [*getattr(test, "body", []), *getattr(test, "orelse", [])]
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, _JUMPS):
+            jumps.append(statement)
+        elif not isinstance(statement, _NESTED):
+            pending.extend(c for c in ast.iter_child_nodes(statement) if isinstance(c, ast.stmt))
+    alone = analysis.single_process
+    return bool(jumps) and all(alone.holds(jump) for jump in jumps)
 
 
 def _shared_facts(dependences: list[Dependence], divergence: Divergence) -> Facts:

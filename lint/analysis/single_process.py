@@ -100,6 +100,8 @@ class Switches(Protocol):
 
     def world_size(self, expression: ast.expr, depth: int) -> bool: ...
 
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool: ...
+
 
 def asks_several(
     test: ast.expr, names: Names, switches: Switches, depth: int = _DEPTH
@@ -124,9 +126,8 @@ def asks_several(
     if isinstance(test, ast.Call) and names.resolve(test.func) in DISTRIBUTED_QUERIES:
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        launched = launch_answer(test.ops[0], literal_value(test.comparators[0]))
-        if launched is not None and reads_launched_rank(test.left, names):
-            return launched
+        if reads_launcher_rank(test.left, names, switches, depth):
+            return launch_answer(test.ops[0], literal_value(test.comparators[0]))
         if not reads_world_size(test.left, names, switches, depth):
             return None
         return several_when(test.ops[0], literal_value(test.comparators[0]))
@@ -158,45 +159,11 @@ def launch_answer(op: ast.cmpop, bound: object) -> bool | None:
     return _LAUNCHED_ANSWERS.get((type(op), bound))
 
 
-def reads_launched_rank(expression: ast.expr, names: Names) -> bool:
-    """The rank a launcher hands in, as read: a library's rank attribute
-    (``args.local_rank``), ``dist.get_rank()``, ``LOCAL_RANK`` / ``RANK`` from the
-    environment, through ``int()``; not arithmetic on it."""
-    while (
-        isinstance(expression, ast.Call)
-        and isinstance(expression.func, ast.Name)
-        and expression.func.id == "int"
-        and len(expression.args) == 1
-    ):
-        expression = expression.args[0]
-    if isinstance(expression, ast.Attribute):
-        return expression.attr in RANK_ATTRIBUTES and not expression.attr.startswith("is_")
-    if isinstance(expression, ast.Subscript):
-        key = expression.slice
-        return names.resolve(expression.value) == "os.environ" and _is_rank_key(key)
-    if not isinstance(expression, ast.Call):
-        return False
-    resolved = names.resolve(expression.func) or ""
-    if resolved in ENVIRONMENT_READERS:
-        return bool(expression.args) and _is_rank_key(expression.args[0])
-    return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES and not expression.args
-
-
-def _is_rank_key(key: ast.expr) -> bool:
-    return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
-
-
 def reads_world_size(expression: ast.expr, names: Names, switches: Switches, depth: int) -> bool:
     """``dist.get_world_size()`` (of the default group), ``WORLD_SIZE`` from the
     environment (through ``int()``), a library's ``world_size`` attribute, or a name
     the asker's switches say holds one."""
-    while (
-        isinstance(expression, ast.Call)
-        and isinstance(expression.func, ast.Name)
-        and expression.func.id == "int"
-        and len(expression.args) == 1
-    ):
-        expression = expression.args[0]
+    expression = _without_int(expression)
     if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
         return all(
             literal_value(arm) == 1 or reads_world_size(arm, names, switches, depth)
@@ -218,6 +185,43 @@ def reads_world_size(expression: ast.expr, names: Names, switches: Switches, dep
     return switches.world_size(expression, depth - 1) if depth > 0 else False
 
 
+def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, depth: int) -> bool:
+    """The rank a launcher hands in, as read (through ``int()``): ``RANK`` /
+    ``LOCAL_RANK`` from the environment, a library's rank attribute
+    (``args.local_rank``), ``dist.get_rank()``, or a name the asker's switches say holds
+    one; not arithmetic on it. Compared with -1 it asks whether a launcher started the
+    run, never which rank."""
+    expression = _without_int(expression)
+    if isinstance(expression, ast.Call):
+        resolved = names.resolve(expression.func) or ""
+        if resolved in ENVIRONMENT_READERS:
+            return _is_rank_key(expression.args[:1])
+        return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES and not expression.args
+    if isinstance(expression, ast.Subscript):
+        return names.resolve(expression.value) == "os.environ" and _is_rank_key([expression.slice])
+    if isinstance(expression, ast.Attribute):
+        return expression.attr in RANK_ATTRIBUTES and not expression.attr.startswith("is_")
+    if isinstance(expression, ast.Name):
+        return switches.launcher_rank(expression, depth - 1) if depth > 0 else False
+    return False
+
+
+def _without_int(expression: ast.expr) -> ast.expr:
+    """What ``int(...)`` (nested or not) converts, else the expression itself."""
+    while (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "int"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    return expression
+
+
+def _is_rank_key(keys: list[ast.expr]) -> bool:
+    return bool(keys) and literal_value(keys[0]) in RANK_ENV_VARS
+
+
 #: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
 Key = tuple[str, ...]
 
@@ -236,6 +240,11 @@ class _ScopeSwitches:
     def world_size(self, expression: ast.expr, depth: int) -> bool:
         key = self._paths.key(expression, self._scope)
         return key is not None and self._paths.world_size_key(key, depth)
+
+    def launcher_rank(self, expression: ast.expr, depth: int) -> bool:
+        """A name bound only to the launcher's rank, in the scope or, where the scope
+        binds it nowhere, at the module's top level."""
+        return self._paths.launcher_rank_name(expression, self._scope, depth)
 
 
 class SingleProcessPaths:
@@ -517,6 +526,21 @@ class SingleProcessPaths:
                         for inner in ast.walk(function)
                     )
         return False
+
+    def launcher_rank_name(self, expression: ast.expr, scope: ast.AST | None, depth: int) -> bool:
+        """``SwitchesOf(scope).launcher_rank``: every binding of the name (in ``scope``,
+        else in module code) reads the launcher's rank."""
+        values: list[ast.expr | None] = []
+        for where in (scope, self._nodes.module):
+            key = self.key(expression, where)
+            values = self._bindings.get(key, []) if key is not None else []
+            if values or not isinstance(expression, ast.Name):
+                break
+        return bool(values) and all(
+            v is not None
+            and reads_launcher_rank(v, self._names, _ScopeSwitches(self, self._scope_of(v)), depth)
+            for v in values
+        )
 
     def key(self, expression: ast.expr, scope: ast.AST | None) -> Key | None:
         """The binding key of a name (in ``scope``) or an attribute (module-wide)."""

@@ -28,13 +28,15 @@ class CollectiveOnSomeRanks(CodeRule):
     issued through a function of the same module or of another module of the project
     (the chain is named), inside `if rank == 0:` or its `else`, a conditional expression
     or `cond and call()`, after a `return` / `continue` / `break` taken on some ranks
-    only, or in a `@rank_zero_only` function.
+    only (a `break` out of a loop skips the collectives of its later trips and after
+    it), or in a `@rank_zero_only` function. The rank is read in any spelling, a
+    module global bound once to it (`RANK = int(os.environ["RANK"])`) included.
 
     Not flagged: the same collective on both arms of a rank test; complementary tests
     (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when
     the other ranks' barrier sits before an early `return` and rank 0's after its work);
     a way on which one process runs (`dist.is_initialized()` false, `world_size > 1`
-    false, `local_rank == -1`); an error exit (`raise`, `assert`, `sys.exit(1)`: the
+    false, the launcher's `RANK` / `LOCAL_RANK` read as -1); an error exit (`raise`, `assert`, `sys.exit(1)`: the
     launcher stops every rank, nobody waits); a call of a helper whose collective its
     arguments switch off (a helper that all-reduces only a tensor, handed a Python
     float); a `group=` made under the test; collectives other rules own when called

@@ -55,7 +55,8 @@ class RanksPartBeforeCollective(CodeRule):
     the gradients; not inside `no_sync()`), and accelerate's and Fabric's `backward`.
 
     A value differs between ranks when it reads the rank (`dist.get_rank()`,
-    `RANK` / `LOCAL_RANK`, `.rank`, `.is_main_process`, the first parameter of a
+    `RANK` / `LOCAL_RANK`, also kept in a module global bound once, `.rank`,
+    `.is_main_process`, the first parameter of a
     function handed to `mp.spawn`), a local clock or memory probe, what this rank
     hands to a reduction, or the output of a model's forward (`token.item()` of a
     sampled token), or was set under a test on one of those; a rank's slice of a

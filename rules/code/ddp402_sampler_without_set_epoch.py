@@ -32,7 +32,8 @@ class SamplerWithoutSetEpoch(CodeRule):
 
     The sampler and the loader are followed through the module as objects: bound to
     names, kept on `self` and walked by another method, returned by a factory, passed
-    to a helper or to a class of the module; the epoch loop is around the walk, or
+    to a helper or to a class of the module, kept in a mapping under a constant key
+    (`loaders = {"train": loader}`, read back as `loaders["train"]`); the epoch loop is around the walk, or
     around a call of the function that walks it (a few callers up). `set_epoch` counts
     when it is called on the sampler (or on the loader's `.sampler` /
     `.batch_sampler`) inside the epoch loop or in a function the epoch loop calls; a

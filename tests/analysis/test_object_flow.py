@@ -95,6 +95,35 @@ def walks(code: str) -> list[tuple[int, int, int]]:
             "def run():\n    x = Made()\n    for e in range(3):\n        middle(x)\n",
             [(2, 8, 2)],
         ),
+        # An item of a dict display, read back by its key where the dict travels.
+        (
+            "class T:\n    def __init__(self, loaders):\n        self.loaders = loaders\n"
+            "    def fit(self):\n        for e in range(3):\n"
+            "            for b in self.loaders['train']:\n                pass\n"
+            "def main():\n    T({'train': Made(), 'dev': list()}).fit()\n",
+            [(6, 5, 0)],
+        ),
+        # ...not by another key.
+        (
+            "class T:\n    def __init__(self, loaders):\n        self.loaders = loaders\n"
+            "    def fit(self):\n        for e in range(3):\n"
+            "            for b in self.loaders['dev']:\n                pass\n"
+            "def main():\n    T({'train': Made(), 'dev': list()}).fit()\n",
+            [],
+        ),
+        # An item stored by key, and two keys deep.
+        (
+            "def run():\n    runs = {}\n    runs['train'] = {'loader': Made()}\n"
+            "    for e in range(3):\n        for b in runs['train']['loader']:\n"
+            "            pass\n",
+            [(5, 4, 0)],
+        ),
+        # A key that is not a constant says nothing.
+        (
+            "def run(name):\n    runs = {}\n    runs[name] = Made()\n"
+            "    for e in range(3):\n        for b in runs['train']:\n            pass\n",
+            [],
+        ),
     ],
 )
 def test_loops_over_an_allocation(code: str, expected: list[tuple[int, int, int]]) -> None:

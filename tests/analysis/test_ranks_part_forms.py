@@ -412,3 +412,91 @@ def test_branches_that_issue_through_the_same_loops_pair(
 ) -> None:
     found = _partings(GATHERED_IN_LOOPS.format(before=before, others=others))
     assert bool(found) is parts
+
+
+GLOBAL = """
+import os
+
+{binding}
+
+
+def finish(results):
+    if LEADER == 0:
+        return results
+    dist.barrier()
+    return results
+{more}
+"""
+
+
+@pytest.mark.parametrize(
+    ("binding", "more", "divergent"),
+    [
+        ('LEADER = int(os.getenv("RANK", -1))', "", True),
+        ("LEADER = dist.get_rank()", "", True),
+        ('LEADER = int(os.environ["LOCAL_RANK"])', "", True),
+        ("LEADER = dist.get_world_size()", "", False),
+        ('LEADER = int(os.getenv("RANK", -1))\nLEADER = 0', "", False),
+        (
+            'LEADER = int(os.getenv("RANK", -1))',
+            "\n\ndef reset():\n    global LEADER\n    LEADER = 0\n",
+            False,
+        ),
+    ],
+)
+def test_a_module_global_bound_once_to_the_rank_is_the_rank_in_functions(
+    binding: str, more: str, divergent: bool
+) -> None:
+    partings = _partings(GLOBAL.format(binding=binding, more=more))
+    assert bool(partings) is divergent
+    if divergent:
+        assert partings[0].taint.source is Source.RANK
+        assert isinstance(partings[0].cause, ast.Return)
+
+
+def test_a_local_binding_shadows_the_rank_global() -> None:
+    partings = _partings(
+        """
+        import os
+
+        LEADER = int(os.getenv("RANK", -1))
+
+
+        def finish(results):
+            LEADER = len(results)
+            if LEADER == 0:
+                return results
+            dist.barrier()
+            return results
+        """
+    )
+    assert partings == []
+
+
+EPOCHS = """
+def fit(batches, stopper, epochs):
+    for epoch in range(epochs):
+        for batch in batches:
+            dist.all_reduce(batch)
+        if dist.get_rank() == 0:
+            {verdict}
+"""
+
+
+@pytest.mark.parametrize(
+    ("verdict", "parts"),
+    [
+        ("if stopper(epoch):\n                break", True),
+        ("if stopper(epoch):\n                return", True),
+        ("if stopper(epoch):\n                print('stale')", False),
+        ("if stopper(epoch):\n                continue", False),
+    ],
+)
+def test_rank_zero_leaving_the_loop_after_trips_skips_the_next_trip(
+    verdict: str, parts: bool
+) -> None:
+    partings = _partings(EPOCHS.format(verdict=verdict))
+    assert bool(partings) is parts
+    if parts:
+        assert partings[0].missed.name == "all_reduce"
+        assert isinstance(partings[0].cause, (ast.Break, ast.Return))

@@ -286,3 +286,43 @@ def test_the_launched_rank_against_minus_one(test: str, alone: bool) -> None:
         """
     )
     assert found == {"taken": alone}
+
+
+@pytest.mark.parametrize(
+    ("binding", "test", "alone"),
+    [
+        # The launcher's rank compared with -1 asks whether a launcher started the run.
+        ('WHO = int(os.getenv("RANK", -1))', "WHO == -1", True),
+        ('WHO = int(os.environ.get("LOCAL_RANK", -1))', "WHO < 0", True),
+        ('WHO = int(os.getenv("RANK", -1))', "WHO == -1 and stop", True),
+        ('WHO = int(os.getenv("RANK", -1))', "WHO != -1", False),
+        # Which rank, not whether launched: rank 0 of a launched run takes it too.
+        ('WHO = int(os.getenv("RANK", -1))', "WHO in (-1, 0)", False),
+        ('WHO = int(os.getenv("RANK", -1))', "WHO == 0", False),
+        # Not the launcher's variable.
+        ('WHO = int(os.getenv("SEED", -1))', "WHO == -1", False),
+        # Bound twice, once to something else.
+        ('WHO = int(os.getenv("RANK", -1))\nWHO = pick()', "WHO == -1", False),
+    ],
+)
+def test_the_launchers_rank_compared_with_minus_one(binding: str, test: str, alone: bool) -> None:
+    found = _alone_by_marker(
+        f"import os\n\n{binding}\n\n\ndef f(stop):\n    if {test}:\n        mark('arm')\n"
+    )
+    assert found == {"arm": alone}
+
+
+def test_the_launchers_rank_read_in_the_function() -> None:
+    found = _alone_by_marker(
+        """
+        import os
+
+        def f():
+            direct = int(os.environ.get("LOCAL_RANK", -1))
+            if direct == -1:
+                mark("direct")
+            if int(os.getenv("RANK", "-1")) == -1:
+                mark("inline")
+        """
+    )
+    assert found == {"direct": True, "inline": True}
