@@ -208,3 +208,50 @@ def test_child_nodes_are_ast_iter_child_nodes_in_order() -> None:
             ]
             compared += 1
     assert compared > 5_000
+
+
+# Node kinds whose fields hold identifiers, numbers or flags, not nodes: what the fast
+# child list and the import walk leave unread must hold no node.
+PLAIN_FIELDS = """
+from ..pkg import name as alias
+import a.b as c
+x: int = 1
+def f(a, *args, b=2, **kw):  # type: (int) -> None
+    global g
+    def h():
+        nonlocal a
+    return f"{a!r:>{b}}"
+async def k(xs):
+    return [y async for y in xs]
+match x:
+    case {"k": 1, **rest}: pass
+    case P(a, key=[1, *others]) | (q as r): pass
+try:
+    import d
+except E as err:
+    import e
+else:
+    from . import z
+finally:
+    import w
+"""
+
+
+def test_child_nodes_read_no_plain_field() -> None:
+    """Every node's children as ``ast`` lists them, on node kinds the engine's sources
+    lack (``global``, ``match`` patterns, conversions, type comments); the import walk
+    reads the statements inside a statement as ``ast`` lists them."""
+    from ddplint.analysis.names import _STATEMENT_HOLDERS, _statements_in
+
+    leaves = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+    kinds = set()
+    for node in ast.walk(ast.parse(PLAIN_FIELDS, type_comments=True)):
+        expected = list(ast.iter_child_nodes(node))
+        assert child_nodes(node) == expected
+        assert child_nodes(node, leaves=False) == [c for c in expected if not isinstance(c, leaves)]
+        if isinstance(node, _STATEMENT_HOLDERS):
+            holders = [c for c in expected if isinstance(c, _STATEMENT_HOLDERS)]
+            assert _statements_in(node) == holders
+        kinds.add(type(node).__name__)
+    assert {"Global", "Nonlocal", "MatchMapping", "MatchClass", "MatchStar", "MatchAs"} <= kinds
+    assert {"FormattedValue", "AnnAssign", "comprehension", "ExceptHandler", "alias"} <= kinds

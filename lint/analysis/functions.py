@@ -488,13 +488,21 @@ class ModuleAnalysis:
             if isinstance(method, _FUNCTIONS) and _stores_on_self(method)
         ]
         fields: State = dict(filled)
+        reads = {id(method): _fields_read(method) for method in storing}
+        # A method's stores depend only on the fields it reads: a later round solves
+        # again only a method one of whose fields changed since it was last solved.
+        solved: dict[int, tuple[State, State]] = {}  # method -> (fields read, stored)
         for _ in range(FIELD_ROUNDS):
             stored: State = dict(filled)
             for method in storing:
-                graph = self.graphs.graph(method)
                 given = {**parameters, **fields} if method.name == "__init__" else fields
-                divergence = self._divergence(method, graph, self.dominance(method), given)
-                for name, taint in divergence.stored_fields().items():
+                read = _part_read(given, reads[id(method)])
+                last = solved.get(id(method))
+                if last is None or last[0] != read:
+                    graph = self.graphs.graph(method)
+                    divergence = self._divergence(method, graph, self.dominance(method), given)
+                    last = solved[id(method)] = (read, divergence.stored_fields())
+                for name, taint in last[1].items():
                     stored[name] = taint.joined(stored.get(name))
             if stored == fields:
                 break
@@ -725,6 +733,29 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _fields_read(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
+    """The ``self.x`` fields the method's code (nested scopes included) spells, the
+    only way its divergence reads one; None where it binds ``self`` itself (a
+    rebinding drops every field it held, read or not)."""
+    read: set[str] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "self":
+                read.add(f"self.{node.attr}")
+        elif (
+            isinstance(node, ast.Name) and node.id == "self" and not isinstance(node.ctx, ast.Load)
+        ):
+            return None
+    return frozenset(read)
+
+
+def _part_read(given: State, read: frozenset[str] | None) -> State:
+    """What of ``given`` a method that reads the fields ``read`` can see (None: all)."""
+    if read is None:
+        return dict(given)
+    return {name: taint for name, taint in given.items() if name in read or "." not in name}
 
 
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -101,13 +101,28 @@ def import_bindings(statements: Sequence[ast.stmt]) -> Iterator[tuple[int, str, 
                 for alias in node.names:
                     if alias.name != "*":
                         yield depth, alias.asname or alias.name, f"{module}{separator}{alias.name}"
-        level = [
-            child
-            for node in level
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, _STATEMENT_HOLDERS)
-        ]
+        level = [child for node in level for child in _statements_in(node)]
         depth += 1
+
+
+#: Fields in which a statement holds statements, clauses or cases.
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCKS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _statements_in(node: ast.AST) -> list[ast.AST]:
+    """The statements, ``except`` clauses and ``case`` blocks directly inside a
+    statement, clause or case (the statement holders of ``ast.iter_child_nodes(node)``,
+    in its order; only their blocks are read, never an expression)."""
+    fields = _BLOCKS.get(type(node))
+    if fields is None:
+        fields = _BLOCKS[type(node)] = tuple(f for f in node._fields if f in _BLOCK_FIELDS)
+    found: list[ast.AST] = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if value.__class__ is list:
+            found.extend(item for item in value if isinstance(item, _STATEMENT_HOLDERS))
+    return found
 
 
 def module_aliases(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:

@@ -46,7 +46,31 @@ def parse_python(text: str) -> ast.Module:
 
 #: Fields that hold only leaves (``Load``, ``Add``, ``Eq``): nodes without children.
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+#: Fields that never hold a node in any node type (identifiers, numbers, flags, comments).
+_PLAIN_FIELDS = frozenset(
+    {
+        *("id", "attr", "arg", "name", "asname", "module", "level", "type_comment"),
+        *("conversion", "simple", "is_async", "kwd_attrs", "rest"),
+    }
+)
+#: Fields that hold no node in these node types: a constant's value and kind, the
+#: names a ``global`` or ``nonlocal`` lists.
+_PLAIN_IN = {
+    ast.Constant: frozenset({"value", "kind"}),
+    ast.Global: frozenset({"names"}),
+    ast.Nonlocal: frozenset({"names"}),
+}
 _NODE_FIELDS: dict[tuple[type[ast.AST], bool], tuple[str, ...]] = {}
+
+
+def _node_fields(node_type: type[ast.AST], leaves: bool) -> tuple[str, ...]:
+    """The fields of ``node_type`` that may hold a node, in ``_fields`` order."""
+    plain = _PLAIN_FIELDS | _PLAIN_IN.get(node_type, frozenset())
+    return tuple(
+        field
+        for field in node_type._fields
+        if field not in plain and (leaves or field not in _LEAF_FIELDS)
+    )
 
 
 def child_nodes(node: ast.AST, leaves: bool = True) -> list[ast.AST]:
@@ -55,9 +79,7 @@ def child_nodes(node: ast.AST, leaves: bool = True) -> list[ast.AST]:
     the contexts and operators are left out."""
     fields = _NODE_FIELDS.get((type(node), leaves))
     if fields is None:
-        fields = _NODE_FIELDS[type(node), leaves] = tuple(
-            field for field in node._fields if leaves or field not in _LEAF_FIELDS
-        )
+        fields = _NODE_FIELDS[type(node), leaves] = _node_fields(type(node), leaves)
     found: list[ast.AST] = []
     for field in fields:
         value = getattr(node, field, None)
