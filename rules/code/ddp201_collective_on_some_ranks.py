@@ -36,12 +36,13 @@ class CollectiveOnSomeRanks(CodeRule):
     (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when
     the other ranks' barrier sits before an early `return` and rank 0's after its work);
     a way on which one process runs (`dist.is_initialized()` false, `world_size > 1`
-    false, the launcher's `RANK` / `LOCAL_RANK` read as -1); an error exit (`raise`, `assert`, `sys.exit(1)`: the
-    launcher stops every rank, nobody waits); a call of a helper whose collective its
-    arguments switch off (a helper that all-reduces only a tensor, handed a Python
-    float); a `group=` made under the test; collectives other rules own when called
-    directly (`self.log(sync_dist=True)`: DDP202; checkpoint saving: DDP203; making a
-    group: DDP207), and a DDP model's forward or backward, however reached (DDP213).
+    false, the launcher's `RANK` / `LOCAL_RANK` read as -1); an error exit (`raise`,
+    `assert`, `sys.exit(1)`: the launcher stops every rank, nobody waits); a call of a
+    helper whose collective its arguments switch off (a helper that all-reduces only a
+    tensor, handed a Python float); a `group=` made under the test; collectives other
+    rules own when called directly (`self.log(sync_dist=True)`: DDP202; checkpoint
+    saving: DDP203; making a group: DDP207), and a DDP model's forward or backward,
+    however reached (DDP213).
 
     This rule asks the analysis core (rank classes, `lint/analysis/some_ranks.py`).
     One finding per root cause: DDP219 asks where ranks part for every value that

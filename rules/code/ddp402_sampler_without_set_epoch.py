@@ -33,9 +33,9 @@ class SamplerWithoutSetEpoch(CodeRule):
     The sampler and the loader are followed through the module as objects: bound to
     names, kept on `self` and walked by another method, returned by a factory, passed
     to a helper or to a class of the module, kept in a mapping under a constant key
-    (`loaders = {"train": loader}`, read back as `loaders["train"]`); the epoch loop is around the walk, or
-    around a call of the function that walks it (a few callers up). `set_epoch` counts
-    when it is called on the sampler (or on the loader's `.sampler` /
+    (`loaders = {"train": loader}`, read back as `loaders["train"]`); the epoch loop is
+    around the walk, or around a call of the function that walks it (a few callers up).
+    `set_epoch` counts when it is called on the sampler (or on the loader's `.sampler` /
     `.batch_sampler`) inside the epoch loop or in a function the epoch loop calls; a
     call on something the module does not make (a parameter, `args.sampler`) or in a
     function the module never calls (a hook) counts too, since it may be this sampler
