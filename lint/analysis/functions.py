@@ -53,6 +53,7 @@ from ddplint.analysis.project import (
     project_key,
 )
 from ddplint.analysis.single_process import SingleProcessPaths
+from ddplint.analysis.whole_forwards import WholeForwards
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -182,6 +183,11 @@ class ModuleAnalysis:
     def constants(self) -> ScopedConstants:
         """Constant values of expressions, following names bound once in their scope."""
         return ScopedConstants(self.nodes)
+
+    @cached_property
+    def whole_forwards(self) -> WholeForwards:
+        """Which module classes of this file use every parameter in every forward."""
+        return WholeForwards(self.nodes, self.names)
 
     @cached_property
     def fallback_defaults(self) -> FallbackDefaults:
