@@ -101,3 +101,8 @@ def test_built_class_follows_the_latest_binding() -> None:
     )
     assert _wrapped_class(rebound) == "Net"
     assert _wrapped_class(branched) is None
+
+
+def test_built_class_follows_a_name_bound_once_at_module_level() -> None:
+    assert _wrapped_class("model = Net(4)\nwrapped = DDP(model)\n") == "Net"
+    assert _wrapped_class("model = Net(4)\nmodel = make(model)\nwrapped = DDP(model)\n") is None

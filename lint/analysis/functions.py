@@ -187,7 +187,7 @@ class ModuleAnalysis:
     @cached_property
     def whole_forwards(self) -> WholeForwards:
         """Which module classes of this file use every parameter in every forward."""
-        return WholeForwards(self.nodes, self.names)
+        return WholeForwards(self.nodes, self.names, self.constants)
 
     @cached_property
     def fallback_defaults(self) -> FallbackDefaults:

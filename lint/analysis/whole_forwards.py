@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.literal_values import UNKNOWN, literal
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
@@ -82,6 +83,7 @@ _PATH_SPLITS = (
     ast.AsyncFor,
     ast.While,
     ast.Try,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
     ast.With,
     ast.AsyncWith,
     ast.Match,
@@ -119,16 +121,18 @@ def _is_literal(expression: ast.AST) -> bool:
 class WholeForwards:
     """The classes of one module whose forward uses all of their parameters."""
 
-    def __init__(self, nodes: ModuleNodes, names: Names) -> None:
+    def __init__(self, nodes: ModuleNodes, names: Names, constants: ScopedConstants) -> None:
         self._nodes = nodes
         self._names = names
+        self._constants = constants
         self._classes = {c.name: c for c in nodes.of_type(ast.ClassDef)}
         self._answers: dict[str, bool] = {}
 
     def built_class(self, model: ast.expr, site: ast.Call, hops: int = 0) -> str | None:
         """``Net`` for ``Net(...)``, ``Net(...).cuda()``, ``Net(...).to(device)``, or a
-        name whose last binding before the call ``site`` (among the plain statements of
-        its function) is one of those: a re-bound name is its new value."""
+        name bound once to one of those, or whose last binding before the call ``site``
+        (among the plain statements of its function) is: a re-bound name is its new
+        value."""
         while (
             isinstance(model, ast.Call)
             and isinstance(model.func, ast.Attribute)
@@ -138,7 +142,9 @@ class WholeForwards:
         if isinstance(model, ast.Call):
             return dotted_name(model.func)
         if isinstance(model, ast.Name) and hops < 3:
-            bound = self._last_straight_binding(site, model.id)
+            owner = self._constants.owner_of(self._nodes.scope_of_call(site))
+            single = self._constants.single_assignment(owner, model.id)
+            bound = single[0] if single else self._last_straight_binding(site, model.id)
             if bound is not None:
                 return self.built_class(bound, site, hops + 1)
         return None
