@@ -106,3 +106,10 @@ def test_built_class_follows_the_latest_binding() -> None:
 def test_built_class_follows_a_name_bound_once_at_module_level() -> None:
     assert _wrapped_class("model = Net(4)\nwrapped = DDP(model)\n") == "Net"
     assert _wrapped_class("model = Net(4)\nmodel = make(model)\nwrapped = DDP(model)\n") is None
+
+
+def test_built_class_of_an_attribute_bound_in_the_same_method() -> None:
+    method = "class T:\n    def setup(self, DDP):\n        self.model = Net(4)\n{between}"
+    method += "        return DDP(self.model)\n"
+    assert _wrapped_class(method.format(between="")) == "Net"
+    assert _wrapped_class(method.format(between="        self.reset()\n")) is None

@@ -141,18 +141,22 @@ class WholeForwards:
             model = model.func.value
         if isinstance(model, ast.Call):
             return dotted_name(model.func)
-        if isinstance(model, ast.Name) and hops < 3:
+        if hops >= 3:
+            return None
+        bound: ast.expr | None = None
+        if isinstance(model, ast.Name):
             owner = self._constants.owner_of(self._nodes.scope_of_call(site))
             single = self._constants.single_assignment(owner, model.id)
             bound = single[0] if single else self._last_straight_binding(site, model.id)
-            if bound is not None:
-                return self.built_class(bound, site, hops + 1)
-        return None
+        elif _self_attribute(model) is not None:
+            bound = self._last_straight_binding(site, f"self.{_self_attribute(model)}")
+        return self.built_class(bound, site, hops + 1) if bound is not None else None
 
     def _last_straight_binding(self, site: ast.Call, name: str) -> ast.expr | None:
-        """The value of the last ``name = value`` before ``site`` among the plain
-        statements of its function; None when a compound statement before it binds
-        ``name`` too."""
+        """The value of the last ``name = value`` (a name or ``self.x``) before ``site``
+        among the plain statements of its function; None when a compound statement
+        before it binds ``name`` too, or (for ``self.x``) a method of ``self`` is called
+        after the binding."""
         scope: ast.AST | None = self._nodes.scope_of_call(site)
         while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scope = self._nodes.scope_of.get(scope)
@@ -167,8 +171,12 @@ class WholeForwards:
             ] == [name]:
                 found = statement.value
                 continue
+            if name.startswith("self.") and _calls_a_method(statement, name):
+                found = None  # the method may bind it anew
             if any(
-                isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+                isinstance(node, (ast.Name, ast.Attribute))
+                and isinstance(node.ctx, ast.Store)
+                and dotted_name(node) == name
                 for node in ast.walk(statement)
             ):
                 return None
@@ -329,6 +337,17 @@ class WholeForwards:
                 if attribute is not None:
                     used.add(attribute)
         return used
+
+
+def _calls_a_method(statement: ast.stmt, attribute: str) -> bool:
+    """Whether ``statement`` calls a method of ``self`` other than one of ``attribute``
+    (``self.setup()``, not ``self.model.cuda()``)."""
+    return any(
+        isinstance(node, ast.Call)
+        and (dotted_name(node.func) or "").startswith("self.")
+        and not (dotted_name(node.func) or "").startswith(f"{attribute}.")
+        for node in ast.walk(statement)
+    )
 
 
 def _frozen_submodules(init: _Function | None) -> frozenset[str]:

@@ -22,11 +22,12 @@ class FindUnusedWithoutUnused(CodeRule):
     parameter on its one path: a straight-line `forward` (no branch, loop, `with`,
     early return, `detach()` or `no_grad`, also in the methods of the class it calls)
     that touches every `self.x` holding parameters, each a `torch.nn` layer or a class
-    of the same file that passes the same test. The model may be built right there, or
-    bound to a name first (a re-bound name is its latest value), or handed to a
-    function of the module that wraps it; the flag may be a literal, a name bound to
-    one, or a value whose declared default (a parameter's, an argparse option's, a
-    config field's) or YAML config value is `True`, which the message cites. Nothing is
+    of the same file that passes the same test. The model may be built right there,
+    bound to a name first (a re-bound name is its latest value) or to `self.x` in the
+    method that wraps it, or handed to a function of the module that wraps it; the
+    flag may be a literal, a name bound to one, or a value whose declared default (a
+    parameter's, an argparse option's, a config field's) or YAML config value is
+    `True`, which the message cites. Nothing is
     reported when a submodule comes from elsewhere (a factory, an argument, an imported
     class), when the class derives from anything but `nn.Module`, or when
     `static_graph=True` is set. This rule is built on the analysis core (its object
