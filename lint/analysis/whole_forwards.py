@@ -17,6 +17,7 @@ from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.literal_values import UNKNOWN, literal
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.straight_bindings import last_straight_binding
 
 #: Layers without parameters: skipping them leaves nothing unused.
 PARAMETER_FREE = frozenset(
@@ -153,34 +154,18 @@ class WholeForwards:
         return self.built_class(bound, site, hops + 1) if bound is not None else None
 
     def _last_straight_binding(self, site: ast.Call, name: str) -> ast.expr | None:
-        """The value of the last ``name = value`` (a name or ``self.x``) before ``site``
-        among the plain statements of its function; None when a compound statement
-        before it binds ``name`` too, or (for ``self.x``) a method of ``self`` is called
-        after the binding."""
+        """``last_straight_binding`` in the function around ``site``; for ``self.x``, a
+        call of another method of ``self`` after the binding may bind it anew."""
         scope: ast.AST | None = self._nodes.scope_of_call(site)
         while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scope = self._nodes.scope_of.get(scope)
         if scope is None:
             return None
-        found: ast.expr | None = None
-        for statement in scope.body:
-            if any(node is site for node in ast.walk(statement)):
-                return found
-            if isinstance(statement, ast.Assign) and [
-                dotted_name(t) for t in statement.targets
-            ] == [name]:
-                found = statement.value
-                continue
-            if name.startswith("self.") and _calls_a_method(statement, name):
-                found = None  # the method may bind it anew
-            if any(
-                isinstance(node, (ast.Name, ast.Attribute))
-                and isinstance(node.ctx, ast.Store)
-                and dotted_name(node) == name
-                for node in ast.walk(statement)
-            ):
-                return None
-        return None
+        if not name.startswith("self."):
+            return last_straight_binding(scope, site, name)
+        return last_straight_binding(
+            scope, site, name, lambda statement: _calls_a_method(statement, name)
+        )
 
     def uses_everything(self, class_name: str, depth: int = 0) -> bool:
         """Whether ``class_name`` (a class of this module) uses every parameter it
