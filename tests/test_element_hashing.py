@@ -1,18 +1,15 @@
-"""Whether a set's elements hash alike in every process (``code/values/element_hashing``):
+"""Whether a set's elements hash alike in every process (``analysis/element_hashing``):
 ints, bools, floats and tuples of them are hashed by value; strings are salted per
 process; what nothing shows counts as neither."""
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+
 import pytest
 
-from ddplint.code.context import CodeContext
-from ddplint.code.values.set_iteration import SetValues
-from ddplint.settings import LintOptions
-from ddplint.source import SourceFile
-
-OPTIONS = LintOptions(selected=(), project_root=".")
+from ddplint.analysis.names import Names
+from ddplint.analysis.set_iteration import SetIteration, SetValues
 
 FUNCTION = """
 import torch
@@ -27,10 +24,14 @@ def f(ids, names, model, t: torch.Tensor, counts: list[int], tags: set[str], n):
 
 def _ordered_alike(iterable: str) -> bool:
     """Whether DDP209's question finds the loop's set walked alike on every rank."""
-    source = FUNCTION.replace("{iterable}", iterable)
-    ctx = CodeContext.parse(SourceFile.decode("t.py", source.encode()), OPTIONS)
-    loop = ctx.index.nodes(cst.For)[0]
-    return SetValues(ctx.index, ctx.names).set_iteration(loop.iter) is None
+    return _first_loop_iteration(FUNCTION.replace("{iterable}", iterable)) is None
+
+
+def _first_loop_iteration(source: str) -> SetIteration | None:
+    """The set the first ``for`` loop of ``source`` walks, as DDP209 asks it."""
+    module = ast.parse(source)
+    loop = next(n for n in ast.walk(module) if isinstance(n, ast.For))
+    return SetValues(module, Names(module)).set_iteration(loop.iter)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +89,38 @@ def test_a_shadowed_builtin_counts_nothing() -> None:
     source = FUNCTION.replace("{iterable}", "{len(x) for x in names}").replace(
         "import torch", "import torch\nfrom textwrap import shorten as len"
     )
-    ctx = CodeContext.parse(SourceFile.decode("t.py", source.encode()), OPTIONS)
-    loop = ctx.index.nodes(cst.For)[0]
-    assert SetValues(ctx.index, ctx.names).set_iteration(loop.iter) is not None
+    assert _first_loop_iteration(source) is not None
+
+
+@pytest.mark.parametrize(
+    ("iterable", "orderable"),
+    [
+        ("{'a', 'b'}", True),
+        ("{f'x{i}' for i in n}", True),
+        ("set(x)", False),
+        ("frozenset(x) | {'a'}", False),
+        ("list(set(x))", False),
+        ("enumerate(set(x))", False),
+        ("names", False),
+        ("self.tracked", False),
+        ("set(x).union(y)", False),
+    ],
+)
+def test_set_iterations(iterable: str, orderable: bool) -> None:
+    iteration = _first_loop_iteration(
+        "class C:\n    def __init__(self):\n        self.tracked = set()\n"
+        "    def f(self, x, y, n, names: set[str]):\n"
+        f"        for k in {iterable}:\n            pass\n"
+    )
+    assert iteration is not None and iteration.orderable is orderable
+
+
+@pytest.mark.parametrize(
+    "iterable",
+    ["{1, 2}", "set(range(3))", "d.keys()", "sorted(set(x))", "mixed", "[1, 2]", "s - t"],
+)
+def test_not_set_iterations(iterable: str) -> None:
+    source = (
+        f"mixed = set()\nmixed = []\ndef f(d, x, s, t):\n    for k in {iterable}:\n        pass\n"
+    )
+    assert _first_loop_iteration(source) is None

@@ -10,7 +10,6 @@ from ddplint.code.collectives.call_reach import StepEvent
 from ddplint.code.context import CodeContext
 from ddplint.code.steps.optimizer_steps import is_optimizer_step
 from ddplint.code.syntax.conditions import guarding_conditions
-from ddplint.code.values.set_iteration import SetValues
 from ddplint.needles import COLLECTIVE_NEEDLES
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
@@ -153,41 +152,6 @@ def test_training_step_batch_parameter_and_manual_optimization() -> None:
     first, second = ctx.index.nodes(cst.If)
     assert ctx.data_dependence.is_data_dependent(first.test)
     assert not ctx.data_dependence.is_data_dependent(second.test)
-
-
-@pytest.mark.parametrize(
-    ("iterable", "orderable"),
-    [
-        ("{'a', 'b'}", True),
-        ("{f'x{i}' for i in n}", True),
-        ("set(x)", False),
-        ("frozenset(x) | {'a'}", False),
-        ("list(set(x))", False),
-        ("enumerate(set(x))", False),
-        ("names", False),
-        ("self.tracked", False),
-        ("set(x).union(y)", False),
-    ],
-)
-def test_set_iterations(iterable: str, orderable: bool) -> None:
-    ctx = context(
-        "class C:\n    def __init__(self):\n        self.tracked = set()\n"
-        "    def f(self, x, y, n, names: set[str]):\n"
-        f"        for k in {iterable}:\n            pass\n"
-    )
-    iteration = SetValues(ctx.index, ctx.names).set_iteration(ctx.index.nodes(cst.For)[0].iter)
-    assert iteration is not None and iteration.orderable is orderable
-
-
-@pytest.mark.parametrize(
-    "iterable",
-    ["{1, 2}", "set(range(3))", "d.keys()", "sorted(set(x))", "mixed", "[1, 2]", "s - t"],
-)
-def test_not_set_iterations(iterable: str) -> None:
-    ctx = context(
-        f"mixed = set()\nmixed = []\ndef f(d, x, s, t):\n    for k in {iterable}:\n        pass\n"
-    )
-    assert SetValues(ctx.index, ctx.names).set_iteration(ctx.index.nodes(cst.For)[0].iter) is None
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ whose forms a module lacks cannot report there, so the engine need not parse the
 with LibCST for it (``CodeRule.may_report``). Each answer is a superset: it may say yes
 where the rule then finds nothing, never no where it would report.
 
-The names here are shared with the LibCST layer (``code/values/set_iteration``, DDP217),
+The names here are shared with the questions (``set_iteration``, DDP209; DDP217),
 so both sides read the same forms.
 """
 

@@ -55,7 +55,9 @@ from ddplint.analysis.project import (
     parameters_at,
     project_key,
 )
+from ddplint.analysis.set_iteration import SetValues
 from ddplint.analysis.single_process import SingleProcessPaths
+from ddplint.analysis.whole_forwards import WholeForwards
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Scopes whose code runs inside the statement that holds them.
@@ -185,6 +187,16 @@ class ModuleAnalysis:
     def constants(self) -> ScopedConstants:
         """Constant values of expressions, following names bound once in their scope."""
         return ScopedConstants(self.nodes)
+
+    @cached_property
+    def set_values(self) -> SetValues:
+        """Which expressions are sets, and which loops walk one."""
+        return SetValues(self.module, self.names)
+
+    @cached_property
+    def whole_forwards(self) -> WholeForwards:
+        """Which module classes of this file use every parameter in every forward."""
+        return WholeForwards(self.nodes, self.names, self.constants)
 
     @cached_property
     def fallback_defaults(self) -> FallbackDefaults:
@@ -710,6 +722,21 @@ class ModuleAnalysis:
             return found
         callee = _local_callee(call)
         return self._reaching.get(callee) if callee is not None else None
+
+    def call_reaches(self, call: ast.Call, scope: Scope) -> tuple[Collective, str | None] | None:
+        """The collective ``call`` issues itself (with None), else the first one the
+        local function it calls reaches on the way its constant arguments and defaults
+        take (with that function's name): ``write(path)`` reaches no barrier when
+        ``write`` issues one only ``if sync:`` and ``sync`` defaults to False."""
+        own = self.call_collective(call, scope)
+        if own is not None:
+            return own, None
+        callee = _local_callee(call)
+        if callee is None or callee not in self._reaching:
+            return None
+        handed = _call_facts(call, self.local_function(callee), frozenset())
+        reached = self._reached(callee, handed)
+        return (reached, callee) if reached is not None else None
 
     def reaching_names(self) -> frozenset[str]:
         """Names of the module's functions that reach a collective."""

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-import libcst as cst
-
-from ddplint.code.collectives.call_reach import Reached, StepEvent
+from ddplint.analysis.set_loops import SetLoopCollective, set_loop_collectives
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.edits import replace_node
-from ddplint.code.syntax.conditions import guarding_conditions
-from ddplint.code.syntax.messages import snippet
-from ddplint.code.values.data_dependence import bound_names, value_names_read
-from ddplint.code.values.set_iteration import SetIteration, SetValues
+from ddplint.code.edits.ast_edits import ast_node_text, replace_ast_node
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.screens import may_loop_over_a_set
-
-_COLLECTIVE = frozenset({StepEvent.COLLECTIVE})
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 class CollectivesInSetLoop(CodeRule):
@@ -40,6 +29,9 @@ class CollectivesInSetLoop(CodeRule):
     bound or annotated so in the scope (`ids = [0, 3]`, `indices: set[int]`); and dicts
     (`.keys()` keeps insertion order). A set whose elements nothing shows (a parameter,
     an attribute, `.keys()`) is flagged: strings and objects are the common case.
+    This rule is built on the analysis core (`set_iteration` and `element_hashing` for
+    the set, the effects for the collective a pass issues, also through a function of
+    the module).
 
     ## Why is this bad?
     Collectives pair by order. Set order comes from hashing: string hashes are salted
@@ -76,107 +68,39 @@ class CollectivesInSetLoop(CodeRule):
     severity = Severity.ERROR
     default_enabled = False
     fix_applicability = Applicability.SAFE
+    reads_libcst = False
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
 
     screened_by = staticmethod(may_loop_over_a_set)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        if not ctx.collectives:
-            return
-        sets = SetValues(ctx.index, ctx.names)
-        for loop in _loops(ctx):
-            iteration = sets.set_iteration(loop.iterable)
-            if iteration is None:
-                continue
-            reached = self._element_collective(ctx, loop)
-            if reached is None:
-                continue
-            yield ctx.finding(
+        for found in set_loop_collectives(ctx.analysis):
+            source = ast_node_text(ctx, found.iteration.source)
+            yield ctx.ast_finding(
                 self,
-                loop.iterable,
-                self._message(ctx, iteration.source, reached),
-                self._fix(ctx, iteration),
-                summary=f"collectives in a loop over the set `{snippet(ctx, iteration.source)}`"
-                ": order differs per rank",
+                found.iterable,
+                _message(source, found),
+                summary=f"collectives in a loop over the set `{source}`: order differs per rank",
+                fix=_fix(ctx, found, source),
             )
 
-    @staticmethod
-    def _element_collective(ctx: CodeContext, loop: _Loop) -> Reached | None:
-        """The first collective the loop issues with something of the element (an
-        argument or a condition reads it): identical calls per element, such as a bare
-        ``dist.barrier()``, pair up in any order."""
-        element = set(loop.targets)
-        for body in loop.bodies:
-            for node in itertools.chain((body,), ctx.index.walk_within(body)):
-                if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                    if node.value is not None and _reads(node.value, element):
-                        targets = (
-                            [t.target for t in node.targets]
-                            if isinstance(node, cst.Assign)
-                            else [node.target]
-                        )
-                        element.update(n for t in targets for n in bound_names(t))
-                    continue
-                if not isinstance(node, cst.Call):
-                    continue
-                reached = ctx.call_reach.reached(node, _COLLECTIVE)
-                if reached is None:
-                    continue
-                guards = guarding_conditions(ctx.index, node, body)
-                if _reads(node, element) or any(_reads(g.test, element) for g in guards):
-                    return reached
-        return None
 
-    @staticmethod
-    def _message(ctx: CodeContext, source: cst.BaseExpression, reached: Reached) -> str:
-        return (
-            f"loop over the set `{snippet(ctx, source)}` issues {reached.describe()} per "
-            "element: set order depends on per-process hashing, so ranks issue these "
-            "collectives in different orders (mismatched tensors reduced together, or a "
-            "hang); iterate `sorted(...)`"
-        )
-
-    @staticmethod
-    def _fix(ctx: CodeContext, iteration: SetIteration) -> Fix:
-        text = f"sorted({ctx.node_text(iteration.source)})"
-        applicability = Applicability.SAFE if iteration.orderable else Applicability.UNSAFE
-        return Fix(
-            applicability,
-            (replace_node(ctx, iteration.replace, text),),
-            "Iterate the set in sorted order",
-        )
+def _message(source: str, found: SetLoopCollective) -> str:
+    through = f" (through `{found.through}`)" if found.through else ""
+    return (
+        f"loop over the set `{source}` issues `{found.collective.name}`{through} per "
+        "element: set order depends on per-process hashing, so ranks issue these "
+        "collectives in different orders (mismatched tensors reduced together, or a "
+        "hang); iterate `sorted(...)`"
+    )
 
 
-@dataclass(frozen=True)
-class _Loop:
-    """An iterable, the names bound to each element, and the code run per element."""
-
-    iterable: cst.BaseExpression
-    targets: tuple[str, ...]
-    bodies: tuple[cst.CSTNode, ...]
-
-
-def _reads(expr: cst.CSTNode, names: set[str]) -> bool:
-    return any(n.value in names for n in value_names_read(expr))
-
-
-def _loops(ctx: CodeContext) -> list[_Loop]:
-    """``for`` loops and comprehensions, in source order."""
-    loops = [
-        _Loop(loop.iter, tuple(bound_names(loop.target)), (loop.body,))
-        for loop in ctx.index.nodes(cst.For)
-    ]
-    for comp_type in _COMPREHENSIONS:
-        for comp in ctx.index.nodes(comp_type):
-            if isinstance(comp, cst.DictComp):
-                bodies: tuple[cst.CSTNode, ...] = (comp.key, comp.value)
-            elif isinstance(comp, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-                bodies = (comp.elt,)
-            else:
-                continue
-            for_in: cst.CompFor | None = comp.for_in
-            while for_in is not None:
-                loops.append(_Loop(for_in.iter, tuple(bound_names(for_in.target)), bodies))
-                for_in = for_in.inner_for_in
-    return sorted(loops, key=lambda loop: ctx.index.order[loop.iterable])
+def _fix(ctx: CodeContext, found: SetLoopCollective, source: str) -> Fix:
+    iteration = found.iteration
+    applicability = Applicability.SAFE if iteration.orderable else Applicability.UNSAFE
+    return Fix(
+        applicability,
+        (replace_ast_node(ctx, iteration.replace, f"sorted({source})"),),
+        "Iterate the set in sorted order",
+    )

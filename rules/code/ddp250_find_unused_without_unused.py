@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ddplint.code.collectives.ddp_wrappers import data_parallel_wrappers, is_ddp_wrapper
+from ddplint.analysis.api import DDP_WRAPPERS
+from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.names import call_argument, dotted_name, keyword_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.forward_submodules import WholeForwards, built_class
-from ddplint.code.syntax.call_args import keyword_argument
-from ddplint.code.syntax.constants import literal_value
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -21,11 +20,18 @@ class FindUnusedWithoutUnused(CodeRule):
     Flags `find_unused_parameters=True` on `DistributedDataParallel(Net(...))` when the
     class `Net` is defined in the same file and its `forward` visibly uses every
     parameter on its one path: a straight-line `forward` (no branch, loop, `with`,
-    early return, `detach()` or `no_grad`) that touches every `self.x` holding
-    parameters, each a `torch.nn` layer or a class of the same file that passes the
-    same test. Nothing is reported when a submodule comes from elsewhere (a factory, an
-    argument, an imported class), when the class derives from anything but
-    `nn.Module`, or when `static_graph=True` is set.
+    early return, `detach()` or `no_grad`, also in the methods of the class it calls)
+    that touches every `self.x` holding parameters, each a `torch.nn` layer or a class
+    of the same file that passes the same test. The model may be built right there,
+    bound to a name first (a re-bound name is its latest value) or to `self.x` in the
+    method that wraps it, or handed to a function of the module that wraps it; the
+    flag may be a literal, a name bound to one, or a value whose declared default (a
+    parameter's, an argparse option's, a config field's) or YAML config value is
+    `True`, which the message cites. Nothing is
+    reported when a submodule comes from elsewhere (a factory, an argument, an imported
+    class), when the class derives from anything but `nn.Module`, or when
+    `static_graph=True` is set. This rule is built on the analysis core (its object
+    flow, constants, declared defaults and config bindings).
 
     ## Why is this bad?
     With the flag on, DDP walks the autograd graph from the forward's outputs after
@@ -70,37 +76,99 @@ class FindUnusedWithoutUnused(CodeRule):
     summary = "find_unused_parameters=True on a model whose forward uses every parameter"
     severity = Severity.INFO
     default_enabled = False
+    reads_libcst = False
     needles = ("find_unused_parameters",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        calls = ctx.index.nodes(cst.Call)
-        if any(_calls_method(call, "_set_static_graph") for call in calls):
+        analysis = ctx.analysis
+        calls = analysis.nodes.calls_in_order()
+        if any(_called_method(call) == "_set_static_graph" for call in calls):
             return
-        whole = WholeForwards(ctx.index, ctx.names)
-        for wrapper in data_parallel_wrappers(ctx.names, calls):
-            if wrapper.find_unused_parameters is not True or not is_ddp_wrapper(
-                ctx.names, wrapper.call
-            ):
+        for call in calls:
+            if analysis.names.resolve(call.func) not in DDP_WRAPPERS:
                 continue
-            static = keyword_argument(wrapper.call, "static_graph")
-            if static is not None and literal_value(static.value) is not False:
+            flag = keyword_argument(call, "find_unused_parameters")
+            static = keyword_argument(call, "static_graph")
+            model = call_argument(call, 0, "module")
+            if flag is None or model is None:
                 continue
-            flag = keyword_argument(wrapper.call, "find_unused_parameters")
-            for model in wrapper.models:
-                class_name = built_class(ctx.index, model)
-                if flag is None or class_name is None or not whole.uses_everything(class_name):
-                    continue
-                message = (
-                    f"`{class_name}.forward` uses every parameter on its one path, so "
-                    "`find_unused_parameters=True` only adds a walk of the autograd graph "
-                    "after every forward (DDP warns that it found no unused parameters)"
-                )
-                summary = (
-                    f"`{class_name}` uses every parameter: `find_unused_parameters=True` "
-                    "costs a graph walk per step"
-                )
-                yield ctx.finding(self, flag, message, summary=summary)
+            scope = analysis.nodes.scope_of_call(call)
+            if static is not None and analysis.constants.value(static.value, scope) is not False:
+                continue
+            why = _flag_true(ctx, flag.value, scope)
+            if why is None:
+                continue
+            classes = _wrapped_classes(analysis, model, call)
+            if not classes or not all(analysis.whole_forwards.uses_everything(c) for c in classes):
+                continue
+            class_name = " / ".join(f"`{c}`" for c in classes)
+            forward = " / ".join(f"`{c}.forward`" for c in classes)
+            message = (
+                f"{forward} {'uses' if len(classes) == 1 else 'use'} every parameter on its "
+                "one path, so "
+                f"`find_unused_parameters=True`{why} only adds a walk of the autograd graph "
+                "after every forward (DDP warns that it found no unused parameters)"
+            )
+            summary = (
+                f"{class_name} {'uses' if len(classes) == 1 else 'use'} every parameter: "
+                "`find_unused_parameters=True` "
+                "costs a graph walk per step"
+            )
+            yield ctx.ast_finding(self, flag, message, summary=summary)
 
 
-def _calls_method(call: cst.Call, method: str) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == method
+def _flag_true(ctx: CodeContext, value: ast.expr, scope: ast.AST) -> str | None:
+    """``""`` when ``value`` is True where it is written (a literal or a name bound to
+    one), a clause citing the declared default or config value when that is True; None
+    otherwise."""
+    analysis = ctx.analysis
+    if analysis.constants.value(value, scope) is True:
+        return ""
+    default = analysis.fallback_defaults.of(value, scope)
+    if default is not None:
+        return f" ({default.where} True)" if default.value is True else None
+    found = ctx.config_reads.value_at(ast_node_text(ctx, value), value.lineno)
+    if found is not None and found.value is True:
+        return f" (the config sets `{found.key}` to true at `{found.where}`)"
+    return None
+
+
+def _wrapped_classes(analysis: ModuleAnalysis, model: ast.expr, call: ast.Call) -> list[str]:
+    """The classes of this module the wrapped ``model`` is built from: the one it builds
+    in place or through a name; for a parameter of a function of this module that wraps
+    what it is handed, the classes every caller in the module hands it (none when one
+    caller's cannot be told)."""
+    whole = analysis.whole_forwards
+    built = whole.built_class(model, call)
+    if built is not None:
+        return [built]
+    scope = analysis.nodes.scope_of_call(call)
+    if not isinstance(model, ast.Name) or not isinstance(
+        scope, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return []
+    arguments = scope.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    if model.id not in positional + [a.arg for a in arguments.kwonlyargs]:
+        return []
+    if any(
+        isinstance(node, ast.Name) and node.id == model.id and isinstance(node.ctx, ast.Store)
+        for node in ast.walk(scope)
+    ):
+        return []
+    position = positional.index(model.id) if model.id in positional else -1
+    found: list[str] = []
+    for caller in analysis.nodes.calls_in_order():
+        if dotted_name(caller.func) != scope.name or analysis.callee_of(caller) is not scope:
+            continue
+        handed = call_argument(caller, position, model.id)
+        built = whole.built_class(handed, caller) if handed is not None else None
+        if built is None:
+            return []
+        if built not in found:
+            found.append(built)
+    return found
+
+
+def _called_method(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else None

@@ -1,5 +1,5 @@
 """Whether the elements of a collection hash alike in every process: the fact a set's
-iteration order rests on.
+iteration order rests on, on CPython's ``ast``.
 
 A set built by the same operations visits its elements in an order fixed by their
 hashes. Ints, bools and floats hash by value (``PYTHONHASHSEED`` salts only ``str`` and
@@ -18,15 +18,14 @@ scope (``ids = [0, 3]``; ``layers: set[int]``).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
-import libcst as cst
-
-from ddplint.code.syntax.names import bound_names, dotted_name
+from ddplint.analysis.names import dotted_name
 
 #: What a name is bound to in its scope (``None`` for a binding that is no plain value:
 #: a loop target, a parameter, ``with ... as``), or None when nothing binds it there.
-Bindings = Callable[[cst.BaseExpression, str], list[cst.BaseExpression | None] | None]
+Bindings = Callable[[ast.expr, str], list[ast.expr | None] | None]
 
 #: Builtins whose result is a number or a bool, whatever they are given.
 _NUMBER_BUILTINS = frozenset({"int", "float", "bool", "len", "ord"})
@@ -56,85 +55,73 @@ class ElementHashing:
         self._bindings = bindings
         self._shadowed = shadowed
 
-    def set_hashes_alike(self, source: cst.BaseExpression) -> bool:
+    def set_hashes_alike(self, source: ast.expr) -> bool:
         """Whether the set ``source`` builds (a literal, a comprehension, ``set(...)``)
         holds only elements that hash alike in every process."""
-        if isinstance(source, (cst.Set, cst.SetComp)):
+        if isinstance(source, (ast.Set, ast.SetComp)):
             return self.elements_hash_alike(source, {}, _DEPTH)
-        if isinstance(source, cst.Call) and source.args:
-            return self.elements_hash_alike(source.args[0].value, {}, _DEPTH)
+        if isinstance(source, ast.Call) and source.args:
+            return self.elements_hash_alike(source.args[0], {}, _DEPTH)
         return False
 
-    def elements_hash_alike(
-        self, iterable: cst.BaseExpression, targets: Targets, depth: int
-    ) -> bool:
+    def elements_hash_alike(self, iterable: ast.expr, targets: Targets, depth: int) -> bool:
         """Whether every element ``iterable`` yields hashes alike in every process."""
         if depth <= 0:
             return False
-        if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
-            return all(
-                isinstance(e, cst.Element) and self.element_hashes_alike(e.value, targets, depth)
-                for e in iterable.elements
-            )
-        if isinstance(iterable, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-            inner = self._comprehension_targets(iterable.for_in, targets, depth)
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            return all(self.element_hashes_alike(e, targets, depth) for e in iterable.elts)
+        if isinstance(iterable, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            inner = self._comprehension_targets(iterable.generators, targets, depth)
             return self.element_hashes_alike(iterable.elt, inner, depth)
-        if isinstance(iterable, cst.Call):
+        if isinstance(iterable, ast.Call):
             return self._call_elements(iterable, targets, depth)
-        if isinstance(iterable, cst.Name) and iterable.value not in targets:
+        if isinstance(iterable, ast.Name) and iterable.id not in targets:
             return self._bound_alike(iterable, depth, self.elements_hash_alike)
         return False
 
-    def element_hashes_alike(
-        self, element: cst.BaseExpression, targets: Targets, depth: int
-    ) -> bool:
+    def element_hashes_alike(self, element: ast.expr, targets: Targets, depth: int) -> bool:
         """Whether the value ``element`` computes hashes alike in every process."""
         if depth <= 0:
             return False
-        if isinstance(element, (cst.Integer, cst.Float)):
-            return True
-        if isinstance(element, cst.Name):
-            if element.value in ("True", "False"):
-                return True
-            if element.value in targets:
-                return targets[element.value]
+        if isinstance(element, ast.Constant):
+            return isinstance(element.value, (int, float)) and not isinstance(
+                element.value, complex
+            )
+        if isinstance(element, ast.Name):
+            if element.id in targets:
+                return targets[element.id]
             return self._bound_alike(element, depth, self.element_hashes_alike)
-        if isinstance(element, cst.Tuple):
-            return all(
-                isinstance(e, cst.Element) and self.element_hashes_alike(e.value, targets, depth)
-                for e in element.elements
+        if isinstance(element, ast.Tuple):
+            return all(self.element_hashes_alike(e, targets, depth) for e in element.elts)
+        if isinstance(element, ast.UnaryOp):
+            return isinstance(element.op, ast.Not) or self.element_hashes_alike(
+                element.operand, targets, depth
             )
-        if isinstance(element, cst.UnaryOperation):
-            return isinstance(element.operator, cst.Not) or self.element_hashes_alike(
-                element.expression, targets, depth
-            )
-        if isinstance(element, cst.BinaryOperation):
+        if isinstance(element, ast.BinOp):
             return self.element_hashes_alike(
                 element.left, targets, depth
             ) and self.element_hashes_alike(element.right, targets, depth)
-        if isinstance(element, cst.Call):
+        if isinstance(element, ast.Call):
             return self._number_call(element)
         return False
 
-    def _number_call(self, call: cst.Call) -> bool:
-        """A call whose result is a Python number: ``len(x)``, ``int(x)``,
-        ``t.item()``."""
-        if isinstance(call.func, cst.Name):
-            name = call.func.value
-            return name in _NUMBER_BUILTINS and not self._shadowed(name)
-        if isinstance(call.func, cst.Attribute):
-            return call.func.attr.value in _NUMBER_METHODS
+    def _number_call(self, call: ast.Call) -> bool:
+        """A call whose result is a Python number: ``len(x)``, ``int(x)``, ``t.item()``."""
+        if isinstance(call.func, ast.Name):
+            return call.func.id in _NUMBER_BUILTINS and not self._shadowed(call.func.id)
+        if isinstance(call.func, ast.Attribute):
+            return call.func.attr in _NUMBER_METHODS
         return False
 
-    def _call_elements(self, call: cst.Call, targets: Targets, depth: int) -> bool:
+    def _call_elements(self, call: ast.Call, targets: Targets, depth: int) -> bool:
         """The elements of ``range(...)``, ``enumerate(x)``, ``zip(a, b)``,
         ``list(x)`` / ``sorted(x)``, ``t.tolist()``."""
-        if isinstance(call.func, cst.Attribute):
-            return call.func.attr.value in _NUMBER_LIST_METHODS
-        if not isinstance(call.func, cst.Name) or self._shadowed(call.func.value):
+        if isinstance(call.func, ast.Attribute):
+            return call.func.attr in _NUMBER_LIST_METHODS
+        if not isinstance(call.func, ast.Name) or self._shadowed(call.func.id):
             return False
-        name = call.func.value
-        arguments = [a.value for a in call.args if a.keyword is None and not a.star]
+        name = call.func.id
+        arguments = [a for a in call.args if not isinstance(a, ast.Starred)]
         if name == "range":
             return True
         if name == "zip":
@@ -148,60 +135,54 @@ class ElementHashing:
         )
 
     def _comprehension_targets(
-        self, for_in: cst.CompFor | None, targets: Targets, depth: int
+        self, generators: list[ast.comprehension], targets: Targets, depth: int
     ) -> Targets:
         """The comprehension's loop names, each with whether it hashes alike: all of
         a target's names when the iterable's elements do; the index of
         ``enumerate(...)`` always."""
         found = dict(targets)
-        while for_in is not None:
-            alike = self.elements_hash_alike(for_in.iter, found, depth - 1)
-            names = list(bound_names(for_in.target))
-            for name in names:
-                found[name] = alike
-            index = _enumerate_index(for_in)
+        for generator in generators:
+            alike = self.elements_hash_alike(generator.iter, found, depth - 1)
+            for node in ast.walk(generator.target):
+                if isinstance(node, ast.Name):
+                    found[node.id] = alike
+            index = _enumerate_index(generator)
             if index is not None:
                 found[index] = True
-            for_in = for_in.inner_for_in
         return found
 
     def _bound_alike(
-        self,
-        name: cst.Name,
-        depth: int,
-        check: Callable[[cst.BaseExpression, Targets, int], bool],
+        self, name: ast.Name, depth: int, check: Callable[[ast.expr, Targets, int], bool]
     ) -> bool:
         """Whether everything ``name`` is bound to in its scope passes ``check``."""
-        values = self._bindings(name, name.value)
+        values = self._bindings(name, name.id)
         if not values:
             return False
         return all(value is not None and check(value, {}, depth - 1) for value in values)
 
 
-def _enumerate_index(for_in: cst.CompFor) -> str | None:
+def _enumerate_index(generator: ast.comprehension) -> str | None:
     """``i`` of ``for i, x in enumerate(...)``."""
-    call = for_in.iter
-    target = for_in.target
+    call, target = generator.iter, generator.target
     if (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Name)
-        and call.func.value == "enumerate"
-        and isinstance(target, cst.Tuple)
-        and target.elements
-        and isinstance(target.elements[0].value, cst.Name)
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
     ):
-        return target.elements[0].value.value
+        return target.elts[0].id
     return None
 
 
-def annotation_hashes_alike(annotation: cst.BaseExpression) -> bool:
+def annotation_hashes_alike(annotation: ast.expr) -> bool:
     """``set[int]``, ``frozenset[int]``, ``list[float]``: a collection annotated to
     hold values that hash alike in every process."""
-    if not isinstance(annotation, cst.Subscript) or len(annotation.slice) != 1:
+    if not isinstance(annotation, ast.Subscript):
         return False
     collection = dotted_name(annotation.value)
     if collection is None or collection.rsplit(".", 1)[-1] not in _COLLECTION_ANNOTATIONS:
         return False
-    index = annotation.slice[0].slice
-    element = index.value if isinstance(index, cst.Index) else None
-    return isinstance(element, cst.Name) and element.value in _VALUE_HASHED
+    element = annotation.slice
+    return isinstance(element, ast.Name) and element.id in _VALUE_HASHED
