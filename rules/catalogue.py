@@ -104,7 +104,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "host-sync-on-some-ranks",
             "code",
             False,
-            needles=("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", "float(", "int("),
+            needles=("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", ".to("),
         ),
         RuleEntry(
             "DDP201",

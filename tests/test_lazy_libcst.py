@@ -18,19 +18,32 @@ from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 
-COLLECTIVES_NO_SET = b"""import torch.distributed as dist
+#: DDP502 reads LibCST: a forward that skips a submodule on one branch, wrapped in DDP
+#: without ``find_unused_parameters`` (line 12: the branch's call).
+BRANCH_SKIPS = b"""from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
 
-def sync(grads, names):
-    for name in names:
-        dist.all_reduce(grads[name])
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.aux = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.aux(self.body(x))
+        return self.body(x)
+
+
+def wrap(rank):
+    return DDP(Net().cuda(), device_ids=[rank])
 """
 
-COLLECTIVES_IN_SET_LOOP = b"""import torch.distributed as dist
-
-def sync(grads):
-    for name in {"encoder", "decoder"}:
-        dist.all_reduce(grads[name])
-"""
+#: The same module, never wrapped: nothing in it names a DDP wrapper.
+NO_WRAPPER = BRANCH_SKIPS.split(b"\n\n\ndef wrap")[0].replace(
+    b"from torch.nn.parallel import DistributedDataParallel as DDP\n", b""
+)
 
 RANKS_PART = b"""import torch.distributed as dist
 
@@ -60,15 +73,15 @@ def _lint(raw: bytes, *codes: str):  # type: ignore[no-untyped-def]
     return lint_source("m.py", raw, LintOptions(selected=codes, project_root="."))
 
 
-def test_a_screened_out_rule_costs_no_libcst_parse(libcst_parses: list[str]) -> None:
-    outcome = _lint(COLLECTIVES_NO_SET, "DDP209", "DDP217")
+def test_a_rule_left_out_by_its_forms_costs_no_libcst_parse(libcst_parses: list[str]) -> None:
+    outcome = _lint(NO_WRAPPER, "DDP502", "DDP217")
     assert outcome.errors == [] and outcome.findings == []
     assert libcst_parses == []
 
 
 def test_a_rule_whose_forms_are_there_parses_once_and_fixes(libcst_parses: list[str]) -> None:
-    outcome = _lint(COLLECTIVES_IN_SET_LOOP, "DDP209", "DDP217")
-    assert [(f.rule, f.line) for f in outcome.findings] == [("DDP209", 4)]
+    outcome = _lint(BRANCH_SKIPS, "DDP502", "DDP217")
+    assert [(f.rule, f.line) for f in outcome.findings] == [("DDP502", 12)]
     assert outcome.findings[0].fix is not None
     assert len(libcst_parses) == 1
 
@@ -80,18 +93,17 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    set_loop = COLLECTIVES_IN_SET_LOOP.split(b"\n", 1)[1]
-    outcome = _lint(RANKS_PART + set_loop, "DDP201", "DDP209")
-    assert {"DDP201", "DDP209"} <= {f.rule for f in outcome.findings}
+    outcome = _lint(RANKS_PART + b"\n\n" + BRANCH_SKIPS, "DDP201", "DDP502")
+    assert {"DDP201", "DDP502"} <= {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
 
 def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
     libcst_parses: list[str],
 ) -> None:
-    """DDP209 reads LibCST, but a module that builds no set holds none of its
-    collectives: only the core's rule runs."""
-    outcome = _lint(RANKS_PART, "DDP201", "DDP209")
+    """DDP502 reads LibCST, but a module that names no DDP wrapper holds none of its
+    hazards: only the core's rule runs."""
+    outcome = _lint(RANKS_PART, "DDP201", "DDP502")
     assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 
@@ -99,7 +111,7 @@ def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
 def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None:
     """The screens say yes where CPython refuses the file: LibCST parses it and the
     error is reported, as when every file was parsed."""
-    outcome = _lint(b"import torch.distributed as dist\ndef f(:\n    dist.barrier()\n", "DDP209")
+    outcome = _lint(b"from torch.nn.parallel import DistributedDataParallel\ndef f(:\n", "DDP502")
     assert [e.message.startswith("cannot parse") for e in outcome.errors] == [True]
     assert len(libcst_parses) == 1
 
@@ -110,13 +122,9 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
 ) -> None:
     """LibCST reads a 3.12 ``type`` statement that CPython 3.11 refuses: the rules over
     LibCST run, the core's rules are left out with one notice, and nothing is an error."""
-    code = (
-        b"import torch.distributed as dist\ntype Batch = list[int]\n"
-        b'def f(grads):\n    for name in {"a", "b"}:\n        dist.all_reduce(grads[name])\n'
-    )
-    outcome = _lint(code, "DDP209", "DDP219")
+    outcome = _lint(b"type Batch = list[int]\n" + BRANCH_SKIPS, "DDP502", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP209"]
+    assert [f.rule for f in outcome.findings] == ["DDP502"]
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
@@ -129,24 +137,24 @@ def test_indentation_only_cpython_reads_keeps_the_core_rules_with_one_notice(
     code = (
         b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
         b"\t    dist.new_group([0])\n\t    dist.all_reduce(t)\n"
-        b'    for name in {"a", "b"}:\n        dist.all_reduce(t)\n'
+        b"from torch.nn.parallel import DistributedDataParallel\n"
     )
-    outcome = _lint(code, "DDP207", "DDP209", "DDP219")
+    outcome = _lint(code, "DDP207", "DDP502", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
     assert sorted(f.rule for f in outcome.findings) == ["DDP207", "DDP219"]
-    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP209 not run")
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP502 not run")
     assert "Python's own parser reads it" in outcome.notices[0]
     assert len(libcst_parses) == 1
 
 
 def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None:
     code = (
-        b'import torch.distributed as dist\n\ndef g(t):\n    for name in {"a", "b"}:\n'
-        b"\t    dist.all_reduce(t)\n"
+        b"from torch.nn.parallel import DistributedDataParallel\n\ndef g(t):\n"
+        b"    if t:\n\t    t.sum()\n"
     )
-    outcome = _lint(code, "DDP209")
+    outcome = _lint(code, "DDP502")
     assert outcome.errors == [] and outcome.findings == []
-    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP209"]
+    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP502"]
 
 
 SCREENED = [

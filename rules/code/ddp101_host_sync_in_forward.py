@@ -13,8 +13,10 @@ from ddplint.code.edits.ast_edits import (
     ast_node_text,
     call_statement,
     remove_ast_call_statement,
+    remove_ast_statement,
+    shares_a_line,
 )
-from ddplint.finding import Applicability, Finding, Fix, Severity
+from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
 from ddplint.rule import CodeRule
 
 HOST_TIMERS = frozenset(
@@ -148,10 +150,34 @@ def _synchronizes(ctx: CodeContext, call: ast.Call) -> bool:
 
 
 def _fix(ctx: CodeContext, call: ast.Call) -> Fix | None:
+    """Remove the synchronisation, with the ones right after it that wait for nothing
+    while it stands (``synchronize(); synchronize()``): they block the host in its place
+    once it is gone."""
     edit = remove_ast_call_statement(ctx, call)
     if edit is None:
         return None
-    return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+    found = call_statement(ctx.analysis.module, call)
+    if found is None:
+        return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+    statement, block = found
+    run = [statement]
+    for following in block[block.index(statement) + 1 :]:
+        if not (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Call)
+            and _synchronizes(ctx, following.value)
+            and not shares_a_line(following, block)
+        ):
+            break
+        run.append(following)
+    if len(run) == 1 or shares_a_line(statement, block):
+        return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+    if len(run) == len(block):
+        first, last = ctx.ast_range(run[0]), ctx.ast_range(run[-1])
+        edits = (Edit(first[0], first[1], last[2], last[3], "pass"),)
+    else:
+        edits = tuple(remove_ast_statement(ctx, s, block) for s in run)
+    return Fix(Applicability.UNSAFE, edits, f"Remove the {len(run)} host synchronisations in a row")
 
 
 def _times_with_host_clock(ctx: CodeContext, call: ast.Call) -> bool:
