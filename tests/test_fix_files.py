@@ -112,7 +112,8 @@ def test_diff_without_applicable_fixes_is_clean() -> None:
 
 
 def test_remaining_findings_are_reported_at_their_new_place() -> None:
-    # Two syncs with a fix, then one in an assignment (no fix) on line 9.
+    # Two syncs back to back (one finding: its fix removes both), then one in an
+    # assignment (no fix) on line 9.
     text = HAZARD.format(comment="c").replace(
         "        return x\n", SYNC + "        y = torch.cuda.synchronize()\n        return x\n"
     )
@@ -123,7 +124,7 @@ def test_remaining_findings_are_reported_at_their_new_place() -> None:
     first, hint, summary = out.splitlines()
     assert first.startswith("net.py:7:13: DDP101 warning: `torch.cuda.synchronize()`")
     assert "ddplint explain CODE" in hint
-    assert summary == "Found 3 findings (2 fixed, 1 remaining)."
+    assert summary == "Found 2 findings (1 fixed, 1 remaining)."
 
 
 def test_read_only_file_is_an_error_and_untouched() -> None:

@@ -172,6 +172,7 @@ def _fix(ctx: CodeContext, call: ast.Call) -> Fix | None:
         run.append(following)
     if len(run) == 1 or shares_a_line(statement, block):
         return Fix(Applicability.UNSAFE, (edit,), "Remove the host synchronisation")
+    edits: tuple[Edit, ...]
     if len(run) == len(block):
         first, last = ctx.ast_range(run[0]), ctx.ast_range(run[-1])
         edits = (Edit(first[0], first[1], last[2], last[3], "pass"),)
