@@ -178,6 +178,11 @@ class _Handlers:
 _Frame = _Loop | _With | _Finally | _Handlers
 
 
+def holds_node(outer: ast.AST, inner: ast.AST) -> bool:
+    """Whether ``inner`` is ``outer`` or one of its nodes."""
+    return any(node is inner for node in ast.walk(outer))
+
+
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's own code: nested functions, classes and lambdas left out."""
     pending: list[ast.AST] = list(ast.iter_child_nodes(scope))

@@ -51,7 +51,7 @@ not stick to a new ``for step in range(...)``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
@@ -943,18 +943,13 @@ class _Evaluator:
         known = self.project.call_summary(spelled, self.owner)
         if known is None or known.items is None or len(known.items) != count:
             return None
-        given = list(zip(known.parameters, call.args, strict=False))
-        extra = call.args[len(known.parameters) :]
         return tuple(
             _made_by_call(
                 _join(
                     None,
                     *(
                         self.taint(value, state)
-                        for value in [
-                            *(v for name, v in given if item is None or name in item),
-                            *extra,
-                        ]
+                        for value in _handed_to(known.parameters, call.args, item)
                     ),
                 )
             )
@@ -986,11 +981,8 @@ class _Evaluator:
             or any(isinstance(a, ast.Starred) for a in call.args)
         ):
             return list(call.args) + unpacked
-        given = list(zip(known.parameters, call.args, strict=False))
-        if self._local_summary(call):
-            given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        extra = call.args[len(known.parameters) :]
-        return [value for name, value in given if name in known.reaching] + list(extra) + unpacked
+        keywords = call.keywords if self._local_summary(call) else ()
+        return _handed_to(known.parameters, call.args, known.reaching, keywords) + unpacked
 
     def agreed_arguments(self, call: ast.Call) -> Iterator[ast.expr]:
         """The arguments a call makes agree in place: an in-place collective's buffer,
@@ -1408,6 +1400,20 @@ def _repetition(expression: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     if isinstance(expression.right, sequences):
         return expression.right, expression.left
     return None
+
+
+def _handed_to(
+    parameters: tuple[str, ...],
+    arguments: list[ast.expr],
+    reaching: frozenset[str] | None,
+    keywords: Sequence[ast.keyword] = (),
+) -> list[ast.expr]:
+    """The arguments a call hands to the ``reaching`` parameters (every one where None),
+    by position and by the ``keywords`` given, and those past the parameters."""
+    given = list(zip(parameters, arguments, strict=False))
+    given += [(k.arg, k.value) for k in keywords if k.arg is not None]
+    extra = arguments[len(parameters) :]
+    return [v for name, v in given if reaching is None or name in reaching] + list(extra)
 
 
 def _made_by_call(taint: Taint | None) -> Taint | None:

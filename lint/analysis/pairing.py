@@ -353,10 +353,11 @@ def _evaluate(
             found = False if False in values else (None if None in values else True)
         else:
             found = True if True in values else (None if None in values else False)
-        open_parts = [v for v, t in zip(test.values, values, strict=True) if t is None]
-        if found is None and _clause_key(test.op, open_parts) in dict(facts):
-            # The parts left open are known together (``a and b`` taken false once).
-            found = not isinstance(test.op, ast.And)
+        if found is None:
+            # The parts left open may be known together (``a and b`` taken false once).
+            open_parts = [v for v, t in zip(test.values, values, strict=True) if t is None]
+            if (_clause_key(test.op, open_parts), True) in facts:
+                found = not isinstance(test.op, ast.And)
         return found
     divergence = function.divergence
     test = _several_processes_way(test, divergence)
@@ -440,10 +441,11 @@ def _implied(
 
 def _with_fact(facts: Facts, key: str, kept: bool) -> Facts | None:
     """``facts`` with ``key`` known as ``kept``; None when they say otherwise."""
-    if dict(facts).get(key, kept) != kept:
+    known = dict(facts)
+    if known.get(key, kept) != kept:
         return None
-    added = facts | {(key, kept)}
-    return None if _broken_clause(dict(added)) else added
+    known[key] = kept
+    return None if _broken_clause(known) else facts | {(key, kept)}
 
 
 #: How a clause fact's name starts: not all of its leaf facts hold together.
@@ -659,7 +661,8 @@ def _compatible(first: Facts, second: Facts) -> bool:
     known = dict(first)
     if not all(known.get(name, truth) == truth for name, truth in second):
         return False
-    return not _broken_clause(known | dict(second))
+    known.update(second)
+    return not _broken_clause(known)
 
 
 class _Unsettled(Exception):

@@ -32,6 +32,7 @@ from ddplint.analysis.control_flow import (
     NodeKind,
     Scope,
     ends_loudly,
+    holds_node,
 )
 from ddplint.analysis.divergence import (
     Divergence,
@@ -473,19 +474,15 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
 def expression_guard(statement: ast.AST, call: ast.Call) -> ast.expr | None:
     """The expression that decides, inside ``statement``, whether ``call`` runs."""
     for parent in ast.walk(statement):
-        if (isinstance(parent, ast.IfExp) and _holds(parent.body, call)) or (
-            isinstance(parent, ast.IfExp) and _holds(parent.orelse, call)
+        if (isinstance(parent, ast.IfExp) and holds_node(parent.body, call)) or (
+            isinstance(parent, ast.IfExp) and holds_node(parent.orelse, call)
         ):
             return parent.test
         if isinstance(parent, ast.BoolOp):
             for position, value in enumerate(parent.values[1:], start=1):
-                if _holds(value, call):
+                if holds_node(value, call):
                     return parent.values[position - 1]
     return None
-
-
-def _holds(expression: ast.AST, call: ast.Call) -> bool:
-    return any(node is call for node in ast.walk(expression))
 
 
 def _condition_spelled(test: Node, collective: Collective) -> bool:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import GLOBAL_ZERO_DECORATORS, LOCAL_RANK_SPELLINGS
-from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly
+from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly, holds_node
 from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
 from ddplint.analysis.dominance import Dependence, decision_successors
 from ddplint.analysis.effects import header_parts
@@ -85,8 +85,23 @@ def guard_of(
     ``view``: the divergence to ask (a batch view), the function's own by default;
     ``balanced``: tests whose ways all do alike what the question asks about (each
     way creates the same process groups), which decide nothing for it."""
-    if node.statement is not None and analysis.single_process.holds(node.statement):
+    guard = _innermost_guard(analysis, scope, node, part, accepted, view, balanced)
+    statement = node.statement
+    if guard is not None and statement is not None and analysis.single_process.holds(statement):
         return None  # it runs only in a single-process job: no peer to part from
+    return guard
+
+
+def _innermost_guard(
+    analysis: ModuleAnalysis,
+    scope: Scope,
+    node: Node,
+    part: ast.AST | None,
+    accepted: Callable[[Taint], bool] | None,
+    view: Divergence | None,
+    balanced: Callable[[Node], bool],
+) -> RankGuard | None:
+    """``guard_of`` before the single-process question (asked only of a guard found)."""
     facts = analysis.function(scope)
     divergence = view if view is not None else facts.divergence
     accepted = accepted or by_rank
@@ -227,13 +242,13 @@ def _expression_guard(statement: ast.AST, part: ast.AST) -> tuple[ast.expr, bool
     found: tuple[ast.expr, bool] | None = None
     for parent in _header_nodes(statement):
         if isinstance(parent, ast.IfExp):
-            if _holds(parent.body, part):
+            if holds_node(parent.body, part):
                 found = (parent.test, True)
-            elif _holds(parent.orelse, part):
+            elif holds_node(parent.orelse, part):
                 found = (parent.test, False)
         elif isinstance(parent, ast.BoolOp):
             for position, value in enumerate(parent.values[1:], start=1):
-                if _holds(value, part):
+                if holds_node(value, part):
                     found = (parent.values[position - 1], isinstance(parent.op, ast.And))
     return found
 
@@ -247,10 +262,6 @@ def _header_nodes(statement: ast.AST) -> Iterator[ast.AST]:
             continue
         yield current
         pending.extend(ast.iter_child_nodes(current))
-
-
-def _holds(expression: ast.AST, part: ast.AST) -> bool:
-    return any(node is part for node in ast.walk(expression))
 
 
 def own_reads(

@@ -89,20 +89,14 @@ def _item_reach(
 ) -> tuple[frozenset[str] | None, ...] | None:
     """The reach of each item where every returned value is a tuple display of the same
     length (no starred item); None otherwise."""
-    if not all(isinstance(value, ast.Tuple) for value in returned):
-        return None
-    lengths = {len(value.elts) for value in returned if isinstance(value, ast.Tuple)}
-    if len(lengths) != 1 or any(
-        isinstance(element, ast.Starred)
-        for value in returned
-        if isinstance(value, ast.Tuple)
-        for element in value.elts
-    ):
-        return None
     tuples = [value for value in returned if isinstance(value, ast.Tuple)]
+    if len(tuples) != len(returned) or len({len(t.elts) for t in tuples}) != 1:
+        return None
+    if any(isinstance(element, ast.Starred) for t in tuples for element in t.elts):
+        return None
     return tuple(
-        _reaching([value.elts[position] for value in tuples], bindings, parameters, names)
-        for position in range(lengths.pop())
+        _reaching([t.elts[position] for t in tuples], bindings, parameters, names)
+        for position in range(len(tuples[0].elts))
     )
 
 
@@ -134,9 +128,7 @@ def _reaching(
                 reaching.add(node.id)  # and what the function stores in it, below
             if node.id in bindings:
                 pending.extend(bindings[node.id])
-            elif node.id in parameters:
-                pass
-            elif node.id not in names.imports and node.id not in _BUILTINS:
+            elif not (node.id in parameters or node.id in names.imports or node.id in _BUILTINS):
                 return None  # ``self``, a global value of the module: not followed
     return frozenset(reaching)
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ddplint.analysis.control_flow import holds_node
+from ddplint.analysis.names import dotted_name
+
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -26,12 +29,12 @@ def last_straight_binding(
     statement after the binding ``forgets`` it (may bind it out of sight)."""
     found: ast.expr | None = None
     for statement in function.body:
-        if _holds(statement, site):
+        if holds_node(statement, site):
             # ``x = f(x)``: the value is read before the statement binds ``x``.
             value = getattr(statement, "value", None)
-            held = value if value is not None and _holds(value, site) else statement
+            held = value if value is not None and holds_node(value, site) else statement
             return None if _binds(held, name) else found
-        if isinstance(statement, ast.Assign) and [_spelled(t) for t in statement.targets] == [name]:
+        if isinstance(statement, ast.Assign) and _sole_target(statement) == name:
             found = statement.value
             continue
         if _binds(statement, name):
@@ -41,23 +44,15 @@ def last_straight_binding(
     return None
 
 
-def _holds(node: ast.AST, site: ast.AST) -> bool:
-    return any(inner is site for inner in ast.walk(node))
+def _sole_target(assignment: ast.Assign) -> str | None:
+    """The dotted name ``a = ...`` / ``self.a = ...`` binds alone (None otherwise)."""
+    return dotted_name(assignment.targets[0]) if len(assignment.targets) == 1 else None
 
 
 def _binds(statement: ast.AST, name: str) -> bool:
     return any(
         isinstance(node, (ast.Name, ast.Attribute))
         and isinstance(node.ctx, ast.Store)
-        and _spelled(node) == name
+        and dotted_name(node) == name
         for node in ast.walk(statement)
     )
-
-
-def _spelled(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        owner = _spelled(node.value)
-        return f"{owner}.{node.attr}" if owner is not None else None
-    return None
