@@ -22,10 +22,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_ENV_VARS, RANK_FUNCTION_NAMES
+from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_FUNCTION_NAMES
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.divergence import PLACEMENT_METHODS
 from ddplint.analysis.names import Names
+from ddplint.analysis.single_process import reads_rank_variable
 
 _BUILTINS = frozenset(dir(builtins))
 #: Calls whose result reads a local clock (the divergence's probes, by module).
@@ -220,13 +221,9 @@ def _own_source(node: ast.AST, names: Names) -> bool:
     """A read of the rank, the environment's rank or a clock."""
     if isinstance(node, ast.Attribute) and node.attr in RANK_ATTRIBUTES:
         return True
-    if isinstance(node, ast.Subscript) and names.resolve(node.value) == "os.environ":
-        return isinstance(node.slice, ast.Constant) and node.slice.value in RANK_ENV_VARS
+    if reads_rank_variable(node, names):
+        return True
     if not isinstance(node, ast.Call):
         return False
     resolved = names.resolve(node.func) or ""
-    if resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES or resolved.startswith(_CLOCK_MODULES):
-        return True
-    return any(
-        isinstance(a, ast.Constant) and a.value in RANK_ENV_VARS for a in node.args[:1]
-    ) and resolved in ("os.environ.get", "os.getenv")
+    return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES or resolved.startswith(_CLOCK_MODULES)

@@ -192,17 +192,26 @@ def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, 
     one; not arithmetic on it. Compared with -1 it asks whether a launcher started the
     run, never which rank."""
     expression = _without_int(expression)
+    if reads_rank_variable(expression, names):
+        return True
     if isinstance(expression, ast.Call):
         resolved = names.resolve(expression.func) or ""
-        if resolved in ENVIRONMENT_READERS:
-            return _is_rank_key(expression.args[:1])
         return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES and not expression.args
-    if isinstance(expression, ast.Subscript):
-        return names.resolve(expression.value) == "os.environ" and _is_rank_key([expression.slice])
     if isinstance(expression, ast.Attribute):
         return expression.attr in RANK_ATTRIBUTES and not expression.attr.startswith("is_")
     if isinstance(expression, ast.Name):
         return switches.launcher_rank(expression, depth - 1) if depth > 0 else False
+    return False
+
+
+def reads_rank_variable(expression: ast.AST, names: Names) -> bool:
+    """A read of the launcher's ``RANK`` / ``LOCAL_RANK`` from the environment:
+    ``os.environ["RANK"]``, ``os.environ.get("RANK", ...)``, ``os.getenv("RANK")``."""
+    if isinstance(expression, ast.Subscript):
+        return names.resolve(expression.value) == "os.environ" and _is_rank_key([expression.slice])
+    if isinstance(expression, ast.Call):
+        resolved = names.resolve(expression.func) or ""
+        return resolved in ENVIRONMENT_READERS and _is_rank_key(expression.args[:1])
     return False
 
 
