@@ -83,10 +83,18 @@ def own_parts(statement: ast.AST) -> list[ast.AST]:
 class HostWaits:
     """Where the calls of one module run, and which fill a cache once."""
 
-    def __init__(self, module: ast.Module) -> None:
-        self.nodes = ModuleNodes(module)
-        self.names = Names(module)
-        self.graphs = ScopeGraphs(module)
+    def __init__(
+        self,
+        module: ast.Module,
+        nodes: ModuleNodes | None = None,
+        names: Names | None = None,
+        graphs: ScopeGraphs | None = None,
+    ) -> None:
+        """``nodes``, ``names``, ``graphs``: the module's own, where an analysis of it
+        has built them already (they are built here otherwise)."""
+        self.nodes = nodes if nodes is not None else ModuleNodes(module)
+        self.names = names if names is not None else Names(module)
+        self.graphs = graphs if graphs is not None else ScopeGraphs(module)
         self._calls_at: dict[tuple[Position, Position], ast.Call] = {
             (start_of(call), end_of(call)): call for call in self.nodes.of_type(ast.Call)
         }

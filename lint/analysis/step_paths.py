@@ -112,13 +112,25 @@ class StepPath:
         return f"`{self.chain[-1]}` (called from `{self.entry}`)"
 
 
+def host_waits_of(analysis: ModuleAnalysis) -> HostWaits:
+    """The host-wait questions of the analysed module, on the analysis's own nodes,
+    names and graphs (one walk and one graph per scope for both)."""
+    return HostWaits(analysis.module, analysis.nodes, analysis.names, analysis.graphs)
+
+
 class StepPaths:
     """The step path of one module."""
 
-    def __init__(self, analysis: ModuleAnalysis, *, in_training: bool = True) -> None:
+    def __init__(
+        self,
+        analysis: ModuleAnalysis,
+        *,
+        in_training: bool = True,
+        waits: HostWaits | None = None,
+    ) -> None:
         self._analysis = analysis
         self._in_training = in_training
-        self.waits = HostWaits(analysis.module)
+        self.waits = waits if waits is not None else host_waits_of(analysis)
         self.frequency = StepFrequency(
             analysis.module,
             self.waits,

@@ -12,7 +12,8 @@ import libcst as cst
 
 from ddplint.analysis.device_queue import DeviceQueue
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.step_paths import StepPaths
+from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.step_paths import StepPaths, host_waits_of
 from ddplint.analysis.step_syncs import HostSync, step_syncs
 from ddplint.code.collectives.call_reach import CallReach
 from ddplint.code.collectives.catalogue import Collective, classify_call
@@ -176,14 +177,19 @@ class CodeContext:
         )
 
     @cached_property
+    def host_waits(self) -> HostWaits:
+        """The core's host-wait questions, on the analysis's nodes, names and graphs."""
+        return host_waits_of(self.analysis)
+
+    @cached_property
     def step_paths(self) -> StepPaths:
         """The core's step path: which code runs on every training step, and why."""
-        return StepPaths(self.analysis, in_training=self.in_training)
+        return StepPaths(self.analysis, in_training=self.in_training, waits=self.host_waits)
 
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
-        return DeviceQueue(self.step_paths.waits)
+        return DeviceQueue(self.host_waits)
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:
@@ -216,9 +222,8 @@ class CodeContext:
     def step_waits(self) -> StepWaits:
         """The core's per-step wait questions (queue already drained, cache filled once)
         asked of LibCST calls."""
-        return StepWaits(
-            self.ast_module, self.range_of, self.source.lines, self.project.core_facts()
-        )
+        queue = self.device_queue if self.ast_module is not None else None
+        return StepWaits(queue, self.range_of, self.source.lines, self.project.core_facts())
 
     @cached_property
     def data_dependence(self) -> DataDependence:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 import libcst as cst
 
 from ddplint.analysis.device_queue import DeviceQueue
-from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 from ddplint.analysis.step_frequency import Occasion, StepFrequency
 
@@ -28,17 +27,19 @@ class StepWaits:
 
     def __init__(
         self,
-        module: ast.Module | None,
+        queue: DeviceQueue | None,
         locate: Locate,
         lines: list[str],
         project: ProjectFacts = NO_PROJECT,
     ) -> None:
-        self._waits = HostWaits(module) if module is not None else None
-        self._queue = DeviceQueue(self._waits) if self._waits is not None else None
-        self._placement = self._queue.placement if self._queue is not None else None
+        """``queue``: the module's device queue (on its host waits); None where CPython
+        refuses the module."""
+        self._queue = queue
+        self._waits = queue.where if queue is not None else None
+        self._placement = queue.placement if queue is not None else None
         self._frequency = (
-            StepFrequency(module, self._waits, project)
-            if module is not None and self._waits is not None
+            StepFrequency(self._waits.nodes.module, self._waits, project)
+            if self._waits is not None
             else None
         )
         self._locate = locate
