@@ -6,25 +6,12 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|3|4|5|6|7|8|9|10|11`` (default 1): which list, split and
+Every command takes ``--corpus-set 1|2|...|12`` (default 1): which list, split and
 verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
-set 2 is ``repositories-2.tsv`` / ``split-2.tsv`` / ``verdicts-repositories-2.tsv`` (the
-second blind half), set 3 is ``repositories-3.tsv`` / ``split-3.tsv`` /
-``verdicts-repositories-3.tsv`` (the third blind half), set 4 is ``repositories-4.tsv`` /
-``split-4.tsv`` / ``verdicts-repositories-4.tsv`` (every repository blind: no draw, no
-seed), set 5 likewise ``repositories-5.tsv`` / ``split-5.tsv`` /
-``verdicts-repositories-5.tsv`` (every repository blind), set 6 likewise
-``repositories-6.tsv`` / ``split-6.tsv`` / ``verdicts-repositories-6.tsv`` (every
-repository blind), set 7 likewise ``repositories-7.tsv`` / ``split-7.tsv`` /
-``verdicts-repositories-7.tsv`` (every repository blind), set 8 likewise
-``repositories-8.tsv`` / ``split-8.tsv`` / ``verdicts-repositories-8.tsv`` (every
-repository blind), set 9 likewise ``repositories-9.tsv`` / ``split-9.tsv`` /
-``verdicts-repositories-9.tsv`` (every repository blind), set 10 likewise
-``repositories-10.tsv`` / ``split-10.tsv`` / ``verdicts-repositories-10.tsv`` (every
-repository blind), set 11 likewise ``repositories-11.tsv`` / ``split-11.tsv`` /
-``verdicts-repositories-11.tsv`` (every repository blind). ``--repos``, ``--split`` and
-``--verdicts`` name other files.
+set N from 2 on is ``repositories-N.tsv`` / ``split-N.tsv`` / ``verdicts-repositories-N.tsv``
+(sets 2 and 3: a drawn blind half; sets 4 onward: every repository blind, no draw, no seed).
+``--repos``, ``--split`` and ``--verdicts`` name other files.
 ``split`` draws a split once: the repositories sorted by ``sha256(SEED + owner/name)``,
 the first half ``develop``, the rest ``blind`` (the seed strings are ``SPLIT_SEEDS``).
 
@@ -116,6 +103,11 @@ CORPUS_SETS = {
         CORPORA / "split-11.tsv",
         CORPORA / "verdicts-repositories-11.tsv",
     ),
+    "12": (
+        CORPORA / "repositories-12.tsv",
+        CORPORA / "split-12.tsv",
+        CORPORA / "verdicts-repositories-12.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -130,6 +122,7 @@ SPLIT_SEEDS = {
     "9": "",
     "10": "",
     "11": "",
+    "12": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
