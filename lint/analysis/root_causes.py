@@ -16,7 +16,6 @@ The question that says most about the cause owns it and the general one defers:
 
 from __future__ import annotations
 
-import ast
 from functools import cached_property
 
 from ddplint.analysis.api import GROUP_CREATIONS
