@@ -16,6 +16,7 @@ The question that says most about the cause owns it and the general one defers:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 
 from ddplint.analysis.api import GROUP_CREATIONS
@@ -25,6 +26,7 @@ from ddplint.analysis.effects import DDP_FORWARD
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.group_creations import groups_on_some_ranks
 from ddplint.analysis.questions import Parting, where_ranks_part
+from ddplint.analysis.rank_guards import RankGuard
 from ddplint.analysis.step_skips import DataSkip, data_dependent_skips
 
 
@@ -36,17 +38,11 @@ class RootCauses:
 
     @cached_property
     def _forward_tests(self) -> set[int]:
-        found: set[int] = set()
-        for forward in ddp_forwards_on_some_ranks(self._analysis):
-            found |= {id(forward.guard.cause), id(forward.guard.test)}
-        return found
+        return _guard_tests(f.guard for f in ddp_forwards_on_some_ranks(self._analysis))
 
     @cached_property
     def _group_tests(self) -> set[int]:
-        found: set[int] = set()
-        for group in groups_on_some_ranks(self._analysis):
-            found |= {id(group.guard.cause), id(group.guard.test)}
-        return found
+        return _guard_tests(g.guard for g in groups_on_some_ranks(self._analysis))
 
     @cached_property
     def _skip_exits(self) -> set[int]:
@@ -78,3 +74,8 @@ class RootCauses:
         """Whether the skip's test is the test of a parting decided by a flag some ranks
         set: that parting names the flag (one finding per root cause)."""
         return skip.test is not None and id(skip.test) in self._decided_tests
+
+
+def _guard_tests(guards: Iterable[RankGuard]) -> set[int]:
+    """The statements and tests of rank guards, by id."""
+    return {id(node) for guard in guards for node in (guard.cause, guard.test)}
