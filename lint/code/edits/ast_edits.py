@@ -274,7 +274,7 @@ def _remove_from_line(ctx: CodeContext, statement: ast.stmt, block: list[ast.stm
 
 def add_ast_keyword(ctx: CodeContext, call: ast.Call, text: str) -> Edit:
     """Append ``text`` (``name=value``) to the arguments of ``call``."""
-    given: list[ast.AST] = [*call.args, *call.keywords]
+    given: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
     if given:
         last = max(given, key=lambda a: (a.end_lineno or 0, a.end_col_offset or 0))
         _, _, end_line, end_column = ctx.ast_range(last)
