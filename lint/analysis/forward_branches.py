@@ -23,7 +23,14 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.control_flow import Graph, Node, NodeKind, own_nodes, single_bindings
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    own_nodes,
+    single_bindings,
+)
 from ddplint.analysis.divergence import Source
 from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import header_parts
@@ -316,8 +323,7 @@ class ForwardBranches:
         for node in graph.nodes:
             if node.kind is not NodeKind.TEST or not isinstance(node.statement, ast.If):
                 continue
-            ways = dict((edge, s) for s, edge in decision_successors(node))
-            arms = [s for e, s in ways.items() if e.value in ("true", "false")]
+            arms = [s for s, e in decision_successors(node) if e in (EdgeKind.TRUE, EdgeKind.FALSE)]
             if len(arms) != 2:
                 continue
             skipped = tuple(
