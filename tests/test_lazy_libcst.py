@@ -18,8 +18,23 @@ from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 
-#: DDP502 reads LibCST: a forward that skips a submodule on one branch, wrapped in DDP
-#: without ``find_unused_parameters`` (line 12: the branch's call).
+#: DDP240 reads LibCST: a host list uploaded to the device in every forward (line 8).
+HOST_UPLOAD = b"""import torch
+from torch import nn
+
+
+class Criterion(nn.Module):
+    def forward(self, outputs, targets):
+        count = sum(len(t) for t in targets)
+        count = torch.as_tensor([count], dtype=torch.float, device=outputs.device)
+        return outputs.sum() / count
+"""
+
+#: The same module without a device: DDP240's forms are not there.
+NO_DEVICE = HOST_UPLOAD.replace(b", device=outputs.device", b"")
+
+#: DDP502 answers on the core: a forward that skips a submodule on one branch, wrapped
+#: in DDP without ``find_unused_parameters`` (line 12: the branch's test), with a fix.
 BRANCH_SKIPS = b"""from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -39,11 +54,6 @@ class Net(nn.Module):
 def wrap(rank):
     return DDP(Net().cuda(), device_ids=[rank])
 """
-
-#: The same module, never wrapped: nothing in it names a DDP wrapper.
-NO_WRAPPER = BRANCH_SKIPS.split(b"\n\n\ndef wrap")[0].replace(
-    b"from torch.nn.parallel import DistributedDataParallel as DDP\n", b""
-)
 
 RANKS_PART = b"""import torch.distributed as dist
 
@@ -74,16 +84,22 @@ def _lint(raw: bytes, *codes: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_rule_left_out_by_its_forms_costs_no_libcst_parse(libcst_parses: list[str]) -> None:
-    outcome = _lint(NO_WRAPPER, "DDP502", "DDP217")
+    outcome = _lint(NO_DEVICE, "DDP240", "DDP217")
     assert outcome.errors == [] and outcome.findings == []
     assert libcst_parses == []
 
 
-def test_a_rule_whose_forms_are_there_parses_once_and_fixes(libcst_parses: list[str]) -> None:
+def test_a_rule_whose_forms_are_there_parses_once(libcst_parses: list[str]) -> None:
+    outcome = _lint(HOST_UPLOAD, "DDP240", "DDP217")
+    assert [(f.rule, f.line) for f in outcome.findings] == [("DDP240", 8)]
+    assert len(libcst_parses) == 1
+
+
+def test_a_core_rule_offers_its_fix_without_libcst(libcst_parses: list[str]) -> None:
     outcome = _lint(BRANCH_SKIPS, "DDP502", "DDP217")
     assert [(f.rule, f.line) for f in outcome.findings] == [("DDP502", 12)]
     assert outcome.findings[0].fix is not None
-    assert len(libcst_parses) == 1
+    assert libcst_parses == []
 
 
 def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
@@ -93,17 +109,17 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART + b"\n\n" + BRANCH_SKIPS, "DDP201", "DDP502")
-    assert {"DDP201", "DDP502"} <= {f.rule for f in outcome.findings}
+    outcome = _lint(RANKS_PART + b"\n\n" + HOST_UPLOAD, "DDP201", "DDP240")
+    assert {"DDP201", "DDP240"} <= {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
 
 def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
     libcst_parses: list[str],
 ) -> None:
-    """DDP502 reads LibCST, but a module that names no DDP wrapper holds none of its
+    """DDP240 reads LibCST, but a module that names no device holds none of its
     hazards: only the core's rule runs."""
-    outcome = _lint(RANKS_PART, "DDP201", "DDP502")
+    outcome = _lint(RANKS_PART, "DDP201", "DDP240")
     assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 
@@ -111,7 +127,7 @@ def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
 def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None:
     """The screens say yes where CPython refuses the file: LibCST parses it and the
     error is reported, as when every file was parsed."""
-    outcome = _lint(b"from torch.nn.parallel import DistributedDataParallel\ndef f(:\n", "DDP502")
+    outcome = _lint(b"x = torch.tensor(1, device=d)\ndef f(:\n", "DDP240")
     assert [e.message.startswith("cannot parse") for e in outcome.errors] == [True]
     assert len(libcst_parses) == 1
 
@@ -122,9 +138,9 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
 ) -> None:
     """LibCST reads a 3.12 ``type`` statement that CPython 3.11 refuses: the rules over
     LibCST run, the core's rules are left out with one notice, and nothing is an error."""
-    outcome = _lint(b"type Batch = list[int]\n" + BRANCH_SKIPS, "DDP502", "DDP219")
+    outcome = _lint(b"type Batch = list[int]\n" + HOST_UPLOAD + RANKS_PART, "DDP240", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP502"]
+    assert [f.rule for f in outcome.findings] == ["DDP240"]
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
@@ -137,24 +153,22 @@ def test_indentation_only_cpython_reads_keeps_the_core_rules_with_one_notice(
     code = (
         b"import torch.distributed as dist\n\ndef g(t):\n    if dist.get_rank() == 0:\n"
         b"\t    dist.new_group([0])\n\t    dist.all_reduce(t)\n"
-        b"from torch.nn.parallel import DistributedDataParallel\n"
+        b"x = torch.tensor(1, device=d)\n"
     )
-    outcome = _lint(code, "DDP207", "DDP502", "DDP219")
+    outcome = _lint(code, "DDP207", "DDP240", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert sorted(f.rule for f in outcome.findings) == ["DDP207", "DDP219"]
-    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP502 not run")
+    # The parting at the rank test skips the group DDP207 reports: one finding per root cause.
+    assert sorted(f.rule for f in outcome.findings) == ["DDP207"]
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP240 not run")
     assert "Python's own parser reads it" in outcome.notices[0]
     assert len(libcst_parses) == 1
 
 
 def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None:
-    code = (
-        b"from torch.nn.parallel import DistributedDataParallel\n\ndef g(t):\n"
-        b"    if t:\n\t    t.sum()\n"
-    )
-    outcome = _lint(code, "DDP502")
+    code = b"x = torch.tensor(1, device=d)\n\ndef g(t):\n    if t:\n\t    t.sum()\n"
+    outcome = _lint(code, "DDP240")
     assert outcome.errors == [] and outcome.findings == []
-    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP502"]
+    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP240"]
 
 
 SCREENED = [

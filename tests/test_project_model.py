@@ -137,7 +137,9 @@ EXPECTED = {
 EXPECTED_CORE = {
     "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
     # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
-    "ddp_model_elsewhere": {("evaluation.py", 7, "DDP219"), ("loops.py", 16, "DDP219")},
+    # The partings at those rank tests skip the DDP forwards DDP213 reports above (one
+    # finding per root cause, ``analysis.root_causes``).
+    "ddp_model_elsewhere": set(),
     # The core follows the sharding into `prepare` (project facts) and the save into
     # `save_sharded`: the rank partings at the test are DDP219's and DDP201's.
     "shard_later": {("train_bad.py", 10, "DDP219")},

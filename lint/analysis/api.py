@@ -138,6 +138,34 @@ DDP_WRAPPERS = frozenset(
         "torch.nn.DistributedDataParallel",
     }
 )
+#: Lightning's DDP strategy classes (``find_unused_parameters`` is one of their options).
+LIGHTNING_DDP_STRATEGIES = frozenset(
+    {
+        "lightning.pytorch.strategies.DDPStrategy",
+        "lightning.pytorch.strategies.ddp.DDPStrategy",
+        "pytorch_lightning.strategies.DDPStrategy",
+        "pytorch_lightning.strategies.ddp.DDPStrategy",
+        "lightning.fabric.strategies.DDPStrategy",
+        "lightning_fabric.strategies.DDPStrategy",
+    }
+)
+LIGHTNING_TRAINERS = frozenset(
+    {
+        "lightning.Trainer",
+        "lightning.pytorch.Trainer",
+        "lightning.pytorch.trainer.Trainer",
+        "lightning.pytorch.trainer.trainer.Trainer",
+        "pytorch_lightning.Trainer",
+        "pytorch_lightning.trainer.Trainer",
+        "pytorch_lightning.trainer.trainer.Trainer",
+    }
+)
+#: Lightning strategy names that mean DDP with ``find_unused_parameters=False``.
+DDP_STRATEGY_NAMES = frozenset(
+    name + suffix
+    for name in ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook")
+    for suffix in ("", "_find_unused_parameters_false")
+)
 #: Tensor-parallel plans applied to a model in place.
 PARALLELIZE_FUNCTIONS = frozenset(
     {

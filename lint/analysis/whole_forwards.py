@@ -198,7 +198,7 @@ class WholeForwards:
     ) -> set[str] | None:
         """The ``self.x`` of ``cls`` that hold parameters needing gradients; None when
         one is not known."""
-        frozen = _frozen_submodules(methods.get("__init__"))
+        frozen = frozen_submodules(methods.get("__init__"))
         holders: set[str] = set()
         for method in methods.values():
             for node in ast.walk(method):
@@ -335,7 +335,7 @@ def _calls_a_method(statement: ast.stmt, attribute: str) -> bool:
     )
 
 
-def _frozen_submodules(init: _Function | None) -> frozenset[str]:
+def frozen_submodules(init: _Function | None) -> frozenset[str]:
     """``x`` for ``self.x.requires_grad_(False)`` or ``for p in self.x.parameters():
     p.requires_grad = False`` in ``__init__``: DDP leaves out parameters that need no
     gradient when it is built."""

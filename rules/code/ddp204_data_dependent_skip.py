@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ddplint.analysis.api import STEP_FAILURES
 from ddplint.analysis.caught_exceptions import StepEvent
+from ddplint.analysis.root_causes import RootCauses
 from ddplint.analysis.step_skips import DataSkip, data_dependent_skips
 from ddplint.code.context import CodeContext
 from ddplint.code.syntax.ast_snippets import SUMMARY_SNIPPET, ast_except_clause, ast_snippet
@@ -69,7 +70,10 @@ class DataDependentSkip(CodeRule):
     opt in optimizers.items()`), a `+= 1` counter of the loop's turns; a
     question about the batch's structure (`isinstance(batch, dict)`, `"key" in batch`,
     `batch.keys()`). A `return None` or constant loss from an automatically optimised
-    `training_step` is DDP205's.
+    `training_step` is DDP205's. A test of a flag that some ranks set under a test
+    of their own (`if rank == 0 and torch.isnan(loss): stop = True` ... `if not
+    stop: all_gather(...)`) is DDP211's, which names the flag: one finding per root
+    cause.
 
     ## Why is this bad?
     Each rank decides on its own batch, so one rank skips while the others do not.
@@ -123,7 +127,10 @@ class DataDependentSkip(CodeRule):
     reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        root_causes = RootCauses(ctx.analysis)
         for skip in data_dependent_skips(ctx.analysis, catches_step_failure):
+            if root_causes.skip_owned_elsewhere(skip):
+                continue  # DDP211's finding: it names the flag some ranks set
             message, summary = _message(ctx, skip)
             yield ctx.ast_finding(
                 self,

@@ -60,7 +60,10 @@ class DdpForwardOnSomeRanks(CodeRule):
     Unsafe: `model.module` skips the buffer broadcast, so it computes with this rank's
     own buffers. On rank 0 those are the ones DDP would broadcast, so the result is the
     same there; on another rank, or where the buffers must first be synchronised, it is
-    not.
+    not. No fix is offered where the forward runs in training (its result reaches a
+    backward in the same function, with autograd on; for a function handed the model,
+    the forward inside it): the inner module's backward does not reduce gradients, so
+    the fix would turn a hang into ranks that silently train apart.
 
     ## References
     - PyTorch docs, `DistributedDataParallel` (`broadcast_buffers`: "Flag that enables
@@ -116,8 +119,9 @@ class DdpForwardOnSomeRanks(CodeRule):
 
 def _fix(ctx: CodeContext, forward: ForwardOnSomeRanks, model: str) -> Fix | None:
     """``m(x)`` -> ``m.module(x)``; ``m.forward(x)`` -> ``m.module.forward(x)``;
-    ``f(m)`` -> ``f(m.module)``."""
-    if not isinstance(forward.model, (ast.Name, ast.Attribute)):
+    ``f(m)`` -> ``f(m.module)``; none where the forward runs in training (its result
+    reaches a backward with autograd on): the inner module has no gradient reduction."""
+    if forward.trains or not isinstance(forward.model, (ast.Name, ast.Attribute)):
         return None
     edit = replace_ast_node(ctx, forward.model, f"{model}.module")
     message = f"Call the inner module (`{model}.module`): no buffer broadcast"

@@ -14,6 +14,7 @@ from ddplint.analysis.point_to_point import (
     unanswered_transfers,
 )
 from ddplint.analysis.questions import Parting, where_ranks_part
+from ddplint.analysis.root_causes import RootCauses
 from ddplint.analysis.some_ranks import rank_class_parting
 from ddplint.code.context import CodeContext
 from ddplint.finding import Finding, Severity
@@ -101,7 +102,10 @@ class RanksPartBeforeCollective(CodeRule):
     module that uses none of them. A collective that a test on the rank itself gives to
     one rank class and not the other (`if rank == 0: barrier()`, a `return` under it)
     is DDP201's finding, at the same place: one finding per root cause (trip counts
-    and orders decided by the rank stay here).
+    and orders decided by the rank stay here). Likewise a DDP model's forward under
+    a rank test is DDP213's, a process group made under one DDP207's, and an exit
+    on this rank's own data (`if torch.isnan(loss): continue` before `backward()`)
+    DDP204's (`analysis.root_causes`).
 
     This rule is built on the analysis core (control flow, post-dominators, a
     flow-sensitive divergence analysis): preview while its precision on code nobody
@@ -152,11 +156,14 @@ class RanksPartBeforeCollective(CodeRule):
     more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv", "send"),)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        root_causes = RootCauses(ctx.analysis)
         for parting in where_ranks_part(ctx.analysis):
             if decided_by_some_ranks(parting):
                 continue  # DDP211's finding: it names the flag (one per root cause)
             if rank_class_parting(parting):
                 continue  # DDP201's finding: decided by the rank itself
+            if root_causes.parting_owned_elsewhere(parting):
+                continue  # DDP213's, DDP207's or DDP204's finding
             yield ctx.ast_finding(
                 self,
                 parting.cause,

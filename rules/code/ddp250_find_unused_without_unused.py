@@ -6,10 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.api import DDP_WRAPPERS
-from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import call_argument, dotted_name, keyword_argument
+from ddplint.analysis.ddp_wrappings import wrapped_classes
+from ddplint.analysis.names import call_argument, keyword_argument
 from ddplint.code.context import CodeContext
-from ddplint.code.edits.ast_edits import ast_node_text
+from ddplint.code.values.declared_values import declared_value
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -98,7 +98,7 @@ class FindUnusedWithoutUnused(CodeRule):
             why = _flag_true(ctx, flag.value, scope)
             if why is None:
                 continue
-            classes = _wrapped_classes(analysis, model, call)
+            classes = wrapped_classes(analysis, model, call)
             if not classes or not all(analysis.whole_forwards.uses_everything(c) for c in classes):
                 continue
             class_name = " / ".join(f"`{c}`" for c in classes)
@@ -121,53 +121,10 @@ def _flag_true(ctx: CodeContext, value: ast.expr, scope: ast.AST) -> str | None:
     """``""`` when ``value`` is True where it is written (a literal or a name bound to
     one), a clause citing the declared default or config value when that is True; None
     otherwise."""
-    analysis = ctx.analysis
-    if analysis.constants.value(value, scope) is True:
-        return ""
-    default = analysis.fallback_defaults.of(value, scope)
-    if default is not None:
-        return f" ({default.where} True)" if default.value is True else None
-    found = ctx.config_reads.value_at(ast_node_text(ctx, value), value.lineno)
-    if found is not None and found.value is True:
-        return f" (the config sets `{found.key}` to true at `{found.where}`)"
-    return None
-
-
-def _wrapped_classes(analysis: ModuleAnalysis, model: ast.expr, call: ast.Call) -> list[str]:
-    """The classes of this module the wrapped ``model`` is built from: the one it builds
-    in place or through a name; for a parameter of a function of this module that wraps
-    what it is handed, the classes every caller in the module hands it (none when one
-    caller's cannot be told)."""
-    whole = analysis.whole_forwards
-    built = whole.built_class(model, call)
-    if built is not None:
-        return [built]
-    scope = analysis.nodes.scope_of_call(call)
-    if not isinstance(model, ast.Name) or not isinstance(
-        scope, (ast.FunctionDef, ast.AsyncFunctionDef)
-    ):
-        return []
-    arguments = scope.args
-    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-    if model.id not in positional + [a.arg for a in arguments.kwonlyargs]:
-        return []
-    if any(
-        isinstance(node, ast.Name) and node.id == model.id and isinstance(node.ctx, ast.Store)
-        for node in ast.walk(scope)
-    ):
-        return []
-    position = positional.index(model.id) if model.id in positional else -1
-    found: list[str] = []
-    for caller in analysis.nodes.calls_in_order():
-        if dotted_name(caller.func) != scope.name or analysis.callee_of(caller) is not scope:
-            continue
-        handed = call_argument(caller, position, model.id)
-        built = whole.built_class(handed, caller) if handed is not None else None
-        if built is None:
-            return []
-        if built not in found:
-            found.append(built)
-    return found
+    declared = declared_value(ctx, value, scope)
+    if declared is None or declared.value is not True:
+        return None
+    return f" ({declared.cited})" if declared.cited else ""
 
 
 def _called_method(call: ast.Call) -> str | None:

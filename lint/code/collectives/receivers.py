@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ddplint.analysis.api import ACCELERATE_CLASSES, DEEPSPEED_INITIALIZE, FABRIC_CLASSES
-from ddplint.code.collectives.ddp_wrappers import LIGHTNING_TRAINERS
+from ddplint.analysis.api import (
+    ACCELERATE_CLASSES,
+    DEEPSPEED_INITIALIZE,
+    FABRIC_CLASSES,
+    LIGHTNING_TRAINERS,
+)
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable, dotted_name
 

@@ -270,3 +270,14 @@ def _remove_from_line(ctx: CodeContext, statement: ast.stmt, block: list[ast.stm
         return Edit(line, column, following[0], following[1], "")
     previous = ctx.ast_range(block[index - 1])
     return Edit(previous[2], previous[3], end_line, end_column, "")
+
+
+def add_ast_keyword(ctx: CodeContext, call: ast.Call, text: str) -> Edit:
+    """Append ``text`` (``name=value``) to the arguments of ``call``."""
+    given: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    if given:
+        last = max(given, key=lambda a: (a.end_lineno or 0, a.end_col_offset or 0))
+        _, _, end_line, end_column = ctx.ast_range(last)
+        return Edit(end_line, end_column, end_line, end_column, f", {text}")
+    _, _, end_line, end_column = ctx.ast_range(call)
+    return Edit(end_line, end_column - 1, end_line, end_column - 1, text)
