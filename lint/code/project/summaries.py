@@ -14,8 +14,11 @@ import ast
 from typing import Any
 
 from ddplint.analysis.api import (
+    DATA_LOADERS,
+    DATALOADER_POSITIONS,
     DDP_WRAPPERS,
     DEVICE_CHOICES,
+    DISTRIBUTED_SAMPLERS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
@@ -25,12 +28,14 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 from ddplint.code.syntax.python_ast import child_nodes
 
+#: Position of ``shuffle`` among ``DistributedSampler``'s parameters.
+_SHUFFLE_POSITION = 3
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -158,7 +163,8 @@ def function_summary(
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
     ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
-    the rank (``[target, argument position or keyword]``); its positional parameters.
+    the rank, and where it passes a loader it built on a distributed sampler (both
+    ``[target, argument position or keyword]``); its positional parameters.
     ``nodes``: its ``own_nodes``, where the caller has them."""
     if nodes is None:
         nodes = own_nodes(function)
@@ -175,6 +181,8 @@ def function_summary(
     wrapped_args: list[list[Any]] = []
     rank_names = _rank_bound_names(nodes)
     rank_args: list[list[Any]] = []
+    sampled = _distributed_loader_names(nodes, imports)
+    loader_args: list[list[Any]] = []
     allocations = _allocations(nodes)
     made_args: list[list[Any]] = []
     for node in nodes:
@@ -205,6 +213,7 @@ def function_summary(
                     forwards.extend([target, argument, own] for argument, own in passed)
                 wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
                 rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
+                loader_args.extend([target, at] for at in _named_arguments(node, sampled))
                 made_args.extend(
                     [target, at, made] for at, made in _allocated_arguments(node, allocations)
                 )
@@ -231,6 +240,7 @@ def function_summary(
         "forwards": forwards,
         "wrapped_args": wrapped_args,
         "rank_args": rank_args,
+        "loader_args": loader_args,
         "made_args": made_args,
         "params": list(positions),
         "return_calls": return_calls,
@@ -409,6 +419,78 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
         if not local:
             wrapped.setdefault(node.targets[0].id, node.lineno)
     return wrapped
+
+
+def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
+    """Names the function binds to a data loader built on a distributed sampler (its
+    ``sampler``, or an argument of its ``batch_sampler``, is a ``DistributedSampler``
+    made in place or bound to a name the function binds to one, on some path), with the
+    first such line. A sampler made with ``shuffle=False`` does not count."""
+    samplers = {
+        node.targets[0].id
+        for node in nodes
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and _shuffling_sampler(node.value, imports)
+    }
+
+    def distributed(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.IfExp):
+            return distributed(value.body) or distributed(value.orelse)
+        if isinstance(value, ast.Name):
+            return value.id in samplers
+        return value is not None and _shuffling_sampler(value, imports)
+
+    loaders: dict[str, int] = {}
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and qualify(dotted(node.value.func) or "", imports) in DATA_LOADERS
+        ):
+            continue
+        call = node.value
+        given = passed_argument(call, "sampler", DATALOADER_POSITIONS["sampler"])
+        batches = passed_argument(call, "batch_sampler")
+        inner = (
+            [*batches.args, *(k.value for k in batches.keywords)]
+            if isinstance(batches, ast.Call)
+            else []
+        )
+        if distributed(given) or any(distributed(value) for value in inner):
+            loaders.setdefault(node.targets[0].id, node.lineno)
+    return loaders
+
+
+def _shuffling_sampler(value: ast.expr, imports: dict[str, str]) -> bool:
+    """``DistributedSampler(...)`` without ``shuffle=False``."""
+    if not (
+        isinstance(value, ast.Call)
+        and qualify(dotted(value.func) or "", imports) in DISTRIBUTED_SAMPLERS
+    ):
+        return False
+    shuffle = passed_argument(value, "shuffle", _SHUFFLE_POSITION)
+    return not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+
+
+def _named_arguments(call: ast.Call, names: dict[str, int]) -> list[int | str]:
+    """The positions and keywords at which ``call`` passes one of ``names`` as it is,
+    on a line after the name was first bound."""
+
+    def passed(value: ast.expr) -> bool:
+        return isinstance(value, ast.Name) and names.get(value.id, call.lineno) < call.lineno
+
+    found: list[int | str] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if passed(argument):
+            found.append(index)
+    found.extend(k.arg for k in call.keywords if k.arg is not None and passed(k.value))
+    return found
 
 
 def _rank_bound_names(nodes: list[ast.AST]) -> tuple[dict[str, int], set[str]]:
