@@ -87,8 +87,9 @@ SAMPLED_LOADER_NEEDLES = ("DistributedSampler", "DataLoader")
 
 #: The words a project fact can stand for (``FileFacts.informs_rules``): a rank test, a
 #: collective, a DDP model, a device choice made by a project function under another
-#: name, or a loader on a distributed sampler handed in. A file with such facts passes a pre-filter group holding one of these words
-#: without the word; a rule's other groups and its required words it must still hold.
+#: name, or a loader on a distributed sampler handed in. A file with such facts passes
+#: a pre-filter group holding one of these words without the word; a rule's other
+#: groups and its required words it must still hold.
 PROJECT_STAND_INS = frozenset(
     (
         *RANK_NEEDLES,

@@ -198,6 +198,20 @@ def test_a_file_named_alone_gets_the_answer_of_the_whole_tree(project: Path) -> 
         )
 
 
+@pytest.mark.parametrize("project", ["loader_elsewhere"], indirect=True)
+def test_a_handed_loader_walked_by_a_helper_without_set_epoch(project: Path) -> None:
+    # `train_each_epoch` hands its loader on to `one_epoch`, which walks it: one loader
+    # (the helper's parameter is not another), covered by the `set_epoch` in the epoch
+    # loop; without that call the epoch loop around the helper's call is reported.
+    loops = project / "loops.py"
+    loops.write_text(
+        loops.read_text().replace("        train_loader.sampler.set_epoch(epoch)\n", "")
+    )
+    result = run(project, [project])
+    assert found(result, project) == {("loops.py", 2, "DDP402"), ("loops.py", 12, "DDP402")}
+    assert any("`one_epoch` walks it" in f.message for f in result.findings)
+
+
 @pytest.mark.parametrize("project", ["save_checkpoint"], indirect=True)
 def test_cached_findings_follow_an_edit_of_what_the_file_reaches(project: Path) -> None:
     utils = project / "utils.py"

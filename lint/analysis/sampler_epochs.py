@@ -63,11 +63,11 @@ class UnsetSampler:
 @dataclass(frozen=True)
 class UnsetHandedLoader:
     """A loader that callers in other modules build on a distributed sampler and hand to
-    ``function`` as ``parameter``, walked by ``loop`` every epoch with no ``set_epoch``
-    on its sampler."""
+    a function of the module, walked by ``loop`` (over ``walked``, in ``function``)
+    every epoch with no ``set_epoch`` on its sampler."""
 
-    function: Function
-    parameter: str
+    function: ast.AST
+    walked: str
     loop: WalkLoop
 
 
@@ -87,14 +87,16 @@ def handed_loaders_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetHand
     epochs = _SamplerEpochs.of(analysis)
     if epochs is None:
         return []
-    found: list[UnsetHandedLoader] = []
-    for flows in epochs.flows:
-        if flows.handed is None:
-            continue
-        loop = epochs.unset_handed(flows)
-        if loop is not None:
-            found.append(UnsetHandedLoader(*flows.handed, loop))
-    return sorted(found, key=lambda u: (u.loop.outer.lineno, u.loop.outer.col_offset))
+    return [
+        UnsetHandedLoader(
+            epochs.code.scope_of(loop.walk),
+            dotted_name(walked_iterable(analysis.names, loop.walk.iter)) or "the loader",
+            loop,
+        )
+        for flows in epochs.flows
+        if flows.handed
+        for loop in epochs.unset_handed(flows)
+    ]
 
 
 def _handed_loaders(analysis: ModuleAnalysis) -> list[tuple[Function, str]]:
@@ -145,7 +147,7 @@ class _SamplerEpochs:
         self._analysis = analysis
         self._code = code
         self.flows = [self._flows_of(sampler) for sampler in samplers]
-        self.flows += [self._flows_handed(function, name) for function, name in handed]
+        self.flows += self._flows_handed(handed)
         self._set_epochs = [
             (call, scope)
             for call, scope in code.calls
@@ -179,27 +181,47 @@ class _SamplerEpochs:
 
         return _Flows(sampler, held, ObjectFlow(self._code, built_on), loaders)
 
-    def _flows_handed(self, function: Function, parameter: str) -> _Flows:
-        """The places holding a loader handed to ``function`` as ``parameter`` (its
-        sampler is only reached as the loader's ``.sampler``)."""
+    @property
+    def code(self) -> ModuleCode:
+        return self._code
 
-        def handed(expression: ast.expr, scope: ast.AST) -> bool:
+    def _flows_handed(self, handed: list[tuple[Function, str]]) -> list[_Flows]:
+        """The places holding each loader handed to a function of the module as a
+        parameter, one flow per parameter; a parameter the module itself hands another
+        one's loader in (``one_epoch(model, loader)``) is that loader's, not its own."""
+        flows = {
+            (id(function), parameter): self._flow_of_parameter(function, parameter)
+            for function, parameter in handed
+        }
+        kept: list[_Flows] = []
+        for function, parameter in handed:
+            place = ("name", function, parameter)
+            key = (id(function), parameter)
+            if not any(place in flow.places for other, flow in flows.items() if other != key):
+                nothing = ObjectFlow(self._code, lambda expression, scope: False)
+                kept.append(_Flows(None, nothing, flows[key], [], handed=True))
+        return kept
+
+    def _flow_of_parameter(self, function: Function, parameter: str) -> ObjectFlow:
+        def arrives(expression: ast.expr, scope: ast.AST) -> bool:
             return (
                 scope is function
                 and isinstance(expression, ast.Name)
                 and (expression.id == parameter)
             )
 
-        nothing = ObjectFlow(self._code, lambda expression, scope: False)
-        return _Flows(None, nothing, ObjectFlow(self._code, handed), [], (function, parameter))
+        return ObjectFlow(self._code, arrives)
 
-    def unset_handed(self, flows: _Flows) -> WalkLoop | None:
-        """The first epoch-repeated walk of a handed loader that trains and that no
-        ``set_epoch`` covers."""
+    def unset_handed(self, flows: _Flows) -> list[WalkLoop]:
+        """The epoch-repeated walks of a handed loader that train and that no
+        ``set_epoch`` covers, one per epoch loop."""
+        found: list[WalkLoop] = []
         for loop in flows.loaders.loops():
+            if any(loop.outer is seen.outer for seen in found):
+                continue
             if not self._covered(flows, loop) and self._trains(loop.walk.body):
-                return loop
-        return None
+                found.append(loop)
+        return found
 
     def unset(self, flows: _Flows) -> UnsetSampler | None:
         if flows.sampler is None or not flows.loader_calls:
@@ -330,8 +352,8 @@ class _Flows:
     held: ObjectFlow
     loaders: ObjectFlow
     loader_calls: list[ast.Call]
-    #: ``(function, parameter)`` of a loader handed in by other modules' callers.
-    handed: tuple[Function, str] | None = None
+    #: Whether the loaders are those handed in by other modules' callers.
+    handed: bool = False
 
     def holds(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may be the sampler: a place holding it, or a loader's

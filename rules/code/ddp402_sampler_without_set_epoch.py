@@ -140,13 +140,14 @@ class SamplerWithoutSetEpoch(CodeRule):
 
     def _handed_finding(self, ctx: CodeContext, handed: UnsetHandedLoader) -> Finding:
         outer, walk = handed.loop.outer, handed.loop.walk
-        name = handed.parameter
+        name = handed.walked
+        where = getattr(handed.function, "name", "the module")
         message = (
-            f"`{name}` is a loader that callers elsewhere in the project build on a "
-            f"shuffling `DistributedSampler`, and `{handed.function.name}` walks it "
-            f"(line {walk.lineno}) in this epoch loop without `set_epoch(epoch)`: the "
-            "sampler shuffles with the same seed every epoch, so every epoch sees the "
-            "same order; call `set_epoch(epoch)` on its sampler at the start of each epoch"
+            f"`{name}` holds a loader that callers elsewhere in the project build on a "
+            f"shuffling `DistributedSampler`, and `{where}` walks it (line {walk.lineno}) "
+            "every trip of this epoch loop without `set_epoch(epoch)`: the sampler "
+            "shuffles with the same seed every epoch, so every epoch sees the same order; "
+            "call `set_epoch(epoch)` on its sampler at the start of each epoch"
         )
         return ctx.ast_finding(
             self,

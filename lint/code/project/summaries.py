@@ -11,6 +11,7 @@ resolves them when it links the summaries.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from ddplint.analysis.api import (
@@ -479,17 +480,24 @@ def _shuffling_sampler(value: ast.expr, imports: dict[str, str]) -> bool:
 def _named_arguments(call: ast.Call, names: dict[str, int]) -> list[int | str]:
     """The positions and keywords at which ``call`` passes one of ``names`` as it is,
     on a line after the name was first bound."""
+    return _arguments_where(
+        call,
+        lambda value: (
+            isinstance(value, ast.Name) and names.get(value.id, call.lineno) < call.lineno
+        ),
+    )
 
-    def passed(value: ast.expr) -> bool:
-        return isinstance(value, ast.Name) and names.get(value.id, call.lineno) < call.lineno
 
+def _arguments_where(call: ast.Call, test: Callable[[ast.expr], bool]) -> list[int | str]:
+    """The positions (up to a ``*args``) and keywords of ``call``'s arguments that
+    pass ``test``."""
     found: list[int | str] = []
     for index, argument in enumerate(call.args):
         if isinstance(argument, ast.Starred):
             break
-        if passed(argument):
+        if test(argument):
             found.append(index)
-    found.extend(k.arg for k in call.keywords if k.arg is not None and passed(k.value))
+    found.extend(k.arg for k in call.keywords if k.arg is not None and test(k.value))
     return found
 
 
@@ -526,14 +534,7 @@ def _rank_arguments(call: ast.Call, names: tuple[dict[str, int], set[str]]) -> l
                 return False
         return is_rank_test(value)
 
-    found: list[int | str] = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if is_rank(argument):
-            found.append(index)
-    found.extend(k.arg for k in call.keywords if k.arg is not None and is_rank(k.value))
-    return found
+    return _arguments_where(call, is_rank)
 
 
 def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
