@@ -434,6 +434,10 @@ def test_loader_parameters_from_callers_that_build_on_a_distributed_sampler() ->
                 "def run(batches):\n    return batches\n"
                 "def ordered(model, loader):\n    return loader\n"
                 "def plain(model, loader):\n    return loader\n"
+                "from torch.utils.data import DataLoader, DistributedSampler\n"
+                "def build(ds):\n    mine = DataLoader(ds, sampler=DistributedSampler(ds))\n"
+                "    own(mine)\n"
+                "def own(loader):\n    return loader\n"
             ),
             "main.py": (
                 "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
@@ -455,6 +459,8 @@ def test_loader_parameters_from_callers_that_build_on_a_distributed_sampler() ->
     # a sampler that never shuffles; a loader on no distributed sampler
     assert "ordered" not in functions or not functions["ordered"].loader_parameters
     assert "plain" not in functions or not functions["plain"].loader_parameters
+    # a loader the module builds and hands to its own function: its own analysis's
+    assert "own" not in functions or not functions["own"].loader_parameters
     assert index.facts_for("loops.py").informs_rules()
 
 

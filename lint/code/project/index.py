@@ -657,17 +657,23 @@ class ProjectIndex:
 
     def _solve_loader_parameters(self) -> None:
         """The parameters a function is handed a data loader on a distributed sampler
-        in: a caller builds it (``DataLoader(ds, sampler=DistributedSampler(ds))``) and
-        passes it, or passes on a parameter it was handed one in."""
-        self._hand_on(self.loader_parameters, "loader_args")
+        in: a caller of another module builds it (``DataLoader(ds,
+        sampler=DistributedSampler(ds))``) and passes it, or passes on a parameter it
+        was handed one in. A loader the module builds itself is its own analysis's
+        (``sampler_epochs`` follows it from the sampler)."""
+        self._hand_on(self.loader_parameters, "loader_args", across_modules=True)
 
-    def _hand_on(self, handed: dict[FunctionKey, set[int]], seeds: str) -> None:
+    def _hand_on(
+        self, handed: dict[FunctionKey, set[int]], seeds: str, across_modules: bool = False
+    ) -> None:
         """Fill ``handed`` (per function, parameter positions) from the callers' links
-        named ``seeds`` (``[module, function, position]``), then to a fixpoint along
-        the parameters each function passes on as they are."""
-        for _key, function in self._functions():
+        named ``seeds`` (``[module, function, position]``; ``across_modules``: only
+        those of callers in another module), then to a fixpoint along the parameters
+        each function passes on as they are."""
+        for (caller, _name), function in self._functions():
             for module, name, argument in function.get(seeds, ()):
-                handed.setdefault((module, name), set()).add(argument)
+                if not (across_modules and module == caller):
+                    handed.setdefault((module, name), set()).add(argument)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, passed in self._parameter_forwards.items():
