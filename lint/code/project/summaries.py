@@ -427,33 +427,37 @@ def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> 
     ``sampler``, or an argument of its ``batch_sampler``, is a ``DistributedSampler``
     made in place or bound to a name the function binds to one, on some path), with the
     first such line. A sampler made with ``shuffle=False`` does not count."""
-    samplers = {
-        node.targets[0].id
-        for node in nodes
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and _shuffling_sampler(node.value, imports)
-    }
-
-    def distributed(value: ast.expr | None) -> bool:
-        if isinstance(value, ast.IfExp):
-            return distributed(value.body) or distributed(value.orelse)
-        if isinstance(value, ast.Name):
-            return value.id in samplers
-        return value is not None and _shuffling_sampler(value, imports)
-
-    loaders: dict[str, int] = {}
+    samplers: set[str] = set()
+    loaders: list[tuple[str, ast.Call, int]] = []
     for node in nodes:
         if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
-            and qualify(dotted(node.value.func) or "", imports) in DATA_LOADERS
         ):
             continue
-        call = node.value
+        called = qualify(dotted(node.value.func) or "", imports)
+        if called in DISTRIBUTED_SAMPLERS and _shuffles(node.value):
+            samplers.add(node.targets[0].id)
+        elif called in DATA_LOADERS:
+            loaders.append((node.targets[0].id, node.value, node.lineno))
+    if not loaders:
+        return {}
+
+    def distributed(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.IfExp):
+            return distributed(value.body) or distributed(value.orelse)
+        if isinstance(value, ast.Name):
+            return value.id in samplers
+        return (
+            isinstance(value, ast.Call)
+            and qualify(dotted(value.func) or "", imports) in DISTRIBUTED_SAMPLERS
+            and _shuffles(value)
+        )
+
+    found: dict[str, int] = {}
+    for name, call, line in loaders:
         given = passed_argument(call, "sampler", DATALOADER_POSITIONS["sampler"])
         batches = passed_argument(call, "batch_sampler")
         inner = (
@@ -462,18 +466,14 @@ def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> 
             else []
         )
         if distributed(given) or any(distributed(value) for value in inner):
-            loaders.setdefault(node.targets[0].id, node.lineno)
-    return loaders
+            found.setdefault(name, line)
+    return found
 
 
-def _shuffling_sampler(value: ast.expr, imports: dict[str, str]) -> bool:
-    """``DistributedSampler(...)`` without ``shuffle=False``."""
-    if not (
-        isinstance(value, ast.Call)
-        and qualify(dotted(value.func) or "", imports) in DISTRIBUTED_SAMPLERS
-    ):
-        return False
-    shuffle = passed_argument(value, "shuffle", _SHUFFLE_POSITION)
+def _shuffles(sampler: ast.Call) -> bool:
+    """Whether a ``DistributedSampler(...)`` call leaves shuffling on (no
+    ``shuffle=False``)."""
+    shuffle = passed_argument(sampler, "shuffle", _SHUFFLE_POSITION)
     return not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
 
 
