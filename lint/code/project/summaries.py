@@ -11,7 +11,7 @@ resolves them when it links the summaries.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ddplint.analysis.api import (
@@ -400,26 +400,31 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
     """Names the function binds to ``DistributedDataParallel(...)`` that keeps
     broadcasting buffers (no ``broadcast_buffers=False``), with the first such line."""
     wrapped: dict[str, int] = {}
-    for node in nodes:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-        ):
-            continue
-        name = dotted(node.value.func)
+    for bound, call, line in _call_bindings(nodes):
+        name = dotted(call.func)
         if name is None or qualify(name, imports) not in DDP_WRAPPERS:
             continue
         local = any(
             k.arg == "broadcast_buffers"
             and isinstance(k.value, ast.Constant)
             and k.value.value is False
-            for k in node.value.keywords
+            for k in call.keywords
         )
         if not local:
-            wrapped.setdefault(node.targets[0].id, node.lineno)
+            wrapped.setdefault(bound, line)
     return wrapped
+
+
+def _call_bindings(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.Call, int]]:
+    """``(name, call, line)`` for each ``name = call(...)`` among ``nodes``."""
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+        ):
+            yield node.targets[0].id, node.value, node.lineno
 
 
 def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
@@ -429,19 +434,12 @@ def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> 
     first such line. A sampler made with ``shuffle=False`` does not count."""
     samplers: set[str] = set()
     loaders: list[tuple[str, ast.Call, int]] = []
-    for node in nodes:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-        ):
-            continue
-        called = qualify(dotted(node.value.func) or "", imports)
-        if called in DISTRIBUTED_SAMPLERS and _shuffles(node.value):
-            samplers.add(node.targets[0].id)
+    for bound, call, line in _call_bindings(nodes):
+        called = qualify(dotted(call.func) or "", imports)
+        if called in DISTRIBUTED_SAMPLERS and _shuffles(call):
+            samplers.add(bound)
         elif called in DATA_LOADERS:
-            loaders.append((node.targets[0].id, node.value, node.lineno))
+            loaders.append((bound, call, line))
     if not loaders:
         return {}
 
