@@ -297,16 +297,14 @@ def _allocations(nodes: list[ast.AST]) -> dict[str, tuple[str, int]]:
     recorded: set[int] = set()
     others: set[str] = set()
     for node in nodes:
+        binding = _call_binding(node)
         if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and (callee := dotted(node.value.func)) is not None
-            and made.get(node.targets[0].id, (callee,))[0] == callee
+            binding is not None
+            and (callee := dotted(binding[1].func)) is not None
+            and made.get(binding[0].id, (callee,))[0] == callee
         ):
-            made.setdefault(node.targets[0].id, (callee, node.lineno))
-            recorded.add(id(node.targets[0]))
+            made.setdefault(binding[0].id, (callee, binding[2]))
+            recorded.add(id(binding[0]))
         elif (
             isinstance(node, ast.Name)
             and isinstance(node.ctx, ast.Store)
@@ -418,13 +416,21 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
 def _call_bindings(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.Call, int]]:
     """``(name, call, line)`` for each ``name = call(...)`` among ``nodes``."""
     for node in nodes:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-        ):
-            yield node.targets[0].id, node.value, node.lineno
+        binding = _call_binding(node)
+        if binding is not None:
+            yield binding[0].id, binding[1], binding[2]
+
+
+def _call_binding(node: ast.AST) -> tuple[ast.Name, ast.Call, int] | None:
+    """``(name, call, line of the binding)`` when ``node`` is ``name = call(...)``."""
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Call)
+    ):
+        return node.targets[0], node.value, node.lineno
+    return None
 
 
 def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
