@@ -3,12 +3,16 @@ not a test).
 
     python bench/fix_commit_corpus.py [--mirror DIR] [--work DIR] [--half develop|blind|all]
                                       [--show-cases] [--out results.json] [--jobs N]
+                                      [--in-tree]
 
 The cases are listed in ``bench/corpora/fix_commits.json`` (never the code). For each one
 the file is re-created from a fetched snapshot (``fetch github:OWNER/NAME`` puts its git
 directory under the mirror folder, ``OWNER+NAME/repo``): ``before`` is the file at the fix
 commit's parent, ``after`` the file at the fix commit. Each file is linted alone in an
 empty folder, once with the default rules and once with ``--select ALL --preview``.
+With ``--in-tree`` the file is linted by name inside the whole tree of its commit
+(``git archive``), so the project model sees the other modules: the facts that cross
+modules (an object, a helper, the caller's rank) count there, as in a user's run.
 
 Scoring (as in ``../shared/realworld/README.md``): a case is *found* when a finding sits
 on ``line`` or on one of ``alt_lines`` of ``before``; it is *fixed* when, in addition, the
@@ -40,6 +44,8 @@ SPLIT_SEED = 20261126
 MODES = {"default": [], "preview": ["--select", "ALL", "--preview"]}
 
 Case = dict[str, Any]
+#: What ``--in-tree`` takes of a tree (snapshots may lack large data files).
+TREE_FILES = (".py", ".yaml", ".yml", ".toml", ".cfg")
 
 
 def assign_halves(repositories: list[str], seed: int = SPLIT_SEED) -> dict[str, str]:
@@ -82,6 +88,56 @@ def lint_alone(text: str, name: str, mode: str, work: Path) -> list[tuple[str, i
     return [(str(f["rule"]), int(f["line"])) for f in findings]
 
 
+def write_tree(gd: Path, commit: str, folder: Path) -> None:
+    """Write the source and config files of the tree at COMMIT under FOLDER."""
+    listing = subprocess.run(
+        ["git", "--git-dir", str(gd), "ls-tree", "-r", "-z", commit],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    wanted = []
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        if meta.split()[1] == "blob" and path.endswith(TREE_FILES):
+            wanted.append((meta.split()[2], path))
+    objects = "".join(f"{sha}\n" for sha, _ in wanted).encode()
+    out = subprocess.run(
+        ["git", "--git-dir", str(gd), "cat-file", "--batch"],
+        input=objects,
+        capture_output=True,
+        check=False,
+    ).stdout
+    at = 0
+    for _, path in wanted:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        if header[1] == b"missing":
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        target = folder / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(out[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1
+
+
+def lint_in_tree(gd: Path, commit: str, path: str, mode: str, work: Path) -> list[tuple[str, int]]:
+    """(rule, line) of every finding on PATH linted by name in the whole tree at COMMIT."""
+    folder = Path(tempfile.mkdtemp(dir=work))
+    write_tree(gd, commit, folder)
+    command = [sys.executable, "-m", "ddplint", "check", path, "--no-cache"]
+    command += ["--format", "json", "--exit-zero", *MODES[mode]]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+    subprocess.run(["rm", "-rf", str(folder)], check=False)
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return []
+    findings = report["findings"] if isinstance(report, dict) else report
+    return [(str(f["rule"]), int(f["line"])) for f in findings if f["path"].endswith(path)]
+
+
 def moved_lines(before: str, after: str, lines: list[int]) -> set[int]:
     """Where LINES of BEFORE sit in AFTER: the same line when unchanged, else the whole
     replacement (or the line the deletion left) of the changed block."""
@@ -98,8 +154,8 @@ def moved_lines(before: str, after: str, lines: list[int]) -> set[int]:
     return places
 
 
-def score(case: Case, mirror: Path, work: Path) -> dict[str, Any]:
-    """Re-create BEFORE/AFTER of CASE and score both modes."""
+def score(case: Case, mirror: Path, work: Path, in_tree: bool = False) -> dict[str, Any]:
+    """Re-create BEFORE/AFTER of CASE and score both modes (the file alone, or IN_TREE)."""
     gd = git_dir(mirror, case["repo"])
     before = file_at(gd, case["parent"], case["path"])
     after = file_at(gd, case["commit"], case["path"])
@@ -110,12 +166,18 @@ def score(case: Case, mirror: Path, work: Path) -> dict[str, Any]:
     name = "before" + Path(case["path"]).suffix
     hazard = [case["line"], *case["alt_lines"]]
     for mode in MODES:
-        found = lint_alone(before, name, mode, work)
+        if in_tree:
+            found = lint_in_tree(gd, case["parent"], case["path"], mode, work)
+        else:
+            found = lint_alone(before, name, mode, work)
         rules = sorted({rule for rule, line in found if line in hazard})
         still: list[str] = []
         if rules and after is not None:
             places = moved_lines(before, after, hazard)
-            later = lint_alone(after, "after" + Path(case["path"]).suffix, mode, work)
+            if in_tree:
+                later = lint_in_tree(gd, case["commit"], case["path"], mode, work)
+            else:
+                later = lint_alone(after, "after" + Path(case["path"]).suffix, mode, work)
             still = sorted({rule for rule, line in later if rule in rules and line in places})
         result[mode] = {"rules": rules, "still_after": still, "findings": len(found)}
     return result
@@ -161,13 +223,14 @@ def main() -> None:
     parser.add_argument("--show-cases", action="store_true", help="one line per case of --half")
     parser.add_argument("--out", type=Path, default=None, help="write per-case results (JSON)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--in-tree", action="store_true", help="lint each file in its whole tree")
     args = parser.parse_args()
     cases: list[Case] = json.loads(CASES.read_text())
     chosen = [c for c in cases if args.half in ("all", c["half"])]
     work = args.work or Path(tempfile.mkdtemp(prefix="fix-commits-"))
     work.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda c: score(c, args.mirror, work), chosen))
+        results = list(pool.map(lambda c: score(c, args.mirror, work, args.in_tree), chosen))
     for r in results:
         if "error" in r:
             print(f"skipped {r['dir']}: {r['error']}", file=sys.stderr)

@@ -80,10 +80,16 @@ IMPLICIT_NEEDLES = ("DistributedDataParallel", "backward")
 #: DDP model's ``device_ids``, a ``cuda:`` device string): DDP503's pre-filter.
 DEVICE_CHOICE_NEEDLES = ("set_device", "device_ids", "cuda:", '"cuda"', "'cuda'")
 
+#: Text one of which each group of DDP402's pre-filter holds: a distributed sampler and
+#: the loader built on it (a project fact stands for both: a loader on a distributed
+#: sampler handed in by callers in other modules).
+SAMPLED_LOADER_NEEDLES = ("DistributedSampler", "DataLoader")
+
 #: The words a project fact can stand for (``FileFacts.informs_rules``): a rank test, a
-#: collective, a DDP model or a device choice made by a project function under another
-#: name. A file with such facts passes a pre-filter group holding one of these words
-#: without the word; a rule's other groups and its required words it must still hold.
+#: collective, a DDP model, a device choice made by a project function under another
+#: name, or a loader on a distributed sampler handed in. A file with such facts passes
+#: a pre-filter group holding one of these words without the word; a rule's other
+#: groups and its required words it must still hold.
 PROJECT_STAND_INS = frozenset(
     (
         *RANK_NEEDLES,
@@ -91,6 +97,7 @@ PROJECT_STAND_INS = frozenset(
         *COLLECTIVE_NEEDLES,
         *IMPLICIT_NEEDLES,
         *DEVICE_CHOICE_NEEDLES,
+        *SAMPLED_LOADER_NEEDLES,
     )
 )
 

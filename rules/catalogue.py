@@ -352,7 +352,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "code",
             False,
             needles=("DistributedSampler",),
-            required=("DataLoader",),
+            also_needles=("DataLoader",),
         ),
         RuleEntry(
             "DDP403",

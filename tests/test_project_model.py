@@ -109,6 +109,13 @@ EXPECTED = {
         },
         "",
     ),
+    # `train_bad.py` builds a loader on a shuffling DistributedSampler (on some paths:
+    # `sampler if sampler else None`) and hands it to `loops.train`, whose epoch loop
+    # walks and trains on it without `set_epoch` (DDP402, at the epoch loop).
+    # `train_good.py` hands its loaders to `train_each_epoch` (sets the epoch on the
+    # loader's sampler), `fit_in_order` (a sampler with `shuffle=False`) and
+    # `score_each_epoch` (walks without training): quiet.
+    "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
@@ -191,6 +198,20 @@ def test_a_file_named_alone_gets_the_answer_of_the_whole_tree(project: Path) -> 
         assert sorted(f.message for f in alone.findings) == sorted(
             f.message for f in whole.findings if Path(f.path).resolve() == path
         )
+
+
+@pytest.mark.parametrize("project", ["loader_elsewhere"], indirect=True)
+def test_a_handed_loader_walked_by_a_helper_without_set_epoch(project: Path) -> None:
+    # `train_each_epoch` hands its loader on to `one_epoch`, which walks it: one loader
+    # (the helper's parameter is not another), covered by the `set_epoch` in the epoch
+    # loop; without that call the epoch loop around the helper's call is reported.
+    loops = project / "loops.py"
+    loops.write_text(
+        loops.read_text().replace("        train_loader.sampler.set_epoch(epoch)\n", "")
+    )
+    result = run(project, [project])
+    assert found(result, project) == {("loops.py", 2, "DDP402"), ("loops.py", 12, "DDP402")}
+    assert any("`one_epoch` walks it" in f.message for f in result.findings)
 
 
 @pytest.mark.parametrize("project", ["save_checkpoint"], indirect=True)
@@ -405,6 +426,44 @@ def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> No
     assert facts["DataModel"].kind == "object"  # every base known, none catalogued
     assert "Mystery" not in facts or facts["Mystery"].kind is None
     assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
+
+
+def test_loader_parameters_from_callers_that_build_on_a_distributed_sampler() -> None:
+    index = index_of(
+        {
+            "loops.py": (
+                "def train(model, loader, epochs):\n    return run(loader)\n"
+                "def run(batches):\n    return batches\n"
+                "def ordered(model, loader):\n    return loader\n"
+                "def plain(model, loader):\n    return loader\n"
+                "from torch.utils.data import DataLoader, DistributedSampler\n"
+                "def build(ds):\n    mine = DataLoader(ds, sampler=DistributedSampler(ds))\n"
+                "    own(mine)\n"
+                "def own(loader):\n    return loader\n"
+            ),
+            "main.py": (
+                "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+                "from loops import ordered, plain, train\n"
+                "def main(m, ds):\n"
+                "    s = DistributedSampler(ds)\n"
+                "    loader = torch.utils.data.DataLoader(ds, sampler=s)\n"
+                "    train(m, loader=loader, epochs=2)\n"
+                "    fixed = DataLoader(ds, None, None, DistributedSampler(ds, shuffle=False))\n"
+                "    ordered(m, fixed)\n"
+                "    plain(m, DataLoader(ds, shuffle=True))\n"
+            ),
+        }
+    )
+    functions = index.facts_for("loops.py").functions
+    # by keyword to `train`, then passed on as it is to `run`
+    assert functions["train"].loader_parameters == (1,)
+    assert functions["run"].loader_parameters == (0,)
+    # a sampler that never shuffles; a loader on no distributed sampler
+    assert "ordered" not in functions or not functions["ordered"].loader_parameters
+    assert "plain" not in functions or not functions["plain"].loader_parameters
+    # a loader the module builds and hands to its own function: its own analysis's
+    assert "own" not in functions or not functions["own"].loader_parameters
+    assert index.facts_for("loops.py").informs_rules()
 
 
 def test_parameter_kinds_from_every_caller() -> None:

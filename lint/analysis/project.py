@@ -1,6 +1,7 @@
 """What the project model tells the core about names defined in other modules of the
 project: a function reaches a collective (and through which chain), a function's
-parameters receive a ``DistributedDataParallel`` model or the rank from its callers, a
+parameters receive a ``DistributedDataParallel`` model, the rank or a data loader on a
+distributed sampler from its callers, a
 function returns a rank test, a function chooses the rank's GPU, what a call of it
 does with its arguments (reduces them in place, returns an agreed value). The engine
 answers through the file's project view; a file linted on its own has no project, and
@@ -60,6 +61,11 @@ class ProjectFacts(Protocol):
         that a project caller passes the process's rank in."""
         ...
 
+    def loader_parameters(self, function: str) -> frozenset[int]:
+        """Positions (``self`` not counted) of the parameters of this module's function
+        that a project caller hands a data loader built on a distributed sampler in."""
+        ...
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         """Whether the function returns the rank or a test of it (``is_main()`` of a
         project's utilities)."""
@@ -113,6 +119,9 @@ class NoProject:
         return frozenset()
 
     def rank_parameters(self, function: str) -> frozenset[int]:
+        return frozenset()
+
+    def loader_parameters(self, function: str) -> frozenset[int]:
         return frozenset()
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:

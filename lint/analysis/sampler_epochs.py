@@ -12,6 +12,11 @@ in the epoch loop or in a function the epoch loop calls; or where it runs is not
 module makes (``args.sampler``, a parameter): then it may be this sampler. It does not
 count when it runs outside the epoch loop in the loop's own function (once per run),
 or on another sampler of the module.
+
+``handed_loaders_without_set_epoch(analysis)``: the same question of a loader the module
+does not make: a parameter that the project's callers in other modules hand a loader
+built on a distributed sampler in (``ProjectFacts.loader_parameters``), walked every
+epoch by a loop that trains, with no ``set_epoch`` that may reach its sampler.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from ddplint.analysis.control_flow import own_nodes, single_bindings
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import dotted_name, passed_argument
-from ddplint.analysis.object_flow import Loop, ModuleCode, ObjectFlow, WalkLoop
+from ddplint.analysis.object_flow import Function, Loop, ModuleCode, ObjectFlow, WalkLoop
+from ddplint.analysis.project import parameters_at, project_key
 
 #: The loader attributes that hand back its sampler (``loader.batch_sampler.sampler``
 #: too).
@@ -54,28 +60,94 @@ class UnsetSampler:
     loader_name: str | None
 
 
+@dataclass(frozen=True)
+class UnsetHandedLoader:
+    """A loader that callers in other modules build on a distributed sampler and hand to
+    a function of the module, walked by ``loop`` (over ``walked``, in ``function``)
+    every epoch with no ``set_epoch`` on its sampler."""
+
+    function: ast.AST
+    walked: str
+    loop: WalkLoop
+
+
 def samplers_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetSampler]:
     """Each distributed sampler of the module walked every epoch without ``set_epoch``
     (whether it shuffles is the rule's to ask)."""
-    samplers = [
-        call
-        for calls in analysis.nodes.calls_by_scope.values()
-        for call in calls
-        if analysis.names.resolve(call.func) in DISTRIBUTED_SAMPLERS
-    ]
-    if not samplers:
+    epochs = _SamplerEpochs.of(analysis)
+    if epochs is None:
         return []
-    code = ModuleCode(analysis.nodes, analysis.names)
-    epochs = _SamplerEpochs(analysis, code, samplers)
     found = [unset for flows in epochs.flows if (unset := epochs.unset(flows)) is not None]
     return sorted(found, key=lambda u: (u.sampler.lineno, u.sampler.col_offset))
 
 
+def handed_loaders_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetHandedLoader]:
+    """Each loader on a distributed sampler that project callers hand to a function of
+    the module, walked every epoch by a loop that trains, without ``set_epoch``."""
+    epochs = _SamplerEpochs.of(analysis)
+    if epochs is None:
+        return []
+    return [
+        UnsetHandedLoader(
+            epochs.code.scope_of(loop.walk),
+            dotted_name(walked_iterable(analysis.names, loop.walk.iter)) or "the loader",
+            loop,
+        )
+        for flows in epochs.flows
+        if flows.handed
+        for loop in epochs.unset_handed(flows)
+    ]
+
+
+def _handed_loaders(analysis: ModuleAnalysis) -> list[tuple[Function, str]]:
+    """``(function, parameter)`` for each parameter of the module's functions that
+    project callers hand a loader on a distributed sampler in, and that the function
+    never binds again (``loader = accelerator.prepare(loader)`` hands it on)."""
+    nodes = analysis.nodes
+    handed: list[tuple[Function, str]] = []
+    for function in nodes.functions():
+        owner = nodes.scope_of.get(function)
+        key = project_key(function, owner)
+        positions = analysis.project.loader_parameters(key) if key is not None else ()
+        if not positions:
+            continue
+        stored = {
+            node.id
+            for node in own_nodes(function)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+        for parameter in parameters_at(function, owner, positions):
+            if parameter not in stored:
+                handed.append((function, parameter))
+    return handed
+
+
 class _SamplerEpochs:
-    def __init__(self, analysis: ModuleAnalysis, code: ModuleCode, samplers: list[ast.Call]):
+    @classmethod
+    def of(cls, analysis: ModuleAnalysis) -> _SamplerEpochs | None:
+        """The module's samplers and handed loaders, or None when it has neither."""
+        samplers = [
+            call
+            for calls in analysis.nodes.calls_by_scope.values()
+            for call in calls
+            if analysis.names.resolve(call.func) in DISTRIBUTED_SAMPLERS
+        ]
+        handed = _handed_loaders(analysis)
+        if not samplers and not handed:
+            return None
+        return cls(analysis, ModuleCode(analysis.nodes, analysis.names), samplers, handed)
+
+    def __init__(
+        self,
+        analysis: ModuleAnalysis,
+        code: ModuleCode,
+        samplers: list[ast.Call],
+        handed: list[tuple[Function, str]],
+    ):
         self._analysis = analysis
         self._code = code
         self.flows = [self._flows_of(sampler) for sampler in samplers]
+        self.flows += self._flows_handed(handed)
         self._set_epochs = [
             (call, scope)
             for call, scope in code.calls
@@ -109,8 +181,50 @@ class _SamplerEpochs:
 
         return _Flows(sampler, held, ObjectFlow(self._code, built_on), loaders)
 
+    @property
+    def code(self) -> ModuleCode:
+        return self._code
+
+    def _flows_handed(self, handed: list[tuple[Function, str]]) -> list[_Flows]:
+        """The places holding each loader handed to a function of the module as a
+        parameter, one flow per parameter; a parameter the module itself hands another
+        one's loader in (``one_epoch(model, loader)``) is that loader's, not its own."""
+        flows = {
+            (id(function), parameter): self._flow_of_parameter(function, parameter)
+            for function, parameter in handed
+        }
+        kept: list[_Flows] = []
+        for function, parameter in handed:
+            place = ("name", function, parameter)
+            key = (id(function), parameter)
+            if not any(place in flow.places for other, flow in flows.items() if other != key):
+                nothing = ObjectFlow(self._code, lambda expression, scope: False)
+                kept.append(_Flows(None, nothing, flows[key], [], handed=True))
+        return kept
+
+    def _flow_of_parameter(self, function: Function, parameter: str) -> ObjectFlow:
+        def arrives(expression: ast.expr, scope: ast.AST) -> bool:
+            return (
+                scope is function
+                and isinstance(expression, ast.Name)
+                and (expression.id == parameter)
+            )
+
+        return ObjectFlow(self._code, arrives)
+
+    def unset_handed(self, flows: _Flows) -> list[WalkLoop]:
+        """The epoch-repeated walks of a handed loader that train and that no
+        ``set_epoch`` covers, one per epoch loop."""
+        found: list[WalkLoop] = []
+        for loop in flows.loaders.loops():
+            if any(loop.outer is seen.outer for seen in found):
+                continue
+            if not self._covered(flows, loop) and self._trains(loop.walk.body):
+                found.append(loop)
+        return found
+
     def unset(self, flows: _Flows) -> UnsetSampler | None:
-        if not flows.loader_calls:
+        if flows.sampler is None or not flows.loader_calls:
             return None
         for loop in flows.loaders.loops():
             if self._covered(flows, loop):
@@ -231,12 +345,15 @@ class _SamplerEpochs:
 @dataclass(frozen=True)
 class _Flows:
     """A sampler, the places holding it, those holding a loader built on it, and the
-    calls that build those loaders."""
+    calls that build those loaders; or, for a loader handed in from another module, no
+    sampler or calls and the parameter it arrives in."""
 
-    sampler: ast.Call
+    sampler: ast.Call | None
     held: ObjectFlow
     loaders: ObjectFlow
     loader_calls: list[ast.Call]
+    #: Whether the loaders are those handed in by other modules' callers.
+    handed: bool = False
 
     def holds(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may be the sampler: a place holding it, or a loader's

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.literal_values import UNKNOWN
 from ddplint.analysis.names import passed_argument
-from ddplint.analysis.sampler_epochs import UnsetSampler, samplers_without_set_epoch
+from ddplint.analysis.sampler_epochs import (
+    UnsetHandedLoader,
+    UnsetSampler,
+    handed_loaders_without_set_epoch,
+    samplers_without_set_epoch,
+)
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import ast_node_text, insert_ast_statement_before
 from ddplint.config.values import UNKNOWN as UNSET_IN_CONFIG
@@ -47,6 +52,14 @@ class SamplerWithoutSetEpoch(CodeRule):
     epoch loop iterates the loader here. A setting that is off (`False`, a constant
     bound to it), off by default (an argparse option, a parameter or a config field
     declared `False`) or off in the bound config file is not flagged.
+
+    Across modules (a project run): where callers in other modules build a loader on a
+    shuffling `DistributedSampler` and hand it to a function of this module
+    (`train(model, train_loader, ...)` in `train_utils.py`, the loader made in
+    `finetune.py`), a loop of that function (or of a function it hands the loader on
+    to) that walks it every epoch and trains, with no `set_epoch` that may reach its
+    sampler, is flagged at the epoch loop. A loader the function binds again
+    (`loader = accelerator.prepare(loader)`) is not followed.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`, and `epoch` changes only
@@ -95,7 +108,9 @@ class SamplerWithoutSetEpoch(CodeRule):
     default_enabled = False
     fix_applicability = Applicability.SAFE
     needles = ("DistributedSampler",)
-    required = ("DataLoader",)
+    #: An ``also_needles`` group, not a required word: a project fact (a loader on a
+    #: distributed sampler handed in) stands for both words.
+    also_needles = ("DataLoader",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         analysis = ctx.analysis
@@ -120,6 +135,27 @@ class SamplerWithoutSetEpoch(CodeRule):
                 related=related,
                 fix=_fix(ctx, unset),
             )
+        for handed in handed_loaders_without_set_epoch(analysis):
+            yield self._handed_finding(ctx, handed)
+
+    def _handed_finding(self, ctx: CodeContext, handed: UnsetHandedLoader) -> Finding:
+        outer, walk = handed.loop.outer, handed.loop.walk
+        name = handed.walked
+        where = getattr(handed.function, "name", "the module")
+        message = (
+            f"`{name}` holds a loader that callers elsewhere in the project build on a "
+            f"shuffling `DistributedSampler`, and `{where}` walks it (line {walk.lineno}) "
+            "every trip of this epoch loop without `set_epoch(epoch)`: the sampler "
+            "shuffles with the same seed every epoch, so every epoch sees the same order; "
+            "call `set_epoch(epoch)` on its sampler at the start of each epoch"
+        )
+        return ctx.ast_finding(
+            self,
+            outer,
+            message,
+            summary=f"handed loader `{name}` never gets `set_epoch(epoch)`",
+            related=[(walk, "the walk")],
+        )
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "13"
+SUMMARY_VERSION = "14"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "7"
+FACTS_VERSION = "8"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -42,7 +42,7 @@ def encode_facts(facts: FileFacts) -> str:
     agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
-    parameters, rank parameters, parameter kinds]``, then ``[runs alone, off
+    parameters, rank parameters, parameter kinds, loader parameters]``, then ``[runs alone, off
     training]``; "" for a file without facts."""
     if not facts:
         return ""
@@ -53,6 +53,7 @@ def encode_facts(facts: FileFacts) -> str:
             list(fact.ddp_parameters),
             list(fact.rank_parameters),
             [list(pair) for pair in fact.parameter_kinds],
+            list(fact.loader_parameters),
         ]
         for name, fact in facts.functions.items()
     }
@@ -100,9 +101,13 @@ def decode_facts(encoded: str | None) -> FileFacts:
             {str(name): _decode_name(value) for name, value in names.items()},
             {
                 str(name): OwnFunctionFacts(
-                    bool(chooses), _positions(ddp), _positions(rank), _kinds(kinds)
+                    bool(chooses),
+                    _positions(ddp),
+                    _positions(rank),
+                    _kinds(kinds),
+                    _positions(loaders),
                 )
-                for name, (chooses, ddp, rank, kinds) in functions.items()
+                for name, (chooses, ddp, rank, kinds, loaders) in functions.items()
             },
             runs_alone=bool(alone),
             off_training=bool(untrained),

@@ -106,6 +106,9 @@ class OwnFunctionFacts:
     #: ``(position, kind)`` of the parameters every project caller hands an object of
     #: one kind in (``analysis.object_kinds``).
     parameter_kinds: tuple[tuple[int, str], ...] = ()
+    #: The positions of the parameters callers hand a data loader built on a distributed
+    #: sampler in (``DataLoader(ds, sampler=DistributedSampler(ds))``).
+    loader_parameters: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +129,11 @@ class FileFacts:
 
     def informs_rules(self) -> bool:
         """Whether a fact can make a rule fire without the pre-filters' words (a DDP
-        model or the rank handed in by callers can); a file without such facts keeps
-        its pre-filters."""
+        model, the rank or a loader on a distributed sampler handed in by callers can);
+        a file without such facts keeps its pre-filters."""
         return any(fact.informs_rules() for fact in self.names.values()) or any(
-            fact.ddp_parameters or fact.rank_parameters for fact in self.functions.values()
+            fact.ddp_parameters or fact.rank_parameters or fact.loader_parameters
+            for fact in self.functions.values()
         )
 
 

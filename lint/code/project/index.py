@@ -240,6 +240,7 @@ class ProjectIndex:
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
         self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
         self.rank_parameters: dict[FunctionKey, set[int]] = {}
+        self.loader_parameters: dict[FunctionKey, set[int]] = {}
         #: Per function, the project functions it calls (each once, in call order).
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
@@ -409,6 +410,18 @@ class ProjectIndex:
         finally:
             self._touched.names = None
 
+    def _handed_positions(
+        self, handed: Iterable[list[Any]], module: str, owner: str | None
+    ) -> list[list[Any]]:
+        """``[module, function, parameter position]`` for each ``[target, argument
+        position or keyword]`` of a summary that names a project function's parameter."""
+        return [
+            [*callee, position]
+            for target, argument in handed
+            if (callee := self.called_key(target, module, owner)) is not None
+            and (position := self.parameter_position(callee, argument)) is not None
+        ]
+
     def link(self, module: str) -> Links:
         """What the fixpoints and the facts read of a module, its names resolved: per
         function (in order) its resolved calls, return calls, forwarded parameters and
@@ -440,12 +453,10 @@ class ProjectIndex:
                     for target, argument in function.get("wrapped_args", ())
                     if (callee := self.function_key(target, module, owner)) is not None
                 ],
-                "rank_args": [
-                    [*callee, position]
-                    for target, argument in function.get("rank_args", ())
-                    if (callee := self.called_key(target, module, owner)) is not None
-                    and (position := self.parameter_position(callee, argument)) is not None
-                ],
+                "rank_args": self._handed_positions(function.get("rank_args", ()), module, owner),
+                "loader_args": self._handed_positions(
+                    function.get("loader_args", ()), module, owner
+                ),
                 "shards": list(function.get("shards") or ()),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
@@ -504,6 +515,7 @@ class ProjectIndex:
         self._solve_sharded_parameters()
         self._solve_wrapped_parameters()
         self._solve_rank_parameters()
+        self._solve_loader_parameters()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -643,13 +655,25 @@ class ProjectIndex:
         or passes on a parameter it was handed the rank in."""
         self._hand_on(self.rank_parameters, "rank_args")
 
-    def _hand_on(self, handed: dict[FunctionKey, set[int]], seeds: str) -> None:
+    def _solve_loader_parameters(self) -> None:
+        """The parameters a function is handed a data loader on a distributed sampler
+        in: a caller of another module builds it (``DataLoader(ds,
+        sampler=DistributedSampler(ds))``) and passes it, or passes on a parameter it
+        was handed one in. A loader the module builds itself is its own analysis's
+        (``sampler_epochs`` follows it from the sampler)."""
+        self._hand_on(self.loader_parameters, "loader_args", across_modules=True)
+
+    def _hand_on(
+        self, handed: dict[FunctionKey, set[int]], seeds: str, across_modules: bool = False
+    ) -> None:
         """Fill ``handed`` (per function, parameter positions) from the callers' links
-        named ``seeds`` (``[module, function, position]``), then to a fixpoint along
-        the parameters each function passes on as they are."""
-        for _key, function in self._functions():
+        named ``seeds`` (``[module, function, position]``; ``across_modules``: only
+        those of callers in another module), then to a fixpoint along the parameters
+        each function passes on as they are."""
+        for (caller, _name), function in self._functions():
             for module, name, argument in function.get(seeds, ()):
-                handed.setdefault((module, name), set()).add(argument)
+                if not (across_modules and module == caller):
+                    handed.setdefault((module, name), set()).add(argument)
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, passed in self._parameter_forwards.items():
@@ -710,21 +734,25 @@ class ProjectIndex:
             chosen.setdefault(owner, set()).add(name)
         wrapped = _by_module(self.wrapped_parameters)
         ranks = _by_module(self.rank_parameters)
+        loaders = _by_module(self.loader_parameters)
         kinds: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}
         for (owner, name), by_position in self.kinds.parameters.items():
             kinds.setdefault(owner, {})[name] = tuple(sorted(by_position.items()))
         grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
-        for owner in chosen.keys() | wrapped.keys() | ranks.keys() | kinds.keys():
+        for owner in chosen.keys() | wrapped.keys() | ranks.keys() | loaders.keys() | kinds.keys():
             choosing, handed = chosen.get(owner, set()), wrapped.get(owner, {})
             ranked, typed = ranks.get(owner, {}), kinds.get(owner, {})
+            sampled = loaders.get(owner, {})
+            names = choosing | handed.keys() | ranked.keys() | sampled.keys() | typed.keys()
             grouped[owner] = {
                 name: OwnFunctionFacts(
                     name in choosing,
                     handed.get(name, ()),
                     ranked.get(name, ()),
                     typed.get(name, ()),
+                    sampled.get(name, ()),
                 )
-                for name in sorted(choosing | handed.keys() | ranked.keys() | typed.keys())
+                for name in sorted(names)
             }
         return grouped
 

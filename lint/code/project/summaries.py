@@ -11,11 +11,15 @@ resolves them when it links the summaries.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ddplint.analysis.api import (
+    DATA_LOADERS,
+    DATALOADER_POSITIONS,
     DDP_WRAPPERS,
     DEVICE_CHOICES,
+    DISTRIBUTED_SAMPLERS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
@@ -25,12 +29,14 @@ from ddplint.analysis.api import (
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 from ddplint.code.syntax.python_ast import child_nodes
 
+#: Position of ``shuffle`` among ``DistributedSampler``'s parameters.
+_SHUFFLE_POSITION = 3
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -158,7 +164,8 @@ def function_summary(
     ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
     ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
-    the rank (``[target, argument position or keyword]``); its positional parameters.
+    the rank, and where it passes a loader it built on a distributed sampler (both
+    ``[target, argument position or keyword]``); its positional parameters.
     ``nodes``: its ``own_nodes``, where the caller has them."""
     if nodes is None:
         nodes = own_nodes(function)
@@ -175,6 +182,8 @@ def function_summary(
     wrapped_args: list[list[Any]] = []
     rank_names = _rank_bound_names(nodes)
     rank_args: list[list[Any]] = []
+    sampled = _distributed_loader_names(nodes, imports)
+    loader_args: list[list[Any]] = []
     allocations = _allocations(nodes)
     made_args: list[list[Any]] = []
     for node in nodes:
@@ -205,6 +214,7 @@ def function_summary(
                     forwards.extend([target, argument, own] for argument, own in passed)
                 wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
                 rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
+                loader_args.extend([target, at] for at in _named_arguments(node, sampled))
                 made_args.extend(
                     [target, at, made] for at, made in _allocated_arguments(node, allocations)
                 )
@@ -231,6 +241,7 @@ def function_summary(
         "forwards": forwards,
         "wrapped_args": wrapped_args,
         "rank_args": rank_args,
+        "loader_args": loader_args,
         "made_args": made_args,
         "params": list(positions),
         "return_calls": return_calls,
@@ -286,16 +297,14 @@ def _allocations(nodes: list[ast.AST]) -> dict[str, tuple[str, int]]:
     recorded: set[int] = set()
     others: set[str] = set()
     for node in nodes:
+        binding = _call_binding(node)
         if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and (callee := dotted(node.value.func)) is not None
-            and made.get(node.targets[0].id, (callee,))[0] == callee
+            binding is not None
+            and (callee := dotted(binding[1].func)) is not None
+            and made.get(binding[0].id, (callee,))[0] == callee
         ):
-            made.setdefault(node.targets[0].id, (callee, node.lineno))
-            recorded.add(id(node.targets[0]))
+            made.setdefault(binding[0].id, (callee, binding[2]))
+            recorded.add(id(binding[0]))
         elif (
             isinstance(node, ast.Name)
             and isinstance(node.ctx, ast.Store)
@@ -389,26 +398,111 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
     """Names the function binds to ``DistributedDataParallel(...)`` that keeps
     broadcasting buffers (no ``broadcast_buffers=False``), with the first such line."""
     wrapped: dict[str, int] = {}
-    for node in nodes:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-        ):
-            continue
-        name = dotted(node.value.func)
+    for bound, call, line in _call_bindings(nodes):
+        name = dotted(call.func)
         if name is None or qualify(name, imports) not in DDP_WRAPPERS:
             continue
         local = any(
             k.arg == "broadcast_buffers"
             and isinstance(k.value, ast.Constant)
             and k.value.value is False
-            for k in node.value.keywords
+            for k in call.keywords
         )
         if not local:
-            wrapped.setdefault(node.targets[0].id, node.lineno)
+            wrapped.setdefault(bound, line)
     return wrapped
+
+
+def _call_bindings(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.Call, int]]:
+    """``(name, call, line)`` for each ``name = call(...)`` among ``nodes``."""
+    for node in nodes:
+        binding = _call_binding(node)
+        if binding is not None:
+            yield binding[0].id, binding[1], binding[2]
+
+
+def _call_binding(node: ast.AST) -> tuple[ast.Name, ast.Call, int] | None:
+    """``(name, call, line of the binding)`` when ``node`` is ``name = call(...)``."""
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Call)
+    ):
+        return node.targets[0], node.value, node.lineno
+    return None
+
+
+def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
+    """Names the function binds to a data loader built on a distributed sampler (its
+    ``sampler``, or an argument of its ``batch_sampler``, is a ``DistributedSampler``
+    made in place or bound to a name the function binds to one, on some path), with the
+    first such line. A sampler made with ``shuffle=False`` does not count."""
+    samplers: set[str] = set()
+    loaders: list[tuple[str, ast.Call, int]] = []
+    for bound, call, line in _call_bindings(nodes):
+        called = qualify(dotted(call.func) or "", imports)
+        if called in DISTRIBUTED_SAMPLERS and _shuffles(call):
+            samplers.add(bound)
+        elif called in DATA_LOADERS:
+            loaders.append((bound, call, line))
+    if not loaders:
+        return {}
+
+    def distributed(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.IfExp):
+            return distributed(value.body) or distributed(value.orelse)
+        if isinstance(value, ast.Name):
+            return value.id in samplers
+        return (
+            isinstance(value, ast.Call)
+            and qualify(dotted(value.func) or "", imports) in DISTRIBUTED_SAMPLERS
+            and _shuffles(value)
+        )
+
+    found: dict[str, int] = {}
+    for name, call, line in loaders:
+        given = passed_argument(call, "sampler", DATALOADER_POSITIONS["sampler"])
+        batches = passed_argument(call, "batch_sampler")
+        inner = (
+            [*batches.args, *(k.value for k in batches.keywords)]
+            if isinstance(batches, ast.Call)
+            else []
+        )
+        if distributed(given) or any(distributed(value) for value in inner):
+            found.setdefault(name, line)
+    return found
+
+
+def _shuffles(sampler: ast.Call) -> bool:
+    """Whether a ``DistributedSampler(...)`` call leaves shuffling on (no
+    ``shuffle=False``)."""
+    shuffle = passed_argument(sampler, "shuffle", _SHUFFLE_POSITION)
+    return not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+
+
+def _named_arguments(call: ast.Call, names: dict[str, int]) -> list[int | str]:
+    """The positions and keywords at which ``call`` passes one of ``names`` as it is,
+    on a line after the name was first bound."""
+    return _arguments_where(
+        call,
+        lambda value: (
+            isinstance(value, ast.Name) and names.get(value.id, call.lineno) < call.lineno
+        ),
+    )
+
+
+def _arguments_where(call: ast.Call, test: Callable[[ast.expr], bool]) -> list[int | str]:
+    """The positions (up to a ``*args``) and keywords of ``call``'s arguments that
+    pass ``test``."""
+    found: list[int | str] = []
+    for index, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            break
+        if test(argument):
+            found.append(index)
+    found.extend(k.arg for k in call.keywords if k.arg is not None and test(k.value))
+    return found
 
 
 def _rank_bound_names(nodes: list[ast.AST]) -> tuple[dict[str, int], set[str]]:
@@ -444,14 +538,7 @@ def _rank_arguments(call: ast.Call, names: tuple[dict[str, int], set[str]]) -> l
                 return False
         return is_rank_test(value)
 
-    found: list[int | str] = []
-    for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            break
-        if is_rank(argument):
-            found.append(index)
-    found.extend(k.arg for k in call.keywords if k.arg is not None and is_rank(k.value))
-    return found
+    return _arguments_where(call, is_rank)
 
 
 def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:

@@ -233,6 +233,9 @@ class CoreFacts:
     def rank_parameters(self, function: str) -> frozenset[int]:
         return frozenset(self._facts.functions.get(function, _NO_CALLERS).rank_parameters)
 
+    def loader_parameters(self, function: str) -> frozenset[int]:
+        return frozenset(self._facts.functions.get(function, _NO_CALLERS).loader_parameters)
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
         return fact.rank_test and not fact.held
