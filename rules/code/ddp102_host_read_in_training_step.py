@@ -50,7 +50,9 @@ class HostReadInTrainingStep(CodeRule):
     read that fills a field of the module once (`if self.scale is None:`), a read that
     runs only now and then (in an `except` handler, on the rare way of a periodic test
     on a counter, in the single-process arm of the run's switch: the arm whose other way
-    wraps the model in DDP or reduces), a loop nested in the training loop and run under
+    wraps the model in DDP or reduces; in a module that only programs starting no process
+    group run: no `init_process_group`, DDP wrap, `Accelerator`, Lightning `Trainer` in the
+    script or the project modules it imports), a loop nested in the training loop and run under
     `torch.no_grad()`, validation / test / epoch hooks, and reads under a rank guard
     (DDP104 reports those). What a helper or a data loader is called decides nothing: a
     helper called on every pass of the training loop reads every step. This rule is
