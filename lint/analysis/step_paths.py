@@ -109,6 +109,8 @@ class StepPath:
     entry: str
     chain: tuple[str, ...] = ()
     loop: Loop | None = None
+    #: The entry is a module class's ``forward`` (which also runs at inference).
+    forward: bool = False
 
     def describe(self) -> str:
         if self.loop is not None and not self.chain:
@@ -205,6 +207,9 @@ class StepPaths:
         found = self._functions.get(evaluation)
         if found is None:
             entries = [*self._method_entries(evaluation), *self._loop_entries()]
+            # a function a step hook or a loop reaches is on the step path through it,
+            # whether or not a ``forward`` reaches it too
+            entries.sort(key=lambda entry: entry[1].forward)
             found = self._functions[evaluation] = self._reach(entries)
         return found
 
@@ -266,7 +271,7 @@ class StepPaths:
             wanted = self._step_methods(cls, evaluation, frozenset())
             for name, method in self._methods_of(cls, frozenset()).items():
                 if name in wanted:
-                    yield method, StepPath(f"{cls.name}.{name}")
+                    yield method, StepPath(f"{cls.name}.{name}", forward=name == "forward")
 
     def _step_methods(
         self, cls: ast.ClassDef, evaluation: bool, seen: frozenset[str]
@@ -333,7 +338,8 @@ class StepPaths:
                 callee = self._callee(call, function)
                 if callee is None or callee in reached or not self._follows(call, callee):
                     continue
-                work.append((callee, StepPath(path.entry, (*path.chain, self._label(callee)))))
+                chain = (*path.chain, self._label(callee))
+                work.append((callee, StepPath(path.entry, chain, forward=path.forward)))
         return reached
 
     def _follows(self, call: ast.Call, callee: Function) -> bool:

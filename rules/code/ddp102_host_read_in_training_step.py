@@ -22,8 +22,11 @@ class HostReadInTrainingStep(CodeRule):
     that runs on every training step: a LightningModule's `training_step` and per-batch
     hooks (`on_train_batch_end`, `on_before_optimizer_step`, ...), a callback's step
     hooks (Lightning `Callback`, Hugging Face `TrainerCallback.on_step_end`, ...), a
-    `Trainer` subclass's `training_step` / `compute_loss`, a loss module's `forward`,
-    and the functions of the same file those call.
+    `Trainer` subclass's `training_step` / `compute_loss`, the body of a training loop,
+    and the functions of the same file those call. Not a module's `forward` (nor what
+    only a `forward` calls): a forward runs at inference too, and its reads often shape
+    the computation (a data-dependent length, an expert's index); DDP101 and DDP103
+    report their waits there.
 
     Opt-in (preview): such reads are common and often intended (a progress bar, a
     data-dependent shape). Select it with `--select DDP102` or `--preview`.
@@ -104,7 +107,7 @@ class HostReadInTrainingStep(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for sync in ctx.step_syncs:
-            if sync.kind is not SyncKind.READ or sync.guard is not None:
+            if sync.kind is not SyncKind.READ or sync.guard is not None or sync.path.forward:
                 continue
             spelled = " ".join(ast_node_text(ctx, sync.call).split())
             if len(spelled) > _SHOWN_LENGTH:
