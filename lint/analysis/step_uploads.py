@@ -23,9 +23,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ddplint.analysis.control_flow import holds_node, own_nodes
 from ddplint.analysis.device_queue import DeviceQueue, is_shape_read
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.host_waits import UPLOADING_FACTORIES
+from ddplint.analysis.host_waits import UPLOADING_FACTORIES, end_of, start_of
 from ddplint.analysis.names import Names, call_argument
 from ddplint.analysis.step_paths import StepPath, StepPaths
 from ddplint.analysis.straight_bindings import last_straight_binding
@@ -111,6 +112,10 @@ class _HostData:
         if isinstance(value, ast.UnaryOp):
             return self._is_host(value.operand, depth)
         if isinstance(value, ast.BinOp):
+            if isinstance(value.op, ast.Mult) and any(
+                isinstance(side, ast.List) and side.elts for side in (value.left, value.right)
+            ):
+                return True  # ``[0] * n``: a Python list, whatever ``n`` is
             return self._is_host(value.left, depth) and self._is_host(value.right, depth)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             name = value.func.id
@@ -121,8 +126,42 @@ class _HostData:
             return is_shape_read(value)
         if isinstance(value, ast.Name) and depth < _DEPTH:
             bound = self._bound(value)
-            return bound is not None and self._is_host(bound, depth + 1)
+            if bound is not None:
+                return self._is_host(bound, depth + 1)
+            values = self._every_binding(value.id)
+            return bool(values) and all(self._is_host(v, depth + 1) for v in values)
         return False
+
+    def _every_binding(self, name: str) -> list[ast.expr]:
+        """The values the function binds ``name`` to before the call, by ``=``, ``+=``
+        and annotated assignment (``masks = []`` ... ``masks += [0] * n``); none when it
+        binds the name any other way before it (a loop target, an unpacking, a ``with``),
+        or binds it after it while a loop holds the call (the binding may come round)."""
+        function = self._function
+        if function is None:
+            return []
+        bound: dict[int, tuple[ast.stmt, ast.expr]] = {}
+        stores: list[ast.Name] = []
+        looped = False
+        for node in own_nodes(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+                stores.append(node)
+            elif isinstance(node, ast.Assign):
+                bound.update((id(t), (node, node.value)) for t in node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                bound[id(node.target)] = (node, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                looped = looped or holds_node(node, self._call)
+        values: list[ast.expr] = []
+        for target in stores:
+            found = bound.get(id(target))
+            if found is not None and end_of(found[0]) <= start_of(self._call):
+                values.append(found[1])
+            elif found is None and start_of(target) < start_of(self._call):
+                return []  # bound before the call some other way
+            elif looped:
+                return []
+        return values
 
     def _bound(self, name: ast.Name) -> ast.expr | None:
         if self._function is None:
