@@ -15,7 +15,7 @@ synchronisation.
 Not an upload every step: what the step path leaves out (a call that runs now and then,
 fills a cache once, runs in one process), and one after an earlier wait of the same pass
 with nothing new queued (``device_queue.queue_drained``: its synchronisation waits for
-nothing).
+nothing, or a read of the data within the call itself).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ddplint.analysis.control_flow import holds_node, own_nodes
 from ddplint.analysis.device_queue import DeviceQueue, is_shape_read
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.host_waits import UPLOADING_FACTORIES, end_of, start_of
+from ddplint.analysis.host_waits import UPLOADING_FACTORIES, end_of, is_host_read, start_of
 from ddplint.analysis.names import Names, call_argument
 from ddplint.analysis.step_paths import StepPath, StepPaths
 from ddplint.analysis.straight_bindings import last_straight_binding
@@ -61,10 +61,20 @@ def step_uploads(
         if not (uploads.to_device() and uploads.host_data()):
             continue
         path = paths.reason(call)
-        if path is None or queue.queue_drained(call):
+        if path is None or queue.queue_drained(call) or _reads_first(call):
             continue
         found.append(HostUpload(call, path))
     return found
+
+
+def _reads_first(call: ast.Call) -> bool:
+    """The data is read to the host within the call (``torch.tensor((x.sum().item(), n),
+    device=d)``): that read drains the queue just before the copy, which then waits for
+    nothing."""
+    data = call_argument(call, 0, "data")
+    return data is not None and any(
+        isinstance(node, ast.Call) and is_host_read(node) for node in ast.walk(data)
+    )
 
 
 class _HostData:
