@@ -97,8 +97,10 @@ EXPECTED = {
     ),
     # `train_bad.py` starts the process group in a helper of another module: its per-step
     # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
-    # which it runs too. `train_good.py` starts no group, nor does anything it imports: the
-    # same read and skip run in one process, quiet. `layers_export.py` is run only by
+    # which it runs too. `train_good.py` starts no group, nor does anything it imports (a
+    # Lightning data module starts none): the same read and skip run in one process,
+    # quiet. `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start
+    # DDP on every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
     "programs": (
         {
@@ -106,6 +108,7 @@ EXPECTED = {
             ("train_bad.py", 14, "DDP204"),
             ("steps.py", 4, "DDP102"),
             ("layers.py", 7, "DDP240"),
+            ("lit.py", 7, "DDP102"),
         },
         "",
     ),

@@ -190,6 +190,59 @@ ACCELERATE_CLASSES = frozenset(
 FABRIC_CLASSES = frozenset(
     {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
+_LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
+#: Dotted prefixes of the APIs that start or join a process group: a program that uses
+#: none of them runs in one process. Lightning's ``Trainer`` counts (its default
+#: ``devices="auto"`` takes every visible GPU and starts DDP itself), and so do the
+#: Hugging Face ``Trainer`` and ``TrainingArguments``: under ``torchrun`` or
+#: ``accelerate launch`` they start the group themselves, and the launcher is outside
+#: the code. Lightning's modules, data modules and callbacks, and accelerate's helpers
+#: (``set_seed``, ``init_empty_weights``), start nothing.
+GROUP_APIS = (
+    "torch.distributed",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed",
+    "torch.nn.SyncBatchNorm",
+    "torch.multiprocessing",
+    "deepspeed",
+    *ACCELERATE_CLASSES,
+    "accelerate.accelerator",
+    "accelerate.state",
+    "accelerate.notebook_launcher",
+    "accelerate.launchers",
+    "accelerate.utils.operations",
+    *(f"accelerate.utils.{name}" for name in ("gather", "gather_object", "reduce", "broadcast")),
+    *(f"{package}.Trainer" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.trainer" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.cli" for package in _LIGHTNING_PACKAGES),
+    "pytorch_lightning.utilities.cli",
+    *FABRIC_CLASSES,
+    "lightning.fabric",
+    "lightning_fabric",
+    "horovod",
+    "colossalai",
+    "megatron",
+    "apex.parallel",
+    "transformers.Trainer",
+    "transformers.Seq2SeqTrainer",
+    "transformers.TrainingArguments",
+    "transformers.Seq2SeqTrainingArguments",
+    "transformers.trainer",
+    "transformers.training_args",
+    "trl",
+    "mmengine.dist",
+    "mmengine.runner",
+    "mmcv.runner",
+    "timm.utils.distributed",
+    "timm.utils.init_distributed_device",
+    "timm.utils.distribute_bn",
+    "timm.utils.reduce_tensor",
+    "detectron2.engine.launch",
+    "detectron2.utils.comm",
+    "fairseq.distributed",
+    "fairseq.distributed_utils",
+    "ignite.distributed",
+)
 #: Returns the DeepSpeed engine first (``engine, optimizer, _, _ = deepspeed.initialize(...)``).
 DEEPSPEED_INITIALIZE = "deepspeed.initialize"
 #: Backward calls that are not a method of the loss.

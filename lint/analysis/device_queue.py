@@ -47,7 +47,7 @@ import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
+from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
 from ddplint.analysis.host_waits import (
     UPLOADING_FACTORIES,
     HostWaits,
@@ -238,7 +238,7 @@ class DeviceQueue:
         of the module's function that returns drained."""
         if is_host_read(call):
             return not self.placement.read_on_host(call, scope)
-        if self._converts_kernel_result(call, scope):
+        if self.converts_kernel_result(call, scope):
             return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
@@ -252,9 +252,10 @@ class DeviceQueue:
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
 
-    def _converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
+    def converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
         """``float(x.sum())``, ``int(mask.count_nonzero())``: a Python number made of
-        what a tensor method just computed (a value not known to be on the host)."""
+        what a tensor method just computed (a value not known to be on the host), also
+        through a name the scope binds once to one (``n = mask.sum(); int(n)``)."""
         func = call.func
         if not (
             isinstance(func, ast.Name)
@@ -265,6 +266,8 @@ class DeviceQueue:
         ):
             return False
         value = call.args[0]
+        if isinstance(value, ast.Name):
+            value = single_bindings(scope).get(value.id, value)
         return (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)

@@ -25,6 +25,7 @@ import ast
 from ddplint.analysis.constants import parameter_names
 from ddplint.analysis.host_waits import READ_METHODS, HostWaits, is_host_read, walk_own
 from ddplint.analysis.object_flow import ModuleCode
+from ddplint.analysis.straight_bindings import last_straight_binding
 
 #: Modules whose calls return Python or NumPy values.
 HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
@@ -91,6 +92,13 @@ class Placement:
         if isinstance(expression, ast.UnaryOp):
             return self.on_host(expression.operand, scope, depth + 1)
         if isinstance(expression, ast.Name):
+            last = (
+                last_straight_binding(scope, expression, expression.id)
+                if isinstance(scope, _FUNCTIONS)
+                else None
+            )
+            if last is not None:  # a re-bound name is its new value
+                return self.on_host(last, scope, depth + 1)
             bound = self._bound(scope).get(expression.id, [])
             return bool(bound) and all(
                 self._part_on_host(value, position, scope, depth + 1) for value, position in bound

@@ -30,7 +30,12 @@ in evaluation mode (a module's ``self.training`` false):
 call), only while a cache of the
 object is empty (``host_waits.filled_once``), or in an arm no run takes (``if not
 USE_WANDB:`` with ``USE_WANDB = True``: ``literal_values``). A file that runs in no
-training step (``in_training=False``: a test, an export script) has no step path.
+training step (``in_training=False``: a test, an export script) has no step path, nor
+has a module that only programs starting no process group run (the project's
+``runs_alone``: a script with no ``init_process_group``, DDP wrap, ``Accelerator``,
+Lightning ``Trainer`` ... in it or in the project modules it imports): no peer shares
+its steps. A module no program of the project runs (a library's) is unknown, and keeps
+its step path.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ddplint.analysis.accumulation_loops import AccumulationLoops
 from ddplint.analysis.batches import Loop, training_loops
 from ddplint.analysis.control_flow import SCOPE_TYPES, Graph, Node, own_nodes
 from ddplint.analysis.functions import ModuleAnalysis
@@ -103,6 +109,8 @@ class StepPath:
     entry: str
     chain: tuple[str, ...] = ()
     loop: Loop | None = None
+    #: The entry is a module class's ``forward`` (which also runs at inference).
+    forward: bool = False
 
     def describe(self) -> str:
         if self.loop is not None and not self.chain:
@@ -140,6 +148,7 @@ class StepPaths:
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = self._step_helpers()
+        self._accumulation = AccumulationLoops(analysis)
         self._loops: dict[int, list[Loop]] = {}
         self._holders: dict[int, bool] = {}
         self._never: set[int] | None = None
@@ -162,7 +171,7 @@ class StepPaths:
     def reason(self, call: ast.Call, *, evaluation: bool = False) -> StepPath | None:
         """Why ``call`` runs on every training step (with ``evaluation``, every step of
         training or evaluation), or None."""
-        if not self._in_training:
+        if not self._in_training or self._analysis.project.runs_alone():
             return None
         scope = self.function_of(call)
         found: StepPath | None = None
@@ -198,6 +207,9 @@ class StepPaths:
         found = self._functions.get(evaluation)
         if found is None:
             entries = [*self._method_entries(evaluation), *self._loop_entries()]
+            # a function a step hook or a loop reaches is on the step path through it,
+            # whether or not a ``forward`` reaches it too
+            entries.sort(key=lambda entry: entry[1].forward)
             found = self._functions[evaluation] = self._reach(entries)
         return found
 
@@ -259,7 +271,7 @@ class StepPaths:
             wanted = self._step_methods(cls, evaluation, frozenset())
             for name, method in self._methods_of(cls, frozenset()).items():
                 if name in wanted:
-                    yield method, StepPath(f"{cls.name}.{name}")
+                    yield method, StepPath(f"{cls.name}.{name}", forward=name == "forward")
 
     def _step_methods(
         self, cls: ast.ClassDef, evaluation: bool, seen: frozenset[str]
@@ -326,7 +338,8 @@ class StepPaths:
                 callee = self._callee(call, function)
                 if callee is None or callee in reached or not self._follows(call, callee):
                     continue
-                work.append((callee, StepPath(path.entry, (*path.chain, self._label(callee)))))
+                chain = (*path.chain, self._label(callee))
+                work.append((callee, StepPath(path.entry, chain, forward=path.forward)))
         return reached
 
     def _follows(self, call: ast.Call, callee: Function) -> bool:
@@ -367,14 +380,17 @@ class StepPaths:
 
     def _training_loops(self, scope: ast.AST) -> list[Loop]:
         """``batches.training_loops``, and a loop whose own body runs a backward beside
-        an inner loop that also does (an outer step with inner perturbation steps)."""
+        an inner loop that also does (an outer step with inner perturbation steps) or
+        steps an optimizer after inner loops that run the backward (``accumulation_loops``)."""
         found = self._loops.get(id(scope))
         if found is None:
             found = training_loops(scope, self._helpers)
             found += [
                 loop
                 for loop in own_nodes(scope)
-                if isinstance(loop, _LOOPS) and loop not in found and self._steps_beside(loop)
+                if isinstance(loop, _LOOPS)
+                and loop not in found
+                and (self._steps_beside(loop) or self._accumulation.steps_each_turn(loop, scope))
             ]
             self._loops[id(scope)] = found
         return found

@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from ddplint.analysis.control_flow import Node, Scope
+from ddplint.analysis.control_flow import Node, Scope, holds_node
 from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, DeviceQueue
+from ddplint.analysis.divergence import AGREEING_BUFFERS, distributed_function
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.host_waits import READ_METHODS, is_host_read
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.host_waits import READ_METHODS, is_host_read, walk_own
+from ddplint.analysis.names import call_argument, dotted_name
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
 from ddplint.analysis.step_paths import StepPath, StepPaths
 
@@ -144,6 +145,8 @@ def _loop_test(test: Node) -> bool:
 def _kind(analysis: ModuleAnalysis, queue: DeviceQueue, call: ast.Call) -> SyncKind | None:
     if releases_cache(call, analysis.names.resolve):
         return SyncKind.EMPTY_CACHE
+    if queue.converts_kernel_result(call, analysis.nodes.scope_of_call(call)):
+        return SyncKind.READ  # ``float(loss.detach())``: a Python number of a tensor
     if not is_host_read(call):
         return None
     func = call.func
@@ -158,9 +161,32 @@ def _kind(analysis: ModuleAnalysis, queue: DeviceQueue, call: ast.Call) -> SyncK
     ):
         return None
     scope = analysis.nodes.scope_of_call(call)
-    if queue.placement.read_on_host(call, scope):
+    if queue.placement.read_on_host(call, scope) or _agreed_decision(analysis, call, scope):
         return None
     return SyncKind.READ
+
+
+def _agreed_decision(analysis: ModuleAnalysis, call: ast.Call, scope: ast.AST) -> bool:
+    """``dist.all_reduce(flag, op=MAX)`` then ``if flag.item(): continue``: every rank
+    reads the flag a collective of the scope made agree, to take the same branch (the
+    collective skip DDP204 asks for); the read is the decision, not overhead."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return False
+    if not any(
+        isinstance(node, (ast.If, ast.While)) and holds_node(node.test, call)
+        for node in walk_own(scope)
+    ):
+        return False
+    for node in walk_own(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        function = distributed_function(analysis.names.resolve(node.func))
+        if function in AGREEING_BUFFERS:
+            buffer = call_argument(node, *AGREEING_BUFFERS[function])
+            if isinstance(buffer, ast.Name) and buffer.id == receiver.id:
+                return True
+    return False
 
 
 def cost_of(kind: SyncKind) -> str:

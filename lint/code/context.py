@@ -22,13 +22,9 @@ from ddplint.code.collectives.receivers import Receivers
 from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.project.encoding import OPTIONS_KEY
 from ddplint.code.project.view import ProjectView
-from ddplint.code.ranks.one_process import OneProcessPaths
 from ddplint.code.ranks.rank_predicates import RankPredicates
 from ddplint.code.ranks.rank_reachability import RankReachability
 from ddplint.code.steps.forward_paths import ForwardPaths
-from ddplint.code.steps.host_syncs import HostSyncs
-from ddplint.code.steps.step_hooks import StepHooks
-from ddplint.code.steps.step_waits import StepWaits
 from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
 from ddplint.code.syntax.module_index import ModuleIndex
@@ -156,27 +152,6 @@ class CodeContext:
         return TrainingSteps(self.index, self.forward_paths, self.call_reach, self.object_types)
 
     @cached_property
-    def step_hooks(self) -> StepHooks:
-        return StepHooks(
-            self.index, self.forward_paths, self.names, self.training_steps, self.step_waits
-        )
-
-    @cached_property
-    def host_syncs(self) -> HostSyncs:
-        """Host synchronisations (tensor reads, ``empty_cache()``) run every step."""
-        return HostSyncs(
-            self.index,
-            self.names,
-            self.step_hooks,
-            self.training_steps,
-            self.rank_reachability,
-            self.step_waits,
-            in_training=self.in_training,
-            one_process=self.one_process,
-            decided=self.decided_values,
-        )
-
-    @cached_property
     def host_waits(self) -> HostWaits:
         """The core's host-wait questions, on the analysis's nodes, names and graphs."""
         return host_waits_of(self.analysis)
@@ -211,19 +186,6 @@ class CodeContext:
         two to check numbers), not a module only programs that never train run (an
         export or conversion script's model copy)."""
         return not is_test_file(self.source.path) and not self.project.off_training()
-
-    @cached_property
-    def one_process(self) -> OneProcessPaths:
-        """The core's single-process paths asked of LibCST nodes."""
-        paths = self.analysis.single_process if self.ast_module is not None else None
-        return OneProcessPaths(paths, self.range_of)
-
-    @cached_property
-    def step_waits(self) -> StepWaits:
-        """The core's per-step wait questions (queue already drained, cache filled once)
-        asked of LibCST calls."""
-        queue = self.device_queue if self.ast_module is not None else None
-        return StepWaits(queue, self.range_of, self.source.lines, self.project.core_facts())
 
     @cached_property
     def data_dependence(self) -> DataDependence:

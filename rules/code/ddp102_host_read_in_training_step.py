@@ -6,8 +6,12 @@ from collections.abc import Iterator
 
 from ddplint.analysis.step_syncs import SyncKind, cost_of
 from ddplint.code.context import CodeContext
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
+
+#: Longest call text shown whole in a message.
+_SHOWN_LENGTH = 60
 
 
 class HostReadInTrainingStep(CodeRule):
@@ -18,14 +22,18 @@ class HostReadInTrainingStep(CodeRule):
     that runs on every training step: a LightningModule's `training_step` and per-batch
     hooks (`on_train_batch_end`, `on_before_optimizer_step`, ...), a callback's step
     hooks (Lightning `Callback`, Hugging Face `TrainerCallback.on_step_end`, ...), a
-    `Trainer` subclass's `training_step` / `compute_loss`, a loss module's `forward`,
-    and the functions of the same file those call.
+    `Trainer` subclass's `training_step` / `compute_loss`, the body of a training loop,
+    and the functions of the same file those call. Not a module's `forward` (nor what
+    only a `forward` calls): a forward runs at inference too, and its reads often shape
+    the computation (a data-dependent length, an expert's index); DDP101 and DDP103
+    report their waits there.
 
     Opt-in (preview): such reads are common and often intended (a progress bar, a
     data-dependent shape). Select it with `--select DDP102` or `--preview`.
 
     Not flagged: a read under a condition that holds once in a while
-    (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`, `if self.should_log:`),
+    (`if batch_idx % log_every == 0:`, `if batch_idx == 0:`; a flag's name, such as
+    `if self.should_log:`, says nothing of how often it holds),
     `float(x)` / `int(x)` where nothing in the function says `x` is a tensor, a read of
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
     NumPy values, the second read of `x.cpu().numpy()`, the unpacked parts of a tensor
@@ -45,10 +53,13 @@ class HostReadInTrainingStep(CodeRule):
     read that fills a field of the module once (`if self.scale is None:`), a read that
     runs only now and then (in an `except` handler, on the rare way of a periodic test
     on a counter, in the single-process arm of the run's switch: the arm whose other way
-    wraps the model in DDP or reduces), a loop nested in the training loop and run under
+    wraps the model in DDP or reduces; in a module that only programs starting no process
+    group run: no `init_process_group`, DDP wrap, `Accelerator`, Lightning `Trainer` in the
+    script or the project modules it imports), a loop nested in the training loop and run under
     `torch.no_grad()`, validation / test / epoch hooks, and reads under a rank guard
     (DDP104 reports those). What a helper or a data loader is called decides nothing: a
-    helper called on every pass of the training loop reads every step.
+    helper called on every pass of the training loop reads every step. This rule is
+    built on the analysis core.
 
     ## Why is this bad?
     CUDA work is asynchronous: the host queues kernels and runs ahead. A device-to-host
@@ -92,14 +103,19 @@ class HostReadInTrainingStep(CodeRule):
     default_enabled = False
     needles = (".item(", ".cpu(", ".tolist(", ".numpy(", '"cpu"', "'cpu'", "float(", "int(")
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        for sync in ctx.host_syncs.found:
-            if sync.kind is not SyncKind.READ or sync.rank_guard is not None:
+        for sync in ctx.step_syncs:
+            if sync.kind is not SyncKind.READ or sync.guard is not None or sync.path.forward:
                 continue
+            spelled = " ".join(ast_node_text(ctx, sync.call).split())
+            if len(spelled) > _SHOWN_LENGTH:
+                spelled = " ".join(ast_node_text(ctx, sync.call.func).split()) + "(...)"
             message = (
-                f"`{sync.spelled}` in {sync.reason.describe()} reads a tensor on the host "
+                f"`{spelled}` in {sync.path.describe()} reads a tensor on the host "
                 f"every training step: {cost_of(sync.kind)} (every step, every rank); log "
                 "the tensor itself or read it every N steps"
             )
-            summary = f"`{sync.spelled}` waits for the GPU every training step"
-            yield ctx.finding(self, sync.call, message, summary=summary)
+            summary = f"`{spelled}` waits for the GPU every training step"
+            yield ctx.ast_finding(self, sync.call, message, summary=summary)

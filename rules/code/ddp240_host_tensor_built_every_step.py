@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddplint.analysis.step_uploads import step_uploads
 from ddplint.code.context import CodeContext
-from ddplint.code.steps.host_uploads import HostUploads
+from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Finding, Severity
 from ddplint.rule import CodeRule
 
@@ -26,7 +27,10 @@ class HostTensorBuiltEveryStep(CodeRule):
     another upload of the same pass with no new device work between (the queue is
     already drained; a few kernels on values already computed are no new work), one
     that runs only while exporting or tracing (`if torch.onnx.is_in_onnx_export():`),
-    in an `except` handler or a single-process arm, evaluation steps, test files.
+    in an `except` handler or a single-process arm, in a module that only programs starting
+    no process group run, evaluation steps, test files. A name is judged by the value
+    bound to it before the call (a re-bound name is its new value). This rule is built on
+    the analysis core.
 
     Opt-in, with the other host-sync rules (DDP101-DDP104). Preview: 27 of 36 judged
     findings right on repositories it was not built on (75%): a module that only ever
@@ -82,25 +86,18 @@ class HostTensorBuiltEveryStep(CodeRule):
     needles = ("tensor(",)
     required = ("device",)
 
+    reads_libcst = False
+
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
-        uploads = HostUploads(
-            ctx.index,
-            ctx.names,
-            ctx.forward_paths,
-            ctx.step_hooks,
-            ctx.step_waits,
-            in_training=ctx.in_training,
-            one_process=ctx.one_process,
-        )
-        for upload in uploads.found:
-            text = " ".join(ctx.node_text(upload.call).split())
+        for upload in step_uploads(ctx.analysis, ctx.step_paths, ctx.device_queue):
+            text = " ".join(ast_node_text(ctx, upload.call).split())
             if len(text) > _SHOWN_LENGTH:
-                text = ctx.node_text(upload.call.func) + "(...)"
+                text = ast_node_text(ctx, upload.call.func) + "(...)"
             message = (
-                f"`{text}` in {upload.reason.describe()} copies host data to the device "
+                f"`{text}` in {upload.path.describe()} copies host data to the device "
                 "every training step, and the copy ends in a stream synchronisation: the CPU "
                 "waits for every kernel queued before it (every step, every rank); build it "
                 "once (a buffer, an argument) or from pinned memory with `non_blocking=True`"
             )
             summary = f"`{text}` copies host data to the device every step"
-            yield ctx.finding(self, upload.call, message, summary=summary)
+            yield ctx.ast_finding(self, upload.call, message, summary=summary)

@@ -4,9 +4,11 @@ A *program* is a module run as a script: it tests ``__name__ == "__main__"``, lo
 its top level, or calls a function of its own there (``main()``). What it runs is the
 module and every project module it imports, over and over (a package's ``__init__``
 with each module inside it). A program is *distributed* when any of those modules uses
-an API that starts or joins a process group: ``torch.distributed`` (and DDP),
-``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate, Lightning, Horovod,
-ColossalAI, the Hugging Face ``Trainer``; it *trains* when one of them calls
+an API that starts or joins a process group (``api.GROUP_APIS``: ``torch.distributed``
+and DDP, ``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate's ``Accelerator``,
+Lightning's ``Trainer`` and ``Fabric``, Horovod, ColossalAI, the Hugging Face
+``Trainer``), not one that only lives beside them (a ``LightningDataModule``, accelerate's
+``set_seed``); it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
 taken for one that never trains only on that evidence.
@@ -25,44 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ddplint.analysis.api import GROUP_APIS
 from ddplint.code.project.summaries import Summary, qualify
 
-#: Dotted prefixes of the APIs that start or join a process group.
-GROUP_APIS = (
-    "torch.distributed",
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed",
-    "torch.nn.SyncBatchNorm",
-    "torch.multiprocessing",
-    "deepspeed",
-    "accelerate",
-    "lightning",
-    "pytorch_lightning",
-    "lightning_fabric",
-    "horovod",
-    "colossalai",
-    "megatron",
-    "apex.parallel",
-    "transformers.Trainer",
-    "transformers.Seq2SeqTrainer",
-    "transformers.TrainingArguments",
-    "transformers.Seq2SeqTrainingArguments",
-    "transformers.trainer",
-    "transformers.training_args",
-    "trl",
-    "mmengine.dist",
-    "mmengine.runner",
-    "mmcv.runner",
-    "timm.utils.distributed",
-    "timm.utils.init_distributed_device",
-    "timm.utils.distribute_bn",
-    "timm.utils.reduce_tensor",
-    "detectron2.engine.launch",
-    "detectron2.utils.comm",
-    "fairseq.distributed",
-    "fairseq.distributed_utils",
-    "ignite.distributed",
-)
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
 TRAINING_APIS = (
     "torch.optim",
