@@ -1,6 +1,6 @@
 """Small code rules that exist only in tests, to drive the fix machinery through cases
 no real rule offers yet (safe fixes, overlapping fixes, imports, fixes that break the
-file), and a helper that lets the engine and the CLI see them."""
+file; a rule that reads LibCST), and a helper that lets the engine and the CLI see them."""
 
 from __future__ import annotations
 
@@ -142,6 +142,29 @@ class NeverSettles(CodeRule):
                 yield ctx.finding(self, value, "n is too small", fix)
 
 
+class DeviceUpload(CodeRule):
+    """A rule that reads LibCST (no real rule does since session 40): flags
+    ``torch.tensor(...)`` / ``torch.as_tensor(...)`` given a ``device=``, for the tests
+    of when the engine parses a file with LibCST."""
+
+    code, name, summary, needles = (
+        "TST008",
+        "device-upload",
+        "a tensor built on a device",
+        ("device=",),
+    )
+    severity = Severity.WARNING
+
+    def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        for call in ctx.index.nodes(cst.Call):
+            made = ctx.names.qualified_name(call.func)
+            on_device = any(
+                a.keyword is not None and a.keyword.value == "device" for a in call.args
+            )
+            if made in ("torch.tensor", "torch.as_tensor") and on_device:
+                yield ctx.finding(self, call, "a tensor built on a device")
+
+
 SYNTHETIC: tuple[type[Rule], ...] = (
     RenameOldApi,
     RenameToCyrillic,
@@ -150,6 +173,7 @@ SYNTHETIC: tuple[type[Rule], ...] = (
     BreakingFix,
     TimeoutAsTimedelta,
     NeverSettles,
+    DeviceUpload,
 )
 for _rule in SYNTHETIC:
     _rule.__doc__ = (_rule.__doc__ or "") + DOC

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from fixture_harness import ROOT, fixture_files
+from synthetic_rules import use_synthetic_rules
 
 import ddplint.code.context as context_module
 from ddplint.code.context import CodeContext
@@ -18,7 +19,7 @@ from ddplint.rules import all_rules
 from ddplint.settings import LintOptions
 from ddplint.source import SourceFile
 
-#: DDP240 reads LibCST: a host list uploaded to the device in every forward (line 8).
+#: The test rule TST008 reads LibCST: a host list uploaded to the device (line 8).
 HOST_UPLOAD = b"""import torch
 from torch import nn
 
@@ -30,7 +31,7 @@ class Criterion(nn.Module):
         return outputs.sum() / count
 """
 
-#: The same module without a device: DDP240's forms are not there.
+#: The same module without a device: TST008's needle is not there.
 NO_DEVICE = HOST_UPLOAD.replace(b", device=outputs.device", b"")
 
 #: DDP502 answers on the core: a forward that skips a submodule on one branch, wrapped
@@ -65,6 +66,12 @@ def train(loader, model):
 """
 
 
+@pytest.fixture(autouse=True)
+def libcst_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine sees the test rules, TST008 (on LibCST) among them."""
+    use_synthetic_rules(monkeypatch)
+
+
 @pytest.fixture
 def libcst_parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The texts parsed with LibCST while the test runs."""
@@ -84,14 +91,14 @@ def _lint(raw: bytes, *codes: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_rule_left_out_by_its_forms_costs_no_libcst_parse(libcst_parses: list[str]) -> None:
-    outcome = _lint(NO_DEVICE, "DDP240", "DDP217")
+    outcome = _lint(NO_DEVICE, "TST008", "DDP217")
     assert outcome.errors == [] and outcome.findings == []
     assert libcst_parses == []
 
 
 def test_a_rule_whose_forms_are_there_parses_once(libcst_parses: list[str]) -> None:
-    outcome = _lint(HOST_UPLOAD, "DDP240", "DDP217")
-    assert [(f.rule, f.line) for f in outcome.findings] == [("DDP240", 8)]
+    outcome = _lint(HOST_UPLOAD, "TST008", "DDP217")
+    assert [(f.rule, f.line) for f in outcome.findings] == [("TST008", 8)]
     assert len(libcst_parses) == 1
 
 
@@ -109,17 +116,17 @@ def test_a_core_rule_reads_no_libcst(libcst_parses: list[str]) -> None:
 
 
 def test_a_libcst_rule_beside_a_core_rule_parses(libcst_parses: list[str]) -> None:
-    outcome = _lint(RANKS_PART + b"\n\n" + HOST_UPLOAD, "DDP201", "DDP240")
-    assert {"DDP201", "DDP240"} <= {f.rule for f in outcome.findings}
+    outcome = _lint(RANKS_PART + b"\n\n" + HOST_UPLOAD, "DDP201", "TST008")
+    assert {"DDP201", "TST008"} <= {f.rule for f in outcome.findings}
     assert len(libcst_parses) == 1
 
 
 def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
     libcst_parses: list[str],
 ) -> None:
-    """DDP240 reads LibCST, but a module that names no device holds none of its
+    """TST008 reads LibCST, but a module that names no device holds none of its
     hazards: only the core's rule runs."""
-    outcome = _lint(RANKS_PART, "DDP201", "DDP240")
+    outcome = _lint(RANKS_PART, "DDP201", "TST008")
     assert [f.rule for f in outcome.findings] == ["DDP201"]
     assert libcst_parses == []
 
@@ -127,7 +134,7 @@ def test_a_rule_screened_out_beside_a_core_rule_parses_nothing(
 def test_code_python_refuses_is_still_reported(libcst_parses: list[str]) -> None:
     """The screens say yes where CPython refuses the file: LibCST parses it and the
     error is reported, as when every file was parsed."""
-    outcome = _lint(b"x = torch.tensor(1, device=d)\ndef f(:\n", "DDP240")
+    outcome = _lint(b"x = torch.tensor(1, device=d)\ndef f(:\n", "TST008")
     assert [e.message.startswith("cannot parse") for e in outcome.errors] == [True]
     assert len(libcst_parses) == 1
 
@@ -138,9 +145,9 @@ def test_syntax_newer_than_this_python_leaves_core_rules_out_with_one_notice(
 ) -> None:
     """LibCST reads a 3.12 ``type`` statement that CPython 3.11 refuses: the rules over
     LibCST run, the core's rules are left out with one notice, and nothing is an error."""
-    outcome = _lint(b"type Batch = list[int]\n" + HOST_UPLOAD + RANKS_PART, "DDP240", "DDP219")
+    outcome = _lint(b"type Batch = list[int]\n" + HOST_UPLOAD + RANKS_PART, "TST008", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
-    assert [f.rule for f in outcome.findings] == ["DDP240"]
+    assert [f.rule for f in outcome.findings] == ["TST008"]
     assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP219 not run")
 
 
@@ -155,20 +162,20 @@ def test_indentation_only_cpython_reads_keeps_the_core_rules_with_one_notice(
         b"\t    dist.new_group([0])\n\t    dist.all_reduce(t)\n"
         b"x = torch.tensor(1, device=d)\n"
     )
-    outcome = _lint(code, "DDP207", "DDP240", "DDP219")
+    outcome = _lint(code, "DDP207", "TST008", "DDP219")
     assert outcome.errors == [] and not outcome.internal_error
     # The parting at the rank test skips the group DDP207 reports: one finding per root cause.
     assert sorted(f.rule for f in outcome.findings) == ["DDP207"]
-    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("DDP240 not run")
+    assert len(outcome.notices) == 1 and outcome.notices[0].startswith("TST008 not run")
     assert "Python's own parser reads it" in outcome.notices[0]
     assert len(libcst_parses) == 1
 
 
 def test_indentation_libcst_refuses_with_only_libcst_rules_is_a_notice() -> None:
     code = b"x = torch.tensor(1, device=d)\n\ndef g(t):\n    if t:\n\t    t.sum()\n"
-    outcome = _lint(code, "DDP240")
+    outcome = _lint(code, "TST008")
     assert outcome.errors == [] and outcome.findings == []
-    assert [n.split(" not run")[0] for n in outcome.notices] == ["DDP240"]
+    assert [n.split(" not run")[0] for n in outcome.notices] == ["TST008"]
 
 
 SCREENED = [

@@ -1,11 +1,13 @@
-"""The shared semantic layer: names through imports, collectives, rank predicates,
-forward paths."""
+"""The LibCST catalogue: names through imports, collectives and their needles (the
+rank and step questions are the analysis core's: ``tests/analysis``)."""
 
 from __future__ import annotations
 
 import libcst as cst
 import pytest
 
+from ddplint.code.collectives.catalogue import Collective, classify_call
+from ddplint.code.collectives.receivers import Receivers
 from ddplint.code.context import CodeContext
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.settings import LintOptions
@@ -18,8 +20,11 @@ def context(code: str) -> CodeContext:
     return CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
 
 
-def calls(ctx: CodeContext) -> list[cst.Call]:
-    return ctx.index.nodes(cst.Call)
+def collectives(ctx: CodeContext) -> list[Collective]:
+    """The catalogued collectives of the snippet's calls."""
+    receivers = Receivers(ctx.index, ctx.names)
+    found = (classify_call(call, ctx.names, receivers) for call in ctx.index.nodes(cst.Call))
+    return [collective for collective in found if collective is not None]
 
 
 @pytest.mark.parametrize(
@@ -39,7 +44,7 @@ def calls(ctx: CodeContext) -> list[cst.Call]:
 )
 def test_qualified_names(code: str, expected: str | None) -> None:
     ctx = context(code)
-    assert ctx.names.qualified_name(calls(ctx)[-1].func) == expected
+    assert ctx.names.qualified_name(ctx.index.nodes(cst.Call)[-1].func) == expected
 
 
 @pytest.mark.parametrize(
@@ -60,7 +65,7 @@ def test_qualified_names(code: str, expected: str | None) -> None:
 )
 def test_collectives_are_recognised(code: str, api: str) -> None:
     ctx = context(code)
-    (collective,) = ctx.collectives.values()
+    (collective,) = collectives(ctx)
     assert collective.api == api
 
 
@@ -76,92 +81,7 @@ def test_collectives_are_recognised(code: str, api: str) -> None:
     ],
 )
 def test_non_collectives(code: str) -> None:
-    assert context(code).collectives == {}
-
-
-@pytest.mark.parametrize(
-    "condition",
-    [
-        "dist.get_rank() == 0",
-        "torch.distributed.get_rank() != 0",
-        "self.trainer.is_global_zero",
-        "not trainer.is_global_zero",
-        "self.global_rank == 0",
-        "accelerator.is_main_process",
-        "int(os.environ['LOCAL_RANK']) == 0",
-        "os.environ.get('RANK') == '0'",
-        "is_global_rank_zero()",
-        "is_main",
-        "rank == 0 and epoch > 2",
-        "args['local_rank'] == 0",
-        "kwargs.get('rank') == 0",
-        "env['LOCAL_RANK'] == '0'",
-    ],
-)
-def test_rank_predicates(condition: str) -> None:
-    code = (
-        "import os\nimport torch\nimport torch.distributed as dist\n"
-        "is_main = dist.get_rank() == 0\n"
-        f"if {condition}:\n    pass\n"
-    )
-    ctx = context(code)
-    test = ctx.index.nodes(cst.If)[0].test
-    assert ctx.rank_predicates.is_rank_dependent(test)
-
-
-@pytest.mark.parametrize(
-    "condition",
-    [
-        "dist.get_world_size() > 1",
-        "dist.is_initialized()",
-        "world_size > 1",
-        "epoch == 0",
-        "ready",
-        "sizes[dist.get_rank()] > 0",
-        "dist.get_rank() is None",
-        "check(rank=0)",
-        "self.world_size > 1",
-        "broadcast_flag",
-    ],
-)
-def test_not_rank_predicates(condition: str) -> None:
-    code = (
-        "import torch.distributed as dist\nready = dist.is_available()\n"
-        "broadcast_flag = dist.get_rank() == 0\ndist.broadcast_object_list(broadcast_flag)\n"
-        f"if {condition}:\n    pass\n"
-    )
-    ctx = context(code)
-    assert not ctx.rank_predicates.is_rank_dependent(ctx.index.nodes(cst.If)[0].test)
-
-
-def test_rank_zero_only_decorator() -> None:
-    ctx = context(
-        "from lightning.pytorch.utilities import rank_zero_only\n"
-        "@rank_zero_only\ndef save():\n    pass\n"
-        "def other():\n    pass\n"
-    )
-    save, other = ctx.index.nodes(cst.FunctionDef)
-    assert ctx.rank_predicates.is_rank_zero_only(save)
-    assert not ctx.rank_predicates.is_rank_zero_only(other)
-
-
-def test_forward_paths_follow_calls_and_bases() -> None:
-    ctx = context(
-        "from torch import nn\n"
-        "def helper():\n    pass\n"
-        "class Base(nn.Module):\n    pass\n"
-        "class Net(Base):\n"
-        "    def forward(self, x):\n        return self._inner(x)\n"
-        "    def _inner(self, x):\n        return helper()\n"
-        "    def unused(self):\n        pass\n"
-        "class Plain:\n    def forward(self):\n        pass\n"
-    )
-    names = {f.name.value: f for f in ctx.index.nodes(cst.FunctionDef)}
-    on_path = {f.name.value for f in ctx.forward_paths.functions}
-    assert on_path == {"forward", "_inner", "helper"}
-    assert ctx.forward_paths.functions[names["helper"]].describe() == (
-        "`helper` (called from `Net.forward`)"
-    )
+    assert collectives(context(code)) == []
 
 
 def test_collective_needles_cover_the_catalogue() -> None:

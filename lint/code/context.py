@@ -15,27 +15,14 @@ from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.step_paths import StepPaths, host_waits_of
 from ddplint.analysis.step_syncs import HostSync, step_syncs
-from ddplint.code.collectives.call_reach import CallReach
-from ddplint.code.collectives.catalogue import Collective, classify_call
-from ddplint.code.collectives.divergent_exits import DivergentExits
-from ddplint.code.collectives.receivers import Receivers
-from ddplint.code.collectives.unsharded_models import UnshardedModels
 from ddplint.code.project.encoding import OPTIONS_KEY
 from ddplint.code.project.view import ProjectView
-from ddplint.code.ranks.rank_predicates import RankPredicates
-from ddplint.code.ranks.rank_reachability import RankReachability
-from ddplint.code.steps.forward_paths import ForwardPaths
-from ddplint.code.steps.training_steps import TrainingSteps
 from ddplint.code.syntax.column_map import ColumnMap, regenerated_code
 from ddplint.code.syntax.module_index import ModuleIndex
 from ddplint.code.syntax.names import ImportTable
 from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import parse_module
 from ddplint.code.syntax.statement_positions import StatementPositions
-from ddplint.code.values.data_dependence import DataDependence
-from ddplint.code.values.decided_values import DecidedValues
-from ddplint.code.values.divergence import Divergence
-from ddplint.code.values.object_types import ObjectTypes
 from ddplint.code_facts import is_test_file
 from ddplint.finding import Finding, Fix, Related, RuleIdentity
 from ddplint.source import SourceFile
@@ -87,69 +74,10 @@ class CodeContext:
         return ImportTable(self.index)
 
     @cached_property
-    def forward_paths(self) -> ForwardPaths:
-        return ForwardPaths(self.index, self.names, self.object_types)
-
-    @cached_property
-    def object_types(self) -> ObjectTypes:
-        """The kinds of objects the module's values hold, from their allocation."""
-        return ObjectTypes(self.index, self.names, self.project)
-
-    @cached_property
     def project(self) -> ProjectView:
         """What the project model says about the names this file uses (empty when the
         file is linted without its project)."""
         return ProjectView.decode(self.options.fact(OPTIONS_KEY), lambda: self.index)
-
-    @cached_property
-    def receivers(self) -> Receivers:
-        """The framework objects the module allocates or annotates."""
-        return Receivers(self.index, self.names)
-
-    @cached_property
-    def collectives(self) -> dict[cst.Call, Collective]:
-        """Every collective-bearing call of the module, keyed by its Call node: the
-        catalogued ones, and calls of another module's project function that reaches
-        one (a project method that only looks like a framework collective is not, nor is
-        a state-dict read of a model sharded only later)."""
-        found: dict[cst.Call, Collective] = {}
-        project = self.project
-        unsharded = UnshardedModels(self.index, self.names, project)
-        for call in self.index.nodes(cst.Call):
-            collective = classify_call(call, self.names, self.receivers)
-            if project:
-                if collective is None:
-                    collective = project.collective(call)
-                elif project.is_project_function(call):
-                    collective = None
-            if collective is not None and not unsharded.reads_unsharded(collective):
-                found[call] = collective
-        return found
-
-    @cached_property
-    def rank_predicates(self) -> RankPredicates:
-        return RankPredicates(self.index, self.names, self.project)
-
-    @cached_property
-    def rank_reachability(self) -> RankReachability:
-        """Which nodes run on some ranks only; which collectives each function reaches."""
-        return RankReachability(
-            self.index,
-            self.names,
-            self.collectives,
-            self.rank_predicates,
-            self.module.code_for_node,
-            lambda node: self.range_of(node)[0],
-            self.decided_values.decided,
-        )
-
-    @cached_property
-    def call_reach(self) -> CallReach:
-        return CallReach(self.index, self.forward_paths, self.collectives)
-
-    @cached_property
-    def training_steps(self) -> TrainingSteps:
-        return TrainingSteps(self.index, self.forward_paths, self.call_reach, self.object_types)
 
     @cached_property
     def host_waits(self) -> HostWaits:
@@ -172,41 +100,11 @@ class CodeContext:
         return step_syncs(self.analysis, self.step_paths, self.device_queue)
 
     @cached_property
-    def decided_values(self) -> DecidedValues:
-        """The core's values decided where they are set, asked of LibCST nodes."""
-        return DecidedValues(
-            lambda: self.analysis.literal_values if self.ast_module is not None else None,
-            self.ast_range,
-            self.range_of,
-        )
-
-    @cached_property
     def in_training(self) -> bool:
         """Whether the file may run in a training step: not a test (which runs a step or
         two to check numbers), not a module only programs that never train run (an
         export or conversion script's model copy)."""
         return not is_test_file(self.source.path) and not self.project.off_training()
-
-    @cached_property
-    def data_dependence(self) -> DataDependence:
-        return DataDependence(self.index, self.collectives, self.training_steps, self.object_types)
-
-    @cached_property
-    def divergence(self) -> Divergence:
-        """Which values may differ between ranks, and why."""
-        reachability = self.rank_reachability
-        return Divergence(
-            self.index,
-            self.names,
-            self.collectives,
-            self.rank_predicates,
-            self.data_dependence,
-            lambda node: reachability.guard_of(node) is not None,
-        )
-
-    @cached_property
-    def divergent_exits(self) -> DivergentExits:
-        return DivergentExits(self.index, self.call_reach, self.divergence, self.rank_reachability)
 
     @cached_property
     def config_reads(self) -> ConfigReads:

@@ -1,22 +1,14 @@
 """Constant values and declared defaults on ``ast`` (``analysis.constants``,
-``analysis.fallback_defaults``): the answers the LibCST layer gives for the same code."""
+``analysis.fallback_defaults``)."""
 
 from __future__ import annotations
 
 import ast
 
-import libcst as cst
 import pytest
 
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.literal_values import UNKNOWN
-from ddplint.code.context import CodeContext
-from ddplint.code.syntax.constants import constant_value
-from ddplint.code.values.fallback_defaults import fallback_default
-from ddplint.settings import LintOptions
-from ddplint.source import SourceFile
-
-OPTIONS = LintOptions(selected=(), project_root=".")
 
 
 def last_g_argument(analysis: ModuleAnalysis) -> tuple[ast.expr, ast.AST]:
@@ -28,12 +20,6 @@ def last_g_argument(analysis: ModuleAnalysis) -> tuple[ast.expr, ast.AST]:
         if isinstance(call.func, ast.Name) and call.func.id == "g"
     ]
     return max(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
-
-
-def libcst_argument(code: str) -> tuple[CodeContext, cst.BaseExpression]:
-    ctx = CodeContext.parse(SourceFile.decode("t.py", code.encode()), OPTIONS)
-    calls = [c for c in ctx.index.nodes(cst.Call) if ctx.node_text(c.func) == "g"]
-    return ctx, calls[-1].args[0].value
 
 
 CONSTANTS = [
@@ -66,12 +52,6 @@ def test_constant_value(code: str, expected: object) -> None:
     analysis = ModuleAnalysis(ast.parse(code))
     expression, scope = last_g_argument(analysis)
     assert analysis.constants.value(expression, scope) == expected
-
-
-@pytest.mark.parametrize(("code", "expected"), CONSTANTS)
-def test_constant_value_as_the_libcst_layer(code: str, expected: object) -> None:
-    ctx, argument = libcst_argument(code)
-    assert constant_value(ctx.index, argument) == expected
 
 
 DEFAULTS = [
@@ -124,17 +104,6 @@ def test_fallback_default(code: str, expected: object, where: str | None) -> Non
     assert (found.value if found is not None else None) == expected
     if where is not None:
         assert found is not None and found.where.startswith(where)
-
-
-@pytest.mark.parametrize(("code", "expected", "where"), DEFAULTS)
-def test_fallback_default_as_the_libcst_layer(code: str, expected: object, where: str) -> None:
-    ctx, argument = libcst_argument(code)
-    analysis = ModuleAnalysis(ast.parse(code))
-    ours = analysis.fallback_defaults.of(*last_g_argument(analysis))
-    theirs = fallback_default(ctx.index, argument)
-    assert ((ours.value, ours.where) if ours else None) == (
-        (theirs.value, theirs.where) if theirs else None
-    )
 
 
 @pytest.mark.parametrize(

@@ -1,3 +1,3 @@
-"""Which calls communicate: the one catalogue of collectives, what a call reaches through
-functions, per-rank collective sequences, timeouts and DDP wrappers.
+"""The LibCST catalogue of collectives (kinds, needles, the receivers a module allocates),
+kept for the engine's needles and for rules written on LibCST.
 """

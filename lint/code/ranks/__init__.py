@@ -1,3 +1,3 @@
-"""Which statements run on some ranks only: rank predicates, rank conditions as formulas, rank
-reachability, the small ast form for code facts, process groups.
+"""The small ``ast`` form of "is this call reached on one rank only?" that the code facts
+need (the rank questions themselves are the analysis core's).
 """

@@ -1,6 +1,6 @@
 """Is a call reached on one rank only? The small form the code facts need, over Python's
 own ``ast`` (cheap: facts are wanted from files no code rule parses), with the rank
-names of ``rank_predicates``: inside an ``if`` / ``else`` whose test reads a rank
+spellings of ``analysis.api``: inside an ``if`` / ``else`` whose test reads a rank
 (``trainer.is_global_zero``, ``global_rank == 0``, ``dist.get_rank()``,
 ``os.environ["RANK"]``), or in a function decorated ``@rank_zero_only`` (or
 accelerate's ``@on_main_process``). Early exits (``if not is_global_zero: return``)

@@ -1,3 +1,3 @@
-"""Which values differ between ranks: values computed from this rank's batch or loss (and what
-stays the same on every rank whatever the data), and iteration orders that come from a set.
+"""Values a module reads from its configuration: the YAML files it is bound to, the keys it
+reads, and the declared values (a literal, a default, a config key) a finding cites.
 """
