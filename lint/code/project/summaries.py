@@ -22,6 +22,7 @@ from ddplint.analysis.api import (
     RANK_ONLY_DECORATORS,
     SHARDING_WRAPPERS,
 )
+from ddplint.analysis.children import child_nodes
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
@@ -29,7 +30,6 @@ from ddplint.analysis.names import Names
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
-from ddplint.code.syntax.python_ast import child_nodes
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
