@@ -42,7 +42,8 @@ def parameters_reaching_returns(
     """The ``parameters`` whose values may reach a value ``function`` returns; None
     where a returned value may read a value of the function's own, or it returns
     none. ``body_nodes``: the own nodes of its body in any order (nested scopes not
-    entered), where the caller has walked them already; its signature is walked here."""
+    entered; the returns and ``BINDERS`` among them are all it reads), where the caller
+    has walked them already; its signature is walked here."""
     return returned_reach(function, parameters, names, body_nodes).whole
 
 
@@ -75,12 +76,12 @@ def returned_reach(
         if isinstance(node, ast.Return):
             if node.value is not None:
                 returned.append(node.value)
-        elif isinstance(node, _BINDERS):
+        elif isinstance(node, BINDERS):
             binders.append(node)
     if not returned:
         return ReturnedReach(None, None)
     if not signature_read:
-        binders.extend(node for node in _signature(function) if isinstance(node, _BINDERS))
+        binders.extend(node for node in _signature(function) if isinstance(node, BINDERS))
     bindings: dict[str, list[ast.AST]] = {}
     for node in binders:
         if type(node) is not ast.Call or _on_a_name(node):
@@ -153,8 +154,8 @@ def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast
             yield from own_nodes(child)
 
 
-#: The nodes ``_bound`` reads; the others bind nothing.
-_BINDERS = (
+#: The nodes ``_bound`` reads; the others bind nothing (with the returns, all a reach reads).
+BINDERS = (
     ast.Assign,
     ast.AnnAssign,
     ast.AugAssign,
