@@ -85,8 +85,8 @@ def _stored_names(kinds: Kinds) -> list[ast.Name]:
     return [name for name in _of(kinds, ast.Name) if isinstance(name.ctx, ast.Store)]
 
 
-def _collective(call: ast.Call, imports: dict[str, str]) -> CollectiveKind | None:
-    name = dotted(call.func)
+def _collective(name: str | None, imports: dict[str, str]) -> CollectiveKind | None:
+    """The collective a call of ``name`` (as spelled) issues, if any."""
     if name is None:
         return None
     qualified = qualify(name, imports)
@@ -200,7 +200,8 @@ def function_summary(
     allocations = _allocations(kinds)
     made_args: list[list[Any]] = []
     for node in _of(kinds, ast.Call):
-        kind = _collective(node, imports)
+        target = dotted(node.func)
+        kind = _collective(target, imports)
         if kind is not None:
             collectives.append(
                 [
@@ -215,7 +216,6 @@ def function_summary(
                 ]
             )
             continue
-        target = dotted(node.func)
         if target is not None:
             calls.append([target, node.lineno])
             sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
@@ -229,10 +229,10 @@ def function_summary(
             made_args.extend(
                 [target, at, made] for at, made in _allocated_arguments(node, allocations)
             )
-    for node in _of(kinds, ast.Return):
-        if node.value is not None:
+    for returning in _of(kinds, ast.Return):
+        if returning.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
-            value = node.value
+            value = returning.value
             returned = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
             for branch in returned:
                 if is_rank_test(branch):
