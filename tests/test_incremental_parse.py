@@ -9,9 +9,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from ddplint.analysis.children import child_nodes
 from ddplint.code.syntax import incremental_parse, safe_parse
 from ddplint.code.syntax.incremental_parse import IncrementalParser, split
-from ddplint.code.syntax.python_ast import child_nodes, parse_python
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.code.syntax.safe_parse import ParseLimitExceeded, statement_nesting
 
 ROOT = Path(__file__).resolve().parents[1]

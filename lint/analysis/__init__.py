@@ -2,7 +2,8 @@
 
 Floors, each importing only the ones before it:
 
-- ``api`` (the distributed APIs known by name) and ``names`` (a module's imports);
+- ``api`` (the distributed APIs known by name), ``names`` (a module's imports) and
+  ``children`` (a node's children and ``walk``, faster than ``ast``'s own);
   ``forms`` (on ``names``): which forms a module holds at all, the screens that spare a
   file its LibCST parse (``CodeRule.may_report``);
 - ``control_flow``: a control-flow graph per function (module code counts as one) on

@@ -23,10 +23,11 @@ it sits in.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.names import dotted_name
 
 Scope = (
@@ -180,26 +181,27 @@ _Frame = _Loop | _With | _Finally | _Handlers
 
 def holds_node(outer: ast.AST, inner: ast.AST) -> bool:
     """Whether ``inner`` is ``outer`` or one of its nodes."""
-    return any(node is inner for node in ast.walk(outer))
+    return any(node is inner for node in walk(outer))
 
 
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a scope's own code: nested functions, classes and lambdas left out."""
-    pending: list[ast.AST] = list(ast.iter_child_nodes(scope))
+    pending: list[ast.AST] = child_nodes(scope)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
         yield node
 
 
-def single_bindings(scope: ast.AST) -> dict[str, ast.expr]:
+def single_bindings(scope: ast.AST, nodes: Iterable[ast.AST] | None = None) -> dict[str, ast.expr]:
     """Names the scope's own code binds exactly once, by a plain ``name = value`` or
-    ``a, b = x, y`` (a tuple of names from a tuple of as many values)."""
+    ``a, b = x, y`` (a tuple of names from a tuple of as many values). ``nodes``: its
+    ``own_nodes``, where the caller has walked them."""
     values: dict[str, ast.expr] = {}
     counts: dict[str, int] = {}
-    for node in own_nodes(scope):
+    for node in own_nodes(scope) if nodes is None else nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             counts[node.id] = counts.get(node.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -624,4 +626,4 @@ class ScopeGraphs:
             node = pending.pop(0)
             if isinstance(node, SCOPE_TYPES):
                 yield node
-            pending.extend(ast.iter_child_nodes(node))
+            pending.extend(child_nodes(node))

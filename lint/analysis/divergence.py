@@ -64,6 +64,7 @@ from ddplint.analysis.api import (
     RANK_FUNCTION_NAMES,
 )
 from ddplint.analysis.batches import BatchSeeds
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Graph,
@@ -207,7 +208,7 @@ def summarise_call(
 def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The names a function's own code binds (its parameters bound again included)."""
     found: set[str] = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             found.add(node.id)
     return found
@@ -479,7 +480,7 @@ class _Evaluator:
             sequence, count = repeated
             return _join(self.taint(sequence, state), _as_values(self.taint(count, state)))
         found: Taint | None = None
-        for child in ast.iter_child_nodes(expression):
+        for child in child_nodes(expression):
             if isinstance(child, ast.expr):
                 found = _join(found, self.taint(child, state))
         return found
@@ -804,7 +805,7 @@ class _Evaluator:
         return any(
             (isinstance(n, ast.Attribute) and n.attr == "dtype")
             or self.names.resolve(n) in TORCH_DTYPES
-            for n in ast.walk(expression)
+            for n in walk(expression)
             if isinstance(n, (ast.Attribute, ast.Name))
         )
 
@@ -1242,12 +1243,13 @@ def _is_zero(expression: ast.expr) -> bool:
     )
 
 
-def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
-    """The dotted names a scope's own code binds to a tensor made by a factory
-    (``correct = torch.zeros(n)``, ``m = torch.full(...).to(device)``): assigning one's
-    items changes its contents, never its shape."""
+def _tensor_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
+    """The dotted names a scope's own code (``nodes``: its ``own_nodes``) binds to a
+    tensor made by a factory (``correct = torch.zeros(n)``, ``m =
+    torch.full(...).to(device)``): assigning one's items changes its contents, never its
+    shape."""
     found: set[str] = set()
-    for node in own_nodes(scope):
+    for node in nodes:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         made = node.value
@@ -1271,12 +1273,13 @@ def _tensor_names(scope: ast.AST, names: Names) -> frozenset[str]:
 _ITERABLE_READERS = frozenset({"sum", "len", "sorted", "list", "tuple", "max", "min", "zip"})
 
 
-def _sequence_names(scope: ast.AST) -> frozenset[str]:
-    """The dotted names a scope's own code uses as sequences, never as an int: iterated
-    (``for n in sizes``, a comprehension), handed to ``sum`` / ``len`` / ``sorted`` and
-    the like as the only argument, or indexed by something other than a string."""
+def _sequence_names(nodes: list[ast.AST]) -> frozenset[str]:
+    """The dotted names a scope's own code (``nodes``) uses as sequences, never as an
+    int: iterated (``for n in sizes``, a comprehension), handed to ``sum`` / ``len`` /
+    ``sorted`` and the like as the only argument, or indexed by something other than a
+    string."""
     found: set[str] = set()
-    for node in own_nodes(scope):
+    for node in nodes:
         used: ast.expr | None = None
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             used = node.iter
@@ -1298,8 +1301,8 @@ def _sequence_names(scope: ast.AST) -> frozenset[str]:
     return frozenset(found)
 
 
-def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
-    """The dotted names a scope's own code uses as mappings: indexed by a string
+def _mapping_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
+    """The dotted names a scope's own code (``nodes``) uses as mappings: indexed by a string
     (``out["loss"]``), asked ``get`` / ``items`` / ``keys`` / ``values`` /
     ``setdefault``, unpacked as ``**d``, or bound to a dict display or ``dict(...)``."""
     found: set[str] = set()
@@ -1307,7 +1310,7 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     #: container indexed by what iterating it yields is a mapping.
     iterated: set[tuple[str | None, str]] = set()
     indexed: set[tuple[str | None, str]] = set()
-    for node in own_nodes(scope):
+    for node in nodes:
         used: list[ast.expr] = []
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(
             node.target, ast.Name
@@ -1342,12 +1345,13 @@ def _mapping_names(scope: ast.AST, names: Names) -> frozenset[str]:
     return frozenset(found)
 
 
-def _ragged_names(scope: ast.AST) -> frozenset[str]:
-    """The dotted names a scope's own code binds to a list or tuple of displays
-    (``data = [[1, 2], [3]]``): the item an index picks may be of another length."""
+def _ragged_names(nodes: list[ast.AST]) -> frozenset[str]:
+    """The dotted names a scope's own code (``nodes``) binds to a list or tuple of
+    displays (``data = [[1, 2], [3]]``): the item an index picks may be of another
+    length."""
     sized = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
     found: set[str] = set()
-    for node in own_nodes(scope):
+    for node in nodes:
         if not (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -1502,6 +1506,8 @@ class Divergence:
         #: of the process count (``SingleProcessPaths.asks_several``).
         self._module_several = several
         self.dominance = dominance
+        nodes = list(own_nodes(graph.scope))  # one walk of the scope for what its code binds
+        single = single_bindings(graph.scope, nodes)
         self.evaluator = _Evaluator(
             names,
             agreeing_receivers,
@@ -1509,18 +1515,18 @@ class Divergence:
             owner,
             torch_modules,
             results,
-            _mapping_names(graph.scope, names),
-            _ragged_names(graph.scope),
-            even_strides(graph.scope, names),
-            single_bindings(graph.scope),
+            _mapping_names(nodes, names),
+            _ragged_names(nodes),
+            even_strides(graph.scope, names, single),
+            single,
             _parameters_of(graph.scope),
-            _sequence_names(graph.scope),
+            _sequence_names(nodes),
             batches.drawn if batches is not None else frozenset(),
             parts,
         )
         self.evaluator.probes = probes
         self.names = names
-        self._tensors = _tensor_names(graph.scope, names)
+        self._tensors = _tensor_names(nodes, names)
         self._contributed = self._contributions()
         self._entry = {**(fields or {}), **self._entry_state(rank_parameters)}
         self._before: dict[int, State] = {}
@@ -1849,7 +1855,7 @@ class Divergence:
         for node in arm:
             for call in _calls_of(node.statement) if node.statement is not None else ():
                 for buffer in self.evaluator.agreed_arguments(call):
-                    buffers.update(n.id for n in ast.walk(buffer) if isinstance(n, ast.Name))
+                    buffers.update(n.id for n in walk(buffer) if isinstance(n, ast.Name))
         received: set[str] = set()
         elsewhere: set[str] = set()
         for node in arm:
@@ -2126,12 +2132,12 @@ def _calls_of(statement: ast.AST) -> Iterator[ast.Call]:
             continue
         if isinstance(current, ast.Call):
             yield current
-        pending.extend(ast.iter_child_nodes(current))
+        pending.extend(child_nodes(current))
 
 
 def _lengths_read(expression: ast.AST) -> Iterator[str]:
     """The dotted names whose length an expression reads (``len(self.inflight)``)."""
-    for node in ast.walk(expression):
+    for node in walk(expression):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)

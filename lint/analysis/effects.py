@@ -34,6 +34,7 @@ from ddplint.analysis.api import (
     STATE_DICT_READS,
     TORCH_COLLECTIVES,
 )
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
 from ddplint.analysis.module_classes import ClassKinds
@@ -211,7 +212,7 @@ class FrameworkObjects:
                     if self.names.resolve(value.func) in SHARDING_WRAPPERS:
                         self._sharded(value, target)
         for function in nodes.functions():
-            for inner in ast.walk(function):
+            for inner in walk(function):
                 if _unwraps(inner):
                     assert isinstance(inner, ast.Assign)
                     name = dotted_name(inner.targets[0]) or ""
@@ -297,7 +298,7 @@ class FrameworkObjects:
                 for item in statement.items
             ):
                 for inner in statement.body:
-                    found.update(id(n) for n in ast.walk(inner) if isinstance(n, ast.Call))
+                    found.update(id(n) for n in walk(inner) if isinstance(n, ast.Call))
         return found
 
     def _allocation(self, node: ast.Assign | ast.AnnAssign) -> None:
@@ -550,9 +551,7 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
             continue
         if isinstance(current, ast.Call):
             yield current
-        pending.extend(
-            child for child in ast.iter_child_nodes(current) if not isinstance(child, ast.stmt)
-        )
+        pending.extend(child for child in child_nodes(current) if not isinstance(child, ast.stmt))
 
 
 def header_parts(node: ast.AST) -> Iterator[ast.AST]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from ddplint.analysis.children import walk
 from ddplint.analysis.names import Names, dotted_name
 
 #: Calls that build a set from their argument.
@@ -33,7 +34,7 @@ def every_node(module: ast.Module) -> list[ast.AST]:
     last = _walked[0] if _walked else None
     if last is not None and last[0] is module:
         return last[1]
-    nodes = list(ast.walk(module))
+    nodes = list(walk(module))
     _walked[:] = [(module, nodes)]
     return nodes
 
@@ -79,7 +80,7 @@ def loops_over_selected_values(module: ast.Module) -> bool:
     for node in every_node(module):
         if isinstance(node, _LOOPS) and any(
             isinstance(part, ast.Call) and _last_name(part.func) in VALUE_SELECTIONS
-            for part in ast.walk(node.iter)
+            for part in walk(node.iter)
         ):
             return True
     return False

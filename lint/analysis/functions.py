@@ -13,6 +13,7 @@ from functools import cached_property
 
 from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
 from ddplint.analysis.batches import BatchSeeds, batch_seeds
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
     SCOPE_TYPES,
@@ -472,7 +473,7 @@ class ModuleAnalysis:
         rebound = {
             name
             for function in self.nodes.functions()
-            for node in ast.walk(function)
+            for node in walk(function)
             if isinstance(node, ast.Global)
             for name in node.names
         }
@@ -767,7 +768,7 @@ def _fields_read(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[st
     only way its divergence reads one; None where it binds ``self`` itself (a
     rebinding drops every field it held, read or not)."""
     read: set[str] = set()
-    for node in ast.walk(method):
+    for node in walk(method):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == "self":
                 read.add(f"self.{node.attr}")
@@ -788,7 +789,7 @@ def _part_read(given: State, read: frozenset[str] | None) -> State:
 def _stores_on_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the method's code assigns a ``self.x`` or adds an item to one
     (``self.x[key] = v``, ``self.x.append(v)``)."""
-    for node in ast.walk(method):
+    for node in walk(method):
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
@@ -1023,14 +1024,14 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
 
 def calls_in(node: ast.AST) -> Iterator[ast.Call]:
     """The calls inside ``node``, not inside scopes nested in it."""
-    pending = list(ast.iter_child_nodes(node))
+    pending = child_nodes(node)
     while pending:
         current = pending.pop()
         if isinstance(current, SCOPE_TYPES):
             continue
         if isinstance(current, ast.Call):
             yield current
-        pending.extend(ast.iter_child_nodes(current))
+        pending.extend(child_nodes(current))
 
 
 def _local_callee(call: ast.Call) -> str | None:

@@ -10,6 +10,7 @@ import ast
 from collections import defaultdict
 from typing import TypeVar
 
+from ddplint.analysis.children import child_nodes
 from ddplint.analysis.control_flow import SCOPE_TYPES, Scope
 
 Node = TypeVar("Node", bound=ast.AST)
@@ -35,7 +36,7 @@ class ModuleNodes:
             inner = node if isinstance(node, SCOPE_TYPES) else scope
             if inner is not scope:
                 self.scope_of[node] = scope
-            pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+            pending.extend((child, inner) for child in child_nodes(node))
 
     def of_type(self, kind: type[Node]) -> list[Node]:
         """Every node of exactly this type, in no particular order."""

@@ -20,9 +20,9 @@ import ast
 import builtins
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import chain
 
 from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_FUNCTION_NAMES
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.divergence import PLACEMENT_METHODS
 from ddplint.analysis.names import Names
@@ -42,7 +42,8 @@ def parameters_reaching_returns(
     """The ``parameters`` whose values may reach a value ``function`` returns; None
     where a returned value may read a value of the function's own, or it returns
     none. ``body_nodes``: the own nodes of its body in any order (nested scopes not
-    entered), where the caller has walked them already; its signature is walked here."""
+    entered; the returns and ``BINDERS`` among them are all it reads), where the caller
+    has walked them already; its signature is walked here."""
     return returned_reach(function, parameters, names, body_nodes).whole
 
 
@@ -65,19 +66,28 @@ def returned_reach(
 ) -> ReturnedReach:
     """``parameters_reaching_returns``, and the same per item of a returned tuple
     (``return model, start_step``: the step may read none of what the model does)."""
-    bindings: dict[str, list[ast.AST]] = {}
     returned: list[ast.AST] = []
-    walked = own_nodes(function) if body_nodes is None else chain(body_nodes, _signature(function))
-    for node in walked:
+    binders: list[ast.AST] = []
+    if body_nodes is None:
+        body_nodes, signature_read = list(own_nodes(function)), True
+    else:
+        signature_read = False  # its signature is read below, once something is returned
+    for node in body_nodes:
         if isinstance(node, ast.Return):
             if node.value is not None:
                 returned.append(node.value)
-        elif isinstance(node, _BINDERS) and (type(node) is not ast.Call or _on_a_name(node)):
+        elif isinstance(node, BINDERS):
+            binders.append(node)
+    if not returned:
+        return ReturnedReach(None, None)
+    if not signature_read:
+        binders.extend(node for node in _signature(function) if isinstance(node, BINDERS))
+    bindings: dict[str, list[ast.AST]] = {}
+    for node in binders:
+        if type(node) is not ast.Call or _on_a_name(node):
             for name, value in _bound(node):
                 if name not in names.imports:  # ``torch.zeros(n)`` fills no ``torch``
                     bindings.setdefault(name, []).append(value)
-    if not returned:
-        return ReturnedReach(None, None)
     whole = _reaching(returned, bindings, parameters, names)
     return ReturnedReach(whole, _item_reach(returned, bindings, parameters, names))
 
@@ -138,14 +148,14 @@ def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast
     """The own nodes of ``function`` outside its body (parameters, defaults,
     annotations, decorators), as ``own_nodes`` reaches them."""
     body = {id(statement) for statement in function.body}
-    for child in ast.iter_child_nodes(function):
+    for child in child_nodes(function):
         if id(child) not in body and not isinstance(child, _SCOPES):
             yield child
             yield from own_nodes(child)
 
 
-#: The nodes ``_bound`` reads; the others bind nothing.
-_BINDERS = (
+#: The nodes ``_bound`` reads; the others bind nothing (with the returns, all a reach reads).
+BINDERS = (
     ast.Assign,
     ast.AnnAssign,
     ast.AugAssign,
@@ -183,7 +193,7 @@ def _bound(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
         if type(target) is ast.Name:  # the common case: nothing inside to walk
             yield from ((target.id, value) for value in values)
             continue
-        for inner in ast.walk(target):
+        for inner in walk(target):
             if isinstance(inner, ast.Name):
                 for value in values:
                     yield inner.id, value
@@ -197,7 +207,7 @@ def _on_a_name(call: ast.Call) -> bool:
 
 
 def _names_in(expression: ast.AST) -> Iterator[ast.Name]:
-    return (n for n in ast.walk(expression) if isinstance(n, ast.Name))
+    return (n for n in walk(expression) if isinstance(n, ast.Name))
 
 
 def _read(expression: ast.AST) -> Iterator[ast.AST]:
@@ -214,7 +224,7 @@ def _read(expression: ast.AST) -> Iterator[ast.AST]:
             if not placement:
                 pending.extend(node.args)
             continue
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
 
 
 def _own_source(node: ast.AST, names: Names) -> bool:

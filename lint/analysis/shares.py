@@ -23,12 +23,15 @@ CHUNKERS = frozenset({"torch.chunk", "torch.tensor_split"})
 _CHUNK_METHODS = frozenset({"chunk", "tensor_split"})
 
 
-def even_strides(scope: ast.AST, names: Names) -> dict[str, frozenset[str]]:
+def even_strides(
+    scope: ast.AST, names: Names, single: dict[str, ast.expr] | None = None
+) -> dict[str, frozenset[str]]:
     """Name -> the strides (``ast.dump`` of each) by which every rank's share of the
     pieces the name holds is equally long: the name is bound once in the scope, to a
     tensor padded to a multiple of ``m`` cut into ``m`` pieces, and each stride is a
-    factor of ``m``."""
-    single = single_bindings(scope)
+    factor of ``m``. ``single``: the scope's ``single_bindings``, where the caller has them."""
+    if single is None:
+        single = single_bindings(scope)
     found: dict[str, frozenset[str]] = {}
     for name, value in single.items():
         cut = _pieces(value, names)

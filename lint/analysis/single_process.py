@@ -33,6 +33,7 @@ from ddplint.analysis.api import (
     WORLD_SIZE_ENV_VARS,
     WORLD_SIZE_FUNCTION_NAMES,
 )
+from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, Scope, ScopeGraphs
 from ddplint.analysis.host_waits import walk_own
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -305,7 +306,7 @@ class SingleProcessPaths:
         if self.program_alone or self._alone_scope(scope):
             return True
         graph = self._graphs.graph(scope)
-        inside = {id(node) for part in handler.body for node in ast.walk(part)}
+        inside = {id(node) for part in handler.body for node in walk(part)}
         together = self._reached_together(graph)
         for node in graph.nodes:
             if id(node.statement) not in inside or node.index not in together:
@@ -434,7 +435,7 @@ class SingleProcessPaths:
                 statement.body,
             )
         )
-        if any(self._starts_group(inner) for part in arm for inner in ast.walk(part)):
+        if any(self._starts_group(inner) for part in arm for inner in walk(part)):
             return None  # ``if not dist.is_initialized(): init_process_group()``
         return edge
 
@@ -514,7 +515,7 @@ class SingleProcessPaths:
                     self._starts_group(inner)
                     for part in block
                     if isinstance(part, (ast.Expr, ast.Assign, ast.AnnAssign))
-                    for inner in ast.walk(part)
+                    for inner in walk(part)
                 )
         return False
 
@@ -532,7 +533,7 @@ class SingleProcessPaths:
                     return any(
                         isinstance(inner, ast.Call)
                         and self._names.resolve(inner.func) in _STARTS_GROUP
-                        for inner in ast.walk(function)
+                        for inner in walk(function)
                     )
         return False
 
@@ -571,7 +572,7 @@ class SingleProcessPaths:
             if not function.decorator_list
             and not isinstance(self._nodes.scope_of.get(function), ast.ClassDef)
         }
-        for node in ast.walk(self._nodes.module):
+        for node in walk(self._nodes.module):
             name = _function_use(node)
             if name is not None and name in defined:
                 uses.setdefault(name, []).append(node)
@@ -603,8 +604,8 @@ class SingleProcessPaths:
         if self._parents is None:
             self._parents = {
                 child: parent
-                for parent in ast.walk(self._nodes.module)
-                for child in ast.iter_child_nodes(parent)
+                for parent in walk(self._nodes.module)
+                for child in child_nodes(parent)
             }
         return self._parents
 
@@ -648,7 +649,7 @@ def _statement_scopes(module: ast.Module) -> dict[ast.AST, Scope]:
         if isinstance(node, (ast.stmt, ast.ExceptHandler)):
             found[node] = scope
         inner: Scope = node if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) else scope
-        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+        pending.extend((child, inner) for child in child_nodes(node))
     return found
 
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from ddplint.analysis.children import walk
 from ddplint.analysis.constants import nodes_within
 from ddplint.analysis.control_flow import Graph
 from ddplint.analysis.divergence import Divergence, Taint
@@ -193,7 +194,7 @@ def _class_sets_manual(
 ) -> bool:
     """``automatic_optimization = False`` (or a property of that name) in the class or
     a base class of the module."""
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, _FUNCTIONS) and node.name == "automatic_optimization":
             return True
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and _sets_automatic_off(node):

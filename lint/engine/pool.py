@@ -3,6 +3,7 @@ isolated by bisection."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from typing import TypeVar
@@ -95,7 +96,14 @@ def _run_batch(
         max_workers=min(jobs, len(batch)), initializer=quiet_worker, initargs=(os.getpid(),)
     )
     try:
-        futures = [pool.submit(_apply, job, [work[i] for i in chunk]) for chunk in chunks]
+        # The workers fork in the first submit. Frozen, the parent's objects are left out
+        # of the workers' collections, whose scans would otherwise write to (and so copy)
+        # every page of the parent's heap they inherit.
+        gc.freeze()
+        try:
+            futures = [pool.submit(_apply, job, [work[i] for i in chunk]) for chunk in chunks]
+        finally:
+            gc.unfreeze()
         for chunk, future in zip(chunks, futures, strict=True):
             try:
                 finished.update(zip(chunk, future.result(), strict=True))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
+from ddplint.analysis.children import child_nodes
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
 from ddplint.code.project.summaries import (
@@ -30,7 +31,7 @@ from ddplint.code.project.summaries import (
     qualify,
 )
 from ddplint.code.syntax.pieces import Piece, split
-from ddplint.code.syntax.python_ast import child_nodes, parse_python
+from ddplint.code.syntax.python_ast import parse_python
 
 #: Pieces whose parts are kept between runs (about 100 files of 2,000 lines).
 KEPT_PIECES = 30_000

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from ddplint.analysis.api import (
     DATA_LOADERS,
@@ -26,14 +26,14 @@ from ddplint.analysis.api import (
     RANK_ONLY_DECORATORS,
     SHARDING_WRAPPERS,
 )
+from ddplint.analysis.children import child_nodes
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
-from ddplint.analysis.returns import returned_reach
+from ddplint.analysis.returns import BINDERS, returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
-from ddplint.code.syntax.python_ast import child_nodes
 
 #: Position of ``shuffle`` among ``DistributedSampler``'s parameters.
 _SHUFFLE_POSITION = 3
@@ -41,6 +41,7 @@ _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 Summary = dict[str, Any]
+_Node = TypeVar("_Node", bound=ast.AST)
 
 
 def qualify(name: str, imports: dict[str, str]) -> str | None:
@@ -67,8 +68,31 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _collective(call: ast.Call, imports: dict[str, str]) -> CollectiveKind | None:
-    name = dotted(call.func)
+#: A function's own nodes by type, each list in source order (``by_kind``).
+Kinds = dict[type[ast.AST], list[ast.AST]]
+
+
+def by_kind(nodes: list[ast.AST]) -> Kinds:
+    """``nodes`` by type, each list in their order: each reader of a function's nodes
+    then reads only the kinds it asks about."""
+    kinds: Kinds = {}
+    for node in nodes:
+        kinds.setdefault(type(node), []).append(node)
+    return kinds
+
+
+def _of(kinds: Kinds, kind: type[_Node]) -> list[_Node]:
+    """The function's own nodes of this type, in source order."""
+    return kinds.get(kind, [])  # type: ignore[return-value]
+
+
+def _stored_names(kinds: Kinds) -> list[ast.Name]:
+    """The names the function's own code stores, in source order."""
+    return [name for name in _of(kinds, ast.Name) if isinstance(name.ctx, ast.Store)]
+
+
+def _collective(name: str | None, imports: dict[str, str]) -> CollectiveKind | None:
+    """The collective a call of ``name`` (as spelled) issues, if any."""
     if name is None:
         return None
     qualified = qualify(name, imports)
@@ -102,19 +126,17 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
 
 
 def _opt_in_switches(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
+    function: ast.FunctionDef | ast.AsyncFunctionDef, kinds: Kinds
 ) -> dict[int, list[Any]]:
     """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
     ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
     default (``barrier_after=False``): they run only when a caller switches it on.
-    ``nodes``: the function's ``own_nodes``."""
+    ``kinds``: the function's ``own_nodes`` by kind."""
     parameters = _opt_in_parameters(function)
     found: dict[int, list[Any]] = {}
     if not parameters:
         return found
-    for node in nodes:
-        if not isinstance(node, ast.If):
-            continue
+    for node in _of(kinds, ast.If):
         tests = (
             node.test.values
             if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
@@ -156,7 +178,7 @@ def function_summary(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     imports: dict[str, str],
     owner: str | None,
-    nodes: list[ast.AST] | None = None,
+    kinds: Kinds | None = None,
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
@@ -166,61 +188,61 @@ def function_summary(
     ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
     the rank, and where it passes a loader it built on a distributed sampler (both
     ``[target, argument position or keyword]``); its positional parameters.
-    ``nodes``: its ``own_nodes``, where the caller has them."""
-    if nodes is None:
-        nodes = own_nodes(function)
+    ``kinds``: its ``own_nodes`` by kind, where the caller has them."""
+    if kinds is None:
+        kinds = by_kind(own_nodes(function))
     collectives: list[list[Any]] = []
     calls: list[list[Any]] = []
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
-    switches = _opt_in_switches(function, nodes)
+    switches = _opt_in_switches(function, kinds)
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
-    wrapped = _ddp_wrapped_names(nodes, imports)
+    wrapped = _ddp_wrapped_names(kinds, imports)
     wrapped_args: list[list[Any]] = []
-    rank_names = _rank_bound_names(nodes)
+    rank_names = _rank_bound_names(kinds)
     rank_args: list[list[Any]] = []
-    sampled = _distributed_loader_names(nodes, imports)
+    sampled = _distributed_loader_names(kinds, imports)
     loader_args: list[list[Any]] = []
-    allocations = _allocations(nodes)
+    allocations = _allocations(kinds)
     made_args: list[list[Any]] = []
-    for node in nodes:
-        if isinstance(node, ast.Call):
-            kind = _collective(node, imports)
-            if kind is not None:
-                collectives.append(
-                    [
-                        kind.api,
-                        kind.op,
-                        kind.family,
-                        kind.creates_group,
-                        kind.saves_checkpoint,
-                        _on_a_group(node),
-                        switches.get(id(node)),
-                        node.lineno,
-                    ]
-                )
-                continue
-            target = dotted(node.func)
-            if target is not None:
-                calls.append([target, node.lineno])
-                sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
-                passed = _passed_parameters(node, positions)
-                if qualify(target, imports) in SHARDING_WRAPPERS:
-                    shards.update(own for argument, own in passed if argument == 0)
-                else:
-                    forwards.extend([target, argument, own] for argument, own in passed)
-                wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
-                rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
-                loader_args.extend([target, at] for at in _named_arguments(node, sampled))
-                made_args.extend(
-                    [target, at, made] for at, made in _allocated_arguments(node, allocations)
-                )
-        elif isinstance(node, ast.Return) and node.value is not None:
+    for node in _of(kinds, ast.Call):
+        target = dotted(node.func)
+        kind = _collective(target, imports)
+        if kind is not None:
+            collectives.append(
+                [
+                    kind.api,
+                    kind.op,
+                    kind.family,
+                    kind.creates_group,
+                    kind.saves_checkpoint,
+                    _on_a_group(node),
+                    switches.get(id(node)),
+                    node.lineno,
+                ]
+            )
+            continue
+        if target is not None:
+            calls.append([target, node.lineno])
+            sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+            passed = _passed_parameters(node, positions)
+            if qualify(target, imports) in SHARDING_WRAPPERS:
+                shards.update(own for argument, own in passed if argument == 0)
+            else:
+                forwards.extend([target, argument, own] for argument, own in passed)
+            wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
+            rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
+            loader_args.extend([target, at] for at in _named_arguments(node, sampled))
+            made_args.extend(
+                [target, at, made] for at, made in _allocated_arguments(node, allocations)
+            )
+    for returning in _of(kinds, ast.Return):
+        if returning.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
-            value = node.value
+            value = returning.value
             returned = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
             for branch in returned:
                 if is_rank_test(branch):
@@ -245,13 +267,13 @@ def function_summary(
         "made_args": made_args,
         "params": list(positions),
         "return_calls": return_calls,
-        "returned_made": _returned_made(nodes),
+        "returned_made": _returned_made(kinds),
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
-        else _returned_from(function, imports, nodes),
+        else _returned_from(function, imports, kinds),
     }
 
 
@@ -289,14 +311,13 @@ def _agreement(
     ]
 
 
-def _allocations(nodes: list[ast.AST]) -> dict[str, tuple[str, int]]:
+def _allocations(kinds: Kinds) -> dict[str, tuple[str, int]]:
     """Names the function binds to one call's result only (``acc = Accelerator()``),
     with the callee as spelled and the first line; a name bound otherwise too is left
     out."""
     made: dict[str, tuple[str, int]] = {}
     recorded: set[int] = set()
-    others: set[str] = set()
-    for node in nodes:
+    for node in _of(kinds, ast.Assign):
         binding = _call_binding(node)
         if (
             binding is not None
@@ -305,12 +326,7 @@ def _allocations(nodes: list[ast.AST]) -> dict[str, tuple[str, int]]:
         ):
             made.setdefault(binding[0].id, (callee, binding[2]))
             recorded.add(id(binding[0]))
-        elif (
-            isinstance(node, ast.Name)
-            and isinstance(node.ctx, ast.Store)
-            and id(node) not in recorded
-        ):
-            others.add(node.id)
+    others = {name.id for name in _stored_names(kinds) if id(name) not in recorded}
     return {name: made[name] for name in made.keys() - others}
 
 
@@ -337,21 +353,19 @@ def _allocated_arguments(
     return found
 
 
-def _returned_made(nodes: list[ast.AST]) -> list[list[Any]]:
+def _returned_made(kinds: Kinds) -> list[list[Any]]:
     """``[callee, item]`` for each returned local name bound to a call's result
     (``acc = Accelerator(...)``, ``return acc``): item -1 for the whole result, else the
     position the name takes in a tuple it unpacks (``engine, *_ = deepspeed.initialize(...)``).
     Direct ``return f(...)`` is ``return_calls``'."""
     returned = {
-        node.value.id
-        for node in nodes
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+        node.value.id for node in _of(kinds, ast.Return) if isinstance(node.value, ast.Name)
     }
     if not returned:
         return []
     made: list[list[Any]] = []
-    for node in nodes:
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+    for node in _of(kinds, ast.Assign):
+        if not isinstance(node.value, ast.Call):
             continue
         callee = dotted(node.value.func)
         if callee is None:
@@ -369,16 +383,18 @@ def _returned_made(nodes: list[ast.AST]) -> list[list[Any]]:
 
 
 def _returned_from(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], nodes: list[ast.AST]
+    function: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str], kinds: Kinds
 ) -> list[Any] | None:
     """For a function that issues no collective (or is too long to solve per
     parameter), the parameters that may reach what it returns, as a whole and per item
     of a returned tuple (``returns.returned_reach``), as an agreement fact that makes
     none agree: ``[parameters, reaching (None: any), [], items (None: not a tuple)]``;
-    None where every argument may reach every part of it. ``nodes``: its ``own_nodes``."""
+    None where every argument may reach every part of it. ``kinds``: its ``own_nodes`` by kind."""
     parameters = [a.arg for a in _positional(function)]
     if not parameters:
         return None
+    read = [ast.Return, *BINDERS]
+    nodes = [node for kind in read for node in kinds.get(kind, [])]
     reach = returned_reach(function, parameters, Names.bound(imports), nodes)
 
     def told(reaching: frozenset[str] | None) -> list[str] | None:
@@ -394,11 +410,11 @@ def _returned_from(
     return [parameters, whole, [], items]
 
 
-def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
+def _ddp_wrapped_names(kinds: Kinds, imports: dict[str, str]) -> dict[str, int]:
     """Names the function binds to ``DistributedDataParallel(...)`` that keeps
     broadcasting buffers (no ``broadcast_buffers=False``), with the first such line."""
     wrapped: dict[str, int] = {}
-    for bound, call, line in _call_bindings(nodes):
+    for bound, call, line in _call_bindings(kinds):
         name = dotted(call.func)
         if name is None or qualify(name, imports) not in DDP_WRAPPERS:
             continue
@@ -413,9 +429,9 @@ def _ddp_wrapped_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[st
     return wrapped
 
 
-def _call_bindings(nodes: list[ast.AST]) -> Iterator[tuple[str, ast.Call, int]]:
-    """``(name, call, line)`` for each ``name = call(...)`` among ``nodes``."""
-    for node in nodes:
+def _call_bindings(kinds: Kinds) -> Iterator[tuple[str, ast.Call, int]]:
+    """``(name, call, line)`` for each ``name = call(...)`` of the function."""
+    for node in _of(kinds, ast.Assign):
         binding = _call_binding(node)
         if binding is not None:
             yield binding[0].id, binding[1], binding[2]
@@ -433,14 +449,14 @@ def _call_binding(node: ast.AST) -> tuple[ast.Name, ast.Call, int] | None:
     return None
 
 
-def _distributed_loader_names(nodes: list[ast.AST], imports: dict[str, str]) -> dict[str, int]:
+def _distributed_loader_names(kinds: Kinds, imports: dict[str, str]) -> dict[str, int]:
     """Names the function binds to a data loader built on a distributed sampler (its
     ``sampler``, or an argument of its ``batch_sampler``, is a ``DistributedSampler``
     made in place or bound to a name the function binds to one, on some path), with the
     first such line. A sampler made with ``shuffle=False`` does not count."""
     samplers: set[str] = set()
     loaders: list[tuple[str, ast.Call, int]] = []
-    for bound, call, line in _call_bindings(nodes):
+    for bound, call, line in _call_bindings(kinds):
         called = qualify(dotted(call.func) or "", imports)
         if called in DISTRIBUTED_SAMPLERS and _shuffles(call):
             samplers.add(bound)
@@ -505,22 +521,19 @@ def _arguments_where(call: ast.Call, test: Callable[[ast.expr], bool]) -> list[i
     return found
 
 
-def _rank_bound_names(nodes: list[ast.AST]) -> tuple[dict[str, int], set[str]]:
+def _rank_bound_names(kinds: Kinds) -> tuple[dict[str, int], set[str]]:
     """Names the function binds to the process's rank or a test of it
     (``local_rank = int(os.environ["LOCAL_RANK"])``), with the first such line; and
     every name it binds otherwise (``for rank in range(world_size)`` is not the rank)."""
     bound: dict[str, int] = {}
-    others: set[str] = set()
-    for node in nodes:
+    for node in _of(kinds, ast.Assign):
         if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
+            len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and is_rank_test(node.value)
         ):
             bound.setdefault(node.targets[0].id, node.lineno)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            others.add(node.id)
+    others = {name.id for name in _stored_names(kinds)}
     return bound, others - bound.keys()
 
 
@@ -669,14 +682,12 @@ def class_summary(
         if not isinstance(statement, FUNCTION_TYPES):
             continue
         methods.append(statement.name)
-        nodes = own_nodes(statement)
+        kinds = by_kind(own_nodes(statement))
         functions[f"{cls.name}.{statement.name}"] = function_summary(
-            statement, imports, cls.name, nodes
+            statement, imports, cls.name, kinds
         )
         positions = _parameter_positions(statement)
-        for node in nodes:
-            if not isinstance(node, ast.Assign):
-                continue
+        for node in _of(kinds, ast.Assign):
             called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
             for target in node.targets:
                 if not (

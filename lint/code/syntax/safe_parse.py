@@ -16,8 +16,9 @@ import tokenize
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.children import child_nodes
 from ddplint.code.syntax.pieces import split
-from ddplint.code.syntax.python_ast import child_nodes, parse_python
+from ddplint.code.syntax.python_ast import parse_python
 from ddplint.source import SourceError
 
 if TYPE_CHECKING:  # the bounds (``too_large``) are asked of files no rule parses
