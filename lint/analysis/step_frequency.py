@@ -8,8 +8,11 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   test, one that takes a counter modulo something (``step % log_every == 0``, ``if
   it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
   total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
-  incremented with ``+=``), draws a random number (``random.random() < p``), or joins
-  such tests (``if step % N == 0 or step == last:``);
+  incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
+  = i // accum``, ``count = i_accum + 1``), draws a random number (``random.random() <
+  p``), or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or
+  step == last:``; an ``and`` when one part is), directly or through a name bound once
+  to one (``last_batch = count == total``);
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
@@ -33,6 +36,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from enum import Enum
+from functools import cached_property
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
@@ -246,12 +250,16 @@ class StepFrequency:
 
     # -- periodic and sampled tests ---------------------------------------------------
 
-    def _rare_way(self, test: ast.expr) -> bool | None:
+    def _rare_way(self, test: ast.expr, named: frozenset[str] = frozenset()) -> bool | None:
         """The truth on which a periodic or sampled test holds only now and then: a test
         of ``and`` parts when one part is rare when true, of ``or`` parts when every part
-        is (``if step % N == 0 or step == last:``)."""
+        is (``if step % N == 0 or step == last:``); a name bound once to such a test
+        (``last = i == len(loader) - 1``, then ``if step % N == 0 or last:``)."""
+        if isinstance(test, ast.Name) and test.id not in named:
+            bound = self._named_tests.get(test.id)
+            return None if bound is None else self._rare_way(bound, named | {test.id})
         if isinstance(test, ast.BoolOp):
-            rare = [self._rare_way(v) is True for v in test.values]
+            rare = [self._rare_way(v, named) is True for v in test.values]
             return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
         if _is_modulo(test):
             return False  # ``if step % N:`` is true on most passes
@@ -272,6 +280,22 @@ class StepFrequency:
             and self._names.resolve(expression.func) in RANDOM_DRAWS
         )
 
+    @cached_property
+    def _named_tests(self) -> dict[str, ast.expr]:
+        """The module's names bound once, to a comparison or a join of tests
+        (``last_batch = i == len(loader) - 1``)."""
+        bindings: dict[str, list[ast.expr]] = {}
+        for statement in self._waits.nodes.of_type(ast.Assign):
+            for target in statement.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bindings.setdefault(name.id, []).append(statement.value)
+        return {
+            name: values[0]
+            for name, values in bindings.items()
+            if len(values) == 1 and isinstance(values[0], (ast.Compare, ast.BoolOp))
+        }
+
     def _loop_counters(self) -> set[str]:
         """The module's counters: ``for`` targets over ``range`` (the index of
         ``enumerate``), and names or fields incremented with ``+=``."""
@@ -290,6 +314,25 @@ class StepFrequency:
         for step in self._waits.nodes.of_type(ast.AugAssign):
             if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
                 found.add(ast.unparse(step.target))
+        return self._derived_counters(found)
+
+    def _derived_counters(self, counters: set[str]) -> set[str]:
+        """``counters`` and the names bound to a counter moved or scaled by something
+        else (``i_accum = i // accum``, ``count = i_accum + 1``, ``step = epoch * n +
+        i``): such a name takes one value per pass as its counter does."""
+        derived = [
+            (statement.targets[0].id, statement.value)
+            for statement in self._waits.nodes.of_type(ast.Assign)
+            if len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+        ]
+        found = set(counters)
+        grown = True
+        while grown:
+            grown = False
+            for name, value in derived:
+                if name not in found and _moves_counter(value, found):
+                    found.add(name)
+                    grown = True
         return found
 
 
@@ -338,6 +381,20 @@ def _is_parameter_step(call: ast.Call) -> bool:
         and not call.keywords
         and all(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args)
     )
+
+
+def _moves_counter(value: ast.expr, counters: set[str]) -> bool:
+    """``i + 1``, ``i // accum``, ``epoch * n + i``: arithmetic that keeps one of
+    ``counters`` as a term (a sum, a difference, a floor division of it)."""
+    if not isinstance(value, ast.BinOp):
+        return False
+    if isinstance(value.op, ast.FloorDiv):
+        terms = [value.left]
+    elif isinstance(value.op, (ast.Add, ast.Sub)):
+        terms = [value.left, value.right]
+    else:
+        return False
+    return any(ast.unparse(term) in counters or _moves_counter(term, counters) for term in terms)
 
 
 def _is_modulo(expression: ast.expr) -> bool:
