@@ -30,14 +30,15 @@ What refills the queue, without types: a call that may run a forward, a backward
 optimizer or a collective: any call that is not one of the following. Not work: a read,
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
-alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a
-Python value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call
-given only host values (``meter.update(loss.item(), args.batch_size)``, a command-line
-option being a host value), a scheduler's methods,
-a scaler's or optimizer's other methods (``scaler.update()``, ``opt.zero_grad()``), a
-function of the module that queues no work on any path, a ``with`` statement's context
-manager. An assignment evaluates its value before its targets
-(``scalars["a/{}".format(m)] = x.item()``).
+alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
+``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece), a
+builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
+value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
+host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being
+a host value), a scheduler's methods, a scaler's or optimizer's other methods
+(``scaler.update()``, ``opt.zero_grad()``), a function of the module that queues no work
+on any path, a ``with`` statement's context manager. An assignment evaluates its value
+before its targets (``scalars["a/{}".format(m)] = x.item()``).
 """
 
 from __future__ import annotations
@@ -202,6 +203,7 @@ class DeviceQueue:
         self._drained: dict[int, dict[int, bool]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
+        self._kernel_loops: dict[int, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
         self._flows: dict[str, ObjectFlow] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
 
@@ -272,9 +274,10 @@ class DeviceQueue:
             and not self.placement.on_host(value, scope)
         )
 
-    def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
+    def _queues_work(self, expression: ast.AST, scope: ast.AST, repeated: bool = True) -> bool:
         """Whether evaluating this node itself (not its parts) may queue new device work
-        worth a wait: a forward, a backward, an optimizer, a collective."""
+        worth a wait: a forward, a backward, an optimizer, a collective; with
+        ``repeated``, also a kernel in a loop of kernels (``_kernel_loops``)."""
         if not isinstance(expression, ast.Call):
             return False
         if is_host_read(expression) or is_shape_read(expression) or self._is_upload(expression):
@@ -282,13 +285,15 @@ class DeviceQueue:
         if synchronizes(expression, self.names.resolve) or self._builtin(expression, scope):
             return False
         func = expression.func
+        kernel = self._torch_kernel(expression)
         if isinstance(func, ast.Attribute):
-            if _kernel_method(func.attr) or self._host_value(func.value, scope, 0):
-                return False  # a kernel, or a method of a Python value (``res.append(t)``)
-            if self._host_side_method(func, scope):
+            if self._host_value(func.value, scope, 0):
+                return False  # a method of a Python value (``res.append(t)``)
+            kernel = kernel or _kernel_method(func.attr)
+            if not kernel and self._host_side_method(func, scope):
                 return False
-        if self._torch_kernel(expression):
-            return False
+        if kernel:
+            return repeated and self._in_kernel_loop(expression, scope)
         callee = self.code.callee(expression, scope)
         if callee is not None and not self._summary(callee[0], self._queues_at_all, True):
             return False
@@ -296,6 +301,29 @@ class DeviceQueue:
         if not arguments:
             return self._bare_call_works(func, scope)
         return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _in_kernel_loop(self, expression: ast.AST, scope: ast.AST) -> bool:
+        """Whether ``expression`` sits in a loop of ``scope`` that walks a tensor in
+        pieces with kernels and no other work (``for i in range(chunks): piece =
+        t[:, i * n:(i + 1) * n]; total += piece.exp().sum().item()``): together its
+        kernels are a pass over the whole tensor, and each turn's read waits for its
+        piece, new work each turn (a few kernels on values already computed are not; nor
+        a loop over a collection's items, ``for k, v in stats.items(): v.mean().item()``)."""
+        spans = self._kernel_loops.get(id(scope))
+        if spans is None:
+            spans = self._kernel_loops[id(scope)] = [
+                (start_of(loop), end_of(loop))
+                for loop in walk_own(scope)
+                if isinstance(loop, ast.For)
+                and _walks_in_pieces(loop, self.names.resolve)
+                and not any(
+                    self._queues_work(e, scope, repeated=False)
+                    for statement in loop.body
+                    for e in walk_own(statement)
+                )
+            ]
+        where = start_of(expression)
+        return any(start <= where and end_of(expression) <= end for start, end in spans)
 
     def _bare_call_works(self, func: ast.expr, scope: ast.AST) -> bool:
         """A call given nothing may run the step's work when it steps (``opt.step()``,
@@ -634,6 +662,36 @@ class DeviceQueue:
             known = any(queues for _, queues in effects.values())
             self._queues_any[function] = known
         return known
+
+
+def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """``for i in range(n):`` whose body subscripts a value by the counter or by a name
+    it binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
+    if not (
+        isinstance(loop.iter, ast.Call)
+        and resolve(loop.iter.func) == "range"
+        and isinstance(loop.target, ast.Name)
+    ):
+        return False
+    moved = {loop.target.id}
+    for statement in loop.body:
+        for node in walk_own(statement):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and _mentions(node.value, moved)
+            ):
+                moved.add(node.targets[0].id)
+    return any(
+        isinstance(node, ast.Subscript) and _mentions(node.slice, moved)
+        for statement in loop.body
+        for node in walk_own(statement)
+    )
+
+
+def _mentions(expression: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk_own(expression))
 
 
 def _drained_after(
