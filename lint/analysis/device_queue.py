@@ -213,18 +213,25 @@ class DeviceQueue:
         """Whether an earlier wait in the same pass of the function leaves nothing new
         queued for ``call`` to wait for."""
         found = self.where.node_of(call, module_code=True)
+        here: ast.AST = call
         if found is None:
-            return False
+            found = self.where.inline_node(call)  # ``[x.item() for x in losses]``
+            comprehension = self.where.comprehension_of(call)
+            if found is None or comprehension is None:
+                return False
+            if self._comprehension_works(comprehension, found[0].scope):
+                return False
+            here = comprehension  # run in place: drained where the statement evaluates it
         graph, node = found
         scope = graph.scope
         statement = node.statement
         if statement is None:
             return False
-        before_here = _evaluated_before(statement, call)
+        before_here = _evaluated_before(statement, here)
         for wait in self._waits_in(statement, scope):
-            if wait is call or _contains(wait, call) or _contains(call, wait):
+            if wait is here or _contains(wait, here) or _contains(here, wait):
                 continue
-            if _order(statement, wait) > _order(statement, call):
+            if _order(statement, wait) > _order(statement, here):
                 continue
             between = [e for e in before_here if _order(statement, e) > _order(statement, wait)]
             if not any(self._queues_work(e, scope) for e in between):
@@ -232,6 +239,13 @@ class DeviceQueue:
         if any(self._queues_work(e, scope) for e in before_here):
             return False
         return self._drained_map(graph).get(node.index, False)
+
+    def _comprehension_works(self, comprehension: ast.AST, scope: ast.AST) -> bool:
+        """Whether a comprehension may queue step work for some element (a forward, a
+        collective); kernels on each collected value are not (as a loop over them)."""
+        return any(
+            self._queues_work(inner, scope, repeated=False) for inner in ast.walk(comprehension)
+        )
 
     # -- what one call does to the queue -----------------------------------------------
 
@@ -729,11 +743,13 @@ def _order(statement: ast.AST, node: ast.AST) -> tuple[int, tuple[int, int]]:
     return (1 if in_target else 0, start_of(node))
 
 
-def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
+def _evaluated_before(statement: ast.AST, call: ast.AST) -> list[ast.AST]:
     """Expressions of ``statement`` evaluated before ``call``'s own wait: its receiver
     and what comes before it (not what encloses it)."""
-    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
-    found = list(walk_own(receiver))
+    found: list[ast.AST] = []
+    if isinstance(call, ast.Call):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+        found.extend(walk_own(receiver))
     here = _order(statement, call)
     for part in own_parts(statement):
         for inner in walk_own(part):

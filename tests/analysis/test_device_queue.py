@@ -464,3 +464,31 @@ def test_a_loop_that_walks_a_tensor_in_pieces_queues_work_each_turn() -> None:
     # a reduction of each collected value, or a read of each, waits for nothing new
     assert waits.queue_drained(_read_on(calls, 11))
     assert waits.queue_drained(_read_on(calls, 13))
+
+
+def test_a_comprehension_reads_where_its_statement_runs() -> None:
+    module = ast.parse(
+        textwrap.dedent(
+            """
+            def step(model, x, target, heads, log):
+                loss = model(x)
+                log(loss.item())
+                names = [log[a] for a in target.tolist()]
+                outs = [head(x).item() for head in heads]
+                model(x).backward()
+                again = [log[a] for a in target.tolist()]
+            """
+        )
+    )
+    waits = DeviceQueue(HostWaits(module))
+    reads = {
+        node.lineno: node
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith((".tolist", ".item"))
+    }
+    # after the loss read, nothing queued: the comprehension's read waits for nothing new
+    assert waits.queue_drained(reads[5])
+    # a comprehension that runs a module per element queues work between its reads
+    assert not waits.queue_drained(reads[6])
+    # after the backward, the comprehension's read waits for it
+    assert not waits.queue_drained(reads[8])
