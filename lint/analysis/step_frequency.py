@@ -9,7 +9,8 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
   total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
   incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
-  = i // accum``, ``count = i_accum + 1``), draws a random number (``random.random() <
+  = i // accum``, ``count = i_accum + 1``) or for membership in a few listed values
+  (``step in [5, 6, 7]``), draws a random number (``random.random() <
   p``), or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or
   step == last:``; an ``and`` when one part is), directly or through a name bound once
   to one (``last_batch = count == total``);
@@ -270,6 +271,12 @@ class StepFrequency:
                 _is_modulo(o) or ast.unparse(o) in self._counters for o in operands
             ):
                 return isinstance(op, ast.Eq)  # a counter equals one value once in a while
+            if (
+                isinstance(op, (ast.In, ast.NotIn))
+                and ast.unparse(test.left) in self._counters
+                and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))
+            ):
+                return isinstance(op, ast.In)  # a counter among a few listed values
             if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
                 return (test.left is operands[0]) == self._draws(test.left)
         return None

@@ -61,6 +61,12 @@ def test_counters_moved_or_scaled_and_named_tests() -> None:
                     mark()
                 if count > 1 and last:
                     mark()
+                if i in [5, 6, 7]:
+                    mark()
+                if i not in (0, 1):
+                    mark()
+                if x.size(0) in [5, 6]:
+                    mark()
         """
     )
     assert found == {
@@ -69,6 +75,9 @@ def test_counters_moved_or_scaled_and_named_tests() -> None:
         15: None,  # ``width`` moves a shape, not a counter
         17: None,
         19: Occasion.PERIODIC,
+        21: Occasion.PERIODIC,
+        23: None,  # most passes
+        25: None,  # a shape, not a counter
     }
 
 
