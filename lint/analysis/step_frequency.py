@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from enum import Enum
-from functools import cached_property
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
 from ddplint.analysis.dominance import PostDominance
@@ -95,6 +94,7 @@ class StepFrequency:
         self._project = project
         self._post: dict[int, PostDominance] = {}
         self._stepping: dict[int, set[tuple[int, bool]]] = {}
+        self._tests_by_scope: dict[int, dict[str, ast.expr]] = {}
         self._in_handlers: set[ast.Call] = {
             call
             for handler in waits.nodes.of_type(ast.ExceptHandler)
@@ -179,7 +179,7 @@ class StepFrequency:
                     return occasion
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
-        if self._rare_way(positive) == (polarity == truth):
+        if self._rare_way(positive, scope) == (polarity == truth):
             return Occasion.PERIODIC
         if polarity == truth and self._opt_in(positive, scope):
             return Occasion.OPT_IN
@@ -251,16 +251,18 @@ class StepFrequency:
 
     # -- periodic and sampled tests ---------------------------------------------------
 
-    def _rare_way(self, test: ast.expr, named: frozenset[str] = frozenset()) -> bool | None:
+    def _rare_way(
+        self, test: ast.expr, scope: ast.AST, named: frozenset[str] = frozenset()
+    ) -> bool | None:
         """The truth on which a periodic or sampled test holds only now and then: a test
         of ``and`` parts when one part is rare when true, of ``or`` parts when every part
         is (``if step % N == 0 or step == last:``); a name bound once to such a test
         (``last = i == len(loader) - 1``, then ``if step % N == 0 or last:``)."""
         if isinstance(test, ast.Name) and test.id not in named:
-            bound = self._named_tests.get(test.id)
-            return None if bound is None else self._rare_way(bound, named | {test.id})
+            bound = self._named_tests(scope).get(test.id)
+            return None if bound is None else self._rare_way(bound, scope, named | {test.id})
         if isinstance(test, ast.BoolOp):
-            rare = [self._rare_way(v, named) is True for v in test.values]
+            rare = [self._rare_way(v, scope, named) is True for v in test.values]
             return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
         if _is_modulo(test):
             return False  # ``if step % N:`` is true on most passes
@@ -287,21 +289,28 @@ class StepFrequency:
             and self._names.resolve(expression.func) in RANDOM_DRAWS
         )
 
-    @cached_property
-    def _named_tests(self) -> dict[str, ast.expr]:
-        """The module's names bound once, to a comparison or a join of tests
-        (``last_batch = i == len(loader) - 1``)."""
-        bindings: dict[str, list[ast.expr]] = {}
-        for statement in self._waits.nodes.of_type(ast.Assign):
-            for target in statement.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        bindings.setdefault(name.id, []).append(statement.value)
-        return {
-            name: values[0]
-            for name, values in bindings.items()
-            if len(values) == 1 and isinstance(values[0], (ast.Compare, ast.BoolOp))
-        }
+    def _named_tests(self, scope: ast.AST) -> dict[str, ast.expr]:
+        """The names ``scope`` binds once and nowhere else, to a comparison or a join of
+        tests (``last_batch = i == len(loader) - 1``)."""
+        found = self._tests_by_scope.get(id(scope))
+        if found is None:
+            bindings: dict[str, list[ast.AST]] = {}
+            for node in walk_own(scope):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bindings.setdefault(node.id, []).append(node)
+                elif isinstance(node, ast.arg):
+                    bindings.setdefault(node.arg, []).append(node)
+            found = self._tests_by_scope[id(scope)] = {}
+            for statement in walk_own(scope):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)
+                    and len(bindings.get(statement.targets[0].id, ())) == 1
+                    and isinstance(statement.value, (ast.Compare, ast.BoolOp))
+                ):
+                    found[statement.targets[0].id] = statement.value
+        return found
 
     def _loop_counters(self) -> set[str]:
         """The module's counters: ``for`` targets over ``range`` (the index of

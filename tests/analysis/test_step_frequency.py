@@ -67,6 +67,10 @@ def test_counters_moved_or_scaled_and_named_tests() -> None:
                     mark()
                 if x.size(0) in [5, 6]:
                     mark()
+
+        def report(step, every, last):
+            if step % every == 0 or last:
+                mark()
         """
     )
     assert found == {
@@ -78,6 +82,7 @@ def test_counters_moved_or_scaled_and_named_tests() -> None:
         21: Occasion.PERIODIC,
         23: None,  # most passes
         25: None,  # a shape, not a counter
+        29: None,  # here ``last`` is a parameter, not the test bound in ``train``
     }
 
 
