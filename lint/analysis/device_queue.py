@@ -30,14 +30,15 @@ What refills the queue, without types: a call that may run a forward, a backward
 optimizer or a collective: any call that is not one of the following. Not work: a read,
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
-alone), a builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a
-Python value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call
-given only host values (``meter.update(loss.item(), args.batch_size)``, a command-line
-option being a host value), a scheduler's methods,
-a scaler's or optimizer's other methods (``scaler.update()``, ``opt.zero_grad()``), a
-function of the module that queues no work on any path, a ``with`` statement's context
-manager. An assignment evaluates its value before its targets
-(``scalars["a/{}".format(m)] = x.item()``).
+alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
+``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece), a
+builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
+value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
+host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being
+a host value), a scheduler's methods, a scaler's or optimizer's other methods
+(``scaler.update()``, ``opt.zero_grad()``), a function of the module that queues no work
+on any path, a ``with`` statement's context manager. An assignment evaluates its value
+before its targets (``scalars["a/{}".format(m)] = x.item()``).
 """
 
 from __future__ import annotations
@@ -202,6 +203,7 @@ class DeviceQueue:
         self._drained: dict[int, dict[int, bool]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
+        self._kernel_loops: dict[int, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
         self._flows: dict[str, ObjectFlow] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
 
@@ -211,18 +213,25 @@ class DeviceQueue:
         """Whether an earlier wait in the same pass of the function leaves nothing new
         queued for ``call`` to wait for."""
         found = self.where.node_of(call, module_code=True)
+        here: ast.AST = call
         if found is None:
-            return False
+            found = self.where.inline_node(call)  # ``[x.item() for x in losses]``
+            comprehension = self.where.comprehension_of(call)
+            if found is None or comprehension is None:
+                return False
+            if self._comprehension_works(comprehension, found[0].scope):
+                return False
+            here = comprehension  # run in place: drained where the statement evaluates it
         graph, node = found
         scope = graph.scope
         statement = node.statement
         if statement is None:
             return False
-        before_here = _evaluated_before(statement, call)
+        before_here = _evaluated_before(statement, here)
         for wait in self._waits_in(statement, scope):
-            if wait is call or _contains(wait, call) or _contains(call, wait):
+            if wait is here or _contains(wait, here) or _contains(here, wait):
                 continue
-            if _order(statement, wait) > _order(statement, call):
+            if _order(statement, wait) > _order(statement, here):
                 continue
             between = [e for e in before_here if _order(statement, e) > _order(statement, wait)]
             if not any(self._queues_work(e, scope) for e in between):
@@ -230,6 +239,13 @@ class DeviceQueue:
         if any(self._queues_work(e, scope) for e in before_here):
             return False
         return self._drained_map(graph).get(node.index, False)
+
+    def _comprehension_works(self, comprehension: ast.AST, scope: ast.AST) -> bool:
+        """Whether a comprehension may queue step work for some element (a forward, a
+        collective); kernels on each collected value are not (as a loop over them)."""
+        return any(
+            self._queues_work(inner, scope, repeated=False) for inner in ast.walk(comprehension)
+        )
 
     # -- what one call does to the queue -----------------------------------------------
 
@@ -275,9 +291,10 @@ class DeviceQueue:
             and not self.placement.on_host(value, scope)
         )
 
-    def _queues_work(self, expression: ast.AST, scope: ast.AST) -> bool:
+    def _queues_work(self, expression: ast.AST, scope: ast.AST, repeated: bool = True) -> bool:
         """Whether evaluating this node itself (not its parts) may queue new device work
-        worth a wait: a forward, a backward, an optimizer, a collective."""
+        worth a wait: a forward, a backward, an optimizer, a collective; with
+        ``repeated``, also a kernel in a loop of kernels (``_kernel_loops``)."""
         if not isinstance(expression, ast.Call):
             return False
         if is_host_read(expression) or is_shape_read(expression) or self._is_upload(expression):
@@ -285,13 +302,15 @@ class DeviceQueue:
         if synchronizes(expression, self.names.resolve) or self._builtin(expression, scope):
             return False
         func = expression.func
+        kernel = self._torch_kernel(expression)
         if isinstance(func, ast.Attribute):
-            if _kernel_method(func.attr) or self._host_value(func.value, scope, 0):
-                return False  # a kernel, or a method of a Python value (``res.append(t)``)
-            if self._host_side_method(func, scope):
+            if self._host_value(func.value, scope, 0):
+                return False  # a method of a Python value (``res.append(t)``)
+            kernel = kernel or _kernel_method(func.attr)
+            if not kernel and self._host_side_method(func, scope):
                 return False
-        if self._torch_kernel(expression):
-            return False
+        if kernel:
+            return repeated and self._in_kernel_loop(expression, scope)
         callee = self.code.callee(expression, scope)
         if callee is not None and not self._summary(callee[0], self._queues_at_all, True):
             return False
@@ -299,6 +318,29 @@ class DeviceQueue:
         if not arguments:
             return self._bare_call_works(func, scope)
         return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _in_kernel_loop(self, expression: ast.AST, scope: ast.AST) -> bool:
+        """Whether ``expression`` sits in a loop of ``scope`` that walks a tensor in
+        pieces with kernels and no other work (``for i in range(chunks): piece =
+        t[:, i * n:(i + 1) * n]; total += piece.exp().sum().item()``): together its
+        kernels are a pass over the whole tensor, and each turn's read waits for its
+        piece, new work each turn (a few kernels on values already computed are not; nor
+        a loop over a collection's items, ``for k, v in stats.items(): v.mean().item()``)."""
+        spans = self._kernel_loops.get(id(scope))
+        if spans is None:
+            spans = self._kernel_loops[id(scope)] = [
+                (start_of(loop), end_of(loop))
+                for loop in walk_own(scope)
+                if isinstance(loop, ast.For)
+                and _walks_in_pieces(loop, self.names.resolve)
+                and not any(
+                    self._queues_work(e, scope, repeated=False)
+                    for statement in loop.body
+                    for e in walk_own(statement)
+                )
+            ]
+        where = start_of(expression)
+        return any(start <= where and end_of(expression) <= end for start, end in spans)
 
     def _bare_call_works(self, func: ast.expr, scope: ast.AST) -> bool:
         """A call given nothing may run the step's work when it steps (``opt.step()``,
@@ -639,6 +681,36 @@ class DeviceQueue:
         return known
 
 
+def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """``for i in range(n):`` whose body subscripts a value by the counter or by a name
+    it binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
+    if not (
+        isinstance(loop.iter, ast.Call)
+        and resolve(loop.iter.func) == "range"
+        and isinstance(loop.target, ast.Name)
+    ):
+        return False
+    moved = {loop.target.id}
+    for statement in loop.body:
+        for node in walk_own(statement):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and _mentions(node.value, moved)
+            ):
+                moved.add(node.targets[0].id)
+    return any(
+        isinstance(node, ast.Subscript) and _mentions(node.slice, moved)
+        for statement in loop.body
+        for node in walk_own(statement)
+    )
+
+
+def _mentions(expression: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk_own(expression))
+
+
 def _drained_after(
     drained: dict[int, bool],
     effects: dict[int, Effect],
@@ -674,11 +746,13 @@ def _order(statement: ast.AST, node: ast.AST) -> tuple[int, tuple[int, int]]:
     return (1 if in_target else 0, start_of(node))
 
 
-def _evaluated_before(statement: ast.AST, call: ast.Call) -> list[ast.AST]:
+def _evaluated_before(statement: ast.AST, call: ast.AST) -> list[ast.AST]:
     """Expressions of ``statement`` evaluated before ``call``'s own wait: its receiver
     and what comes before it (not what encloses it)."""
-    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
-    found = list(walk_own(receiver))
+    found: list[ast.AST] = []
+    if isinstance(call, ast.Call):
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+        found.extend(walk_own(receiver))
     here = _order(statement, call)
     for part in own_parts(statement):
         for inner in walk_own(part):

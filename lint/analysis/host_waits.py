@@ -26,6 +26,7 @@ READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 #: Factories that copy host data to ``device=`` (a synchronising upload).
 UPLOADING_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Statements whose node evaluates nothing itself (``try``, ``try``/``except*``, defs).
 _HEADERLESS: tuple[type[ast.AST], ...] = (
     *(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name)),
@@ -128,6 +129,32 @@ class HostWaits:
             self._located[id(graph)] = located
         node = located.get(call)
         return (graph, node) if node is not None else None
+
+    def comprehension_of(self, call: ast.Call) -> ast.AST | None:
+        """The outermost comprehension that evaluates ``call`` (``[x.item() for x in
+        losses]``), run in place by a statement of a function or of module code."""
+        nodes = self.nodes
+        comprehension: ast.AST | None = nodes.call_scopes.get(id(call))
+        while isinstance(comprehension, COMPREHENSIONS):
+            outer = nodes.scope_of.get(comprehension)
+            if not isinstance(outer, COMPREHENSIONS):
+                break
+            comprehension = outer
+        if not isinstance(comprehension, COMPREHENSIONS):
+            return None
+        scope = nodes.scope_of.get(comprehension)
+        return comprehension if isinstance(scope, (*_FUNCTIONS, ast.Module)) else None
+
+    def inline_node(self, call: ast.Call) -> tuple[Graph, Node] | None:
+        """The graph node of the statement whose comprehension evaluates ``call``."""
+        comprehension = self.comprehension_of(call)
+        if comprehension is None:
+            return None
+        graph = self.graphs.graph(self.nodes.scope_of[comprehension])
+        for statement in graph.statements():
+            if any(n is comprehension for p in own_parts(statement) for n in ast.walk(p)):
+                return graph, graph.nodes_of(statement)[0]
+        return None
 
     # -- a cache filled once ------------------------------------------------------------
 

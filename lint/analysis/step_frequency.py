@@ -8,8 +8,12 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   test, one that takes a counter modulo something (``step % log_every == 0``, ``if
   it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
   total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
-  incremented with ``+=``), draws a random number (``random.random() < p``), or joins
-  such tests (``if step % N == 0 or step == last:``);
+  incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
+  = i // accum``, ``count = i_accum + 1``) or for membership in a few listed values
+  (``step in [5, 6, 7]``), draws a random number (``random.random() <
+  p``), or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or
+  step == last:``; an ``and`` when one part is), directly or through a name bound once
+  to one (``last_batch = count == total``);
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
@@ -90,6 +94,7 @@ class StepFrequency:
         self._project = project
         self._post: dict[int, PostDominance] = {}
         self._stepping: dict[int, set[tuple[int, bool]]] = {}
+        self._tests_by_scope: dict[int, dict[str, ast.expr]] = {}
         self._in_handlers: set[ast.Call] = {
             call
             for handler in waits.nodes.of_type(ast.ExceptHandler)
@@ -174,7 +179,7 @@ class StepFrequency:
                     return occasion
         if polarity == truth and self._exporting(positive):
             return Occasion.EXPORT
-        if self._rare_way(positive) == (polarity == truth):
+        if self._rare_way(positive, scope) == (polarity == truth):
             return Occasion.PERIODIC
         if polarity == truth and self._opt_in(positive, scope):
             return Occasion.OPT_IN
@@ -246,12 +251,18 @@ class StepFrequency:
 
     # -- periodic and sampled tests ---------------------------------------------------
 
-    def _rare_way(self, test: ast.expr) -> bool | None:
+    def _rare_way(
+        self, test: ast.expr, scope: ast.AST, named: frozenset[str] = frozenset()
+    ) -> bool | None:
         """The truth on which a periodic or sampled test holds only now and then: a test
         of ``and`` parts when one part is rare when true, of ``or`` parts when every part
-        is (``if step % N == 0 or step == last:``)."""
+        is (``if step % N == 0 or step == last:``); a name bound once to such a test
+        (``last = i == len(loader) - 1``, then ``if step % N == 0 or last:``)."""
+        if isinstance(test, ast.Name) and test.id not in named:
+            bound = self._named_tests(scope).get(test.id)
+            return None if bound is None else self._rare_way(bound, scope, named | {test.id})
         if isinstance(test, ast.BoolOp):
-            rare = [self._rare_way(v) is True for v in test.values]
+            rare = [self._rare_way(v, scope, named) is True for v in test.values]
             return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
         if _is_modulo(test):
             return False  # ``if step % N:`` is true on most passes
@@ -262,6 +273,12 @@ class StepFrequency:
                 _is_modulo(o) or ast.unparse(o) in self._counters for o in operands
             ):
                 return isinstance(op, ast.Eq)  # a counter equals one value once in a while
+            if (
+                isinstance(op, (ast.In, ast.NotIn))
+                and ast.unparse(test.left) in self._counters
+                and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))
+            ):
+                return isinstance(op, ast.In)  # a counter among a few listed values
             if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
                 return (test.left is operands[0]) == self._draws(test.left)
         return None
@@ -271,6 +288,29 @@ class StepFrequency:
             isinstance(expression, ast.Call)
             and self._names.resolve(expression.func) in RANDOM_DRAWS
         )
+
+    def _named_tests(self, scope: ast.AST) -> dict[str, ast.expr]:
+        """The names ``scope`` binds once and nowhere else, to a comparison or a join of
+        tests (``last_batch = i == len(loader) - 1``)."""
+        found = self._tests_by_scope.get(id(scope))
+        if found is None:
+            bindings: dict[str, list[ast.AST]] = {}
+            for node in walk_own(scope):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    bindings.setdefault(node.id, []).append(node)
+                elif isinstance(node, ast.arg):
+                    bindings.setdefault(node.arg, []).append(node)
+            found = self._tests_by_scope[id(scope)] = {}
+            for statement in walk_own(scope):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)
+                    and len(bindings.get(statement.targets[0].id, ())) == 1
+                    and isinstance(statement.value, (ast.Compare, ast.BoolOp))
+                ):
+                    found[statement.targets[0].id] = statement.value
+        return found
 
     def _loop_counters(self) -> set[str]:
         """The module's counters: ``for`` targets over ``range`` (the index of
@@ -290,6 +330,25 @@ class StepFrequency:
         for step in self._waits.nodes.of_type(ast.AugAssign):
             if isinstance(step.op, ast.Add) and isinstance(step.value, ast.Constant):
                 found.add(ast.unparse(step.target))
+        return self._derived_counters(found)
+
+    def _derived_counters(self, counters: set[str]) -> set[str]:
+        """``counters`` and the names bound to a counter moved or scaled by something
+        else (``i_accum = i // accum``, ``count = i_accum + 1``, ``step = epoch * n +
+        i``): such a name takes one value per pass as its counter does."""
+        derived = [
+            (statement.targets[0].id, statement.value)
+            for statement in self._waits.nodes.of_type(ast.Assign)
+            if len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+        ]
+        found = set(counters)
+        grown = True
+        while grown:
+            grown = False
+            for name, value in derived:
+                if name not in found and _moves_counter(value, found):
+                    found.add(name)
+                    grown = True
         return found
 
 
@@ -338,6 +397,20 @@ def _is_parameter_step(call: ast.Call) -> bool:
         and not call.keywords
         and all(isinstance(a, (ast.Name, ast.Attribute)) for a in call.args)
     )
+
+
+def _moves_counter(value: ast.expr, counters: set[str]) -> bool:
+    """``i + 1``, ``i // accum``, ``epoch * n + i``: arithmetic that keeps one of
+    ``counters`` as a term (a sum, a difference, a floor division of it)."""
+    if not isinstance(value, ast.BinOp):
+        return False
+    if isinstance(value.op, ast.FloorDiv):
+        terms = [value.left]
+    elif isinstance(value.op, (ast.Add, ast.Sub)):
+        terms = [value.left, value.right]
+    else:
+        return False
+    return any(ast.unparse(term) in counters or _moves_counter(term, counters) for term in terms)
 
 
 def _is_modulo(expression: ast.expr) -> bool:

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 
 from ddplint.analysis.accumulation_loops import AccumulationLoops
 from ddplint.analysis.batches import Loop, training_loops
-from ddplint.analysis.control_flow import SCOPE_TYPES, Graph, Node, own_nodes
+from ddplint.analysis.control_flow import SCOPE_TYPES, own_nodes
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.host_waits import HostWaits, own_parts
+from ddplint.analysis.host_waits import COMPREHENSIONS, HostWaits
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.object_kinds import MODULE_KINDS
 from ddplint.analysis.step_frequency import StepFrequency
@@ -95,7 +95,6 @@ NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode"})
 FEW_ITERATIONS = 10
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 #: How a training loop is named in messages.
 TRAINING_LOOP = "a training loop that calls backward()"
@@ -190,7 +189,7 @@ class StepPaths:
             return True
         found = self.waits.node_of(call, module_code=True)
         if found is None:
-            found = self._inline_node(call)  # ``[x.item() for x in losses]``
+            found = self.waits.inline_node(call)  # ``[x.item() for x in losses]``
             if found is None:
                 return False
             if self.frequency.occasional_node(*found) is not None:
@@ -235,26 +234,6 @@ class StepPaths:
                 return None
             scope = self._analysis.nodes.scope_of.get(scope)
         return scope if isinstance(scope, _FUNCTIONS) else None
-
-    def _inline_node(self, call: ast.Call) -> tuple[Graph, Node] | None:
-        """The graph node of the statement whose comprehension evaluates ``call``."""
-        nodes = self._analysis.nodes
-        comprehension: ast.AST | None = nodes.call_scopes.get(id(call))
-        while isinstance(comprehension, _COMPREHENSIONS):
-            outer = nodes.scope_of.get(comprehension)
-            if not isinstance(outer, _COMPREHENSIONS):
-                break
-            comprehension = outer
-        scope = nodes.scope_of.get(comprehension) if comprehension is not None else None
-        if not isinstance(comprehension, _COMPREHENSIONS) or not isinstance(
-            scope, (*_FUNCTIONS, ast.Module)
-        ):
-            return None
-        graph = self.waits.graphs.graph(scope)
-        for statement in graph.statements():
-            if any(n is comprehension for p in own_parts(statement) for n in ast.walk(p)):
-                return graph, graph.nodes_of(statement)[0]
-        return None
 
     def _module_method(self, scope: ast.AST) -> bool:
         """``scope`` is a method of a module class (``nn.Module``, a LightningModule)."""
@@ -451,7 +430,7 @@ def _path_in(loop: Loop, node: ast.AST) -> list[ast.AST] | None:
         current, way = pending.pop()
         if current is node:
             return way
-        if isinstance(current, SCOPE_TYPES) and not isinstance(current, _COMPREHENSIONS):
+        if isinstance(current, SCOPE_TYPES) and not isinstance(current, COMPREHENSIONS):
             continue
         pending.extend((child, [*way, current]) for child in ast.iter_child_nodes(current))
     return None

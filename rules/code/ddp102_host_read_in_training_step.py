@@ -46,7 +46,9 @@ class HostReadInTrainingStep(CodeRule):
     `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
     `GradScaler(...)` that made it, in this file) or a call of the module's function that
     returns after a wait on every path; a few kernels on values already computed, such
-    as `(a - b).mean()` or `x.topk(k)`, a method of a Python list (`found.append(t)`),
+    as `(a - b).mean()` or `x.topk(k)` (but not kernels in a loop that walks a tensor in
+    pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`: new work each
+    turn), a method of a Python list (`found.append(t)`),
     host work such as `meter.update(loss.item(), args.batch_size)`
     with `args` the parsed command line, and a helper of the module that queues no
     device work are no new work), a

@@ -28,7 +28,8 @@ class HostSyncOnSomeRanks(CodeRule):
     `compute_loss` overrides, a module's `forward` (what a class is comes from its bases).
 
     Opt-in (preview). Not flagged: guarded work under a condition that holds once in a
-    while (`if trainer.is_global_zero and step % 100 == 0:`), a read right after one every
+    while (`if trainer.is_global_zero and step % 100 == 0:`, or at the log interval or the
+    epoch's last batch, `i_accum % n == 0 or i_accum + 1 == batches`), a read right after one every
     rank made with no device work between (the queue is already drained), validation /
     epoch hooks, a test every rank answers alike (the loop's own step counter, a flag
     made to agree by a collective: the divergence analysis decides what differs between

@@ -440,3 +440,55 @@ def test_a_conversion_of_a_reduction_waits_and_list_appends_are_no_work() -> Non
     )
     assert waits.queue_drained(_read_on(calls, 7))
     assert not waits.queue_drained(_read_on(calls, 8))
+
+
+def test_a_loop_that_walks_a_tensor_in_pieces_queues_work_each_turn() -> None:
+    waits, calls = _waits_and_calls(
+        """
+        def step(model, x, stats, chunks, size):
+            out = model(x)
+            ratio = out.mean().item()
+            total = 0
+            for i in range(chunks):
+                start = i * size
+                piece = out[:, start:start + size]
+                total += piece.exp().sum().item()
+            for k, v in stats.items():
+                stats[k] = v.mean().item()
+            for i in range(chunks):
+                total += stats[k].item()
+        """
+    )
+    # each turn waits for the kernels it queued over its piece of the tensor
+    assert not waits.queue_drained(_read_on(calls, 9))
+    # a reduction of each collected value, or a read of each, waits for nothing new
+    assert waits.queue_drained(_read_on(calls, 11))
+    assert waits.queue_drained(_read_on(calls, 13))
+
+
+def test_a_comprehension_reads_where_its_statement_runs() -> None:
+    module = ast.parse(
+        textwrap.dedent(
+            """
+            def step(model, x, target, heads, log):
+                loss = model(x)
+                log(loss.item())
+                names = [log[a] for a in target.tolist()]
+                outs = [head(x).item() for head in heads]
+                model(x).backward()
+                again = [log[a] for a in target.tolist()]
+            """
+        )
+    )
+    waits = DeviceQueue(HostWaits(module))
+    reads = {
+        node.lineno: node
+        for node in ast.walk(module)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith((".tolist", ".item"))
+    }
+    # after the loss read, nothing queued: the comprehension's read waits for nothing new
+    assert waits.queue_drained(reads[5])
+    # a comprehension that runs a module per element queues work between its reads
+    assert not waits.queue_drained(reads[6])
+    # after the backward, the comprehension's read waits for it
+    assert not waits.queue_drained(reads[8])

@@ -40,6 +40,52 @@ def test_a_handler_runs_on_an_error_and_a_finally_every_pass() -> None:
     assert found == {7: Occasion.ERROR, 9: None}
 
 
+def test_counters_moved_or_scaled_and_named_tests() -> None:
+    found = _occasions(
+        """
+        def train(loader, accum, every, epoch):
+            for i, x in enumerate(loader):
+                i_accum = i // accum
+                count = i_accum + 1
+                step = epoch * len(loader) + i_accum
+                last = count == len(loader)
+                width = x.size(0) + 1
+                wide = width == 8
+                if i_accum % every == 0 or count == len(loader):
+                    mark()
+                if step % every == 0 or last:
+                    mark()
+                if i_accum % every == 0 or width == 8:
+                    mark()
+                if i_accum % every == 0 or wide:
+                    mark()
+                if count > 1 and last:
+                    mark()
+                if i in [5, 6, 7]:
+                    mark()
+                if i not in (0, 1):
+                    mark()
+                if x.size(0) in [5, 6]:
+                    mark()
+
+        def report(step, every, last):
+            if step % every == 0 or last:
+                mark()
+        """
+    )
+    assert found == {
+        11: Occasion.PERIODIC,
+        13: Occasion.PERIODIC,
+        15: None,  # ``width`` moves a shape, not a counter
+        17: None,
+        19: Occasion.PERIODIC,
+        21: Occasion.PERIODIC,
+        23: None,  # most passes
+        25: None,  # a shape, not a counter
+        29: None,  # here ``last`` is a parameter, not the test bound in ``train``
+    }
+
+
 def test_periodic_tests_by_their_way() -> None:
     found = _occasions(
         """
