@@ -90,8 +90,11 @@ def _parse_for(
     """Parse a Python file with LibCST here, where its parse errors are reported, when
     a rule left reads LibCST, when CPython refuses the file (LibCST says why, or reads
     syntax newer than this Python) or when the plan is to say why it does not parse;
-    otherwise not at all. The rules to run: a file CPython reads and LibCST refuses
-    keeps the core's rules alone."""
+    otherwise not at all, and the nesting bound LibCST's parse checks is checked on
+    CPython's tree (raises ``ParseLimitExceeded``). The rules to run: a file CPython
+    reads and LibCST refuses keeps the core's rules alone."""
+    from ddplint.code.syntax.safe_parse import check_tree_nesting
+
     if context is None or plan.kind != "code":
         return rules
     if (
@@ -105,6 +108,8 @@ def _parse_for(
             if plan.syntax_only or context.ast_module is None or not _is_libcst_parse_error(exc):
                 raise
             return _without_libcst_rules(rules, exc, outcome)
+    else:
+        check_tree_nesting(context.ast_module)
     return rules
 
 

@@ -128,6 +128,13 @@ def check_nesting(text: str) -> None:
         # code: estimate the nesting from the tokens instead.
         _check_cost(_token_nesting(text))
         return
+    check_tree_nesting(tree)
+
+
+def check_tree_nesting(tree: ast.AST) -> None:
+    """Raise ``ParseLimitExceeded`` when the statements of a tree CPython parsed nest
+    beyond ``MAX_NESTING_COST``: the analysis core walks such a file's expressions as
+    LibCST would parse them, so the same bound keeps its time bounded."""
     _check_cost(statement_nesting(tree))
 
 
