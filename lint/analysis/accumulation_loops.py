@@ -37,7 +37,7 @@ class AccumulationLoops:
     def steps_each_turn(self, loop: Loop, scope: ast.AST) -> bool:
         """Whether each turn of ``loop`` (in ``scope``'s own code) is one optimizer step
         taken after inner loops that run the backward."""
-        inner = [node for node in _own_code(loop.body) if isinstance(node, _LOOPS)]
+        inner = [node for node in own_code(loop.body) if isinstance(node, _LOOPS)]
         if not any(self._runs_backward(i.body) for i in inner):
             return False
         if any(self._steps(i.body, scope) for i in inner):
@@ -59,7 +59,7 @@ class AccumulationLoops:
             and node.func.attr == "step"
             and isinstance(node.func.value, (ast.Name, ast.Attribute))
             and self._optimizers.carries(node.func.value, scope)
-            for node in _own_code(body)
+            for node in own_code(body)
         )
 
     @cached_property
@@ -78,7 +78,7 @@ class AccumulationLoops:
         return ObjectFlow(ModuleCode(analysis.nodes, analysis.names), made)
 
 
-def _own_code(body: list[ast.stmt]) -> list[ast.AST]:
+def own_code(body: list[ast.stmt]) -> list[ast.AST]:
     """The nodes of ``body`` outside its inner loops and nested definitions (the inner
     loops themselves included)."""
     found: list[ast.AST] = []

@@ -493,3 +493,8 @@ def torch_distributed_function(qualified: str | None) -> str | None:
             if rest.isidentifier():
                 return rest
     return None
+
+
+#: Methods of a module class that run every training step, the ones DDP's wrapper runs
+#: as the forward: torch's ``forward``, Lightning's ``training_step``.
+MODULE_STEP_METHODS = frozenset({"forward", "training_step"})

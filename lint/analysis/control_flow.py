@@ -53,7 +53,8 @@ SCOPE_TYPES = (
     ast.GeneratorExp,
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: The comprehensions (each its own scope).
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Calls that end the process: a ``SystemExit`` (``finally`` and handlers still run).
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit"})
 #: Calls that end the process at once, running nothing on the way out.
@@ -567,7 +568,7 @@ class _Builder:
 def _comprehension_graph(graph: Graph, scope: ast.expr) -> None:
     """A comprehension as nested loops: a step per ``for``, a test per ``if``, the
     element last."""
-    assert isinstance(scope, _COMPREHENSIONS)
+    assert isinstance(scope, COMPREHENSIONS)
     builder = _Builder(graph)
     pending: list[Pending] = [(graph.entry, EdgeKind.NEXT)]
     steps: list[Node] = []
@@ -591,7 +592,7 @@ def _comprehension_graph(graph: Graph, scope: ast.expr) -> None:
 def build_graph(scope: Scope) -> Graph:
     """The control-flow graph of one scope."""
     graph = Graph(scope)
-    if isinstance(scope, _COMPREHENSIONS):
+    if isinstance(scope, COMPREHENSIONS):
         _comprehension_graph(graph, scope)
         return graph
     builder = _Builder(graph)

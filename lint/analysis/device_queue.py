@@ -203,7 +203,8 @@ class DeviceQueue:
         self._drained: dict[int, dict[int, bool]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
-        self._kernel_loops: dict[int, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+        self._single: dict[int, dict[str, ast.expr]] = {}
+        self._kernel_loops: dict[int, list[ast.For]] = {}
         self._flows: dict[str, ObjectFlow] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
 
@@ -283,7 +284,10 @@ class DeviceQueue:
             return False
         value = call.args[0]
         if isinstance(value, ast.Name):
-            value = single_bindings(scope).get(value.id, value)
+            single = self._single.get(id(scope))
+            if single is None:
+                single = self._single[id(scope)] = single_bindings(scope)
+            value = single.get(value.id, value)
         return (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
@@ -326,10 +330,10 @@ class DeviceQueue:
         kernels are a pass over the whole tensor, and each turn's read waits for its
         piece, new work each turn (a few kernels on values already computed are not; nor
         a loop over a collection's items, ``for k, v in stats.items(): v.mean().item()``)."""
-        spans = self._kernel_loops.get(id(scope))
-        if spans is None:
-            spans = self._kernel_loops[id(scope)] = [
-                (start_of(loop), end_of(loop))
+        loops = self._kernel_loops.get(id(scope))
+        if loops is None:
+            loops = self._kernel_loops[id(scope)] = [
+                loop
                 for loop in walk_own(scope)
                 if isinstance(loop, ast.For)
                 and _walks_in_pieces(loop, self.names.resolve)
@@ -339,8 +343,7 @@ class DeviceQueue:
                     for e in walk_own(statement)
                 )
             ]
-        where = start_of(expression)
-        return any(start <= where and end_of(expression) <= end for start, end in spans)
+        return any(_contains(loop, expression) for loop in loops)
 
     def _bare_call_works(self, func: ast.expr, scope: ast.AST) -> bool:
         """A call given nothing may run the step's work when it steps (``opt.step()``,

@@ -22,7 +22,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
+from ddplint.analysis.api import MODULE_STEP_METHODS
 from ddplint.analysis.control_flow import (
     EdgeKind,
     Graph,
@@ -36,11 +38,14 @@ from ddplint.analysis.dominance import PostDominance, decision_successors
 from ddplint.analysis.effects import header_parts
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.whole_forwards import PARAMETER_FREE, frozen_submodules
+from ddplint.analysis.whole_forwards import (
+    PARAMETER_FREE,
+    class_methods,
+    frozen_submodules,
+    self_attribute,
+)
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-#: Methods DDP runs as the forward (Lightning wraps ``training_step``).
-DDP_FORWARDS = frozenset({"forward", "training_step"})
 #: Library functions that draw a random number.
 RANDOM_DRAWS = ("random.", "numpy.random.", "torch.rand", "torch.bernoulli")
 #: How many calls deep the forward is followed (each hop: a helper or a submodule).
@@ -71,18 +76,6 @@ class _Unit:
     label: str
     called_from: str
     depth: int
-
-
-def self_attribute(expression: ast.AST) -> str | None:
-    """``x`` for ``self.x``."""
-    dotted = dotted_name(expression) or ""
-    if dotted.startswith("self.") and dotted.count(".") == 1:
-        return dotted[5:]
-    return None
-
-
-def class_methods(cls: ast.ClassDef) -> dict[str, Function]:
-    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def trained_submodules(cls: ast.ClassDef) -> frozenset[str]:
@@ -238,13 +231,16 @@ class _MethodUses:
             pending.extend(_ways(node))
         return False
 
+    @cached_property
     def all_may(self) -> frozenset[str]:
+        """What some way from entry to exit uses."""
         return frozenset().union(*self.may.values())
 
+    @cached_property
     def all_must(self) -> frozenset[str]:
         """What every way from entry to exit uses."""
         graph = self.graph
-        return frozenset(s for s in self.all_may() if not self.avoids(graph.entry, s, graph.exit))
+        return frozenset(s for s in self.all_may if not self.avoids(graph.entry, s, graph.exit))
 
 
 def _reaching_bindings(graph: Graph) -> dict[int, _Bindings]:
@@ -293,7 +289,7 @@ class ForwardBranches:
         found = self._uses_of(cls, method)
         if found is None:
             return frozenset(), frozenset()
-        return found.all_may(), found.all_must()
+        return found.all_may, found.all_must
 
     def skipping_branches(self, cls: ast.ClassDef) -> Iterator[SkippingBranch]:
         """The branches of ``cls``'s forwards (and what they run) that leave one of its
@@ -302,7 +298,7 @@ class ForwardBranches:
         pending = [
             _Unit(m, cls, frozenset(), name, "", 0)
             for name, m in methods.items()
-            if name in DDP_FORWARDS
+            if name in MODULE_STEP_METHODS
         ]
         seen: set[int] = set()
         while pending:
@@ -347,7 +343,7 @@ class ForwardBranches:
         class this module defines."""
         methods = class_methods(unit.owner)
         built = _submodule_classes(unit.owner)
-        always = unit.always | uses.all_must()
+        always = unit.always | uses.all_must
         caller = f"called from `{unit.label}`"
         for node in own_nodes(unit.method):
             if not isinstance(node, ast.Call):

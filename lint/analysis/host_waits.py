@@ -16,7 +16,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddplint.analysis.control_flow import SCOPE_TYPES, EdgeKind, Graph, Node, ScopeGraphs
+from ddplint.analysis.control_flow import (
+    COMPREHENSIONS,
+    SCOPE_TYPES,
+    EdgeKind,
+    Graph,
+    Node,
+    ScopeGraphs,
+)
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names
@@ -26,7 +33,6 @@ READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
 #: Factories that copy host data to ``device=`` (a synchronising upload).
 UPLOADING_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Statements whose node evaluates nothing itself (``try``, ``try``/``except*``, defs).
 _HEADERLESS: tuple[type[ast.AST], ...] = (
     *(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name)),
@@ -101,11 +107,6 @@ class HostWaits:
         }
         self._located: dict[int, dict[ast.Call, Node]] = {}
         self._post: dict[int, PostDominance] = {}
-
-    def call_at(self, start: Position, end: Position) -> ast.Call | None:
-        """The call that spans exactly these places (1-based line, 0-based UTF-8 column;
-        ``f(x).item()`` and ``f(x)`` start at the same place)."""
-        return self._calls_at.get((start, end))
 
     # -- where a call runs -------------------------------------------------------------
 

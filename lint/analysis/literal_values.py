@@ -32,7 +32,6 @@ from ddplint.analysis.names import Names
 #: What a value is when the analysis cannot tell.
 UNKNOWN = object()
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Methods of a dict that only read it.
 _READING_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__contains__"})
 #: Library calls that read the arguments they are handed and keep no hold on them.
@@ -371,17 +370,6 @@ class LiteralValues:
         ``.get`` calls), for callers that look nodes up by position."""
         for kind in (ast.Name, ast.Subscript, ast.Call):
             yield from (n for n in self._nodes.of_type(kind) if self.value(n) is not UNKNOWN)
-
-    def decided_tests(self) -> Iterator[tuple[ast.expr, bool]]:
-        """Every decided test of an ``if`` / ``while`` / conditional expression and of
-        the left side of ``and`` / ``or``, with its decision."""
-        tests: list[ast.expr] = [b.test for b in self._branches()]
-        tests += [e.test for e in self._nodes.of_type(ast.IfExp)]
-        tests += [v for o in self._nodes.of_type(ast.BoolOp) for v in o.values[:-1]]
-        for test in tests:
-            decision = self.decided(test)
-            if decision is not None:
-                yield test, decision
 
     def _branches(self) -> list[ast.If | ast.While]:
         return [*self._nodes.of_type(ast.If), *self._nodes.of_type(ast.While)]

@@ -3,10 +3,9 @@ typing starts from (``torch`` optimizers, schedulers and ``GradScaler``, module 
 accelerate's ``Accelerator``, Lightning's ``Fabric`` and ``Trainer``, DeepSpeed engines,
 diffusers' noise schedulers), by fully qualified name.
 
-A kind is what the analysis asks of an object: whether ``x.step()`` updates parameters
-or their schedule (``STEPPING_KINDS``), whether ``x.backward(loss)`` takes the loss as
-an argument (``BACKWARD_OWNER_KINDS``), whether a class is a module whose ``forward``
-runs every step (``MODULE_KINDS``). ``OBJECT`` is a project class whose bases are all
+A kind is what the analysis asks of an object: whether ``x.step()`` on a scaler or an
+optimizer reads on the host (the device queue), whether a class is a module whose
+``forward`` runs every step (``MODULE_KINDS``). ``OBJECT`` is a project class whose bases are all
 known and none of them is catalogued: an object of no kind the analysis asks about.
 """
 
@@ -32,28 +31,8 @@ TENSOR = "tensor"
 #: A project class of known bases, none catalogued.
 OBJECT = "object"
 
-#: Kinds whose ``step()`` updates parameters or their schedule.
-STEPPING_KINDS = frozenset({OPTIMIZER, SCHEDULER, SCALER, ENGINE})
-#: Kinds whose ``backward(loss)`` differentiates its argument, not itself.
-BACKWARD_OWNER_KINDS = frozenset({ACCELERATOR, FABRIC, ENGINE, LIGHTNING_MODULE})
 #: Kinds of module classes (their ``forward`` and ``*_step`` run every step).
 MODULE_KINDS = frozenset({MODULE, LIGHTNING_MODULE, ENGINE})
-#: The kinds the catalogue gives, every one known to be or not to be each of the above.
-CATALOGUED_KINDS = frozenset(
-    {
-        OPTIMIZER,
-        SCHEDULER,
-        SCALER,
-        ENGINE,
-        ACCELERATOR,
-        FABRIC,
-        TRAINER,
-        MODULE,
-        LIGHTNING_MODULE,
-        NOISE_SCHEDULER,
-        TENSOR,
-    }
-)
 
 _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
 _LIGHTNING_MODULES = frozenset(

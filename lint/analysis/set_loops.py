@@ -14,11 +14,10 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ddplint.analysis.control_flow import COMPREHENSIONS
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.set_iteration import SetIteration
-
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ def _loops(module: ast.Module) -> list[_Loop]:
             loops.append(
                 _Loop(node.iter, frozenset(_stored_names([node.target])), tuple(node.body))
             )
-        elif isinstance(node, _COMPREHENSIONS):
+        elif isinstance(node, COMPREHENSIONS):
             bodies: tuple[ast.AST, ...] = (
                 (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
             )

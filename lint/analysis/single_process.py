@@ -319,13 +319,6 @@ class SingleProcessPaths:
                     return False
         return True
 
-    def handler_at(self, line: int) -> ast.ExceptHandler | None:
-        """The ``except`` clause that starts on ``line``."""
-        for statement in self._statement_scopes:
-            if isinstance(statement, ast.ExceptHandler) and statement.lineno == line:
-                return statement
-        return None
-
     def _alone_scope(self, scope: ast.AST) -> bool:
         """The scope, or one around it, is a local function reached only from
         single-process statements."""
@@ -624,19 +617,6 @@ class SingleProcessPaths:
         if current is None:
             return None, None
         return current, self._statement_scopes[current]
-
-    def holds_at(self, line: int) -> bool:
-        """``holds`` for the innermost statement spanning ``line`` (1-based)."""
-        spans = [
-            (end - start, statement)
-            for statement in self._statement_scopes
-            if (start := getattr(statement, "lineno", 0))
-            <= line
-            <= (end := getattr(statement, "end_lineno", None) or start)
-        ]
-        if not spans:
-            return False
-        return self.holds(min(spans, key=lambda span: span[0])[1])
 
 
 def _statement_scopes(module: ast.Module) -> dict[ast.AST, Scope]:

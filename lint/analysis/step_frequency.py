@@ -43,7 +43,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.host_waits import HostWaits, walk_own
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 from ddplint.analysis.single_process import SingleProcessPaths, strip_not
 
@@ -56,10 +56,10 @@ EXPORT_PREDICATES = frozenset(
         "torch._C._get_tracing_state",
     }
 )
-#: Library calls whose result is a random draw.
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Declared defaults that leave an option off.
 _OFF_VALUES = (False, None, 0, "")
+#: Library calls whose result is a random draw.
 RANDOM_DRAWS = frozenset(
     {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
 )
@@ -81,16 +81,16 @@ class StepFrequency:
 
     def __init__(
         self,
-        module: ast.Module,
         waits: HostWaits,
         project: ProjectFacts = NO_PROJECT,
         defaults: FallbackDefaults | None = None,
         module_method: Callable[[ast.AST], bool] | None = None,
+        single_process: SingleProcessPaths | None = None,
     ) -> None:
         self._waits = waits
         self._defaults = defaults
         self._module_method = module_method
-        self._names = Names(module)
+        self._names = waits.names
         self._project = project
         self._post: dict[int, PostDominance] = {}
         self._stepping: dict[int, set[tuple[int, bool]]] = {}
@@ -102,7 +102,9 @@ class StepFrequency:
             for call in _own_calls(statement)
         }
         self._counters = self._loop_counters()
-        self._single_process = SingleProcessPaths(waits.nodes, self._names, waits.graphs, project)
+        self._single_process = single_process or SingleProcessPaths(
+            waits.nodes, self._names, waits.graphs, project
+        )
 
     def occasional(self, call: ast.Call) -> Occasion | None:
         """Why ``call`` runs only now and then, or None when it runs every pass."""
@@ -195,7 +197,7 @@ class StepFrequency:
             and isinstance(test, ast.Attribute)
             and test.attr == "training"
             and isinstance(test.value, ast.Name)
-            and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(scope, _FUNCTIONS)
             and bool(scope.args.args)
             and test.value.id == scope.args.args[0].arg
             and self._module_method(scope)

@@ -45,17 +45,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ddplint.analysis.accumulation_loops import AccumulationLoops
+from ddplint.analysis.accumulation_loops import AccumulationLoops, own_code
+from ddplint.analysis.api import MODULE_STEP_METHODS
 from ddplint.analysis.batches import Loop, training_loops
-from ddplint.analysis.control_flow import SCOPE_TYPES, own_nodes
+from ddplint.analysis.control_flow import COMPREHENSIONS, SCOPE_TYPES, own_nodes
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.host_waits import COMPREHENSIONS, HostWaits
+from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.object_kinds import MODULE_KINDS
 from ddplint.analysis.step_frequency import StepFrequency
 
-#: Methods of a module class that run every training step.
-MODULE_STEP_METHODS = frozenset({"forward", "training_step"})
 #: Methods of a module class that run every evaluation step.
 MODULE_EVALUATION_METHODS = frozenset({"validation_step", "test_step", "predict_step"})
 #: Lightning hooks that run once per training batch (module or callback).
@@ -139,11 +138,11 @@ class StepPaths:
         self._in_training = in_training
         self.waits = waits if waits is not None else host_waits_of(analysis)
         self.frequency = StepFrequency(
-            analysis.module,
             self.waits,
             analysis.project,
             analysis.fallback_defaults,
             self._module_method,
+            analysis.single_process,
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = self._step_helpers()
@@ -376,18 +375,14 @@ class StepPaths:
 
     def _steps_beside(self, loop: Loop) -> bool:
         """The loop's body runs a backward outside its inner loops."""
-        pending: list[ast.AST] = list(loop.body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, (*_LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(node, ast.Call) and (
+        return any(
+            isinstance(node, ast.Call)
+            and (
                 self._analysis.backward_label(node) is not None
                 or dotted_name(node.func) in self._helpers
-            ):
-                return True
-            pending.extend(ast.iter_child_nodes(node))
-        return False
+            )
+            for node in own_code(loop.body)
+        )
 
     def _holds_training_loop(self, function: Function) -> bool:
         found = self._holders.get(id(function))
@@ -416,7 +411,7 @@ class StepPaths:
                 id(node)
                 for arm in self._analysis.literal_values.never_taken()
                 for statement in arm
-                for node in (statement, *ast.walk(statement))
+                for node in ast.walk(statement)
                 if isinstance(node, ast.stmt)
             }
         return self._never
@@ -455,6 +450,6 @@ def _calls_in(statements: list[ast.stmt]) -> Iterator[ast.Call]:
     for statement in statements:
         if isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
             continue
-        for node in (statement, *own_nodes(statement)):
+        for node in own_nodes(statement):
             if isinstance(node, ast.Call):
                 yield node

@@ -103,11 +103,12 @@ _PLAIN_BUILTINS = frozenset({"int", "float", "bool", "str", "tuple", "list", "di
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _methods(cls: ast.ClassDef) -> dict[str, _Function]:
+def class_methods(cls: ast.ClassDef) -> dict[str, _Function]:
+    """The methods ``cls`` defines, by name."""
     return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def _self_attribute(expression: ast.AST) -> str | None:
+def self_attribute(expression: ast.AST) -> str | None:
     """``x`` for ``self.x``."""
     dotted = dotted_name(expression) or ""
     if dotted.startswith("self.") and dotted.count(".") == 1:
@@ -149,8 +150,8 @@ class WholeForwards:
             owner = self._constants.owner_of(self._nodes.scope_of_call(site))
             single = self._constants.single_assignment(owner, model.id)
             bound = single[0] if single else self._last_straight_binding(site, model.id)
-        elif _self_attribute(model) is not None:
-            bound = self._last_straight_binding(site, f"self.{_self_attribute(model)}")
+        elif self_attribute(model) is not None:
+            bound = self._last_straight_binding(site, f"self.{self_attribute(model)}")
         return self.built_class(bound, site, hops + 1) if bound is not None else None
 
     def _last_straight_binding(self, site: ast.Call, name: str) -> ast.expr | None:
@@ -183,7 +184,7 @@ class WholeForwards:
             return False
         if self._names.resolve(cls.bases[0]) != "torch.nn.Module":
             return False
-        methods = _methods(cls)
+        methods = class_methods(cls)
         forward = methods.get("forward")
         if forward is None:
             return False
@@ -213,7 +214,7 @@ class WholeForwards:
                 for target in targets:
                     if isinstance(target, (ast.Tuple, ast.List)):
                         return None
-                    attribute = _self_attribute(target)
+                    attribute = self_attribute(target)
                     if attribute is None:
                         continue
                     if method.name != "__init__":
@@ -312,13 +313,13 @@ class WholeForwards:
                 if isinstance(node, ast.Call):
                     if _called_method(node) in _GRAPH_CUTS:
                         return None
-                    helper = _self_attribute(node.func)
+                    helper = self_attribute(node.func)
                     if helper is not None and helper in methods:
                         inner = self._straight_line_uses(methods[helper], methods, seen)
                         if inner is None:
                             return None
                         used |= inner
-                attribute = _self_attribute(node) if isinstance(node, ast.Attribute) else None
+                attribute = self_attribute(node) if isinstance(node, ast.Attribute) else None
                 if attribute is not None:
                     used.add(attribute)
         return used
@@ -350,7 +351,7 @@ def frozen_submodules(init: _Function | None) -> frozenset[str]:
             and node.args
             and literal(node.args[0]) is False
         ):
-            owner = _self_attribute(node.func.value)
+            owner = self_attribute(node.func.value)
         elif isinstance(node, ast.For) and _freezes_loop_variable(node):
             iterated = node.iter
             is_parameters = (
@@ -358,7 +359,7 @@ def frozen_submodules(init: _Function | None) -> frozenset[str]:
                 and isinstance(iterated.func, ast.Attribute)
                 and iterated.func.attr == "parameters"
             )
-            owner = _self_attribute(iterated.func.value) if is_parameters else None  # type: ignore[attr-defined]
+            owner = self_attribute(iterated.func.value) if is_parameters else None  # type: ignore[attr-defined]
         else:
             continue
         if owner is not None:

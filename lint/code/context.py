@@ -77,7 +77,7 @@ class CodeContext:
     def project(self) -> ProjectView:
         """What the project model says about the names this file uses (empty when the
         file is linted without its project)."""
-        return ProjectView.decode(self.options.fact(OPTIONS_KEY), lambda: self.index)
+        return ProjectView.decode(self.options.fact(OPTIONS_KEY))
 
     @cached_property
     def host_waits(self) -> HostWaits:

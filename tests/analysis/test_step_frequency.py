@@ -16,7 +16,7 @@ def _occasions(source: str, project: NoProject | None = None) -> dict[int, Occas
     """The answer for the call marked ``mark()`` on each line (by line)."""
     module = ast.parse(textwrap.dedent(source))
     waits = HostWaits(module)
-    frequency = StepFrequency(module, waits, project or NoProject())
+    frequency = StepFrequency(waits, project or NoProject())
     return {
         node.lineno: frequency.occasional(node)
         for node in ast.walk(module)

@@ -36,11 +36,9 @@ from ddplint.analysis.api import (
 from ddplint.analysis.api import (
     TORCH_DIST_MODULES as TORCH_DIST_MODULES,
 )
-from ddplint.analysis.api import torch_distributed_function
 from ddplint.code.collectives.kinds import (
     _LIGHTNING_MODULE_METHODS,
     _LOG_METHODS,
-    _UNIFORM_OPS,
     _receiver_kind,
 )
 from ddplint.code.collectives.kinds import (
@@ -77,22 +75,6 @@ class Collective:
     #: ``ddplint.code.project``): where it reaches the collective, for messages
     #: (``in `utils.save_checkpoint` (utils.py:40)``); empty for the collective itself.
     via: str = ""
-
-    @property
-    def result_is_uniform(self) -> bool:
-        """Whether every rank ends up with the same value: what it returns, or its first
-        argument in place (``broadcast_object_list(objs)``, ``all_reduce(t)``)."""
-        if self.op in _UNIFORM_OPS:
-            return True
-        return self.family not in ("torch.distributed", "deepspeed") and self.op in (
-            "reduce",
-            "gather",
-        )
-
-    @property
-    def syncs_logged_metric(self) -> bool:
-        """Lightning's ``self.log``/``self.log_dict`` with ``sync_dist=True``."""
-        return self.family == "lightning" and self.op == "all_reduce"
 
 
 def keyword_is_true(call: cst.Call, name: str) -> bool:
@@ -139,8 +121,3 @@ def classify_call(
     allocated = receivers.kind(receiver) if receivers is not None else None
     framework = kind_of_method(receiver, method, allocated)
     return _of_kind(call, framework) if framework is not None else None
-
-
-def torch_distributed_call(names: ImportTable, call: cst.Call) -> str | None:
-    """The ``torch.distributed`` function ``call`` calls, by its short name."""
-    return torch_distributed_function(names.qualified_name(call.func))

@@ -226,8 +226,7 @@ def _after_open_paren(ctx: CodeContext, call: ast.Call) -> tuple[int, int]:
 
 def insert_ast_statement_before(ctx: CodeContext, statement: ast.stmt, code: str) -> Edit:
     """A new line holding ``code`` just above ``statement`` (a statement that starts its
-    own line), indented like it and ended with the file's line end: the ``ast``
-    counterpart of ``statement_edits.insert_statement_before``."""
+    own line), indented like it and ended with the file's line end."""
     line = statement.lineno
     text = ctx.source.line_text(line)
     indent = text[: len(text) - len(text.lstrip())]

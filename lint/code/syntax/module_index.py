@@ -238,21 +238,3 @@ class ModuleIndex:
             ):
                 return ancestor
         return self.module
-
-    def walk_within(
-        self, root: cst.CSTNode, *, into_functions: bool = False
-    ) -> Iterator[cst.CSTNode]:
-        """Nodes below ``root`` in source order; nested defs, lambdas and classes are
-        entered only when ``into_functions`` is true."""
-        stack: list[cst.CSTNode] = [root]
-        scope_types = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
-        while stack:
-            node = stack.pop()
-            if node is not root:
-                yield node
-                if not into_functions and isinstance(node, scope_types):
-                    continue
-            stack.extend(reversed(children_of(node)))
-
-    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return node is container or any(a is container for a in self.ancestors(node))

@@ -99,15 +99,3 @@ def bound_names(target: cst.CSTNode) -> Iterator[str]:
             yield from bound_names(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from bound_names(target.value)
-
-
-def binding_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The targets a statement or expression binds (``=``, ``+=``, annotated, ``for``,
-    walrus, ``with ... as``); none for anything else."""
-    if isinstance(node, cst.Assign):
-        return [t.target for t in node.targets]
-    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-        return [node.target]
-    if isinstance(node, cst.WithItem) and node.asname is not None:
-        return [node.asname.name]
-    return []
