@@ -281,6 +281,8 @@ RANK_ATTRIBUTES = frozenset(
         "local_process_index",
     }
 )
+#: The libraries' spellings of the rank number (not a per-rank truth value).
+RANK_NUMBER_ATTRIBUTES = frozenset(name for name in RANK_ATTRIBUTES if not name.startswith("is_"))
 
 #: Attributes that hold the (data-parallel) world size in the libraries' own spelling:
 #: torch's and Lightning's ``world_size``, ``DistributedSampler.num_replicas``,

@@ -60,7 +60,6 @@ from ddplint.analysis.api import (
     ITEMS_PRESERVING,
     PER_RANK_RESULTS,
     RANK_ATTRIBUTES,
-    RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
 )
 from ddplint.analysis.batches import BatchSeeds
@@ -78,11 +77,11 @@ from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import CHUNKERS, even_strides
 from ddplint.analysis.single_process import (
-    ENVIRONMENT_READERS,
     asks_several,
     launch_answer,
-    literal_value,
+    literal_or_none,
     reads_launcher_rank,
+    reads_rank_variable,
     reads_world_size,
 )
 from ddplint.analysis.spans import span_length_reads
@@ -1071,16 +1070,7 @@ class _Evaluator:
         return spelled is not None and spelled in self.sequences
 
     def _environment_rank(self, node: ast.AST) -> bool:
-        key: ast.AST | None = None
-        if isinstance(node, ast.Subscript) and self.names.resolve(node.value) == "os.environ":
-            key = node.slice
-        elif (
-            isinstance(node, ast.Call)
-            and node.args
-            and self.names.resolve(node.func) in ENVIRONMENT_READERS
-        ):
-            key = node.args[0]
-        return isinstance(key, ast.Constant) and key.value in RANK_ENV_VARS
+        return reads_rank_variable(node, self.names)
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -1220,7 +1210,7 @@ def _launch_check(compare: ast.Compare) -> bool:
     operand is the rank itself (``_Evaluator._launcher_rank``)."""
     if len(compare.ops) != 1:
         return False
-    return launch_answer(compare.ops[0], literal_value(compare.comparators[0])) is not None
+    return launch_answer(compare.ops[0], literal_or_none(compare.comparators[0])) is not None
 
 
 def _positive_test(compare: ast.Compare) -> ast.expr | None:

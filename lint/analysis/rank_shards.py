@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from ddplint.analysis.api import (
     DISTRIBUTED_SAMPLERS,
     GROUP_CREATIONS,
-    RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
+    RANK_NUMBER_ATTRIBUTES,
     TORCH_COLLECTIVES,
     WORLD_SIZE_ATTRIBUTES,
     WORLD_SIZE_ENV_VARS,
@@ -362,7 +362,7 @@ class RankShards:
                 if not isinstance(node, ast.Attribute):
                     continue
             elif isinstance(node, ast.Name):
-                if node.id in (WORLD_SIZE_ATTRIBUTES if world else _RANK_NUMBERS):
+                if node.id in (WORLD_SIZE_ATTRIBUTES if world else RANK_NUMBER_ATTRIBUTES):
                     return True  # never bound here: a parameter, read by its spelling
                 continue
             pending.extend(ast.iter_child_nodes(node))
@@ -405,12 +405,10 @@ class RankShards:
         if isinstance(node, ast.Subscript) and self._names.resolve(node.value) == "os.environ":
             return _environment_key(node.slice, world)
         if isinstance(node, ast.Attribute):
-            return node.attr in (WORLD_SIZE_ATTRIBUTES if world else _RANK_NUMBERS)
+            return node.attr in (WORLD_SIZE_ATTRIBUTES if world else RANK_NUMBER_ATTRIBUTES)
         return False
 
 
-#: The libraries' spellings of the rank number (not a per-rank truth value).
-_RANK_NUMBERS = frozenset(name for name in RANK_ATTRIBUTES if not name.startswith("is_"))
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 

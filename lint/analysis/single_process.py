@@ -26,9 +26,9 @@ from typing import Protocol
 
 from ddplint.analysis.api import (
     DISTRIBUTED_QUERIES,
-    RANK_ATTRIBUTES,
     RANK_ENV_VARS,
     RANK_FUNCTION_NAMES,
+    RANK_NUMBER_ATTRIBUTES,
     WORLD_SIZE_ATTRIBUTES,
     WORLD_SIZE_ENV_VARS,
     WORLD_SIZE_FUNCTION_NAMES,
@@ -128,10 +128,10 @@ def asks_several(
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         if reads_launcher_rank(test.left, names, switches, depth):
-            return launch_answer(test.ops[0], literal_value(test.comparators[0]))
+            return launch_answer(test.ops[0], literal_or_none(test.comparators[0]))
         if not reads_world_size(test.left, names, switches, depth):
             return None
-        return several_when(test.ops[0], literal_value(test.comparators[0]))
+        return several_when(test.ops[0], literal_or_none(test.comparators[0]))
     return switches.switch(test, depth - 1) if depth > 0 else None
 
 
@@ -167,7 +167,7 @@ def reads_world_size(expression: ast.expr, names: Names, switches: Switches, dep
     expression = _without_int(expression)
     if isinstance(expression, ast.IfExp):  # ``get_world_size() if ... else 1``
         return all(
-            literal_value(arm) == 1 or reads_world_size(arm, names, switches, depth)
+            literal_or_none(arm) == 1 or reads_world_size(arm, names, switches, depth)
             for arm in (expression.body, expression.orelse)
         )
     if isinstance(expression, ast.Call):
@@ -199,7 +199,7 @@ def reads_launcher_rank(expression: ast.expr, names: Names, switches: Switches, 
         resolved = names.resolve(expression.func) or ""
         return resolved.rsplit(".", 1)[-1] in RANK_FUNCTION_NAMES and not expression.args
     if isinstance(expression, ast.Attribute):
-        return expression.attr in RANK_ATTRIBUTES and not expression.attr.startswith("is_")
+        return expression.attr in RANK_NUMBER_ATTRIBUTES
     if isinstance(expression, ast.Name):
         return switches.launcher_rank(expression, depth - 1) if depth > 0 else False
     return False
@@ -229,7 +229,7 @@ def _without_int(expression: ast.expr) -> ast.expr:
 
 
 def _is_rank_key(keys: list[ast.expr]) -> bool:
-    return bool(keys) and literal_value(keys[0]) in RANK_ENV_VARS
+    return bool(keys) and isinstance(keys[0], ast.Constant) and keys[0].value in RANK_ENV_VARS
 
 
 #: A binding's key: ("attr", attribute) module-wide, or ("name", scope id, name).
@@ -446,7 +446,7 @@ class SingleProcessPaths:
         if key not in self._world_keys:
             self._world_keys[key] = False  # recursion: no
             values = self._bindings.get(key, [])
-            reads = [v for v in values if v is not None and literal_value(v) != 1]
+            reads = [v for v in values if v is not None and literal_or_none(v) != 1]
             self._world_keys[key] = (
                 bool(reads)
                 and None not in values
@@ -485,7 +485,7 @@ class SingleProcessPaths:
             if value is None:
                 answers.add(None)  # bound by a loop, a parameter, an unpacking
                 continue
-            constant = literal_value(value)
+            constant = literal_or_none(value)
             if constant is False:
                 continue
             if constant is True:
@@ -686,7 +686,7 @@ def _function_use(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
 
 
-def literal_value(expression: ast.expr) -> object:
+def literal_or_none(expression: ast.expr) -> object:
     """The value of a literal expression; None where it is none."""
     try:
         return ast.literal_eval(expression)

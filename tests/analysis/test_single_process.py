@@ -12,6 +12,7 @@ import pytest
 
 from ddplint.analysis.control_flow import NodeKind
 from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.single_process import reads_rank_variable
 
 
 def _alone_by_marker(source: str) -> dict[str, bool]:
@@ -326,3 +327,25 @@ def test_the_launchers_rank_read_in_the_function() -> None:
         """
     )
     assert found == {"direct": True, "inline": True}
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('os.environ["LOCAL_RANK"]', True),
+        ('os.environ.get("RANK", "0")', True),
+        ('os.getenv("LOCAL_RANK")', True),
+        ('os.environ.get("HOME")', False),
+        # a key that is a literal but no string (unhashable): no rank read, no crash
+        ('os.environ.get(["LOCAL_RANK"], -1)', False),
+        ('os.environ[{"RANK": 0}]', False),
+    ],
+)
+def test_the_launcher_rank_variable_is_read_by_its_string_key(
+    expression: str, expected: bool
+) -> None:
+    module = ast.parse(f"import os\n{expression}\n")
+    names = ModuleAnalysis(module).names
+    value = module.body[-1]
+    assert isinstance(value, ast.Expr)
+    assert reads_rank_variable(value.value, names) is expected

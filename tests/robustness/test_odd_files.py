@@ -259,3 +259,18 @@ def test_unwritable_report_file_is_an_error(project: Path) -> None:
     assert run.err == (
         "ddplint: error: cannot write missing/folder/report.txt: No such file or directory\n"
     )
+
+
+def test_a_list_as_an_environment_key_does_not_stop_the_run(project: Path) -> None:
+    """``os.environ.get(["LOCAL_RANK"], -1)`` (a list where a string belongs) reaches
+    the project model's rank questions: the run goes on and lints the other files."""
+    (project / "odd.py").write_text(
+        "import os\nimport torch.distributed as dist\n\n"
+        "def main():\n"
+        '    if int(os.environ.get(["LOCAL_RANK"], -1)) != -1:\n'
+        "        dist.barrier()\n"
+    )
+    (project / "train.py").write_text(HAZARD)
+    run = run_cli("check", "--preview", "--select", "ALL", "--output-format", "json", str(project))
+    assert run.code == 1, run.err
+    assert "train.py" in {Path(f["path"]).name for f in run.json()["findings"]}
