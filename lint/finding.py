@@ -164,8 +164,19 @@ class Finding:
         )
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.rule)
+    def sort_key(self) -> tuple[str, int, int, str, int, int, str]:
+        """Reports list findings by place, then rule; two findings of one rule at one
+        place by where they end, then by message (an order that never depends on how a
+        set of them was iterated)."""
+        return (
+            self.path,
+            self.line,
+            self.column,
+            self.rule,
+            self.end_line,
+            self.end_column,
+            self.message,
+        )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
