@@ -475,6 +475,8 @@ DISTRIBUTED_SAMPLERS = frozenset(
 )
 #: Positions among DataLoader's positional parameters.
 DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}
+#: Position of ``shuffle`` among DistributedSampler's positional parameters.
+DISTRIBUTED_SAMPLER_SHUFFLE_POSITION = 3
 
 _TORCH_DISTRIBUTED_PREFIXES = (
     "torch.distributed.",

@@ -102,3 +102,13 @@ def wrapped_classes(analysis: ModuleAnalysis, model: ast.expr, call: ast.Call) -
         if built not in found:
             found.append(built)
     return found
+
+
+def sets_static_graph(analysis: ModuleAnalysis, call: ast.Call) -> bool:
+    """Whether a DDP wrapping sets ``static_graph`` to anything but False (DDP then
+    reads the graph once, and ``find_unused_parameters`` neither costs nor helps)."""
+    static = keyword_argument(call, "static_graph")
+    if static is None:
+        return False
+    scope = analysis.nodes.scope_of_call(call)
+    return analysis.constants.value(static.value, scope) is not False

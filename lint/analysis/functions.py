@@ -172,6 +172,7 @@ class ModuleAnalysis:
         self._summaries: dict[str, CallSummary | None] = {}
         self._parts: dict[tuple[object, ...], tuple[Taint | None, ...] | None] = {}
         self._solving_fields: set[int] = set()
+        self._rank_globals_found: State | None = None
         self._sharded = sharded_later(calls, self.names, project)
         self._reaching = self._functions_reaching_collectives()
         self._single_process: SingleProcessPaths | None = None
@@ -462,11 +463,19 @@ class ModuleAnalysis:
             return {**self._rank_globals, **fields}
         return {**self._rank_globals, **self._constructed_with(owner)[0], **fields}
 
-    @cached_property
+    @property
     def _rank_globals(self) -> State:
         """Names the module's top level binds once to the rank (``RANK =
         int(os.getenv("RANK", -1))``) and no function rebinds (``global RANK``): a
-        function reading one reads its own rank's value."""
+        function reading one reads its own rank's value. Solving the module asks the
+        summaries of the functions its code calls, which ask this again: while it is
+        being solved, none is known (one module solve, not one per call)."""
+        if self._rank_globals_found is None:
+            self._rank_globals_found = {}
+            self._rank_globals_found = self._solve_rank_globals()
+        return self._rank_globals_found
+
+    def _solve_rank_globals(self) -> State:
         bound = single_bindings(self.module)
         if not bound:
             return {}

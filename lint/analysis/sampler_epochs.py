@@ -1,22 +1,21 @@
 """Distributed samplers walked epoch after epoch without ``set_epoch``: a question to
-the core (DDP402).
+the core (DDP402), asked by ``unset_epochs(analysis)`` in two forms.
 
-``samplers_without_set_epoch(analysis)``: for each ``DistributedSampler`` the module
-makes, the loader built on it (``sampler=`` or a ``batch_sampler`` made from it), a loop
-over that loader that an outer (epoch) loop repeats (``object_flow``: through names,
-``self`` fields, returns and parameters), and whether ``set_epoch`` is called on the
-sampler there. A ``set_epoch`` call counts when its receiver holds the sampler (or is
-the loader's ``.sampler`` / ``.batch_sampler``, ``.batch_sampler.sampler``) and it runs
-in the epoch loop or in a function the epoch loop calls; or where it runs is not seen
-(another function the module never calls: a hook); or its receiver is nothing the
-module makes (``args.sampler``, a parameter): then it may be this sampler. It does not
-count when it runs outside the epoch loop in the loop's own function (once per run),
-or on another sampler of the module.
+For each ``DistributedSampler`` the module makes: the loader built on it (``sampler=``
+or a ``batch_sampler`` made from it), a loop over that loader that an outer (epoch) loop
+repeats (``object_flow``: through names, ``self`` fields, returns and parameters), and
+whether ``set_epoch`` is called on the sampler there. A ``set_epoch`` call counts when
+its receiver holds the sampler (or is the loader's ``.sampler`` / ``.batch_sampler``,
+``.batch_sampler.sampler``) and it runs in the epoch loop or in a function the epoch
+loop calls; or where it runs is not seen (another function the module never calls: a
+hook); or its receiver is nothing the module makes (``args.sampler``, a parameter):
+then it may be this sampler. It does not count when it runs outside the epoch loop in
+the loop's own function (once per run), or on another sampler of the module.
 
-``handed_loaders_without_set_epoch(analysis)``: the same question of a loader the module
-does not make: a parameter that the project's callers in other modules hand a loader
-built on a distributed sampler in (``ProjectFacts.loader_parameters``), walked every
-epoch by a loop that trains, with no ``set_epoch`` that may reach its sampler.
+For a loader the module does not make: a parameter that the project's callers in other
+modules hand a loader built on a distributed sampler in
+(``ProjectFacts.loader_parameters``), walked every epoch by a loop that trains, with no
+``set_epoch`` that may reach its sampler.
 """
 
 from __future__ import annotations
@@ -71,23 +70,18 @@ class UnsetHandedLoader:
     loop: WalkLoop
 
 
-def samplers_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetSampler]:
+def unset_epochs(
+    analysis: ModuleAnalysis,
+) -> tuple[list[UnsetSampler], list[UnsetHandedLoader]]:
     """Each distributed sampler of the module walked every epoch without ``set_epoch``
-    (whether it shuffles is the rule's to ask)."""
+    (whether it shuffles is the rule's to ask), and each loader on a distributed sampler
+    that project callers hand to a function of the module, walked every epoch by a loop
+    that trains, without ``set_epoch`` (the module's flows built once for both)."""
     epochs = _SamplerEpochs.of(analysis)
     if epochs is None:
-        return []
-    found = [unset for flows in epochs.flows if (unset := epochs.unset(flows)) is not None]
-    return sorted(found, key=lambda u: (u.sampler.lineno, u.sampler.col_offset))
-
-
-def handed_loaders_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetHandedLoader]:
-    """Each loader on a distributed sampler that project callers hand to a function of
-    the module, walked every epoch by a loop that trains, without ``set_epoch``."""
-    epochs = _SamplerEpochs.of(analysis)
-    if epochs is None:
-        return []
-    return [
+        return [], []
+    samplers = [unset for flows in epochs.flows if (unset := epochs.unset(flows)) is not None]
+    handed = [
         UnsetHandedLoader(
             epochs.code.scope_of(loop.walk),
             dotted_name(walked_iterable(analysis.names, loop.walk.iter)) or "the loader",
@@ -97,6 +91,12 @@ def handed_loaders_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetHand
         if flows.handed
         for loop in epochs.unset_handed(flows)
     ]
+    return sorted(samplers, key=lambda u: (u.sampler.lineno, u.sampler.col_offset)), handed
+
+
+def samplers_without_set_epoch(analysis: ModuleAnalysis) -> list[UnsetSampler]:
+    """The samplers of ``unset_epochs``."""
+    return unset_epochs(analysis)[0]
 
 
 def _handed_loaders(analysis: ModuleAnalysis) -> list[tuple[Function, str]]:

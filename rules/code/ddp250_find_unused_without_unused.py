@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ddplint.analysis.api import DDP_WRAPPERS
-from ddplint.analysis.ddp_wrappings import wrapped_classes
+from ddplint.analysis.ddp_wrappings import sets_static_graph, wrapped_classes
 from ddplint.analysis.names import call_argument, keyword_argument
 from ddplint.code.context import CodeContext
 from ddplint.code.values.declared_values import declared_value
@@ -88,13 +88,10 @@ class FindUnusedWithoutUnused(CodeRule):
             if analysis.names.resolve(call.func) not in DDP_WRAPPERS:
                 continue
             flag = keyword_argument(call, "find_unused_parameters")
-            static = keyword_argument(call, "static_graph")
             model = call_argument(call, 0, "module")
-            if flag is None or model is None:
+            if flag is None or model is None or sets_static_graph(analysis, call):
                 continue
             scope = analysis.nodes.scope_of_call(call)
-            if static is not None and analysis.constants.value(static.value, scope) is not False:
-                continue
             why = _flag_true(ctx, flag.value, scope)
             if why is None:
                 continue

@@ -7,23 +7,20 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ddplint.analysis.api import DISTRIBUTED_SAMPLER_SHUFFLE_POSITION
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.literal_values import UNKNOWN
 from ddplint.analysis.names import passed_argument
 from ddplint.analysis.sampler_epochs import (
     UnsetHandedLoader,
     UnsetSampler,
-    handed_loaders_without_set_epoch,
-    samplers_without_set_epoch,
+    unset_epochs,
 )
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import ast_node_text, insert_ast_statement_before
 from ddplint.config.values import UNKNOWN as UNSET_IN_CONFIG
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
-
-#: Position of ``shuffle`` among DistributedSampler's positional parameters.
-SHUFFLE_POSITION = 3
 
 
 class SamplerWithoutSetEpoch(CodeRule):
@@ -114,7 +111,8 @@ class SamplerWithoutSetEpoch(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         analysis = ctx.analysis
-        for unset in samplers_without_set_epoch(analysis):
+        unset_samplers, unset_handed = unset_epochs(analysis)
+        for unset in unset_samplers:
             shuffle = _shuffle(ctx, unset.sampler, analysis.nodes.scope_of_call(unset.sampler))
             if shuffle is None:
                 continue
@@ -135,7 +133,7 @@ class SamplerWithoutSetEpoch(CodeRule):
                 related=related,
                 fix=_fix(ctx, unset),
             )
-        for handed in handed_loaders_without_set_epoch(analysis):
+        for handed in unset_handed:
             yield self._handed_finding(ctx, handed)
 
     def _handed_finding(self, ctx: CodeContext, handed: UnsetHandedLoader) -> Finding:
@@ -177,7 +175,7 @@ class _Shuffle:
 def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope) -> _Shuffle | None:
     """Whether the sampler shuffles; None when it does not (``shuffle=False``), or
     shuffles only by a setting that is off by default or in the bound config."""
-    given = passed_argument(call, "shuffle", SHUFFLE_POSITION)
+    given = passed_argument(call, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
     if given is None:
         return _Shuffle()
     analysis = ctx.analysis

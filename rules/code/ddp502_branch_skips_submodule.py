@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from ddplint.analysis.ddp_wrappings import (
     DataParallelWrapping,
     data_parallel_wrappings,
+    sets_static_graph,
     wrapped_classes,
 )
 from ddplint.analysis.forward_branches import ForwardBranches
-from ddplint.analysis.names import keyword_argument
+from ddplint.analysis.names import has_star_arguments
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import add_ast_keyword, ast_node_text, replace_ast_node
 from ddplint.code.values.declared_values import declared_value
@@ -129,7 +130,7 @@ class BranchSkipsSubmodule(CodeRule):
             cited = [c for w in wrapping if (c := settings[id(w.call)])]
             fix = (
                 None
-                if cited or any(_static_graph(ctx, w) for w in wrapping)
+                if cited or any(sets_static_graph(ctx.analysis, w.call) for w in wrapping)
                 else _fix(ctx, wrapping)
             )
             line = wrapping[0].call.lineno
@@ -159,10 +160,7 @@ def _unused_setting(ctx: CodeContext, wrapping: DataParallelWrapping) -> str | N
         return ""
     given = wrapping.find_unused
     if given is None:
-        has_star = any(isinstance(a, ast.Starred) for a in wrapping.call.args) or any(
-            k.arg is None for k in wrapping.call.keywords
-        )
-        return None if has_star else ""
+        return None if has_star_arguments(wrapping.call) else ""
     scope = ctx.analysis.nodes.scope_of_call(wrapping.call)
     declared = declared_value(ctx, given.value, scope)
     if declared is None or declared.value is not False:
@@ -175,16 +173,6 @@ def _wraps(ctx: CodeContext, wrapping: DataParallelWrapping, class_name: str) ->
     return any(
         class_name in wrapped_classes(ctx.analysis, model, call) for model, call in wrapping.models
     )
-
-
-def _static_graph(ctx: CodeContext, wrapping: DataParallelWrapping) -> bool:
-    """Whether the wrapping sets ``static_graph`` to anything but False (the flag would
-    not help then: the graph is read once)."""
-    static = keyword_argument(wrapping.call, "static_graph")
-    if static is None:
-        return False
-    scope = ctx.analysis.nodes.scope_of_call(wrapping.call)
-    return ctx.analysis.constants.value(static.value, scope) is not False
 
 
 def _fix(ctx: CodeContext, wrappings: list[DataParallelWrapping]) -> Fix:

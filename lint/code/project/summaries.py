@@ -19,6 +19,7 @@ from ddplint.analysis.api import (
     DATALOADER_POSITIONS,
     DDP_WRAPPERS,
     DEVICE_CHOICES,
+    DISTRIBUTED_SAMPLER_SHUFFLE_POSITION,
     DISTRIBUTED_SAMPLERS,
     RANK_ATTRIBUTES,
     RANK_ENV_VARS,
@@ -35,8 +36,6 @@ from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 
-#: Position of ``shuffle`` among ``DistributedSampler``'s parameters.
-_SHUFFLE_POSITION = 3
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -493,7 +492,7 @@ def _distributed_loader_names(kinds: Kinds, imports: dict[str, str]) -> dict[str
 def _shuffles(sampler: ast.Call) -> bool:
     """Whether a ``DistributedSampler(...)`` call leaves shuffling on (no
     ``shuffle=False``)."""
-    shuffle = passed_argument(sampler, "shuffle", _SHUFFLE_POSITION)
+    shuffle = passed_argument(sampler, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
     return not (isinstance(shuffle, ast.Constant) and shuffle.value is False)
 
 
