@@ -87,23 +87,53 @@ def _no_stray_cache_dir() -> Iterator[None]:
 
 
 def _dump(path: str) -> bool:
-    try:
-        import torch._C._distributed_c10d as c10d
-
-        raw = getattr(c10d, "_dump_fr_trace")()  # noqa: B009 (private, absent before 2.6)
-        data = pickle.loads(raw) if isinstance(raw, bytes) else raw
-        entries = [_entry(e) for e in data.get("entries", [])]
-        document = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "torch_format_version": str(data.get("version", "")),
-            "rank": _rank(),
-            "entries": entries,
-        }
-    except Exception:  # an older torch, or a recorder that is off: nothing to add
+    recorded = _recorded()
+    if recorded is None:  # an older torch, or a recorder that is off: nothing to add
         return False
+    version, entries = recorded
+    document = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "torch_format_version": version,
+        "rank": _rank(),
+        "entries": entries,
+    }
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(document, handle)
     os.replace(temporary, path)
     return True
+
+
+#: torch's dump functions (private; the first is absent before 2.6, the second in builds
+#: without NCCL): the recorder of every backend, and the one NCCL's groups record into.
+DUMPERS = ("_dump_fr_trace", "_dump_nccl_trace")
+
+
+def _recorded() -> tuple[str, list[dict[str, Any]]] | None:
+    """The entries of every recorder torch has, each once; None when there is none."""
+    try:
+        import torch._C._distributed_c10d as c10d
+    except Exception:
+        return None
+    version, found = "", False
+    entries: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for name in DUMPERS:
+        dumper = getattr(c10d, name, None)
+        if dumper is None:
+            continue
+        try:
+            raw = dumper()
+            data = pickle.loads(raw) if isinstance(raw, bytes) else raw
+            items = [_entry(e) for e in data.get("entries", [])]
+            version = version or str(data.get("version", ""))
+        except Exception:  # a recorder that is off or damaged: the other may hold entries
+            continue
+        found = True
+        for entry in items:
+            key = (entry["pg_name"], entry["seq"], entry["op"], entry["p2p"], entry["t"])
+            if key not in seen:
+                seen.add(key)
+                entries.append(entry)
+    return (version, entries) if found else None

@@ -176,9 +176,20 @@ def _frames(value: Any, file_key: str, function_key: str) -> tuple[Frame, ...]:
     )
 
 
+#: Ops a backend records under another name than the call the user wrote: NCCL's
+#: barrier is a one-element all-reduce, recorded as ``nccl:all_reduce_barrier``.
+RECORDED_AS = {"all_reduce_barrier": "barrier"}
+
+
+def _backend_and_op(profiling_name: str) -> tuple[str, str]:
+    """``nccl:all_reduce_barrier`` -> ("nccl", "barrier")."""
+    backend, _, op = profiling_name.rpartition(":")
+    return backend, RECORDED_AS.get(op, op)
+
+
 def _torch_entry(item: dict[str, Any]) -> DumpEntry:
     group = item["process_group"]
-    backend, _, op = str(item["profiling_name"]).rpartition(":")
+    backend, op = _backend_and_op(str(item["profiling_name"]))
     return DumpEntry(
         group=str(group[0]),
         group_desc=str(group[1]) if len(group) > 1 else "",
@@ -228,7 +239,7 @@ def _ddplint_entries(data: dict[str, Any]) -> bool:
 
 
 def _ddplint_entry(item: dict[str, Any]) -> DumpEntry:
-    backend, _, op = str(item["op"]).rpartition(":")
+    backend, op = _backend_and_op(str(item["op"]))
     return DumpEntry(
         group=str(item["pg_name"]),
         group_desc=str(item.get("pg_desc", "")),

@@ -75,7 +75,8 @@ class StallWatch(threading.Thread):
         new = set()
         for module in modules:
             file = getattr(module, "__file__", None)
-            if isinstance(file, str) and file not in self._files:
+            # torch.ops and torch.classes say "_ops.py" and "_classes.py": no path at all
+            if isinstance(file, str) and os.path.isabs(file) and file not in self._files:
                 self._files.add(file)
                 if file.endswith(".py") and self.recorder.frames.is_project(file):
                     new.add(os.path.realpath(file))

@@ -137,8 +137,9 @@ class VerifyResult:
         }
 
 
-def check_environment(backend: str) -> None:
-    """torch is an optional extra; NCCL needs CUDA. Say how to get what is missing."""
+def check_environment(backend: str, ranks_per_node: int) -> None:
+    """torch is an optional extra; NCCL needs CUDA and a GPU for each rank of this node.
+    Say how to get what is missing."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -158,6 +159,15 @@ def check_environment(backend: str) -> None:
             raise VerifyError(
                 "--backend nccl needs CUDA, and torch.cuda.is_available() is False here "
                 f"(torch {torch.__version__}); use --backend gloo (or auto) on this machine"
+            )
+        gpus = torch.cuda.device_count()
+        if gpus < ranks_per_node:
+            # Each rank takes the GPU of its local rank; NCCL also refuses two ranks of
+            # one group on one GPU, so a rank past the last GPU fails at its first step.
+            raise VerifyError(
+                f"--backend nccl needs a GPU for each rank: {ranks_per_node} ranks per node "
+                f"asked, {gpus} GPU(s) visible here; use --nproc-per-node {gpus}, or "
+                "--backend gloo (auto chooses gloo here)"
             )
 
 
@@ -196,7 +206,7 @@ def checksum_spread(traces: dict[int, RankTrace]) -> list[dict[str, object]]:
 
 def run(spec: LaunchSpec, settings: Settings, options: LintOptions) -> VerifyResult:
     """``spec.run_dir`` is the user's ``--trace-dir`` (empty: a temporary folder)."""
-    check_environment(spec.backend)
+    check_environment(spec.backend, spec.nproc_per_node)
     try:
         entry = check_entry(spec.entry)
     except EntryError as exc:

@@ -59,6 +59,23 @@ def test_nccl_without_cuda_is_refused_before_launch(monkeypatch: pytest.MonkeyPa
     assert "--backend nccl needs CUDA" in result.stderr and "--backend gloo" in result.stderr
 
 
+def test_nccl_with_more_ranks_than_gpus_is_refused_before_launch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen on a one-GPU machine: the second rank failed at ``set_device(1)`` (invalid
+    device ordinal) after the launch; now the run is refused first, with the way out."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.chdir(ROOT)
+    refused = CliRunner().invoke(
+        cli, ["verify", "fixtures/verify/clean_ddp.py", "--backend", "nccl"]
+    )
+    assert refused.exit_code == 2
+    assert "needs a GPU for each rank: 2 ranks per node asked, 1 GPU(s)" in refused.stderr
+    assert "--nproc-per-node 1" in refused.stderr and "--backend gloo" in refused.stderr
+
+
 def test_missing_entry_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)

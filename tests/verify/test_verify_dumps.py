@@ -255,3 +255,25 @@ def test_a_size_mismatch_is_a_split_at_its_sequence_id(tmp_path: Path) -> None:
         "rank 0: float32[1024], rank 1: float32[512]" in done.stdout
     )
     assert "rank 1  all_reduce float32[512]  at train.py:9 in train" in done.stdout
+
+
+def test_a_dump_a_real_nccl_build_wrote_reads_with_its_groups_and_barrier() -> None:
+    """Recorded on an H100 (fixtures/verify/dumps/recorded/README.md): NCCL names the
+    group's members in ``pg_config`` and records a barrier as ``all_reduce_barrier``."""
+    dump = read_dump(str(ROOT / "fixtures/verify/dumps/recorded/nccl_trace_rank_0"))
+    assert (dump.rank, dump.form, dump.version, dump.skipped_entries) == (
+        0,
+        "torch pickle",
+        "2.10",
+        0,
+    )
+    assert dump.group_ranks == {"0": (0,)}
+    assert [(e.op, e.backend, e.seq, e.state) for e in dump.entries] == [
+        ("all_reduce", "nccl", 1, "completed"),
+        ("broadcast", "nccl", 2, "completed"),
+        ("barrier", "nccl", 3, "completed"),
+        ("all_gather", "nccl", 4, "completed"),
+    ]
+    assert dump.entries[2].input_sizes == ((1,),)
+    assert [e.frames[-1].line for e in dump.entries] == [13, 14, 15, 17]
+    assert {e.frames[-1].file for e in dump.entries} == {"/work/main/.gpu/gpu_dump.py"}

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
+import sys
 import threading
+import types
 from pathlib import Path
 
+import pytest
+
 from ddplint.verify.frames import FrameFilter
+from ddplint.verify.instrument import Recorder, TraceWriter
+from ddplint.verify.rank_runtime import StallWatch
 from ddplint.verify.trace import load_rank, parse_stack_dump
 from ddplint.verify.watch import RankStatus, decide
 
@@ -87,3 +94,28 @@ def test_finished_and_dead_ranks_are_not_waited_on() -> None:
     statuses = {0: status(0, 90.0, open_since=90.0, finished=True), 1: status(1, 90.0)}
     assert decide(statuses, {0}, 100.0, 5.0, 0.5) is None
     assert decide(statuses, {0, 1}, 100.0, 5.0, 0.5) == "no progress for 5.0s on rank 1"
+
+
+def test_loaded_files_are_module_paths_not_names_torch_made_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch.ops says its ``__file__`` is "_ops.py": it was recorded as the project's
+    ``./_ops.py`` (seen on an H100 run); a module with no real path is left out."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("_ops.py", "train.py"):
+        (tmp_path / name).write_text("")
+    made_up = types.ModuleType("made_up_ops")
+    made_up.__file__ = "_ops.py"
+    real = types.ModuleType("train")
+    real.__file__ = str(tmp_path / "train.py")
+    monkeypatch.setitem(sys.modules, "made_up_ops", made_up)
+    monkeypatch.setitem(sys.modules, "train", real)
+    writer = TraceWriter(str(tmp_path / "rank-0.jsonl"))
+    watch = StallWatch(
+        str(tmp_path / "rank-0.status"), 0.1, Recorder(writer, FrameFilter()), str(tmp_path), 0
+    )
+    watch.record_loaded_files()
+    recorded = [json.loads(line) for line in (tmp_path / "rank-0.jsonl").read_text().splitlines()]
+    files = {f for record in recorded for f in record["files"]}
+    assert os.path.realpath(tmp_path / "train.py") in files
+    assert os.path.realpath(tmp_path / "_ops.py") not in files
