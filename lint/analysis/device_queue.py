@@ -48,7 +48,10 @@ import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
+from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
+from ddplint.analysis.effects import ENGINE_STEP_DRAIN, NCCL_BARRIER_DRAIN, QueueDrain
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
     UPLOADING_FACTORIES,
     HostWaits,
@@ -59,8 +62,17 @@ from ddplint.analysis.host_waits import (
     walk_own,
 )
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
-from ddplint.analysis.object_kinds import OPTIMIZER, SCALER, SCHEDULER, library_kind
+from ddplint.analysis.names import call_argument, dotted_name
+from ddplint.analysis.object_kinds import (
+    ENGINE,
+    OPTIMIZER,
+    SCALER,
+    SCHEDULER,
+    is_deepspeed_initialize,
+    library_kind,
+)
 from ddplint.analysis.placement import Placement
+from ddplint.analysis.process_groups import ProcessGroups
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -141,6 +153,10 @@ _PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
 _NAMESPACE = "namespace"
 #: Methods that run the step's device work given no argument.
 _STEP_WORK = frozenset({"step", "backward"})
+#: Where ``training_data`` sits among ``deepspeed.initialize``'s positional parameters.
+_TRAINING_DATA_POSITION = 4
+#: Backends whose ``barrier`` never waits on a device stream.
+_HOST_BACKENDS = frozenset({"gloo", "mpi"})
 #: How deep a call is followed into the module's own functions for their summary.
 _CALLEE_DEPTH = 3
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -193,8 +209,12 @@ def _kernel_method(name: str) -> bool:
 class DeviceQueue:
     """The device queue along the functions of one module."""
 
-    def __init__(self, where: HostWaits) -> None:
+    def __init__(self, where: HostWaits, analysis: ModuleAnalysis | None = None) -> None:
+        """``analysis``: the module's, for the conditional drains (``drain_of``): the
+        project's kinds of objects made in other modules, the process groups'
+        backends; without it only the module's own allocations are known."""
         self.where = where
+        self._analysis = analysis
         self.names = where.names
         self.nodes = where.nodes
         self._returns_drained: dict[Function, bool] = {}
@@ -266,8 +286,103 @@ class DeviceQueue:
             and self._holds(SCALER, func.value, scope)
         ):
             return True
+        if self.drain_of(call, scope) is not None:
+            return True
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
+
+    def drain_of(self, call: ast.Call, scope: ast.AST) -> QueueDrain | None:
+        """The catalogued drain ``call`` is, where its condition can hold: a DeepSpeed
+        engine's ``step()`` (``ENGINE_STEP_DRAIN``), a blocking ``barrier()`` on a
+        group whose backend can be NCCL (``NCCL_BARRIER_DRAIN``)."""
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and self._timed_engine(func.value, scope)
+        ):
+            return ENGINE_STEP_DRAIN
+        if (
+            torch_distributed_function(self.names.resolve(func)) == "barrier"
+            and _blocking(call)
+            and self._can_be_nccl(call)
+        ):
+            return NCCL_BARRIER_DRAIN
+        return None
+
+    def _can_be_nccl(self, call: ast.Call) -> bool:
+        """Whether the group a ``barrier`` runs on can be NCCL: not known to be another
+        backend (a module that makes no process group of its own leaves it unknown:
+        ``deepspeed.initialize`` and ``torchrun`` programs on GPUs run NCCL)."""
+        if self._analysis is None:
+            return True
+        group = call_argument(call, 0, "group")
+        backend = ProcessGroups(self._analysis).group_backend(call, group)
+        return backend is None or not set(backend.name.split(",")) <= _HOST_BACKENDS
+
+    def _timed_engine(self, receiver: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``receiver`` may hold a DeepSpeed engine whose throughput timer ends
+        each ``step()`` with a device synchronize: one ``deepspeed.initialize`` made in
+        this module without ``training_data``, or an engine the project says a field or
+        a factory of another module holds; not where the module turns the timer off."""
+        if self._timer_turned_off:
+            return False
+        if isinstance(receiver, (ast.Name, ast.Attribute)) and self._engines.carries(
+            receiver, scope
+        ):
+            return True
+        return self._project_kind(receiver, scope) == ENGINE
+
+    def _project_kind(self, expression: ast.expr, scope: ast.AST) -> str | None:
+        """The kind the project model gives a name or ``self`` field as spelled here."""
+        spelled = dotted_name(expression)
+        if self._analysis is None or spelled is None:
+            return None
+        owner = self.code.class_of(scope)
+        return self._analysis.project.kind(spelled, owner.name if owner is not None else None)
+
+    @cached_property
+    def _engines(self) -> ObjectFlow:
+        """Where the module's own DeepSpeed engines travel (the first item of what
+        ``deepspeed.initialize`` returns, when given no ``training_data``; what a
+        project factory returns)."""
+
+        def made(expression: ast.expr, scope: ast.AST) -> bool:
+            return isinstance(expression, ast.Call) and (
+                library_kind(self.names.resolve(expression.func) or "") == ENGINE
+                or self._project_kind(expression.func, scope) == ENGINE
+            )
+
+        def first_made(expression: ast.expr, _: ast.AST) -> bool:
+            return (
+                isinstance(expression, ast.Call)
+                and is_deepspeed_initialize(self.names.resolve(expression.func))
+                and call_argument(expression, _TRAINING_DATA_POSITION, "training_data") is None
+            )
+
+        return ObjectFlow(self.code, made, first_made)
+
+    @cached_property
+    def _timer_turned_off(self) -> bool:
+        """A DeepSpeed config written in the module that turns the throughput timer off
+        or unsynchronised (``"throughput": {"enabled": False}``)."""
+        for display in self.nodes.of_type(ast.Dict):
+            for key, value in zip(display.keys, display.values, strict=True):
+                if not (
+                    isinstance(key, ast.Constant)
+                    and key.value == "throughput"
+                    and isinstance(value, ast.Dict)
+                ):
+                    continue
+                for option, setting in zip(value.keys, value.values, strict=True):
+                    if (
+                        isinstance(option, ast.Constant)
+                        and option.value in ("enabled", "synchronized")
+                        and not (isinstance(setting, ast.Constant) and setting.value is True)
+                    ):
+                        return True
+        return False
 
     def converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
         """``float(x.sum())``, ``int(mask.count_nonzero())``: a Python number made of
@@ -682,6 +797,12 @@ class DeviceQueue:
             known = any(queues for _, queues in effects.values())
             self._queues_any[function] = known
         return known
+
+
+def _blocking(barrier: ast.Call) -> bool:
+    """A ``barrier`` not asked to run asynchronously (``async_op`` absent or ``False``)."""
+    given = call_argument(barrier, 1, "async_op")
+    return given is None or (isinstance(given, ast.Constant) and given.value is False)
 
 
 def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:

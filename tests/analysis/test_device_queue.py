@@ -7,7 +7,10 @@ import ast
 import textwrap
 
 from ddplint.analysis.device_queue import DeviceQueue
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.object_kinds import ENGINE
+from ddplint.analysis.project import NO_PROJECT, NoProject
 
 
 def _waits_and_calls(source: str) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
@@ -492,3 +495,156 @@ def test_a_comprehension_reads_where_its_statement_runs() -> None:
     assert not waits.queue_drained(reads[6])
     # after the backward, the comprehension's read waits for it
     assert not waits.queue_drained(reads[8])
+
+
+def _queue_with_analysis(
+    source: str, project: NoProject = NO_PROJECT
+) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
+    module = ast.parse(textwrap.dedent(source))
+    by_line: dict[int, list[ast.Call]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            by_line.setdefault(node.lineno, []).append(node)
+    return DeviceQueue(HostWaits(module), ModuleAnalysis(module, project)), by_line
+
+
+def test_a_deepspeed_engine_step_ends_in_a_synchronize() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(model, loader, ds_config):
+            engine, _, _, scheduler = deepspeed.initialize(model=model, config=ds_config)
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 10))
+
+
+def test_an_engine_given_training_data_or_an_optimizer_step_is_no_drain() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(model, data, opt, ds_config):
+            engine, _, loader, _ = deepspeed.initialize(
+                model=model, training_data=data, config=ds_config
+            )
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+
+        def plain(model, loader, opt):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                print(loss.item())
+        """
+    )
+    # with training_data the timer starts only where the engine's own loader is walked
+    assert not queue.queue_drained(_read_on(calls, 12))
+    assert not queue.queue_drained(_read_on(calls, 19))
+
+
+def test_a_config_that_turns_the_throughput_timer_off_is_no_drain() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        CONFIG = {"train_batch_size": 8, "timers": {"throughput": {"enabled": False}}}
+
+        def train(model, loader):
+            engine, *_ = deepspeed.initialize(model=model, config=CONFIG)
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+        """
+    )
+    assert not queue.queue_drained(_read_on(calls, 12))
+
+
+class _EngineField(NoProject):
+    """A project whose base trainer, in another module, keeps the engine in ``self.model``."""
+
+    def kind(self, name: str, owner: str | None) -> str | None:
+        return ENGINE if (name, owner) == ("self.model", "Trainer") else None
+
+
+def test_an_engine_field_set_in_another_module_steps_with_a_synchronize() -> None:
+    source = """
+        class Trainer(Base):
+            def train_step(self, batch):
+                loss = self.model(batch)
+                self.model.backward(loss)
+                self.model.step()
+                return {"loss": loss.item()}
+        """
+    queue, calls = _queue_with_analysis(source, _EngineField())
+    assert queue.queue_drained(_read_on(calls, 7))
+    queue, calls = _queue_with_analysis(source)  # unknown: the step may queue anything
+    assert not queue.queue_drained(_read_on(calls, 7))
+
+
+def test_a_blocking_barrier_drains_where_the_backend_can_be_nccl() -> None:
+    source = """
+        import torch.distributed as dist
+
+        def step(model, batch, opt, backend):
+            dist.init_process_group(backend)
+            loss = model(batch)
+            loss.backward()
+            opt.step()
+            dist.barrier()
+            print(loss.item())
+            work = dist.barrier(async_op=True)
+            loss = model(batch)
+            dist.barrier(async_op=True)
+            print(loss.item())
+        """
+    queue, calls = _queue_with_analysis(source)
+    assert queue.queue_drained(_read_on(calls, 10))  # unknown backend: can be NCCL
+    assert not queue.queue_drained(_read_on(calls, 14))  # asynchronous: no wait
+    queue, calls = _queue_with_analysis(source.replace("(backend)", '("nccl")'))
+    assert queue.queue_drained(_read_on(calls, 10))
+    queue, calls = _queue_with_analysis(source.replace("(backend)", '("gloo")'))
+    assert not queue.queue_drained(_read_on(calls, 10))
+
+
+def test_a_synchronize_drains_on_every_path_form() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import torch
+
+        def train(model, loader, opt):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+                print(loss.item())
+            torch.cuda.synchronize()
+            for batch in loader:
+                print(loss.item())
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+            print(loss.item())
+            for batch in loader:
+                loss = model(batch)
+            print(loss.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 10))  # the line above
+    assert queue.queue_drained(_read_on(calls, 13))  # the line above the loop, or its turn's end
+    assert queue.queue_drained(_read_on(calls, 18))  # below the loop: every way ends so
+    assert not queue.queue_drained(_read_on(calls, 21))  # a forward queued since

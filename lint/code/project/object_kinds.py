@@ -62,9 +62,26 @@ class ProjectKinds:
         if what == "attribute":
             cls, attribute = symbol[2], symbol[3]
             summary = self._index.summaries[module]["classes"].get(cls, {})
-            made = summary.get("attribute_calls", {}).get(attribute, ())
-            return _agreed(self.of_spelled(callee, module, cls, depth + 1) for callee in made)
+            return _agreed(
+                kind
+                for owner_module, owner in self._index.mro(module, cls)
+                for kind in self._assigned_kinds(owner_module, owner, attribute, depth)
+            )
         return None
+
+    def _assigned_kinds(
+        self, module: str, cls: str, attribute: str, depth: int
+    ) -> Iterator[str | None]:
+        """The kinds of what the methods of one class of a field's class hierarchy
+        assign it: a call's result, or the engine of ``self.x, *_ =
+        deepspeed.initialize(...)``."""
+        summary = self._index.summaries[module]["classes"].get(cls, {})
+        for callee in summary.get("attribute_calls", {}).get(attribute, ()):
+            yield self.of_spelled(callee, module, cls, depth + 1)
+        imports = self._index.summaries[module]["imports"]
+        for callee in summary.get("first_items", {}).get(attribute, ()):
+            if is_deepspeed_initialize(qualify(callee, imports)):
+                yield ENGINE
 
     @cached_property
     def parameters(self) -> dict[FunctionKey, dict[int, str]]:
