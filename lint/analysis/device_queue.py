@@ -61,8 +61,8 @@ from ddplint.analysis.host_waits import (
     start_of,
     walk_own,
 )
-from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.names import call_argument, dotted_name
+from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.object_kinds import (
     ENGINE,
     OPTIMIZER,
@@ -90,9 +90,36 @@ KERNEL_METHODS = frozenset(
         *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
         *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
         *("chunk", "split", "expand", "expand_as", "repeat", "zero_", "fill_", "t"),
-        *("topk", "sort", "argsort", "index_select", "masked_select"),
+        *("topk", "sort", "argsort", "index_select"),
     }
 )
+#: Tensor methods that only describe the same memory another way (a view: no kernel),
+#: also in a loop that walks a tensor in pieces (``mask[i].nonzero()[-1].squeeze()``).
+VIEW_METHODS = frozenset(
+    {
+        *("view", "view_as", "squeeze", "unsqueeze", "permute", "transpose", "t"),
+        *("expand", "expand_as", "narrow", "select", "unbind", "chunk", "split", "detach"),
+    }
+)
+#: Tensor methods and ``torch`` functions whose result's size the device computes: the
+#: host waits for it to allocate the result (``mask.nonzero()``, ``torch.unique(x)``).
+SIZED_ON_DEVICE = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+)
+#: ``torch`` functions a boolean mask is made by (besides comparisons and ``~``).
+_MASK_FUNCTIONS = frozenset(
+    {
+        *("torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and"),
+        *("torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.gt"),
+        *("torch.lt", "torch.ge", "torch.le"),
+    }
+)
+#: Tensor methods that make a boolean mask.
+_MASK_METHODS = frozenset(
+    {"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not"}
+)
+#: Tensor methods whose result a branch test turns into a bool on the host.
+_TRUTH_METHODS = frozenset({"any", "all"})
 #: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
 #: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
 TESTED_ON_HOST = frozenset(
@@ -155,6 +182,10 @@ _NAMESPACE = "namespace"
 _STEP_WORK = frozenset({"step", "backward"})
 #: Where ``training_data`` sits among ``deepspeed.initialize``'s positional parameters.
 _TRAINING_DATA_POSITION = 4
+#: Collectives that communicate the tensors they are handed (no step work of their own).
+_VALUE_COLLECTIVES = frozenset(
+    {"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor"}
+)
 #: Backends whose ``barrier`` never waits on a device stream.
 _HOST_BACKENDS = frozenset({"gloo", "mpi"})
 #: How deep a call is followed into the module's own functions for their summary.
@@ -249,9 +280,14 @@ class DeviceQueue:
         if statement is None:
             return False
         before_here = _evaluated_before(statement, here)
+        receiver = _receiver(here)
         for wait in self._waits_in(statement, scope):
-            if wait is here or _contains(wait, here) or _contains(here, wait):
+            if wait is here or _contains(wait, here):
                 continue
+            if _contains(here, wait) and not (
+                receiver is not None and (wait is receiver or _contains(receiver, wait))
+            ):
+                continue  # an argument (or a comprehension's element) is not before it
             if _order(statement, wait) > _order(statement, here):
                 continue
             between = [e for e in before_here if _order(statement, e) > _order(statement, wait)]
@@ -275,7 +311,7 @@ class DeviceQueue:
         of the module's function that returns drained."""
         if is_host_read(call):
             return not self.placement.read_on_host(call, scope)
-        if self.converts_kernel_result(call, scope):
+        if self.converts_kernel_result(call, scope) or self.sized_on_device(call, scope):
             return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
@@ -290,6 +326,54 @@ class DeviceQueue:
             return True
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
+
+    def sized_on_device(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``mask.nonzero()``, ``torch.unique(x)``, ``x.masked_select(m)``,
+        ``torch.where(cond)``: a result whose size only the device knows, so the host
+        waits for it (a value known to be on the host waits for nothing)."""
+        func = call.func
+        resolved = self.names.resolve(func) or ""
+        if resolved.startswith("torch.") and (
+            resolved.removeprefix("torch.") in SIZED_ON_DEVICE
+            or (resolved == "torch.where" and len(call.args) == 1 and not call.keywords)
+        ):
+            return not all(self.placement.on_host(a, scope) for a in call.args[:1])
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in SIZED_ON_DEVICE
+            and not resolved.startswith("torch.")
+            and not self.placement.on_host(func.value, scope)
+        )
+
+    def masked_read(self, subscript: ast.Subscript, scope: ast.AST) -> bool:
+        """``x[mask]`` read with a boolean mask made on the device (a comparison, ``~m``,
+        ``torch.isnan(x)``, ``m.bool()``, or a name the scope binds once to one): the
+        host waits to size the result."""
+        if not isinstance(subscript.ctx, ast.Load) or self.placement.on_host(
+            subscript.value, scope
+        ):
+            return False
+        mask = subscript.slice
+        if isinstance(mask, ast.Name):
+            single = self._single.get(id(scope))
+            if single is None:
+                single = self._single[id(scope)] = single_bindings(scope)
+            mask = single.get(mask.id, mask)
+        return self._is_mask(mask) and not self.placement.on_host(mask, scope)
+
+    def _is_mask(self, expression: ast.expr) -> bool:
+        if isinstance(expression, ast.Compare):
+            return True
+        if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Invert):
+            return self._is_mask(expression.operand)
+        if isinstance(expression, ast.BinOp) and isinstance(expression.op, (ast.BitAnd, ast.BitOr)):
+            return self._is_mask(expression.left) or self._is_mask(expression.right)
+        if isinstance(expression, ast.Call):
+            func = expression.func
+            if self.names.resolve(func) in _MASK_FUNCTIONS:
+                return True
+            return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
+        return False
 
     def drain_of(self, call: ast.Call, scope: ast.AST) -> QueueDrain | None:
         """The catalogued drain ``call`` is, where its condition can hold: a DeepSpeed
@@ -421,6 +505,10 @@ class DeviceQueue:
         if synchronizes(expression, self.names.resolve) or self._builtin(expression, scope):
             return False
         func = expression.func
+        if isinstance(func, ast.Attribute) and func.attr in VIEW_METHODS:
+            return False
+        if self.sized_on_device(expression, scope) or self._collective_of_values(expression, scope):
+            return False
         kernel = self._torch_kernel(expression)
         if isinstance(func, ast.Attribute):
             if self._host_value(func.value, scope, 0):
@@ -437,6 +525,31 @@ class DeviceQueue:
         if not arguments:
             return self._bare_call_works(func, scope)
         return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _collective_of_values(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A collective handed values already computed (``dist.all_reduce(loss)``, a
+        project helper that all-reduces its argument): it queues its own communication
+        of them and no step work; not one handed what a loop around it walks (``for p in
+        model.parameters(): dist.all_reduce(p.grad)``: every parameter's)."""
+        if not call.args:
+            return False
+        walked = {
+            name.id
+            for loop in self.code.loops_around(call)
+            if isinstance(loop, (ast.For, ast.AsyncFor))
+            for name in ast.walk(loop.target)
+            if isinstance(name, ast.Name)
+        }
+        if any(_mentions(argument, walked) for argument in call.args):
+            return False
+        if torch_distributed_function(self.names.resolve(call.func)) in _VALUE_COLLECTIVES:
+            return True
+        spelled = dotted_name(call.func)
+        if self._analysis is None or spelled is None:
+            return False
+        owner = self.code.class_of(scope)
+        reached = self._analysis.project.reached(spelled, owner.name if owner is not None else None)
+        return reached is not None and reached.name in _VALUE_COLLECTIVES
 
     def _in_kernel_loop(self, expression: ast.AST, scope: ast.AST) -> bool:
         """Whether ``expression`` sits in a loop of ``scope`` that walks a tensor in
@@ -658,21 +771,29 @@ class DeviceQueue:
             inner
             for part in own_parts(statement)
             for inner in walk_own(part)
-            if isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope)
+            if (isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope))
+            or (isinstance(inner, ast.Subscript) and self.masked_read(inner, scope))
         ]
         if isinstance(statement, (ast.If, ast.While, ast.Assert)):
-            found.extend(self._tensor_tests(statement.test))
+            found.extend(self._tensor_tests(statement.test, scope))
         return found
 
-    def _tensor_tests(self, test: ast.expr) -> Iterator[ast.expr]:
+    def _tensor_tests(self, test: ast.expr, scope: ast.AST) -> Iterator[ast.expr]:
         """The parts of a branch test that are tensors turned into a bool (a read):
-        ``torch.isfinite(loss)``, ``torch.isnan(x).any()`` under ``not`` / ``and`` / ``or``."""
+        ``torch.isfinite(loss)``, ``torch.isnan(x).any()``, ``mask.any()`` (not of a
+        value known to be on the host) under ``not`` / ``and`` / ``or``."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            yield from self._tensor_tests(test.operand)
+            yield from self._tensor_tests(test.operand, scope)
         elif isinstance(test, ast.BoolOp):
             for value in test.values:
-                yield from self._tensor_tests(value)
-        elif self._tested_on_host(test):
+                yield from self._tensor_tests(value, scope)
+        elif self._tested_on_host(test) or (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Attribute)
+            and test.func.attr in _TRUTH_METHODS
+            and not test.args
+            and not self.placement.on_host(test.func.value, scope)
+        ):
             yield test
 
     def _tested_on_host(self, expression: ast.expr) -> bool:
@@ -847,6 +968,13 @@ def _drained_after(
     if edge is EdgeKind.EXCEPTION:
         return drained[node.index] and not queues
     return drained[node.index] if ends_with is None else ends_with
+
+
+def _receiver(expression: ast.AST) -> ast.AST | None:
+    """What a method call is called on (``x[mask]`` of ``x[mask].mean().item()``)."""
+    if isinstance(expression, ast.Call) and isinstance(expression.func, ast.Attribute):
+        return expression.func.value
+    return None
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

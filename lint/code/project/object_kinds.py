@@ -61,7 +61,6 @@ class ProjectKinds:
             return self._returned_kind(module, symbol[2], depth)
         if what == "attribute":
             cls, attribute = symbol[2], symbol[3]
-            summary = self._index.summaries[module]["classes"].get(cls, {})
             return _agreed(
                 kind
                 for owner_module, owner in self._index.mro(module, cls)

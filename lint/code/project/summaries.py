@@ -672,8 +672,8 @@ def class_summary(
     ``self.x`` attributes some method assigns a rank test to, those assigned the
     result of a call (a rank test when the callee returns one: the index decides) or
     the first item of the tuple a call returns (``first_items``: ``self.engine, *_ =
-    deepspeed.initialize(...)``), and those assigned a parameter of the method (``[method, position]``: a rank when the
-    project's callers pass one there)."""
+    deepspeed.initialize(...)``), and those assigned a parameter of the method
+    (``[method, position]``: a rank when the project's callers pass one there)."""
     methods: list[str] = []
     rank_attributes: set[str] = set()
     attribute_calls: dict[str, list[str]] = {}
