@@ -24,6 +24,16 @@ What waits, judged by what the call does:
   ``GradScaler`` allocation followed through the module): it reads the inf/NaN check on
   the host before the optimizer runs; the optimizer kernels it queues after that read
   are its own tail, as a few kernels are (below);
+- a kernel whose result's size the device computes (``mask.nonzero()``,
+  ``torch.unique(x)``, ``x.masked_select(m)``, ``torch.where(cond)``, ``x[mask]`` with a
+  boolean mask made on the device), and a mask's ``.any()`` / ``.all()`` tested in a
+  branch: the host waits to size or test the result;
+- a catalogued drain (``effects.QueueDrain``, ``drain_of``) where its condition can
+  hold: a DeepSpeed engine's ``step()`` (its throughput timer synchronises at the end of
+  every step; the engine the first item of ``deepspeed.initialize(...)`` given no
+  ``training_data`` in this module, or a field or factory the project model says holds
+  an engine; not where a config written in the module turns the timer off), a blocking
+  ``barrier()`` on a group whose backend can be NCCL (known NCCL, or not known here);
 - a call of a function of the module that returns with the queue drained.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
@@ -31,7 +41,10 @@ optimizer or a collective: any call that is not one of the following. Not work: 
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
 alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
-``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece), a
+``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece; a view,
+``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
+computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
+around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
 host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being

@@ -8,8 +8,10 @@ the caller's predicate says makes the object) through the module, as a may-analy
 a fixed point:
 
 - a name bound to it in a function (or module code), a field of ``self`` (its class's,
-  in every method), what a function returns (at its calls), a parameter it is handed to
-  (a module function, a method through ``self``, a class of the module through its
+  in every method), the first target of a tuple unpacking where the caller's
+  ``made_first`` says the call makes a tuple whose first item is the object (``engine, *_
+  = deepspeed.initialize(...)``), what a function returns (at its calls), a parameter it
+  is handed to (a module function, a method through ``self``, a class of the module through its
   ``__init__``);
 - an item under a constant key of a container in any of those places (``loaders =
   {"train": loader}``, ``self.samplers["train"] = sampler``), read back by the same key

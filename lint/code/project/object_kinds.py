@@ -7,10 +7,12 @@ in one file, ``class Head(Backbone)`` in another: a module); a class whose bases
 known and none catalogued is an ``OBJECT``. A project function has the kind of what it
 returns (``return Accelerator(...)``, ``acc = Accelerator(); return acc``, the engine
 of ``engine, *_ = deepspeed.initialize(...)``, another project function's or class's
-result) when every returned allocation agrees; a ``self.x`` field the kind of what its
-class's methods assign it; a module-level instance its class's kind; a parameter the
-kind every project call of its function passes there (``train(model, acc)`` after
-``acc = Accelerator()``), when each passes an allocation of that one kind.
+result) when every returned allocation agrees; a ``self.x`` field the kind of what the
+methods of its class and of its project bases assign it (``self.x, *_ =
+deepspeed.initialize(...)`` in a base class: the engine), unknown ones left out; a
+module-level instance its class's kind; a parameter the kind every project call of its
+function passes there (``train(model, acc)`` after ``acc = Accelerator()``), when each
+passes an allocation of that one kind.
 """
 
 from __future__ import annotations
