@@ -13,13 +13,17 @@ from ddplint.analysis.object_kinds import ENGINE
 from ddplint.analysis.project import NO_PROJECT, NoProject
 
 
-def _waits_and_calls(source: str) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
-    module = ast.parse(textwrap.dedent(source))
+def _calls_by_line(module: ast.Module) -> dict[int, list[ast.Call]]:
     by_line: dict[int, list[ast.Call]] = {}
     for node in ast.walk(module):
         if isinstance(node, ast.Call):
             by_line.setdefault(node.lineno, []).append(node)
-    return DeviceQueue(HostWaits(module)), by_line
+    return by_line
+
+
+def _waits_and_calls(source: str) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
+    module = ast.parse(textwrap.dedent(source))
+    return DeviceQueue(HostWaits(module)), _calls_by_line(module)
 
 
 def _read_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
@@ -500,12 +504,9 @@ def test_a_comprehension_reads_where_its_statement_runs() -> None:
 def _queue_with_analysis(
     source: str, project: NoProject = NO_PROJECT
 ) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
+    """The queue with the module's analysis (process groups, the project's kinds)."""
     module = ast.parse(textwrap.dedent(source))
-    by_line: dict[int, list[ast.Call]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            by_line.setdefault(node.lineno, []).append(node)
-    return DeviceQueue(HostWaits(module), ModuleAnalysis(module, project)), by_line
+    return DeviceQueue(HostWaits(module), ModuleAnalysis(module, project)), _calls_by_line(module)
 
 
 def test_a_deepspeed_engine_step_ends_in_a_synchronize() -> None:
@@ -610,13 +611,11 @@ def test_a_blocking_barrier_drains_where_the_backend_can_be_nccl() -> None:
             dist.barrier(async_op=True)
             print(loss.item())
         """
-    queue, calls = _queue_with_analysis(source)
-    assert queue.queue_drained(_read_on(calls, 10))  # unknown backend: can be NCCL
-    assert not queue.queue_drained(_read_on(calls, 14))  # asynchronous: no wait
-    queue, calls = _queue_with_analysis(source.replace("(backend)", '("nccl")'))
-    assert queue.queue_drained(_read_on(calls, 10))
-    queue, calls = _queue_with_analysis(source.replace("(backend)", '("gloo")'))
-    assert not queue.queue_drained(_read_on(calls, 10))
+    # an unknown backend can be NCCL; a known gloo group's barrier waits on no stream
+    for backend, drains in (("backend", True), ('"nccl"', True), ('"gloo"', False)):
+        queue, calls = _queue_with_analysis(source.replace("(backend)", f"({backend})"))
+        assert queue.queue_drained(_read_on(calls, 10)) is drains
+        assert not queue.queue_drained(_read_on(calls, 14))  # asynchronous: no wait
 
 
 def test_a_synchronize_drains_on_every_path_form() -> None:
