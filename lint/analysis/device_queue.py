@@ -422,14 +422,30 @@ class DeviceQueue:
         """Whether ``receiver`` may hold a DeepSpeed engine whose throughput timer ends
         each ``step()`` with a device synchronize: one ``deepspeed.initialize`` made in
         this module without ``training_data``, or an engine the project says a field or
-        a factory of another module holds; not where the module turns the timer off."""
-        if self._timer_turned_off:
+        a factory of another module holds, where the module runs an engine's forward;
+        not where the module turns the timer off."""
+        if self._timer_turned_off or not self._engine_forwards:
             return False
-        if isinstance(receiver, (ast.Name, ast.Attribute)) and self._engines.carries(
-            receiver, scope
+        return self._is_engine(receiver, scope)
+
+    def _is_engine(self, expression: ast.expr, scope: ast.AST) -> bool:
+        if isinstance(expression, (ast.Name, ast.Attribute)) and self._engines.carries(
+            expression, scope
         ):
             return True
-        return self._project_kind(receiver, scope) == ENGINE
+        return self._project_kind(expression, scope) == ENGINE
+
+    @cached_property
+    def _engine_forwards(self) -> bool:
+        """Whether the module runs an engine's own forward (``loss = engine(batch)``):
+        the throughput timer starts there; an engine whose wrapped module is called
+        directly (``netD(real)``, then ``engine.backward``/``step``) never starts it,
+        and its ``step()`` synchronises nothing."""
+        return any(
+            isinstance(call.func, (ast.Name, ast.Attribute))
+            and self._is_engine(call.func, self.nodes.scope_of_call(call))
+            for call in self.nodes.of_type(ast.Call)
+        )
 
     def _project_kind(self, expression: ast.expr, scope: ast.AST) -> str | None:
         """The kind the project model gives a name or ``self`` field as spelled here."""

@@ -554,6 +554,23 @@ def test_an_engine_given_training_data_or_an_optimizer_step_is_no_drain() -> Non
     assert not queue.queue_drained(_read_on(calls, 19))
 
 
+def test_an_engine_whose_own_forward_never_runs_starts_no_timer() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(net, loader, criterion):
+            engine, *_ = deepspeed.initialize(model=net, model_parameters=net.parameters())
+            for x, y in loader:
+                err = criterion(net(x), y)
+                engine.backward(err)
+                engine.step()
+                print(err.item())
+        """
+    )
+    assert not queue.queue_drained(_read_on(calls, 10))
+
+
 def test_a_config_that_turns_the_throughput_timer_off_is_no_drain() -> None:
     queue, calls = _queue_with_analysis(
         """
