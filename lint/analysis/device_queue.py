@@ -32,7 +32,8 @@ What waits, judged by what the call does:
   hold: a DeepSpeed engine's ``step()`` (its throughput timer synchronises at the end of
   every step; the engine the first item of ``deepspeed.initialize(...)`` given no
   ``training_data`` in this module, or a field or factory the project model says holds
-  an engine; not where a config written in the module turns the timer off), a blocking
+  an engine; only where the module runs an engine's own forward, which starts the
+  timer; not where a config written in the module turns the timer off), a blocking
   ``barrier()`` on a group whose backend can be NCCL (known NCCL, or not known here);
 - a call of a function of the module that returns with the queue drained.
 

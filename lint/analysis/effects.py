@@ -636,8 +636,8 @@ class QueueDrain:
 #: ``training_data`` (with one, the engine's own data loader starts it instead).
 ENGINE_STEP_DRAIN = QueueDrain(
     "DeepSpeed `engine.step()`",
-    "the engine built without `training_data`, its `timers.throughput` left enabled and "
-    "synchronized (the defaults)",
+    "the engine built without `training_data` and its own forward run (which starts the "
+    "timer), its `timers.throughput` left enabled and synchronized (the defaults)",
 )
 #: ``torch.distributed.barrier()``: ProcessGroupNCCL runs it as an all-reduce queued
 #: after the current stream's work and blocks the host until it completes.

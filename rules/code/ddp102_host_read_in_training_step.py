@@ -46,8 +46,9 @@ class HostReadInTrainingStep(CodeRule):
     `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
     `GradScaler(...)` that made it, in this file), a DeepSpeed engine's `step()` (its
     throughput timer, enabled and synchronized by default, synchronises the device at
-    the end of every step when `deepspeed.initialize` got no `training_data`; not where
-    a config in the file turns the timer off; the engine known from
+    the end of every step when `deepspeed.initialize` got no `training_data` and the
+    file runs the engine's own forward, `engine(batch)`; not where a config in the file
+    turns the timer off; the engine known from
     `engine, *_ = deepspeed.initialize(...)` in this file or a field or factory of
     another project module), a blocking `dist.barrier()` on a group that can be NCCL
     (not a known gloo one), a kernel whose result's size the device computes
