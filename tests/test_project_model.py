@@ -431,6 +431,29 @@ def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> No
     assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
 
 
+def test_an_engine_field_from_the_first_item_of_deepspeed_initialize_in_a_base_class() -> None:
+    index = index_of(
+        {
+            "base.py": (
+                "import deepspeed\nclass Base:\n"
+                "    def init_models(self):\n        self.model, self.tok = load(1)\n"
+                "    def init_engines(self, cfg):\n"
+                "        self.model, *_ = deepspeed.initialize(model=self.model, config=cfg)\n"
+                "        self.opt, self.engine = make(2)\n"
+            ),
+            "train.py": (
+                "from base import Base\nclass Sft(Base):\n"
+                "    def init_models(self):\n        self.model, self.tok = load(3)\n"
+                "    def step(self):\n        self.model.step()\n        self.opt.step()\n"
+            ),
+        }
+    )
+    facts = index.facts_for("train.py").names
+    # the subclass's own assignment is of unknown kind; the base class's is the engine
+    assert facts["Sft:self.model"].kind == "engine"
+    assert "Sft:self.opt" not in facts or facts["Sft:self.opt"].kind is None
+
+
 def test_loader_parameters_from_callers_that_build_on_a_distributed_sampler() -> None:
     index = index_of(
         {

@@ -24,6 +24,17 @@ What waits, judged by what the call does:
   ``GradScaler`` allocation followed through the module): it reads the inf/NaN check on
   the host before the optimizer runs; the optimizer kernels it queues after that read
   are its own tail, as a few kernels are (below);
+- a kernel whose result's size the device computes (``mask.nonzero()``,
+  ``torch.unique(x)``, ``x.masked_select(m)``, ``torch.where(cond)``, ``x[mask]`` with a
+  boolean mask made on the device), and a mask's ``.any()`` / ``.all()`` tested in a
+  branch: the host waits to size or test the result;
+- a catalogued drain (``effects.QueueDrain``, ``drain_of``) where its condition can
+  hold: a DeepSpeed engine's ``step()`` (its throughput timer synchronises at the end of
+  every step; the engine the first item of ``deepspeed.initialize(...)`` given no
+  ``training_data`` in this module, or a field or factory the project model says holds
+  an engine; only where the module runs an engine's own forward, which starts the
+  timer; not where a config written in the module turns the timer off), a blocking
+  ``barrier()`` on a group whose backend can be NCCL (known NCCL, or not known here);
 - a call of a function of the module that returns with the queue drained.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
@@ -31,7 +42,10 @@ optimizer or a collective: any call that is not one of the following. Not work: 
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
 ``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
 alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
-``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece), a
+``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece; a view,
+``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
+computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
+around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
 host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being
@@ -48,7 +62,10 @@ import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
+from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
+from ddplint.analysis.effects import ENGINE_STEP_DRAIN, NCCL_BARRIER_DRAIN, QueueDrain
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
     UPLOADING_FACTORIES,
     HostWaits,
@@ -58,9 +75,18 @@ from ddplint.analysis.host_waits import (
     start_of,
     walk_own,
 )
+from ddplint.analysis.names import call_argument, dotted_name
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
-from ddplint.analysis.object_kinds import OPTIMIZER, SCALER, SCHEDULER, library_kind
+from ddplint.analysis.object_kinds import (
+    ENGINE,
+    OPTIMIZER,
+    SCALER,
+    SCHEDULER,
+    is_deepspeed_initialize,
+    library_kind,
+)
 from ddplint.analysis.placement import Placement
+from ddplint.analysis.process_groups import ProcessGroups
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -78,9 +104,36 @@ KERNEL_METHODS = frozenset(
         *("int", "bool", "type_as", "detach", "detach_", "clone", "copy_", "contiguous"),
         *("view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose"),
         *("chunk", "split", "expand", "expand_as", "repeat", "zero_", "fill_", "t"),
-        *("topk", "sort", "argsort", "index_select", "masked_select"),
+        *("topk", "sort", "argsort", "index_select"),
     }
 )
+#: Tensor methods that only describe the same memory another way (a view: no kernel),
+#: also in a loop that walks a tensor in pieces (``mask[i].nonzero()[-1].squeeze()``).
+VIEW_METHODS = frozenset(
+    {
+        *("view", "view_as", "squeeze", "unsqueeze", "permute", "transpose", "t"),
+        *("expand", "expand_as", "narrow", "select", "unbind", "chunk", "split", "detach"),
+    }
+)
+#: Tensor methods and ``torch`` functions whose result's size the device computes: the
+#: host waits for it to allocate the result (``mask.nonzero()``, ``torch.unique(x)``).
+SIZED_ON_DEVICE = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+)
+#: ``torch`` functions a boolean mask is made by (besides comparisons and ``~``).
+_MASK_FUNCTIONS = frozenset(
+    {
+        *("torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and"),
+        *("torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.gt"),
+        *("torch.lt", "torch.ge", "torch.le"),
+    }
+)
+#: Tensor methods that make a boolean mask.
+_MASK_METHODS = frozenset(
+    {"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not"}
+)
+#: Tensor methods whose result a branch test turns into a bool on the host.
+_TRUTH_METHODS = frozenset({"any", "all"})
 #: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
 #: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
 TESTED_ON_HOST = frozenset(
@@ -141,6 +194,14 @@ _PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
 _NAMESPACE = "namespace"
 #: Methods that run the step's device work given no argument.
 _STEP_WORK = frozenset({"step", "backward"})
+#: Where ``training_data`` sits among ``deepspeed.initialize``'s positional parameters.
+_TRAINING_DATA_POSITION = 4
+#: Collectives that communicate the tensors they are handed (no step work of their own).
+_VALUE_COLLECTIVES = frozenset(
+    {"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor"}
+)
+#: Backends whose ``barrier`` never waits on a device stream.
+_HOST_BACKENDS = frozenset({"gloo", "mpi"})
 #: How deep a call is followed into the module's own functions for their summary.
 _CALLEE_DEPTH = 3
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -193,8 +254,12 @@ def _kernel_method(name: str) -> bool:
 class DeviceQueue:
     """The device queue along the functions of one module."""
 
-    def __init__(self, where: HostWaits) -> None:
+    def __init__(self, where: HostWaits, analysis: ModuleAnalysis | None = None) -> None:
+        """``analysis``: the module's, for the conditional drains (``drain_of``): the
+        project's kinds of objects made in other modules, the process groups'
+        backends; without it only the module's own allocations are known."""
         self.where = where
+        self._analysis = analysis
         self.names = where.names
         self.nodes = where.nodes
         self._returns_drained: dict[Function, bool] = {}
@@ -229,9 +294,14 @@ class DeviceQueue:
         if statement is None:
             return False
         before_here = _evaluated_before(statement, here)
+        receiver = _receiver(here)
         for wait in self._waits_in(statement, scope):
-            if wait is here or _contains(wait, here) or _contains(here, wait):
+            if wait is here or _contains(wait, here):
                 continue
+            if _contains(here, wait) and not (
+                receiver is not None and (wait is receiver or _contains(receiver, wait))
+            ):
+                continue  # an argument (or a comprehension's element) is not before it
             if _order(statement, wait) > _order(statement, here):
                 continue
             between = [e for e in before_here if _order(statement, e) > _order(statement, wait)]
@@ -255,7 +325,7 @@ class DeviceQueue:
         of the module's function that returns drained."""
         if is_host_read(call):
             return not self.placement.read_on_host(call, scope)
-        if self.converts_kernel_result(call, scope):
+        if self.converts_kernel_result(call, scope) or self.sized_on_device(call, scope):
             return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
             return True
@@ -266,8 +336,167 @@ class DeviceQueue:
             and self._holds(SCALER, func.value, scope)
         ):
             return True
+        if self.drain_of(call, scope) is not None:
+            return True
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
+
+    def sized_on_device(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``mask.nonzero()``, ``torch.unique(x)``, ``x.masked_select(m)``,
+        ``torch.where(cond)``: a result whose size only the device knows, so the host
+        waits for it (a value known to be on the host waits for nothing)."""
+        func = call.func
+        resolved = self.names.resolve(func) or ""
+        if resolved.startswith("torch.") and (
+            resolved.removeprefix("torch.") in SIZED_ON_DEVICE
+            or (resolved == "torch.where" and len(call.args) == 1 and not call.keywords)
+        ):
+            return not all(self.placement.on_host(a, scope) for a in call.args[:1])
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in SIZED_ON_DEVICE
+            and not resolved.startswith("torch.")
+            and not self.placement.on_host(func.value, scope)
+        )
+
+    def masked_read(self, subscript: ast.Subscript, scope: ast.AST) -> bool:
+        """``x[mask]`` read with a boolean mask made on the device (a comparison, ``~m``,
+        ``torch.isnan(x)``, ``m.bool()``, or a name the scope binds once to one): the
+        host waits to size the result."""
+        if not isinstance(subscript.ctx, ast.Load) or self.placement.on_host(
+            subscript.value, scope
+        ):
+            return False
+        mask = subscript.slice
+        if isinstance(mask, ast.Name):
+            single = self._single.get(id(scope))
+            if single is None:
+                single = self._single[id(scope)] = single_bindings(scope)
+            mask = single.get(mask.id, mask)
+        return self._is_mask(mask) and not self.placement.on_host(mask, scope)
+
+    def _is_mask(self, expression: ast.expr) -> bool:
+        if isinstance(expression, ast.Compare):
+            return True
+        if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Invert):
+            return self._is_mask(expression.operand)
+        if isinstance(expression, ast.BinOp) and isinstance(expression.op, (ast.BitAnd, ast.BitOr)):
+            return self._is_mask(expression.left) or self._is_mask(expression.right)
+        if isinstance(expression, ast.Call):
+            func = expression.func
+            if self.names.resolve(func) in _MASK_FUNCTIONS:
+                return True
+            return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
+        return False
+
+    def drain_of(self, call: ast.Call, scope: ast.AST) -> QueueDrain | None:
+        """The catalogued drain ``call`` is, where its condition can hold: a DeepSpeed
+        engine's ``step()`` (``ENGINE_STEP_DRAIN``), a blocking ``barrier()`` on a
+        group whose backend can be NCCL (``NCCL_BARRIER_DRAIN``)."""
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and self._timed_engine(func.value, scope)
+        ):
+            return ENGINE_STEP_DRAIN
+        if (
+            torch_distributed_function(self.names.resolve(func)) == "barrier"
+            and _blocking(call)
+            and self._can_be_nccl(call)
+        ):
+            return NCCL_BARRIER_DRAIN
+        return None
+
+    def _can_be_nccl(self, call: ast.Call) -> bool:
+        """Whether the group a ``barrier`` runs on can be NCCL: not known to be another
+        backend (a module that makes no process group of its own leaves it unknown:
+        ``deepspeed.initialize`` and ``torchrun`` programs on GPUs run NCCL)."""
+        if self._analysis is None:
+            return True
+        group = call_argument(call, 0, "group")
+        backend = ProcessGroups(self._analysis).group_backend(call, group)
+        return backend is None or not set(backend.name.split(",")) <= _HOST_BACKENDS
+
+    def _timed_engine(self, receiver: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``receiver`` may hold a DeepSpeed engine whose throughput timer ends
+        each ``step()`` with a device synchronize: one ``deepspeed.initialize`` made in
+        this module without ``training_data``, or an engine the project says a field or
+        a factory of another module holds, where the module runs an engine's forward;
+        not where the module turns the timer off."""
+        if self._timer_turned_off or not self._engine_forwards:
+            return False
+        return self._is_engine(receiver, scope)
+
+    def _is_engine(self, expression: ast.expr, scope: ast.AST) -> bool:
+        if isinstance(expression, (ast.Name, ast.Attribute)) and self._engines.carries(
+            expression, scope
+        ):
+            return True
+        return self._project_kind(expression, scope) == ENGINE
+
+    @cached_property
+    def _engine_forwards(self) -> bool:
+        """Whether the module runs an engine's own forward (``loss = engine(batch)``):
+        the throughput timer starts there; an engine whose wrapped module is called
+        directly (``netD(real)``, then ``engine.backward``/``step``) never starts it,
+        and its ``step()`` synchronises nothing."""
+        return any(
+            isinstance(call.func, (ast.Name, ast.Attribute))
+            and self._is_engine(call.func, self.nodes.scope_of_call(call))
+            for call in self.nodes.of_type(ast.Call)
+        )
+
+    def _project_kind(self, expression: ast.expr, scope: ast.AST) -> str | None:
+        """The kind the project model gives a name or ``self`` field as spelled here."""
+        spelled = dotted_name(expression)
+        if self._analysis is None or spelled is None:
+            return None
+        owner = self.code.class_of(scope)
+        return self._analysis.project.kind(spelled, owner.name if owner is not None else None)
+
+    @cached_property
+    def _engines(self) -> ObjectFlow:
+        """Where the module's own DeepSpeed engines travel (the first item of what
+        ``deepspeed.initialize`` returns, when given no ``training_data``; what a
+        project factory returns)."""
+
+        def made(expression: ast.expr, scope: ast.AST) -> bool:
+            return isinstance(expression, ast.Call) and (
+                library_kind(self.names.resolve(expression.func) or "") == ENGINE
+                or self._project_kind(expression.func, scope) == ENGINE
+            )
+
+        def first_made(expression: ast.expr, _: ast.AST) -> bool:
+            return (
+                isinstance(expression, ast.Call)
+                and is_deepspeed_initialize(self.names.resolve(expression.func))
+                and call_argument(expression, _TRAINING_DATA_POSITION, "training_data") is None
+            )
+
+        return ObjectFlow(self.code, made, first_made)
+
+    @cached_property
+    def _timer_turned_off(self) -> bool:
+        """A DeepSpeed config written in the module that turns the throughput timer off
+        or unsynchronised (``"throughput": {"enabled": False}``)."""
+        for display in self.nodes.of_type(ast.Dict):
+            for key, value in zip(display.keys, display.values, strict=True):
+                if not (
+                    isinstance(key, ast.Constant)
+                    and key.value == "throughput"
+                    and isinstance(value, ast.Dict)
+                ):
+                    continue
+                for option, setting in zip(value.keys, value.values, strict=True):
+                    if (
+                        isinstance(option, ast.Constant)
+                        and option.value in ("enabled", "synchronized")
+                        and not (isinstance(setting, ast.Constant) and setting.value is True)
+                    ):
+                        return True
+        return False
 
     def converts_kernel_result(self, call: ast.Call, scope: ast.AST) -> bool:
         """``float(x.sum())``, ``int(mask.count_nonzero())``: a Python number made of
@@ -306,6 +535,10 @@ class DeviceQueue:
         if synchronizes(expression, self.names.resolve) or self._builtin(expression, scope):
             return False
         func = expression.func
+        if isinstance(func, ast.Attribute) and func.attr in VIEW_METHODS:
+            return False
+        if self.sized_on_device(expression, scope) or self._collective_of_values(expression, scope):
+            return False
         kernel = self._torch_kernel(expression)
         if isinstance(func, ast.Attribute):
             if self._host_value(func.value, scope, 0):
@@ -322,6 +555,31 @@ class DeviceQueue:
         if not arguments:
             return self._bare_call_works(func, scope)
         return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _collective_of_values(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A collective handed values already computed (``dist.all_reduce(loss)``, a
+        project helper that all-reduces its argument): it queues its own communication
+        of them and no step work; not one handed what a loop around it walks (``for p in
+        model.parameters(): dist.all_reduce(p.grad)``: every parameter's)."""
+        if not call.args:
+            return False
+        walked = {
+            name.id
+            for loop in self.code.loops_around(call)
+            if isinstance(loop, (ast.For, ast.AsyncFor))
+            for name in ast.walk(loop.target)
+            if isinstance(name, ast.Name)
+        }
+        if any(_mentions(argument, walked) for argument in call.args):
+            return False
+        if torch_distributed_function(self.names.resolve(call.func)) in _VALUE_COLLECTIVES:
+            return True
+        spelled = dotted_name(call.func)
+        if self._analysis is None or spelled is None:
+            return False
+        owner = self.code.class_of(scope)
+        reached = self._analysis.project.reached(spelled, owner.name if owner is not None else None)
+        return reached is not None and reached.name in _VALUE_COLLECTIVES
 
     def _in_kernel_loop(self, expression: ast.AST, scope: ast.AST) -> bool:
         """Whether ``expression`` sits in a loop of ``scope`` that walks a tensor in
@@ -543,21 +801,29 @@ class DeviceQueue:
             inner
             for part in own_parts(statement)
             for inner in walk_own(part)
-            if isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope)
+            if (isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope))
+            or (isinstance(inner, ast.Subscript) and self.masked_read(inner, scope))
         ]
         if isinstance(statement, (ast.If, ast.While, ast.Assert)):
-            found.extend(self._tensor_tests(statement.test))
+            found.extend(self._tensor_tests(statement.test, scope))
         return found
 
-    def _tensor_tests(self, test: ast.expr) -> Iterator[ast.expr]:
+    def _tensor_tests(self, test: ast.expr, scope: ast.AST) -> Iterator[ast.expr]:
         """The parts of a branch test that are tensors turned into a bool (a read):
-        ``torch.isfinite(loss)``, ``torch.isnan(x).any()`` under ``not`` / ``and`` / ``or``."""
+        ``torch.isfinite(loss)``, ``torch.isnan(x).any()``, ``mask.any()`` (not of a
+        value known to be on the host) under ``not`` / ``and`` / ``or``."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            yield from self._tensor_tests(test.operand)
+            yield from self._tensor_tests(test.operand, scope)
         elif isinstance(test, ast.BoolOp):
             for value in test.values:
-                yield from self._tensor_tests(value)
-        elif self._tested_on_host(test):
+                yield from self._tensor_tests(value, scope)
+        elif self._tested_on_host(test) or (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Attribute)
+            and test.func.attr in _TRUTH_METHODS
+            and not test.args
+            and not self.placement.on_host(test.func.value, scope)
+        ):
             yield test
 
     def _tested_on_host(self, expression: ast.expr) -> bool:
@@ -684,6 +950,12 @@ class DeviceQueue:
         return known
 
 
+def _blocking(barrier: ast.Call) -> bool:
+    """A ``barrier`` not asked to run asynchronously (``async_op`` absent or ``False``)."""
+    given = call_argument(barrier, 1, "async_op")
+    return given is None or (isinstance(given, ast.Constant) and given.value is False)
+
+
 def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:
     """``for i in range(n):`` whose body subscripts a value by the counter or by a name
     it binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
@@ -726,6 +998,13 @@ def _drained_after(
     if edge is EdgeKind.EXCEPTION:
         return drained[node.index] and not queues
     return drained[node.index] if ends_with is None else ends_with
+
+
+def _receiver(expression: ast.AST) -> ast.AST | None:
+    """What a method call is called on (``x[mask]`` of ``x[mask].mean().item()``)."""
+    if isinstance(expression, ast.Call) and isinstance(expression.func, ast.Attribute):
+        return expression.func.value
+    return None
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

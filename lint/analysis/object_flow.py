@@ -8,8 +8,10 @@ the caller's predicate says makes the object) through the module, as a may-analy
 a fixed point:
 
 - a name bound to it in a function (or module code), a field of ``self`` (its class's,
-  in every method), what a function returns (at its calls), a parameter it is handed to
-  (a module function, a method through ``self``, a class of the module through its
+  in every method), the first target of a tuple unpacking where the caller's
+  ``made_first`` says the call makes a tuple whose first item is the object (``engine, *_
+  = deepspeed.initialize(...)``), what a function returns (at its calls), a parameter it
+  is handed to (a module function, a method through ``self``, a class of the module through its
   ``__init__``);
 - an item under a constant key of a container in any of those places (``loaders =
   {"train": loader}``, ``self.samplers["train"] = sampler``), read back by the same key
@@ -218,9 +220,17 @@ class ObjectFlow:
     """The places of one module that hold the object ``made`` says an expression makes
     (``made(expression, scope)``)."""
 
-    def __init__(self, code: ModuleCode, made: Callable[[ast.expr, ast.AST], bool]) -> None:
+    def __init__(
+        self,
+        code: ModuleCode,
+        made: Callable[[ast.expr, ast.AST], bool],
+        made_first: Callable[[ast.expr, ast.AST], bool] | None = None,
+    ) -> None:
+        """``made_first``: what makes a tuple whose first item is the object
+        (``engine, *_ = deepspeed.initialize(...)``)."""
         self.code = code
         self._made = made
+        self._made_first = made_first
         self.places: set[Place] = set()
         #: The keys under which some container of the module holds the object.
         self._keys: set[Keys] = {()}
@@ -311,6 +321,7 @@ class ObjectFlow:
             for node in own_nodes(scope):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     bindings.append((node.targets[0], node.value, scope))
+                    self._bind_first_item(node.targets[0], node.value, scope)
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:
                     bindings.append((node.target, node.value, scope))
                 elif (
@@ -362,6 +373,20 @@ class ObjectFlow:
                 place_keys, stored = (key, *keys), target.value
                 self._keys.add(place_keys)
             place = self._place_of(stored, scope, place_keys)
+            if place is not None:
+                self.places.add(place)
+
+    def _bind_first_item(self, target: ast.expr, value: ast.expr, scope: ast.AST) -> None:
+        """``first, *_ = value`` where ``value`` makes a tuple whose first item is the
+        object: the first target holds it."""
+        if (
+            self._made_first is not None
+            and isinstance(target, (ast.Tuple, ast.List))
+            and target.elts
+            and not isinstance(target.elts[0], ast.Starred)
+            and self._made_first(value, scope)
+        ):
+            place = self._place_of(target.elts[0], scope)
             if place is not None:
                 self.places.add(place)
 

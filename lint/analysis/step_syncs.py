@@ -79,7 +79,7 @@ def step_syncs(
     analysis: ModuleAnalysis, paths: StepPaths, queue: DeviceQueue | None = None
 ) -> list[HostSync]:
     """The module's host synchronisations that run every training step."""
-    queue = queue if queue is not None else DeviceQueue(paths.waits)
+    queue = queue if queue is not None else DeviceQueue(paths.waits, analysis)
     candidates: list[tuple[ast.Call, SyncKind, StepPath]] = []
     for call in analysis.nodes.of_type(ast.Call):
         kind = _kind(analysis, queue, call)

@@ -51,7 +51,7 @@ def step_uploads(
     analysis: ModuleAnalysis, paths: StepPaths, queue: DeviceQueue | None = None
 ) -> list[HostUpload]:
     """The module's uploads of host data that run every training step."""
-    queue = queue if queue is not None else DeviceQueue(paths.waits)
+    queue = queue if queue is not None else DeviceQueue(paths.waits, analysis)
     found = []
     for call in analysis.nodes.of_type(ast.Call):
         if analysis.names.resolve(call.func) not in UPLOADING_FACTORIES:

@@ -92,7 +92,7 @@ class CodeContext:
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
-        return DeviceQueue(self.host_waits)
+        return DeviceQueue(self.host_waits, self.analysis)
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:

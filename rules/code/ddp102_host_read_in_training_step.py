@@ -44,11 +44,22 @@ class HostReadInTrainingStep(CodeRule):
     as `if not torch.isfinite(loss):`,
     a `torch.cuda.synchronize()` (DDP101 reports that one), a gradient scaler's
     `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
-    `GradScaler(...)` that made it, in this file) or a call of the module's function that
+    `GradScaler(...)` that made it, in this file), a DeepSpeed engine's `step()` (its
+    throughput timer, enabled and synchronized by default, synchronises the device at
+    the end of every step when `deepspeed.initialize` got no `training_data` and the
+    file runs the engine's own forward, `engine(batch)`; not where a config in the file
+    turns the timer off; the engine known from
+    `engine, *_ = deepspeed.initialize(...)` in this file or a field or factory of
+    another project module), a blocking `dist.barrier()` on a group that can be NCCL
+    (not a known gloo one), a kernel whose result's size the device computes
+    (`mask.nonzero()`, `torch.unique(x)`, `x[mask]` with a boolean mask, a mask's
+    `.any()` tested in an `if`) or a call of the module's function that
     returns after a wait on every path; a few kernels on values already computed, such
     as `(a - b).mean()` or `x.topk(k)` (but not kernels in a loop that walks a tensor in
     pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`: new work each
-    turn), a method of a Python list (`found.append(t)`),
+    turn; views such as `.squeeze()` or `.view(-1)` are no work even there), a
+    collective of values already computed (`dist.all_reduce(loss)`, not one of each
+    parameter a loop walks), a method of a Python list (`found.append(t)`),
     host work such as `meter.update(loss.item(), args.batch_size)`
     with `args` the parsed command line, and a helper of the module that queues no
     device work are no new work), a

@@ -7,16 +7,23 @@ import ast
 import textwrap
 
 from ddplint.analysis.device_queue import DeviceQueue
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
+from ddplint.analysis.object_kinds import ENGINE
+from ddplint.analysis.project import NO_PROJECT, NoProject
 
 
-def _waits_and_calls(source: str) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
-    module = ast.parse(textwrap.dedent(source))
+def _calls_by_line(module: ast.Module) -> dict[int, list[ast.Call]]:
     by_line: dict[int, list[ast.Call]] = {}
     for node in ast.walk(module):
         if isinstance(node, ast.Call):
             by_line.setdefault(node.lineno, []).append(node)
-    return DeviceQueue(HostWaits(module)), by_line
+    return by_line
+
+
+def _waits_and_calls(source: str) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
+    module = ast.parse(textwrap.dedent(source))
+    return DeviceQueue(HostWaits(module)), _calls_by_line(module)
 
 
 def _read_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
@@ -80,8 +87,8 @@ def test_a_few_kernels_on_values_already_computed_do_not_refill_the_queue() -> N
     assert waits.queue_drained(_read_on(calls, 7))
     assert waits.queue_drained(_read_on(calls, 8))
     assert waits.queue_drained(_read_on(calls, 9))
-    # a collective is more than a kernel: the read after it waits for it
-    assert not waits.queue_drained(_read_on(calls, 11))
+    # a collective of a value already computed queues its communication, no step work
+    assert waits.queue_drained(_read_on(calls, 11))
 
 
 def _upload_on(by_line: dict[int, list[ast.Call]], line: int) -> ast.Call:
@@ -492,3 +499,280 @@ def test_a_comprehension_reads_where_its_statement_runs() -> None:
     assert not waits.queue_drained(reads[6])
     # after the backward, the comprehension's read waits for it
     assert not waits.queue_drained(reads[8])
+
+
+def _queue_with_analysis(
+    source: str, project: NoProject = NO_PROJECT
+) -> tuple[DeviceQueue, dict[int, list[ast.Call]]]:
+    """The queue with the module's analysis (process groups, the project's kinds)."""
+    module = ast.parse(textwrap.dedent(source))
+    return DeviceQueue(HostWaits(module), ModuleAnalysis(module, project)), _calls_by_line(module)
+
+
+def test_a_deepspeed_engine_step_ends_in_a_synchronize() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(model, loader, ds_config):
+            engine, _, _, scheduler = deepspeed.initialize(model=model, config=ds_config)
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 10))
+
+
+def test_an_engine_given_training_data_or_an_optimizer_step_is_no_drain() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(model, data, opt, ds_config):
+            engine, _, loader, _ = deepspeed.initialize(
+                model=model, training_data=data, config=ds_config
+            )
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+
+        def plain(model, loader, opt):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                print(loss.item())
+        """
+    )
+    # with training_data the timer starts only where the engine's own loader is walked
+    assert not queue.queue_drained(_read_on(calls, 12))
+    assert not queue.queue_drained(_read_on(calls, 19))
+
+
+def test_an_engine_whose_own_forward_never_runs_starts_no_timer() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        def train(net, loader, criterion):
+            engine, *_ = deepspeed.initialize(model=net, model_parameters=net.parameters())
+            for x, y in loader:
+                err = criterion(net(x), y)
+                engine.backward(err)
+                engine.step()
+                print(err.item())
+        """
+    )
+    assert not queue.queue_drained(_read_on(calls, 10))
+
+
+def test_a_config_that_turns_the_throughput_timer_off_is_no_drain() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+
+        CONFIG = {"train_batch_size": 8, "timers": {"throughput": {"enabled": False}}}
+
+        def train(model, loader):
+            engine, *_ = deepspeed.initialize(model=model, config=CONFIG)
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                print(loss.item())
+        """
+    )
+    assert not queue.queue_drained(_read_on(calls, 12))
+
+
+class _EngineField(NoProject):
+    """A project whose base trainer, in another module, keeps the engine in ``self.model``."""
+
+    def kind(self, name: str, owner: str | None) -> str | None:
+        return ENGINE if (name, owner) == ("self.model", "Trainer") else None
+
+
+def test_an_engine_field_set_in_another_module_steps_with_a_synchronize() -> None:
+    source = """
+        class Trainer(Base):
+            def train_step(self, batch):
+                loss = self.model(batch)
+                self.model.backward(loss)
+                self.model.step()
+                return {"loss": loss.item()}
+        """
+    queue, calls = _queue_with_analysis(source, _EngineField())
+    assert queue.queue_drained(_read_on(calls, 7))
+    queue, calls = _queue_with_analysis(source)  # unknown: the step may queue anything
+    assert not queue.queue_drained(_read_on(calls, 7))
+
+
+def test_a_blocking_barrier_drains_where_the_backend_can_be_nccl() -> None:
+    source = """
+        import torch.distributed as dist
+
+        def step(model, batch, opt, backend):
+            dist.init_process_group(backend)
+            loss = model(batch)
+            loss.backward()
+            opt.step()
+            dist.barrier()
+            print(loss.item())
+            work = dist.barrier(async_op=True)
+            loss = model(batch)
+            dist.barrier(async_op=True)
+            print(loss.item())
+        """
+    # an unknown backend can be NCCL; a known gloo group's barrier waits on no stream
+    for backend, drains in (("backend", True), ('"nccl"', True), ('"gloo"', False)):
+        queue, calls = _queue_with_analysis(source.replace("(backend)", f"({backend})"))
+        assert queue.queue_drained(_read_on(calls, 10)) is drains
+        assert not queue.queue_drained(_read_on(calls, 14))  # asynchronous: no wait
+
+
+def test_a_synchronize_drains_on_every_path_form() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import torch
+
+        def train(model, loader, opt):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+                print(loss.item())
+            torch.cuda.synchronize()
+            for batch in loader:
+                print(loss.item())
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+            print(loss.item())
+            for batch in loader:
+                loss = model(batch)
+            print(loss.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 10))  # the line above
+    assert queue.queue_drained(_read_on(calls, 13))  # the line above the loop, or its turn's end
+    assert queue.queue_drained(_read_on(calls, 18))  # below the loop: every way ends so
+    assert not queue.queue_drained(_read_on(calls, 21))  # a forward queued since
+
+
+def test_results_sized_on_the_device_and_tested_masks_drain() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import torch
+
+        def rewards(model, seqs, eos, mask, pred, gt, meter):
+            for i in range(seqs.size(0)):
+                found = (seqs[i] == eos).nonzero(as_tuple=False)
+                if found.numel() > 0:
+                    meter.update(found[0].item())
+            out = model(seqs)
+            valid = gt > 0
+            picked = pred[valid]
+            meter.update(picked.mean().item())
+            out = model(seqs)
+            if mask.any():
+                meter.update(out.item())
+            out = model(seqs)
+            kinds = torch.unique(out)
+            meter.update(kinds.cpu())
+            out = model(seqs)
+            meter.update(pred[mask].mean().item())
+            meter.update(out.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 8))  # nonzero() sized its result
+    assert queue.queue_drained(_read_on(calls, 12))  # boolean-mask indexing did
+    assert queue.queue_drained(_read_on(calls, 15))  # the test read mask.any()
+    assert queue.queue_drained(_read_on(calls, 18))  # torch.unique sized its result
+    # a mask passed as a name nobody binds here: not known to be boolean
+    assert not queue.queue_drained(_read_on(calls, 20))
+    assert queue.queue_drained(_read_on(calls, 21))  # the read on the line above
+
+
+def test_views_in_a_loop_of_pieces_are_no_work_but_computing_kernels_are() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import torch
+
+        def pairs(a, b, am, meter):
+            for i in range(a.size(0)):
+                if torch.all(torch.eq(a[i], b[i])).item():
+                    continue
+                end = am[i].nonzero()[-1].squeeze().item()
+                meter.update(am[i].view(-1)[0].item())
+
+        def entropy(logp, meter):
+            for i in range(4):
+                piece = logp[:, i * 8:(i + 1) * 8]
+                meter.update(piece.exp().sum().item())
+                meter.update((piece.exp() * piece).sum().item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 8))  # a view of what nonzero() sized
+    assert queue.queue_drained(_read_on(calls, 9))  # views after the read above
+    assert not queue.queue_drained(_read_on(calls, 14))  # a pass over each piece
+    assert not queue.queue_drained(_read_on(calls, 15))  # a new pass, after the read
+
+
+def test_a_collective_of_computed_values_after_a_drain_is_no_step_work() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        import deepspeed
+        import torch.distributed as dist
+
+        def train(model, loader, cfg, meter):
+            engine, *_ = deepspeed.initialize(model=model, config=cfg)
+            for batch in loader:
+                loss = engine(batch)
+                engine.backward(loss)
+                engine.step()
+                dist.all_reduce(loss)
+                meter.update(loss.item())
+                for p in model.parameters():
+                    dist.all_reduce(p.grad)
+                meter.update(loss.item())
+
+        def plain(model, loader, opt, meter):
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                dist.all_reduce(loss)
+                meter.update(loss.item())
+        """
+    )
+    assert queue.queue_drained(_read_on(calls, 12))
+    assert not queue.queue_drained(_read_on(calls, 15))  # in a loop: every parameter's
+    assert not queue.queue_drained(_read_on(calls, 23))  # nothing drained the step
+
+
+def test_a_read_of_what_a_wait_in_its_own_receiver_returned_waits_for_nothing() -> None:
+    queue, calls = _queue_with_analysis(
+        """
+        def step(model, x, opt, log):
+            loss = model(x)
+            loss.backward()
+            opt.step()
+            log.append(loss.to("cpu").data.numpy())
+            out = model(x)
+            log.append(out[out > 0].sum().item())
+        """
+    )
+    first, second = sorted(
+        (c for c in calls[6] if isinstance(c.func, ast.Attribute) and c.func.attr != "append"),
+        key=lambda c: c.end_col_offset or 0,
+    )
+    assert not queue.queue_drained(first)  # loss.to("cpu"): the step's first wait
+    assert queue.queue_drained(second)  # .numpy() of the copy: one read, one finding
+    assert queue.queue_drained(_read_on(calls, 8))  # the mask sized the result first

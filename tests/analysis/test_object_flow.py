@@ -201,3 +201,46 @@ def unset(code: str) -> list[int]:
 )
 def test_samplers_without_set_epoch(code: str, expected: list[int]) -> None:
     assert unset(code) == expected
+
+
+def test_the_first_item_of_a_tuple_a_call_makes_holds_the_object() -> None:
+    module = ast.parse(
+        textwrap.dedent(
+            """
+            def setup(model):
+                engine, opt, *_ = Pair(model)
+                helper, first = Pair(model)
+                *rest, last = Pair(model)
+                return engine, opt, first, last
+
+            class Trainer:
+                def init(self, model):
+                    self.engine, self.opt = Pair(model)
+
+                def step(self):
+                    self.engine.step()
+                    self.opt.step()
+            """
+        )
+    )
+    analysis = ModuleAnalysis(module)
+
+    def pair(expression: ast.expr, _: ast.AST) -> bool:
+        return (
+            isinstance(expression, ast.Call)
+            and isinstance(expression.func, ast.Name)
+            and expression.func.id == "Pair"
+        )
+
+    flow = ObjectFlow(ModuleCode(analysis.nodes, analysis.names), lambda e, _: False, pair)
+    setup, trainer = module.body
+    assert isinstance(setup, ast.FunctionDef) and isinstance(trainer, ast.ClassDef)
+    engine, opt, first, last = setup.body[-1].value.elts  # type: ignore[attr-defined]
+    assert flow.carries(engine, setup)
+    assert not flow.carries(opt, setup)  # only the first item
+    assert not flow.carries(first, setup)
+    assert not flow.carries(last, setup)  # a starred first target takes no single item
+    step = trainer.body[1]
+    calls = [s.value.func.value for s in step.body]  # type: ignore[attr-defined]
+    assert flow.carries(calls[0], step)  # self.engine, in another method
+    assert not flow.carries(calls[1], step)

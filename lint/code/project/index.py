@@ -345,6 +345,7 @@ class ProjectIndex:
                 if (
                     attribute in summary["rank_attributes"]
                     or attribute in summary.get("attribute_calls", {})
+                    or attribute in summary.get("first_items", {})
                     or attribute in summary.get("parameter_attributes", {})
                 ):
                     return ("attribute", module, cls, attribute)

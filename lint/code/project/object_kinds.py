@@ -7,10 +7,12 @@ in one file, ``class Head(Backbone)`` in another: a module); a class whose bases
 known and none catalogued is an ``OBJECT``. A project function has the kind of what it
 returns (``return Accelerator(...)``, ``acc = Accelerator(); return acc``, the engine
 of ``engine, *_ = deepspeed.initialize(...)``, another project function's or class's
-result) when every returned allocation agrees; a ``self.x`` field the kind of what its
-class's methods assign it; a module-level instance its class's kind; a parameter the
-kind every project call of its function passes there (``train(model, acc)`` after
-``acc = Accelerator()``), when each passes an allocation of that one kind.
+result) when every returned allocation agrees; a ``self.x`` field the kind of what the
+methods of its class and of its project bases assign it (``self.x, *_ =
+deepspeed.initialize(...)`` in a base class: the engine), unknown ones left out; a
+module-level instance its class's kind; a parameter the kind every project call of its
+function passes there (``train(model, acc)`` after ``acc = Accelerator()``), when each
+passes an allocation of that one kind.
 """
 
 from __future__ import annotations
@@ -61,10 +63,26 @@ class ProjectKinds:
             return self._returned_kind(module, symbol[2], depth)
         if what == "attribute":
             cls, attribute = symbol[2], symbol[3]
-            summary = self._index.summaries[module]["classes"].get(cls, {})
-            made = summary.get("attribute_calls", {}).get(attribute, ())
-            return _agreed(self.of_spelled(callee, module, cls, depth + 1) for callee in made)
+            return _agreed(
+                kind
+                for owner_module, owner in self._index.mro(module, cls)
+                for kind in self._assigned_kinds(owner_module, owner, attribute, depth)
+            )
         return None
+
+    def _assigned_kinds(
+        self, module: str, cls: str, attribute: str, depth: int
+    ) -> Iterator[str | None]:
+        """The kinds of what the methods of one class of a field's class hierarchy
+        assign it: a call's result, or the engine of ``self.x, *_ =
+        deepspeed.initialize(...)``."""
+        summary = self._index.summaries[module]["classes"].get(cls, {})
+        for callee in summary.get("attribute_calls", {}).get(attribute, ()):
+            yield self.of_spelled(callee, module, cls, depth + 1)
+        imports = self._index.summaries[module]["imports"]
+        for callee in summary.get("first_items", {}).get(attribute, ()):
+            if is_deepspeed_initialize(qualify(callee, imports)):
+                yield ENGINE
 
     @cached_property
     def parameters(self) -> dict[FunctionKey, dict[int, str]]:

@@ -670,12 +670,14 @@ def class_summary(
 ) -> Summary:
     """Bases as spelled, methods (also recorded as ``Class.method`` functions), the
     ``self.x`` attributes some method assigns a rank test to, those assigned the
-    result of a call (a rank test when the callee returns one: the index decides), and
-    those assigned a parameter of the method (``[method, position]``: a rank when the
-    project's callers pass one there)."""
+    result of a call (a rank test when the callee returns one: the index decides) or
+    the first item of the tuple a call returns (``first_items``: ``self.engine, *_ =
+    deepspeed.initialize(...)``), and those assigned a parameter of the method
+    (``[method, position]``: a rank when the project's callers pass one there)."""
     methods: list[str] = []
     rank_attributes: set[str] = set()
     attribute_calls: dict[str, list[str]] = {}
+    first_items: dict[str, list[str]] = {}
     parameter_attributes: dict[str, list[list[Any]]] = {}
     for statement in cls.body:
         if not isinstance(statement, FUNCTION_TYPES):
@@ -689,6 +691,9 @@ def class_summary(
         for node in _of(kinds, ast.Assign):
             called = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
             for target in node.targets:
+                first = _first_self_item(target)
+                if first is not None and called is not None:
+                    first_items.setdefault(first, []).append(called)
                 if not (
                     isinstance(target, ast.Attribute)
                     and isinstance(target.value, ast.Name)
@@ -708,5 +713,20 @@ def class_summary(
         "methods": methods,
         "rank_attributes": sorted(rank_attributes),
         "attribute_calls": attribute_calls,
+        "first_items": first_items,
         "parameter_attributes": parameter_attributes,
     }
+
+
+def _first_self_item(target: ast.expr) -> str | None:
+    """``x`` of ``self.x, *_ = ...``: the field the first item of a tuple is stored in."""
+    if not isinstance(target, (ast.Tuple, ast.List)) or not target.elts:
+        return None
+    first = target.elts[0]
+    if (
+        isinstance(first, ast.Attribute)
+        and isinstance(first.value, ast.Name)
+        and first.value.id == "self"
+    ):
+        return first.attr
+    return None
