@@ -1236,13 +1236,13 @@ def _is_zero(expression: ast.expr) -> bool:
 def _tensor_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
     """The dotted names a scope's own code (``nodes``: its ``own_nodes``) binds to a
     tensor made by a factory (``correct = torch.zeros(n)``, ``m =
-    torch.full(...).to(device)``): assigning one's items changes its contents, never its
-    shape."""
+    torch.full(...).to(device)``; or ``None`` by a setting: ``z = None if off else
+    torch.zeros(n)``): assigning one's items changes its contents, never its shape."""
     found: set[str] = set()
     for node in nodes:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
-        made = node.value
+        made = _unless_none(node.value)
         while (
             isinstance(made, ast.Call)
             and isinstance(made.func, ast.Attribute)
@@ -1257,6 +1257,16 @@ def _tensor_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
         ):
             found.add(spelled)
     return frozenset(found)
+
+
+def _unless_none(value: ast.expr) -> ast.expr:
+    """The arm of ``None if test else v`` (or ``v if test else None``) that is not
+    ``None``; ``value`` itself otherwise."""
+    if isinstance(value, ast.IfExp):
+        for arm, other in ((value.body, value.orelse), (value.orelse, value.body)):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return arm
+    return value
 
 
 #: Builtins whose argument is an iterable: an int handed to one raises.
@@ -1717,6 +1727,7 @@ class Divergence:
             for arm in arms
         ]
         agreed_on = [self._agreed_on_arm(arm) for arm in arms]
+        augmented = _augmented_only(region, bound)
         chosen: dict[str, Facet] = {}
         for name in bound:
             root = name.split(".", 1)[0]
@@ -1724,7 +1735,10 @@ class Divergence:
                 continue  # every arm makes it agree: one broadcasts it, the others receive
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
-                chosen[name] = Facet.CONTENTS | Facet.PRESENCE | self._made_apart(name, arms)
+                # Only augmented (``total += loss``) it is the same object whichever
+                # arm ran: augmenting a ``None`` raises.
+                presence = Facet(0) if name in augmented else Facet.PRESENCE
+                chosen[name] = Facet.CONTENTS | presence | self._made_apart(name, arms)
         for name, facets in _filled_apart(arms, bound, self._tensors).items():
             chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
@@ -1929,7 +1943,7 @@ class Divergence:
         elif isinstance(statement, ast.AugAssign):
             value = _join(
                 self.evaluator.taint(statement.target, state),
-                self.evaluator.taint(statement.value, state),
+                self._augmenting(statement, state),
             )
             state = self._stored(state, statement.target, value)
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -1939,6 +1953,17 @@ class Divergence:
                     state = _bound(state, item.optional_vars, value)
             return state
         return self._agreement(statement, state)
+
+    def _augmenting(self, statement: ast.AugAssign, state: State) -> Taint | None:
+        """What ``x += y`` takes from ``y``: never which object ``x`` is (augmenting a
+        ``None`` raises), and for a tensor ``x`` its contents alone (an in-place
+        operation keeps ``x``'s shape, dtype and device)."""
+        found = self.evaluator.taint(statement.value, state)
+        if found is None:
+            return None
+        if dotted_name(statement.target) in self._tensors:
+            return found.as_contents(DECIDING | Facet.DTYPE)
+        return found.only(~Facet.PRESENCE)
 
     def _returned_parts(
         self, target: ast.AST, value: ast.expr | None, state: State
@@ -2203,6 +2228,26 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
 
 #: Methods that add an item to a list or mapping in place.
 GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
+
+
+def _augmented_only(region: list[Node], names: set[str]) -> set[str]:
+    """The ``names`` that every statement of ``region`` binding them binds by an
+    augmented assignment (``x += y``)."""
+    kinds: dict[str, set[bool]] = {}
+    for node in region:
+        statement = node.statement
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            targets = [statement.target]
+        elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
+            targets = _targets(statement)
+        else:
+            continue
+        augmented = isinstance(statement, ast.AugAssign)
+        for target in targets:
+            for name, _ in _assigned_names(target):
+                if name in names:
+                    kinds.setdefault(name, set()).add(augmented)
+    return {name for name, found in kinds.items() if found == {True}}
 
 
 def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
-from ddplint.analysis.batches import BatchSeeds, batch_seeds
+from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
@@ -276,6 +276,19 @@ class ModuleAnalysis:
         (``functions_reaching``), with the backward each reaches."""
         return self.functions_reaching(self.backward_label)
 
+    @cached_property
+    def step_functions(self) -> frozenset[str]:
+        """The ``backward_functions`` that run one step: none walks batches in a
+        training loop of its own (``train_one_epoch(loader)`` does; a loop that calls
+        it walks epochs, not batches)."""
+        helpers = frozenset(self.backward_functions)
+        return frozenset(
+            key
+            for key in helpers
+            if (definition := self._definitions.get(key)) is None
+            or not training_loops(definition, helpers)
+        )
+
     def backward_label(self, call: ast.Call) -> str | None:
         """``loss.backward()`` for a call that runs a backward pass (a method of the
         loss, accelerate's or Lightning's, ``torch.autograd.backward``), else None."""
@@ -300,7 +313,7 @@ class ModuleAnalysis:
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
         found = self._batch_views.get((scope, lightning, handed))
         if found is None:  # the graph and dominance alone: not the function's own facts
-            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions), self.names)
+            seeds = batch_seeds(scope, lightning, self.step_functions, self.names)
             seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             graph, dominance = self.graphs.graph(scope), self.dominance(scope)
             found = self._divergence(scope, graph, dominance, self._entry_of(scope), seeds)
