@@ -839,8 +839,12 @@ class _Evaluator:
             return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
-            if argument is not None and argument.source is Source.BATCH:
-                return None  # a batch's type is the collate function's, alike on every rank
+            if argument is not None and argument.source in _TYPED_BY_CODE:
+                # A batch's type is the collate function's; what a rank hands to a
+                # gather is the value every rank's same code computes: their classes
+                # are alike on every rank, however their contents differ, unless an
+                # arm chose which object it is.
+                return argument.as_contents(Facet.PRESENCE)
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
             return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
@@ -1074,6 +1078,8 @@ class _Evaluator:
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: Sources whose values' classes the code decides, the same on every rank.
+_TYPED_BY_CODE = frozenset({Source.BATCH, Source.CONTRIBUTED})
 #: Expressions whose truth is that of the value they hold (not a comparison of it).
 _TEXT_HOLDERS = (ast.Name, ast.Attribute, ast.Subscript, ast.JoinedStr, ast.BinOp)
 #: Methods and builtins that write a value into text: a clock reading becomes a stamp.
