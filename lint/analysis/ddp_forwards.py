@@ -105,9 +105,7 @@ def _after_forward_without_grad(
 def _runs_with_grad(analysis: ModuleAnalysis, collective: Collective, call: ast.Call) -> bool:
     """Whether a forward (``collective.call``, run by ``call`` of this function) runs
     with autograd on: neither it nor the call that reaches it is under ``no_grad``."""
-    return not _off_in_function(analysis, collective.call) and not _off_in_function(
-        analysis, call
-    )
+    return not _off_in_function(analysis, collective.call) and not _off_in_function(analysis, call)
 
 
 def _off_in_function(analysis: ModuleAnalysis, call: ast.Call) -> bool:

@@ -2242,6 +2242,7 @@ def _augmented_only(region: list[Node], names: set[str]) -> set[str]:
     kinds: dict[str, set[bool]] = {}
     for node in region:
         statement = node.statement
+        targets: list[ast.AST]
         if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
             targets = [statement.target]
         elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
