@@ -292,6 +292,8 @@ FACTORIES = (
     | LIKE_FACTORIES
     | TYPED_CONSTRUCTORS
 )
+#: Functions that join tensors along a dimension.
+CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 #: Tensor methods that make a new tensor of the shape their arguments give.
 SIZED_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 #: Tensor methods that convert to a dtype their name gives.
@@ -865,6 +867,11 @@ class _Evaluator:
             return _join(output, *(self.taint(a, state) for a in call.args))
         if resolved in FACTORIES:
             return self._factory(call, resolved, state)
+        if resolved in CONCATENATIONS and self._padded_to_shared(call, state):
+            # ``torch.cat([mine, torch.full((most - len(mine),), -1)])``: padded to a
+            # length every rank shares; what it holds is still this rank's.
+            found = _join(None, *(self.taint(a, state) for a in call.args))
+            return found.only(~Facet.SHAPE) if found else None
         if resolved in CHUNKERS:
             # ``torch.chunk(t, n)`` is ``t.chunk(n)``: as many pieces as ``n`` asks for,
             # each of ``t`` (not a count read from ``t``).
@@ -880,6 +887,40 @@ class _Evaluator:
         texts = resolved in _TEXT_WRITERS or resolved in _PATH_BUILDERS
         found = _join(None, *self._argument_taints(call, state, texts))
         return _made_by_call(_stamped(found) if resolved in _TEXT_WRITERS else found)
+
+    def _padded_to_shared(self, call: ast.Call, state: State) -> bool:
+        """Whether a concatenation joins this rank's pieces with one filler made in
+        the size ``shared - own`` (a size every rank shares less one that differs, the
+        filler's other sizes shared): the code pads to the shared size."""
+        pieces = call_argument(call, 0, "tensors")
+        if not isinstance(pieces, (ast.List, ast.Tuple)) or len(pieces.elts) < 2:
+            return False
+        fillers = [piece for piece in pieces.elts if self._pads(piece, state)]
+        return len(fillers) == 1
+
+    def _pads(self, piece: ast.expr, state: State) -> bool:
+        """A tensor factory's call whose sizes are shared but for ``shared - own``."""
+        if not isinstance(piece, ast.Call):
+            return False
+        resolved = self.names.resolve(piece.func)
+        if resolved in FILLED_FACTORIES:
+            sizes = piece.args[:1]
+        elif resolved in SIZED_FACTORIES:
+            sizes = list(piece.args)
+        else:
+            return False
+        if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+            sizes = list(sizes[0].elts)
+        padding = [
+            size
+            for size in sizes
+            if isinstance(size, ast.BinOp)
+            and isinstance(size.op, ast.Sub)
+            and self.taint(size.left, state) is None
+            and self.taint(size.right, state) is not None
+        ]
+        others = [size for size in sizes if size not in padding]
+        return len(padding) == 1 and all(self.taint(size, state) is None for size in others)
 
     def _argument_taints(self, call: ast.Call, state: State, texts: bool) -> Iterator[Taint | None]:
         """What the arguments reaching a call carry into its result. A stamped text
