@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ddplint.analysis.control_flow import holds_node, own_nodes
+from ddplint.analysis.control_flow import Graph, Node, holds_node, own_nodes
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import DDP_FORWARD, Collective, own_calls
 from ddplint.analysis.functions import ModuleAnalysis
@@ -55,21 +55,104 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
     for scope in analysis.scopes_with_collectives():
         function = analysis.function(scope)
         paired = paired_tests(analysis, scope)
-        for node in function.graph.nodes:
-            for collective, through in function.effects.get(node.index, ()):
-                if collective.name != DDP_FORWARD or node.statement is None:
-                    continue
-                forward = _forward_at(analysis, node.statement, collective, through)
-                if forward is None:
-                    continue
-                call, model = forward
-                guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
-                if guard is not None:
-                    inner = collective.call if through is not None else None
-                    wrapping = analysis.objects.ddp_wrapping(model, call)
-                    trains = feeds_a_backward(analysis, collective.call)
-                    found.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains))
+        forwards = [
+            (node, collective, through, forward)
+            for node in function.graph.nodes
+            for collective, through in function.effects.get(node.index, ())
+            if collective.name == DDP_FORWARD
+            and node.statement is not None
+            and (forward := _forward_at(analysis, node.statement, collective, through))
+        ]
+        for node, collective, through, (call, model) in forwards:
+            trains = feeds_a_backward(analysis, collective.call)
+            if not trains and _after_forward_without_grad(
+                analysis, function.graph, node, model, forwards
+            ):
+                continue  # DDP broadcasts buffers only after a forward with grad
+            guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
+            if guard is not None:
+                inner = collective.call if through is not None else None
+                wrapping = analysis.objects.ddp_wrapping(model, call)
+                found.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains))
     return sorted(found, key=lambda f: (f.call.lineno, f.call.col_offset))
+
+
+Forward = tuple[Node, Collective, str | None, tuple[ast.Call, ast.expr]]
+
+
+def _after_forward_without_grad(
+    analysis: ModuleAnalysis, graph: Graph, node: Node, model: ast.expr, forwards: list[Forward]
+) -> bool:
+    """Whether every way to ``node`` runs a forward of the same model with autograd off
+    (``with torch.no_grad()``, there or in the function it is handed to) after the last
+    forward of it with autograd on: DDP broadcasts buffers before a forward only when
+    the previous one ran with grad (``require_forward_param_sync``, set after each
+    forward), so this forward issues no collective. (A forward that feeds a backward
+    is asked anyway: the backward's gradient all-reduce waits for the peers.)"""
+    spelled = dotted_name(model)
+    same = [
+        (other, not _runs_with_grad(analysis, collective, call))
+        for other, collective, _, (call, used) in forwards
+        if other.index != node.index and spelled is not None and dotted_name(used) == spelled
+    ]
+    with_grad = {other.index for other, off in same if not off}
+    return any(
+        off and _dominates(graph, other, node) and not _between(graph, other, node, with_grad)
+        for other, off in same
+    )
+
+
+def _runs_with_grad(analysis: ModuleAnalysis, collective: Collective, call: ast.Call) -> bool:
+    """Whether a forward (``collective.call``, run by ``call`` of this function) runs
+    with autograd on: neither it nor the call that reaches it is under ``no_grad``."""
+    return not _off_in_function(analysis, collective.call) and not _off_in_function(analysis, call)
+
+
+def _off_in_function(analysis: ModuleAnalysis, call: ast.Call) -> bool:
+    """``_without_grad`` of ``call`` in its function, through the comprehensions and
+    lambdas it stands in (``[model(b) for b in loader]`` under ``no_grad``)."""
+    node: ast.AST = call
+    scope = analysis.nodes.scope_of_call(call)
+    while True:
+        if _without_grad(analysis, scope, node):
+            return True
+        if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        parent = analysis.nodes.scope_of.get(scope)
+        if parent is None:
+            return False
+        node, scope = scope, parent
+
+
+def _reachable(start: Node, avoiding: int | None = None) -> set[int]:
+    """The nodes reachable from ``start`` (itself included), not passing ``avoiding``."""
+    seen: set[int] = set()
+    pending = [start]
+    while pending:
+        current = pending.pop()
+        if current.index in seen or current.index == avoiding:
+            continue
+        seen.add(current.index)
+        pending.extend(successor for successor, _ in current.successors)
+    return seen
+
+
+def _dominates(graph: Graph, first: Node, second: Node) -> bool:
+    """Whether every way from the function's entry to ``second`` passes ``first``."""
+    return second.index not in _reachable(graph.entry, avoiding=first.index)
+
+
+def _between(graph: Graph, first: Node, second: Node, nodes: set[int]) -> bool:
+    """Whether one of ``nodes`` lies on a way from ``first`` to ``second``."""
+    after = {
+        index
+        for successor, _ in first.successors
+        for index in _reachable(successor, avoiding=first.index)
+    }
+    return any(
+        index in after and second.index in _reachable(graph.nodes[index], avoiding=first.index)
+        for index in nodes
+    )
 
 
 def _on_rank(taint: Taint) -> bool:
@@ -145,7 +228,7 @@ def _reads_result(expression: ast.AST, forward: ast.Call, derived: set[str]) -> 
     )
 
 
-def _without_grad(analysis: ModuleAnalysis, scope: ast.AST, call: ast.Call) -> bool:
+def _without_grad(analysis: ModuleAnalysis, scope: ast.AST, call: ast.AST) -> bool:
     """Whether ``call`` runs with autograd off: inside ``with torch.no_grad():`` (or
     ``inference_mode``) in its function, or in a function decorated with one."""
     resolve = analysis.names.resolve

@@ -292,6 +292,8 @@ FACTORIES = (
     | LIKE_FACTORIES
     | TYPED_CONSTRUCTORS
 )
+#: Functions that join tensors along a dimension.
+CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 #: Tensor methods that make a new tensor of the shape their arguments give.
 SIZED_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 #: Tensor methods that convert to a dtype their name gives.
@@ -839,8 +841,12 @@ class _Evaluator:
             return Taint(facets, bound.source, bound.line, bound.spelled)
         if resolved in ("isinstance", "type", "hasattr", "torch.is_tensor"):
             argument = self.taint(call.args[0], state) if call.args else None
-            if argument is not None and argument.source is Source.BATCH:
-                return None  # a batch's type is the collate function's, alike on every rank
+            if argument is not None and argument.source in _TYPED_BY_CODE:
+                # A batch's type is the collate function's; what a rank hands to a
+                # gather is the value every rank's same code computes: their classes
+                # are alike on every rank, however their contents differ, unless an
+                # arm chose which object it is.
+                return argument.as_contents(Facet.PRESENCE)
             return argument.as_contents(Facet.SHAPE) if argument else None
         if resolved in KEY_LISTERS and len(call.args) == 1 and self.is_mapping(call.args[0]):
             return _as_values(_keys(self.taint(call.args[0], state)))  # ``sorted(d)``
@@ -861,6 +867,11 @@ class _Evaluator:
             return _join(output, *(self.taint(a, state) for a in call.args))
         if resolved in FACTORIES:
             return self._factory(call, resolved, state)
+        if resolved in CONCATENATIONS and self._padded_to_shared(call, state):
+            # ``torch.cat([mine, torch.full((most - len(mine),), -1)])``: padded to a
+            # length every rank shares; what it holds is still this rank's.
+            found = _join(None, *(self.taint(a, state) for a in call.args))
+            return found.only(~Facet.SHAPE) if found else None
         if resolved in CHUNKERS:
             # ``torch.chunk(t, n)`` is ``t.chunk(n)``: as many pieces as ``n`` asks for,
             # each of ``t`` (not a count read from ``t``).
@@ -876,6 +887,40 @@ class _Evaluator:
         texts = resolved in _TEXT_WRITERS or resolved in _PATH_BUILDERS
         found = _join(None, *self._argument_taints(call, state, texts))
         return _made_by_call(_stamped(found) if resolved in _TEXT_WRITERS else found)
+
+    def _padded_to_shared(self, call: ast.Call, state: State) -> bool:
+        """Whether a concatenation joins this rank's pieces with one filler made in
+        the size ``shared - own`` (a size every rank shares less one that differs, the
+        filler's other sizes shared): the code pads to the shared size."""
+        pieces = call_argument(call, 0, "tensors")
+        if not isinstance(pieces, (ast.List, ast.Tuple)) or len(pieces.elts) < 2:
+            return False
+        fillers = [piece for piece in pieces.elts if self._pads(piece, state)]
+        return len(fillers) == 1
+
+    def _pads(self, piece: ast.expr, state: State) -> bool:
+        """A tensor factory's call whose sizes are shared but for ``shared - own``."""
+        if not isinstance(piece, ast.Call):
+            return False
+        resolved = self.names.resolve(piece.func)
+        if resolved in FILLED_FACTORIES:
+            sizes = piece.args[:1]
+        elif resolved in SIZED_FACTORIES:
+            sizes = list(piece.args)
+        else:
+            return False
+        if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+            sizes = list(sizes[0].elts)
+        padding = [
+            size
+            for size in sizes
+            if isinstance(size, ast.BinOp)
+            and isinstance(size.op, ast.Sub)
+            and self.taint(size.left, state) is None
+            and self.taint(size.right, state) is not None
+        ]
+        others = [size for size in sizes if size not in padding]
+        return len(padding) == 1 and all(self.taint(size, state) is None for size in others)
 
     def _argument_taints(self, call: ast.Call, state: State, texts: bool) -> Iterator[Taint | None]:
         """What the arguments reaching a call carry into its result. A stamped text
@@ -1074,6 +1119,8 @@ class _Evaluator:
 
 
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: Sources whose values' classes the code decides, the same on every rank.
+_TYPED_BY_CODE = frozenset({Source.BATCH, Source.CONTRIBUTED})
 #: Expressions whose truth is that of the value they hold (not a comparison of it).
 _TEXT_HOLDERS = (ast.Name, ast.Attribute, ast.Subscript, ast.JoinedStr, ast.BinOp)
 #: Methods and builtins that write a value into text: a clock reading becomes a stamp.
@@ -1236,13 +1283,13 @@ def _is_zero(expression: ast.expr) -> bool:
 def _tensor_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
     """The dotted names a scope's own code (``nodes``: its ``own_nodes``) binds to a
     tensor made by a factory (``correct = torch.zeros(n)``, ``m =
-    torch.full(...).to(device)``): assigning one's items changes its contents, never its
-    shape."""
+    torch.full(...).to(device)``; or ``None`` by a setting: ``z = None if off else
+    torch.zeros(n)``): assigning one's items changes its contents, never its shape."""
     found: set[str] = set()
     for node in nodes:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
-        made = node.value
+        made = _unless_none(node.value)
         while (
             isinstance(made, ast.Call)
             and isinstance(made.func, ast.Attribute)
@@ -1257,6 +1304,16 @@ def _tensor_names(nodes: list[ast.AST], names: Names) -> frozenset[str]:
         ):
             found.add(spelled)
     return frozenset(found)
+
+
+def _unless_none(value: ast.expr) -> ast.expr:
+    """The arm of ``None if test else v`` (or ``v if test else None``) that is not
+    ``None``; ``value`` itself otherwise."""
+    if isinstance(value, ast.IfExp):
+        for arm, other in ((value.body, value.orelse), (value.orelse, value.body)):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return arm
+    return value
 
 
 #: Builtins whose argument is an iterable: an int handed to one raises.
@@ -1717,6 +1774,7 @@ class Divergence:
             for arm in arms
         ]
         agreed_on = [self._agreed_on_arm(arm) for arm in arms]
+        augmented = _augmented_only(region, bound)
         chosen: dict[str, Facet] = {}
         for name in bound:
             root = name.split(".", 1)[0]
@@ -1724,7 +1782,10 @@ class Divergence:
                 continue  # every arm makes it agree: one broadcasts it, the others receive
             bound_before = bound_outside(name) or bound_outside(root) or "." in name
             if bound_before or all(name in names for names in bound_on):
-                chosen[name] = Facet.CONTENTS | Facet.PRESENCE | self._made_apart(name, arms)
+                # Only augmented (``total += loss``) it is the same object whichever
+                # arm ran: augmenting a ``None`` raises.
+                presence = Facet(0) if name in augmented else Facet.PRESENCE
+                chosen[name] = Facet.CONTENTS | presence | self._made_apart(name, arms)
         for name, facets in _filled_apart(arms, bound, self._tensors).items():
             chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
@@ -1929,7 +1990,7 @@ class Divergence:
         elif isinstance(statement, ast.AugAssign):
             value = _join(
                 self.evaluator.taint(statement.target, state),
-                self.evaluator.taint(statement.value, state),
+                self._augmenting(statement, state),
             )
             state = self._stored(state, statement.target, value)
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -1939,6 +2000,17 @@ class Divergence:
                     state = _bound(state, item.optional_vars, value)
             return state
         return self._agreement(statement, state)
+
+    def _augmenting(self, statement: ast.AugAssign, state: State) -> Taint | None:
+        """What ``x += y`` takes from ``y``: never which object ``x`` is (augmenting a
+        ``None`` raises), and for a tensor ``x`` its contents alone (an in-place
+        operation keeps ``x``'s shape, dtype and device)."""
+        found = self.evaluator.taint(statement.value, state)
+        if found is None:
+            return None
+        if dotted_name(statement.target) in self._tensors:
+            return found.as_contents(DECIDING | Facet.DTYPE)
+        return found.only(~Facet.PRESENCE)
 
     def _returned_parts(
         self, target: ast.AST, value: ast.expr | None, state: State
@@ -2203,6 +2275,27 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
 
 #: Methods that add an item to a list or mapping in place.
 GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
+
+
+def _augmented_only(region: list[Node], names: set[str]) -> set[str]:
+    """The ``names`` that every statement of ``region`` binding them binds by an
+    augmented assignment (``x += y``)."""
+    kinds: dict[str, set[bool]] = {}
+    for node in region:
+        statement = node.statement
+        targets: list[ast.AST]
+        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
+            targets = [statement.target]
+        elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
+            targets = _targets(statement)
+        else:
+            continue
+        augmented = isinstance(statement, ast.AugAssign)
+        for target in targets:
+            for name, _ in _assigned_names(target):
+                if name in names:
+                    kinds.setdefault(name, set()).add(augmented)
+    return {name for name, found in kinds.items() if found == {True}}
 
 
 def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:

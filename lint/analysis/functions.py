@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
-from ddplint.analysis.batches import BatchSeeds, batch_seeds
+from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, ITEMS_PRESERVING
+from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants
 from ddplint.analysis.control_flow import (
@@ -276,6 +276,44 @@ class ModuleAnalysis:
         (``functions_reaching``), with the backward each reaches."""
         return self.functions_reaching(self.backward_label)
 
+    @cached_property
+    def step_functions(self) -> frozenset[str]:
+        """The ``backward_functions`` that run one step: none walks what it is handed
+        in a training loop of its own (``train_one_epoch(loader)`` walks the loader's
+        batches; a loop that calls it walks epochs, not batches). A loop over its own
+        optimizers (``for opt in self.optimizers``) walks no batches."""
+        helpers = frozenset(self.backward_functions)
+        return frozenset(
+            key
+            for key in helpers
+            if (definition := self._definitions.get(key)) is None
+            or not any(
+                self._walks_parameter(loop, definition)
+                for loop in training_loops(definition, helpers)
+            )
+        )
+
+    def _walks_parameter(
+        self, loop: ast.stmt, definition: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> bool:
+        """Whether ``loop`` iterates a parameter of ``definition`` (also through
+        ``enumerate`` or a progress bar)."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        walked = loop.iter
+        while (
+            isinstance(walked, ast.Call)
+            and walked.args
+            and (
+                self.names.resolve(walked.func) in ITEMS_PRESERVING
+                or self.names.resolve(walked.func) == "enumerate"
+            )
+        ):
+            walked = walked.args[0]
+        every = definition.args
+        parameters = {a.arg for a in (*every.posonlyargs, *every.args, *every.kwonlyargs)}
+        return isinstance(walked, ast.Name) and walked.id in parameters
+
     def backward_label(self, call: ast.Call) -> str | None:
         """``loss.backward()`` for a call that runs a backward pass (a method of the
         loss, accelerate's or Lightning's, ``torch.autograd.backward``), else None."""
@@ -300,7 +338,7 @@ class ModuleAnalysis:
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
         found = self._batch_views.get((scope, lightning, handed))
         if found is None:  # the graph and dominance alone: not the function's own facts
-            seeds = batch_seeds(scope, lightning, frozenset(self.backward_functions), self.names)
+            seeds = batch_seeds(scope, lightning, self.step_functions, self.names)
             seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             graph, dominance = self.graphs.graph(scope), self.dominance(scope)
             found = self._divergence(scope, graph, dominance, self._entry_of(scope), seeds)

@@ -1,7 +1,9 @@
 """Whether ranks issue the same collectives: the sequences a test's branches issue
 before they meet again (pairing), and the whole function walked once as rank 0 and
 once as another rank, keeping what each way's tests say of the values every rank
-shares (rank classes: main-process-first pairs up by construction). Walks step from
+shares (rank classes: main-process-first pairs up by construction; a test of the rank
+against a shared value, ``rank == turn``, is a fact of each way's own, so one process at
+a time pairs up too). Walks step from
 event to event under budgets; past them the answer is "cannot tell".
 """
 
@@ -379,6 +381,10 @@ def _evaluate(
         truth = value if isinstance(value, bool) else (None if value is None else value is _OTHER)
     if truth is not None:
         return truth
+    if _turn_test(test, zero, divergence, node):
+        key, negated = _leaf_key(test)
+        known = next((value for name, value in facts if name == _OWN + key), None)
+        return None if known is None else known != negated
     if taint is not None and taint.source is Source.RANK:
         raise _Unsettled
     key, negated = _leaf_key(test)
@@ -430,6 +436,9 @@ def _implied(
                 return None
             facts = implied
         return facts
+    if _turn_test(test, zero, function.divergence, node):
+        key, negated = _leaf_key(test)
+        return _with_fact(facts, _OWN + key, truth != negated)
     taint = function.divergence.taint(test, node)
     if taint is not None and taint.source is Source.RANK:
         return facts
@@ -437,6 +446,33 @@ def _implied(
         return None  # one process: no peer to part from
     key, negated = _leaf_key(test)
     return _with_fact(facts, key, truth != negated)
+
+
+#: How the name of a fact only one rank's way knows starts (``rank == turn``): the
+#: classes' ways are compared whatever each one's own facts say.
+_OWN = "#own "
+
+
+def _turn_test(test: ast.AST, zero: bool, divergence: Divergence, node: Node) -> bool:
+    """``rank == turn`` / ``rank != turn``: the rank against a value every rank shares
+    that is no constant (a loop's turn over the ranks). A class cannot settle it, but
+    each rank answers it alike wherever it is asked again with the same value: one
+    rank of the class, or none, holds the turn."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    for rank, other in (sides, sides[::-1]):
+        if (
+            not isinstance(other, ast.Constant)
+            and divergence.taint(other, node) is None
+            and _rank_value(rank, zero, divergence, node) is not None
+        ):
+            return True
+    return False
 
 
 def _with_fact(facts: Facts, key: str, kept: bool) -> Facts | None:
@@ -659,7 +695,9 @@ def _class_steps(
 
 def _compatible(first: Facts, second: Facts) -> bool:
     known = dict(first)
-    if not all(known.get(name, truth) == truth for name, truth in second):
+    if not all(
+        known.get(name, truth) == truth for name, truth in second if not name.startswith(_OWN)
+    ):
         return False
     known.update(second)
     return not _broken_clause(known)

@@ -12,7 +12,9 @@ handed through ``accelerator.prepare``, annotated as one, or a LightningModule's
 
 Correct by construction, not reported: a test every rank answers alike (a step counter,
 the world size, a flag made to agree by a collective: the divergence analysis), a test
-whose every branch takes the same step (pairing), and a test whose branches already
+whose every branch takes the same step (pairing), a step whose optimizer's listed
+parameters are broadcast to every rank right after the branches meet (the stepped
+value is shared: agreement after a collective), and a test whose branches already
 issue different collectives (the ranks part there: ``where_ranks_part``'s finding, one
 per root cause).
 """
@@ -24,10 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import Node, NodeKind, Scope
-from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.divergence import Source, Taint, distributed_function
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, ways_on
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.pairing import arms_agree
 from ddplint.analysis.questions import expression_guard
 from ddplint.analysis.rank_guards import rank_only_decorator
@@ -83,6 +85,8 @@ class Steppers:
         self._where: dict[int, tuple[int, str | None]] = _enclosing_functions(analysis.module)
         self._fields: set[str] = set()
         self._locals: dict[int, set[str]] = {}
+        #: An optimizer field or name -> the parameters its construction lists.
+        self._parameters: dict[str, set[str]] = {}
         for _ in range(2):  # a name handed on (``accelerator.prepare``) after it is made
             for assignment in analysis.nodes.of_type(ast.Assign):
                 self._allocation(assignment.targets, assignment.value)
@@ -111,8 +115,11 @@ class Steppers:
             return
         resolved = self.names.resolve(value.func)
         if _from_library(resolved):
+            listed = _listed_parameters(value)
             for target in targets:
                 self._add(target)
+                if (spelled := dotted_name(target)) is not None and listed:
+                    self._parameters.setdefault(spelled, set()).update(listed)
             return
         handed = self._handed_through(value, resolved)
         for target in targets if handed else ():
@@ -148,12 +155,29 @@ class Steppers:
             return spelled in self._fields
         return spelled in self._locals.get(function, set())
 
+    def parameters_of(self, call: ast.Call) -> set[str]:
+        """The parameters (``self.log_lambda``) the optimizer a step ``call`` steps was
+        built on, where its construction lists them (``SGD([self.log_lambda])``)."""
+        stepped = self.stepped(call)
+        spelled = dotted_name(stepped) if stepped is not None else None
+        return self._parameters.get(spelled, set()) if spelled is not None else set()
+
     def stepped(self, call: ast.Call) -> ast.expr | None:
         """What ``call`` steps, if it is a step: ``opt.step()``, ``scaler.step(opt)``."""
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "step"):
             return None
         return func.value if self.holds(func.value) else None
+
+
+def _listed_parameters(construction: ast.Call) -> set[str]:
+    """The names and fields a library optimizer's construction lists as its parameters
+    (its first argument, a list or tuple display of them); empty otherwise."""
+    given = call_argument(construction, 0, "params")
+    if not isinstance(given, (ast.List, ast.Tuple)):
+        return set()
+    listed = {dotted_name(element) for element in given.elts}
+    return set() if None in listed else {name for name in listed if name is not None}
 
 
 def _enclosing_functions(module: ast.Module) -> dict[int, tuple[int, str | None]]:
@@ -215,7 +239,7 @@ def steps_on_some_ranks(analysis: ModuleAnalysis) -> list[StepParting]:
         by_node: dict[int, set[str]] = {}
         for node, call, through in steps:
             by_node.setdefault(node.index, set()).add(_identity(call, through))
-        found.extend(_guarded(scope, function, steps, by_node))
+        found.extend(_guarded(scope, function, steps, by_node, steppers))
         found.extend(_expression_guarded(scope, function, steps))
     return sorted(found, key=lambda p: (getattr(p.cause, "lineno", 0), p.step.lineno))
 
@@ -225,6 +249,7 @@ def _guarded(
     function: FunctionFacts,
     steps: list[tuple[Node, ast.Call, str | None]],
     by_node: dict[int, set[str]],
+    steppers: Steppers,
 ) -> Iterator[StepParting]:
     reported: set[int] = set()
     for node, call, through in steps:
@@ -239,9 +264,36 @@ def _guarded(
                 continue  # the ranks part in collectives there: that question's finding
             if _paired(function, test, _identity(call, through), by_node):
                 continue
+            if _shared_after(function, test, steppers.parameters_of(call)):
+                continue  # what the arm stepped is broadcast to every rank right after
             reported.add(test.index)
             yield StepParting(scope, test.statement, test.statement, taint, call, through)
             break  # the innermost divergent test is the root cause
+
+
+#: How many statements after a test's join are searched for the broadcast that shares
+#: what its arm stepped.
+_SHARED_WITHIN = 3
+
+
+def _shared_after(function: FunctionFacts, test: Node, stepped: set[str]) -> bool:
+    """Whether what the test's arm steps is shared right after the arms meet: a
+    ``broadcast`` every rank reaches, within ``_SHARED_WITHIN`` statements of the join,
+    of a parameter the stepped optimizer was built on (``stepped``; rank 0 alone
+    updates a Lagrange multiplier, then broadcasts it): every rank holds the stepped
+    value after it."""
+    node = function.dominance.immediate(test)
+    for _ in range(_SHARED_WITHIN):
+        if node is None or node.statement is None:
+            return False
+        for call in own_calls(node.statement):
+            if distributed_function(function.divergence.names.resolve(call.func)) != "broadcast":
+                continue
+            buffer = call_argument(call, 0, "tensor")
+            if buffer is not None and dotted_name(buffer) in stepped:
+                return True
+        node = function.dominance.immediate(node)
+    return False
 
 
 def _expression_guarded(

@@ -34,7 +34,9 @@ class CollectiveOnSomeRanks(CodeRule):
 
     Not flagged: the same collective on both arms of a rank test; complementary tests
     (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when
-    the other ranks' barrier sits before an early `return` and rank 0's after its work);
+    the other ranks' barrier sits before an early `return` and rank 0's after its work;
+    one process at a time: `for turn in range(world): if rank != turn: barrier()` ...
+    `if rank == turn: barrier()`, every rank one barrier per turn);
     a way on which one process runs (`dist.is_initialized()` false, `world_size > 1`
     false, the launcher's `RANK` / `LOCAL_RANK` read as -1); an error exit (`raise`,
     `assert`, `sys.exit(1)`: the launcher stops every rank, nobody waits); a call of a

@@ -67,7 +67,10 @@ class DataDependentSkip(CodeRule):
     counter: a loop's turn number (`for step in range(n)`, also wrapped in a progress
     bar on rank 0 only: `if rank == 0: steps = tqdm(steps)`, `trange`,
     `itertools.count()`), an `enumerate` index, the entries of a mapping (`for name,
-    opt in optimizers.items()`), a `+= 1` counter of the loop's turns; a
+    opt in optimizers.items()`), a `+= 1` counter of the loop's turns; the epoch of a
+    loop around a function that walks the loader it is handed (`for epoch in epochs:
+    train_one_epoch(loader)`); a loss term that is `None` by a setting and only added to
+    in place (`aux = None if not cfg.aux else torch.zeros(())`; `aux += term`); a
     question about the batch's structure (`isinstance(batch, dict)`, `"key" in batch`,
     `batch.keys()`). A `return None` or constant loss from an automatically optimised
     `training_step` is DDP205's. A test of a flag that some ranks set under a test

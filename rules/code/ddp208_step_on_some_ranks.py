@@ -39,8 +39,10 @@ class StepOnSomeRanks(CodeRule):
     `(step + 1) % k == 0`, a global step against its budget, the world size, a flag
     that went through `all_reduce` or `broadcast`); a test whose every branch takes the
     same step; a test whose branches already issue different collectives (DDP219's
-    finding there: the ranks part at that test); a `torch.distributed.rpc` program
-    without data-parallel replicas.
+    finding there: the ranks part at that test); a step whose optimizer's listed
+    parameters are broadcast to every rank right after the branches meet (rank 0
+    updates a Lagrange multiplier, `dist.broadcast(self.log_lambda, src=0)`); a
+    `torch.distributed.rpc` program without data-parallel replicas.
 
     This rule is built on the analysis core (control dependence on a flow-sensitive
     divergence analysis).

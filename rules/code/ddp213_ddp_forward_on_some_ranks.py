@@ -29,9 +29,12 @@ class DdpForwardOnSomeRanks(CodeRule):
 
     Not flagged: a wrapper built with `broadcast_buffers=False`; calls of the inner
     module (`ddp_model.module(x)`) or of a model unwrapped first (`model = model.module`);
-    a model the analysis cannot tie to a DDP wrapper. It is built on the analysis core
-    (the effects' implicit DDP forward, control dependence on the divergence analysis,
-    rank guards).
+    a forward that feeds no backward and that every way reaches after a forward of the
+    same model under `torch.no_grad()` with no forward with grad between (rank 0's
+    second evaluation in a row: DDP broadcasts buffers only when the previous forward
+    ran with grad); a model the analysis cannot tie to a DDP wrapper. It is built on the
+    analysis core (the effects' implicit DDP forward, control dependence on the
+    divergence analysis, rank guards).
 
     ## Why is this bad?
     DDP's forward is a collective: before running the module it broadcasts the module's

@@ -93,7 +93,9 @@ class CollectiveArgumentsDiffer(CodeRule):
 
     Not flagged: a constant root; a root agreed before (broadcast, all-reduced) or
     computed from the world size or the configuration; a tensor whose numbers differ
-    but whose shape does not (every loss you all-reduce); placement (`.to(device)`,
+    but whose shape does not (every loss you all-reduce); a tensor padded to a size
+    every rank shares (`torch.cat([mine, torch.full((most - n,), -1)])` with `most`
+    gathered); placement (`.to(device)`,
     `map_location`); the objects of `all_gather_object` / `gather_object` (any size);
     point-to-point `send` / `recv` (their peer is per rank by design); a collective on
     a named process group (the group, and its root, follow the rank); two different
