@@ -23,20 +23,32 @@ SET_ANNOTATIONS = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSe
 VALUE_SELECTIONS = frozenset({"unique", "nonzero", "bincount", "set", "tolist", "argwhere"})
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
+#: The nodes ``_builds_a_set`` can say yes of.
+_SET_FORMS = (ast.Set, ast.SetComp, ast.Call, ast.AnnAssign, ast.arg)
 
 
-_walked: list[tuple[ast.Module, list[ast.AST]]] = []
+_Kinds = dict[type[ast.AST], list[ast.AST]]
+_walked: list[tuple[ast.Module, _Kinds]] = []
 
 
-def every_node(module: ast.Module) -> list[ast.AST]:
-    """``list(ast.walk(module))``, walked once for all the screens asked of one module
-    (the last module walked is kept, by identity, with its nodes)."""
+def _walked_once(module: ast.Module) -> _Kinds:
+    """The module's nodes by type, each list in ``ast.walk`` order, walked once for all
+    the screens asked of one module (the last module walked is kept, by identity)."""
     last = _walked[0] if _walked else None
     if last is not None and last[0] is module:
         return last[1]
-    nodes = list(walk(module))
-    _walked[:] = [(module, nodes)]
-    return nodes
+    kinds: _Kinds = {}
+    for node in walk(module):
+        kinds.setdefault(type(node), []).append(node)
+    _walked[:] = [(module, kinds)]
+    return kinds
+
+
+def nodes_of(module: ast.Module, *kinds: type[ast.AST]) -> list[ast.AST]:
+    """The module's nodes of these exact types, kind after kind (each in ``ast.walk``
+    order): a screen reads only the kinds it asks about, not every node."""
+    by_kind = _walked_once(module)
+    return [node for kind in kinds for node in by_kind.get(kind, ())]
 
 
 def _last_name(expr: ast.expr | None) -> str | None:
@@ -65,19 +77,15 @@ def _builds_a_set(node: ast.AST) -> bool:
 def may_iterate_a_set(module: ast.Module) -> bool:
     """Whether a loop or comprehension of the module may iterate a set: the module
     loops, and builds or annotates a set somewhere."""
-    loops = sets = False
-    for node in every_node(module):
-        loops = loops or isinstance(node, _LOOPS)
-        sets = sets or _builds_a_set(node)
-        if loops and sets:
-            return True
-    return False
+    return bool(nodes_of(module, *_LOOPS)) and any(
+        _builds_a_set(node) for node in nodes_of(module, *_SET_FORMS)
+    )
 
 
 def loops_over_selected_values(module: ast.Module) -> bool:
     """Whether a loop or comprehension iterates over something built by a call that
     selects the values present in its input (``for c in y.unique():``)."""
-    for node in every_node(module):
+    for node in nodes_of(module, *_LOOPS):
         if isinstance(node, _LOOPS) and any(
             isinstance(part, ast.Call) and _last_name(part.func) in VALUE_SELECTIONS
             for part in walk(node.iter)
@@ -133,17 +141,16 @@ def may_shard_by_rank(module: ast.Module) -> bool:
     differ in length (``analysis/rank_shards``): it holds one of the forms of
     ``_may_shard``, whatever names they use."""
     imports = Names(module).imports
-    return any(_may_shard(node, imports) for node in every_node(module))
+    forms = nodes_of(module, ast.Slice, ast.Subscript, ast.Call, ast.Compare)
+    return any(_may_shard(node, imports) for node in forms)
 
 
 def passes_true(module: ast.Module, keyword: str) -> bool:
     """Whether some call passes ``keyword=True`` (a literal ``True``)."""
     return any(
-        isinstance(node, ast.keyword)
-        and node.arg == keyword
-        and isinstance(node.value, ast.Constant)
-        and node.value.value is True
-        for node in every_node(module)
+        node.arg == keyword and isinstance(node.value, ast.Constant) and node.value.value is True
+        for node in nodes_of(module, ast.keyword)
+        if isinstance(node, ast.keyword)
     )
 
 
@@ -151,7 +158,7 @@ def defines(module: ast.Module, function: str) -> bool:
     """Whether a function (or method) of that name is defined anywhere in the module."""
     return any(
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
-        for node in every_node(module)
+        for node in nodes_of(module, ast.FunctionDef, ast.AsyncFunctionDef)
     )
 
 
@@ -160,7 +167,7 @@ def caught_exception_names(module: ast.Module) -> list[list[str]]:
     each (``""`` for one that is not a dotted name): ``[["ValueError", "KeyError"]]``
     for ``except (ValueError, errors.KeyError):``."""
     found: list[list[str]] = []
-    for node in every_node(module):
+    for node in nodes_of(module, ast.ExceptHandler):
         if isinstance(node, ast.ExceptHandler) and node.type is not None:
             caught = node.type
             elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
@@ -172,7 +179,7 @@ def mentions(module: ast.Module, names: frozenset[str]) -> bool:
     """Whether one of ``names`` is spelled in the module as a name, the last part of an
     attribute, or an imported name: every call of such a function, however renamed,
     spells it somewhere."""
-    for node in every_node(module):
+    for node in nodes_of(module, ast.Name, ast.Attribute, ast.alias):
         if isinstance(node, ast.Name):
             spelled = [node.id]
         elif isinstance(node, ast.Attribute):

@@ -177,6 +177,7 @@ class ModuleAnalysis:
         self._reaching = self._functions_reaching_collectives()
         self._single_process: SingleProcessPaths | None = None
         self._literal_values: LiteralValues | None = None
+        self._several: dict[tuple[ast.expr, Scope], bool | None] = {}
 
     @property
     def literal_values(self) -> LiteralValues:
@@ -213,6 +214,15 @@ class ModuleAnalysis:
                 self.nodes, self.names, self.graphs, self.project
             )
         return self._single_process
+
+    def _asks_several(self, test: ast.expr, scope: Scope) -> bool | None:
+        """``single_process.asks_several`` of a test from ``scope``, asked once: every
+        solve of the scope (its own, its batch view, the fields rounds, a call summary
+        per parameter) asks each of its tests, and the answer reads only the module."""
+        key = (test, scope)
+        if key not in self._several:
+            self._several[key] = self.single_process.asks_several(test, scope)
+        return self._several[key]
 
     def _key_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
         """How calls name a local function: ``f`` for a function, ``self.f`` for a method
@@ -404,7 +414,7 @@ class ModuleAnalysis:
             self._call_summary,
             self.literal_values.decided,
             batches=batches,
-            several=lambda test: self.single_process.asks_several(test, scope),
+            several=lambda test: self._asks_several(test, scope),
             probes=probes,
             parts=self._returned_parts,
         )

@@ -124,10 +124,13 @@ def lossless_step_returns(analysis: ModuleAnalysis) -> list[LosslessStep]:
             continue
         if not classes.is_module_class(owner) or manual_optimization(analysis, function, owner):
             continue
+        paths = lossless_returns(function, analysis.names)
+        if not paths:
+            continue  # most steps return their loss on every way: nothing to solve
         divergence = analysis.batch_view(function, step_method=True)
         graph = analysis.graphs.graph(function)
         reported: set[tuple[int, int]] = set()
-        for path in lossless_returns(function, analysis.names):
+        for path in paths:
             guard, taint = _deciding_guard(path, graph, divergence)
             if guard is None:
                 guard, taint = _dependence_guard(analysis, function, graph, path, divergence)
