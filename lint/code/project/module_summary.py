@@ -25,10 +25,12 @@ from ddplint.analysis.names import import_bindings, joined_imports, module_alias
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
+    by_kind,
     class_summary,
     function_summary,
     own_nodes,
     qualify,
+    rank_arguments,
 )
 from ddplint.code.syntax.pieces import Piece, split
 from ddplint.code.syntax.python_ast import parse_python
@@ -66,13 +68,15 @@ class _Definitions:
     """What a piece defines and calls, read with the module's imports, its line numbers
     as they were where the piece started on ``line``: functions (and ``Class.method``)
     and classes in definition order, the module-level calls, whether one chooses the
-    rank's GPU."""
+    rank's GPU, and where they pass the rank (``[target, argument position or
+    keyword]``: ``main(int(os.environ["LOCAL_RANK"]))`` under the ``__main__`` test)."""
 
     line: int
     functions: tuple[tuple[str, Summary], ...]
     classes: tuple[tuple[str, Summary], ...]
     calls: tuple[tuple[str, int], ...]
     sets_device: bool
+    rank_args: tuple[tuple[str, int | str], ...] = ()
 
 
 @dataclass
@@ -101,6 +105,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     instances: dict[str, str] = {}
     calls: list[list[Any]] = []
     sets_device = False
+    rank_args: list[list[Any]] = []
     for piece, entry in zip(pieces, entries, strict=True):
         definitions = _definitions(piece, entry, imports, spelled)
         delta = piece.line - definitions.line
@@ -110,6 +115,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         instances.update(entry.names.instances)
         calls.extend([target, line + delta] for target, line in definitions.calls)
         sets_device = sets_device or definitions.sets_device
+        rank_args.extend([target, at] for target, at in definitions.rank_args)
     known = {*imports, *functions, *classes, *instances}
     uses: set[str] = set()
     for entry in entries:
@@ -138,6 +144,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
             "sets_device": sets_device,
             "program": program,
             "backward": backward,
+            **({"rank_args": rank_args} if rank_args else {}),
         },
         "uses": sorted(uses),
     }
@@ -287,12 +294,14 @@ def _read_definitions(piece: Piece, imports: dict[str, str]) -> _Definitions:
             classes.append((statement.name, class_summary(statement, imports, functions)))
     calls: list[tuple[str, int]] = []
     sets_device = False
-    for node in own_nodes(ast.Module(body=list(piece.statements), type_ignores=[])):
+    nodes = own_nodes(ast.Module(body=list(piece.statements), type_ignores=[]))
+    for node in nodes:
         if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
             calls.append((target, node.lineno))
             sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+    handed = tuple((target, at) for target, at in rank_arguments(by_kind(nodes)))
     return _Definitions(
-        piece.line, tuple(functions.items()), tuple(classes), tuple(calls), sets_device
+        piece.line, tuple(functions.items()), tuple(classes), tuple(calls), sets_device, handed
     )
 
 
