@@ -641,6 +641,22 @@ def test_a_module_top_level_hands_the_rank_it_reads_in_place() -> None:
     assert index.rank_parameters[("loops", "sync")] == {1}
 
 
+def test_a_top_level_name_bound_to_the_rank_is_handed_by_later_statements() -> None:
+    """``local_rank = ...`` and ``main(local_rank)`` as two top-level statements hand the
+    rank; bound again to something else in between, they do not."""
+    loops = "def fit(rank):\n    pass\n\n\ndef check(rank):\n    pass\n"
+    script = (
+        "import os\nfrom loops import fit, check\n\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "fit(local_rank)\n"
+        "local_rank = 0\n"
+        "check(local_rank)\n"
+    )
+    index = index_of({"train.py": script, "loops.py": loops})
+    assert index.rank_parameters[("loops", "fit")] == {0}
+    assert not index.rank_parameters.get(("loops", "check"))
+
+
 def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> None:
     reach = ReachedCollective(
         "torch.distributed.barrier",

@@ -534,6 +534,31 @@ def _rank_bound_names(kinds: Kinds) -> tuple[dict[str, int], set[str]]:
     return bound, others - bound.keys()
 
 
+def rank_bindings(kinds: Kinds) -> tuple[frozenset[str], frozenset[str]]:
+    """The names the code in ``kinds`` binds to the rank (or a test of it), and those
+    it binds to anything else."""
+    bound, others = _rank_bound_names(kinds)
+    return frozenset(bound), frozenset(others)
+
+
+def name_arguments(kinds: Kinds) -> list[tuple[str, int | str, str]]:
+    """``(target, argument position or keyword, name)`` for each plain name the code in
+    ``kinds`` passes to a call."""
+    found: list[tuple[str, int | str, str]] = []
+    for node in _of(kinds, ast.Call):
+        target = dotted(node.func)
+        if target is None:
+            continue
+        passed: dict[int | str, ast.expr] = dict(enumerate(node.args))
+        passed.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
+        found.extend(
+            (target, at, value.id)
+            for at in _arguments_where(node, lambda value: isinstance(value, ast.Name))
+            if isinstance(value := passed[at], ast.Name)
+        )
+    return found
+
+
 def rank_arguments(kinds: Kinds) -> list[list[Any]]:
     """``[target, argument position or keyword]`` for each call of the code in ``kinds``
     (a function's, or a module's top level) that passes the rank (``_rank_arguments``)."""
