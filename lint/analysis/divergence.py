@@ -938,14 +938,18 @@ class _Evaluator:
         self, call: ast.Call, state: State, count: int
     ) -> tuple[Taint | None, ...] | None:
         """Of a call whose result agrees, the items a function of this module returns
-        that read the rank itself (``rank, world_size = init_distributed()``, ``return
-        rank, world_size``); the other items agree. None where no item does."""
+        whose values read the rank itself (``rank, world_size = init_distributed()``,
+        ``return rank, world_size``; not a device chosen by it); the other items agree.
+        None where no item does."""
         spelled = dotted_name(call.func)
         local = spelled is not None and ("." not in spelled or _self_field(spelled))
         found = self.returned_parts(call, state, count) if local else None
         if found is None:
             return None
-        ranks = tuple(t if t is not None and t.source is Source.RANK else None for t in found)
+        ranks = tuple(
+            t if t is not None and t.source is Source.RANK and t.facets & Facet.CONTENTS else None
+            for t in found
+        )
         return ranks if any(ranks) else None
 
     def _summarised_parts(
