@@ -11,8 +11,11 @@ directory under the mirror folder, ``OWNER+NAME/repo``): ``before`` is the file 
 commit's parent, ``after`` the file at the fix commit. Each file is linted alone in an
 empty folder, once with the default rules and once with ``--select ALL --preview``.
 With ``--in-tree`` the file is linted by name inside the whole tree of its commit
-(``git archive``), so the project model sees the other modules: the facts that cross
-modules (an object, a helper, the caller's rank) count there, as in a user's run.
+(its source and config files, written from ``git ls-tree``), made a new empty
+repository as a user's checkout is (without one, or a ``pyproject.toml`` at its top,
+the project root would be the file's own folder and the model would miss its callers),
+so the project model sees the other modules: the facts that cross modules (an object,
+a helper, the caller's rank) count there, as in a user's run.
 
 Scoring (as in ``../shared/realworld/README.md``): a case is *found* when a finding sits
 on ``line`` or on one of ``alt_lines`` of ``before``; it is *fixed* when, in addition, the
@@ -126,6 +129,9 @@ def lint_in_tree(gd: Path, commit: str, path: str, mode: str, work: Path) -> lis
     """(rule, line) of every finding on PATH linted by name in the whole tree at COMMIT."""
     folder = Path(tempfile.mkdtemp(dir=work))
     write_tree(gd, commit, folder)
+    # A checkout: without a repository (or a pyproject.toml at the top) the project
+    # root would be the file's own folder, and the model would miss its callers.
+    subprocess.run(["git", "init", "-q", str(folder)], check=False)
     command = [sys.executable, "-m", "ddplint", "check", path, "--no-cache"]
     command += ["--format", "json", "--exit-zero", *MODES[mode]]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)

@@ -95,6 +95,16 @@ EXPECTED = {
         {("src/trainer/trainer.py", 11, "DDP201"), ("src/trainer/loops.py", 7, "DDP201")},
         "",
     ),
+    # The scripts hand the rank from their top level (under the `__main__` test, read
+    # in place: `fit(int(os.environ["LOCAL_RANK"]), ...)`, `Fitter(model,
+    # dist.get_rank())`) to a function and a class of another module: rank 0 skips the
+    # `else:` barrier of each epoch. `train_good.py` hands the rank to the look-alikes
+    # that pair (main process first, a send and its receive) and the process count to
+    # a single-process switch: quiet.
+    "rank_by_script": (
+        {("pipeline/epochs.py", 8, "DDP201"), ("pipeline/epochs.py", 22, "DDP201")},
+        "",
+    ),
     # `train_bad.py` starts the process group in a helper of another module: its per-step
     # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
     # which it runs too. `train_good.py` starts no group, nor does anything it imports (a
@@ -632,6 +642,42 @@ def test_a_plain_function_whose_first_parameter_is_cls_with_a_default_is_summari
     text = "def register(cls=None, *, name=None):\n    if cls:\n        return cls\n"
     summary = summarize(text)
     assert summary is not None
+
+
+def test_a_module_top_level_hands_the_rank_it_reads_in_place() -> None:
+    """``main(int(os.environ["LOCAL_RANK"]))`` under the ``__main__`` test hands ``main``
+    the rank (a name bound there first counts too); the number of processes does not."""
+    index = index_of(
+        {
+            "train.py": (
+                "import os\nimport torch.distributed as dist\n"
+                "from loops import fit, sync\n\n"
+                "if __name__ == '__main__':\n"
+                "    fit(0, int(os.environ['LOCAL_RANK']))\n"
+                "    rank = dist.get_rank()\n"
+                "    sync(int(os.environ['WORLD_SIZE']), rank)\n"
+            ),
+            "loops.py": "def fit(epochs, rank):\n    pass\n\n\ndef sync(size, rank):\n    pass\n",
+        }
+    )
+    assert index.rank_parameters[("loops", "fit")] == {1}
+    assert index.rank_parameters[("loops", "sync")] == {1}
+
+
+def test_a_top_level_name_bound_to_the_rank_is_handed_by_later_statements() -> None:
+    """``local_rank = ...`` and ``main(local_rank)`` as two top-level statements hand the
+    rank; bound again to something else in between, they do not."""
+    loops = "def fit(rank):\n    pass\n\n\ndef check(rank):\n    pass\n"
+    script = (
+        "import os\nfrom loops import fit, check\n\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "fit(local_rank)\n"
+        "local_rank = 0\n"
+        "check(local_rank)\n"
+    )
+    index = index_of({"train.py": script, "loops.py": loops})
+    assert index.rank_parameters[("loops", "fit")] == {0}
+    assert not index.rank_parameters.get(("loops", "check"))
 
 
 def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> None:

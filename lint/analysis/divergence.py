@@ -979,6 +979,24 @@ class _Evaluator:
                 return found
         return self._summarised_parts(call, spelled, state, count)
 
+    def own_rank_parts(
+        self, call: ast.Call, state: State, count: int
+    ) -> tuple[Taint | None, ...] | None:
+        """Of a call whose result agrees, the items a function of this module returns
+        whose values read the rank itself (``rank, world_size = init_distributed()``,
+        ``return rank, world_size``; not a device chosen by it); the other items agree.
+        None where no item does."""
+        spelled = dotted_name(call.func)
+        local = spelled is not None and ("." not in spelled or _self_field(spelled))
+        found = self.returned_parts(call, state, count) if local else None
+        if found is None:
+            return None
+        ranks = tuple(
+            t if t is not None and t.source is Source.RANK and t.facets & Facet.CONTENTS else None
+            for t in found
+        )
+        return ranks if any(ranks) else None
+
     def _summarised_parts(
         self, call: ast.Call, spelled: str, state: State, count: int
     ) -> tuple[Taint | None, ...] | None:
@@ -2024,7 +2042,8 @@ class Divergence:
         if any(isinstance(e, ast.Starred) for e in target.elts):
             return None
         if self.evaluator.taint(value, state) is None:
-            return None  # the call's result agrees as a whole: nothing to split
+            # Agreed as a whole, but for the rank a function of the module reads itself.
+            return self.evaluator.own_rank_parts(value, state, len(target.elts))
         return self.evaluator.returned_parts(value, state, len(target.elts))
 
     def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:

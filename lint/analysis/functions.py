@@ -14,7 +14,7 @@ from functools import cached_property
 from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, ITEMS_PRESERVING
 from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
 from ddplint.analysis.children import child_nodes, walk
-from ddplint.analysis.constants import ScopedConstants
+from ddplint.analysis.constants import ScopedConstants, parameter_names
 from ddplint.analysis.control_flow import (
     SCOPE_TYPES,
     EdgeKind,
@@ -503,13 +503,16 @@ class ModuleAnalysis:
         class hand its parameters."""
         if not isinstance(scope, _FUNCTIONS):
             return {}
+        # A parameter of the same name shadows a global (its value is the caller's).
+        shadowed = parameter_names(scope)
+        found = {n: t for n, t in self._rank_globals.items() if n not in shadowed}
         owner = self.nodes.scope_of.get(scope)
         if not isinstance(owner, ast.ClassDef):
-            return dict(self._rank_globals)
+            return found
         fields = self._fields_of(owner)
         if scope.name != "__init__":
-            return {**self._rank_globals, **fields}
-        return {**self._rank_globals, **self._constructed_with(owner)[0], **fields}
+            return {**found, **fields}
+        return {**found, **self._constructed_with(owner)[0], **fields}
 
     @property
     def _rank_globals(self) -> State:

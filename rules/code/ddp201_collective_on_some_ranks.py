@@ -30,7 +30,12 @@ class CollectiveOnSomeRanks(CodeRule):
     or `cond and call()`, after a `return` / `continue` / `break` taken on some ranks
     only (a `break` out of a loop skips the collectives of its later trips and after
     it), or in a `@rank_zero_only` function. The rank is read in any spelling, a
-    module global bound once to it (`RANK = int(os.environ["RANK"])`) included.
+    module global bound once to it (`RANK = int(os.environ["RANK"])`, unless a
+    parameter of the same name shadows it) and a parameter the script's top level
+    hands it in (`main(int(os.environ["LOCAL_RANK"]))` under `if __name__ ==
+    "__main__":`, in this module or another) and the item of a tuple a function of
+    the module returns that reads the rank (`rank, world_size = init_distributed()`)
+    included.
 
     Not flagged: the same collective on both arms of a rank test; complementary tests
     (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when

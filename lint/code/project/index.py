@@ -492,6 +492,9 @@ class ProjectIndex:
             links["top_calls"] = top_calls
         if top.get("sets_device"):
             links["top_sets_device"] = True
+        top_rank_args = self._handed_positions(top.get("rank_args", ()), module, None)
+        if top_rank_args:
+            links["top_rank_args"] = top_rank_args
         return links
 
     # -- fixpoints ---------------------------------------------------------------
@@ -669,9 +672,14 @@ class ProjectIndex:
     ) -> None:
         """Fill ``handed`` (per function, parameter positions) from the callers' links
         named ``seeds`` (``[module, function, position]``; ``across_modules``: only
-        those of callers in another module), then to a fixpoint along the parameters
+        those of callers in another module; a module's top level counts as a caller,
+        its links named ``top_`` + ``seeds``), then to a fixpoint along the parameters
         each function passes on as they are."""
-        for (caller, _name), function in self._functions():
+        callers = [(key[0], function) for key, function in self._functions()]
+        callers += [
+            (module, {seeds: links.get(f"top_{seeds}", ())}) for module, links in self.links.items()
+        ]
+        for caller, function in callers:
             for module, name, argument in function.get(seeds, ()):
                 if not (across_modules and module == caller):
                     handed.setdefault((module, name), set()).add(argument)

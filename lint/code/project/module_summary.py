@@ -25,10 +25,14 @@ from ddplint.analysis.names import import_bindings, joined_imports, module_alias
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
+    by_kind,
     class_summary,
     function_summary,
+    name_arguments,
     own_nodes,
     qualify,
+    rank_arguments,
+    rank_bindings,
 )
 from ddplint.code.syntax.pieces import Piece, split
 from ddplint.code.syntax.python_ast import parse_python
@@ -66,13 +70,20 @@ class _Definitions:
     """What a piece defines and calls, read with the module's imports, its line numbers
     as they were where the piece started on ``line``: functions (and ``Class.method``)
     and classes in definition order, the module-level calls, whether one chooses the
-    rank's GPU."""
+    rank's GPU, and where they pass the rank (``[target, argument position or
+    keyword]``: ``main(int(os.environ["LOCAL_RANK"]))`` under the ``__main__`` test);
+    for the pieces after it, the names it binds to the rank and to anything else, and
+    the plain names its calls pass (``main(local_rank)``)."""
 
     line: int
     functions: tuple[tuple[str, Summary], ...]
     classes: tuple[tuple[str, Summary], ...]
     calls: tuple[tuple[str, int], ...]
     sets_device: bool
+    rank_args: tuple[tuple[str, int | str], ...] = ()
+    rank_names: frozenset[str] = frozenset()
+    other_names: frozenset[str] = frozenset()
+    name_args: tuple[tuple[str, int | str, str], ...] = ()
 
 
 @dataclass
@@ -101,6 +112,10 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     instances: dict[str, str] = {}
     calls: list[list[Any]] = []
     sets_device = False
+    rank_args: list[list[Any]] = []
+    # Top-level names earlier pieces bound to the rank, and to anything else.
+    ranked: frozenset[str] = frozenset()
+    unranked: frozenset[str] = frozenset()
     for piece, entry in zip(pieces, entries, strict=True):
         definitions = _definitions(piece, entry, imports, spelled)
         delta = piece.line - definitions.line
@@ -110,6 +125,9 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         instances.update(entry.names.instances)
         calls.extend([target, line + delta] for target, line in definitions.calls)
         sets_device = sets_device or definitions.sets_device
+        rank_args.extend(_handed_ranks(definitions, ranked, unranked))
+        ranked = (ranked - definitions.other_names) | definitions.rank_names
+        unranked = (unranked - definitions.rank_names) | definitions.other_names
     known = {*imports, *functions, *classes, *instances}
     uses: set[str] = set()
     for entry in entries:
@@ -138,9 +156,27 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
             "sets_device": sets_device,
             "program": program,
             "backward": backward,
+            **({"rank_args": rank_args} if rank_args else {}),
         },
         "uses": sorted(uses),
     }
+
+
+def _handed_ranks(
+    definitions: _Definitions, ranked: frozenset[str], unranked: frozenset[str]
+) -> Iterator[list[Any]]:
+    """Where a piece's calls pass the rank: as the piece reads it, or a name an earlier
+    piece bound to it (not one an earlier piece bound to anything else, whatever its
+    spelling), unless the piece binds the name itself."""
+    own = definitions.rank_names | definitions.other_names
+    plain = {(target, at): name for target, at, name in definitions.name_args}
+    for target, at in definitions.rank_args:
+        name = plain.get((target, at))
+        if name is None or name in own or name not in unranked:
+            yield [target, at]
+    for target, at, name in definitions.name_args:
+        if name in ranked and name not in own and (target, at) not in definitions.rank_args:
+            yield [target, at]
 
 
 def _definitions(
@@ -287,12 +323,24 @@ def _read_definitions(piece: Piece, imports: dict[str, str]) -> _Definitions:
             classes.append((statement.name, class_summary(statement, imports, functions)))
     calls: list[tuple[str, int]] = []
     sets_device = False
-    for node in own_nodes(ast.Module(body=list(piece.statements), type_ignores=[])):
+    nodes = own_nodes(ast.Module(body=list(piece.statements), type_ignores=[]))
+    for node in nodes:
         if isinstance(node, ast.Call) and (target := dotted(node.func)) is not None:
             calls.append((target, node.lineno))
             sets_device = sets_device or qualify(target, imports) in DEVICE_CHOICES
+    kinds = by_kind(nodes)
+    handed = tuple((target, at) for target, at in rank_arguments(kinds))
+    ranks, others = rank_bindings(kinds)
     return _Definitions(
-        piece.line, tuple(functions.items()), tuple(classes), tuple(calls), sets_device
+        piece.line,
+        tuple(functions.items()),
+        tuple(classes),
+        tuple(calls),
+        sets_device,
+        handed,
+        ranks,
+        others,
+        tuple(name_arguments(kinds)),
     )
 
 

@@ -201,8 +201,7 @@ def function_summary(
     forwards: list[list[Any]] = []
     wrapped = _ddp_wrapped_names(kinds, imports)
     wrapped_args: list[list[Any]] = []
-    rank_names = _rank_bound_names(kinds)
-    rank_args: list[list[Any]] = []
+    rank_args = rank_arguments(kinds)
     sampled = _distributed_loader_names(kinds, imports)
     loader_args: list[list[Any]] = []
     allocations = _allocations(kinds)
@@ -233,7 +232,6 @@ def function_summary(
             else:
                 forwards.extend([target, argument, own] for argument, own in passed)
             wrapped_args.extend([target, at] for at in _positions_of(node, wrapped))
-            rank_args.extend([target, at] for at in _rank_arguments(node, rank_names))
             loader_args.extend([target, at] for at in _named_arguments(node, sampled))
             made_args.extend(
                 [target, at, made] for at, made in _allocated_arguments(node, allocations)
@@ -534,6 +532,43 @@ def _rank_bound_names(kinds: Kinds) -> tuple[dict[str, int], set[str]]:
             bound.setdefault(node.targets[0].id, node.lineno)
     others = {name.id for name in _stored_names(kinds)}
     return bound, others - bound.keys()
+
+
+def rank_bindings(kinds: Kinds) -> tuple[frozenset[str], frozenset[str]]:
+    """The names the code in ``kinds`` binds to the rank (or a test of it), and those
+    it binds to anything else."""
+    bound, others = _rank_bound_names(kinds)
+    return frozenset(bound), frozenset(others)
+
+
+def name_arguments(kinds: Kinds) -> list[tuple[str, int | str, str]]:
+    """``(target, argument position or keyword, name)`` for each plain name the code in
+    ``kinds`` passes to a call."""
+    found: list[tuple[str, int | str, str]] = []
+    for node in _of(kinds, ast.Call):
+        target = dotted(node.func)
+        if target is None:
+            continue
+        passed: dict[int | str, ast.expr] = dict(enumerate(node.args))
+        passed.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
+        found.extend(
+            (target, at, value.id)
+            for at in _arguments_where(node, lambda value: isinstance(value, ast.Name))
+            if isinstance(value := passed[at], ast.Name)
+        )
+    return found
+
+
+def rank_arguments(kinds: Kinds) -> list[list[Any]]:
+    """``[target, argument position or keyword]`` for each call of the code in ``kinds``
+    (a function's, or a module's top level) that passes the rank (``_rank_arguments``)."""
+    names = _rank_bound_names(kinds)
+    return [
+        [target, at]
+        for node in _of(kinds, ast.Call)
+        if (target := dotted(node.func)) is not None
+        for at in _rank_arguments(node, names)
+    ]
 
 
 def _rank_arguments(call: ast.Call, names: tuple[dict[str, int], set[str]]) -> list[int | str]:
