@@ -29,6 +29,7 @@ MAX_FILE_SIZE_LIMIT = 1024 * 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_EXCLUDE = (
     ".git",
+    ".git-rewrite",
     ".hg",
     ".svn",
     ".bzr",
@@ -36,20 +37,30 @@ DEFAULT_EXCLUDE = (
     "venv",
     ".env",
     "env",
+    ".direnv",
+    ".pyenv",
     "__pycache__",
     ".mypy_cache",
     ".pytest_cache",
+    ".pytype",
     ".ruff_cache",
     ".ddplint_cache",
     ".tox",
     ".nox",
     ".eggs",
     "*.egg-info",
+    ".pants.d",
+    "buck-out",
     "build",
+    "_build",
     "dist",
     "node_modules",
     "site-packages",
     "__pypackages__",
+    # Jupyter's autosaved copies of notebooks and of the files its editor opened: never
+    # the code that runs, and a second report of every finding in the original.
+    ".ipynb_checkpoints",
+    ".vscode",
 )
 KNOWN_KEYS = (
     "select",

@@ -386,6 +386,26 @@ def test_a_folder_named_on_its_own_is_linted_where_excluded(
     assert run(["check", "--no-cache", "--force-exclude", "fixtures/rules"])[0] == 0
 
 
+@pytest.mark.parametrize("folder", [".ipynb_checkpoints", "_build", "buck-out", ".vscode"])
+def test_ruffs_default_excludes_are_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    """Jupyter's autosaved copy of a script is not the code that runs: reporting it again
+    doubled every finding of the original. ruff's other default excludes go the same way;
+    the same file under another folder name is linted."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "net.py").write_text(HAZARD)
+    (tmp_path / "train" / folder).mkdir()
+    (tmp_path / "train" / folder / "net-checkpoint.py").write_text(HAZARD)
+    (tmp_path / "train" / "checkpoints").mkdir()
+    (tmp_path / "train" / "checkpoints" / "net.py").write_text(HAZARD)
+    code, out, _ = run(["check", "--no-cache", "."])
+    assert code == 1 and "train/net.py:7:9: DDP101" in out
+    assert "train/checkpoints/net.py:7:9: DDP101" in out
+    assert folder not in out
+
+
 def test_malformed_pyproject_found_by_discovery_is_reported_like_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
