@@ -64,7 +64,6 @@ class PersistentWorkersWithoutWorkers(CodeRule):
     code = "DDP404"
     reads_libcst = False
     name = "dataloader-persistent-no-workers"
-    default_enabled = False
     summary = "DataLoader(persistent_workers=True) with num_workers=0"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
