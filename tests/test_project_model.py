@@ -108,8 +108,8 @@ EXPECTED = {
     # `train_bad.py` starts the process group in a helper of another module: its per-step
     # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
     # which it runs too. `train_good.py` starts no group, nor does anything it imports (a
-    # Lightning data module starts none): the same read and skip run in one process,
-    # quiet. `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start
+    # Lightning data module starts none; `layers.py` gathers only `if dist.is_initialized()`,
+    # which starts none either): the same read and skip run in one process, quiet. `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start
     # DDP on every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
     "programs": (
@@ -117,7 +117,7 @@ EXPECTED = {
             ("train_bad.py", 12, "DDP102"),
             ("train_bad.py", 14, "DDP204"),
             ("steps.py", 4, "DDP102"),
-            ("layers.py", 7, "DDP240"),
+            ("layers.py", 8, "DDP240"),
             ("lit.py", 7, "DDP102"),
         },
         "",
@@ -780,6 +780,34 @@ def test_programs_that_start_no_group_run_their_modules_alone() -> None:
         }
     )
     assert "train" not in alone and "train_one" in alone
+
+
+GATHERS_WHEN_INITIALIZED = (
+    "import torch.distributed as dist\ndef gather(x):\n    if dist.is_initialized():\n"
+    "        dist.all_gather([x], x)\n    return dist.get_rank()\n"
+)
+
+
+def test_a_query_or_a_collective_starts_no_group() -> None:
+    # `model.py` gathers only once a group is up and reads the rank: a script that
+    # imports it starts none, and runs it alone.
+    files = {
+        "train_ddp.py": DISTRIBUTED,
+        "train_one.py": "import model\n" + SINGLE,
+        "model.py": GATHERS_WHEN_INITIALIZED,
+        "helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "model", "helpers"}
+    # The same module imported by the script that starts the group: not alone.
+    files["train_ddp.py"] = "import model\n" + DISTRIBUTED
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+    # Wrapping in DDP (an import of the class) is evidence of intent: distributed.
+    files["train_ddp.py"] = DISTRIBUTED
+    files["train_one.py"] = "from torch.nn.parallel import DistributedDataParallel\n" + SINGLE
+    alone, _ = roles_of(files)
+    assert not alone
 
 
 FITTER = (

@@ -3,12 +3,16 @@
 A *program* is a module run as a script: it tests ``__name__ == "__main__"``, loops at
 its top level, or calls a function of its own there (``main()``). What it runs is the
 module and every project module it imports, over and over (a package's ``__init__``
-with each module inside it). A program is *distributed* when any of those modules uses
-an API that starts or joins a process group (``api.GROUP_APIS``: ``torch.distributed``
-and DDP, ``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate's ``Accelerator``,
-Lightning's ``Trainer`` and ``Fabric``, Horovod, ColossalAI, the Hugging Face
-``Trainer``), not one that only lives beside them (a ``LightningDataModule``, accelerate's
-``set_seed``); it *trains* when one of them calls
+with each module inside it). A program is *distributed* when any of those modules starts
+or joins a process group, or wraps a model for one (``api.GROUP_APIS``:
+``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
+launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
+``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
+Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
+``is_initialized``, ``all_gather``: a model module that gathers once a group is up runs
+in single-process programs too) or lives beside them (a ``LightningDataModule``,
+accelerate's ``set_seed``);
+it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
 taken for one that never trains only on that evidence.
