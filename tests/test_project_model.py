@@ -831,15 +831,16 @@ def test_a_script_that_calls_a_method_of_its_own_object_is_a_program() -> None:
     assert not alone
 
 
-def test_modules_no_program_runs_or_of_a_project_without_a_distributed_one_stay_unknown() -> None:
+def test_modules_no_program_runs_stay_unknown() -> None:
     # `library.py`: no program imports it (its callers are outside the project).
     alone, untrained = roles_of(
         {"train_ddp.py": DISTRIBUTED, "library.py": "import torch\nx = torch.zeros(1)\n"}
     )
     assert not alone and not untrained
-    # Every program single-process: nothing says this project runs several processes.
-    alone, _ = roles_of({"train_one.py": SINGLE, "helpers.py": ""})
-    assert not alone
+    # Every program single-process: what they run runs alone; a module none imports
+    # stays unknown.
+    alone, _ = roles_of({"train_one.py": SINGLE, "helpers.py": "", "library.py": ""})
+    assert alone == {"train_one", "helpers"}
 
 
 def test_modules_only_programs_that_never_train_run_are_off_training() -> None:

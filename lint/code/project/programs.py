@@ -123,12 +123,11 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
     kinds = [kind for found in reached_by.values() for kind in found]
-    any_distributed = any(distributed for distributed, _ in kinds)
     any_training = any(training for _, training in kinds)
     alone = frozenset(
         module
         for module, found in reached_by.items()
-        if any_distributed and not any(distributed for distributed, _ in found)
+        if not any(distributed for distributed, _ in found)
     )
     untrained = frozenset(
         module
