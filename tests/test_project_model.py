@@ -109,8 +109,9 @@ EXPECTED = {
     # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
     # which it runs too. `train_good.py` starts no group, nor does anything it imports (a
     # Lightning data module starts none; `layers.py` gathers only `if dist.is_initialized()`,
-    # which starts none either): the same read and skip run in one process, quiet. `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start
-    # DDP on every visible GPU: its per-step read is reported. `layers_export.py` is run only by
+    # which starts none either): the same read and skip run in one process, quiet.
+    # `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start DDP on
+    # every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
     "programs": (
         {
@@ -803,6 +804,13 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_ddp.py"] = "import model\n" + DISTRIBUTED
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
+    # A script that itself asks for the rank is written for a launcher (its group may
+    # start in a helper an import does not resolve to): distributed.
+    files["train_ddp.py"] = DISTRIBUTED
+    files["train_one.py"] = "import torch.distributed as dist\nimport model\n" + SINGLE
+    files["train_one.py"] += "print(dist.get_rank())\n"
+    alone, _ = roles_of(files)
+    assert not alone
     # Wrapping in DDP (an import of the class) is evidence of intent: distributed.
     files["train_ddp.py"] = DISTRIBUTED
     files["train_one.py"] = "from torch.nn.parallel import DistributedDataParallel\n" + SINGLE

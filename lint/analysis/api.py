@@ -211,7 +211,7 @@ _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
 #:   or ``accelerate launch`` they start the group themselves: the launcher is outside
 #:   the code); and the starters of Horovod, ColossalAI, Megatron, apex, mmcv/mmengine,
 #:   timm, detectron2, fairseq and ignite.
-GROUP_APIS = (
+GROUP_STARTERS = (
     *(
         f"torch.distributed.{name}"
         for name in (
@@ -306,6 +306,55 @@ GROUP_APIS = (
         for name in ("call_main", "distributed_init")
     ),
     *(f"ignite.distributed.{name}" for name in ("Parallel", "initialize", "spawn", "auto_model")),
+)
+#: Dotted prefixes of every API of distributed training: the starters above, and the
+#: queries and collectives (``torch.distributed`` whole, accelerate's ``gather``,
+#: ``detectron2.utils.comm`` ...). A script that uses one itself is written for a launcher
+#: (its group may start in a helper of its own that an import does not resolve to).
+DISTRIBUTED_APIS = (
+    "torch.distributed",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed",
+    "torch.nn.SyncBatchNorm",
+    "torch.multiprocessing",
+    "deepspeed",
+    *ACCELERATE_CLASSES,
+    "accelerate.accelerator",
+    "accelerate.state",
+    "accelerate.notebook_launcher",
+    "accelerate.launchers",
+    "accelerate.utils.operations",
+    *(f"accelerate.utils.{name}" for name in ("gather", "gather_object", "reduce", "broadcast")),
+    *(f"{package}.Trainer" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.trainer" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.cli" for package in _LIGHTNING_PACKAGES),
+    "pytorch_lightning.utilities.cli",
+    *FABRIC_CLASSES,
+    "lightning.fabric",
+    "lightning_fabric",
+    "horovod",
+    "colossalai",
+    "megatron",
+    "apex.parallel",
+    "transformers.Trainer",
+    "transformers.Seq2SeqTrainer",
+    "transformers.TrainingArguments",
+    "transformers.Seq2SeqTrainingArguments",
+    "transformers.trainer",
+    "transformers.training_args",
+    "trl",
+    "mmengine.dist",
+    "mmengine.runner",
+    "mmcv.runner",
+    "timm.utils.distributed",
+    "timm.utils.init_distributed_device",
+    "timm.utils.distribute_bn",
+    "timm.utils.reduce_tensor",
+    "detectron2.engine.launch",
+    "detectron2.utils.comm",
+    "fairseq.distributed",
+    "fairseq.distributed_utils",
+    "ignite.distributed",
 )
 #: Returns the DeepSpeed engine first (``engine, optimizer, _, _ = deepspeed.initialize(...)``).
 DEEPSPEED_INITIALIZE = "deepspeed.initialize"

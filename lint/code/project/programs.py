@@ -4,14 +4,16 @@ A *program* is a module run as a script: it tests ``__name__ == "__main__"``, lo
 its top level, or calls a function of its own there (``main()``). What it runs is the
 module and every project module it imports, over and over (a package's ``__init__``
 with each module inside it). A program is *distributed* when any of those modules starts
-or joins a process group, or wraps a model for one (``api.GROUP_APIS``:
+or joins a process group, or wraps a model for one (``api.GROUP_STARTERS``:
 ``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
 launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
 ``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
 Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
 ``is_initialized``, ``all_gather``: a model module that gathers once a group is up runs
 in single-process programs too) or lives beside them (a ``LightningDataModule``,
-accelerate's ``set_seed``);
+accelerate's ``set_seed``), or when the script itself uses any distributed API
+(``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it is written for a launcher,
+whose group may start in a helper its imports do not resolve to);
 it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ddplint.analysis.api import GROUP_APIS
+from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -105,7 +107,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
     imported = {name: _imported(resolve, name, summaries[name], name in programs) for name in names}
     dotted = {name: _dotted_names(summaries[name]) for name in names}
-    groups = {name for name in names if _uses_any(dotted[name], GROUP_APIS)}
+    groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
     trains = {
         name
         for name in names
@@ -119,7 +121,8 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
-        kind = (bool(closure & groups), training)
+        distributed = bool(closure & groups) or _uses_any(dotted[program], DISTRIBUTED_APIS)
+        kind = (distributed, training)
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
     kinds = [kind for found in reached_by.values() for kind in found]
