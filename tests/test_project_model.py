@@ -818,6 +818,25 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     assert not alone
 
 
+def test_what_a_program_imports_resolves_from_its_folder_too() -> None:
+    # `python codec/train.py` puts `codec/` on `sys.path`: `models/net.py`'s
+    # `from quantization import vq` is `codec/quantization/vq.py` in that program, which
+    # starts a group: `vq` is not alone, though the single-process `infer.py` runs it too.
+    files = {
+        "codec/train.py": "from models.net import Net\n" + DISTRIBUTED,
+        "codec/models/net.py": "from quantization import vq\n",
+        "codec/quantization/vq.py": "",
+        "codec/infer.py": "from quantization import vq\n" + SINGLE,
+        "codec/helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert "codec.quantization.vq" not in alone and "codec.infer" in alone
+    # Run only by the single-process script: alone.
+    files["codec/train.py"] = DISTRIBUTED
+    alone, _ = roles_of(files)
+    assert "codec.quantization.vq" in alone
+
+
 FITTER = (
     "class Fitter:\n    def fit(self):\n        loss.backward()\n"
     "fitter = Fitter(opt).cuda()\nfitter.fit()\n"

@@ -105,7 +105,15 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imported = {name: _imported(resolve, name, summaries[name], name in programs) for name in names}
+    imported: dict[tuple[str, str], set[str]] = {}
+
+    def imports_of(module: str, folder: str) -> set[str]:
+        if module not in summaries:  # a namespace folder, or a module no summary holds
+            return set()
+        if (module, folder) not in imported:
+            imported[module, folder] = _imported(resolve, module, summaries[module], folder)
+        return imported[module, folder]
+
     dotted = {name: _dotted_names(summaries[name]) for name in names}
     groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
     trains = {
@@ -116,7 +124,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
     reached_by: dict[str, list[tuple[bool, bool]]] = {}
     for program in programs:
-        closure = _closure(program, imported)
+        closure = _closure(program, imports_of)
         # A program trains unless it shows no training and exports a model itself: a
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
@@ -140,29 +148,30 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     return ProgramRoles(alone, untrained)
 
 
-def _closure(program: str, imported: dict[str, set[str]]) -> set[str]:
+def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[str]:
+    folder = program.rpartition(".")[0]
     seen = {program}
     pending = [program]
     while pending:
-        for module in imported.get(pending.pop(), ()):
+        for module in imports_of(pending.pop(), folder):
             if module not in seen:
                 seen.add(module)
                 pending.append(module)
     return seen
 
 
-def _imported(resolve: Resolve, importer: str, summary: Summary, script: bool) -> set[str]:
-    """The project modules ``importer`` imports (and the packages around them); a
-    script run as a program also imports its folder's modules by their plain names
-    (its folder is on ``sys.path``, a package's or not)."""
-    folder = importer.rpartition(".")[0]
+def _imported(resolve: Resolve, importer: str, summary: Summary, folder: str) -> set[str]:
+    """The project modules ``importer`` imports (and the packages around them) in a
+    program run from ``folder``: the script's folder is on ``sys.path``, a package's or
+    not, so any module the program runs imports that folder's modules by their plain
+    names too."""
     found: set[str] = set()
     for value in summary.get("imports", {}).values():
         parts = value.split(".")
         for cut in range(len(parts), 0, -1):
             name = ".".join(parts[:cut])
             module = resolve(name, importer)
-            if module is None and script and folder and not name.startswith("."):
+            if module is None and folder and not name.startswith("."):
                 module = resolve(f"{folder}.{name}", importer)
             if module is None and name.startswith(f"{SOURCE_FOLDER}."):
                 # ``src/`` without ``__init__``: the index names its modules without it.
