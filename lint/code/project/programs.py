@@ -20,12 +20,13 @@ it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a progr
 taken for one that never trains only on that evidence.
 
 A module every program of which is single-process runs in one process (``alone``): no
-peer to stall or to part from. A module every program of which is an export script
+peer to stall or to part from; unless it uses a distributed API itself (a rank, a
+collective): written for a group, it may run in a program its importers do not show (a
+Lightning module a Hydra config names to a ``Trainer``). A module every program of which is an export script
 that never trains never runs in a training step (``untrained``: an export script's
-model copy). Both are
-asked only of projects that hold a distributed (or a training) program: a library's
-modules, whose users' programs lie outside the project, stay unknown; so does a
-module no program of the project imports.
+model copy). ``untrained`` is asked only of projects that hold a training program; a
+module no program of the project imports (a library's, whose users' programs lie
+outside the project) stays unknown.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         module
         for module, found in reached_by.items()
         if not any(distributed for distributed, _ in found)
+        and not _uses_any(dotted.get(module, set()), DISTRIBUTED_APIS)
     )
     untrained = frozenset(
         module
