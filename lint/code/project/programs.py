@@ -23,10 +23,10 @@ A module every program of which is single-process runs in one process (``alone``
 peer to stall or to part from; unless it uses a distributed API itself (a rank, a
 collective): written for a group, it may run in a program its importers do not show (a
 Lightning module a Hydra config names to a ``Trainer``). A module every program of
-which is an export script that never trains never runs in a training step (``untrained``: an export script's
-model copy). ``untrained`` is asked only of projects that hold a training program; a
-module no program of the project imports (a library's, whose users' programs lie
-outside the project) stays unknown.
+which is an export script that never trains never runs in a training step
+(``untrained``: an export script's model copy), asked only of projects that hold a
+training program. A module no program of the project imports (a library's, whose
+users' programs lie outside the project) stays unknown.
 """
 
 from __future__ import annotations
