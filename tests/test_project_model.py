@@ -129,6 +129,10 @@ EXPECTED = {
     # `train_good.py` hands its loaders to `train_each_epoch` (sets the epoch on the
     # loader's sampler), `fit_in_order` (a sampler with `shuffle=False`) and
     # `score_each_epoch` (walks without training): quiet.
+    # The project's only program starts no group: its model module gathers only
+    # `if dist.is_initialized()` (no group starts), so its per-step read runs in one
+    # process, quiet (`train_bad.py` of `programs`: the same read, a group started).
+    "programs_alone": (set(), ""),
     "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
