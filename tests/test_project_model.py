@@ -822,6 +822,10 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_one.py"] = "from torch.nn.parallel import DistributedDataParallel\n" + SINGLE
     alone, _ = roles_of(files)
     assert not alone
+    # So is a Lightning strategy handed to `LightningLite` (Fabric's predecessor).
+    files["train_one.py"] = "from pytorch_lightning.lite import LightningLite\n" + SINGLE
+    alone, _ = roles_of(files)
+    assert not alone
 
 
 def test_what_a_program_imports_resolves_from_its_folder_too() -> None:

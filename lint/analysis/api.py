@@ -206,8 +206,8 @@ _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
 #:   ``zero.Init``), its launcher; accelerate's ``Accelerator`` and ``PartialState`` /
 #:   ``AcceleratorState`` (their ``__init__`` calls ``init_process_group`` under a
 #:   launcher), ``notebook_launcher``; Lightning's ``Trainer`` (its default
-#:   ``devices="auto"`` takes every visible GPU and starts DDP itself), its CLI and
-#:   ``Fabric``; the Hugging Face ``Trainer`` and ``TrainingArguments`` (under ``torchrun``
+#:   ``devices="auto"`` takes every visible GPU and starts DDP itself), its CLI,
+#:   ``Fabric`` and ``LightningLite`` (its predecessor) and the strategies (``DDPStrategy``); the Hugging Face ``Trainer`` and ``TrainingArguments`` (under ``torchrun``
 #:   or ``accelerate launch`` they start the group themselves: the launcher is outside
 #:   the code); and the starters of Horovod, ColossalAI, Megatron, apex, mmcv/mmengine,
 #:   timm, detectron2, fairseq and ignite.
@@ -256,10 +256,14 @@ GROUP_STARTERS = (
     *(f"{package}.Trainer" for package in _LIGHTNING_PACKAGES),
     *(f"{package}.trainer" for package in _LIGHTNING_PACKAGES),
     *(f"{package}.cli" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.strategies" for package in _LIGHTNING_PACKAGES),
     "pytorch_lightning.utilities.cli",
+    "pytorch_lightning.lite",
     *FABRIC_CLASSES,
     "lightning.fabric.fabric",
+    "lightning.fabric.strategies",
     "lightning_fabric.fabric",
+    "lightning_fabric.strategies",
     *(f"horovod.{name}.init" for name in ("torch", "tensorflow", "keras", "tensorflow.keras")),
     "horovod.torch.DistributedOptimizer",
     "horovod.run",
