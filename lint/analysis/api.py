@@ -207,9 +207,10 @@ _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
 #:   ``AcceleratorState`` (their ``__init__`` calls ``init_process_group`` under a
 #:   launcher), ``notebook_launcher``; Lightning's ``Trainer`` (its default
 #:   ``devices="auto"`` takes every visible GPU and starts DDP itself), its CLI,
-#:   ``Fabric`` and ``LightningLite`` (its predecessor) and the strategies (``DDPStrategy``); the Hugging Face ``Trainer`` and ``TrainingArguments`` (under ``torchrun``
-#:   or ``accelerate launch`` they start the group themselves: the launcher is outside
-#:   the code); and the starters of Horovod, ColossalAI, Megatron, apex, mmcv/mmengine,
+#:   ``Fabric``, ``LightningLite`` (its predecessor) and the strategies (``DDPStrategy``);
+#:   the Hugging Face ``Trainer`` and ``TrainingArguments`` (under ``torchrun`` or
+#:   ``accelerate launch`` they start the group themselves: the launcher is outside the
+#:   code); and the starters of Horovod, ColossalAI, Megatron, apex, mmcv/mmengine,
 #:   timm, detectron2, fairseq and ignite.
 GROUP_STARTERS = (
     *(
