@@ -108,16 +108,17 @@ EXPECTED = {
     # `train_bad.py` starts the process group in a helper of another module: its per-step
     # read and its rank-local skip are reported, and so are `steps.py` and `layers.py`,
     # which it runs too. `train_good.py` starts no group, nor does anything it imports (a
-    # Lightning data module starts none): the same read and skip run in one process,
-    # quiet. `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start
-    # DDP on every visible GPU: its per-step read is reported. `layers_export.py` is run only by
+    # Lightning data module starts none; `layers.py` gathers only `if dist.is_initialized()`,
+    # which starts none either): the same read and skip run in one process, quiet.
+    # `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start DDP on
+    # every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
     "programs": (
         {
             ("train_bad.py", 12, "DDP102"),
             ("train_bad.py", 14, "DDP204"),
             ("steps.py", 4, "DDP102"),
-            ("layers.py", 7, "DDP240"),
+            ("layers.py", 8, "DDP240"),
             ("lit.py", 7, "DDP102"),
         },
         "",
@@ -128,6 +129,10 @@ EXPECTED = {
     # `train_good.py` hands its loaders to `train_each_epoch` (sets the epoch on the
     # loader's sampler), `fit_in_order` (a sampler with `shuffle=False`) and
     # `score_each_epoch` (walks without training): quiet.
+    # The project's only program starts no group: its model module gathers only
+    # `if dist.is_initialized()` (no group starts), so its per-step read runs in one
+    # process, quiet (`train_bad.py` of `programs`: the same read, a group started).
+    "programs_alone": (set(), ""),
     "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
@@ -782,6 +787,66 @@ def test_programs_that_start_no_group_run_their_modules_alone() -> None:
     assert "train" not in alone and "train_one" in alone
 
 
+GATHERS_WHEN_INITIALIZED = (
+    "import torch.distributed as dist\ndef gather(x):\n    if dist.is_initialized():\n"
+    "        dist.all_gather([x], x)\n    return dist.get_rank()\n"
+)
+
+
+def test_a_query_or_a_collective_starts_no_group() -> None:
+    # `model.py` gathers only once a group is up and reads the rank: a script that
+    # imports it starts none, and runs alone. `model.py` itself, written for a group,
+    # may run in a program its importers do not show: not alone.
+    files = {
+        "train_ddp.py": DISTRIBUTED,
+        "train_one.py": "import model\n" + SINGLE,
+        "model.py": GATHERS_WHEN_INITIALIZED,
+        "helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+    # A module the script that starts the group imports too: not alone.
+    files["train_ddp.py"] = "import model\n" + DISTRIBUTED
+    files["model.py"] = ""
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+    # A script that itself asks for the rank is written for a launcher (its group may
+    # start in a helper an import does not resolve to): distributed.
+    files["train_ddp.py"] = DISTRIBUTED
+    files["train_one.py"] = "import torch.distributed as dist\nimport model\n" + SINGLE
+    files["train_one.py"] += "print(dist.get_rank())\n"
+    alone, _ = roles_of(files)
+    assert not alone
+    # Wrapping in DDP (an import of the class) is evidence of intent: distributed.
+    files["train_ddp.py"] = DISTRIBUTED
+    files["train_one.py"] = "from torch.nn.parallel import DistributedDataParallel\n" + SINGLE
+    alone, _ = roles_of(files)
+    assert not alone
+    # So is a Lightning strategy handed to `LightningLite` (Fabric's predecessor).
+    files["train_one.py"] = "from pytorch_lightning.lite import LightningLite\n" + SINGLE
+    alone, _ = roles_of(files)
+    assert not alone
+
+
+def test_what_a_program_imports_resolves_from_its_folder_too() -> None:
+    # `python codec/train.py` puts `codec/` on `sys.path`: `models/net.py`'s
+    # `from quantization import vq` is `codec/quantization/vq.py` in that program, which
+    # starts a group: `vq` is not alone, though the single-process `infer.py` runs it too.
+    files = {
+        "codec/train.py": "from models.net import Net\n" + DISTRIBUTED,
+        "codec/models/net.py": "from quantization import vq\n",
+        "codec/quantization/vq.py": "",
+        "codec/infer.py": "from quantization import vq\n" + SINGLE,
+        "codec/helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert "codec.quantization.vq" not in alone and "codec.infer" in alone
+    # Run only by the single-process script: alone.
+    files["codec/train.py"] = DISTRIBUTED
+    alone, _ = roles_of(files)
+    assert "codec.quantization.vq" in alone
+
+
 FITTER = (
     "class Fitter:\n    def fit(self):\n        loss.backward()\n"
     "fitter = Fitter(opt).cuda()\nfitter.fit()\n"
@@ -803,15 +868,16 @@ def test_a_script_that_calls_a_method_of_its_own_object_is_a_program() -> None:
     assert not alone
 
 
-def test_modules_no_program_runs_or_of_a_project_without_a_distributed_one_stay_unknown() -> None:
+def test_modules_no_program_runs_stay_unknown() -> None:
     # `library.py`: no program imports it (its callers are outside the project).
     alone, untrained = roles_of(
         {"train_ddp.py": DISTRIBUTED, "library.py": "import torch\nx = torch.zeros(1)\n"}
     )
     assert not alone and not untrained
-    # Every program single-process: nothing says this project runs several processes.
-    alone, _ = roles_of({"train_one.py": SINGLE, "helpers.py": ""})
-    assert not alone
+    # Every program single-process: what they run runs alone; a module none imports
+    # stays unknown.
+    alone, _ = roles_of({"train_one.py": SINGLE, "helpers.py": "", "library.py": ""})
+    assert alone == {"train_one", "helpers"}
 
 
 def test_modules_only_programs_that_never_train_run_are_off_training() -> None:

@@ -191,38 +191,102 @@ FABRIC_CLASSES = frozenset(
     {"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
 _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
-#: Dotted prefixes of the APIs that start or join a process group: a program that uses
-#: none of them runs in one process. Lightning's ``Trainer`` counts (its default
-#: ``devices="auto"`` takes every visible GPU and starts DDP itself), and so do the
-#: Hugging Face ``Trainer`` and ``TrainingArguments``: under ``torchrun`` or
-#: ``accelerate launch`` they start the group themselves, and the launcher is outside
-#: the code. Lightning's modules, data modules and callbacks, and accelerate's helpers
-#: (``set_seed``, ``init_empty_weights``), start nothing.
-GROUP_APIS = (
-    "torch.distributed",
+#: Dotted prefixes of the APIs that start or join a process group, or wrap a model for
+#: one: a program that uses none of them runs in one process. A query or a collective
+#: (``get_rank``, ``is_initialized``, ``all_gather``, ``barrier``, accelerate's
+#: ``gather``, ``detectron2.utils.comm``) starts nothing: a model module that gathers
+#: under ``if dist.is_initialized():`` runs in whatever program imports it.
+#:
+#: - torch: ``init_process_group`` (``distributed_c10d``), ``init_device_mesh`` (which
+#:   calls it), ``rpc.init_rpc``, the launchers (``torch.distributed.run``/``launch``,
+#:   ``elastic``, ``launcher.elastic_launch``) and ``torch.multiprocessing.spawn`` /
+#:   ``start_processes``; wrapping (DDP, FSDP and ``fully_shard``, ``parallelize_module``,
+#:   pipelining, ``ZeroRedundancyOptimizer``, ``SyncBatchNorm``) is evidence of intent.
+#: - DeepSpeed's ``initialize`` and ``init_distributed`` (``initialize`` calls it; so does
+#:   ``zero.Init``), its launcher; accelerate's ``Accelerator`` and ``PartialState`` /
+#:   ``AcceleratorState`` (their ``__init__`` calls ``init_process_group`` under a
+#:   launcher), ``notebook_launcher``; Lightning's ``Trainer`` (its default
+#:   ``devices="auto"`` takes every visible GPU and starts DDP itself), its CLI,
+#:   ``Fabric``, ``LightningLite`` (its predecessor) and the strategies (``DDPStrategy``);
+#:   the Hugging Face ``Trainer`` and ``TrainingArguments`` (under ``torchrun`` or
+#:   ``accelerate launch`` they start the group themselves: the launcher is outside the
+#:   code); and the starters of Horovod, ColossalAI, Megatron, apex, mmcv/mmengine,
+#:   timm, detectron2, fairseq and ignite.
+GROUP_STARTERS = (
+    *(
+        f"torch.distributed.{name}"
+        for name in (
+            "init_process_group",
+            "distributed_c10d.init_process_group",
+            "init_device_mesh",
+            "device_mesh.init_device_mesh",
+            "rpc.init_rpc",
+            "run",
+            "launch",
+            "launcher",
+            "elastic",
+            "fsdp",
+            "_composable.fsdp",
+            "_composable.replicate",
+            "tensor.parallel.parallelize_module",
+            "tensor.parallel.api.parallelize_module",
+            "pipelining",
+            "optim.ZeroRedundancyOptimizer",
+            "optim.zero_redundancy_optimizer",
+        )
+    ),
     "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed",
+    "torch.nn.DistributedDataParallel",
     "torch.nn.SyncBatchNorm",
-    "torch.multiprocessing",
-    "deepspeed",
+    "torch.nn.modules.batchnorm.SyncBatchNorm",
+    "torch.multiprocessing.spawn",
+    "torch.multiprocessing.start_processes",
+    "deepspeed.initialize",
+    "deepspeed.init_distributed",
+    "deepspeed.comm.init_distributed",
+    "deepspeed.comm.comm.init_distributed",
+    "deepspeed.zero.Init",
+    "deepspeed.launcher",
     *ACCELERATE_CLASSES,
     "accelerate.accelerator",
     "accelerate.state",
+    "accelerate.AcceleratorState",
     "accelerate.notebook_launcher",
     "accelerate.launchers",
-    "accelerate.utils.operations",
-    *(f"accelerate.utils.{name}" for name in ("gather", "gather_object", "reduce", "broadcast")),
     *(f"{package}.Trainer" for package in _LIGHTNING_PACKAGES),
     *(f"{package}.trainer" for package in _LIGHTNING_PACKAGES),
     *(f"{package}.cli" for package in _LIGHTNING_PACKAGES),
+    *(f"{package}.strategies" for package in _LIGHTNING_PACKAGES),
     "pytorch_lightning.utilities.cli",
+    "pytorch_lightning.lite",
     *FABRIC_CLASSES,
-    "lightning.fabric",
-    "lightning_fabric",
-    "horovod",
-    "colossalai",
-    "megatron",
-    "apex.parallel",
+    "lightning.fabric.fabric",
+    "lightning.fabric.strategies",
+    "lightning_fabric.fabric",
+    "lightning_fabric.strategies",
+    *(f"horovod.{name}.init" for name in ("torch", "tensorflow", "keras", "tensorflow.keras")),
+    "horovod.torch.DistributedOptimizer",
+    "horovod.run",
+    *(
+        f"colossalai.{name}"
+        for name in ("launch", "launch_from_torch", "launch_from_slurm", "launch_from_openmpi")
+    ),
+    "colossalai.initialize",
+    "colossalai.booster",
+    "megatron.initialize",
+    "megatron.training",
+    "megatron.core.parallel_state.initialize_model_parallel",
+    "megatron.core.distributed",
+    *(
+        f"apex.parallel.{name}"
+        for name in (
+            "DistributedDataParallel",
+            "SyncBatchNorm",
+            "convert_syncbn_model",
+            "distributed",
+        )
+    ),
     "transformers.Trainer",
     "transformers.Seq2SeqTrainer",
     "transformers.TrainingArguments",
@@ -230,14 +294,46 @@ GROUP_APIS = (
     "transformers.trainer",
     "transformers.training_args",
     "trl",
-    "mmengine.dist",
+    "mmengine.dist.init_dist",
     "mmengine.runner",
+    "mmengine.model.MMDistributedDataParallel",
+    "mmcv.runner.init_dist",
+    "mmcv.runner.dist_utils.init_dist",
+    "mmcv.parallel.MMDistributedDataParallel",
+    "timm.utils.init_distributed_device",
+    "timm.utils.distributed.init_distributed_device",
+    "detectron2.engine.launch",
+    "detectron2.engine.create_ddp_model",
+    "detectron2.engine.defaults.create_ddp_model",
+    *(
+        f"fairseq.{module}.{name}"
+        for module in ("distributed", "distributed.utils", "distributed_utils")
+        for name in ("call_main", "distributed_init")
+    ),
+    *(f"ignite.distributed.{name}" for name in ("Parallel", "initialize", "spawn", "auto_model")),
+)
+#: Dotted prefixes of every API of distributed training: the starters above, and the
+#: queries and collectives (``torch.distributed`` whole, accelerate's ``gather``,
+#: ``detectron2.utils.comm`` ...). A script that uses one itself is written for a launcher
+#: (its group may start in a helper of its own that an import does not resolve to).
+DISTRIBUTED_APIS = (
+    *GROUP_STARTERS,
+    "torch.distributed",
+    "torch.multiprocessing",
+    "deepspeed",
+    "accelerate.utils.operations",
+    *(f"accelerate.utils.{name}" for name in ("gather", "gather_object", "reduce", "broadcast")),
+    "lightning.fabric",
+    "lightning_fabric",
+    "horovod",
+    "colossalai",
+    "megatron",
+    "apex.parallel",
+    "mmengine.dist",
     "mmcv.runner",
     "timm.utils.distributed",
-    "timm.utils.init_distributed_device",
     "timm.utils.distribute_bn",
     "timm.utils.reduce_tensor",
-    "detectron2.engine.launch",
     "detectron2.utils.comm",
     "fairseq.distributed",
     "fairseq.distributed_utils",

@@ -3,23 +3,30 @@
 A *program* is a module run as a script: it tests ``__name__ == "__main__"``, loops at
 its top level, or calls a function of its own there (``main()``). What it runs is the
 module and every project module it imports, over and over (a package's ``__init__``
-with each module inside it). A program is *distributed* when any of those modules uses
-an API that starts or joins a process group (``api.GROUP_APIS``: ``torch.distributed``
-and DDP, ``torch.multiprocessing`` (``spawn``), DeepSpeed, accelerate's ``Accelerator``,
-Lightning's ``Trainer`` and ``Fabric``, Horovod, ColossalAI, the Hugging Face
-``Trainer``), not one that only lives beside them (a ``LightningDataModule``, accelerate's
-``set_seed``); it *trains* when one of them calls
+with each module inside it). A program is *distributed* when any of those modules starts
+or joins a process group, or wraps a model for one (``api.GROUP_STARTERS``:
+``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
+launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
+``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
+Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
+``is_initialized``, ``all_gather``: a model module that gathers once a group is up runs
+in single-process programs too) or lives beside them (a ``LightningDataModule``,
+accelerate's ``set_seed``), or when the script itself uses any distributed API
+(``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it is written for a launcher,
+whose group may start in a helper its imports do not resolve to);
+it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
 taken for one that never trains only on that evidence.
 
 A module every program of which is single-process runs in one process (``alone``): no
-peer to stall or to part from. A module every program of which is an export script
-that never trains never runs in a training step (``untrained``: an export script's
-model copy). Both are
-asked only of projects that hold a distributed (or a training) program: a library's
-modules, whose users' programs lie outside the project, stay unknown; so does a
-module no program of the project imports.
+peer to stall or to part from; unless it uses a distributed API itself (a rank, a
+collective): written for a group, it may run in a program its importers do not show (a
+Lightning module a Hydra config names to a ``Trainer``). A module every program of
+which is an export script that never trains never runs in a training step
+(``untrained``: an export script's model copy), asked only of projects that hold a
+training program. A module no program of the project imports (a library's, whose
+users' programs lie outside the project) stays unknown.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ddplint.analysis.api import GROUP_APIS
+from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -99,9 +106,17 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imported = {name: _imported(resolve, name, summaries[name], name in programs) for name in names}
+    imported: dict[tuple[str, str], set[str]] = {}
+
+    def imports_of(module: str, folder: str) -> set[str]:
+        if module not in summaries:  # a namespace folder, or a module no summary holds
+            return set()
+        if (module, folder) not in imported:
+            imported[module, folder] = _imported(resolve, module, summaries[module], folder)
+        return imported[module, folder]
+
     dotted = {name: _dotted_names(summaries[name]) for name in names}
-    groups = {name for name in names if _uses_any(dotted[name], GROUP_APIS)}
+    groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
     trains = {
         name
         for name in names
@@ -110,21 +125,22 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
     reached_by: dict[str, list[tuple[bool, bool]]] = {}
     for program in programs:
-        closure = _closure(program, imported)
+        closure = _closure(program, imports_of)
         # A program trains unless it shows no training and exports a model itself: a
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
-        kind = (bool(closure & groups), training)
+        distributed = bool(closure & groups) or _uses_any(dotted[program], DISTRIBUTED_APIS)
+        kind = (distributed, training)
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
     kinds = [kind for found in reached_by.values() for kind in found]
-    any_distributed = any(distributed for distributed, _ in kinds)
     any_training = any(training for _, training in kinds)
     alone = frozenset(
         module
         for module, found in reached_by.items()
-        if any_distributed and not any(distributed for distributed, _ in found)
+        if not any(distributed for distributed, _ in found)
+        and not _uses_any(dotted.get(module, set()), DISTRIBUTED_APIS)
     )
     untrained = frozenset(
         module
@@ -134,29 +150,30 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     return ProgramRoles(alone, untrained)
 
 
-def _closure(program: str, imported: dict[str, set[str]]) -> set[str]:
+def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[str]:
+    folder = program.rpartition(".")[0]
     seen = {program}
     pending = [program]
     while pending:
-        for module in imported.get(pending.pop(), ()):
+        for module in imports_of(pending.pop(), folder):
             if module not in seen:
                 seen.add(module)
                 pending.append(module)
     return seen
 
 
-def _imported(resolve: Resolve, importer: str, summary: Summary, script: bool) -> set[str]:
-    """The project modules ``importer`` imports (and the packages around them); a
-    script run as a program also imports its folder's modules by their plain names
-    (its folder is on ``sys.path``, a package's or not)."""
-    folder = importer.rpartition(".")[0]
+def _imported(resolve: Resolve, importer: str, summary: Summary, folder: str) -> set[str]:
+    """The project modules ``importer`` imports (and the packages around them) in a
+    program run from ``folder``: the script's folder is on ``sys.path``, a package's or
+    not, so any module the program runs imports that folder's modules by their plain
+    names too."""
     found: set[str] = set()
     for value in summary.get("imports", {}).values():
         parts = value.split(".")
         for cut in range(len(parts), 0, -1):
             name = ".".join(parts[:cut])
             module = resolve(name, importer)
-            if module is None and script and folder and not name.startswith("."):
+            if module is None and folder and not name.startswith("."):
                 module = resolve(f"{folder}.{name}", importer)
             if module is None and name.startswith(f"{SOURCE_FOLDER}."):
                 # ``src/`` without ``__init__``: the index names its modules without it.
