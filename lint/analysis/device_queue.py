@@ -28,9 +28,9 @@ What waits, judged by what the call does:
   ``torch.unique(x)``, ``x.masked_select(m)``, ``torch.where(cond)``, ``x[mask]`` with a
   boolean mask made on the device), and a mask's ``.any()`` / ``.all()`` tested in a
   branch: the host waits to size or test the result;
-- a catalogued drain (``effects.QueueDrain``, ``drain_of``) where its condition can
-  hold: a DeepSpeed engine's ``step()`` (its throughput timer synchronises at the end of
-  every step; the engine the first item of ``deepspeed.initialize(...)`` given no
+- a conditional drain (``is_drain``) where its condition can hold: a DeepSpeed
+  engine's ``step()`` (its throughput timer synchronises at the end of every step; the
+  engine the first item of ``deepspeed.initialize(...)`` given no
   ``training_data`` in this module, or a field or factory the project model says holds
   an engine; only where the module runs an engine's own forward, which starts the
   timer; not where a config written in the module turns the timer off), a blocking
@@ -64,7 +64,6 @@ from functools import cached_property
 
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
-from ddplint.analysis.effects import ENGINE_STEP_DRAIN, NCCL_BARRIER_DRAIN, QueueDrain
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
     UPLOADING_FACTORIES,
@@ -255,7 +254,7 @@ class DeviceQueue:
     """The device queue along the functions of one module."""
 
     def __init__(self, where: HostWaits, analysis: ModuleAnalysis | None = None) -> None:
-        """``analysis``: the module's, for the conditional drains (``drain_of``): the
+        """``analysis``: the module's, for the conditional drains (``is_drain``): the
         project's kinds of objects made in other modules, the process groups'
         backends; without it only the module's own allocations are known."""
         self.where = where
@@ -336,7 +335,7 @@ class DeviceQueue:
             and self._holds(SCALER, func.value, scope)
         ):
             return True
-        if self.drain_of(call, scope) is not None:
+        if self.is_drain(call, scope):
             return True
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
@@ -389,10 +388,14 @@ class DeviceQueue:
             return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
         return False
 
-    def drain_of(self, call: ast.Call, scope: ast.AST) -> QueueDrain | None:
-        """The catalogued drain ``call`` is, where its condition can hold: a DeepSpeed
-        engine's ``step()`` (``ENGINE_STEP_DRAIN``), a blocking ``barrier()`` on a
-        group whose backend can be NCCL (``NCCL_BARRIER_DRAIN``)."""
+    def is_drain(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A call that drains the queue where its condition can hold: a DeepSpeed engine's
+        ``step()`` (its throughput timer, ``ThroughputTimer.stop``, synchronises the
+        device at the end of every step once the engine's forward has started it, when
+        ``deepspeed.initialize`` got no ``training_data`` and ``timers.throughput`` is left
+        enabled and synchronized, the defaults); a blocking ``barrier()`` on a group whose
+        backend can be NCCL (ProcessGroupNCCL runs it as an all-reduce queued after the
+        current stream's work and blocks the host until it completes)."""
         func = call.func
         if (
             isinstance(func, ast.Attribute)
@@ -400,24 +403,26 @@ class DeviceQueue:
             and not call.args
             and self._timed_engine(func.value, scope)
         ):
-            return ENGINE_STEP_DRAIN
-        if (
+            return True
+        return (
             torch_distributed_function(self.names.resolve(func)) == "barrier"
             and _blocking(call)
             and self._can_be_nccl(call)
-        ):
-            return NCCL_BARRIER_DRAIN
-        return None
+        )
 
     def _can_be_nccl(self, call: ast.Call) -> bool:
         """Whether the group a ``barrier`` runs on can be NCCL: not known to be another
         backend (a module that makes no process group of its own leaves it unknown:
         ``deepspeed.initialize`` and ``torchrun`` programs on GPUs run NCCL)."""
-        if self._analysis is None:
+        if self._groups is None:
             return True
-        group = call_argument(call, 0, "group")
-        backend = ProcessGroups(self._analysis).group_backend(call, group)
+        backend = self._groups.group_backend(call, call_argument(call, 0, "group"))
         return backend is None or not set(backend.name.split(",")) <= _HOST_BACKENDS
+
+    @cached_property
+    def _groups(self) -> ProcessGroups | None:
+        """The module's process groups (their ``init_process_group`` calls read once)."""
+        return ProcessGroups(self._analysis) if self._analysis is not None else None
 
     def _timed_engine(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may hold a DeepSpeed engine whose throughput timer ends

@@ -1792,7 +1792,7 @@ class Divergence:
             for arm in arms
         ]
         agreed_on = [self._agreed_on_arm(arm) for arm in arms]
-        augmented = _augmented_only(region, bound)
+        augmented = self._augmented_only(region, bound)
         chosen: dict[str, Facet] = {}
         for name in bound:
             root = name.split(".", 1)[0]
@@ -1946,6 +1946,17 @@ class Divergence:
             return False
         summary = self.evaluator.summary(value)
         return summary is not None and summary.reaching == frozenset()
+
+    def _augmented_only(self, region: list[Node], names: set[str]) -> set[str]:
+        """The ``names`` that every statement of ``region`` binding them binds by an
+        augmented assignment (``x += y``)."""
+        kinds: dict[str, set[bool]] = {}
+        for node in region:
+            augmented = isinstance(node.statement, ast.AugAssign)
+            for name in self._binds(node):
+                if name in names:
+                    kinds.setdefault(name, set()).add(augmented)
+        return {name for name, found in kinds.items() if found == {True}}
 
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
@@ -2294,27 +2305,6 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
 
 #: Methods that add an item to a list or mapping in place.
 GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
-
-
-def _augmented_only(region: list[Node], names: set[str]) -> set[str]:
-    """The ``names`` that every statement of ``region`` binding them binds by an
-    augmented assignment (``x += y``)."""
-    kinds: dict[str, set[bool]] = {}
-    for node in region:
-        statement = node.statement
-        targets: list[ast.AST]
-        if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
-            targets = [statement.target]
-        elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
-            targets = _targets(statement)
-        else:
-            continue
-        augmented = isinstance(statement, ast.AugAssign)
-        for target in targets:
-            for name, _ in _assigned_names(target):
-                if name in names:
-                    kinds.setdefault(name, set()).add(augmented)
-    return {name for name, found in kinds.items() if found == {True}}
 
 
 def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:

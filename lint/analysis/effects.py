@@ -619,29 +619,3 @@ def node_collectives(
         if (c := objects.collective(call, in_lightning_class)) is not None
     ]
     return sorted(found, key=lambda c: (c.call.lineno, c.call.col_offset))
-
-
-@dataclass(frozen=True)
-class QueueDrain:
-    """A call after which the host has waited for the device work queued before it,
-    and the condition under which it does."""
-
-    call: str
-    condition: str
-
-
-#: DeepSpeed's ``engine.step()``: its throughput timer (``ThroughputTimer.stop``)
-#: synchronises the device at the end of every step once the timer has started, which
-#: the engine's forward does from the third step on when ``deepspeed.initialize`` got no
-#: ``training_data`` (with one, the engine's own data loader starts it instead).
-ENGINE_STEP_DRAIN = QueueDrain(
-    "DeepSpeed `engine.step()`",
-    "the engine built without `training_data` and its own forward run (which starts the "
-    "timer), its `timers.throughput` left enabled and synchronized (the defaults)",
-)
-#: ``torch.distributed.barrier()``: ProcessGroupNCCL runs it as an all-reduce queued
-#: after the current stream's work and blocks the host until it completes.
-NCCL_BARRIER_DRAIN = QueueDrain(
-    "`torch.distributed.barrier()`",
-    "the group's backend can be NCCL (known NCCL, or not known from the module)",
-)
