@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, ITEMS_PRESERVING
+from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
 from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants, parameter_names
@@ -45,6 +45,7 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -310,19 +311,8 @@ class ModuleAnalysis:
         ``enumerate`` or a progress bar)."""
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        walked = loop.iter
-        while (
-            isinstance(walked, ast.Call)
-            and walked.args
-            and (
-                self.names.resolve(walked.func) in ITEMS_PRESERVING
-                or self.names.resolve(walked.func) == "enumerate"
-            )
-        ):
-            walked = walked.args[0]
-        every = definition.args
-        parameters = {a.arg for a in (*every.posonlyargs, *every.args, *every.kwonlyargs)}
-        return isinstance(walked, ast.Name) and walked.id in parameters
+        walked = walked_iterable(self.names, loop.iter)
+        return isinstance(walked, ast.Name) and walked.id in parameter_names(definition)
 
     def backward_label(self, call: ast.Call) -> str | None:
         """``loss.backward()`` for a call that runs a backward pass (a method of the
