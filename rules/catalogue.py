@@ -367,7 +367,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP404",
             "dataloader-persistent-no-workers",
             "code",
-            True,
+            False,
             needles=("persistent_workers",),
             required=("DataLoader",),
             narrowed_by=persistent_workers_true,

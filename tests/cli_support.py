@@ -25,8 +25,9 @@ WORK = "        x = self.body(x)\n"
 
 def check(*args: str) -> tuple[int, str, str]:
     """``ddplint check --no-cache ARGS`` in this process: exit code, stdout, stderr.
-    DDP101 (opt-in since issue 23) is selected on top of the defaults unless ARGS --select."""
-    opt_in = [] if "--select" in args else ["--extend-select", "DDP101"]
+    DDP101 and DDP404 (opt-in since issue 23 and session 42; the tests' unsafe and safe fix)
+    are selected on top of the defaults unless ARGS --select."""
+    opt_in = [] if "--select" in args else ["--extend-select", "DDP101,DDP404"]
     result = CliRunner().invoke(
         cli, ["check", "--no-cache", *opt_in, *args], catch_exceptions=False
     )

@@ -152,7 +152,7 @@ def test_errors_are_counted_and_printed_before_the_summary(project: Path) -> Non
             "--no-cache",
             "-j1",
             "--extend-select",
-            "DDP101",
+            "DDP101,DDP404",
         ],
         capture_output=False,
         stdout=subprocess.PIPE,
@@ -249,14 +249,16 @@ def test_unused_suppression_is_opt_in_and_fixed_safely(project: Path) -> None:
 
 def test_show_settings(project: Path) -> None:
     (project / "pyproject.toml").write_text(
-        '[tool.ddplint]\nignore = ["DDP404"]\nextend-exclude = ["gen"]\n'
+        '[tool.ddplint]\nignore = ["DDP202"]\nextend-exclude = ["gen"]\n'
     )
     code, out, _ = run("--show-settings", "--extend-select", "DDP900")
     assert code == 0
     assert re.search(rf"^Settings file: +{re.escape(str(project / 'pyproject.toml'))}$", out, re.M)
-    assert re.search(r"^ignore: +DDP404$", out, re.M)
+    assert re.search(r"^ignore: +DDP202$", out, re.M)
     assert re.search(r"^extend-exclude: +gen$", out, re.M)
-    assert "  DDP900  unused-suppression" in out and "DDP404" not in out.split("Rules")[1]
+    rules = out.split("Rules")[1]
+    assert "  DDP900  unused-suppression" in rules and "DDP404  " in rules
+    assert "DDP202" not in rules
 
 
 def test_show_files(project: Path) -> None:

@@ -32,12 +32,15 @@ SAMPLER = textwrap.dedent(
                 model(batch)
     """
 )
-#: A default rule's hazard (DDP404), for a run with the default settings.
-PERSISTENT = textwrap.dedent(
+#: A default rule's hazard (DDP303), for a run with the default settings.
+NUMBER_TIMEOUT = textwrap.dedent(
     """\
 
-    def loader_of(dataset):
-        return DataLoader(dataset, num_workers=0, persistent_workers=True)
+    import torch.distributed as dist
+
+
+    def start():
+        dist.init_process_group("nccl", timeout=1800)
     """
 )
 UTILS = textwrap.dedent(
@@ -253,16 +256,16 @@ def test_positions_count_in_the_negotiated_encoding(
 def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: Path) -> None:
     pyproject = project / "pyproject.toml"
     pyproject.write_text('[tool.ddplint]\nselect = ["NOPE"]\n')
-    (project / "train.py").write_text(SAMPLER + PERSISTENT)
+    (project / "train.py").write_text(SAMPLER + NUMBER_TIMEOUT)
 
     async def scenario(session: ServerSession) -> None:
         uri = session.open("train.py")
-        assert codes(await session.diagnostics(uri)) == ["DDP404"]  # the defaults'
+        assert codes(await session.diagnostics(uri)) == ["DDP303"]  # the defaults'
         message = await session.message()
         assert message.type == types.MessageType.Error
         assert "NOPE" in message.message
         assert "default settings" in message.message
-        pyproject.write_text('[tool.ddplint]\nignore = ["DDP404"]\n')
+        pyproject.write_text('[tool.ddplint]\nignore = ["DDP303"]\n')
         change = types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)
         session.client.workspace_did_change_watched_files(
             types.DidChangeWatchedFilesParams([change])
@@ -273,7 +276,7 @@ def test_a_bad_config_is_one_message_and_linting_goes_on_with_defaults(project: 
         pyproject.write_text('[tool.ddplint]\nselect = "DDP402"\n')  # a string, not a list
         session.save(pyproject.as_uri())  # saved in the editor: read again
         session.replace(uri, session.texts[uri] + "\n")
-        assert codes(await session.diagnostics(uri)) == ["DDP404"]  # the defaults again
+        assert codes(await session.diagnostics(uri)) == ["DDP303"]  # the defaults again
         assert len(session.messages) == 2
         assert "`select` must be a list of strings" in session.messages[1].message
 

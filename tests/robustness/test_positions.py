@@ -74,7 +74,7 @@ def test_form_feed_line_fix_lands_on_the_keyword(tmp_path: Path) -> None:
         b"\x0cloader = DataLoader(ds, persistent_workers=True)\n"
     )
     checked = subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "train.py"],
+        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--select", "DDP404", "train.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -82,7 +82,17 @@ def test_form_feed_line_fix_lands_on_the_keyword(tmp_path: Path) -> None:
     )
     assert "train.py:2:26: DDP404" in checked.stdout, checked.stdout
     subprocess.run(
-        [sys.executable, "-m", "ddplint", "check", "--no-cache", "--fix", "train.py"],
+        [
+            sys.executable,
+            "-m",
+            "ddplint",
+            "check",
+            "--no-cache",
+            "--select",
+            "DDP404",
+            "--fix",
+            "train.py",
+        ],
         cwd=tmp_path,
         capture_output=True,
         check=False,
