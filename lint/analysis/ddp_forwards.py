@@ -61,7 +61,7 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
             for collective, through in function.effects.get(node.index, ())
             if collective.name == DDP_FORWARD
             and node.statement is not None
-            and (forward := _forward_at(analysis, node.statement, collective, through))
+            and (forward := _forward_at(analysis, node, collective, through))
         ]
         for node, collective, through, (call, model) in forwards:
             trains = feeds_a_backward(analysis, collective.call)
@@ -160,22 +160,21 @@ def _on_rank(taint: Taint) -> bool:
 
 
 def _forward_at(
-    analysis: ModuleAnalysis, statement: ast.AST, collective: Collective, through: str | None
+    analysis: ModuleAnalysis, node: Node, collective: Collective, through: str | None
 ) -> tuple[ast.Call, ast.expr] | None:
-    """The call of ``statement`` that runs the forward, and the wrapped model it runs:
-    the forward itself, or a call of ``through`` handed a wrapped model."""
+    """The call of ``node``'s statement that runs the forward, and the wrapped model it
+    runs: the forward itself, or a call of ``through`` handed a wrapped model."""
     if through is None:
         model = collective.call.func
         if isinstance(model, ast.Attribute) and model.attr == "forward":
             model = model.value
         return collective.call, model
-    objects = analysis.objects
     callee = analysis.local_function(through)
-    for call in own_calls(statement):
+    for call in own_calls(node.statement) if node.statement is not None else ():
         if callee is None or analysis.callee_of(call) is not callee:
             continue
         handed = [*call.args, *(k.value for k in call.keywords)]
-        wrapped = next((a for a in handed if objects.ddp_model(a, call)), None)
+        wrapped = next((a for a in handed if analysis.ddp_model_at(a, call, node)), None)
         if wrapped is not None:
             return call, wrapped
     return None

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS
+from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, DDP_WRAPPERS
 from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants, parameter_names
@@ -57,6 +57,7 @@ from ddplint.analysis.project import (
     parameters_at,
     project_key,
 )
+from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.set_iteration import SetValues
 from ddplint.analysis.single_process import SingleProcessPaths
 from ddplint.analysis.whole_forwards import WholeForwards
@@ -247,6 +248,7 @@ class ModuleAnalysis:
                     (collective, through)
                     for collective, through in self._node_effects(node, in_lightning, dominance)
                     if not reads_unsharded_model(collective, self._sharded)
+                    and not self._forward_of_plain_model(collective, graph, node)
                 ]
                 if effects:
                     found.effects[node.index] = effects
@@ -648,15 +650,64 @@ class ModuleAnalysis:
             callee = _local_callee(call)
             if callee is None or callee not in self._reaching:
                 continue
-            handed = _call_facts(call, self.local_function(callee), facts, self._ddp_model_at(call))
+            handed = _call_facts(
+                call, self.local_function(callee), facts, self._ddp_model_at(call, node)
+            )
             reached = self._reached(callee, handed)
             if reached is not None:
                 effects.append((reached, callee))
         return effects
 
-    def _ddp_model_at(self, call: ast.Call) -> Callable[[ast.expr], bool]:
-        """Whether an argument of ``call`` holds a DDP model where the call is made."""
-        return lambda argument: self.objects.ddp_model(argument, call)
+    def _ddp_model_at(self, call: ast.Call, node: Node) -> Callable[[ast.expr], bool]:
+        """Whether an argument of ``call`` (run by ``node``) holds a DDP model where the
+        call is made."""
+        return lambda argument: self.ddp_model_at(argument, call, node)
+
+    def ddp_model_at(self, expression: ast.expr, call: ast.Call, node: Node) -> bool:
+        """Whether ``expression``, read by ``call`` at ``node``, holds a model wrapped in
+        ``DistributedDataParallel``: the name holds one in its function
+        (``FrameworkObjects.ddp_model``) and is not bound again to another model on
+        every way to ``node`` (``model = Net.from_pretrained(path)`` after the wrapping)."""
+        if not self.objects.ddp_model(expression, call):
+            return False
+        spelled = dotted_name(expression)
+        scope = self.nodes.scope_of_call(call)
+        if spelled is None or not isinstance(
+            scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+        ):
+            return True
+        reaching = bindings_reaching(self.graphs.graph(scope), node, spelled)
+        if reaching.from_entry or not reaching.bindings:
+            return True
+        return not all(
+            value is not None and self._makes_another_model(value, spelled, call)
+            for _, value in reaching.bindings
+        )
+
+    def _makes_another_model(self, value: ast.expr, name: str, call: ast.Call) -> bool:
+        """Whether ``name = value`` gives the name a model that is not a DDP wrapper: a
+        call that neither wraps (``DistributedDataParallel(...)``) nor reads the name or
+        another DDP model (``model.to(device)``, ``torch.compile(model)`` keep the
+        wrapper), or a constant (``model = None``)."""
+        if isinstance(value, ast.Constant):
+            return True
+        if not isinstance(value, ast.Call) or self.names.resolve(value.func) in DDP_WRAPPERS:
+            return False
+        return not any(
+            isinstance(read, (ast.Name, ast.Attribute))
+            and (dotted_name(read) == name or self.objects.ddp_model(read, call))
+            for read in ast.walk(value)
+        )
+
+    def _forward_of_plain_model(self, collective: Collective, graph: Graph, node: Node) -> bool:
+        """A DDP forward whose model name is bound again to another model on every way
+        to ``node``: no collective there."""
+        if collective.name != DDP_FORWARD or not collective.implicit:
+            return False
+        model = collective.call.func
+        if isinstance(model, ast.Attribute) and model.attr == "forward":
+            model = model.value
+        return not self.ddp_model_at(model, collective.call, node)
 
     def local_function(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The module's function (``f``) or method (``self.f``) that calls name so."""
@@ -708,7 +759,7 @@ class ModuleAnalysis:
                     if callee is None or callee not in self._reaching:
                         continue
                     handed = _call_facts(
-                        call, self.local_function(callee), facts, self._ddp_model_at(call)
+                        call, self.local_function(callee), facts, self._ddp_model_at(call, node)
                     )
                     reached = self._reached(callee, handed, depth - 1)
                     if reached is not None:
