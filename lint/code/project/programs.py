@@ -31,7 +31,7 @@ users' programs lie outside the project) stays unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
@@ -89,7 +89,9 @@ EXPORT_APIS = (
 
 #: The folder a ``src/`` layout keeps its modules in (``index.module_name`` strips it).
 SOURCE_FOLDER = "src"
-#: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``).
+#: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``):
+#: an absolute name resolves to the module of that name or to the one of that name inside
+#: the importer's folder (a script's sibling), never to another.
 Resolve = Callable[[str, str], str | None]
 
 
@@ -106,15 +108,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imported: dict[tuple[str, str], set[str]] = {}
-
-    def imports_of(module: str, folder: str) -> set[str]:
-        if module not in summaries:  # a namespace folder, or a module no summary holds
-            return set()
-        if (module, folder) not in imported:
-            imported[module, folder] = _imported(resolve, module, summaries[module], folder)
-        return imported[module, folder]
-
+    imports_of = ImportsByFolder(summaries, resolve).imports_of
     dotted = {name: _dotted_names(summaries[name]) for name in names}
     groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
     trains = {
@@ -148,6 +142,59 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         if any_training and not any(training for _, training in found)
     )
     return ProgramRoles(alone, untrained)
+
+
+class ImportsByFolder:
+    """The project modules each module imports in a program run from a given folder
+    (``_imported``), each module's imports walked once and again for a folder only
+    where one of its imports could name a module of that folder."""
+
+    def __init__(self, summaries: Mapping[str, Summary], resolve: Resolve) -> None:
+        self._summaries = summaries
+        self._resolve = resolve
+        self._spans = _spans(summaries)
+        self._heads: dict[str, set[str]] = {}
+        self._found: dict[tuple[str, str], set[str]] = {}
+
+    def imports_of(self, module: str, folder: str) -> set[str]:
+        """What ``module`` imports in a program run from ``folder`` (read-only)."""
+        if module not in self._summaries:  # a namespace folder, or a module no summary holds
+            return set()
+        if (module, folder) not in self._found:
+            self._found[module, folder] = self._walked(module, folder)
+        return self._found[module, folder]
+
+    def _walked(self, module: str, folder: str) -> set[str]:
+        # A folder's import of ``name`` resolves to a module named ``folder.name``, or
+        # that inside the importer's folder (``Resolve``): a folder none of whose
+        # modules' names hold ``folder.head`` for a head of this module's imports
+        # changes none of them, and the walk without the folder stands.
+        summary = self._summaries[module]
+        if module not in self._heads:
+            self._heads[module] = _absolute_heads(summary)
+        if folder and all(f"{folder}.{head}" not in self._spans for head in self._heads[module]):
+            return self.imports_of(module, "")
+        return _imported(self._resolve, module, summary, folder)
+
+
+def _spans(modules: Iterable[str]) -> set[str]:
+    """Every run of two or more consecutive parts of a module's dotted name."""
+    found: set[str] = set()
+    for module in modules:
+        parts = module.split(".")
+        for start in range(len(parts) - 1):
+            for end in range(start + 2, len(parts) + 1):
+                found.add(".".join(parts[start:end]))
+    return found
+
+
+def _absolute_heads(summary: Summary) -> set[str]:
+    """The first parts of the absolute names a module imports."""
+    return {
+        value.partition(".")[0]
+        for value in summary.get("imports", {}).values()
+        if not value.startswith(".")
+    }
 
 
 def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[str]:
