@@ -31,7 +31,7 @@ users' programs lie outside the project) stays unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
@@ -247,9 +247,18 @@ def _dotted_names(summary: Summary) -> set[str]:
 
 
 def _uses_any(names: set[str], prefixes: tuple[str, ...]) -> bool:
-    return any(
-        name == prefix or name.startswith(f"{prefix}.") for name in names for prefix in prefixes
-    )
+    """Whether a name is one of ``prefixes`` or inside one (``torch.optim.SGD``)."""
+    wanted = frozenset(prefixes)
+    return any(head in wanted for name in names for head in _heads(name))
+
+
+def _heads(name: str) -> Iterator[str]:
+    """``name`` and each of its dotted prefixes (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
+    cut = name.find(".")
+    while cut != -1:
+        yield name[:cut]
+        cut = name.find(".", cut + 1)
+    yield name
 
 
 def _calls_backward(summary: Summary) -> bool:
