@@ -153,7 +153,7 @@ class ImportsByFolder:
         self._summaries = summaries
         self._resolve = resolve
         self._spans = _spans(summaries)
-        self._heads: dict[str, set[str]] = {}
+        self._first_parts: dict[str, set[str]] = {}
         self._found: dict[tuple[str, str], set[str]] = {}
 
     def imports_of(self, module: str, folder: str) -> set[str]:
@@ -165,14 +165,16 @@ class ImportsByFolder:
         return self._found[module, folder]
 
     def _walked(self, module: str, folder: str) -> set[str]:
-        # A folder's import of ``name`` resolves to a module named ``folder.name``, or
-        # that inside the importer's folder (``Resolve``): a folder none of whose
-        # modules' names hold ``folder.head`` for a head of this module's imports
-        # changes none of them, and the walk without the folder stands.
+        # The folder's try at ``name`` finds a module named ``folder.name`` or one
+        # ending so (inside the importer's folder: ``Resolve``). Where no module's name
+        # holds ``folder.first`` for the first part of any of this module's imports,
+        # every try fails and the walk without the folder stands.
         summary = self._summaries[module]
-        if module not in self._heads:
-            self._heads[module] = _absolute_heads(summary)
-        if folder and all(f"{folder}.{head}" not in self._spans for head in self._heads[module]):
+        if module not in self._first_parts:
+            self._first_parts[module] = _first_parts(summary)
+        if folder and all(
+            f"{folder}.{first}" not in self._spans for first in self._first_parts[module]
+        ):
             return self.imports_of(module, "")
         return _imported(self._resolve, module, summary, folder)
 
@@ -188,8 +190,8 @@ def _spans(modules: Iterable[str]) -> set[str]:
     return found
 
 
-def _absolute_heads(summary: Summary) -> set[str]:
-    """The first parts of the absolute names a module imports."""
+def _first_parts(summary: Summary) -> set[str]:
+    """The first part of each absolute name a module imports (``torch`` of ``torch.nn``)."""
     return {
         value.partition(".")[0]
         for value in summary.get("imports", {}).values()
@@ -249,10 +251,10 @@ def _dotted_names(summary: Summary) -> set[str]:
 def _uses_any(names: set[str], prefixes: tuple[str, ...]) -> bool:
     """Whether a name is one of ``prefixes`` or inside one (``torch.optim.SGD``)."""
     wanted = frozenset(prefixes)
-    return any(head in wanted for name in names for head in _heads(name))
+    return any(head in wanted for name in names for head in _dotted_prefixes(name))
 
 
-def _heads(name: str) -> Iterator[str]:
+def _dotted_prefixes(name: str) -> Iterator[str]:
     """``name`` and each of its dotted prefixes (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
     cut = name.find(".")
     while cut != -1:
