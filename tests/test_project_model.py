@@ -21,6 +21,7 @@ from ddplint.code.project.facts import (
 )
 from ddplint.code.project.index import ProjectIndex, module_name
 from ddplint.code.project.module_summary import summarize
+from ddplint.code.project.programs import ImportsByFolder, _imported, _uses_any
 from ddplint.engine import RunResult, lint_paths
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings
@@ -911,3 +912,65 @@ def test_a_program_is_taken_for_one_that_never_trains_only_on_evidence() -> None
     files["tools/run.py"] = "import torch\n" + traced
     _, untrained = roles_of(files)
     assert untrained == {"tools.run", "tools.model_other", "tools"}
+
+
+FOLDER_LAYOUTS = {
+    # `python codec/train.py`: `models/net.py` imports `quantization` from `codec/`.
+    "codec/train.py": "from models.net import Net\n" + DISTRIBUTED,
+    "codec/models/net.py": "from quantization import vq\nimport os.path\nfrom . import x\n",
+    "codec/quantization/vq.py": "import utils.io\n",
+    # A module of a folder that is not a package names `codec.utils` from inside it:
+    # `tools/codec/utils/io.py` is what `utils.io` is in a program run from `codec/`.
+    "tools/helper.py": "import utils.io\nfrom utils import io\nimport src.lib\n",
+    "tools/codec/utils/io.py": "",
+    "src/lib.py": "import quantization.vq\n",
+    "pkg/__init__.py": "from .inner import f\n",
+    "pkg/inner.py": "import codec.models\nfrom models import net\n",
+    "tools/export.py": "import helper\nif __name__ == '__main__':\n    helper.run()\n",
+}
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        FOLDER_LAYOUTS,
+        {"train_ddp.py": "import helpers\n" + DISTRIBUTED, "train_one.py": SINGLE},
+        generated_project(40),
+    ],
+)
+def test_imports_by_folder_equal_the_walk_of_every_module_in_every_folder(
+    files: dict[str, str],
+) -> None:
+    # Each module's imports are walked once and again only for a folder that could
+    # change them: the answer for every module in every folder equals the plain walk.
+    index = index_of(files)
+    summaries, resolve = index.summaries, index.resolve_module
+    folders = {""} | {name.rpartition(".")[0] for name in summaries}
+    folders |= {f"{folder}.{part}" for folder in folders for part in ("utils", "models", "x")}
+    imports = ImportsByFolder(summaries, resolve)
+    walked = 0
+    for module in summaries:
+        for folder in sorted(folders):
+            plain = _imported(resolve, module, summaries[module], folder)
+            assert imports.imports_of(module, folder) == plain, (module, folder)
+            walked += plain != imports.imports_of(module, "")
+    assert walked or files is not FOLDER_LAYOUTS  # some folders do change some imports
+
+
+def test_a_table_of_apis_is_used_by_a_name_inside_one_of_its_prefixes_only() -> None:
+    table = ("torch.optim", "deepspeed", "a.b.c")
+    for name, used in [
+        ("torch.optim", True),
+        ("torch.optim.SGD", True),
+        ("torch.optimizer", False),
+        ("torch", False),
+        ("deepspeed.initialize", True),
+        ("deepspeedx", False),
+        ("a.b", False),
+        ("a.b.c.d", True),
+        (".torch.optim", False),
+        ("", False),
+    ]:
+        assert _uses_any({name}, table) is used, name
+        assert _uses_any({name, "os.path"}, table) is used, name
+    assert not _uses_any(set(), table)

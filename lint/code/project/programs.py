@@ -31,7 +31,7 @@ users' programs lie outside the project) stays unknown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
@@ -89,7 +89,9 @@ EXPORT_APIS = (
 
 #: The folder a ``src/`` layout keeps its modules in (``index.module_name`` strips it).
 SOURCE_FOLDER = "src"
-#: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``).
+#: The project module an import of a name in a module reads (``ProjectIndex.resolve_module``):
+#: an absolute name resolves to the module of that name or to the one of that name inside
+#: the importer's folder (a script's sibling), never to another.
 Resolve = Callable[[str, str], str | None]
 
 
@@ -106,15 +108,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imported: dict[tuple[str, str], set[str]] = {}
-
-    def imports_of(module: str, folder: str) -> set[str]:
-        if module not in summaries:  # a namespace folder, or a module no summary holds
-            return set()
-        if (module, folder) not in imported:
-            imported[module, folder] = _imported(resolve, module, summaries[module], folder)
-        return imported[module, folder]
-
+    imports_of = ImportsByFolder(summaries, resolve).imports_of
     dotted = {name: _dotted_names(summaries[name]) for name in names}
     groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
     trains = {
@@ -148,6 +142,61 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         if any_training and not any(training for _, training in found)
     )
     return ProgramRoles(alone, untrained)
+
+
+class ImportsByFolder:
+    """The project modules each module imports in a program run from a given folder
+    (``_imported``), each module's imports walked once and again for a folder only
+    where one of its imports could name a module of that folder."""
+
+    def __init__(self, summaries: Mapping[str, Summary], resolve: Resolve) -> None:
+        self._summaries = summaries
+        self._resolve = resolve
+        self._spans = _spans(summaries)
+        self._first_parts: dict[str, set[str]] = {}
+        self._found: dict[tuple[str, str], set[str]] = {}
+
+    def imports_of(self, module: str, folder: str) -> set[str]:
+        """What ``module`` imports in a program run from ``folder`` (read-only)."""
+        if module not in self._summaries:  # a namespace folder, or a module no summary holds
+            return set()
+        if (module, folder) not in self._found:
+            self._found[module, folder] = self._walked(module, folder)
+        return self._found[module, folder]
+
+    def _walked(self, module: str, folder: str) -> set[str]:
+        # The folder's try at ``name`` finds a module named ``folder.name`` or one
+        # ending so (inside the importer's folder: ``Resolve``). Where no module's name
+        # holds ``folder.first`` for the first part of any of this module's imports,
+        # every try fails and the walk without the folder stands.
+        summary = self._summaries[module]
+        if module not in self._first_parts:
+            self._first_parts[module] = _first_parts(summary)
+        if folder and all(
+            f"{folder}.{first}" not in self._spans for first in self._first_parts[module]
+        ):
+            return self.imports_of(module, "")
+        return _imported(self._resolve, module, summary, folder)
+
+
+def _spans(modules: Iterable[str]) -> set[str]:
+    """Every run of two or more consecutive parts of a module's dotted name."""
+    found: set[str] = set()
+    for module in modules:
+        parts = module.split(".")
+        for start in range(len(parts) - 1):
+            for end in range(start + 2, len(parts) + 1):
+                found.add(".".join(parts[start:end]))
+    return found
+
+
+def _first_parts(summary: Summary) -> set[str]:
+    """The first part of each absolute name a module imports (``torch`` of ``torch.nn``)."""
+    return {
+        value.partition(".")[0]
+        for value in summary.get("imports", {}).values()
+        if not value.startswith(".")
+    }
 
 
 def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[str]:
@@ -200,9 +249,18 @@ def _dotted_names(summary: Summary) -> set[str]:
 
 
 def _uses_any(names: set[str], prefixes: tuple[str, ...]) -> bool:
-    return any(
-        name == prefix or name.startswith(f"{prefix}.") for name in names for prefix in prefixes
-    )
+    """Whether a name is one of ``prefixes`` or inside one (``torch.optim.SGD``)."""
+    wanted = frozenset(prefixes)
+    return any(head in wanted for name in names for head in _dotted_prefixes(name))
+
+
+def _dotted_prefixes(name: str) -> Iterator[str]:
+    """``name`` and each of its dotted prefixes (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
+    cut = name.find(".")
+    while cut != -1:
+        yield name[:cut]
+        cut = name.find(".", cut + 1)
+    yield name
 
 
 def _calls_backward(summary: Summary) -> bool:
