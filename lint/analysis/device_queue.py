@@ -198,6 +198,8 @@ _MORE_THAN_KERNELS = (
 _HOST_BUILTINS = frozenset(
     {"len", "float", "int", "bool", "str", "round", "isinstance", "hasattr", "repr", "format"}
 )
+#: Builtins that turn a tensor into a Python value or print it (a host read).
+_FORMATTING_BUILTINS = frozenset({"float", "int", "bool", "str", "repr", "format", "print"})
 #: Builtins that turn a one-element tensor into a Python number (a host read).
 _CONVERTING_BUILTINS = frozenset({"float", "int", "bool"})
 #: What parses the command line into a namespace of host values.
@@ -883,6 +885,8 @@ class DeviceQueue:
                 expression.orelse, scope, depth
             )
         if isinstance(expression, ast.BinOp):
+            if isinstance(expression.op, ast.Mod) and _is_text(expression.left):
+                return True  # ``"%f" % loss``: a string
             return self._host_value(expression.left, scope, depth) and self._host_value(
                 expression.right, scope, depth
             )
@@ -931,10 +935,40 @@ class DeviceQueue:
             for inner in walk_own(part)
             if (isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope))
             or (isinstance(inner, ast.Subscript) and self.masked_read(inner, scope))
+            or (isinstance(inner, ast.expr) and self._formats_tensor(inner, scope))
         ]
         if isinstance(statement, (ast.If, ast.While, ast.Assert)):
             found.extend(self._tensor_tests(statement.test, scope))
         return found
+
+    def _formats_tensor(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """A tensor on a device turned into a Python value by other spellings than a
+        read method: ``float(loss)``, ``int(loss > 3)``, ``print(loss)``,
+        ``str(loss)``, ``f"{loss}"``, ``"%f" % loss`` (each copies it to the host; a
+        logger's arguments are formatted only where the level is enabled: no wait)."""
+        on_device = self.placement.on_device
+        if isinstance(expression, ast.Call):
+            func = expression.func
+            return (
+                isinstance(func, ast.Name)
+                and func.id in _FORMATTING_BUILTINS
+                and self._builtin(expression, scope)
+                and any(_holds_tensor(a, scope, on_device) for a in expression.args)
+            )
+        if isinstance(expression, ast.JoinedStr):
+            return any(
+                isinstance(part, ast.FormattedValue) and on_device(part.value, scope)
+                for part in expression.values
+            )
+        if (
+            isinstance(expression, ast.BinOp)
+            and isinstance(expression.op, ast.Mod)
+            and _is_text(expression.left)
+        ):
+            right = expression.right
+            parts = right.elts if isinstance(right, ast.Tuple) else [right]
+            return any(on_device(part, scope) for part in parts)
+        return False
 
     def _tensor_tests(self, test: ast.expr, scope: ast.AST) -> Iterator[ast.expr]:
         """The parts of a branch test that are tensors turned into a bool (a read):
@@ -945,12 +979,16 @@ class DeviceQueue:
         elif isinstance(test, ast.BoolOp):
             for value in test.values:
                 yield from self._tensor_tests(value, scope)
-        elif self._tested_on_host(test) or (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Attribute)
-            and test.func.attr in _TRUTH_METHODS
-            and not test.args
-            and not self.placement.on_host(test.func.value, scope)
+        elif (
+            _holds_tensor(test, scope, self.placement.on_device)
+            or self._tested_on_host(test)
+            or (
+                isinstance(test, ast.Call)
+                and isinstance(test.func, ast.Attribute)
+                and test.func.attr in _TRUTH_METHODS
+                and not test.args
+                and not self.placement.on_host(test.func.value, scope)
+            )
         ):
             yield test
 
@@ -1184,6 +1222,20 @@ def _drained_after(
     if edge is EdgeKind.EXCEPTION:
         return drained[node.index] and not queues
     return drained[node.index] if ends_with is None else ends_with
+
+
+def _is_text(expression: ast.expr) -> bool:
+    return isinstance(expression, ast.Constant) and isinstance(expression.value, str)
+
+
+def _holds_tensor(
+    expression: ast.expr, scope: ast.AST, on_device: Callable[[ast.expr, ast.AST], bool]
+) -> bool:
+    """A tensor on a device, or a comparison of one (``loss > 10``): its truth or value
+    is read on the host."""
+    if isinstance(expression, ast.Compare):
+        return any(on_device(e, scope) for e in (expression.left, *expression.comparators))
+    return on_device(expression, scope)
 
 
 def _fixed_point(

@@ -24,6 +24,10 @@ device.
 
 A name counts only where every binding of it in its scope is on the host (a parameter
 is unknown); a value moved to a device (``.to(device)``, ``.cuda()``) is not on the host.
+
+``Placement.on_device(expression, scope)``: known to be a tensor on a device (moved or
+built there, the loss a backward runs from, what its own methods and arithmetic compute
+from one). Neither: unknown (a parameter, another object's field).
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ TORCH_DTYPES = frozenset(
 )
 #: Keywords of ``Tensor.to`` that leave the device as it is.
 _CAST_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
+#: Tensor methods whose result is a Python value (a read).
+_HOST_RESULTS = frozenset({"item", "tolist", "numpy"})
 #: How far a value is followed through names, calls and returns.
 _DEPTH = 4
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -135,6 +141,67 @@ class Placement:
                 self.on_host(value, method, depth + 1) for value, method in made
             )
         return False
+
+    def on_device(self, expression: ast.expr, scope: ast.AST, depth: int = 0) -> bool:
+        """Whether ``expression``, read in ``scope``, is known to be a tensor on a
+        device: moved there (``x.cuda()``, ``x.to(device)``), built there
+        (``torch.zeros(3, device=d)``, ``d`` not the CPU), what the scope runs a backward
+        of (``loss`` of ``loss.backward()``: the model's output), what a tensor's own
+        methods (``.mean()``, ``.detach()``) and arithmetic compute from one, and a name
+        every binding of which is one (or that a backward runs from, no binding of it
+        on the host)."""
+        if depth > _DEPTH:
+            return False
+        if isinstance(expression, ast.Name):
+            bound = self._bound(scope).get(expression.id, [])
+            if not bound or any(v is _HOST for v, _ in bound):
+                return False
+            if expression.id in self._backpropagated(scope):
+                return not any(self._part_on_host(v, p, scope, depth + 1) for v, p in bound)
+            return all(
+                position is None and self.on_device(value, scope, depth + 1)
+                for value, position in bound
+            )
+        if isinstance(expression, ast.BinOp):
+            sides = (expression.left, expression.right)
+            return any(self.on_device(e, scope, depth + 1) for e in sides) and all(
+                self.on_device(e, scope, depth + 1) or self.on_host(e, scope, depth + 1)
+                for e in sides
+            )
+        if isinstance(expression, ast.UnaryOp):
+            return self.on_device(expression.operand, scope, depth + 1)
+        if not isinstance(expression, ast.Call):
+            return False
+        func = expression.func
+        resolved = self.names.resolve(func) or ""
+        if resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] in TORCH_FACTORIES:
+            device = next((k.value for k in expression.keywords if k.arg == "device"), None)
+            return device is not None and not (
+                isinstance(device, ast.Constant) and device.value in ("cpu", None)
+            )
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr == "cuda" or (
+            func.attr == "to"
+            and expression.args
+            and not _casts(expression, self.names.resolve)
+            and not is_host_read(expression)
+        ):
+            return True
+        return func.attr in _STAYING_METHODS - _HOST_RESULTS and self.on_device(
+            func.value, scope, depth + 1
+        )
+
+    def _backpropagated(self, scope: ast.AST) -> set[str]:
+        """The names ``scope`` runs a backward from (``loss.backward()``)."""
+        return {
+            node.func.value.id
+            for node in walk_own(scope)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "backward"
+            and isinstance(node.func.value, ast.Name)
+        }
 
     def _field_values(
         self, field: ast.Attribute, scope: ast.AST
