@@ -2,7 +2,10 @@
 
 ``DeviceQueue.queue_drained(call)``: on every path that reaches the call, the last thing
 done to the device queue was a host wait, with no substantial device work queued since,
-so the call waits for nothing new. A forward must-analysis over the control-flow graph
+so the call waits for nothing new. Where some ways to the call ran the step's backward
+since the function began or its training loop took its turn, those ways alone decide
+(a way that skips the backward, an evaluation pass of the same loop, is another pass,
+not this step's); elsewhere every way does. A forward must-analysis over the control-flow graph
 of the call's function (or of module code: a training script's loop), loops and
 exception edges included, except the way out of a ``with`` block that an exception takes
 when its context swallows it (an error path, as an ``except`` handler is; not for
@@ -35,13 +38,21 @@ What waits, judged by what the call does:
   an engine; only where the module runs an engine's own forward, which starts the
   timer; not where a config written in the module turns the timer off), a blocking
   ``barrier()`` on a group whose backend can be NCCL (known NCCL, or not known here);
+- a backward run in anomaly mode with its NaN check (``with
+  torch.autograd.set_detect_anomaly(True):``, ``detect_anomaly()``, or the mode switched
+  on by a statement of module code): the engine reads each node's output on the host;
 - a call of a function of the module that returns with the queue drained.
+
+A read on only some ways (under a rank test, a periodic test, one arm of a branch)
+drains nothing for a read after the join: the must-analysis asks every way.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
 a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean()``,
-``x.clamp_(0, 1)``, ``torch.log(x)``: the read after them waits for those few kernels
-alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
+``x.clamp_(0, 1)``, ``torch.log(x)``, a ``torch.nn`` layer built from host values and
+called, ``softmax = nn.Softmax(dim=-1)``; gradient clipping and a known optimizer's
+``step()``, elementwise passes over the parameters: the read after them waits for those
+few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
 ``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece; a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
 computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
@@ -61,8 +72,10 @@ import ast
 import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
+from typing import TypeVar
 
 from ddplint.analysis.api import torch_distributed_function
+from ddplint.analysis.batches import training_loops
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
@@ -78,6 +91,7 @@ from ddplint.analysis.names import call_argument, dotted_name
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.object_kinds import (
     ENGINE,
+    MODULE,
     OPTIMIZER,
     SCALER,
     SCHEDULER,
@@ -170,8 +184,8 @@ ACCELERATOR_GETTERS = frozenset(
     }
 )
 #: ``torch`` namespaces whose calls do more than a kernel on their arguments:
-#: collectives, device control, autograd, optimizers, gradient clipping over every
-#: parameter, modules (``torch.nn.X(...)``; ``torch.nn.functional`` is kernels).
+#: collectives, device control, autograd, optimizers, modules (``torch.nn.X(...)``;
+#: ``torch.nn.functional`` is kernels; clipping and layers: ``_CLIPPING``, ``_is_layer``).
 _MORE_THAN_KERNELS = (
     "torch.distributed.",
     "torch.cuda.",
@@ -184,6 +198,8 @@ _MORE_THAN_KERNELS = (
 _HOST_BUILTINS = frozenset(
     {"len", "float", "int", "bool", "str", "round", "isinstance", "hasattr", "repr", "format"}
 )
+#: Builtins that turn a tensor into a Python value or print it (a host read).
+_FORMATTING_BUILTINS = frozenset({"float", "int", "bool", "str", "repr", "format", "print"})
 #: Builtins that turn a one-element tensor into a Python number (a host read).
 _CONVERTING_BUILTINS = frozenset({"float", "int", "bool"})
 #: What parses the command line into a namespace of host values.
@@ -199,12 +215,32 @@ _TRAINING_DATA_POSITION = 4
 _VALUE_COLLECTIVES = frozenset(
     {"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor"}
 )
+#: The queue along one step's passes (``_stepped_map``), from the top of the order
+#: down (a meet is the lowest): not reached yet, no backward yet in this step, drained,
+#: work queued.
+_UNSET, _FRESH, _DRAINED, _BUSY = "unset", "fresh", "drained", "busy"
+_STEP_ORDER = (_UNSET, _FRESH, _DRAINED, _BUSY)
+#: What turns anomaly mode on (its NaN check reads each backward node's output).
+_ANOMALY_SWITCHES = frozenset(
+    {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
+)
+_ANOMALY_CONTEXTS = frozenset(
+    {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
+)
+#: Gradient clipping: kernels over the parameters' gradients.
+_CLIPPING = frozenset(
+    {
+        *("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_"),
+        *("torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_value_"),
+    }
+)
 #: Backends whose ``barrier`` never waits on a device stream.
 _HOST_BACKENDS = frozenset({"gloo", "mpi"})
 #: How deep a call is followed into the module's own functions for their summary.
 _CALLEE_DEPTH = 3
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+T = TypeVar("T")
 #: What a node leaves in the device queue: True when it ends with a wait (nothing queued
 #: after it), False when it may queue work after its last wait, None when it touches
 #: neither; and whether it may queue work at all.
@@ -265,6 +301,7 @@ class DeviceQueue:
         self._queues_any: dict[Function, bool] = {}
         self._summarising: list[Function] = []
         self._drained: dict[int, dict[int, bool]] = {}
+        self._stepped: dict[int, dict[int, str]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
         self._single: dict[int, dict[str, ast.expr]] = {}
@@ -308,6 +345,9 @@ class DeviceQueue:
                 return True
         if any(self._queues_work(e, scope) for e in before_here):
             return False
+        stepped = self._stepped_map(graph).get(node.index, _FRESH)
+        if stepped is not _FRESH:
+            return stepped is _DRAINED
         return self._drained_map(graph).get(node.index, False)
 
     def _comprehension_works(self, comprehension: ast.AST, scope: ast.AST) -> bool:
@@ -335,10 +375,53 @@ class DeviceQueue:
             and self._holds(SCALER, func.value, scope)
         ):
             return True
-        if self.is_drain(call, scope):
+        if self.is_drain(call, scope) or self._checked_backward(call, scope):
             return True
         callee = self.code.callee(call, scope)
         return callee is not None and self._summary(callee[0], self._returns_drained_from)
+
+    def _checked_backward(self, call: ast.Call, scope: ast.AST) -> bool:
+        """A backward run in anomaly mode with its NaN check (inside ``with
+        torch.autograd.set_detect_anomaly(True):`` / ``detect_anomaly()``, or with the
+        mode switched on by a statement of module code): the engine reads each backward
+        node's output on the host, so the backward ends with the queue drained."""
+        if self._analysis is None or self._analysis.backward_label(call) is None:
+            return False
+        if self._anomaly_switched_on:
+            return True
+        return any(
+            _contains(block, call)
+            for block in walk_own(scope)
+            if isinstance(block, (ast.With, ast.AsyncWith))
+            and any(self._checks_anomalies(item.context_expr) for item in block.items)
+        )
+
+    def _checks_anomalies(self, expression: ast.expr) -> bool:
+        """``torch.autograd.set_detect_anomaly(True)``, ``torch.autograd.detect_anomaly()``
+        (``check_nan`` left on)."""
+        if not isinstance(expression, ast.Call):
+            return False
+        resolved = self.names.resolve(expression.func) or ""
+        check_nan = call_argument(expression, int(resolved in _ANOMALY_SWITCHES), "check_nan")
+        if check_nan is not None and not (
+            isinstance(check_nan, ast.Constant) and check_nan.value is True
+        ):
+            return False
+        if resolved in _ANOMALY_CONTEXTS:
+            return True
+        mode = call_argument(expression, 0, "mode")
+        return (
+            resolved in _ANOMALY_SWITCHES and isinstance(mode, ast.Constant) and mode.value is True
+        )
+
+    @cached_property
+    def _anomaly_switched_on(self) -> bool:
+        """``torch.autograd.set_detect_anomaly(True)`` as a statement of module code: the
+        mode holds for every backward the module runs."""
+        return any(
+            isinstance(statement, ast.Expr) and self._checks_anomalies(statement.value)
+            for statement in self.nodes.module.body
+        )
 
     def sized_on_device(self, call: ast.Call, scope: ast.AST) -> bool:
         """``mask.nonzero()``, ``torch.unique(x)``, ``x.masked_select(m)``,
@@ -544,7 +627,9 @@ class DeviceQueue:
             return False
         if self.sized_on_device(expression, scope) or self._collective_of_values(expression, scope):
             return False
-        kernel = self._torch_kernel(expression)
+        if self._parameter_pass(expression, scope):
+            return False
+        kernel = self._torch_kernel(expression) or self._layer_call(func, scope)
         if isinstance(func, ast.Attribute):
             if self._host_value(func.value, scope, 0):
                 return False  # a method of a Python value (``res.append(t)``)
@@ -560,6 +645,25 @@ class DeviceQueue:
         if not arguments:
             return self._bare_call_works(func, scope)
         return not all(self._host_value(a, scope, 0) for a in arguments)
+
+    def _parameter_pass(self, call: ast.Call, scope: ast.AST) -> bool:
+        """Gradient clipping (``clip_grad_norm_``) or the ``step()`` of an optimizer
+        known by what made it: elementwise kernels over the parameters, as the
+        optimizer kernels a gradient scaler's step queues after its read are; a read
+        after a wait that follows the backward waits for these alone."""
+        if self.names.resolve(call.func) in _CLIPPING:
+            return True
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and not call.keywords
+            and (
+                self._holds(OPTIMIZER, func.value, scope)
+                or self._project_kind(func.value, scope) == OPTIMIZER
+            )
+        )
 
     def _collective_of_values(self, call: ast.Call, scope: ast.AST) -> bool:
         """A collective handed values already computed (``dist.all_reduce(loss)``, a
@@ -615,10 +719,31 @@ class DeviceQueue:
         nothing reads it (``d.items()``, ``sched.get_last_lr()``, ``model.train()``)."""
         if not isinstance(func, ast.Attribute) or func.attr in _STEP_WORK:
             return True
+        if _is_layer(self.names.resolve(func)):
+            return False  # ``nn.ReLU()``: built on the host
         if (self.names.resolve(func) or "").startswith(_MORE_THAN_KERNELS):
             return True
         receiver = func.value
         return isinstance(receiver, ast.Name) and self.code.is_instance(receiver, scope)
+
+    def _layer_call(self, func: ast.expr, scope: ast.AST) -> bool:
+        """A call of a ``torch.nn`` layer the code builds from host values alone, every
+        binding of its name one (``softmax = nn.Softmax(dim=-1)``; ``softmax(logits)``):
+        the layer's kernels on what it is handed, no step work (a layer built around
+        a model, ``nn.DataParallel(model)``, is handed a value that is not on the host)."""
+        if not isinstance(func, ast.Name):
+            return False
+        owner = scope if self.code.binds(scope, func.id) else self.nodes.module
+        made = self._bound(owner).get(func.id, [])
+        return bool(made) and all(
+            isinstance(value, ast.Call)
+            and _is_layer(self.names.resolve(value.func))
+            and all(
+                self._host_value(a, owner, 0)
+                for a in [*value.args, *(k.value for k in value.keywords)]
+            )
+            for value in made
+        )
 
     def _host_side_method(self, func: ast.Attribute, scope: ast.AST) -> bool:
         """A scheduler's methods; a scaler's or an optimizer's other than ``step``."""
@@ -760,6 +885,8 @@ class DeviceQueue:
                 expression.orelse, scope, depth
             )
         if isinstance(expression, ast.BinOp):
+            if isinstance(expression.op, ast.Mod) and _is_text(expression.left):
+                return True  # ``"%f" % loss``: a string
             return self._host_value(expression.left, scope, depth) and self._host_value(
                 expression.right, scope, depth
             )
@@ -808,10 +935,40 @@ class DeviceQueue:
             for inner in walk_own(part)
             if (isinstance(inner, ast.Call) and self._waits_for_queue(inner, scope))
             or (isinstance(inner, ast.Subscript) and self.masked_read(inner, scope))
+            or (isinstance(inner, ast.expr) and self._formats_tensor(inner, scope))
         ]
         if isinstance(statement, (ast.If, ast.While, ast.Assert)):
             found.extend(self._tensor_tests(statement.test, scope))
         return found
+
+    def _formats_tensor(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """A tensor on a device turned into a Python value by other spellings than a
+        read method: ``float(loss)``, ``int(loss > 3)``, ``print(loss)``,
+        ``str(loss)``, ``f"{loss}"``, ``"%f" % loss`` (each copies it to the host; a
+        logger's arguments are formatted only where the level is enabled: no wait)."""
+        on_device = self.placement.on_device
+        if isinstance(expression, ast.Call):
+            func = expression.func
+            return (
+                isinstance(func, ast.Name)
+                and func.id in _FORMATTING_BUILTINS
+                and self._builtin(expression, scope)
+                and any(_holds_tensor(a, scope, on_device) for a in expression.args)
+            )
+        if isinstance(expression, ast.JoinedStr):
+            return any(
+                isinstance(part, ast.FormattedValue) and on_device(part.value, scope)
+                for part in expression.values
+            )
+        if (
+            isinstance(expression, ast.BinOp)
+            and isinstance(expression.op, ast.Mod)
+            and _is_text(expression.left)
+        ):
+            right = expression.right
+            parts = right.elts if isinstance(right, ast.Tuple) else [right]
+            return any(on_device(part, scope) for part in parts)
+        return False
 
     def _tensor_tests(self, test: ast.expr, scope: ast.AST) -> Iterator[ast.expr]:
         """The parts of a branch test that are tensors turned into a bool (a read):
@@ -822,12 +979,16 @@ class DeviceQueue:
         elif isinstance(test, ast.BoolOp):
             for value in test.values:
                 yield from self._tensor_tests(value, scope)
-        elif self._tested_on_host(test) or (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Attribute)
-            and test.func.attr in _TRUTH_METHODS
-            and not test.args
-            and not self.placement.on_host(test.func.value, scope)
+        elif (
+            _holds_tensor(test, scope, self.placement.on_device)
+            or self._tested_on_host(test)
+            or (
+                isinstance(test, ast.Call)
+                and isinstance(test.func, ast.Attribute)
+                and test.func.attr in _TRUTH_METHODS
+                and not test.args
+                and not self.placement.on_host(test.func.value, scope)
+            )
         ):
             yield test
 
@@ -884,21 +1045,74 @@ class DeviceQueue:
         must-analysis to a fixed point over the graph, its loops and exception edges
         included."""
         effects = self._effects_of(graph)
-        drained = {node.index: node is not graph.entry for node in graph.nodes}
-        changed = True
-        while changed:
-            changed = False
-            for node in graph.nodes:
-                if node is graph.entry:
+
+        def value(node: Node, drained: dict[int, bool]) -> bool:
+            ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+            return bool(ways) and all(
+                _drained_after(drained, effects, before, edge) for before, edge in ways
+            )
+
+        return _fixed_point(graph, {n.index: n is not graph.entry for n in graph.nodes}, value)
+
+    def _stepped_map(self, graph: Graph) -> dict[int, str]:
+        """Node index -> the queue on the ways that ran a backward since the function
+        began or its training loop took its turn (``_DRAINED``, ``_BUSY``; ``_FRESH``
+        where no such way reaches the node): the must-analysis of ``_drained_on_entry``
+        over the passes of one training step alone, so a way that skips the step's
+        backward (``if not cross_valid: loss.backward()``, an evaluation pass of the
+        same loop) does not decide whether a read after the backward waits."""
+        stepped = self._stepped.get(id(graph))
+        if stepped is not None:
+            return stepped
+        effects = self._effects_of(graph)
+        backward = {n.index for n in graph.nodes if self._runs_backward(n)}
+        heads = {
+            id(loop) for loop in training_loops(graph.scope, frozenset(self._backward_helpers))
+        }
+
+        def value(node: Node, state: dict[int, str]) -> str:
+            found = _UNSET
+            for before, edge in node.predecessors:
+                if self._swallowed(before, edge):
                     continue
-                ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
-                value = bool(ways) and all(
-                    _drained_after(drained, effects, before, edge) for before, edge in ways
-                )
-                if value != drained[node.index]:
-                    drained[node.index] = value
-                    changed = True
-        return drained
+                after = _step_after(state, effects, before, edge, before.index in backward)
+                if id(before.statement) in heads and edge is EdgeKind.TRUE:
+                    after = _FRESH  # a new turn of the training loop: a new step
+                found = max(found, after, key=_STEP_ORDER.index)
+            return found
+
+        start = {node.index: _UNSET for node in graph.nodes}
+        start[graph.entry.index] = _FRESH
+        state = _fixed_point(graph, start, value)
+        self._stepped[id(graph)] = state
+        return state
+
+    @cached_property
+    def _backward_helpers(self) -> dict[str, str]:
+        return self._analysis.backward_functions if self._analysis is not None else {}
+
+    def _runs_backward(self, node: Node) -> bool:
+        """Whether a node's own parts run a backward (itself or through a function of
+        the module that does)."""
+        if (
+            self._analysis is None
+            or node.statement is None
+            or node.kind
+            not in (
+                NodeKind.STATEMENT,
+                NodeKind.TEST,
+            )
+        ):
+            return False
+        return any(
+            isinstance(call, ast.Call)
+            and (
+                self._analysis.backward_label(call) is not None
+                or dotted_name(call.func) in self._backward_helpers
+            )
+            for part in own_parts(node.statement)
+            for call in walk_own(part)
+        )
 
     def _swallowed(self, node: Node, edge: EdgeKind) -> bool:
         """The way out of a ``with`` block that an exception takes when the context
@@ -955,6 +1169,11 @@ class DeviceQueue:
         return known
 
 
+def _is_layer(resolved: str | None) -> bool:
+    """A ``torch.nn`` module class (``torch.nn.Softmax``, ``torch.nn.Linear``)."""
+    return library_kind(resolved or "") == MODULE and (resolved or "").startswith("torch.nn.")
+
+
 def _blocking(barrier: ast.Call) -> bool:
     """A ``barrier`` not asked to run asynchronously (``async_op`` absent or ``False``)."""
     given = call_argument(barrier, 1, "async_op")
@@ -1003,6 +1222,55 @@ def _drained_after(
     if edge is EdgeKind.EXCEPTION:
         return drained[node.index] and not queues
     return drained[node.index] if ends_with is None else ends_with
+
+
+def _is_text(expression: ast.expr) -> bool:
+    return isinstance(expression, ast.Constant) and isinstance(expression.value, str)
+
+
+def _holds_tensor(
+    expression: ast.expr, scope: ast.AST, on_device: Callable[[ast.expr, ast.AST], bool]
+) -> bool:
+    """A tensor on a device, or a comparison of one (``loss > 10``): its truth or value
+    is read on the host."""
+    if isinstance(expression, ast.Compare):
+        return any(on_device(e, scope) for e in (expression.left, *expression.comparators))
+    return on_device(expression, scope)
+
+
+def _fixed_point(
+    graph: Graph, start: dict[int, T], value: Callable[[Node, dict[int, T]], T]
+) -> dict[int, T]:
+    """Each node's ``value`` from its predecessors', from ``start`` (the entry kept) until
+    nothing changes."""
+    state = dict(start)
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.nodes:
+            if node is graph.entry:
+                continue
+            found = value(node, state)
+            if found != state[node.index]:
+                state[node.index] = found
+                changed = True
+    return state
+
+
+def _step_after(
+    state: dict[int, str], effects: dict[int, Effect], node: Node, edge: EdgeKind, backward: bool
+) -> str:
+    """The queue of one step's passes when control leaves ``node`` along ``edge``: as
+    ``_drained_after``, where a node that runs the step's backward starts the step."""
+    before = state[node.index]
+    if before in (_UNSET, _FRESH) and not backward:
+        return before
+    ends_with, queues = effects[node.index]
+    if edge is EdgeKind.EXCEPTION:
+        return _DRAINED if before == _DRAINED and not queues else _BUSY
+    if ends_with is None:
+        return _DRAINED if before == _DRAINED else _BUSY
+    return _DRAINED if ends_with else _BUSY
 
 
 def _receiver(expression: ast.AST) -> ast.AST | None:

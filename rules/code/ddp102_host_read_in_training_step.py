@@ -38,10 +38,17 @@ class HostReadInTrainingStep(CodeRule):
     a value already on the host (`torch.tensor(3.0).item()` created without a device,
     NumPy values, the second read of `x.cpu().numpy()`, the unpacked parts of a tensor
     copied with `.cpu()`, a tensor a function of the same file returns built without a
-    device), a read after another wait of the same pass with no new device work
-    between, in a function or in a script's module-level loop (the queue is already
+    device, a cast that keeps the device, `x.to(torch.int64)`, the items a `DataLoader`
+    made in the function yields that the loop never moves, a field of the class every
+    assignment of which is such a value), a read after another wait of the same pass
+    with no new device work between, in a function or in a script's module-level loop;
+    where some ways ran the step's backward, those ways alone (an evaluation pass of the
+    same loop that skips the backward does not count) (the queue is already
     drained: the wait is a read, `float(x.sum())`, an upload, a test of a tensor such
-    as `if not torch.isfinite(loss):`,
+    as `if not torch.isfinite(loss):` or `if loss > 1e4:`, a tensor known to be on the
+    device given to `float`/`int`/`str`/`print` or formatted in an f-string or with
+    `%` (not a logger's lazy arguments), a backward run in anomaly mode with its NaN
+    check (`with torch.autograd.set_detect_anomaly(True):`),
     a `torch.cuda.synchronize()` (DDP101 reports that one), a gradient scaler's
     `step(optimizer)` (it reads its inf/NaN check on the host; the scaler known by the
     `GradScaler(...)` that made it, in this file), a DeepSpeed engine's `step()` (its
@@ -55,9 +62,11 @@ class HostReadInTrainingStep(CodeRule):
     (`mask.nonzero()`, `torch.unique(x)`, `x[mask]` with a boolean mask, a mask's
     `.any()` tested in an `if`) or a call of the module's function that
     returns after a wait on every path; a few kernels on values already computed, such
-    as `(a - b).mean()` or `x.topk(k)` (but not kernels in a loop that walks a tensor in
-    pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`: new work each
-    turn; views such as `.squeeze()` or `.view(-1)` are no work even there), a
+    as `(a - b).mean()` or `x.topk(k)`, a `torch.nn` layer built from host values and
+    called (`softmax = nn.Softmax(dim=-1)`), gradient clipping and the `step()` of an
+    optimizer made in the file or known to the project (but not kernels in a loop that
+    walks a tensor in pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`:
+    new work each turn; views such as `.squeeze()` or `.view(-1)` are no work even there), a
     collective of values already computed (`dist.all_reduce(loss)`, not one of each
     parameter a loop walks), a method of a Python list (`found.append(t)`),
     host work such as `meter.update(loss.item(), args.batch_size)`
