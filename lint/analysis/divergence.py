@@ -21,7 +21,10 @@ not stick to a new ``for step in range(...)``.
   it alone, and what the gathers of libraries over torch.distributed return
   (``accelerate.utils.gather``, composer's ``dist.all_gather_object``); a local
   function or method that runs such a collective on its own parameter makes the
-  caller's argument agree; a functional collective's result agrees
+  caller's argument agree (a ``*args`` parameter summarised as one more: a helper
+  that broadcasts what it is handed and returns it agrees its result); a tensor
+  filled in place from an agreed one (``t.copy_(agreed)``) agrees in its contents;
+  a functional collective's result agrees
   unless it is this rank's share (``reduce_scatter``, ``all_to_all``, ``scatter``).
 - Keys: a mapping's keys are its shape facet. ``k in d``, ``d.keys()``, ``for k in d``
   and ``sorted(d)`` read them; a model's output dict, or ``{name: v for name in
