@@ -608,7 +608,7 @@ class _Evaluator:
         assert isinstance(expression, _SCOPES)
         found: Taint | None = None
         for generator in expression.generators:
-            found = _join(found, self.taint(generator.iter, state))
+            found = _join(found, self._walked(generator.iter, state))
             # The comprehension's own names hide the function's: items of the iterable.
             for part, item in self.iterated(generator.target, generator.iter, state):
                 state = _bound(state, part, item.only(Facet.CONTENTS) if item else None)
@@ -625,6 +625,19 @@ class _Evaluator:
                 _contents(self.taint(expression.value, state)),
             )
         return _join(found, _contents(self.taint(expression.elt, state)))
+
+    def _walked(self, iterable: ast.expr, state: State) -> Taint | None:
+        """What a comprehension takes from the iterable it walks: ``range(n)`` makes as
+        many items as ``n`` says, as ``[v] * n`` does (``_made_in_size``)."""
+        if (
+            isinstance(iterable, ast.Call)
+            and self.names.resolve(iterable.func) == "range"
+            and len(iterable.args) == 1
+            and not iterable.keywords
+            and not isinstance(iterable.args[0], ast.Starred)
+        ):
+            return _made_in_size(self.taint(iterable.args[0], state))
+        return self.taint(iterable, state)
 
     def _dictionary(self, expression: ast.Dict, state: State) -> Taint | None:
         """A mapping literal: its keys (its shape) differ where a key does, what it
