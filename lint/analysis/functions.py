@@ -442,6 +442,9 @@ class ModuleAnalysis:
             for parameter, taint in [*zip(parameters, positional, strict=False), *keywords]
             if taint is not None
         }
+        rest = _join_all(positional[len(parameters) :])
+        if arguments.vararg is not None and rest is not None:
+            given[arguments.vararg.arg] = rest  # ``*args`` holds the arguments past the others
         graph = self.graphs.graph(definition)
         divergence = self._divergence(
             definition, graph, PostDominance(graph), {**self._entry_of(definition), **given}
@@ -813,6 +816,15 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _join_all(taints: tuple[Taint | None, ...]) -> Taint | None:
+    """The join of ``taints`` (None where all are)."""
+    found: Taint | None = None
+    for taint in taints:
+        if taint is not None:
+            found = taint.joined(found)
+    return found
 
 
 def _fields_read(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
