@@ -161,7 +161,10 @@ EXPECTED = {
 #: rank tests of other modules, `distr.is_global_main`, `self.is_rank_zero`) are
 #: DDP201's, at the same place (one finding per root cause).
 EXPECTED_CORE = {
-    "agreed_elsewhere": {("train_bad.py", 15, "DDP219")},
+    # `comm.handed_back(*values)` communicates but returns what it was handed: rank 0's
+    # count decides the loop (DDP211); `comm.broadcast_if_needed(*values)` (train_good.py)
+    # returns rank 0's values, and `broadcast_in_place` copies them back into the field.
+    "agreed_elsewhere": {("train_bad.py", 15, "DDP219"), ("train_bad.py", 26, "DDP211")},
     # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
     # The partings at those rank tests skip the DDP forwards DDP213 reports above (one
     # finding per root cause, ``analysis.root_causes``).

@@ -18,8 +18,9 @@ A loop that counts its turns walks no batches: a ``range`` (``trange``,
 wraps it on some ranks (``progress = range(n)``; ``if rank == 0: progress =
 tqdm(progress)``), and a loop over a mapping's entries (``for name, opt in
 optimizers.items()``) or a display of constants (``for name in ["timing", "shapes"]``,
-also a parameter's default) walks what the code built, not this rank's data: its turn
-number or entry is the same on every rank in the same turn.
+also a parameter's default, a field the class binds only to one, a slice of one, or
+``["actor"] if free else self.names``) walks what the code built, not this rank's
+data: its turn number or entry is the same on every rank in the same turn.
 """
 
 from __future__ import annotations
@@ -73,17 +74,20 @@ def batch_seeds(
     lightning_method: bool,
     helpers: frozenset[str] = frozenset(),
     names: Names | None = None,
+    fields: dict[str, list[ast.expr | None]] | None = None,
 ) -> BatchSeeds:
     """Where this rank's batch enters ``scope``; ``lightning_method``: it is a method of
     a LightningModule class; ``helpers``: how calls name the local functions that run a
-    backward; ``names``: the module's imports (``trange``, ``itertools.count``)."""
+    backward; ``names``: the module's imports (``trange``, ``itertools.count``);
+    ``fields``: for a method, what its class binds each ``self.x`` to
+    (``field_bindings``)."""
     parameters: set[str] = set()
     if lightning_method and isinstance(scope, _FUNCTIONS):
         positional = [*scope.args.posonlyargs, *scope.args.args]
         for position in LIGHTNING_BATCH_POSITIONS.get(scope.name, ()):
             if position < len(positional):
                 parameters.add(positional[position].arg)
-    counted = _Counted(scope, names)
+    counted = _Counted(scope, names, fields or {})
     loops = training_loops(scope, helpers)
     targets = {id(loop): counted.batch_targets(loop) for loop in loops}
     drawn = frozenset(
@@ -144,10 +148,13 @@ class _Counted:
     """Which iterables of a scope count turns or walk a mapping's entries, and so
     yield no batch."""
 
-    def __init__(self, scope: ast.AST, names: Names | None) -> None:
+    def __init__(
+        self, scope: ast.AST, names: Names | None, fields: dict[str, list[ast.expr | None]]
+    ) -> None:
         self._names = names
-        #: name -> the values the scope binds it to (None: bound some other way).
-        self._values: dict[str, list[ast.expr | None]] = {}
+        #: name -> the values the scope binds it to (None: bound some other way); a
+        #: ``self.x`` field -> those its class binds it to.
+        self._values: dict[str, list[ast.expr | None]] = dict(fields)
         plain: set[int] = set()
         walked = list(own_nodes(scope))
         for node in walked:
@@ -217,9 +224,22 @@ class _Counted:
         if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
             # An empty default (``loaders=()``) says nothing of what callers pass.
             return bool(iterable.elts) and all(isinstance(e, ast.Constant) for e in iterable.elts)
-        if isinstance(iterable, ast.Name) and depth > 0:
-            return self._bound_only_to(iterable.id, lambda v: self.fixed(v, depth - 1))
+        if isinstance(iterable, ast.IfExp):
+            # ``["actor"] if free else self.names``: one display or the other.
+            return self._fixed_or_empty(iterable.body, depth) and self._fixed_or_empty(
+                iterable.orelse, depth
+            )
+        if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
+            return self.fixed(iterable.value, depth)  # ``self.names[:-1]``: some of them
+        spelled = dotted_name(iterable) if isinstance(iterable, (ast.Name, ast.Attribute)) else None
+        if spelled is not None and depth > 0:
+            return self._bound_only_to(spelled, lambda v: self.fixed(v, depth - 1))
         return False
+
+    def _fixed_or_empty(self, iterable: ast.expr, depth: int) -> bool:
+        """``fixed``, or an empty display (an arm that walks nothing)."""
+        empty = isinstance(iterable, (ast.List, ast.Tuple)) and not iterable.elts
+        return empty or self.fixed(iterable, depth)
 
     def _rewraps(self, value: ast.expr, name: str) -> bool:
         """``progress = tqdm(progress)``: a bar over the items the name held."""
@@ -275,6 +295,37 @@ class _Counted:
         return (
             self._resolve(call.func) == "next" and bool(call.args) and not self.counts(call.args[0])
         )
+
+
+def field_bindings(owner: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
+    """``self.x`` -> the values the class's methods bind it to (None: bound some other
+    way: augmented, unpacked, a ``for`` target)."""
+    found: dict[str, list[ast.expr | None]] = {}
+    for method in owner.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        nodes = own_nodes(method)
+        plain: set[int] = set()
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if _self_field(target):
+                        plain.add(id(target))
+                        found.setdefault(ast.unparse(target), []).append(node.value)
+        for node in nodes:
+            stored = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+            if stored and _self_field(node) and id(node) not in plain:
+                found.setdefault(ast.unparse(node), []).append(None)
+    return found
+
+
+def _self_field(node: ast.AST) -> bool:
+    """``self.x``."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def _entries(iterable: ast.expr) -> bool:

@@ -21,7 +21,10 @@ not stick to a new ``for step in range(...)``.
   it alone, and what the gathers of libraries over torch.distributed return
   (``accelerate.utils.gather``, composer's ``dist.all_gather_object``); a local
   function or method that runs such a collective on its own parameter makes the
-  caller's argument agree; a functional collective's result agrees
+  caller's argument agree (a ``*args`` parameter summarised as one more: a helper
+  that broadcasts what it is handed and returns it agrees its result); a tensor
+  filled in place from an agreed one (``t.copy_(agreed)``) agrees in its contents;
+  a functional collective's result agrees
   unless it is this rank's share (``reduce_scatter``, ``all_to_all``, ``scatter``).
 - Keys: a mapping's keys are its shape facet. ``k in d``, ``d.keys()``, ``for k in d``
   and ``sorted(d)`` read them; a model's output dict, or ``{name: v for name in
@@ -185,8 +188,12 @@ def summarise_call(
     its divergence ``solved`` with each parameter in turn made to differ: those whose
     values may reach its result (every one where its result reads a source of its
     own), and those it makes agree in place (never bound again, agreed at its exit).
-    ``positional``: its positional parameters, ``self`` left out for a method."""
-    every = positional + [a.arg for a in definition.args.kwonlyargs]
+    ``positional``: its positional parameters, ``self`` left out for a method. A
+    ``*args`` parameter is summarised as one more, spelled ``*args``: it takes the
+    arguments past the others (``broadcast_if_needed(*args)`` returns them agreed)."""
+    rest = definition.args.vararg
+    starred = [f"*{rest.arg}"] if rest is not None else []
+    every = positional + starred + [a.arg for a in definition.args.kwonlyargs]
     if len(every) > RESULT_PARAMETERS:
         return None
     own = solved({}).returned() is not None
@@ -194,14 +201,16 @@ def summarise_call(
     agreeing: set[str] = set()
     bound = _bound_names(definition)
     for parameter in every:
-        given = {parameter: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, parameter)}
+        name = parameter.lstrip("*")
+        given = {name: Taint(Facet.CONTENTS, Source.RANK, definition.lineno, name)}
         divergence = solved(given)
         if divergence.returned() is not None:
             reaching.add(parameter)
         after = divergence.at_exit()
-        if parameter not in bound and after is not None and parameter not in after:
+        if name not in bound and after is not None and name not in after:
             agreeing.add(parameter)
-    return CallSummary(tuple(positional), None if own else frozenset(reaching), frozenset(agreeing))
+    parameters = tuple(positional + starred)
+    return CallSummary(parameters, None if own else frozenset(reaching), frozenset(agreeing))
 
 
 def _bound_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -477,9 +486,9 @@ class _Evaluator:
         if isinstance(expression, ast.JoinedStr):
             return _stamped(_join(None, *(self.taint(v, state) for v in expression.values)))
         if (repeated := _repetition(expression)) is not None:
-            # ``[t] * n``: the count decides the list's length.
+            # ``[t] * n``: the count decides the list's length (as a factory's size).
             sequence, count = repeated
-            return _join(self.taint(sequence, state), _as_values(self.taint(count, state)))
+            return _join(self.taint(sequence, state), _made_in_size(self.taint(count, state)))
         found: Taint | None = None
         for child in child_nodes(expression):
             if isinstance(child, ast.expr):
@@ -599,7 +608,7 @@ class _Evaluator:
         assert isinstance(expression, _SCOPES)
         found: Taint | None = None
         for generator in expression.generators:
-            found = _join(found, self.taint(generator.iter, state))
+            found = _join(found, self._walked(generator.iter, state))
             # The comprehension's own names hide the function's: items of the iterable.
             for part, item in self.iterated(generator.target, generator.iter, state):
                 state = _bound(state, part, item.only(Facet.CONTENTS) if item else None)
@@ -616,6 +625,19 @@ class _Evaluator:
                 _contents(self.taint(expression.value, state)),
             )
         return _join(found, _contents(self.taint(expression.elt, state)))
+
+    def _walked(self, iterable: ast.expr, state: State) -> Taint | None:
+        """What a comprehension takes from the iterable it walks: ``range(n)`` makes as
+        many items as ``n`` says, as ``[v] * n`` does (``_made_in_size``)."""
+        if (
+            isinstance(iterable, ast.Call)
+            and self.names.resolve(iterable.func) == "range"
+            and len(iterable.args) == 1
+            and not iterable.keywords
+            and not isinstance(iterable.args[0], ast.Starred)
+        ):
+            return _made_in_size(self.taint(iterable.args[0], state))
+        return self.taint(iterable, state)
 
     def _dictionary(self, expression: ast.Dict, state: State) -> Taint | None:
         """A mapping literal: its keys (its shape) differ where a key does, what it
@@ -786,11 +808,7 @@ class _Evaluator:
         tensors of other literal sizes are seen where they meet)."""
         given = [*sizes, *(k.value for k in call.keywords if k.arg == "size")]
         found = _join(None, *(self.taint(a, state) for a in given))
-        found = found.only(DECIDING) if found else None
-        if found is None:
-            return None
-        facets = Facet.CONTENTS if found.source in _WEAK_SIZES else VALUES
-        return Taint(facets, found.source, found.line, found.spelled)
+        return _made_in_size(found.only(DECIDING) if found else None)
 
     def dtype_given(self, call: ast.Call, method: str) -> ast.expr | None:
         """The dtype a ``.to()`` / ``.type()`` call converts to, if it spells one."""
@@ -1059,7 +1077,9 @@ class _Evaluator:
         known = self.summary(call)
         if known is None or not known.agreeing:
             return
-        given = list(zip(known.parameters, call.args, strict=False))
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return
+        given = paired_arguments(known.parameters, call.args)
         given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
         yield from (value for name, value in given if name in known.agreeing)
 
@@ -1263,6 +1283,17 @@ def _literal_shape(value: object) -> tuple[int, ...] | None:
 
 #: Reasons a size may differ that do not show the shape differs (see ``_sized``).
 _WEAK_SIZES = frozenset({Source.DECIDED, Source.CONTRIBUTED})
+
+
+def _made_in_size(size: Taint | None) -> Taint | None:
+    """The taint of a container made in a size of taint ``size`` (``torch.zeros(n)``,
+    ``[0.0] * n``): another shape and other contents where the size differs, contents
+    alone where it is only chosen per rank or counted from this rank's share of a
+    collective (``_Evaluator._sized``)."""
+    if size is None:
+        return None
+    facets = Facet.CONTENTS if size.source in _WEAK_SIZES else VALUES
+    return Taint(facets, size.source, size.line, size.spelled)
 
 
 def _keyword_value(call: ast.Call, name: str) -> ast.expr | None:
@@ -1478,11 +1509,24 @@ def _handed_to(
     keywords: Sequence[ast.keyword] = (),
 ) -> list[ast.expr]:
     """The arguments a call hands to the ``reaching`` parameters (every one where None),
-    by position and by the ``keywords`` given, and those past the parameters."""
-    given = list(zip(parameters, arguments, strict=False))
+    by position and by the ``keywords`` given, and those past the parameters (unless
+    a ``*args`` parameter takes them and does not reach)."""
+    given = paired_arguments(parameters, arguments)
     given += [(k.arg, k.value) for k in keywords if k.arg is not None]
-    extra = arguments[len(parameters) :]
-    return [v for name, v in given if reaching is None or name in reaching] + list(extra)
+    return [v for name, v in given if name is None or reaching is None or name in reaching]
+
+
+def paired_arguments(
+    parameters: tuple[str, ...], arguments: Sequence[ast.expr]
+) -> list[tuple[str | None, ast.expr]]:
+    """(parameter, argument) by position: the arguments past the named parameters go
+    to a ``*args`` parameter (spelled ``*args`` in ``parameters``, last), or to none
+    (None) where the function has none known."""
+    named = [p for p in parameters if not p.startswith("*")]
+    rest = next((p for p in parameters if p.startswith("*")), None)
+    given: list[tuple[str | None, ast.expr]] = list(zip(named, arguments, strict=False))
+    given += [(rest, argument) for argument in arguments[len(named) :]]
+    return given
 
 
 def _made_by_call(taint: Taint | None) -> Taint | None:
@@ -2181,7 +2225,28 @@ class Divergence:
                 spelled = dotted_name(buffer)
                 if spelled is not None and spelled in state:
                     state = {name: taint for name, taint in state.items() if name != spelled}
+        if isinstance(statement, ast.Expr):
+            state = self._copied_into(statement.value, state)
         return state
+
+    def _copied_into(self, value: ast.expr, state: State) -> State:
+        """``t.copy_(source)`` as a statement: ``t`` holds what ``source`` holds (its
+        own shape, dtype and device kept), so a tensor filled from an agreed one agrees
+        in its contents (``cu = t.cuda(); broadcast(cu); t.copy_(cu.cpu())``)."""
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "copy_"
+            and len(value.args) == 1
+        ):
+            return state
+        spelled = dotted_name(value.func.value)
+        if spelled is None:
+            return state
+        kept = state[spelled].only(~Facet.CONTENTS) if spelled in state else None
+        held = _join(kept, _contents(self.evaluator.taint(value.args[0], state)))
+        new = {name: taint for name, taint in state.items() if name != spelled}
+        return {**new, spelled: held} if held is not None else new
 
 
 def _read_back(value: ast.expr, buffers: set[str]) -> bool:

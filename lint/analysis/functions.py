@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, DDP_WRAPPERS
-from ddplint.analysis.batches import BatchSeeds, batch_seeds, training_loops
+from ddplint.analysis.batches import BatchSeeds, batch_seeds, field_bindings, training_loops
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants, parameter_names
 from ddplint.analysis.control_flow import (
@@ -340,7 +340,9 @@ class ModuleAnalysis:
         lightning = self._in_lightning_class(scope) if step_method is None else step_method
         found = self._batch_views.get((scope, lightning, handed))
         if found is None:  # the graph and dominance alone: not the function's own facts
-            seeds = batch_seeds(scope, lightning, self.step_functions, self.names)
+            owner = self.nodes.scope_of.get(scope)
+            fields = field_bindings(owner) if isinstance(owner, ast.ClassDef) else None
+            seeds = batch_seeds(scope, lightning, self.step_functions, self.names, fields)
             seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             graph, dominance = self.graphs.graph(scope), self.dominance(scope)
             found = self._divergence(scope, graph, dominance, self._entry_of(scope), seeds)
@@ -442,6 +444,9 @@ class ModuleAnalysis:
             for parameter, taint in [*zip(parameters, positional, strict=False), *keywords]
             if taint is not None
         }
+        rest = _join_all(positional[len(parameters) :])
+        if arguments.vararg is not None and rest is not None:
+            given[arguments.vararg.arg] = rest  # ``*args`` holds the arguments past the others
         graph = self.graphs.graph(definition)
         divergence = self._divergence(
             definition, graph, PostDominance(graph), {**self._entry_of(definition), **given}
@@ -862,6 +867,15 @@ class ModuleAnalysis:
             ):
                 found.add(id(scope))
                 yield scope
+
+
+def _join_all(taints: tuple[Taint | None, ...]) -> Taint | None:
+    """The join of ``taints`` (None where all are)."""
+    found: Taint | None = None
+    for taint in taints:
+        if taint is not None:
+            found = taint.joined(found)
+    return found
 
 
 def _fields_read(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
