@@ -1,0 +1,255 @@
+"""What code of the project nothing in the project can run: modules no program runs,
+and top-level functions and classes nothing names.
+
+A module is *run* when it is a program, a test, named by a string of the project (a
+dotted name, a path, a ``module:attribute`` entry point: ``importlib``, Hydra,
+``runpy``), loaded by a computed name whose constant head it starts with
+(``import_module(f"models.{name}")``: only modules defining the attribute read on the
+result, ``.Config``, where one is read), or imported by a run module. In a project
+with a program, no ``setup.py`` (an installable package is a library its users import
+from outside) and no load by a computed name without a head, a module that is not run
+is *unrun*.
+
+A top-level function or class of a run module is *referenced* when any module of the
+project names it in a way that can reach it: imports it (``from m import f``, through
+package re-exports), reads it (a call or any load: a callback, a registry dict,
+``mp.spawn(fn)``, a base class), reads it as an attribute of the module imported
+(``import m; m.f``, ``import pkg.m``), names it by a string (``getattr(m, "f")``,
+``__all__``, any dotted string's last part), decorates it (a decorator may register
+it: any but Python's and torch's own), or reaches it where analysis cannot see: the
+module imports everything (``from m import *``), looks its own names up
+(``globals()``, ``eval``, ``exec``), another module looks names up on it by a computed
+name (``getattr(m, name)``), or it may be loaded by a computed name whose result is
+not read by one attribute. Names are resolved through imports, never by equality
+across unrelated receivers (``model.train()`` does not reference a module-level
+``train``). A method lives with its class. In an installable project only private
+names (``_helper``) are decided: a public function is its users' to call. What
+nothing references is *unreferenced*: nothing in the project can run it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ddplint.code.project.programs import _closure, _imported
+from ddplint.code.project.summaries import Summary, qualify
+from ddplint.code_facts import is_test_file
+
+#: Decorators of these libraries wrap what they decorate and register nothing.
+_PLAIN_DECORATORS = (
+    "torch",
+    "functools",
+    "contextlib",
+    "dataclasses",
+    "typing",
+    "abc",
+    "staticmethod",
+    "classmethod",
+    "property",
+)
+#: The module of an installable project's ``setup.py``.
+_SETUP = "setup"
+#: What separates the parts of a string that names code.
+_PARTS = re.compile(r"[.:/]")
+
+
+class Project(Protocol):
+    """What reach asks of the project index."""
+
+    summaries: Mapping[str, Summary]
+    paths: Mapping[str, str]
+
+    def resolve_module(self, name: str, importer: str) -> str | None: ...
+
+    def lookup(self, qualified: str, importer: str, depth: int = 0) -> tuple[str, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The modules nothing runs, and per run module its unreferenced top-level names."""
+
+    unrun: frozenset[str]
+    unreferenced: Mapping[str, frozenset[str]]
+
+
+def project_reach(project: Project) -> Reach:
+    """The project's reach (see the module docstring), built once from the summaries."""
+    summaries = project.summaries
+    modules = list(project.paths)
+    parts = {module: summaries[module].get("reach", {}) for module in modules}
+    words, named, dotted = _named_words(parts.values())
+    loads = [load for part in parts.values() for load in part.get("loads", ())]
+    defined = {module: _top_level(summaries[module]) for module in modules}
+    roots = {
+        module
+        for module in modules
+        if summaries[module].get("top", {}).get("program")
+        or is_test_file(project.paths[module])
+        or _named(module, words, named, dotted)
+        or any(_loaded(module, _bound(summaries[module]), head, attr) for head, attr in loads)
+    }
+    run: set[str] = set()
+    imported: dict[tuple[str, str], set[str]] = {}
+
+    def imports_of(module: str, folder: str) -> set[str]:
+        if module not in defined:
+            return set()
+        if (module, folder) not in imported:
+            summary = summaries[module]
+            # The summary's imports keep one module per local name, and none of
+            # ``from m import *``: every import is read.
+            part = summary.get("reach", {})
+            every = [*part.get("star", ()), *part.get("imported", ())]
+            stars = {"imports": dict(enumerate(every))}
+            imported[module, folder] = _imported(
+                project.resolve_module, module, summary, folder
+            ) | _imported(project.resolve_module, module, stars, folder)
+        return imported[module, folder]
+
+    for root in roots:
+        run |= _closure(root, imports_of)
+    installable = _SETUP in defined
+    programs = any(summaries[m].get("top", {}).get("program") for m in modules)
+    unheaded = any(not head for head, _ in loads)
+    unrun = (
+        frozenset(m for m in modules if m not in run)
+        if programs and not installable and not unheaded
+        else frozenset()
+    )
+    everything = _wholly_reached(project, parts, modules, loads)
+    referenced = _referenced(project, modules, defined, words)
+    unreferenced = {}
+    for module in run:
+        if module in everything or module not in defined:
+            continue
+        left = defined[module] - referenced.get(module, set())
+        if installable:
+            left = {name for name in left if name.startswith("_")}
+        if left:
+            unreferenced[module] = frozenset(left)
+    return Reach(unrun, unreferenced)
+
+
+def _top_level(summary: Summary) -> set[str]:
+    functions = summary.get("functions", {})
+    return {name for name in functions if "." not in name} | set(summary.get("classes", {}))
+
+
+def _bound(summary: Summary) -> set[str]:
+    """The names a module binds at its top level (definitions, imports, instances)."""
+    return _top_level(summary) | set(summary.get("imports", {})) | set(summary.get("instances", {}))
+
+
+def _named_words(parts: Iterable[Summary]) -> tuple[set[str], set[str], set[str]]:
+    """Every word of the project's naming strings; the dotted names they begin and end
+    with (``a.b.c``: ``a.b``, ``b.c``, ``a.b.c``); and their dotted forms (a path's
+    ``tools/train.py`` as ``tools.train``, an entry point's ``m:f`` as ``m.f``)."""
+    words: set[str] = set()
+    named: set[str] = set()
+    dotted: set[str] = set()
+    for part in parts:
+        for text in part.get("strings", ()):
+            pieces = [p for p in _PARTS.split(text.removesuffix(".py")) if p]
+            words.update(pieces)
+            if len(pieces) > 1:
+                dotted.add(".".join(pieces))
+                for cut in range(1, len(pieces) + 1):
+                    named.add(".".join(pieces[:cut]))
+                    named.add(".".join(pieces[cut - 1 :]))
+    return words, named, dotted
+
+
+def _named(module: str, words: set[str], named: set[str], dotted: set[str]) -> bool:
+    """Whether a string names the module: its last part, a dotted string it begins or
+    ends (``models.x.Net``, ``src.models.x``: ``named``), or one it ends with
+    (``models.x`` for ``src.models.x``)."""
+    parts = module.split(".")
+    if parts[-1] in words or module in named:
+        return True
+    return any(".".join(parts[cut:]) in dotted for cut in range(1, len(parts) - 1))
+
+
+def _loaded(module: str, names: set[str], head: str, attribute: str) -> bool:
+    """Whether a load by a computed name with this constant head may load the module:
+    its name starts with the head and it defines the attribute read on the result."""
+    return module.startswith(head) and (not attribute or attribute in names)
+
+
+def _wholly_reached(
+    project: Project,
+    parts: Mapping[str, Summary],
+    modules: list[str],
+    loads: list[list[str]],
+) -> set[str]:
+    """Modules every name of which may be reached where analysis cannot see: imported
+    with ``*``, looking their own names up, looked up by a computed name, or loaded by
+    a computed name whose result is not read by one attribute."""
+    found: set[str] = set()
+    for module in modules:
+        part = parts[module]
+        if part.get("own_lookup"):
+            found.add(module)
+        imports = project.summaries[module].get("imports", {})
+        for name in part.get("star", ()):
+            target = project.resolve_module(name, module)
+            if target is not None:
+                found.add(target)
+        for receiver in part.get("lookups", ()):
+            qualified = qualify(receiver, imports) if receiver else None
+            symbol = project.lookup(qualified, module) if qualified else None
+            if symbol is not None and symbol[0] == "module":
+                found.add(symbol[1])
+    heads = [head for head, attribute in loads if not attribute]
+    found.update(m for m in modules if any(m.startswith(head) for head in heads))
+    return found
+
+
+def _referenced(
+    project: Project, modules: list[str], defined: Mapping[str, set[str]], words: set[str]
+) -> dict[str, set[str]]:
+    """Per module, its top-level names some module of the project references (see the
+    module docstring), in one pass over every module's imports and reads."""
+    found: dict[str, set[str]] = {}
+
+    def add(symbol: tuple[str, ...] | None) -> None:
+        if symbol is not None and symbol[0] in ("function", "class") and len(symbol) > 2:
+            found.setdefault(symbol[1], set()).add(symbol[2].partition(".")[0])
+
+    for module in modules:
+        summary = project.summaries[module]
+        own = defined[module]
+        found.setdefault(module, set()).update(own & words)
+        imports: dict[str, str] = summary.get("imports", {})
+        projected: dict[str, bool] = {}
+        for local, qualified in imports.items():
+            symbol = project.lookup(qualified, module)
+            add(symbol)
+            projected[local] = symbol is not None and symbol[0] == "module"
+        bound = set(imports.values())
+        for qualified in summary.get("reach", {}).get("imported", ()):
+            if qualified not in bound:
+                add(project.lookup(qualified, module))
+        for use in summary.get("uses", ()):
+            if ":" in use:
+                continue
+            head, _, rest = use.partition(".")
+            if head in own and head not in imports:
+                found[module].add(head)
+            elif rest and projected.get(head):
+                add(project.lookup(f"{imports[head]}.{rest}", module))
+        for name, decorators in summary.get("reach", {}).get("decorated", {}).items():
+            if any(_registers(d, imports) for d in decorators):
+                found[module].add(name)
+    return found
+
+
+def _registers(decorator: str, imports: Mapping[str, str]) -> bool:
+    """Whether a decorator may register what it decorates: any but those of Python and
+    torch that only wrap it."""
+    qualified = (qualify(decorator, dict(imports)) if decorator else None) or decorator
+    return not any(
+        qualified == plain or qualified.startswith(f"{plain}.") for plain in _PLAIN_DECORATORS
+    )
