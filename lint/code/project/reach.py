@@ -81,6 +81,7 @@ def project_reach(project: Project) -> Reach:
     modules = list(project.paths)
     parts = {module: summaries[module].get("reach", {}) for module in modules}
     words, named, dotted = _named_words(parts.values())
+    loaded_by_name = _loaded_by_name(project, parts)
     loads = [load for part in parts.values() for load in part.get("loads", ())]
     defined = {module: _top_level(summaries[module]) for module in modules}
     roots = {
@@ -89,6 +90,7 @@ def project_reach(project: Project) -> Reach:
         if summaries[module].get("top", {}).get("program")
         or is_test_file(project.paths[module])
         or _named(module, words, named, dotted)
+        or module in loaded_by_name
         or any(_loaded(module, _bound(summaries[module]), head, attr) for head, attr in loads)
     }
     run: set[str] = set()
@@ -120,6 +122,9 @@ def project_reach(project: Project) -> Reach:
         else frozenset()
     )
     everything = _wholly_reached(project, parts, modules, loads)
+    everything.update(m for m in modules if "." in m and _dotted_name(m, named, dotted))
+    everything.update(loaded_by_name)
+    words.update(attribute for _, attribute in loads)
     referenced = _referenced(project, modules, defined, words)
     unreferenced = {}
     for module in run:
@@ -163,13 +168,31 @@ def _named_words(parts: Iterable[Summary]) -> tuple[set[str], set[str], set[str]
 
 
 def _named(module: str, words: set[str], named: set[str], dotted: set[str]) -> bool:
-    """Whether a string names the module: its last part, a dotted string it begins or
-    ends (``models.x.Net``, ``src.models.x``: ``named``), or one it ends with
-    (``models.x`` for ``src.models.x``)."""
+    """Whether a string names the module: its last part, or by its dotted name
+    (``_dotted_name``)."""
+    return module.rpartition(".")[2] in words or _dotted_name(module, named, dotted)
+
+
+def _dotted_name(module: str, named: set[str], dotted: set[str]) -> bool:
+    """Whether a dotted string names the module: one it begins or ends (``models.x.Net``,
+    ``src.models.x``: ``named``), or one it ends with (``models.x`` for
+    ``src.models.x``). What such a module holds is read on what a load returns."""
     parts = module.split(".")
-    if parts[-1] in words or module in named:
-        return True
-    return any(".".join(parts[cut:]) in dotted for cut in range(1, len(parts) - 1))
+    return module in named or any(
+        ".".join(parts[cut:]) in dotted for cut in range(1, len(parts) - 1)
+    )
+
+
+def _loaded_by_name(project: Project, parts: Mapping[str, Summary]) -> set[str]:
+    """The modules a load names by a constant (``import_module("plugins.fancy")``,
+    ``instantiate`` of ``"pkg.models.Net"``: the module the name leads to)."""
+    found: set[str] = set()
+    for module, part in parts.items():
+        for name in part.get("loaded", ()):
+            symbol = project.lookup(name.replace(":", "."), module)
+            if symbol is not None:
+                found.add(symbol[1])
+    return found
 
 
 def _loaded(module: str, names: set[str], head: str, attribute: str) -> bool:

@@ -53,6 +53,7 @@ LOADERS = frozenset(
 def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     """The piece's part of ``summary["reach"]`` (empty parts left out): ``strings``,
     ``loads`` (``[constant head, attribute read or ""]`` per load by a computed name),
+    ``loaded`` (the constant names loads are given),
     ``lookups`` (receivers of a computed ``getattr``, "" when not a dotted name),
     ``own_lookup``, ``star`` (modules imported with ``*``), ``imported`` (every dotted name
     an import reads, at any depth: the summary's imports keep one per local name) and
@@ -64,6 +65,7 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     own_lookup = False
     star: list[str] = []
     imported: set[str] = set()
+    loaded: set[str] = set()
     read_on: dict[int, str] = {}  # a call's id -> the attribute read on its result
     module = ast.Module(body=list(statements), type_ignores=[])
     for node in walk(module):
@@ -98,7 +100,11 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
                 else:
                     lookups.add(dotted(node.args[0]) or "")
             elif called in LOADERS:
-                loads.extend(_computed_load(node, read_on.get(id(node), "")))
+                given = _given_name(node)
+                if isinstance(given, ast.Constant) and isinstance(given.value, str):
+                    loaded.add(given.value)
+                else:
+                    loads.append(_computed_load(given, read_on.get(id(node), "")))
     decorated = {
         statement.name: [dotted(_decorator(d)) or "" for d in statement.decorator_list]
         for statement in statements
@@ -108,6 +114,7 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     part: dict[str, Any] = {
         "strings": sorted(strings),
         "loads": loads,
+        "loaded": sorted(loaded),
         "lookups": sorted(lookups),
         "own_lookup": own_lookup,
         "star": star,
@@ -136,15 +143,15 @@ def _decorator(node: ast.expr) -> ast.expr:
     return node.func if isinstance(node, ast.Call) else node
 
 
-def _computed_load(call: ast.Call, attribute: str) -> list[list[str]]:
-    """``[head, attribute]`` for a load whose name is computed (its first argument or
-    keyword is not a constant string): the constant head of an f-string or of a ``+``
-    (``"models."``), "" when none; ``attribute``: the one read on the call's result, ""
-    when the result is used otherwise. None for a load by a constant name (its string
-    is read as any other)."""
-    given = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
-    if isinstance(given, ast.Constant) and isinstance(given.value, str):
-        return []
+def _given_name(call: ast.Call) -> ast.expr | None:
+    """The name a load is given: its first argument, else its first keyword."""
+    return call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+
+
+def _computed_load(given: ast.expr | None, attribute: str) -> list[str]:
+    """``[head, attribute]`` for a load by a computed name: the constant head of an
+    f-string or of a ``+`` (``"models."``), "" when none; ``attribute``: the one read
+    on the call's result, "" when the result is used otherwise."""
     head = ""
     if isinstance(given, ast.JoinedStr) and given.values:
         first = given.values[0]
@@ -154,4 +161,4 @@ def _computed_load(call: ast.Call, attribute: str) -> list[list[str]]:
         left = given.left
         if isinstance(left, ast.Constant) and isinstance(left.value, str):
             head = left.value
-    return [[head, attribute]]
+    return [head, attribute]
