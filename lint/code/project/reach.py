@@ -59,8 +59,11 @@ _PARTS = re.compile(r"[.:/]")
 class Project(Protocol):
     """What reach asks of the project index."""
 
-    summaries: Mapping[str, Summary]
-    paths: Mapping[str, str]
+    @property
+    def summaries(self) -> Mapping[str, Summary]: ...
+
+    @property
+    def paths(self) -> Mapping[str, str]: ...
 
     def resolve_module(self, name: str, importer: str) -> str | None: ...
 
