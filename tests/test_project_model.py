@@ -140,14 +140,17 @@ EXPECTED = {
     # nothing) is quiet; in `vendor_b/utils.py` (`vutils.train` and `EpochRunner`
     # called), `loops.py` (a registry dict holds `plain_loop`), `plugins/fancy.py`
     # (`import_module("plugins.fancy")`) and `train_bad.py` (`mp.spawn(worker)`) it
-    # is reported.
+    # is reported. The `new_group` wrapper of `vendor_a/dist_utils.py` is called by
+    # nothing: its `init_process_group` timeout reaches every group that can be made
+    # (DDP304 quiet); `vendor_b`'s is called (reported).
     "reach": (
         {
             ("vendor_b/utils.py", 8, "DDP102"),
             ("vendor_b/utils.py", 18, "DDP102"),
             ("loops.py", 4, "DDP102"),
             ("plugins/fancy.py", 4, "DDP102"),
-            ("train_bad.py", 15, "DDP102"),
+            ("train_bad.py", 16, "DDP102"),
+            ("vendor_b/dist_utils.py", 10, "DDP304"),
         },
         "",
     ),
