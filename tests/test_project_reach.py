@@ -121,3 +121,16 @@ def test_an_installable_package_keeps_its_public_names() -> None:
         "utils.py": UTILS + "def _helper():\n    pass\n",
     }
     assert unreferenced(files) == {"_helper"}
+    # A `pyproject.toml` package: its top-level package binds `__version__`.
+    for init in ("__version__ = '1.0'\n", "from .info import __version__\n"):
+        files = {
+            "pkg/__init__.py": init,
+            "pkg/info.py": "__version__ = '1.0'\n",
+            "train.py": "import pkg.utils\n" + PROGRAM,
+            "pkg/utils.py": UTILS + "def _helper():\n    pass\n",
+            "copy_of_trainer.py": UTILS,
+        }
+        assert unreferenced(files, "pkg.utils") == {"_helper"}, init
+        assert not reach_of(files).unrun
+    files["pkg/__init__.py"] = ""
+    assert unreferenced(files, "pkg.utils") == {"f", "g", "C", "_helper"}

@@ -8,7 +8,8 @@ dotted name, a path, a ``module:attribute`` entry point: ``importlib``, Hydra,
 result, ``.Config``, where one is read), or imported by a run module. In a project
 with a program, no ``setup.py`` (an installable package is a library its users import
 from outside) and no load by a computed name without a head, a module that is not run
-is *unrun*.
+is *unrun*. A project is installable when it holds a ``setup.py`` or a top-level
+package binds ``__version__`` (a ``pyproject.toml`` package's mark).
 
 A top-level function or class of a run module is *referenced* when any module of the
 project names it in a way that can reach it: imports it (``from m import f``, through
@@ -116,7 +117,7 @@ def project_reach(project: Project) -> Reach:
 
     for root in roots:
         run |= _closure(root, imports_of)
-    installable = _SETUP in defined
+    installable = _SETUP in defined or any(_versioned(project, m) for m in modules if "." not in m)
     programs = any(summaries[m].get("top", {}).get("program") for m in modules)
     unheaded = any(not head for head, _ in loads)
     unrun = (
@@ -139,6 +140,17 @@ def project_reach(project: Project) -> Reach:
         if left:
             unreferenced[module] = frozenset(left)
     return Reach(unrun, unreferenced)
+
+
+def _versioned(project: Project, module: str) -> bool:
+    """Whether a top-level package binds ``__version__`` (assigned or imported): the
+    mark of a package made to be installed, a ``pyproject.toml`` project's too."""
+    if not project.paths[module].endswith("__init__.py"):
+        return False
+    summary = project.summaries[module]
+    return "__version__" in summary.get("imports", {}) or bool(
+        summary.get("reach", {}).get("version")
+    )
 
 
 def _top_level(summary: Summary) -> set[str]:

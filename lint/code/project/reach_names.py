@@ -58,7 +58,8 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     ``own_lookup``, ``star`` (modules imported with ``*``), ``imported`` (every dotted name
     an import reads, at any depth: the summary's imports keep one per local name) and
     ``decorated``
-    (top-level name -> its decorators, dotted, "" when not a dotted name)."""
+    (top-level name -> its decorators, dotted, "" when not a dotted name); ``version``:
+    it assigns ``__version__`` (a distributed package's mark)."""
     strings: set[str] = set()
     loads: list[list[str]] = []
     lookups: set[str] = set()
@@ -111,7 +112,18 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         and statement.decorator_list
     }
+    version = any(
+        isinstance(statement, (ast.Assign, ast.AnnAssign))
+        and any(
+            isinstance(target, ast.Name) and target.id == "__version__"
+            for target in (
+                statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            )
+        )
+        for statement in statements
+    )
     part: dict[str, Any] = {
+        "version": version,
         "strings": sorted(strings),
         "loads": loads,
         "loaded": sorted(loaded),
