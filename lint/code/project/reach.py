@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ddplint.code.project.programs import _closure, _imported
+from ddplint.code.project.programs import _imported
 from ddplint.code.project.summaries import Summary, qualify
 from ddplint.code_facts import is_test_file
 
@@ -95,28 +95,9 @@ def project_reach(project: Project) -> Reach:
         or is_test_file(project.paths[module])
         or _named(module, words, named, dotted)
         or module in loaded_by_name
-        or any(_loaded(module, _bound(summaries[module]), head, attr) for head, attr in loads)
+        or (loads and any(_loaded(module, _bound(summaries[module]), h, a) for h, a in loads))
     }
-    run: set[str] = set()
-    imported: dict[tuple[str, str], set[str]] = {}
-
-    def imports_of(module: str, folder: str) -> set[str]:
-        if module not in defined:
-            return set()
-        if (module, folder) not in imported:
-            summary = summaries[module]
-            # The summary's imports keep one module per local name, and none of
-            # ``from m import *``: every import is read.
-            part = summary.get("reach", {})
-            every = [*part.get("star", ()), *part.get("imported", ())]
-            stars = {"imports": dict(enumerate(every))}
-            imported[module, folder] = _imported(
-                project.resolve_module, module, summary, folder
-            ) | _imported(project.resolve_module, module, stars, folder)
-        return imported[module, folder]
-
-    for root in roots:
-        run |= _closure(root, imports_of)
+    run = _run_from(project, roots)
     installable = _SETUP in defined or any(_versioned(project, m) for m in modules if "." not in m)
     programs = any(summaries[m].get("top", {}).get("program") for m in modules)
     unheaded = any(not head for head, _ in loads)
@@ -140,6 +121,30 @@ def project_reach(project: Project) -> Reach:
         if left:
             unreferenced[module] = frozenset(left)
     return Reach(unrun, unreferenced)
+
+
+def _run_from(project: Project, roots: set[str]) -> set[str]:
+    """The roots and every module they import, transitively (``programs._imported``:
+    with the packages around them; every import read, nested ones and ``*`` too, for
+    the summary's imports keep one module per local name). Each module is read once,
+    with the folder of the first root that reached it on ``sys.path``."""
+    run = set(roots)
+    pending = [(root, root.rpartition(".")[0]) for root in roots]
+    while pending:
+        module, folder = pending.pop()
+        summary = project.summaries[module]
+        part = summary.get("reach", {})
+        every = [
+            *summary.get("imports", {}).values(),
+            *part.get("star", ()),
+            *part.get("imported", ()),
+        ]
+        imports = {"imports": dict(enumerate(every))}
+        for found in _imported(project.resolve_module, module, imports, folder):
+            if found not in run and found in project.paths:
+                run.add(found)
+                pending.append((found, folder))
+    return run
 
 
 def _versioned(project: Project, module: str) -> bool:
