@@ -79,8 +79,11 @@ def test_what_analysis_cannot_see_is_never_unreferenced() -> None:
     ):
         files = {"train.py": header + PROGRAM, "utils.py": UTILS, "plug/utils.py": UTILS}
         assert not reach_of(files).unreferenced, header
-    own = UTILS + "def h(name):\n    return globals()[name]\n"
-    assert not unreferenced({"train.py": "import utils\n" + PROGRAM, "utils.py": own})
+    for lookup in ("globals()[name]", "fire.Fire()"):
+        own = UTILS + f"def h(name):\n    return {lookup}\n"
+        assert not unreferenced({"train.py": "import utils\n" + PROGRAM, "utils.py": own})
+    cli = {"train.py": "from lightning.pytorch.cli import LightningCLI\nLightningCLI()\n"}
+    assert not reach_of({**cli, "model.py": UTILS}).unrun
     # A module named by a string: what a load returns is read by attributes.
     files = {"train.py": "import importlib\nimportlib.import_module('utils')\n" + PROGRAM}
     assert not reach_of({**files, "utils.py": UTILS}).unreferenced
@@ -106,6 +109,17 @@ def test_modules_no_program_runs() -> None:
     assert reach_of(loaded).unrun == {"copy_of_trainer", "used"}
     loaded["copy_of_trainer.py"] = UTILS + "class Trainer(C):\n    pass\n"
     assert reach_of(loaded).unrun == {"used"}
+    # What Python runs as a script though the summary's programs leave it out: a
+    # package's `__main__`, a top level that calls a project function.
+    scripts = {
+        "pkg/__main__.py": "from pkg.cli import run\n",
+        "pkg/__init__.py": "",
+        "pkg/cli.py": "import copy_of_trainer\ndef run():\n    pass\n",
+        "launch.py": "from pkg.cli import run\nrun()\n",
+    }
+    assert reach_of({**files, **scripts}).unrun == set()
+    launch = {**files, "launch.py": "import logging\nlogging.basicConfig()\n"}
+    assert reach_of(launch).unrun == {"copy_of_trainer", "launch"}
     # A load with no constant head, an installable package, a project without programs:
     # a module no program imports stays unknown.
     dynamic = {**files, "train.py": "from hydra.utils import instantiate\ninstantiate(c)\n"}

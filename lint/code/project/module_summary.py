@@ -178,7 +178,7 @@ def _joined_reach(parts: list[dict[str, Any]]) -> dict[str, Any]:
                 joined.setdefault(key, {}).update(value)
             else:
                 joined.setdefault(key, []).extend(value)
-    for key in ("strings", "lookups", "imported", "loaded"):
+    for key in ("strings", "lookups", "imported", "loaded", "top_calls"):
         if key in joined:
             joined[key] = sorted(set(joined[key]))
     return joined

@@ -1,7 +1,9 @@
 """What code of the project nothing in the project can run: modules no program runs,
 and top-level functions and classes nothing names.
 
-A module is *run* when it is a program, a test, named by a string of the project (a
+A module is *run* when it is a program, a package's ``__main__``, a script whose top
+level calls a project function (``from lib import run; run()``), a test, named by a
+string of the project (a
 dotted name, a path, a ``module:attribute`` entry point: ``importlib``, Hydra,
 ``runpy``), loaded by a computed name whose constant head it starts with
 (``import_module(f"models.{name}")``: only modules defining the attribute read on the
@@ -92,6 +94,8 @@ def project_reach(project: Project) -> Reach:
         module
         for module in modules
         if summaries[module].get("top", {}).get("program")
+        or module.rpartition(".")[2] == "__main__"
+        or _runs_project_code(project, module)
         or is_test_file(project.paths[module])
         or _named(module, words, named, dotted)
         or module in loaded_by_name
@@ -121,6 +125,19 @@ def project_reach(project: Project) -> Reach:
         if left:
             unreferenced[module] = frozenset(left)
     return Reach(unrun, unreferenced)
+
+
+def _runs_project_code(project: Project, module: str) -> bool:
+    """Whether the module's top level calls a project function or class (a script:
+    ``from train_lib import run; run()``)."""
+    summary = project.summaries[module]
+    imports = summary.get("imports", {})
+    for name in summary.get("reach", {}).get("top_calls", ()):
+        qualified = qualify(name, imports)
+        symbol = project.lookup(qualified, module) if qualified else None
+        if symbol is not None and symbol[0] in ("function", "class", "instance"):
+            return True
+    return False
 
 
 def _run_from(project: Project, roots: set[str]) -> set[str]:

@@ -27,10 +27,12 @@ _LONGEST = 200
 _ATTRIBUTE_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 #: Builtins by which a module reads or runs its own names by string.
 _OWN_LOOKUPS = frozenset({"globals", "locals", "vars", "eval", "exec"})
+#: Calls that, given nothing, expose every name of the calling module (``fire.Fire()``).
+_OWN_EXPOSERS = frozenset({"Fire"})
 #: The last part of the names of calls that load code by a name (a module, a
 #: ``module.attribute``): ``importlib.import_module``, ``__import__``, Hydra's
-#: ``instantiate`` / ``get_class`` / ``get_method`` / ``call``, ``pydoc.locate``,
-#: ``runpy``'s, entry points.
+#: ``instantiate`` / ``get_class`` / ``get_method``, ``pydoc.locate``, ``runpy``'s,
+#: entry points, Lightning's and jsonargparse's CLIs (``class_path:`` in a config).
 LOADERS = frozenset(
     {
         "import_module",
@@ -46,6 +48,8 @@ LOADERS = frozenset(
         "load_entry_point",
         "iter_entry_points",
         "entry_points",
+        "LightningCLI",
+        "CLI",
     }
 )
 
@@ -59,7 +63,8 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     an import reads, at any depth: the summary's imports keep one per local name) and
     ``decorated``
     (top-level name -> its decorators, dotted, "" when not a dotted name); ``version``:
-    it assigns ``__version__`` (a distributed package's mark)."""
+    it assigns ``__version__`` (a distributed package's mark); ``top_calls``: what
+    its top-level statements call (``run()`` of a script that imports ``run``)."""
     strings: set[str] = set()
     loads: list[list[str]] = []
     lookups: set[str] = set()
@@ -92,7 +97,9 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
         elif isinstance(node, ast.Call):
             function = dotted(node.func) or ""
             called = function.rpartition(".")[2]
-            if function in _OWN_LOOKUPS:
+            if function in _OWN_LOOKUPS or (
+                called in _OWN_EXPOSERS and not node.args and not node.keywords
+            ):
                 own_lookup = True
             elif function in _ATTRIBUTE_LOOKUPS and len(node.args) >= 2:
                 name = node.args[1]
@@ -122,8 +129,15 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
         )
         for statement in statements
     )
+    top_calls = [
+        name
+        for statement in statements
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+        if (name := dotted(statement.value.func)) is not None
+    ]
     part: dict[str, Any] = {
         "version": version,
+        "top_calls": top_calls,
         "strings": sorted(strings),
         "loads": loads,
         "loaded": sorted(loaded),
