@@ -51,6 +51,28 @@ def test_a_name_is_referenced_through_imports_not_by_its_spelling() -> None:
     assert unreferenced(files) == {"f", "g", "C"}
 
 
+def test_an_import_the_index_cannot_resolve_reaches_every_module_it_may_name() -> None:
+    # `tools/train.py` puts `lib/` on sys.path: `core.function` is `lib/core/function.py`.
+    files = {
+        "tools/train.py": "import sys\nsys.path.insert(0, 'lib')\n"
+        "from core.function import f\n" + PROGRAM,
+        "lib/core/__init__.py": "",
+        "lib/core/function.py": UTILS,
+        "lib/core/unused.py": UTILS,
+    }
+    reach = reach_of(files)
+    assert reach.unrun == {"lib.core.unused"}
+    assert set(reach.unreferenced["lib.core.function"]) == {"g", "C"}
+    # `from utils import g` in a subfolder of the script's folder (on sys.path).
+    files = {
+        "app/run.py": "from evaluation import score\n" + PROGRAM,
+        "app/evaluation/__init__.py": "from evaluation.score import score\n",
+        "app/evaluation/score.py": "from utils import g\ndef score():\n    g()\n",
+        "app/utils.py": UTILS,
+    }
+    assert unreferenced(files, "app.utils") == {"f", "C"}
+
+
 def test_a_value_a_string_or_a_decorator_references_a_name() -> None:
     forms = {
         "mp.spawn(utils.f, nprocs=2)\n": {"g", "C"},

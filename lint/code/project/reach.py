@@ -101,7 +101,8 @@ def project_reach(project: Project) -> Reach:
         or module in loaded_by_name
         or (loads and any(_loaded(module, _bound(summaries[module]), h, a) for h, a in loads))
     }
-    run = _run_from(project, roots)
+    loose = _Loose(project, modules)
+    run = _run_from(project, roots, loose)
     installable = _SETUP in defined or any(_versioned(project, m) for m in modules if "." not in m)
     programs = any(summaries[m].get("top", {}).get("program") for m in modules)
     unheaded = any(not head for head, _ in loads)
@@ -114,7 +115,7 @@ def project_reach(project: Project) -> Reach:
     everything.update(m for m in modules if "." in m and _dotted_name(m, named, dotted))
     everything.update(loaded_by_name)
     words.update(attribute for _, attribute in loads)
-    referenced = _referenced(project, modules, defined, words)
+    referenced = _referenced(project, modules, defined, words, loose)
     unreferenced = {}
     for module in run:
         if module in everything or module not in defined:
@@ -140,11 +141,12 @@ def _runs_project_code(project: Project, module: str) -> bool:
     return False
 
 
-def _run_from(project: Project, roots: set[str]) -> set[str]:
+def _run_from(project: Project, roots: set[str], loose: _Loose) -> set[str]:
     """The roots and every module they import, transitively (``programs._imported``:
     with the packages around them; every import read, nested ones and ``*`` too, for
     the summary's imports keep one module per local name). Each module is read once,
-    with the folder of the first root that reached it on ``sys.path``."""
+    with the folder of the first root that reached it on ``sys.path``; an import the
+    index cannot resolve reaches every module whose name ends as it does (``_Loose``)."""
     run = set(roots)
     pending = [(root, root.rpartition(".")[0]) for root in roots]
     while pending:
@@ -156,8 +158,15 @@ def _run_from(project: Project, roots: set[str]) -> set[str]:
             *part.get("star", ()),
             *part.get("imported", ()),
         ]
-        imports = {"imports": dict(enumerate(every))}
-        for found in _imported(project.resolve_module, module, imports, folder):
+        reached: set[str] = set()
+        for name in every:
+            strict = _imported(project.resolve_module, module, {"imports": {0: name}}, folder)
+            if not strict:
+                for found in loose.modules(name):
+                    parts = found.split(".")
+                    strict.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
+            reached.update(strict)
+        for found in reached:
             if found not in run and found in project.paths:
                 run.add(found)
                 pending.append((found, folder))
@@ -268,30 +277,35 @@ def _wholly_reached(
 
 
 def _referenced(
-    project: Project, modules: list[str], defined: Mapping[str, set[str]], words: set[str]
+    project: Project,
+    modules: list[str],
+    defined: Mapping[str, set[str]],
+    words: set[str],
+    loose: _Loose,
 ) -> dict[str, set[str]]:
     """Per module, its top-level names some module of the project references (see the
     module docstring), in one pass over every module's imports and reads."""
     found: dict[str, set[str]] = {}
 
-    def add(symbol: tuple[str, ...] | None) -> None:
-        if symbol is not None and symbol[0] in ("function", "class") and len(symbol) > 2:
-            found.setdefault(symbol[1], set()).add(symbol[2].partition(".")[0])
+    def add(symbols: list[tuple[str, ...]]) -> bool:
+        """Mark what they name; whether one is a module."""
+        for symbol in symbols:
+            if symbol[0] in ("function", "class", "name") and len(symbol) > 2:
+                found.setdefault(symbol[1], set()).add(symbol[2].partition(".")[0])
+        return any(symbol[0] == "module" for symbol in symbols)
 
     for module in modules:
         summary = project.summaries[module]
         own = defined[module]
         found.setdefault(module, set()).update(own & words)
         imports: dict[str, str] = summary.get("imports", {})
-        projected: dict[str, bool] = {}
-        for local, qualified in imports.items():
-            symbol = project.lookup(qualified, module)
-            add(symbol)
-            projected[local] = symbol is not None and symbol[0] == "module"
+        projected = {
+            local: add(loose.symbols(qualified, module)) for local, qualified in imports.items()
+        }
         bound = set(imports.values())
         for qualified in summary.get("reach", {}).get("imported", ()):
             if qualified not in bound:
-                add(project.lookup(qualified, module))
+                add(loose.symbols(qualified, module))
         for use in summary.get("uses", ()):
             if ":" in use:
                 continue
@@ -299,11 +313,53 @@ def _referenced(
             if head in own and head not in imports:
                 found[module].add(head)
             elif rest and projected.get(head):
-                add(project.lookup(f"{imports[head]}.{rest}", module))
+                add(loose.symbols(f"{imports[head]}.{rest}", module))
         for name, decorators in summary.get("reach", {}).get("decorated", {}).items():
             if any(_registers(d, imports) for d in decorators):
                 found[module].add(name)
     return found
+
+
+class _Loose:
+    """What an import the index cannot resolve may read: a project module whose name
+    ends with the imported one (``from core.function import f`` where a script puts
+    ``lib/`` on ``sys.path``; ``from utils import f`` from a subfolder of the script's).
+    Every such module is taken: an import is never left to say nothing runs."""
+
+    def __init__(self, project: Project, modules: list[str]) -> None:
+        self._project = project
+        self._ending: dict[str, list[str]] = {}
+        for module in modules:
+            parts = module.split(".")
+            for cut in range(1, len(parts)):
+                self._ending.setdefault(".".join(parts[cut:]), []).append(module)
+
+    def modules(self, qualified: str) -> list[str]:
+        """The modules an unresolved dotted import may name (the longest ending)."""
+        parts = qualified.lstrip(".").split(".")
+        for cut in range(len(parts), 0, -1):
+            found = self._ending.get(".".join(parts[:cut]))
+            if found:
+                return found
+        return []
+
+    def symbols(self, qualified: str, importer: str) -> list[tuple[str, ...]]:
+        """What a dotted name read in ``importer`` names: the index's answer, else
+        the top-level names of every module whose name ends as it does."""
+        symbol = self._project.lookup(qualified, importer)
+        if symbol is not None:
+            return [symbol]
+        parts = qualified.lstrip(".").split(".")
+        found: list[tuple[str, ...]] = []
+        for cut in range(len(parts), 0, -1):
+            for module in self._ending.get(".".join(parts[:cut]), ()):
+                if cut == len(parts):
+                    found.append(("module", module))
+                else:
+                    found.append(("name", module, parts[cut]))
+            if found:
+                return found
+        return found
 
 
 def _registers(decorator: str, imports: Mapping[str, str]) -> bool:
