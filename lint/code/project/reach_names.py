@@ -130,10 +130,10 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
         for statement in statements
     )
     top_calls = [
-        name
+        target
         for statement in statements
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-        if (name := dotted(statement.value.func)) is not None
+        if (target := dotted(statement.value.func)) is not None
     ]
     part: dict[str, Any] = {
         "version": version,
