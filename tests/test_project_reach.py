@@ -71,6 +71,9 @@ def test_an_import_the_index_cannot_resolve_reaches_every_module_it_may_name() -
         "app/utils.py": UTILS,
     }
     assert unreferenced(files, "app.utils") == {"f", "C"}
+    # `src/` without `__init__`: the index names `src/data.py` `data`.
+    files = {"train.py": "from src.data import C\n" + PROGRAM, "src/data.py": UTILS}
+    assert unreferenced(files, "data") == {"f", "g"}
 
 
 def test_a_value_a_string_or_a_decorator_references_a_name() -> None:

@@ -33,7 +33,7 @@ nothing references is *unreferenced*: nothing in the project can run it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -323,42 +323,55 @@ def _referenced(
 class _Loose:
     """What an import the index cannot resolve may read: a project module whose name
     ends with the imported one (``from core.function import f`` where a script puts
-    ``lib/`` on ``sys.path``; ``from utils import f`` from a subfolder of the script's).
-    Every such module is taken: an import is never left to say nothing runs."""
+    ``lib/`` on ``sys.path``; ``from utils import f`` from a subfolder of the script's),
+    or one the imported name ends with (``from src.data import M`` where ``src/`` holds
+    no ``__init__``). Every such module is taken: an import never says nothing runs."""
 
     def __init__(self, project: Project, modules: list[str]) -> None:
         self._project = project
         self._ending: dict[str, list[str]] = {}
         for module in modules:
             parts = module.split(".")
-            for cut in range(1, len(parts)):
+            for cut in range(len(parts)):
                 self._ending.setdefault(".".join(parts[cut:]), []).append(module)
 
+    def _named(self, parts: list[str]) -> list[str]:
+        """The modules whose name ends with these parts, or that they end with."""
+        found = list(self._ending.get(".".join(parts), ()))
+        for cut in range(1, len(parts)):
+            found.extend(
+                m
+                for m in self._ending.get(".".join(parts[cut:]), ())
+                if m.count(".") < len(parts) - cut
+            )
+        return found
+
     def modules(self, qualified: str) -> list[str]:
-        """The modules an unresolved dotted import may name (the longest ending)."""
+        """The modules an unresolved dotted import may name (the longest name)."""
+        return next(iter(self._by_prefix(qualified)), (0, []))[1]
+
+    def _by_prefix(self, qualified: str) -> Iterator[tuple[int, list[str]]]:
         parts = qualified.lstrip(".").split(".")
         for cut in range(len(parts), 0, -1):
-            found = self._ending.get(".".join(parts[:cut]))
+            found = self._named(parts[:cut])
             if found:
-                return found
-        return []
+                yield cut, found
+                return
 
     def symbols(self, qualified: str, importer: str) -> list[tuple[str, ...]]:
         """What a dotted name read in ``importer`` names: the index's answer, else
-        the top-level names of every module whose name ends as it does."""
+        the modules it may name (``modules``) or their top-level names."""
         symbol = self._project.lookup(qualified, importer)
         if symbol is not None:
             return [symbol]
         parts = qualified.lstrip(".").split(".")
         found: list[tuple[str, ...]] = []
-        for cut in range(len(parts), 0, -1):
-            for module in self._ending.get(".".join(parts[:cut]), ()):
+        for cut, modules in self._by_prefix(qualified):
+            for module in modules:
                 if cut == len(parts):
                     found.append(("module", module))
                 else:
                     found.append(("name", module, parts[cut]))
-            if found:
-                return found
         return found
 
 
