@@ -135,6 +135,29 @@ EXPECTED = {
     # process, quiet (`train_bad.py` of `programs`: the same read, a group started).
     "programs_alone": (set(), ""),
     "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
+    # Code nothing in the project can run (``code.project.reach``): the same per-step
+    # read in `vendor_a/utils.py` (only `gen_output` is imported from it), in
+    # `trainer_copy.py` (imported by nothing) and in `plugins/plain.py` (named by
+    # nothing) is quiet; in `vendor_b/utils.py` (`vutils.train` and `EpochRunner`
+    # called), `loops.py` (a registry dict holds `plain_loop`), `plugins/fancy.py`
+    # (`import_module("plugins.fancy")`) and `train_bad.py` (`mp.spawn(worker)`) it
+    # is reported. The `new_group` wrapper of `vendor_a/dist_utils.py` is called by
+    # nothing: its `init_process_group` timeout reaches every group that can be made
+    # (DDP304 quiet); `vendor_b`'s is called (reported).
+    "reach": (
+        {
+            ("vendor_b/utils.py", 8, "DDP102"),
+            ("vendor_b/utils.py", 18, "DDP102"),
+            ("loops.py", 4, "DDP102"),
+            ("plugins/fancy.py", 4, "DDP102"),
+            ("train_bad.py", 16, "DDP102"),
+            ("vendor_b/dist_utils.py", 10, "DDP304"),
+        },
+        "",
+    ),
+    # A module imported by nothing that a Hydra config names (`_target_`) and the
+    # program instantiates: a load by a computed name may load any module, reported.
+    "reach_hydra": ({("models/loop_trainer.py", 5, "DDP102")}, ""),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an

@@ -106,6 +106,27 @@ class CodeContext:
         export or conversion script's model copy)."""
         return not is_test_file(self.source.path) and not self.project.off_training()
 
+    def never_runs(self, line: int) -> bool:
+        """Whether nothing in the project can run the code at ``line``: the file is run
+        by nothing, or the line lies in a top-level function or class nothing
+        references (``code.project.reach``). Findings there are not reported."""
+        return self.project.never_runs(self._definitions_by_line.get(line))
+
+    @cached_property
+    def _definitions_by_line(self) -> dict[int, str]:
+        """The top-level function or class each line of the module lies in (decorators
+        included), for the definitions the project model says nothing references."""
+        found: dict[int, str] = {}
+        module = self.ast_module
+        if module is None or not self.project.never_runs_anything():
+            return found
+        for statement in module.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+                last = statement.end_lineno or statement.lineno
+                found.update(dict.fromkeys(range(first, last + 1), statement.name))
+        return found
+
     @cached_property
     def config_reads(self) -> ConfigReads:
         """Values the module reads from the YAML config it is bound to (``@hydra.main``,

@@ -25,7 +25,8 @@ class TimeoutNotInherited(CodeRule):
     function, if it has its own `init_process_group`) calls `new_group(...)`,
     `new_subgroups(...)`, `new_subgroups_by_enumeration(...)` or `monitored_barrier(...)`
     without a `timeout` of their own. One finding per `init_process_group`, listing the
-    calls.
+    calls; a call in a function nothing in the project references (a wrapper nothing
+    calls) is left out.
 
     This rule is built on the analysis core (`analysis/process_groups`, on Python's
     `ast`).
@@ -80,8 +81,8 @@ class TimeoutNotInherited(CodeRule):
             if found is None or found[0].api not in _NOT_INHERITING:
                 continue
             parameter, timeout = found
-            if timeout is not None or has_star_arguments(call):
-                continue
+            if timeout is not None or has_star_arguments(call) or ctx.never_runs(call.lineno):
+                continue  # a call nothing in the project runs (a wrapper nothing calls)
             init = _governing_init(ctx, groups, call)
             if init is None:
                 continue

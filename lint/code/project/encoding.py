@@ -22,7 +22,7 @@ from ddplint.code.project.facts import (
 SUMMARY_VERSION = "17"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "9"
+FACTS_VERSION = "10"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -43,7 +43,7 @@ def encode_facts(facts: FileFacts) -> str:
     where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
     parameters, rank parameters, parameter kinds, loader parameters]``, then ``[runs alone, off
-    training]``; "" for a file without facts."""
+    training, unrun, unreferenced names]``; "" for a file without facts."""
     if not facts:
         return ""
     names = {name: _encode_name(fact) for name, fact in facts.names.items()}
@@ -57,7 +57,12 @@ def encode_facts(facts: FileFacts) -> str:
         ]
         for name, fact in facts.functions.items()
     }
-    programs = [int(facts.runs_alone), int(facts.off_training)]
+    programs = [
+        int(facts.runs_alone),
+        int(facts.off_training),
+        int(facts.unrun),
+        list(facts.unreferenced),
+    ]
     return json.dumps([names, functions, programs], sort_keys=True, separators=(",", ":"))
 
 
@@ -96,7 +101,7 @@ def decode_facts(encoded: str | None) -> FileFacts:
     if not encoded:
         return NO_FACTS
     try:
-        names, functions, (alone, untrained) = json.loads(encoded)
+        names, functions, (alone, untrained, unrun, unreferenced) = json.loads(encoded)
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
@@ -111,6 +116,8 @@ def decode_facts(encoded: str | None) -> FileFacts:
             },
             runs_alone=bool(alone),
             off_training=bool(untrained),
+            unrun=bool(unrun),
+            unreferenced=tuple(str(name) for name in unreferenced),
         )
     except (ValueError, TypeError, AttributeError):
         return NO_FACTS

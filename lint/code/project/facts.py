@@ -123,9 +123,25 @@ class FileFacts:
     runs_alone: bool = False
     #: No program of the project that runs the file trains (an export script's model).
     off_training: bool = False
+    #: Nothing in the project runs the file (``ddplint.code.project.reach``).
+    unrun: bool = False
+    #: Its top-level functions and classes nothing in the project references.
+    unreferenced: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.names or self.functions or self.runs_alone or self.off_training)
+        return bool(
+            self.names
+            or self.functions
+            or self.runs_alone
+            or self.off_training
+            or self.unrun
+            or self.unreferenced
+        )
+
+    def never_runs(self, name: str | None) -> bool:
+        """Whether nothing in the project can run the file's code at top-level
+        definition ``name`` (None: at its top level)."""
+        return self.unrun or (name is not None and name in self.unreferenced)
 
     def informs_rules(self) -> bool:
         """Whether a fact can make a rule fire without the pre-filters' words (a DDP

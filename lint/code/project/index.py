@@ -34,6 +34,8 @@ from ddplint.code.project.facts import (
 )
 from ddplint.code.project.object_kinds import ProjectKinds
 from ddplint.code.project.programs import ProgramRoles, program_roles
+from ddplint.code.project.reach import Reach as CodeReach
+from ddplint.code.project.reach import project_reach
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -719,13 +721,21 @@ class ProjectIndex:
             fact = self._fact(symbol, module, spelled)
             if fact is not None:
                 names[use] = fact
-        roles = self.program_roles
+        roles, reach = self.program_roles, self.reach_of_code
         return FileFacts(
             names,
             self._own_function_facts.get(module, {}),
             runs_alone=module in roles.alone,
             off_training=module in roles.untrained,
+            unrun=module in reach.unrun,
+            unreferenced=tuple(sorted(reach.unreferenced.get(module, ()))),
         )
+
+    @cached_property
+    def reach_of_code(self) -> CodeReach:
+        """Which modules nothing in the project runs, and which top-level names of the
+        others nothing references (``reach``)."""
+        return project_reach(self)
 
     @cached_property
     def program_roles(self) -> ProgramRoles:

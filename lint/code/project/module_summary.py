@@ -22,6 +22,7 @@ from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
 from ddplint.analysis.children import child_nodes
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
+from ddplint.code.project.reach_names import reach_names
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
@@ -51,8 +52,9 @@ class _Names:
     program (``if __name__ == "__main__":``, a loop at the top level), the plain
     names it calls as statements at the top level (``main()``, ``converter.fit()``),
     the top-level names bound to what a plain name's call made (``converter =
-    Converter(opt).cuda()``) and whether it runs a
-    backward pass (``scaler.scale(loss).backward()``, anywhere in it)."""
+    Converter(opt).cuda()``), whether it runs a
+    backward pass (``scaler.scale(loss).backward()``, anywhere in it) and what it says
+    about reaching code by name (``reach_names``)."""
 
     bindings: tuple[tuple[int, str, str], ...]
     aliases: tuple[tuple[str, str], ...]
@@ -63,6 +65,7 @@ class _Names:
     statement_calls: tuple[str, ...]
     makers: tuple[tuple[str, str], ...]
     calls_backward: bool
+    reach: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         for entry in entries
     )
     backward = any(entry.names.calls_backward for entry in entries)
+    reach = _joined_reach([entry.names.reach for entry in entries])
     return {
         "imports": imports,
         "functions": functions,
@@ -159,7 +163,25 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
             **({"rank_args": rank_args} if rank_args else {}),
         },
         "uses": sorted(uses),
+        **({"reach": reach} if reach else {}),
     }
+
+
+def _joined_reach(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pieces' ``reach_names`` parts as one (lists joined in file order)."""
+    joined: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, bool):
+                joined[key] = True
+            elif isinstance(value, dict):
+                joined.setdefault(key, {}).update(value)
+            else:
+                joined.setdefault(key, []).extend(value)
+    for key in ("strings", "lookups", "imported", "loaded", "top_calls"):
+        if key in joined:
+            joined[key] = sorted(set(joined[key]))
+    return joined
 
 
 def _handed_ranks(
@@ -210,6 +232,7 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
         tuple(_statement_calls(statements)),
         tuple(_makers(statements)),
         backward,
+        reach_names(statements),
     )
 
 

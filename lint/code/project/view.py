@@ -44,6 +44,16 @@ class ProjectView:
         in no training step."""
         return self._facts.off_training
 
+    def never_runs(self, definition: str | None) -> bool:
+        """Whether nothing in the project can run the file's code in its top-level
+        function or class ``definition`` (None: at its top level): the file is run by
+        nothing, or the definition is referenced by nothing (``project.reach``)."""
+        return self._facts.never_runs(definition)
+
+    def never_runs_anything(self) -> bool:
+        """Whether any of the file's code is run by nothing in the project."""
+        return self._facts.unrun or bool(self._facts.unreferenced)
+
 
 _NOTHING = NameFacts()
 _NO_CALLERS = OwnFunctionFacts()
