@@ -874,6 +874,22 @@ def test_what_a_program_imports_resolves_from_its_folder_too() -> None:
     assert "codec.quantization.vq" in alone
 
 
+def test_a_program_runs_what_it_imports_with_a_star_or_in_a_function() -> None:
+    # `from trainers import *` and an import inside `main()`: the closure holds them, so
+    # the distributed script's trainer is not alone and the one-process script's is.
+    files = {
+        "train_ddp.py": "from trainers import *\n" + DISTRIBUTED,
+        "train_one.py": "def main():\n    import solo\n    solo.run()\n" + SINGLE,
+        "trainers.py": "def fit(): pass\n",
+        "solo.py": "def run(): pass\n",
+    }
+    alone, _ = roles_of(files)
+    assert "trainers" not in alone and "solo" in alone
+    files["train_ddp.py"] = "from solo import *\n" + DISTRIBUTED
+    alone, _ = roles_of(files)
+    assert "solo" not in alone
+
+
 FITTER = (
     "class Fitter:\n    def fit(self):\n        loss.backward()\n"
     "fitter = Fitter(opt).cuda()\nfitter.fit()\n"

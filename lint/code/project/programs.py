@@ -193,9 +193,19 @@ def _spans(modules: Iterable[str]) -> set[str]:
 def _first_parts(summary: Summary) -> set[str]:
     """The first part of each absolute name a module imports (``torch`` of ``torch.nn``)."""
     return {
-        value.partition(".")[0]
-        for value in summary.get("imports", {}).values()
-        if not value.startswith(".")
+        value.partition(".")[0] for value in imported_names(summary) if not value.startswith(".")
+    }
+
+
+def imported_names(summary: Summary) -> set[str]:
+    """Every dotted name a module's imports read, at any depth: the summary's
+    ``imports`` (one per local name) with the reach part's (an import bound again to
+    the same local name, one inside a function, ``from m import *``)."""
+    reach = summary.get("reach", {})
+    return {
+        *summary.get("imports", {}).values(),
+        *reach.get("imported", ()),
+        *reach.get("star", ()),
     }
 
 
@@ -217,7 +227,7 @@ def _imported(resolve: Resolve, importer: str, summary: Summary, folder: str) ->
     not, so any module the program runs imports that folder's modules by their plain
     names too."""
     found: set[str] = set()
-    for value in summary.get("imports", {}).values():
+    for value in sorted(imported_names(summary)):
         parts = value.split(".")
         for cut in range(len(parts), 0, -1):
             name = ".".join(parts[:cut])
