@@ -143,6 +143,7 @@ class StepPaths:
             analysis.fallback_defaults,
             self._module_method,
             analysis.single_process,
+            analysis.callee_of,
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = self._step_helpers()
