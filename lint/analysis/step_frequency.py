@@ -444,8 +444,7 @@ class StepFrequency:
 
     def _field_way(self, spelled: str | None, named: frozenset[str]) -> bool | None:
         """The rare way of a field (``self.log_now``) every method of the module sets
-        to a test rare that way, or to a constant that never takes it, outside
-        ``__init__``."""
+        to a test rare that way, or to a false constant (it stays off: never taken)."""
         if spelled is None or not spelled.startswith("self.") or spelled.count(".") != 1:
             return None
         ways: set[bool | None] = set()
@@ -453,9 +452,9 @@ class StepFrequency:
             if value is None or function is None:
                 return None  # an augmented or unpacked store: not a test
             if isinstance(value, ast.Constant):
-                if function.name != "__init__":
-                    ways.add(not value.value)
-                continue
+                if value.value:
+                    return None  # set on, it stays on for the passes after
+                continue  # off: it takes neither way now and then
             ways.add(self._rare_way(value, function, named))
         return ways.pop() if len(ways) == 1 else None
 
