@@ -174,7 +174,7 @@ class StepFrequency:
         if decided is None:
             decided = self._decided[id(graph)] = {}
             for node in graph.nodes:
-                if node.statement is not None and node.kind is NodeKind.STATEMENT:
+                if isinstance(node.statement, ast.stmt) and node.kind is NodeKind.STATEMENT:
                     for found in post.dependences(node):
                         key = (found.test.index, found.edge)
                         decided.setdefault(key, []).append(node.statement)
@@ -392,8 +392,7 @@ class StepFrequency:
                 name
                 for name, bound in values.items()
                 if all(
-                    isinstance(v, ast.Call) and self._names.resolve(v.func) in CLOCKS
-                    for v in bound
+                    isinstance(v, ast.Call) and self._names.resolve(v.func) in CLOCKS for v in bound
                 )
             }
         return found
@@ -457,7 +456,6 @@ class StepFrequency:
                 continue  # off: it takes neither way now and then
             ways.add(self._rare_way(value, function, named))
         return ways.pop() if len(ways) == 1 else None
-
 
     def _draws(self, expression: ast.expr) -> bool:
         return (
