@@ -11,9 +11,21 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
   = i // accum``, ``count = i_accum + 1``) or for membership in a few listed values
   (``step in [5, 6, 7]``), draws a random number (``random.random() <
-  p``), or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or
-  step == last:``; an ``and`` when one part is), directly or through a name bound once
-  to one (``last_batch = count == total``);
+  p``), compares the time since a mark with an interval (``time.time() - t0 >
+  interval``, ``time.monotonic()``, ``(datetime.now() - last).total_seconds()``; a
+  time budget, ``elapsed < budget``, holds on most passes), or joins such tests (an
+  ``or`` when every part is one, ``if step % N == 0 or step == last:``; an ``and`` when
+  one part is; ``not`` turns the rare way over, so ``if not should_val: return`` makes
+  what follows rare), directly or through a name bound once to one (``last_batch =
+  count == total``), a parameter every call of the module that runs the function hands
+  such a test or a constant (``evaluate(..., should_val=step % k == 0)``: the function's
+  own early exit makes the rest periodic), or a field the module sets only to such tests
+  (``self.log_now = step % k == 0``);
+- once, or on a schedule the code moves on (``disarming_tests``): the way of a test
+  runs code that sets the flag the test reads so that it fails (``if not self.ready:
+  self.prepare()`` with ``self.ready = True`` at the end of ``prepare``; ``if not
+  hasattr(self, "x"): self.x = ...``), or moves on the threshold or mark it compares
+  (``if step >= next_eval: ...; next_eval += every``);
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;

@@ -7,16 +7,26 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.project import NoProject, Reached
 from ddplint.analysis.step_frequency import Occasion, StepFrequency
+from ddplint.analysis.step_paths import host_waits_of
 
 
-def _occasions(source: str, project: NoProject | None = None) -> dict[int, Occasion | None]:
-    """The answer for the call marked ``mark()`` on each line (by line)."""
+def _occasions(
+    source: str, project: NoProject | None = None, *, across_calls: bool = False
+) -> dict[int, Occasion | None]:
+    """The answer for the call marked ``mark()`` on each line (by line); with
+    ``across_calls``, the module's own functions resolved (a flag a call hands in, a
+    flag a called function sets)."""
     module = ast.parse(textwrap.dedent(source))
-    waits = HostWaits(module)
-    frequency = StepFrequency(waits, project or NoProject())
+    if across_calls:
+        analysis = ModuleAnalysis(module)
+        waits, callee_of = host_waits_of(analysis), analysis.callee_of
+    else:
+        waits, callee_of = HostWaits(module), None
+    frequency = StepFrequency(waits, project or NoProject(), callee_of=callee_of)
     return {
         node.lineno: frequency.occasional(node)
         for node in ast.walk(module)
@@ -273,24 +283,12 @@ def test_the_single_process_paths_tests_mark_single_process_runs_too() -> None:
     assert found == {6: Occasion.SINGLE_PROCESS, 9: None, 11: None, 13: None}
 
 
-def _occasions_across_calls(source: str) -> dict[int, Occasion | None]:
-    """``_occasions`` with the module's own functions resolved (a flag a call hands in,
-    a flag a called function sets)."""
-    from ddplint.analysis.functions import ModuleAnalysis
-    from ddplint.analysis.step_paths import host_waits_of
-
-    module = ast.parse(textwrap.dedent(source))
-    analysis = ModuleAnalysis(module)
-    frequency = StepFrequency(host_waits_of(analysis), callee_of=analysis.callee_of)
-    return {
-        node.lineno: frequency.occasional(node)
-        for node in ast.walk(module)
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "mark"
-    }
+def _across_calls(source: str) -> dict[int, Occasion | None]:
+    return _occasions(source, across_calls=True)
 
 
 def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
-    found = _occasions_across_calls(
+    found = _across_calls(
         """
         def evaluate(model, should_zero, should_val):
             if not should_zero and not should_val:
@@ -319,7 +317,7 @@ def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
 
 
 def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
-    found = _occasions_across_calls(
+    found = _across_calls(
         """
         def evaluate(model, should_val):
             if not should_val:
@@ -388,7 +386,7 @@ def test_flags_kept_in_fields() -> None:
 
 
 def test_once_only_flags_the_guarded_code_sets() -> None:
-    found = _occasions_across_calls(
+    found = _across_calls(
         """
         DONE = False
 
