@@ -316,6 +316,27 @@ def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
     assert found == {5: Occasion.PERIODIC, 9: Occasion.PERIODIC, 14: None}
 
 
+def test_a_flag_handed_to_a_method() -> None:
+    found = _across_calls(
+        """
+        class Loop:
+            def validate(self, model, should_val):
+                if should_val:
+                    mark()
+
+            def log(self, model, verbose):
+                if verbose:
+                    mark()
+
+            def run(self, model, loader):
+                for step, x in enumerate(loader):
+                    self.validate(model, step % 500 == 0)
+                    self.log(model, verbose=x.size(0) > 2)
+        """
+    )
+    assert found == {5: Occasion.PERIODIC, 9: None}
+
+
 def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
     found = _across_calls(
         """
