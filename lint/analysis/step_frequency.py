@@ -331,6 +331,14 @@ class StepFrequency:
             return self._parameter_way(scope, test.id)
         if isinstance(test, ast.Attribute) and (spelled := dotted_name(test)) not in named:
             return self._field_way(spelled, named | {spelled or ""})
+        if isinstance(test, ast.IfExp):  # ``step % k == 0 if k else False``
+            arms = [
+                not arm.value
+                if isinstance(arm, ast.Constant)
+                else self._rare_way(arm, scope, named)
+                for arm in (test.body, test.orelse)
+            ]
+            return arms[0] if arms[0] == arms[1] else None
         if isinstance(test, ast.BoolOp):
             ways = [self._rare_way(v, scope, named) for v in test.values]
             rare_true = isinstance(test.op, ast.And)  # the way on which one rare part does
@@ -493,7 +501,7 @@ class StepFrequency:
                     and len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Name)
                     and len(bindings.get(statement.targets[0].id, ())) == 1
-                    and isinstance(statement.value, (ast.Compare, ast.BoolOp))
+                    and isinstance(statement.value, (ast.Compare, ast.BoolOp, ast.IfExp))
                 ):
                     found[statement.targets[0].id] = statement.value
         return found

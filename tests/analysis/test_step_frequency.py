@@ -375,6 +375,11 @@ def test_elapsed_time_tests() -> None:
                     mark()
                 if x.size(0) - t0 > interval:
                     mark()
+                due = time.time() - t0 > interval if interval else False
+                if due:
+                    mark()
+                if due or x.size(0) > 2:
+                    mark()
         """
     )
     assert found == {
@@ -384,6 +389,8 @@ def test_elapsed_time_tests() -> None:
         15: None,
         17: Occasion.PERIODIC,
         19: None,
+        22: Occasion.PERIODIC,
+        24: None,
     }
 
 
