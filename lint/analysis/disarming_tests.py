@@ -91,9 +91,9 @@ class DisarmingTests:
         greater, lesser = (left, right) if isinstance(op, (ast.Gt, ast.GtE)) else (right, left)
         if polarity != truth:
             greater, lesser = lesser, greater
-        moved = {name for name in _terms(lesser)}
+        moved = set(_terms(lesser))
         if isinstance(greater, ast.BinOp) and isinstance(greater.op, ast.Sub):
-            marks = {name for name in _terms(greater.right)}
+            marks = set(_terms(greater.right))
         else:
             marks = set()
         for statement in guarded:
@@ -101,8 +101,8 @@ class DisarmingTests:
                 name = dotted_name(target)
                 if name in marks:
                     return True
-                if name in moved and (value is None or name in set(_terms(value))):
-                    return True  # ``next += every`` / ``next = next + every``
+                if name in moved and (value is None or _beyond(value, name, greater)):
+                    return True
         return False
 
     def _stored_by(
@@ -198,6 +198,14 @@ def _kept_across_passes(flag: str, scope: ast.AST) -> bool:
         owner = flag.split(".")[0]
         return bool(scope.args.args) and scope.args.args[0].arg == owner and flag.count(".") == 1
     return any(isinstance(n, ast.Global) and flag in n.names for n in walk_own(scope))
+
+
+def _beyond(value: ast.expr, threshold: str, compared: ast.expr) -> bool:
+    """``value`` moves ``threshold`` on past what is compared with it: a sum of the
+    threshold itself (``next + every``) or of the compared value and something more
+    (``step + every``), not the compared value alone (``best = loss``: a new best)."""
+    terms = list(_terms(value))
+    return threshold in terms or (len(terms) > 1 and bool(set(_terms(compared)) & set(terms)))
 
 
 def _terms(expression: ast.expr) -> Iterator[str]:

@@ -498,6 +498,9 @@ def test_thresholds_the_guarded_code_moves_on() -> None:
                     best = x.size(0)
                 if step >= every:
                     mark()
+                if step > next_log:
+                    mark()
+                    next_log = step + every
         """
     )
     assert found == {
@@ -506,4 +509,5 @@ def test_thresholds_the_guarded_code_moves_on() -> None:
         14: Occasion.PERIODIC,
         17: None,  # a new best moves the mark to the value compared: not a schedule
         20: None,  # a threshold nothing moves: every pass after it
+        22: Occasion.PERIODIC,
     }
