@@ -121,6 +121,7 @@ class StepFrequency:
         self._callee_of = callee_of
         self._calls_of: dict[ast.AST, list[ast.Call]] | None = None
         self._parameter_ways: dict[tuple[int, str], bool | None] = {}
+        self._returned_ways: dict[int, bool | None] = {}
         self._clocks_by_scope: dict[int, set[str]] = {}
         self._disarming = DisarmingTests(waits.nodes, callee_of)
         self._decided: dict[int, dict[tuple[int, EdgeKind], list[ast.stmt]]] = {}
@@ -331,6 +332,9 @@ class StepFrequency:
             return self._parameter_way(scope, test.id)
         if isinstance(test, ast.Attribute) and (spelled := dotted_name(test)) not in named:
             return self._field_way(spelled, named | {spelled or ""})
+        if isinstance(test, ast.Call) and self._callee_of is not None:
+            callee = self._callee_of(test)  # ``if self.should_evaluate():``
+            return self._returned_way(callee) if callee is not None else None
         if isinstance(test, ast.IfExp):  # ``step % k == 0 if k else False``
             arms = [
                 not arm.value
@@ -438,6 +442,24 @@ class StepFrequency:
             ways.add(self._handed_way(call, scope, name))
         found = ways.pop() if len(ways) == 1 else None
         self._parameter_ways[key] = found
+        return found
+
+    def _returned_way(self, function: Function) -> bool | None:
+        """The rare way of what ``function`` returns when every ``return`` of it gives
+        a test rare that way or a constant that never takes it (``def should_eval(self):
+        return self.step % self.every == 0``)."""
+        key = id(function)
+        if key in self._returned_ways:
+            return self._returned_ways[key]
+        self._returned_ways[key] = None  # a recursive call: unknown
+        ways = {
+            not r.value.value
+            if isinstance(r.value, ast.Constant)
+            else self._rare_way(r.value, function)
+            for r in walk_own(function)
+            if isinstance(r, ast.Return) and r.value is not None
+        }
+        found = self._returned_ways[key] = ways.pop() if len(ways) == 1 else None
         return found
 
     def _handed_way(self, call: ast.Call, function: Function, name: str) -> bool | None:

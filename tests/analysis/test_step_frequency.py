@@ -337,6 +337,34 @@ def test_a_flag_handed_to_a_method() -> None:
     assert found == {5: Occasion.PERIODIC, 9: None}
 
 
+def test_a_predicate_that_returns_a_periodic_test() -> None:
+    found = _across_calls(
+        """
+        class Loop:
+            def should_evaluate(self):
+                return self.every > 0 and self.step % self.every == 0
+
+            def should_log(self):
+                if self.quiet:
+                    return False
+                return self.step % 10 == 0
+
+            def is_big(self, x):
+                return x.size(0) > 8
+
+            def run(self, model, loader):
+                for x in loader:
+                    if self.should_evaluate():
+                        mark()
+                    if self.should_log():
+                        mark()
+                    if self.is_big(x):
+                        mark()
+        """
+    )
+    assert found == {17: Occasion.PERIODIC, 19: Occasion.PERIODIC, 21: None}
+
+
 def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
     found = _across_calls(
         """
