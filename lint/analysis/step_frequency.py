@@ -19,8 +19,9 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   what follows rare), directly or through a name bound once to one (``last_batch =
   count == total``), a parameter every call of the module that runs the function hands
   such a test or a constant (``evaluate(..., should_val=step % k == 0)``: the function's
-  own early exit makes the rest periodic), or a field the module sets only to such tests
-  (``self.log_now = step % k == 0``);
+  own early exit makes the rest periodic), a field the module sets only to such tests
+  (``self.log_now = step % k == 0``), or a call of the module's function whose every
+  ``return`` gives one (``if self.should_evaluate():``);
 - once, or on a schedule the code moves on (``disarming_tests``): the way of a test
   runs code that sets the flag the test reads so that it fails (``if not self.ready:
   self.prepare()`` with ``self.ready = True`` at the end of ``prepare``; ``if not
