@@ -431,6 +431,11 @@ class StepFrequency:
         call hands anything else, hands arguments unpacked, or none is known."""
         if self._callee_of is None or not isinstance(scope, _FUNCTIONS):
             return None
+        if any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+            for node in walk_own(scope)
+        ):
+            return None  # re-bound in the function (``if flag is None: flag = self.flag``)
         key = (id(scope), name)
         if key in self._parameter_ways:
             return self._parameter_ways[key]

@@ -304,6 +304,12 @@ def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
                 return
             mark()
 
+        def sample(model, gumbel=None):
+            if gumbel is None:
+                gumbel = model.gumbel
+            if gumbel:
+                mark()
+
         def train(model, loader, args):
             for step, x in enumerate(loader):
                 should_val = args.val_steps and (step + 1) % args.val_steps == 0
@@ -311,9 +317,12 @@ def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
                 log_last(model, (step + 1) == len(loader))
                 log_last(model)
                 report(model, step > 3)
+                sample(model)
+                sample(model, gumbel=False)
         """
     )
-    assert found == {5: Occasion.PERIODIC, 9: Occasion.PERIODIC, 14: None}
+    # a parameter the function binds again is no longer what the calls hand in
+    assert found == {5: Occasion.PERIODIC, 9: Occasion.PERIODIC, 14: None, 20: None}
 
 
 def test_a_flag_handed_to_a_method() -> None:
