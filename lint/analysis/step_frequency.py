@@ -11,9 +11,22 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
   = i // accum``, ``count = i_accum + 1``) or for membership in a few listed values
   (``step in [5, 6, 7]``), draws a random number (``random.random() <
-  p``), or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or
-  step == last:``; an ``and`` when one part is), directly or through a name bound once
-  to one (``last_batch = count == total``);
+  p``), compares the time since a mark with an interval (``time.time() - t0 >
+  interval``, ``time.monotonic()``, ``(datetime.now() - last).total_seconds()``; a
+  time budget, ``elapsed < budget``, holds on most passes), or joins such tests (an
+  ``or`` when every part is one, ``if step % N == 0 or step == last:``; an ``and`` when
+  one part is; ``not`` turns the rare way over, so ``if not should_val: return`` makes
+  what follows rare), directly or through a name bound once to one (``last_batch =
+  count == total``), a parameter every call of the module that runs the function hands
+  such a test or a constant (``evaluate(..., should_val=step % k == 0)``: the function's
+  own early exit makes the rest periodic), a field the module sets only to such tests
+  (``self.log_now = step % k == 0``), or a call of the module's function whose every
+  ``return`` gives one (``if self.should_evaluate():``);
+- once, or on a schedule the code moves on (``disarming_tests``): the way of a test
+  runs code that sets the flag the test reads so that it fails (``if not self.ready:
+  self.prepare()`` with ``self.ready = True`` at the end of ``prepare``; ``if not
+  hasattr(self, "x"): self.x = ...``), or moves on the threshold or mark it compares
+  (``if step >= next_eval: ...; next_eval += every``);
 - while exporting or tracing: under ``torch.onnx.is_in_onnx_export()``,
   ``torch.jit.is_scripting()`` or ``torch.jit.is_tracing()``, which an eager training
   step never is;
@@ -39,7 +52,8 @@ from collections.abc import Callable
 from enum import Enum
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind
-from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.disarming_tests import DisarmingTests
+from ddplint.analysis.dominance import Dependence, PostDominance
 from ddplint.analysis.effects import own_calls
 from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.host_waits import HostWaits, walk_own
@@ -63,12 +77,28 @@ _OFF_VALUES = (False, None, 0, "")
 RANDOM_DRAWS = frozenset(
     {"random.random", "random.uniform", "numpy.random.rand", "numpy.random.random", "torch.rand"}
 )
+#: Library calls that read a clock.
+CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.monotonic",
+        "time.perf_counter",
+        "time.process_time",
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.now",
+        "datetime.utcnow",
+        "timeit.default_timer",
+    }
+)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class Occasion(str, Enum):
     """Why a call does not run on every pass."""
 
     ERROR = "only when an error is handled"
+    ONCE = "only once (the code a flag guards turns the flag off)"
     PERIODIC = "only on some passes (a periodic or sampled test)"
     EXPORT = "only while the model is exported or traced"
     SINGLE_PROCESS = "only in a single-process run"
@@ -86,8 +116,16 @@ class StepFrequency:
         defaults: FallbackDefaults | None = None,
         module_method: Callable[[ast.AST], bool] | None = None,
         single_process: SingleProcessPaths | None = None,
+        callee_of: Callable[[ast.Call], Function | None] | None = None,
     ) -> None:
         self._waits = waits
+        self._callee_of = callee_of
+        self._calls_of: dict[ast.AST, list[ast.Call]] | None = None
+        self._parameter_ways: dict[tuple[int, str], bool | None] = {}
+        self._returned_ways: dict[int, bool | None] = {}
+        self._clocks_by_scope: dict[int, set[str]] = {}
+        self._disarming = DisarmingTests(waits.nodes, callee_of)
+        self._decided: dict[int, dict[tuple[int, EdgeKind], list[ast.stmt]]] = {}
         self._defaults = defaults
         self._module_method = module_method
         self._names = waits.names
@@ -131,12 +169,34 @@ class StepFrequency:
                 continue
             truth = dependence.edge is EdgeKind.TRUE
             occasion = self._test_occasion(test.test, truth, graph.scope)
+            if occasion is None:
+                occasion = self._disarmed(graph, post, dependence, test.test, truth)
             if occasion is Occasion.PERIODIC and (dependence.test.index, truth) in stepping:
                 continue  # the accumulation boundary: it runs once per optimizer step
             if occasion is not None:
                 return occasion
             if self._single_process.one_process_branch(dependence.test) is dependence.edge:
                 return Occasion.SINGLE_PROCESS
+        return None
+
+    def _disarmed(
+        self, graph: Graph, post: PostDominance, dependence: Dependence, test: ast.expr, truth: bool
+    ) -> Occasion | None:
+        """The way of ``test`` runs code that turns the test off: once (a flag it sets)
+        or now and then (a threshold or mark it moves on): ``disarming_tests``."""
+        decided = self._decided.get(id(graph))
+        if decided is None:
+            decided = self._decided[id(graph)] = {}
+            for node in graph.nodes:
+                if isinstance(node.statement, ast.stmt) and node.kind is NodeKind.STATEMENT:
+                    for found in post.dependences(node):
+                        key = (found.test.index, found.edge)
+                        decided.setdefault(key, []).append(node.statement)
+        guarded = decided.get((dependence.test.index, dependence.edge), [])
+        if self._disarming.once(test, truth, guarded, graph.scope):
+            return Occasion.ONCE
+        if self._disarming.rearmed(test, truth, guarded):
+            return Occasion.PERIODIC
         return None
 
     def occasional_within(
@@ -256,23 +316,49 @@ class StepFrequency:
     def _rare_way(
         self, test: ast.expr, scope: ast.AST, named: frozenset[str] = frozenset()
     ) -> bool | None:
-        """The truth on which a periodic or sampled test holds only now and then: a test
-        of ``and`` parts when one part is rare when true, of ``or`` parts when every part
-        is (``if step % N == 0 or step == last:``); a name bound once to such a test
-        (``last = i == len(loader) - 1``, then ``if step % N == 0 or last:``)."""
+        """The truth on which a periodic or sampled test holds only now and then: ``not``
+        turns it over; a test of ``and`` parts is rare when true if one part is, rare
+        when false if every part is; of ``or`` parts the other way round (``if step % N
+        == 0 or step == last:``); a name bound once to such a test (``last = i ==
+        len(loader) - 1``, then ``if step % N == 0 or last:``), a parameter every call
+        of the function hands such a test (``evaluate(should_val=step % k == 0)``), a
+        field set only to such tests (``self.log_now = step % k == 0``)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._rare_way(test.operand, scope, named)
+            return None if inner is None else not inner
         if isinstance(test, ast.Name) and test.id not in named:
             bound = self._named_tests(scope).get(test.id)
-            return None if bound is None else self._rare_way(bound, scope, named | {test.id})
+            if bound is not None:
+                return self._rare_way(bound, scope, named | {test.id})
+            return self._parameter_way(scope, test.id)
+        if isinstance(test, ast.Attribute) and (spelled := dotted_name(test)) not in named:
+            return self._field_way(spelled, named | {spelled or ""})
+        if isinstance(test, ast.Call) and self._callee_of is not None:
+            callee = self._callee_of(test)  # ``if self.should_evaluate():``
+            return self._returned_way(callee) if callee is not None else None
+        if isinstance(test, ast.IfExp):  # ``step % k == 0 if k else False``
+            arms = [
+                not arm.value
+                if isinstance(arm, ast.Constant)
+                else self._rare_way(arm, scope, named)
+                for arm in (test.body, test.orelse)
+            ]
+            return arms[0] if arms[0] == arms[1] else None
         if isinstance(test, ast.BoolOp):
-            rare = [self._rare_way(v, scope, named) is True for v in test.values]
-            return True if (any(rare) if isinstance(test.op, ast.And) else all(rare)) else None
+            ways = [self._rare_way(v, scope, named) for v in test.values]
+            rare_true = isinstance(test.op, ast.And)  # the way on which one rare part does
+            if any(way is rare_true for way in ways):
+                return rare_true
+            if all(way is (not rare_true) for way in ways):
+                return not rare_true
+            return None
         if _is_modulo(test):
             return False  # ``if step % N:`` is true on most passes
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             operands = [test.left, test.comparators[0]]
             op = test.ops[0]
             if isinstance(op, (ast.Eq, ast.NotEq)) and any(
-                _is_modulo(o) or ast.unparse(o) in self._counters for o in operands
+                _is_modulo(o) or self._counts(o) for o in operands
             ):
                 return isinstance(op, ast.Eq)  # a counter equals one value once in a while
             if (
@@ -283,7 +369,141 @@ class StepFrequency:
                 return isinstance(op, ast.In)  # a counter among a few listed values
             if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
                 return (test.left is operands[0]) == self._draws(test.left)
+            if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
+                greater = operands[0] if isinstance(op, (ast.Gt, ast.GtE)) else operands[1]
+                if self._elapsed(greater, scope):
+                    return True  # the time since a mark passes an interval now and then
+                if self._elapsed(operands[0] if greater is operands[1] else operands[1], scope):
+                    return False  # within a time budget: most passes
         return None
+
+    def _counts(self, operand: ast.expr) -> bool:
+        """A loop counter, or a counter moved or scaled (``i + 1``, ``step // accum``)."""
+        return ast.unparse(operand) in self._counters or _moves_counter(operand, self._counters)
+
+    def _elapsed(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """The time since a mark: ``time.time() - t0`` (or ``now - t0`` with ``now``
+        bound to a clock), ``(datetime.now() - last).total_seconds()``, such a
+        difference divided (``elapsed / 60``)."""
+        if isinstance(expression, ast.Call) and isinstance(expression.func, ast.Attribute):
+            return expression.func.attr == "total_seconds" and self._elapsed(
+                expression.func.value, scope
+            )
+        if not isinstance(expression, ast.BinOp):
+            return False
+        if isinstance(expression.op, (ast.Div, ast.FloorDiv)):
+            return self._elapsed(expression.left, scope)
+        return isinstance(expression.op, ast.Sub) and self._clock(expression.left, scope)
+
+    def _clock(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """A clock's reading, or a name of ``scope`` bound only to one."""
+        if isinstance(expression, ast.Call):
+            return self._names.resolve(expression.func) in CLOCKS
+        if isinstance(expression, ast.Name):
+            bound = self._clock_names(scope)
+            return expression.id in bound
+        return False
+
+    def _clock_names(self, scope: ast.AST) -> set[str]:
+        found = self._clocks_by_scope.get(id(scope))
+        if found is None:
+            values: dict[str, list[ast.expr]] = {}
+            for node in walk_own(scope):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        values.setdefault(target.id, []).append(node.value)
+            found = self._clocks_by_scope[id(scope)] = {
+                name
+                for name, bound in values.items()
+                if all(
+                    isinstance(v, ast.Call) and self._names.resolve(v.func) in CLOCKS for v in bound
+                )
+            }
+        return found
+
+    # -- flags handed in or kept ----------------------------------------------------------
+
+    def _parameter_way(self, scope: ast.AST, name: str) -> bool | None:
+        """The rare way of parameter ``name`` of function ``scope`` when each call of the
+        module that runs it on every pass hands it a test rare that way, or a constant
+        that never takes it (``evaluate(..., should_val=step % k == 0)``); None when a
+        call hands anything else, hands arguments unpacked, or none is known."""
+        if self._callee_of is None or not isinstance(scope, _FUNCTIONS):
+            return None
+        if any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+            for node in walk_own(scope)
+        ):
+            return None  # re-bound in the function (``if flag is None: flag = self.flag``)
+        key = (id(scope), name)
+        if key in self._parameter_ways:
+            return self._parameter_ways[key]
+        self._parameter_ways[key] = None  # a call in the function itself: unknown
+        ways: set[bool | None] = set()
+        callers = self._callers().get(scope, [])
+        for call in callers:
+            if self.occasional(call) is not None:
+                continue  # a call now and then runs the function now and then anyway
+            ways.add(self._handed_way(call, scope, name))
+        found = ways.pop() if len(ways) == 1 else None
+        self._parameter_ways[key] = found
+        return found
+
+    def _returned_way(self, function: Function) -> bool | None:
+        """The rare way of what ``function`` returns when every ``return`` of it gives
+        a test rare that way or a constant that never takes it (``def should_eval(self):
+        return self.step % self.every == 0``)."""
+        key = id(function)
+        if key in self._returned_ways:
+            return self._returned_ways[key]
+        self._returned_ways[key] = None  # a recursive call: unknown
+        ways = {
+            not r.value.value
+            if isinstance(r.value, ast.Constant)
+            else self._rare_way(r.value, function)
+            for r in walk_own(function)
+            if isinstance(r, ast.Return) and r.value is not None
+        }
+        found = self._returned_ways[key] = ways.pop() if len(ways) == 1 else None
+        return found
+
+    def _handed_way(self, call: ast.Call, function: Function, name: str) -> bool | None:
+        """The rare way of what ``call`` hands ``function``'s parameter ``name``."""
+        handed = _argument_for(call, function, name)
+        if handed is None:
+            return None
+        if isinstance(handed, ast.Constant):
+            return not handed.value  # never true: "rare" when true; always: when false
+        caller = self._waits.nodes.scope_of_call(call)
+        return self._rare_way(handed, caller)
+
+    def _callers(self) -> dict[ast.AST, list[ast.Call]]:
+        """The module's calls of its own functions, by the function called."""
+        if self._calls_of is None:
+            self._calls_of = {}
+            for calls in self._waits.nodes.calls_by_scope.values():
+                for call in calls:
+                    callee = self._callee_of(call) if self._callee_of is not None else None
+                    if callee is not None:
+                        self._calls_of.setdefault(callee, []).append(call)
+        return self._calls_of
+
+    def _field_way(self, spelled: str | None, named: frozenset[str]) -> bool | None:
+        """The rare way of a field (``self.log_now``) every method of the module sets
+        to a test rare that way, or to a false constant (it stays off: never taken)."""
+        if spelled is None or not spelled.startswith("self.") or spelled.count(".") != 1:
+            return None
+        ways: set[bool | None] = set()
+        for function, value in self._disarming.stores(spelled):
+            if value is None or function is None:
+                return None  # an augmented or unpacked store: not a test
+            if isinstance(value, ast.Constant):
+                if value.value:
+                    return None  # set on, it stays on for the passes after
+                continue  # off: it takes neither way now and then
+            ways.add(self._rare_way(value, function, named))
+        return ways.pop() if len(ways) == 1 else None
 
     def _draws(self, expression: ast.expr) -> bool:
         return (
@@ -309,7 +529,7 @@ class StepFrequency:
                     and len(statement.targets) == 1
                     and isinstance(statement.targets[0], ast.Name)
                     and len(bindings.get(statement.targets[0].id, ())) == 1
-                    and isinstance(statement.value, (ast.Compare, ast.BoolOp))
+                    and isinstance(statement.value, (ast.Compare, ast.BoolOp, ast.IfExp))
                 ):
                     found[statement.targets[0].id] = statement.value
         return found
@@ -352,6 +572,33 @@ class StepFrequency:
                     found.add(name)
                     grown = True
         return found
+
+
+def _argument_for(call: ast.Call, function: Function, name: str) -> ast.expr | None:
+    """What ``call`` hands ``function``'s parameter ``name``: its keyword, its position
+    (after ``self`` for ``obj.method(...)``), else the declared default; None when the
+    call unpacks arguments or the parameter has none of these."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    names = [a.arg for a in positional]
+    if name in names:
+        index = names.index(name) - (1 if isinstance(call.func, ast.Attribute) else 0)
+        if 0 <= index < len(call.args):
+            return call.args[index]
+        defaults = arguments.defaults
+        offset = names.index(name) - (len(positional) - len(defaults))
+        return defaults[offset] if offset >= 0 else None
+    keyword_names = [a.arg for a in arguments.kwonlyargs]
+    if name in keyword_names:
+        return arguments.kw_defaults[keyword_names.index(name)]
+    return None
 
 
 def _first_literal(statements: list[ast.stmt], spelled: str) -> bool:

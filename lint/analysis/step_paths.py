@@ -24,8 +24,8 @@ The step path is
   the step) is not followed.
 
 A call on the path still does not run every step when it runs only now and then (on an
-error, a periodic test, an export, a single-process run, an option off by default,
-in evaluation mode (a module's ``self.training`` false):
+error, a periodic test, once under a flag it sets, an export, a single-process run, an
+option off by default, in evaluation mode (a module's ``self.training`` false):
 ``step_frequency``, which also reads a conditional expression or ``and`` around the
 call), only while a cache of the
 object is empty (``host_waits.filled_once``), or in an arm no run takes (``if not
@@ -143,6 +143,7 @@ class StepPaths:
             analysis.fallback_defaults,
             self._module_method,
             analysis.single_process,
+            analysis.callee_of,
         )
         self._classes = {c.name: c for c in analysis.nodes.of_type(ast.ClassDef)}
         self._helpers = self._step_helpers()

@@ -74,8 +74,11 @@ class HostReadInTrainingStep(CodeRule):
     device work are no new work), a
     read that fills a field of the module once (`if self.scale is None:`), a read that
     runs only now and then (in an `except` handler, on the rare way of a periodic test
-    on a counter, in the single-process arm of the run's switch: the arm whose other way
-    wraps the model in DDP or reduces; in a module that only programs starting no process
+    on a counter or of a time interval, after a function's early return on a flag every
+    call hands a periodic test, `evaluate(..., should_val=step % k == 0)`, once under a
+    flag the guarded code sets, `if not self.ready: self.prepare()`, in the
+    single-process arm of the run's switch: the arm whose other way wraps the model in
+    DDP or reduces; in a module that only programs starting no process
     group run: no `init_process_group`, DDP wrap, `Accelerator`, Lightning `Trainer` in the
     script or the project modules it imports), a loop nested in the training loop and run under
     `torch.no_grad()`, validation / test / epoch hooks, and reads under a rank guard

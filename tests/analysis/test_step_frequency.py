@@ -7,16 +7,26 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
 from ddplint.analysis.project import NoProject, Reached
 from ddplint.analysis.step_frequency import Occasion, StepFrequency
+from ddplint.analysis.step_paths import host_waits_of
 
 
-def _occasions(source: str, project: NoProject | None = None) -> dict[int, Occasion | None]:
-    """The answer for the call marked ``mark()`` on each line (by line)."""
+def _occasions(
+    source: str, project: NoProject | None = None, *, across_calls: bool = False
+) -> dict[int, Occasion | None]:
+    """The answer for the call marked ``mark()`` on each line (by line); with
+    ``across_calls``, the module's own functions resolved (a flag a call hands in, a
+    flag a called function sets)."""
     module = ast.parse(textwrap.dedent(source))
-    waits = HostWaits(module)
-    frequency = StepFrequency(waits, project or NoProject())
+    if across_calls:
+        analysis = ModuleAnalysis(module)
+        waits, callee_of = host_waits_of(analysis), analysis.callee_of
+    else:
+        waits, callee_of = HostWaits(module), None
+    frequency = StepFrequency(waits, project or NoProject(), callee_of=callee_of)
     return {
         node.lineno: frequency.occasional(node)
         for node in ast.walk(module)
@@ -271,3 +281,270 @@ def test_the_single_process_paths_tests_mark_single_process_runs_too() -> None:
         """
     )
     assert found == {6: Occasion.SINGLE_PROCESS, 9: None, 11: None, 13: None}
+
+
+def _across_calls(source: str) -> dict[int, Occasion | None]:
+    return _occasions(source, across_calls=True)
+
+
+def test_a_flag_every_call_hands_in_decides_like_its_test() -> None:
+    found = _across_calls(
+        """
+        def evaluate(model, should_zero, should_val):
+            if not should_zero and not should_val:
+                return
+            mark()
+
+        def log_last(model, is_last=False):
+            if is_last:
+                mark()
+
+        def report(model, verbose):
+            if not verbose:
+                return
+            mark()
+
+        def sample(model, gumbel=None):
+            if gumbel is None:
+                gumbel = model.gumbel
+            if gumbel:
+                mark()
+
+        def train(model, loader, args):
+            for step, x in enumerate(loader):
+                should_val = args.val_steps and (step + 1) % args.val_steps == 0
+                evaluate(model, should_zero=False, should_val=should_val)
+                log_last(model, (step + 1) == len(loader))
+                log_last(model)
+                report(model, step > 3)
+                sample(model)
+                sample(model, gumbel=False)
+        """
+    )
+    # a parameter the function binds again is no longer what the calls hand in
+    assert found == {5: Occasion.PERIODIC, 9: Occasion.PERIODIC, 14: None, 20: None}
+
+
+def test_a_flag_handed_to_a_method() -> None:
+    found = _across_calls(
+        """
+        class Loop:
+            def validate(self, model, should_val):
+                if should_val:
+                    mark()
+
+            def log(self, model, verbose):
+                if verbose:
+                    mark()
+
+            def run(self, model, loader):
+                for step, x in enumerate(loader):
+                    self.validate(model, step % 500 == 0)
+                    self.log(model, verbose=x.size(0) > 2)
+        """
+    )
+    assert found == {5: Occasion.PERIODIC, 9: None}
+
+
+def test_a_predicate_that_returns_a_periodic_test() -> None:
+    found = _across_calls(
+        """
+        class Loop:
+            def should_evaluate(self):
+                return self.every > 0 and self.step % self.every == 0
+
+            def should_log(self):
+                if self.quiet:
+                    return False
+                return self.step % 10 == 0
+
+            def is_big(self, x):
+                return x.size(0) > 8
+
+            def run(self, model, loader):
+                for x in loader:
+                    if self.should_evaluate():
+                        mark()
+                    if self.should_log():
+                        mark()
+                    if self.is_big(x):
+                        mark()
+        """
+    )
+    assert found == {17: Occasion.PERIODIC, 19: Occasion.PERIODIC, 21: None}
+
+
+def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
+    found = _across_calls(
+        """
+        def evaluate(model, should_val):
+            if not should_val:
+                return
+            mark()
+
+        def train(model, loader):
+            for step, x in enumerate(loader):
+                evaluate(model, step % 100 == 0)
+                evaluate(model, True)
+        """
+    )
+    assert found == {5: None}
+
+
+def test_elapsed_time_tests() -> None:
+    found = _occasions(
+        """
+        import time
+        from datetime import datetime
+
+        def train(loader, t0, interval, last, budget):
+            for x in loader:
+                if time.time() - t0 > interval:
+                    mark()
+                now = time.monotonic()
+                if interval <= now - last:
+                    mark()
+                if (datetime.now() - last).total_seconds() / 60 > interval:
+                    mark()
+                if time.perf_counter() - t0 < budget:
+                    mark()
+                else:
+                    mark()
+                if x.size(0) - t0 > interval:
+                    mark()
+                due = time.time() - t0 > interval if interval else False
+                if due:
+                    mark()
+                if due or x.size(0) > 2:
+                    mark()
+        """
+    )
+    assert found == {
+        8: Occasion.PERIODIC,
+        11: Occasion.PERIODIC,
+        13: Occasion.PERIODIC,
+        15: None,
+        17: Occasion.PERIODIC,
+        19: None,
+        22: Occasion.PERIODIC,
+        24: None,
+    }
+
+
+def test_flags_kept_in_fields() -> None:
+    found = _occasions(
+        """
+        class Loop:
+            def step(self, batch, step):
+                self.log_now = step % 50 == 0
+                self.big = batch.size(0) > 8
+                self.report()
+
+            def report(self):
+                if self.log_now:
+                    mark()
+                if self.big:
+                    mark()
+        """
+    )
+    assert found == {10: Occasion.PERIODIC, 12: None}
+
+
+def test_once_only_flags_the_guarded_code_sets() -> None:
+    found = _across_calls(
+        """
+        DONE = False
+
+        class Model:
+            def __init__(self):
+                self.ready = False
+                self.armed = False
+                self.reset_each = False
+
+            def prepare(self):
+                mark()
+                self.ready = True
+
+            def training_step(self, batch, cond):
+                if not self.ready:
+                    mark(self.prepare())
+                if not self.armed:
+                    mark()
+                if not self.reset_each:
+                    mark()
+                    self.reset_each = True
+                if not hasattr(self, "table"):
+                    mark()
+                    self.table = {}
+                if not hasattr(self, "other"):
+                    mark()
+                if self.ready:
+                    mark()
+                self.later(cond)
+
+            def later(self, cond):
+                if not self.armed:
+                    mark()
+                    if cond:
+                        self.armed = True
+
+            def on_epoch_start(self):
+                self.reset_each = False
+
+        def train(loader):
+            global DONE
+            for x in loader:
+                if DONE:
+                    continue
+                mark()
+                DONE = True
+        """
+    )
+    assert found == {
+        11: None,  # the method's own code: its call is what runs once
+        16: Occasion.ONCE,  # the called method sets the flag at its end
+        18: None,  # nothing sets it
+        20: None,  # another method sets it back
+        23: Occasion.ONCE,
+        26: None,  # the field is never made
+        28: None,  # the flag's other way
+        33: None,  # set under a further test only
+        45: Occasion.ONCE,  # a global flag, the early ``continue``
+    }
+
+
+def test_thresholds_the_guarded_code_moves_on() -> None:
+    found = _occasions(
+        """
+        import time
+
+        def train(loader, every, interval):
+            next_eval, saved, best, last = every, 1, 0.0, time.time()
+            for step, x in enumerate(loader):
+                if step >= next_eval:
+                    mark()
+                    next_eval += every
+                if time.time() // interval >= saved:
+                    mark()
+                    saved = saved + 1
+                if x.size(0) - last > interval:
+                    mark()
+                    last = x.size(0)
+                if x.size(0) > best:
+                    mark()
+                    best = x.size(0)
+                if step >= every:
+                    mark()
+                if step > next_log:
+                    mark()
+                    next_log = step + every
+        """
+    )
+    assert found == {
+        8: Occasion.PERIODIC,
+        11: Occasion.PERIODIC,
+        14: Occasion.PERIODIC,
+        17: None,  # a new best moves the mark to the value compared: not a schedule
+        20: None,  # a threshold nothing moves: every pass after it
+        22: Occasion.PERIODIC,
+    }
