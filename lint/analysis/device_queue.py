@@ -1104,12 +1104,9 @@ class DeviceQueue:
             )
         ):
             return False
+        analysis = self._analysis
         return any(
-            isinstance(call, ast.Call)
-            and (
-                self._analysis.backward_label(call) is not None
-                or dotted_name(call.func) in self._backward_helpers
-            )
+            analysis.runs_backward(call, self._backward_helpers)
             for part in own_parts(node.statement)
             for call in walk_own(part)
         )

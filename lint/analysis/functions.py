@@ -7,7 +7,7 @@ the tests on ``self`` around it settle the callee's own tests).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -315,6 +315,16 @@ class ModuleAnalysis:
             return False
         walked = walked_iterable(self.names, loop.iter)
         return isinstance(walked, ast.Name) and walked.id in parameter_names(definition)
+
+    def runs_backward(self, node: ast.AST, helpers: Iterable[str] | None = None) -> bool:
+        """Whether ``node`` is a call that runs a backward pass: itself
+        (``backward_label``) or through one of ``helpers`` (the module's functions that
+        do, ``backward_functions``, when not given)."""
+        if not isinstance(node, ast.Call):
+            return False
+        if self.backward_label(node) is not None:
+            return True
+        return dotted_name(node.func) in (self.backward_functions if helpers is None else helpers)
 
     def backward_label(self, call: ast.Call) -> str | None:
         """``loss.backward()`` for a call that runs a backward pass (a method of the

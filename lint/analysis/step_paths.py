@@ -377,12 +377,7 @@ class StepPaths:
     def _steps_beside(self, loop: Loop) -> bool:
         """The loop's body runs a backward outside its inner loops."""
         return any(
-            isinstance(node, ast.Call)
-            and (
-                self._analysis.backward_label(node) is not None
-                or dotted_name(node.func) in self._helpers
-            )
-            for node in own_code(loop.body)
+            self._analysis.runs_backward(node, self._helpers) for node in own_code(loop.body)
         )
 
     def _holds_training_loop(self, function: Function) -> bool:

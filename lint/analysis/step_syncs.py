@@ -31,7 +31,7 @@ from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, DeviceQueue
 from ddplint.analysis.divergence import AGREEING_BUFFERS, distributed_function
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import READ_METHODS, is_host_read, walk_own
-from ddplint.analysis.names import call_argument, dotted_name
+from ddplint.analysis.names import call_argument
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
 from ddplint.analysis.step_paths import StepPath, StepPaths
 
@@ -115,13 +115,7 @@ def step_syncs(
 def _guards_backward(analysis: ModuleAnalysis, loop: ast.AST, guard: RankGuard) -> bool:
     """Whether ``guard`` also decides the training loop's backward (``if skip[task]:
     continue`` before both): it parts the ranks' steps, not only the read."""
-    helpers = analysis.backward_functions
-    backward: list[ast.AST] = [
-        node
-        for node in ast.walk(loop)
-        if isinstance(node, ast.Call)
-        and (analysis.backward_label(node) is not None or dotted_name(node.func) in helpers)
-    ]
+    backward: list[ast.AST] = [node for node in ast.walk(loop) if analysis.runs_backward(node)]
     for _, scope, node in own_reads(analysis, backward):
         other = guard_of(analysis, scope, node, balanced=_loop_test)
         if other is not None and other.cause is guard.cause:
