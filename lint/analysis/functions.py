@@ -7,7 +7,7 @@ the tests on ``self`` around it settle the callee's own tests).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -316,7 +316,7 @@ class ModuleAnalysis:
         walked = walked_iterable(self.names, loop.iter)
         return isinstance(walked, ast.Name) and walked.id in parameter_names(definition)
 
-    def runs_backward(self, node: ast.AST, helpers: Iterable[str] | None = None) -> bool:
+    def runs_backward(self, node: ast.AST, helpers: Container[str] | None = None) -> bool:
         """Whether ``node`` is a call that runs a backward pass: itself
         (``backward_label``) or through one of ``helpers`` (the module's functions that
         do, ``backward_functions``, when not given)."""

@@ -330,19 +330,24 @@ class _Loose:
     def __init__(self, project: Project, modules: list[str]) -> None:
         self._project = project
         self._ending: dict[str, list[str]] = {}
+        #: The most parts a module's name has: no longer run of parts names one.
+        self._depth = 0
         for module in modules:
             parts = module.split(".")
+            self._depth = max(self._depth, len(parts))
             for cut in range(len(parts)):
                 self._ending.setdefault(".".join(parts[cut:]), []).append(module)
 
-    def _named(self, parts: list[str]) -> list[str]:
-        """The modules whose name ends with these parts, or that they end with."""
-        found = list(self._ending.get(".".join(parts), ()))
-        for cut in range(1, len(parts)):
+    def _named(self, parts: list[str], end: int) -> list[str]:
+        """The modules whose name ends with ``parts[:end]``, or that it ends with (only
+        the last ``_depth`` parts can name one: a dotted import of ten thousand parts
+        costs no more than one of a module's depth)."""
+        found = list(self._ending.get(".".join(parts[:end]), ())) if end <= self._depth else []
+        for cut in range(max(1, end - self._depth), end):
             found.extend(
                 m
-                for m in self._ending.get(".".join(parts[cut:]), ())
-                if m.count(".") < len(parts) - cut
+                for m in self._ending.get(".".join(parts[cut:end]), ())
+                if m.count(".") < end - cut
             )
         return found
 
@@ -353,7 +358,7 @@ class _Loose:
     def _by_prefix(self, qualified: str) -> Iterator[tuple[int, list[str]]]:
         parts = qualified.lstrip(".").split(".")
         for cut in range(len(parts), 0, -1):
-            found = self._named(parts[:cut])
+            found = self._named(parts, cut)
             if found:
                 yield cut, found
                 return
