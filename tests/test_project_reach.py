@@ -173,3 +173,26 @@ def test_an_installable_package_keeps_its_public_names() -> None:
         assert not reach_of(files).unrun
     files["pkg/__init__.py"] = ""
     assert unreferenced(files, "pkg.utils") == {"f", "g", "C", "_helper"}
+
+
+def test_every_spelling_of_a_computed_name_gives_its_constant_head() -> None:
+    files = {
+        "datasets/__init__.py": "",
+        "datasets/city.py": "from datasets import uniform\n",
+        "datasets/uniform.py": UTILS,
+        "copy_of_trainer.py": UTILS,
+    }
+    for name in (
+        "f'datasets.{x}'",
+        "'datasets.' + x",
+        "'datasets.{}'.format(x)",
+        "'datasets.%s' % x",
+    ):
+        train = f"import importlib\nimportlib.import_module({name})\n" + PROGRAM
+        reach = reach_of({**files, "train.py": train})
+        # What the head may load runs (and what it imports); the rest is unrun.
+        assert reach.unrun == {"copy_of_trainer"}, name
+    # No constant head (the hole first, or a name handed in whole): nothing is unrun.
+    for name in ("'{}.city'.format(x)", "'%s.city' % x", "name"):
+        train = f"import importlib\nimportlib.import_module({name})\n" + PROGRAM
+        assert not reach_of({**files, "train.py": train}).unrun, name

@@ -3,15 +3,15 @@ and top-level functions and classes nothing names.
 
 A module is *run* when it is a program, a package's ``__main__``, a script whose top
 level calls a project function (``from lib import run; run()``), a test, named by a
-string of the project (a
-dotted name, a path, a ``module:attribute`` entry point: ``importlib``, Hydra,
-``runpy``), loaded by a computed name whose constant head it starts with
-(``import_module(f"models.{name}")``: only modules defining the attribute read on the
-result, ``.Config``, where one is read), or imported by a run module. In a project
-with a program, no ``setup.py`` (an installable package is a library its users import
-from outside) and no load by a computed name without a head, a module that is not run
-is *unrun*. A project is installable when it holds a ``setup.py`` or a top-level
-package binds ``__version__`` (a ``pyproject.toml`` package's mark).
+string of the project (a dotted name, a path, a ``module:attribute`` entry point:
+``importlib``, Hydra, ``runpy``), loaded by a computed name whose constant head it
+starts with (``import_module(f"models.{name}")``, ``"models.{}".format(name)``: only
+modules defining the attribute read on the result, ``.Config``, where one is read), or
+imported by a run module. In a project with a program, no ``setup.py`` (an installable
+package is a library its users import from outside) and no load by a computed name
+without a head, a module that is not run is *unrun*. A project is installable when it
+holds a ``setup.py`` or a top-level package binds ``__version__`` (a ``pyproject.toml``
+package's mark).
 
 A top-level function or class of a run module is *referenced* when any module of the
 project names it in a way that can reach it: imports it (``from m import f``, through

@@ -175,16 +175,32 @@ def _given_name(call: ast.Call) -> ast.expr | None:
 
 
 def _computed_load(given: ast.expr | None, attribute: str) -> list[str]:
-    """``[head, attribute]`` for a load by a computed name: the constant head of an
-    f-string or of a ``+`` (``"models."``), "" when none; ``attribute``: the one read
-    on the call's result, "" when the result is used otherwise."""
-    head = ""
+    """``[head, attribute]`` for a load by a computed name: the constant head of the
+    name, in every spelling of a string built around a value (``f"models.{x}"``,
+    ``"models." + x``, ``"models.{}".format(x)``, ``"models.%s" % x``), "" when none;
+    ``attribute``: the one read on the call's result, "" when the result is used
+    otherwise."""
+    return [_constant_head(given), attribute]
+
+
+def _constant_head(given: ast.expr | None) -> str:
+    """The constant text a computed string begins with, up to its first hole."""
+    template: ast.expr | None = None
     if isinstance(given, ast.JoinedStr) and given.values:
-        first = given.values[0]
-        if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            head = first.value
-    elif isinstance(given, ast.BinOp) and isinstance(given.op, ast.Add):
-        left = given.left
-        if isinstance(left, ast.Constant) and isinstance(left.value, str):
-            head = left.value
-    return [head, attribute]
+        template = given.values[0]
+    elif isinstance(given, ast.BinOp) and isinstance(given.op, (ast.Add, ast.Mod)):
+        template = given.left
+    elif (
+        isinstance(given, ast.Call)
+        and isinstance(given.func, ast.Attribute)
+        and given.func.attr == "format"
+    ):
+        template = given.func.value
+    if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
+        return ""
+    text = template.value
+    if isinstance(given, ast.BinOp) and isinstance(given.op, ast.Mod):
+        text = text.partition("%")[0]
+    elif isinstance(given, ast.Call):
+        text = text.partition("{")[0]
+    return text
