@@ -21,7 +21,12 @@ from ddplint.code.project.facts import (
 )
 from ddplint.code.project.index import ProjectIndex, module_name
 from ddplint.code.project.module_summary import summarize
-from ddplint.code.project.programs import ImportsByFolder, _imported, _uses_any
+from ddplint.code.project.programs import (
+    ImportsByFolder,
+    _uses_any,
+    imported_modules,
+    imported_names,
+)
 from ddplint.engine import RunResult, lint_paths
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings
@@ -993,7 +998,7 @@ def test_imports_by_folder_equal_the_walk_of_every_module_in_every_folder(
     walked = 0
     for module in summaries:
         for folder in sorted(folders):
-            plain = _imported(resolve, module, summaries[module], folder)
+            plain = imported_modules(resolve, module, imported_names(summaries[module]), folder)
             assert imports.imports_of(module, folder) == plain, (module, folder)
             walked += plain != imports.imports_of(module, "")
     assert walked or files is not FOLDER_LAYOUTS  # some folders do change some imports

@@ -146,7 +146,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
 
 class ImportsByFolder:
     """The project modules each module imports in a program run from a given folder
-    (``_imported``), each module's imports walked once and again for a folder only
+    (``imported_modules``), each module's imports walked once and again for a folder only
     where one of its imports could name a module of that folder."""
 
     def __init__(self, summaries: Mapping[str, Summary], resolve: Resolve) -> None:
@@ -176,7 +176,7 @@ class ImportsByFolder:
             f"{folder}.{first}" not in self._spans for first in self._first_parts[module]
         ):
             return self.imports_of(module, "")
-        return _imported(self._resolve, module, summary, folder)
+        return imported_modules(self._resolve, module, imported_names(summary), folder)
 
 
 def _spans(modules: Iterable[str]) -> set[str]:
@@ -221,13 +221,15 @@ def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[st
     return seen
 
 
-def _imported(resolve: Resolve, importer: str, summary: Summary, folder: str) -> set[str]:
-    """The project modules ``importer`` imports (and the packages around them) in a
-    program run from ``folder``: the script's folder is on ``sys.path``, a package's or
-    not, so any module the program runs imports that folder's modules by their plain
-    names too."""
+def imported_modules(
+    resolve: Resolve, importer: str, names: Iterable[str], folder: str
+) -> set[str]:
+    """The project modules ``importer`` imports by ``names`` (``imported_names``; the
+    packages around them too) in a program run from ``folder``: the script's folder is
+    on ``sys.path``, a package's or not, so any module the program runs imports that
+    folder's modules by their plain names too."""
     found: set[str] = set()
-    for value in sorted(imported_names(summary)):
+    for value in sorted(names):
         parts = value.split(".")
         for cut in range(len(parts), 0, -1):
             name = ".".join(parts[:cut])

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ddplint.code.project.programs import _imported
+from ddplint.code.project.programs import imported_modules, imported_names
 from ddplint.code.project.summaries import Summary, qualify
 from ddplint.code_facts import is_test_file
 
@@ -142,7 +142,7 @@ def _runs_project_code(project: Project, module: str) -> bool:
 
 
 def _run_from(project: Project, roots: set[str], loose: _Loose) -> set[str]:
-    """The roots and every module they import, transitively (``programs._imported``:
+    """The roots and every module they import, transitively (``programs.imported_modules``:
     with the packages around them; every import read, nested ones and ``*`` too, for
     the summary's imports keep one module per local name). Each module is read once,
     with the folder of the first root that reached it on ``sys.path``; an import the
@@ -151,16 +151,9 @@ def _run_from(project: Project, roots: set[str], loose: _Loose) -> set[str]:
     pending = [(root, root.rpartition(".")[0]) for root in roots]
     while pending:
         module, folder = pending.pop()
-        summary = project.summaries[module]
-        part = summary.get("reach", {})
-        every = [
-            *summary.get("imports", {}).values(),
-            *part.get("star", ()),
-            *part.get("imported", ()),
-        ]
         reached: set[str] = set()
-        for name in every:
-            strict = _imported(project.resolve_module, module, {"imports": {0: name}}, folder)
+        for name in sorted(imported_names(project.summaries[module])):
+            strict = imported_modules(project.resolve_module, module, [name], folder)
             if not strict:
                 for found in loose.modules(name):
                     parts = found.split(".")
