@@ -76,7 +76,7 @@ from ddplint.analysis.control_flow import (
     single_bindings,
 )
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.names import Names, call_argument, dotted_name
+from ddplint.analysis.names import Names, bound_names, call_argument, dotted_name
 from ddplint.analysis.project import NO_PROJECT, CallSummary, ProjectFacts
 from ddplint.analysis.shares import CHUNKERS, even_strides
 from ddplint.analysis.single_process import (
@@ -1572,19 +1572,6 @@ def _join(first: Taint | None, *others: Taint | None) -> Taint | None:
     return found
 
 
-def _assigned_names(target: ast.AST) -> Iterator[tuple[str, ast.AST]]:
-    """(name, node) for each name or dotted attribute a target binds."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _assigned_names(element)
-    elif isinstance(target, ast.Starred):
-        yield from _assigned_names(target.value)
-    else:
-        spelled = dotted_name(target)
-        if spelled is not None:
-            yield spelled, target
-
-
 class Divergence:
     """The taints of one function's values at each node of its graph."""
 
@@ -1653,7 +1640,7 @@ class Divergence:
         for statement in self.graph.statements():
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
-                    for name, _ in _assigned_names(target):
+                    for name in bound_names(target):
                         assignments.setdefault(name, []).append(statement.value)
             for call in _calls_of(statement):
                 function = distributed_function(self.names.resolve(call.func))
@@ -2005,10 +1992,10 @@ class Divergence:
     def _binds(self, node: Node) -> Iterator[str]:
         statement = node.statement
         if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
-            yield from (name for name, _ in _assigned_names(statement.target))
+            yield from bound_names(statement.target)
         elif node.kind is NodeKind.STATEMENT and isinstance(statement, ast.stmt):
             for target in _targets(statement):
-                yield from (name for name, _ in _assigned_names(target))
+                yield from (name for name in bound_names(target))
 
     def _propagate(self) -> None:
         self._before = {self.graph.entry.index: dict(self._entry)}
@@ -2359,7 +2346,7 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
         if container is not None and stored is not None:
             new[container] = stored.joined(new.get(container))
         return new
-    for name, _ in _assigned_names(target):
+    for name in bound_names(target):
         new.pop(name, None)
         for held in [held for held in new if held.startswith(name + ".")]:
             del new[held]

@@ -26,6 +26,20 @@ def dotted_name(expression: ast.AST) -> str | None:
     return None
 
 
+def bound_names(target: ast.AST) -> Iterator[str]:
+    """The plain or dotted names an assignment target binds, through tuples, lists and
+    starred parts (an item stored into a container binds none)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from bound_names(target.value)
+    else:
+        spelled = dotted_name(target)
+        if spelled is not None:
+            yield spelled
+
+
 def call_argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
     """The argument a call passes for the parameter at ``position`` named ``keyword``
     (the keyword wins, as in Python), None when it passes none."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import Graph, Node, NodeKind
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import bound_names
 
 
 @dataclass(frozen=True)
@@ -56,38 +56,26 @@ def node_bindings(node: Node) -> Iterator[tuple[str, ast.expr | None]]:
     target, ``with ... as name``, an unpacked item, an import, a ``del``)."""
     statement = node.statement
     if node.kind is NodeKind.STEP and isinstance(statement, (ast.For, ast.AsyncFor)):
-        yield from ((bound, None) for bound in _names(statement.target))
+        yield from ((bound, None) for bound in bound_names(statement.target))
         return
     if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
         return
     if isinstance(statement, ast.Assign):
         for target in statement.targets:
             alone = isinstance(target, (ast.Name, ast.Attribute))
-            yield from ((bound, statement.value if alone else None) for bound in _names(target))
+            value = statement.value if alone else None
+            yield from ((bound, value) for bound in bound_names(target))
     elif isinstance(statement, ast.AnnAssign):
-        yield from ((bound, statement.value) for bound in _names(statement.target))
+        yield from ((bound, statement.value) for bound in bound_names(statement.target))
     elif isinstance(statement, ast.AugAssign):
-        yield from ((bound, None) for bound in _names(statement.target))
+        yield from ((bound, None) for bound in bound_names(statement.target))
     elif isinstance(statement, (ast.With, ast.AsyncWith)):
         for item in statement.items:
             if item.optional_vars is not None:
-                yield from ((bound, None) for bound in _names(item.optional_vars))
+                yield from ((bound, None) for bound in bound_names(item.optional_vars))
     elif isinstance(statement, ast.Delete):
         for target in statement.targets:
-            yield from ((bound, None) for bound in _names(target))
+            yield from ((bound, None) for bound in bound_names(target))
     elif isinstance(statement, (ast.Import, ast.ImportFrom)):
         for alias in statement.names:
             yield (alias.asname or alias.name).split(".")[0], None
-
-
-def _names(target: ast.AST) -> Iterator[str]:
-    """The plain or dotted names a target binds (not an item stored into a container)."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _names(element)
-    elif isinstance(target, ast.Starred):
-        yield from _names(target.value)
-    elif isinstance(target, (ast.Name, ast.Attribute)):
-        spelled = dotted_name(target)
-        if spelled is not None:
-            yield spelled
