@@ -84,7 +84,7 @@ def unset_epochs(
     handed = [
         UnsetHandedLoader(
             epochs.code.scope_of(loop.walk),
-            dotted_name(walked_iterable(analysis.names, loop.walk.iter)) or "the loader",
+            dotted_name(walked_iterable(analysis.names, loop.walked)) or "the loader",
             loop,
         )
         for flows in epochs.flows
@@ -126,16 +126,16 @@ class _SamplerEpochs:
     @classmethod
     def of(cls, analysis: ModuleAnalysis) -> _SamplerEpochs | None:
         """The module's samplers and handed loaders, or None when it has neither."""
-        samplers = [
-            call
-            for calls in analysis.nodes.calls_by_scope.values()
-            for call in calls
-            if analysis.names.resolve(call.func) in DISTRIBUTED_SAMPLERS
-        ]
+        calls = [call for found in analysis.nodes.calls_by_scope.values() for call in found]
+        samplers = [c for c in calls if analysis.names.resolve(c.func) in DISTRIBUTED_SAMPLERS]
         handed = _handed_loaders(analysis)
-        if not samplers and not handed:
+        held_classes = _class_references(analysis, samplers)
+        if not samplers and not handed and not held_classes:
             return None
-        return cls(analysis, ModuleCode(analysis.nodes, analysis.names), samplers, handed)
+        code = ModuleCode(analysis.nodes, analysis.names)
+        if held_classes:
+            samplers += _calls_of_held_class(analysis, code, calls, held_classes)
+        return cls(analysis, code, samplers, handed)
 
     def __init__(
         self,
@@ -219,7 +219,7 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if any(loop.outer is seen.outer for seen in found):
                 continue
-            if not self._covered(flows, loop) and self._trains(loop.walk.body):
+            if not self._covered(flows, loop) and self._trains(list(loop.steps)):
                 found.append(loop)
         return found
 
@@ -229,7 +229,7 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if self._covered(flows, loop):
                 continue
-            if (loop.calls or self._on_others(flows)) and not self._trains(loop.walk.body):
+            if (loop.calls or self._on_others(flows)) and not self._trains(list(loop.steps)):
                 # Walked from elsewhere, or beside a set_epoch on another sampler: only a
                 # loop that trains counts (an evaluation's order does not matter).
                 continue
@@ -322,14 +322,15 @@ class _SamplerEpochs:
     def _receiver(self, flows: _Flows, loop: WalkLoop) -> str | None:
         """``sampler`` or ``loader.sampler``: a name bound once before the epoch loop in
         its function to the sampler (or to its loader, walked by the loop)."""
-        if loop.calls:
-            return None
+        assert flows.sampler is not None
+        if loop.calls or self._analysis.names.resolve(flows.sampler.func) not in DISTRIBUTED_SAMPLERS:
+            return None  # walked elsewhere; a class held in a place may be another sampler
         scope = self._code.scope_of(loop.outer)
         once = single_bindings(scope)
         for name, value in once.items():
             if value is flows.sampler and _before(value, loop.outer):
                 return name
-        walked = walked_iterable(self._analysis.names, loop.walk.iter)
+        walked = walked_iterable(self._analysis.names, loop.walked)
         if not isinstance(walked, ast.Name):
             return None
         loader = once.get(walked.id)
@@ -337,9 +338,23 @@ class _SamplerEpochs:
             loader is not None
             and _before(loader, loop.outer)
             and flows.loaders.carries(loader, scope)
+            and self._always_on_sampler(flows)
         ):
             return f"{walked.id}.sampler"
         return None
+
+    def _always_on_sampler(self, flows: _Flows) -> bool:
+        """Whether each loader call takes the sampler as ``sampler=`` on every path: not
+        a conditional or a name bound twice (``sampler = DistributedSampler(ds) if
+        distributed else None``), where ``loader.sampler`` may be another sampler,
+        without ``set_epoch``; not a ``batch_sampler``."""
+        for call in flows.loader_calls:
+            given = passed_argument(call, "sampler", DATALOADER_POSITIONS["sampler"])
+            if isinstance(given, ast.Name):
+                given = single_bindings(self._code.scope_of(call)).get(given.id)
+            if given is None or isinstance(given, (ast.IfExp, ast.BoolOp, ast.Constant)):
+                return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -365,6 +380,35 @@ class _Flows:
             if self.loaders.carries(receiver, scope):
                 return True
         return False
+
+
+def _class_references(analysis: ModuleAnalysis, samplers: list[ast.Call]) -> list[ast.expr]:
+    """The module's references to a distributed sampler class that do not call it
+    (``RandomSampler if single else DistributedSampler``, ``sampler_cls=DistributedSampler``)."""
+    called = {id(call.func) for call in samplers}
+    return [
+        node
+        for kind in (ast.Name, ast.Attribute)
+        for node in analysis.nodes.of_type(kind)
+        if isinstance(node.ctx, ast.Load)
+        and id(node) not in called
+        and analysis.names.resolve(node) in DISTRIBUTED_SAMPLERS
+    ]
+
+
+def _calls_of_held_class(
+    analysis: ModuleAnalysis, code: ModuleCode, calls: list[ast.Call], classes: list[ast.expr]
+) -> list[ast.Call]:
+    """The calls that make a distributed sampler through a place holding its class (a
+    name, a field, a parameter it is handed to, a factory's return): the class followed
+    as an object from each reference, through conditionals."""
+    held = ObjectFlow(code, lambda expression, _: any(expression is c for c in classes))
+    return [
+        call
+        for call in calls
+        if analysis.names.resolve(call.func) not in DISTRIBUTED_SAMPLERS
+        and held.carries(call.func, code.scope_of(call))
+    ]
 
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
