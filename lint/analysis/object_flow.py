@@ -20,8 +20,9 @@ a fixed point:
   (``loaders["train"]``) wherever the container travels, two keys deep;
 - ``loops()``: each ``for`` over a place that holds it (through ``enumerate`` and
   progress bars), and each iterator made of it to be stepped with ``next`` (``it =
-  iter(loader)``, made anew when it runs out), with its outer loop: a loop around it in the same function, else a loop
-  around a call of that function (by name, through ``self``), a few callers up.
+  iter(loader)``, made anew when it runs out), with its outer loop: a loop around it
+  in the same function, else a loop around a call of that function (by name, through
+  ``self``), a few callers up.
 
 Only this module is read; an object that leaves it (another module's function, a
 library call that wraps it) is not followed. Names are places, not values: a name bound

@@ -323,7 +323,10 @@ class _SamplerEpochs:
         """``sampler`` or ``loader.sampler``: a name bound once before the epoch loop in
         its function to the sampler (or to its loader, walked by the loop)."""
         assert flows.sampler is not None
-        if loop.calls or self._analysis.names.resolve(flows.sampler.func) not in DISTRIBUTED_SAMPLERS:
+        if (
+            loop.calls
+            or self._analysis.names.resolve(flows.sampler.func) not in DISTRIBUTED_SAMPLERS
+        ):
             return None  # walked elsewhere; a class held in a place may be another sampler
         scope = self._code.scope_of(loop.outer)
         once = single_bindings(scope)
