@@ -69,8 +69,7 @@ class WalkLoop:
     or field) and the loop that repeats it (``outer``): in the same function, or around
     a call of the function holding ``walk`` (``calls``: the calls from ``outer``'s body
     down to it, outermost first). ``steps``: what each step of the walk runs (the
-    ``for``'s body; for an iterator, the body of the loop it is made anew in, or of its
-    function)."""
+    ``for``'s body; for an iterator, the body of ``outer``, which steps it)."""
 
     walk: ast.For | ast.AsyncFor | ast.Call
     outer: Loop
@@ -172,7 +171,7 @@ class ModuleCode:
         return None
 
     @cached_property
-    def _classes(self) -> dict[str, ast.ClassDef]:
+    def classes(self) -> dict[str, ast.ClassDef]:
         """Classes defined once in module code, by name."""
         found: dict[str, list[ast.ClassDef]] = {}
         for cls in self.nodes.of_type(ast.ClassDef):
@@ -204,7 +203,7 @@ class ModuleCode:
             function = self._visible_function(func.id, scope)
             if function is not None:
                 return function, False
-            cls = self._classes.get(func.id)
+            cls = self.classes.get(func.id)
             init = self.method(cls, "__init__") if cls is not None else None
             return (init, True) if init is not None else None
         if isinstance(func, ast.Attribute) and _is_instance(func.value, scope):
@@ -319,9 +318,22 @@ class ObjectFlow:
             and value.func.id == "iter"
             and len(value.args) == 1
             and not value.keywords
-            and not self.code.binds(scope, "iter")
-            and "iter" not in self.code.names.imports
+            and not self._binds_iter(scope)
         )
+
+    @cached_property
+    def _module_binds_iter(self) -> bool:
+        module = self.code.nodes.module
+        return "iter" in self.code.names.imports or any(
+            (isinstance(node, ast.Name) and node.id == "iter" and isinstance(node.ctx, ast.Store))
+            or (isinstance(node, _FUNCTIONS) and node.name == "iter")
+            for node in own_nodes(module)
+        )
+
+    def _binds_iter(self, scope: ast.AST) -> bool:
+        """Whether ``iter`` read in ``scope`` is not the builtin."""
+        in_function = isinstance(scope, _FUNCTIONS) and self.code.binds(scope, "iter")
+        return in_function or self._module_binds_iter
 
     def loops(self) -> Iterator[WalkLoop]:
         """Each walk over the object that an outer loop repeats, with that loop."""
@@ -334,7 +346,7 @@ class ObjectFlow:
                 continue
             found = self._loop_around_calls(scope, _CALLER_DEPTH, ())
             if found is not None:
-                steps = walk.body if isinstance(walk, ast.For | ast.AsyncFor) else _body(scope)
+                steps = walk.body if isinstance(walk, ast.For | ast.AsyncFor) else found[0].body
                 yield WalkLoop(walk, found[0], found[1], tuple(steps))
 
     def _loop_around_calls(

@@ -113,7 +113,8 @@ class SamplerWithoutSetEpoch(CodeRule):
         analysis = ctx.analysis
         unset_samplers, unset_handed = unset_epochs(analysis)
         for unset in unset_samplers:
-            shuffle = _shuffle(ctx, unset.sampler, analysis.nodes.scope_of_call(unset.sampler))
+            scope = analysis.nodes.scope_of_call(unset.sampler)
+            shuffle = _shuffle(ctx, unset.sampler, scope, library=unset.library)
             if shuffle is None:
                 continue
             what = f"`{unset.loader_name}`" if unset.loader_name else "its loader"
@@ -172,10 +173,15 @@ class _Shuffle:
         return f"shuffles when `{self.setting}` is true{where},"
 
 
-def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope) -> _Shuffle | None:
+def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope, library: bool) -> _Shuffle | None:
     """Whether the sampler shuffles; None when it does not (``shuffle=False``), or
-    shuffles only by a setting that is off by default or in the bound config."""
-    given = passed_argument(call, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
+    shuffles only by a setting that is off by default or in the bound config. A project
+    sampler's (``library`` False) setting is read by keyword only: its signature is
+    its own."""
+    if library:
+        given = passed_argument(call, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
+    else:
+        given = passed_argument(call, "shuffle")
     if given is None:
         return _Shuffle()
     analysis = ctx.analysis
