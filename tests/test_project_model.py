@@ -140,6 +140,16 @@ EXPECTED = {
     # process, quiet (`train_bad.py` of `programs`: the same read, a group started).
     "programs_alone": (set(), ""),
     "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
+    # `samplers.py` makes distributed samplers: a subclass of `DistributedSampler` and a
+    # factory returning one (their kinds, ``object_kinds``). `train_bad.py` builds loaders
+    # on both and trains on them every epoch without `set_epoch`: both reported at the
+    # sampler (the file never spells `DistributedSampler`). `train_good.py` sets both
+    # epochs through the loaders' `.sampler`, passes `shuffle=False`, and walks the
+    # factory's sampler only to score: quiet.
+    "sampler_elsewhere": (
+        {("train_bad.py", 7, "DDP402"), ("train_bad.py", 8, "DDP402")},
+        "",
+    ),
     # Code nothing in the project can run (``code.project.reach``): the same per-step
     # read in `vendor_a/utils.py` (only `gen_output` is imported from it), in
     # `trainer_copy.py` (imported by nothing) and in `plugins/plain.py` (named by

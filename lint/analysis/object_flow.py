@@ -13,12 +13,16 @@ a fixed point:
   = deepspeed.initialize(...)``), what a function returns (at its calls), a parameter it
   is handed to (a module function, a method through ``self``, a class of the module through its
   ``__init__``);
+- either value of a conditional (``DistributedSampler(ds) if distributed else None``,
+  ``RandomSampler if single else DistributedSampler``, ``given or Made()``);
 - an item under a constant key of a container in any of those places (``loaders =
   {"train": loader}``, ``self.samplers["train"] = sampler``), read back by the same key
   (``loaders["train"]``) wherever the container travels, two keys deep;
 - ``loops()``: each ``for`` over a place that holds it (through ``enumerate`` and
-  progress bars) with its outer loop: a loop around it in the same function, else a loop
-  around a call of that function (by name, through ``self``), a few callers up.
+  progress bars), and each iterator made of it to be stepped with ``next`` (``it =
+  iter(loader)``, made anew when it runs out), with its outer loop: a loop around it
+  in the same function, else a loop around a call of that function (by name, through
+  ``self``), a few callers up.
 
 Only this module is read; an object that leaves it (another module's function, a
 library call that wraps it) is not followed. Names are places, not values: a name bound
@@ -61,13 +65,24 @@ _KEY_DEPTH = 2
 
 @dataclass(frozen=True)
 class WalkLoop:
-    """A loop over the object (``walk``) and the loop that repeats it (``outer``): in
-    the same function, or around a call of the function holding ``walk`` (``calls``:
-    the calls from ``outer``'s body down to it, outermost first)."""
+    """A walk over the object (``walk``: a ``for``, or an ``iter(x)`` bound to a name
+    or field) and the loop that repeats it (``outer``): in the same function, or around
+    a call of the function holding ``walk`` (``calls``: the calls from ``outer``'s body
+    down to it, outermost first). ``steps``: what each step of the walk runs (the
+    ``for``'s body; for an iterator, the body of ``outer``, which steps it)."""
 
-    walk: ast.For | ast.AsyncFor
+    walk: ast.For | ast.AsyncFor | ast.Call
     outer: Loop
     calls: tuple[ast.Call, ...] = ()
+    steps: tuple[ast.stmt, ...] = ()
+
+    @property
+    def walked(self) -> ast.expr:
+        """The expression walked (``loader`` of ``for b in enumerate(loader)`` before
+        unwrapping, of ``it = iter(loader)``)."""
+        if isinstance(self.walk, ast.Call):
+            return self.walk.args[0]
+        return self.walk.iter
 
 
 class ModuleCode:
@@ -156,7 +171,7 @@ class ModuleCode:
         return None
 
     @cached_property
-    def _classes(self) -> dict[str, ast.ClassDef]:
+    def classes(self) -> dict[str, ast.ClassDef]:
         """Classes defined once in module code, by name."""
         found: dict[str, list[ast.ClassDef]] = {}
         for cls in self.nodes.of_type(ast.ClassDef):
@@ -188,7 +203,7 @@ class ModuleCode:
             function = self._visible_function(func.id, scope)
             if function is not None:
                 return function, False
-            cls = self._classes.get(func.id)
+            cls = self.classes.get(func.id)
             init = self.method(cls, "__init__") if cls is not None else None
             return (init, True) if init is not None else None
         if isinstance(func, ast.Attribute) and _is_instance(func.value, scope):
@@ -262,6 +277,12 @@ class ObjectFlow:
         if isinstance(expression, ast.Subscript) and len(keys) < _KEY_DEPTH:
             key = _constant_key(expression.slice)
             return key is not None and self._holds(expression.value, scope, (key, *keys))
+        if isinstance(expression, ast.IfExp):  # either branch: a may-analysis
+            return self._holds(expression.body, scope, keys) or self._holds(
+                expression.orelse, scope, keys
+            )
+        if isinstance(expression, ast.BoolOp):  # ``a or b``: any operand's value
+            return any(self._holds(value, scope, keys) for value in expression.values)
         if isinstance(expression, ast.Dict) and keys:
             return any(
                 self._holds(value, scope, keys[1:])
@@ -270,29 +291,63 @@ class ObjectFlow:
             )
         return False
 
-    def walks(self) -> Iterator[ast.For | ast.AsyncFor]:
-        """The ``for`` loops over the object, in source order."""
-        loops = [
-            node
-            for scope in self.code.scopes
-            for node in own_nodes(scope)
-            if isinstance(node, (ast.For, ast.AsyncFor))
-        ]
-        for loop in sorted(loops, key=lambda n: (n.lineno, n.col_offset)):
-            scope = self.code.scope_of(loop)
-            if self.carries(walked_iterable(self.code.names, loop.iter), scope):
-                yield loop
+    def walks(self) -> Iterator[ast.For | ast.AsyncFor | ast.Call]:
+        """The walks over the object, in source order: ``for`` loops, and iterators kept
+        to be stepped with ``next`` (``it = iter(loader)``, ``self.it = iter(loader)``;
+        not ``next(iter(loader))``, which takes one item)."""
+        walks: list[ast.For | ast.AsyncFor | ast.Call] = []
+        for scope in self.code.scopes:
+            for node in own_nodes(scope):
+                walk: ast.For | ast.AsyncFor | ast.Call
+                if isinstance(node, (ast.For, ast.AsyncFor)):
+                    walk, walked = node, walked_iterable(self.code.names, node.iter)
+                elif isinstance(node, ast.Assign) and self._is_iterator(node.value, scope):
+                    assert isinstance(node.value, ast.Call)
+                    walk, walked = node.value, node.value.args[0]
+                else:
+                    continue
+                if self.carries(walked, scope):
+                    walks.append(walk)
+        yield from sorted(walks, key=lambda n: (n.lineno, n.col_offset))
+
+    def _is_iterator(self, value: ast.expr, scope: ast.AST) -> bool:
+        """``iter(x)``, the builtin (not a name the module or function binds)."""
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "iter"
+            and len(value.args) == 1
+            and not value.keywords
+            and not self._binds_iter(scope)
+        )
+
+    @cached_property
+    def _module_binds_iter(self) -> bool:
+        module = self.code.nodes.module
+        return "iter" in self.code.names.imports or any(
+            (isinstance(node, ast.Name) and node.id == "iter" and isinstance(node.ctx, ast.Store))
+            or (isinstance(node, _FUNCTIONS) and node.name == "iter")
+            for node in own_nodes(module)
+        )
+
+    def _binds_iter(self, scope: ast.AST) -> bool:
+        """Whether ``iter`` read in ``scope`` is not the builtin."""
+        in_function = isinstance(scope, _FUNCTIONS) and self.code.binds(scope, "iter")
+        return in_function or self._module_binds_iter
 
     def loops(self) -> Iterator[WalkLoop]:
-        """Each loop over the object that an outer loop repeats, with that loop."""
+        """Each walk over the object that an outer loop repeats, with that loop."""
         for walk in self.walks():
+            scope = self.code.scope_of(walk)
             outer = self.code.loop_around(walk)
             if outer is not None:
-                yield WalkLoop(walk, outer)
+                steps = walk.body if isinstance(walk, ast.For | ast.AsyncFor) else outer.body
+                yield WalkLoop(walk, outer, (), tuple(steps))
                 continue
-            found = self._loop_around_calls(self.code.scope_of(walk), _CALLER_DEPTH, ())
+            found = self._loop_around_calls(scope, _CALLER_DEPTH, ())
             if found is not None:
-                yield WalkLoop(walk, found[0], found[1])
+                steps = walk.body if isinstance(walk, ast.For | ast.AsyncFor) else found[0].body
+                yield WalkLoop(walk, found[0], found[1], tuple(steps))
 
     def _loop_around_calls(
         self, scope: ast.AST, depth: int, below: tuple[ast.Call, ...]

@@ -1,7 +1,7 @@
 """What kind of object a library call makes: the catalogue of library types object
 typing starts from (``torch`` optimizers, schedulers and ``GradScaler``, module classes,
 accelerate's ``Accelerator``, Lightning's ``Fabric`` and ``Trainer``, DeepSpeed engines,
-diffusers' noise schedulers), by fully qualified name.
+diffusers' noise schedulers, ``DistributedSampler``), by fully qualified name.
 
 A kind is what the analysis asks of an object: whether ``x.step()`` on a scaler or an
 optimizer reads on the host (the device queue), whether a class is a module whose
@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.api import ACCELERATE_CLASSES, DEEPSPEED_INITIALIZE, FABRIC_CLASSES
+from ddplint.analysis.api import (
+    ACCELERATE_CLASSES,
+    DEEPSPEED_INITIALIZE,
+    DISTRIBUTED_SAMPLERS,
+    FABRIC_CLASSES,
+)
 
 OPTIMIZER = "optimizer"
 SCHEDULER = "scheduler"
@@ -26,6 +31,8 @@ MODULE = "module"
 LIGHTNING_MODULE = "lightning_module"
 #: A diffusion model's noise schedule: its ``step()`` denoises a sample.
 NOISE_SCHEDULER = "noise_scheduler"
+#: ``DistributedSampler``: its shuffle is seeded with the epoch ``set_epoch`` gives it.
+DISTRIBUTED_SAMPLER = "distributed_sampler"
 #: A value computed by a module or a tensor function, not an object of the frameworks.
 TENSOR = "tensor"
 #: A project class of known bases, none catalogued.
@@ -51,6 +58,7 @@ _EXACT: dict[str, str] = {
     **dict.fromkeys(ACCELERATE_CLASSES, ACCELERATOR),
     **dict.fromkeys(FABRIC_CLASSES, FABRIC),
     **dict.fromkeys(_TRAINERS, TRAINER),
+    **dict.fromkeys(DISTRIBUTED_SAMPLERS, DISTRIBUTED_SAMPLER),
     **dict.fromkeys(_LIGHTNING_MODULES, LIGHTNING_MODULE),
     **dict.fromkeys(
         (

@@ -35,6 +35,7 @@ from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import dotted_name, passed_argument
 from ddplint.analysis.object_flow import Function, Loop, ModuleCode, ObjectFlow, WalkLoop
+from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
 from ddplint.analysis.project import parameters_at, project_key
 
 #: The loader attributes that hand back its sampler (``loader.batch_sampler.sampler``
@@ -57,6 +58,9 @@ class UnsetSampler:
     loop: WalkLoop
     receiver: str | None
     loader_name: str | None
+    #: Whether the sampler is made by the library's class (its ``shuffle`` parameter and
+    #: default known), not by a project subclass or factory.
+    library: bool = True
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def unset_epochs(
     handed = [
         UnsetHandedLoader(
             epochs.code.scope_of(loop.walk),
-            dotted_name(walked_iterable(analysis.names, loop.walk.iter)) or "the loader",
+            dotted_name(walked_iterable(analysis.names, loop.walked)) or "the loader",
             loop,
         )
         for flows in epochs.flows
@@ -126,16 +130,17 @@ class _SamplerEpochs:
     @classmethod
     def of(cls, analysis: ModuleAnalysis) -> _SamplerEpochs | None:
         """The module's samplers and handed loaders, or None when it has neither."""
-        samplers = [
-            call
-            for calls in analysis.nodes.calls_by_scope.values()
-            for call in calls
-            if analysis.names.resolve(call.func) in DISTRIBUTED_SAMPLERS
-        ]
+        calls = [call for found in analysis.nodes.calls_by_scope.values() for call in found]
+        samplers = [c for c in calls if analysis.names.resolve(c.func) in DISTRIBUTED_SAMPLERS]
         handed = _handed_loaders(analysis)
-        if not samplers and not handed:
+        held_classes = _class_references(analysis, samplers)
+        code = ModuleCode(analysis.nodes, analysis.names)
+        own = [c for c in calls if c not in samplers and _makes_own_sampler(analysis, code, c)]
+        if not samplers and not handed and not held_classes and not own:
             return None
-        return cls(analysis, ModuleCode(analysis.nodes, analysis.names), samplers, handed)
+        if held_classes:
+            samplers += _calls_of_held_class(analysis, code, calls, held_classes)
+        return cls(analysis, code, samplers, handed, own)
 
     def __init__(
         self,
@@ -143,10 +148,12 @@ class _SamplerEpochs:
         code: ModuleCode,
         samplers: list[ast.Call],
         handed: list[tuple[Function, str]],
+        own: list[ast.Call],
     ):
         self._analysis = analysis
         self._code = code
         self.flows = [self._flows_of(sampler) for sampler in samplers]
+        self.flows += [self._flows_of(sampler, library=False) for sampler in own]
         self.flows += self._flows_handed(handed)
         self._set_epochs = [
             (call, scope)
@@ -154,7 +161,7 @@ class _SamplerEpochs:
             if isinstance(call.func, ast.Attribute) and call.func.attr == "set_epoch"
         ]
 
-    def _flows_of(self, sampler: ast.Call) -> _Flows:
+    def _flows_of(self, sampler: ast.Call, library: bool = True) -> _Flows:
         """The places holding the sampler, and those holding a loader built on it."""
         held = ObjectFlow(self._code, lambda expression, _: expression is sampler)
         loaders: list[ast.Call] = []
@@ -179,7 +186,7 @@ class _SamplerEpochs:
                 loaders.append(expression)
             return True
 
-        return _Flows(sampler, held, ObjectFlow(self._code, built_on), loaders)
+        return _Flows(sampler, held, ObjectFlow(self._code, built_on), loaders, library=library)
 
     @property
     def code(self) -> ModuleCode:
@@ -219,7 +226,7 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if any(loop.outer is seen.outer for seen in found):
                 continue
-            if not self._covered(flows, loop) and self._trains(loop.walk.body):
+            if not self._covered(flows, loop) and self._trains(list(loop.steps)):
                 found.append(loop)
         return found
 
@@ -229,9 +236,17 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if self._covered(flows, loop):
                 continue
-            if (loop.calls or self._on_others(flows)) and not self._trains(loop.walk.body):
-                # Walked from elsewhere, or beside a set_epoch on another sampler: only a
-                # loop that trains counts (an evaluation's order does not matter).
+            evaluation_counts = not (
+                loop.calls
+                or self._on_others(flows)
+                or not flows.library
+                or self._made_each_trip(flows.sampler, loop.outer)
+            )
+            if not evaluation_counts and not self._trains(list(loop.steps)):
+                # Walked from elsewhere, beside a set_epoch on another sampler, a project
+                # sampler (whose shuffle is not seen), or a sampler made anew each trip
+                # (one per task or evaluation): only a loop that trains counts (an
+                # evaluation's order does not matter).
                 continue
             loader = min(flows.loader_calls, key=lambda c: (c.lineno, c.col_offset))
             return UnsetSampler(
@@ -240,8 +255,13 @@ class _SamplerEpochs:
                 loop,
                 self._receiver(flows, loop),
                 self._bound_name(loader),
+                flows.library,
             )
         return None
+
+    def _made_each_trip(self, sampler: ast.Call, outer: Loop) -> bool:
+        """Whether ``outer`` makes the sampler anew on each trip (in its own body)."""
+        return any(loop is outer for loop in self._code.loops_around(sampler))
 
     # -- set_epoch ---------------------------------------------------------------------
 
@@ -322,14 +342,20 @@ class _SamplerEpochs:
     def _receiver(self, flows: _Flows, loop: WalkLoop) -> str | None:
         """``sampler`` or ``loader.sampler``: a name bound once before the epoch loop in
         its function to the sampler (or to its loader, walked by the loop)."""
-        if loop.calls:
-            return None
+        assert flows.sampler is not None
+        if (
+            loop.calls
+            or self._analysis.names.resolve(flows.sampler.func) not in DISTRIBUTED_SAMPLERS
+        ):
+            return None  # walked elsewhere; a class held in a place may be another sampler
+        if isinstance(loop.walk, ast.Call):
+            return None  # an iterator made anew: its loop's trips are steps, not epochs
         scope = self._code.scope_of(loop.outer)
         once = single_bindings(scope)
         for name, value in once.items():
             if value is flows.sampler and _before(value, loop.outer):
                 return name
-        walked = walked_iterable(self._analysis.names, loop.walk.iter)
+        walked = walked_iterable(self._analysis.names, loop.walked)
         if not isinstance(walked, ast.Name):
             return None
         loader = once.get(walked.id)
@@ -337,9 +363,23 @@ class _SamplerEpochs:
             loader is not None
             and _before(loader, loop.outer)
             and flows.loaders.carries(loader, scope)
+            and self._always_on_sampler(flows)
         ):
             return f"{walked.id}.sampler"
         return None
+
+    def _always_on_sampler(self, flows: _Flows) -> bool:
+        """Whether each loader call takes the sampler as ``sampler=`` on every path: not
+        a conditional or a name bound twice (``sampler = DistributedSampler(ds) if
+        distributed else None``), where ``loader.sampler`` may be another sampler,
+        without ``set_epoch``; not a ``batch_sampler``."""
+        for call in flows.loader_calls:
+            given = passed_argument(call, "sampler", DATALOADER_POSITIONS["sampler"])
+            if isinstance(given, ast.Name):
+                given = single_bindings(self._code.scope_of(call)).get(given.id)
+            if given is None or isinstance(given, (ast.IfExp, ast.BoolOp, ast.Constant)):
+                return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -354,6 +394,9 @@ class _Flows:
     loader_calls: list[ast.Call]
     #: Whether the loaders are those handed in by other modules' callers.
     handed: bool = False
+    #: Whether the sampler is the library's class (else a project subclass or factory:
+    #: its signature, its shuffle default and its ``__iter__`` are the project's).
+    library: bool = True
 
     def holds(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may be the sampler: a place holding it, or a loader's
@@ -365,6 +408,60 @@ class _Flows:
             if self.loaders.carries(receiver, scope):
                 return True
         return False
+
+
+def _makes_own_sampler(analysis: ModuleAnalysis, code: ModuleCode, call: ast.Call) -> bool:
+    """Whether ``call`` makes a distributed sampler through the project: a subclass of
+    ``DistributedSampler`` (of this module or another), or another module's factory
+    that returns one (``object_kinds``: what its bases are, what it returns). A factory
+    of this module is not one: the sampler it makes is followed from inside it."""
+    scope = code.scope_of(call)
+    if code.callee(call, scope) is not None and not isinstance(call.func, ast.Name):
+        return False  # a method of the module: what it makes is followed from inside it
+    if isinstance(call.func, ast.Name):
+        if code.callee(call, scope) is not None and call.func.id not in code.classes:
+            return False  # a function of the module, likewise
+        cls = code.classes.get(call.func.id)
+        if cls is not None:
+            return analysis.objects.class_kinds.kind(cls) == DISTRIBUTED_SAMPLER
+    spelled = dotted_name(call.func)
+    if spelled is None or spelled.startswith("self."):
+        return False
+    holder = code.class_of(scope)
+    return analysis.project.kind(spelled, holder.name if holder else None) == DISTRIBUTED_SAMPLER
+
+
+def _class_references(analysis: ModuleAnalysis, samplers: list[ast.Call]) -> list[ast.expr]:
+    """The module's references to a distributed sampler class that do not call it
+    (``RandomSampler if single else DistributedSampler``, ``sampler_cls=DistributedSampler``)."""
+    called = {id(call.func) for call in samplers}
+    references: list[ast.expr] = [
+        *analysis.nodes.of_type(ast.Name),
+        *analysis.nodes.of_type(ast.Attribute),
+    ]
+    return [
+        node
+        for node in references
+        if isinstance(node, (ast.Name, ast.Attribute))
+        and isinstance(node.ctx, ast.Load)
+        and id(node) not in called
+        and analysis.names.resolve(node) in DISTRIBUTED_SAMPLERS
+    ]
+
+
+def _calls_of_held_class(
+    analysis: ModuleAnalysis, code: ModuleCode, calls: list[ast.Call], classes: list[ast.expr]
+) -> list[ast.Call]:
+    """The calls that make a distributed sampler through a place holding its class (a
+    name, a field, a parameter it is handed to, a factory's return): the class followed
+    as an object from each reference, through conditionals."""
+    held = ObjectFlow(code, lambda expression, _: any(expression is c for c in classes))
+    return [
+        call
+        for call in calls
+        if analysis.names.resolve(call.func) not in DISTRIBUTED_SAMPLERS
+        and held.carries(call.func, code.scope_of(call))
+    ]
 
 
 def _arguments(call: ast.Call) -> list[ast.expr]:

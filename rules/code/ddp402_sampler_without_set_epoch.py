@@ -35,8 +35,17 @@ class SamplerWithoutSetEpoch(CodeRule):
     The sampler and the loader are followed through the module as objects: bound to
     names, kept on `self` and walked by another method, returned by a factory, passed
     to a helper or to a class of the module, kept in a mapping under a constant key
-    (`loaders = {"train": loader}`, read back as `loaders["train"]`); the epoch loop is
-    around the walk, or around a call of the function that walks it (a few callers up).
+    (`loaders = {"train": loader}`, read back as `loaders["train"]`), chosen by a
+    conditional (`DistributedSampler(ds) if distributed else None`); the sampler's
+    class too, held in a place (`RandomSampler if single else DistributedSampler`,
+    handed to a helper that calls it). A project subclass of `DistributedSampler` or a
+    project factory that returns one (in this module or another) makes a sampler as
+    well; its `shuffle` is read by keyword only, and only a walk that trains counts.
+    A walk is a `for` over the loader, or an iterator of it stepped with `next` and
+    made anew when it runs out (`it = iter(loader)` in the step loop). The epoch loop
+    is around the walk, or around a call of the function that walks it (a few callers
+    up); where that loop makes the sampler anew each trip (one per task or
+    evaluation), only a walk that trains counts.
     `set_epoch` counts when it is called on the sampler (or on the loader's `.sampler` /
     `.batch_sampler`) inside the epoch loop or in a function the epoch loop calls; a
     call on something the module does not make (a parameter, `args.sampler`) or in a
@@ -85,7 +94,10 @@ class SamplerWithoutSetEpoch(CodeRule):
     When the epoch loop is `for <name> in ...` in the function that walks the loader,
     and a name bound once before it holds the sampler (or the loader it walks), the fix
     inserts `sampler.set_epoch(<name>)` (or `loader.sampler.set_epoch(<name>)`) as the
-    first statement of the epoch loop. It is safe: it restores the documented use.
+    first statement of the epoch loop. It is safe: it restores the documented use. No
+    fix is offered where the loader's sampler may be another one or none (a
+    conditional, a name bound twice, a class chosen at run time), or where the walk
+    is an iterator made anew (its loop counts steps, not epochs).
 
     This rule is built on the analysis core (object flow of the sampler and its loader,
     constant values, declared defaults and config values on Python's `ast`).
@@ -113,7 +125,8 @@ class SamplerWithoutSetEpoch(CodeRule):
         analysis = ctx.analysis
         unset_samplers, unset_handed = unset_epochs(analysis)
         for unset in unset_samplers:
-            shuffle = _shuffle(ctx, unset.sampler, analysis.nodes.scope_of_call(unset.sampler))
+            scope = analysis.nodes.scope_of_call(unset.sampler)
+            shuffle = _shuffle(ctx, unset.sampler, scope, library=unset.library)
             if shuffle is None:
                 continue
             what = f"`{unset.loader_name}`" if unset.loader_name else "its loader"
@@ -172,10 +185,15 @@ class _Shuffle:
         return f"shuffles when `{self.setting}` is true{where},"
 
 
-def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope) -> _Shuffle | None:
+def _shuffle(ctx: CodeContext, call: ast.Call, scope: Scope, library: bool) -> _Shuffle | None:
     """Whether the sampler shuffles; None when it does not (``shuffle=False``), or
-    shuffles only by a setting that is off by default or in the bound config."""
-    given = passed_argument(call, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
+    shuffles only by a setting that is off by default or in the bound config. A project
+    sampler's (``library`` False) setting is read by keyword only: its signature is
+    its own."""
+    if library:
+        given = passed_argument(call, "shuffle", DISTRIBUTED_SAMPLER_SHUFFLE_POSITION)
+    else:
+        given = passed_argument(call, "shuffle")
     if given is None:
         return _Shuffle()
     analysis = ctx.analysis

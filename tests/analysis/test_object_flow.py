@@ -124,6 +124,31 @@ def walks(code: str) -> list[tuple[int, int, int]]:
             "    for e in range(3):\n        for b in runs['train']:\n            pass\n",
             [],
         ),
+        # Either branch of a conditional, and either operand of `or`.
+        (
+            "x = Made() if c else None\nfor e in range(3):\n    for b in x:\n        pass\n",
+            [(3, 2, 0)],
+        ),
+        ("x = given or Made()\nfor e in range(3):\n    for b in x:\n        pass\n", [(3, 2, 0)]),
+        # ...but a conditional of other values is not this object.
+        ("x = list() if c else None\nfor e in range(3):\n    for b in x:\n        pass\n", []),
+        # An iterator made anew inside a loop (when the last one ran out) walks it.
+        (
+            "x = Made()\nit = iter(x)\nfor step in range(9):\n    try:\n"
+            "        b = next(it)\n    except StopIteration:\n        it = iter(x)\n",
+            [(7, 3, 0)],
+        ),
+        # An iterator made once, before the loop, walks it once; so does a peek at one
+        # item (`next(iter(x))`) inside a loop.
+        ("x = Made()\nit = iter(x)\nfor step in range(9):\n    b = next(it)\n", []),
+        ("x = Made()\nfor e in range(3):\n    shape = next(iter(x))\n", []),
+        # An iterator kept on self, made anew by a method a loop calls.
+        (
+            "class T:\n    def __init__(self):\n        self.loader = Made()\n"
+            "    def refill(self):\n        self.it = iter(self.loader)\n"
+            "    def fit(self):\n        for e in range(3):\n            self.refill()\n",
+            [(5, 7, 1)],
+        ),
     ],
 )
 def test_loops_over_an_allocation(code: str, expected: list[tuple[int, int, int]]) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
+
 
 @dataclass(frozen=True, slots=True)
 class Switch:
@@ -89,6 +91,7 @@ class NameFacts:
             or self.chooses_device
             or self.rank_zero_only
             or self.not_a_collective
+            or self.kind == DISTRIBUTED_SAMPLER
         )
 
 
