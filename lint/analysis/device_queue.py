@@ -1054,6 +1054,40 @@ class DeviceQueue:
 
         return _fixed_point(graph, {n.index: n is not graph.entry for n in graph.nodes}, value)
 
+    def waited_next(self, call: ast.Call, counts: Callable[[Graph, Node], bool]) -> bool:
+        """Whether, on every way on from ``call``'s statement, the next thing done to the
+        device queue is a wait at a node ``counts`` accepts (one every rank takes), with
+        no work queued before it: whatever ``call`` waits for is waited for right after
+        anyway. A backward must-analysis to a fixed point; the function's end, an
+        exception and any work queued first say no."""
+        found = self.where.node_of(call, module_code=True)
+        if found is None:
+            return False
+        graph, start = found
+        effects = self._effects_of(graph)
+        if effects[start.index][1]:
+            return False  # its own statement may queue work after the read
+
+        def first(node: Node, waited: dict[int, bool]) -> bool:
+            ends_with, queues = effects[node.index]
+            if queues:
+                return False
+            if ends_with and counts(graph, node):
+                return True
+            ways = [n for n, edge in node.successors if edge is not EdgeKind.EXCEPTION]
+            return bool(ways) and all(waited[n.index] for n in ways)
+
+        waited = {n.index: n.kind not in (NodeKind.EXIT, NodeKind.RAISE) for n in graph.nodes}
+        changed = True
+        while changed:
+            changed = False
+            for node in graph.nodes:
+                if waited[node.index] and not first(node, waited):
+                    waited[node.index] = False
+                    changed = True
+        ways = [n for n, edge in start.successors if edge is not EdgeKind.EXCEPTION]
+        return bool(ways) and all(waited[n.index] for n in ways)
+
     def _stepped_map(self, graph: Graph) -> dict[int, str]:
         """Node index -> the queue on the ways that ran a backward since the function
         began or its training loop took its turn (``_DRAINED``, ``_BUSY``; ``_FRESH``

@@ -10,7 +10,10 @@ guard that holds it (``rank_guards.guard_of``), if any:
   ``t.to("cpu")``: ``host_waits.is_host_read``), unless it reads a value already on the
   host (``placement``), the value is already read in the same expression
   (``x.cpu().numpy()`` is one wait, at ``.cpu()``), or an earlier wait of the same pass
-  left nothing new queued (``device_queue.queue_drained``): it adds no wait of its own.
+  left nothing new queued (``device_queue.queue_drained``): it adds no wait of its own;
+nor does a read under a rank guard when every way on next waits where every rank does,
+with no work queued between (``device_queue.waited_next``): the ranks left out wait for
+the same queue there.
 
 A guard that also holds the training loop's backward parts the ranks' steps, not only
 the read (another rule's question): no host sync of this one. A loop's own test is no
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from ddplint.analysis.control_flow import Node, Scope, holds_node
+from ddplint.analysis.control_flow import Graph, Node, Scope, holds_node
 from ddplint.analysis.device_queue import ACCELERATOR_GETTERS, DeviceQueue
 from ddplint.analysis.divergence import AGREEING_BUFFERS, distributed_function
 from ddplint.analysis.functions import ModuleAnalysis
@@ -108,6 +111,12 @@ def step_syncs(
             and _guards_backward(analysis, path.loop, guard)
         ):
             continue  # the ranks it leaves out skip the whole step, backward included
+        if (
+            guard is not None
+            and kind is SyncKind.READ
+            and _every_rank_waits_next(analysis, queue, call)
+        ):
+            continue  # the others take the same wait right after: this one adds none
         found.append(HostSync(call, kind, path, guard))
     return sorted(found, key=lambda s: (s.call.lineno, s.call.col_offset))
 
@@ -121,6 +130,18 @@ def _guards_backward(analysis: ModuleAnalysis, loop: ast.AST, guard: RankGuard) 
         if other is not None and other.cause is guard.cause:
             return True
     return False
+
+
+def _every_rank_waits_next(analysis: ModuleAnalysis, queue: DeviceQueue, call: ast.Call) -> bool:
+    """Whether every way on from a guarded read next waits for the device where every rank
+    does (``loss.item()`` for a running total after rank 0 prints it), with no work
+    queued between: the ranks left out wait there for the same queue, so the guarded
+    rank falls behind by nothing."""
+
+    def unguarded(graph: Graph, node: Node) -> bool:
+        return guard_of(analysis, graph.scope, node, balanced=_loop_test) is None
+
+    return queue.waited_next(call, unguarded)
 
 
 def _loop_test(test: Node) -> bool:
