@@ -350,7 +350,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP402",
             "sampler-without-set-epoch",
             "code",
-            False,
+            True,
             needles=("DistributedSampler",),
             also_needles=("DataLoader",),
         ),
