@@ -34,6 +34,7 @@ from ddplint.rules.prefilters import (
 from ddplint.rules.screens import (
     catches_a_data_exception,
     defines_training_step,
+    has_a_loop_statement,
     logs_with_sync_dist,
     loops_over_values,
     may_create_a_group,
@@ -353,6 +354,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             True,
             needles=("DistributedSampler",),
             also_needles=("DataLoader",),
+            screened_by=has_a_loop_statement,
         ),
         RuleEntry(
             "DDP403",

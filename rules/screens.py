@@ -90,3 +90,9 @@ def loops_over_values(tree: ast.Module, options: LintOptions) -> bool:
 def may_shard_a_list_by_rank(tree: ast.Module, options: LintOptions) -> bool:
     """DDP405: a slice or split that may shard a list by rank."""
     return may_shard_by_rank(tree)
+
+
+def has_a_loop_statement(tree: ast.Module, options: LintOptions) -> bool:
+    """DDP402: both its findings sit at an epoch loop of the module (a ``for`` or
+    ``while`` statement); a module without one cannot report."""
+    return any(isinstance(node, (ast.For, ast.AsyncFor, ast.While)) for node in ast.walk(tree))

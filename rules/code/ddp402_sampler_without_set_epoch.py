@@ -21,6 +21,7 @@ from ddplint.code.edits.ast_edits import ast_node_text, insert_ast_statement_bef
 from ddplint.config.values import UNKNOWN as UNSET_IN_CONFIG
 from ddplint.finding import Applicability, Finding, Fix, Severity
 from ddplint.rule import CodeRule
+from ddplint.rules.screens import has_a_loop_statement
 
 
 class SamplerWithoutSetEpoch(CodeRule):
@@ -121,6 +122,7 @@ class SamplerWithoutSetEpoch(CodeRule):
     #: An ``also_needles`` group, not a required word: a project fact (a loader on a
     #: distributed sampler handed in) stands for both words.
     also_needles = ("DataLoader",)
+    screened_by = staticmethod(has_a_loop_statement)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         analysis = ctx.analysis
