@@ -573,6 +573,8 @@ DISTRIBUTED_SAMPLERS = frozenset(
 DATALOADER_POSITIONS = {"dataset": 0, "sampler": 3, "num_workers": 5}
 #: Position of ``shuffle`` among DistributedSampler's positional parameters.
 DISTRIBUTED_SAMPLER_SHUFFLE_POSITION = 3
+#: Position of ``seed`` among DistributedSampler's positional parameters.
+DISTRIBUTED_SAMPLER_SEED_POSITION = 4
 
 _TORCH_DISTRIBUTED_PREFIXES = (
     "torch.distributed.",

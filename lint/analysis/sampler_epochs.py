@@ -27,6 +27,7 @@ from ddplint.analysis.api import (
     BACKWARD_METHODS,
     DATA_LOADERS,
     DATALOADER_POSITIONS,
+    DISTRIBUTED_SAMPLER_SEED_POSITION,
     DISTRIBUTED_SAMPLERS,
 )
 from ddplint.analysis.constants import nodes_within
@@ -236,6 +237,8 @@ class _SamplerEpochs:
         for loop in flows.loaders.loops():
             if self._covered(flows, loop):
                 continue
+            if flows.library and self._seeded_each_trip(flows.sampler, loop.outer):
+                continue  # a new sampler every trip, its seed moved on: a new order
             evaluation_counts = not (
                 loop.calls
                 or self._on_others(flows)
@@ -258,6 +261,18 @@ class _SamplerEpochs:
                 flows.library,
             )
         return None
+
+    def _seeded_each_trip(self, sampler: ast.Call, outer: Loop) -> bool:
+        """Whether ``outer`` makes the sampler anew on each trip with a ``seed`` that reads
+        what the trip changes (the loop's target, a counter it steps: ``seed=base +
+        epoch``): each trip's sampler shuffles in another order, with no ``set_epoch``."""
+        if not self._made_each_trip(sampler, outer):
+            return False
+        seed = passed_argument(sampler, "seed", DISTRIBUTED_SAMPLER_SEED_POSITION)
+        if seed is None:
+            return False
+        stepped = _trip_names(outer)
+        return any(isinstance(n, ast.Name) and n.id in stepped for n in ast.walk(seed))
 
     def _made_each_trip(self, sampler: ast.Call, outer: Loop) -> bool:
         """Whether ``outer`` makes the sampler anew on each trip (in its own body)."""
@@ -470,3 +485,16 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
 
 def _before(node: ast.AST, later: ast.AST) -> bool:
     return (node.lineno, node.col_offset) < (later.lineno, later.col_offset)  # type: ignore[attr-defined]
+
+
+def _trip_names(loop: Loop) -> set[str]:
+    """The names a loop moves on each trip: its ``for`` target's, and the counters its
+    body steps (``epoch += 1``)."""
+    names: set[str] = set()
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        names.update(n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name))
+    for statement in loop.body:
+        for node in (statement, *own_nodes(statement)):
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names

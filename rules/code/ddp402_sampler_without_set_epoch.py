@@ -46,7 +46,9 @@ class SamplerWithoutSetEpoch(CodeRule):
     made anew when it runs out (`it = iter(loader)` in the step loop). The epoch loop
     is around the walk, or around a call of the function that walks it (a few callers
     up); where that loop makes the sampler anew each trip (one per task or
-    evaluation), only a walk that trains counts.
+    evaluation), only a walk that trains counts, and none where the new sampler's
+    `seed` reads what the trip moves (`seed=base + epoch`, a counter the loop steps):
+    each trip's sampler then shuffles in another order.
     `set_epoch` counts when it is called on the sampler (or on the loader's `.sampler` /
     `.batch_sampler`) inside the epoch loop or in a function the epoch loop calls; a
     call on something the module does not make (a parameter, `args.sampler`) or in a
