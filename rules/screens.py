@@ -13,6 +13,7 @@ from ddplint.analysis.api import GROUP_CREATORS, STEP_FAILURES
 from ddplint.analysis.forms import (
     caught_exception_names,
     defines,
+    holds_a_loop_statement,
     loops_over_selected_values,
     may_iterate_a_set,
     may_shard_by_rank,
@@ -95,4 +96,4 @@ def may_shard_a_list_by_rank(tree: ast.Module, options: LintOptions) -> bool:
 def has_a_loop_statement(tree: ast.Module, options: LintOptions) -> bool:
     """DDP402: both its findings sit at an epoch loop of the module (a ``for`` or
     ``while`` statement); a module without one cannot report."""
-    return any(isinstance(node, (ast.For, ast.AsyncFor, ast.While)) for node in ast.walk(tree))
+    return holds_a_loop_statement(tree)

@@ -1077,14 +1077,8 @@ class DeviceQueue:
             ways = [n for n, edge in node.successors if edge is not EdgeKind.EXCEPTION]
             return bool(ways) and all(waited[n.index] for n in ways)
 
-        waited = {n.index: n.kind not in (NodeKind.EXIT, NodeKind.RAISE) for n in graph.nodes}
-        changed = True
-        while changed:
-            changed = False
-            for node in graph.nodes:
-                if waited[node.index] and not first(node, waited):
-                    waited[node.index] = False
-                    changed = True
+        start_values = {n.index: n.kind not in (NodeKind.EXIT, NodeKind.RAISE) for n in graph.nodes}
+        waited = _fixed_point(graph, start_values, first)
         ways = [n for n, edge in start.successors if edge is not EdgeKind.EXCEPTION]
         return bool(ways) and all(waited[n.index] for n in ways)
 

@@ -82,6 +82,11 @@ def may_iterate_a_set(module: ast.Module) -> bool:
     )
 
 
+def holds_a_loop_statement(module: ast.Module) -> bool:
+    """Whether the module holds a ``for`` or ``while`` statement."""
+    return bool(nodes_of(module, ast.For, ast.AsyncFor, ast.While))
+
+
 def loops_over_selected_values(module: ast.Module) -> bool:
     """Whether a loop or comprehension iterates over something built by a call that
     selects the values present in its input (``for c in y.unique():``)."""

@@ -34,7 +34,7 @@ from ddplint.analysis.constants import nodes_within
 from ddplint.analysis.control_flow import own_nodes, single_bindings
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import dotted_name, passed_argument
+from ddplint.analysis.names import bound_names, dotted_name, passed_argument
 from ddplint.analysis.object_flow import Function, Loop, ModuleCode, ObjectFlow, WalkLoop
 from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
 from ddplint.analysis.project import parameters_at, project_key
@@ -272,7 +272,7 @@ class _SamplerEpochs:
         if seed is None:
             return False
         stepped = _trip_names(outer)
-        return any(isinstance(n, ast.Name) and n.id in stepped for n in ast.walk(seed))
+        return any(dotted_name(n) in stepped for n in ast.walk(seed))
 
     def _made_each_trip(self, sampler: ast.Call, outer: Loop) -> bool:
         """Whether ``outer`` makes the sampler anew on each trip (in its own body)."""
@@ -489,12 +489,11 @@ def _before(node: ast.AST, later: ast.AST) -> bool:
 
 def _trip_names(loop: Loop) -> set[str]:
     """The names a loop moves on each trip: its ``for`` target's, and the counters its
-    body steps (``epoch += 1``)."""
+    body steps (``epoch += 1``, ``self.step += 1``)."""
     names: set[str] = set()
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        names.update(n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name))
-    for statement in loop.body:
-        for node in (statement, *own_nodes(statement)):
-            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
+        names.update(bound_names(loop.target))
+    for node in own_nodes(loop):
+        if isinstance(node, ast.AugAssign):
+            names.update(bound_names(node.target))
     return names
