@@ -150,6 +150,12 @@ EXPECTED = {
         {("train_bad.py", 7, "DDP402"), ("train_bad.py", 8, "DDP402")},
         "",
     ),
+    # `batches.py` defines iterables that never run out (a class whose `__iter__`
+    # restarts the loader, a generator looping forever) and one that walks the loader
+    # once. An accumulation loop over the endless ones has no epoch end and leaves no
+    # partial group (`train_good.py`, a subclass of this module included: quiet); over
+    # the one-pass wrapper the epoch's last partial group is never stepped (DDP401).
+    "endless_elsewhere": ({("train_bad.py", 7, "DDP401")}, ""),
     # Code nothing in the project can run (``code.project.reach``): the same per-step
     # read in `vendor_a/utils.py` (only `gen_output` is imported from it), in
     # `trainer_copy.py` (imported by nothing) and in `plugins/plain.py` (named by
@@ -486,6 +492,36 @@ def test_object_kinds_follow_allocations_bases_and_fields_across_modules() -> No
     assert facts["DataModel"].kind == "object"  # every base known, none catalogued
     assert "Mystery" not in facts or facts["Mystery"].kind is None
     assert facts["Run:self.opt"].kind == "optimizer"  # a field set in another module
+
+
+def test_endless_iterables_by_their_own_iteration_across_modules() -> None:
+    index = index_of(
+        {
+            "batches.py": (
+                "class Forever:\n    def __iter__(self):\n        while True:\n"
+                "            yield 1\n"
+                "class Once(Forever):\n    def __iter__(self):\n        yield 1\n"
+                "class Again(Once):\n    pass\n"
+                "class Leaves:\n    def __iter__(self):\n        while True:\n"
+                "            break\n            yield 1\n"
+                "def cycle_of(xs):\n    while True:\n        for x in xs:\n"
+                "            yield x\n"
+                "def first_of(xs):\n    while True:\n        yield xs[0]\n        return\n"
+            ),
+            "train.py": (
+                "from batches import Forever, Once, Again, Leaves, cycle_of, first_of\n"
+                "class Local(Forever):\n    pass\n"
+                "x = Forever(), Once(), Again(), Leaves(), cycle_of(1), first_of(2)\n"
+            ),
+        }
+    )
+    facts = index.facts_for("train.py").names
+    assert facts["Forever"].kind == "endless_iterable"
+    assert facts["Once"].kind == "object"  # its own finite __iter__ ends the base's
+    assert facts["Again"].kind == "object"
+    assert facts["Leaves"].kind == "object"  # the loop breaks out
+    assert facts["cycle_of"].kind == "endless_iterable"
+    assert "first_of" not in facts or facts["first_of"].kind is None
 
 
 def test_an_engine_field_from_the_first_item_of_deepspeed_initialize_in_a_base_class() -> None:

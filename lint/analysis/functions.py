@@ -45,11 +45,13 @@ from ddplint.analysis.effects import (
     reads_unsharded_model,
     sharded_later,
 )
+from ddplint.analysis.endless_iterables import EndlessIterables
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.object_kinds import ENDLESS_ITERABLE
 from ddplint.analysis.project import (
     NO_PROJECT,
     CallSummary,
@@ -202,6 +204,18 @@ class ModuleAnalysis:
     def whole_forwards(self) -> WholeForwards:
         """Which module classes of this file use every parameter in every forward."""
         return WholeForwards(self.nodes, self.names, self.constants)
+
+    @cached_property
+    def endless_iterables(self) -> EndlessIterables:
+        """Which iterables never run out (``itertools.cycle``, an endless generator, a
+        class whose ``__iter__`` loops forever)."""
+        kinds = self.objects.class_kinds
+        return EndlessIterables(
+            self.names,
+            self.constants,
+            lambda call: kinds.of_call(call, None) == ENDLESS_ITERABLE,
+            self.callee_of,
+        )
 
     @cached_property
     def fallback_defaults(self) -> FallbackDefaults:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 import builtins
 
+from ddplint.analysis.endless_iterables import is_endless_generator
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.object_kinds import MODULE_KINDS, OBJECT, library_kind
+from ddplint.analysis.object_kinds import MODULE_KINDS, OBJECT, iterating_kind, library_kind
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 _BUILTINS = frozenset(dir(builtins))
@@ -49,10 +50,25 @@ class ClassKinds:
                 break
             if kind is None and not self._plain_base(base):
                 known = False
-        result = found if found is not None else (OBJECT if known else None)
+        result = iterating_kind(
+            found if found is not None else (OBJECT if known else None), _own_iteration(cls)
+        )
         if not seen:
             self._kinds[cls.name] = result
         return result
+
+    def of_call(self, call: ast.Call, owner: str | None) -> str | None:
+        """The kind of what ``call`` makes: a class of this module, a project class or
+        factory of another (``owner``: the class the call sits in), a catalogued
+        library class; None when unknown (a method of ``self`` included)."""
+        spelled = dotted_name(call.func)
+        if spelled is None or spelled.split(".", 1)[0] in ("self", "cls"):
+            return None
+        if spelled in self._classes:
+            return self.kind(self._classes[spelled])
+        resolved = self._names.resolve(call.func)
+        kind = library_kind(resolved) if resolved is not None else None
+        return kind if kind is not None else self._project.kind(spelled, owner)
 
     def _base_kind(self, base: ast.expr, seen: frozenset[str]) -> str | None:
         resolved = self._names.resolve(base)
@@ -75,3 +91,13 @@ class ClassKinds:
             return base.id in _BUILTINS and base.id not in self._classes
         resolved = self._names.resolve(base)
         return resolved is not None and resolved.startswith(_PLAIN_MODULES)
+
+
+def _own_iteration(cls: ast.ClassDef) -> bool | None:
+    """Whether the ``__iter__`` ``cls`` defines loops forever; None when it defines none."""
+    for statement in reversed(cls.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            statement.name == "__iter__"
+        ):
+            return is_endless_generator(statement)
+    return None

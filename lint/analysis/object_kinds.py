@@ -37,6 +37,9 @@ DISTRIBUTED_SAMPLER = "distributed_sampler"
 TENSOR = "tensor"
 #: A project class of known bases, none catalogued.
 OBJECT = "object"
+#: An iterable whose iteration never ends (its ``__iter__`` loops forever, or a generator
+#: function that does): ``endless_iterables``.
+ENDLESS_ITERABLE = "endless_iterable"
 
 #: Kinds of module classes (their ``forward`` and ``*_step`` run every step).
 MODULE_KINDS = frozenset({MODULE, LIGHTNING_MODULE, ENGINE})
@@ -121,6 +124,19 @@ _EXACT: dict[str, str] = {
         ("deepspeed.DeepSpeedEngine", "deepspeed.runtime.engine.DeepSpeedEngine"), ENGINE
     ),
 }
+
+
+def iterating_kind(from_bases: str | None, own_iteration_endless: bool | None) -> str | None:
+    """A class's kind given the kind its bases give and its own ``__iter__`` (None: it
+    defines none): an endless ``__iter__`` makes an endless iterable of a class no
+    framework kind claims; a finite one ends what a base's endless one began."""
+    if own_iteration_endless is None:
+        return from_bases
+    if own_iteration_endless:
+        return ENDLESS_ITERABLE if from_bases in (None, OBJECT) else from_bases
+    return OBJECT if from_bases == ENDLESS_ITERABLE else from_bases
+
+
 #: Families of classes by the module that defines them (a class name: capitalised).
 _FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^torch\.optim\.lr_scheduler\.[A-Z]\w*$"), SCHEDULER),

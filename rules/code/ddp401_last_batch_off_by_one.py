@@ -15,8 +15,9 @@ from ddplint.analysis.enumerate_loops import (
     EnumerateLoops,
     LastBatchTest,
     PeriodicTest,
+    unwrap_progress,
 )
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import dotted_name, passed_argument
 from ddplint.code.context import CodeContext
 from ddplint.code.edits.ast_edits import ast_node_text
 from ddplint.finding import Applicability, Edit, Finding, Fix, Severity
@@ -149,7 +150,7 @@ class LastBatchOffByOne(CodeRule):
         test = loop.periodic_test(branch.test)
         if test is None or not _steps_optimizer(branch.body):
             return
-        if not _after_backward(loop, branch):
+        if not _after_backward(loop, branch) or _one_unless_chosen(ctx, loop, test):
             return
         assert loop.start is not None
         test_text = ast_node_text(ctx, test.test)
@@ -171,7 +172,7 @@ class LastBatchOffByOne(CodeRule):
             fix = Fix(Applicability.SAFE, (edit,), f"Test `{counter} % {period} == 0`")
             summary = f"`{test_text}` steps the optimizer {when.split(',')[0]}"
             yield ctx.ast_finding(self, test.test, message, summary=summary, fix=fix)
-        elif off_by == 0 and not _flushed_after(ctx, loop):
+        elif off_by == 0 and not _flushed_after(ctx, loop) and not _endless(ctx, loop):
             message = (
                 f"`{test_text}` steps only after full groups of {period} "
                 f"batches: when the epoch's batch count is not a multiple of {period}, the "
@@ -270,14 +271,38 @@ def _after_backward(loop: EnumerateLoop, branch: ast.If) -> bool:
 
 def _flushed_after(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     """An optimizer step after the loop, in the same function."""
-    iterable = loop.loop.iter  # the ``enumerate(...)`` call
-    made_in = ctx.analysis.nodes.scope_of_call(iterable) if isinstance(iterable, ast.Call) else None
-    scope: Scope = ctx.analysis.constants.owner_of(made_in or ctx.analysis.module)
+    scope: Scope = ctx.analysis.constants.owner_of(_loop_scope(ctx, loop))
     end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
     return any(
         isinstance(node, ast.Call) and _position(node) > end and _is_optimizer_step(node)
         for node in scope_nodes(scope)
     )
+
+
+def _loop_scope(ctx: CodeContext, loop: EnumerateLoop) -> Scope:
+    iterable = loop.loop.iter  # the ``enumerate(...)`` call
+    made_in = ctx.analysis.nodes.scope_of_call(iterable) if isinstance(iterable, ast.Call) else None
+    return made_in or ctx.analysis.module
+
+
+def _one_unless_chosen(ctx: CodeContext, loop: EnumerateLoop, test: PeriodicTest) -> bool:
+    """Whether the period is 1 unless the user chooses more: its declared default (a
+    parameter's, an option's, a config field's) is at most 1, so every batch steps."""
+    default = ctx.analysis.fallback_defaults.of(test.period, _loop_scope(ctx, loop))
+    if default is None:
+        return False
+    value = default.value
+    return value is None or (isinstance(value, (int, float)) and value <= 1)
+
+
+def _endless(ctx: CodeContext, loop: EnumerateLoop) -> bool:
+    """Whether the loop walks an iterable that never runs out (no epoch end: no group
+    is left over there)."""
+    enumerated = passed_argument(loop.loop.iter, "iterable", 0)
+    if enumerated is None:
+        return False
+    walked = unwrap_progress(ctx.analysis.names, enumerated)
+    return ctx.analysis.endless_iterables.is_endless(walked, _loop_scope(ctx, loop))
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

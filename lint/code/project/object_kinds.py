@@ -4,10 +4,11 @@ project name makes or holds, from allocation sites, not from names.
 A project class has the kind of its first base that has one, through the project's
 class hierarchy across modules down to the library catalogue (``class Backbone(nn.Module)``
 in one file, ``class Head(Backbone)`` in another: a module); a class whose bases are all
-known and none catalogued is an ``OBJECT``. A project function has the kind of what it
-returns (``return Accelerator(...)``, ``acc = Accelerator(); return acc``, the engine
-of ``engine, *_ = deepspeed.initialize(...)``, another project function's or class's
-result) when every returned allocation agrees; a ``self.x`` field the kind of what the
+known and none catalogued is an ``OBJECT``; one whose own ``__iter__`` loops forever an
+``ENDLESS_ITERABLE`` (``object_kinds.iterating_kind``), as is a generator function that
+does. A project function has the kind of what it returns (``return Accelerator(...)``,
+``acc = Accelerator(); return acc``, the engine of ``engine, *_ =
+deepspeed.initialize(...)``, another project function's or class's result) when every returned allocation agrees; a ``self.x`` field the kind of what the
 methods of its class and of its project bases assign it (``self.x, *_ =
 deepspeed.initialize(...)`` in a base class: the engine), unknown ones left out; a
 module-level instance its class's kind; a parameter the kind every project call of its
@@ -23,7 +24,14 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.object_kinds import ENGINE, OBJECT, is_deepspeed_initialize, library_kind
+from ddplint.analysis.object_kinds import (
+    ENDLESS_ITERABLE,
+    ENGINE,
+    OBJECT,
+    is_deepspeed_initialize,
+    iterating_kind,
+    library_kind,
+)
 from ddplint.code.project.summaries import qualify
 
 if TYPE_CHECKING:
@@ -144,14 +152,16 @@ class ProjectKinds:
         summary = self._index.summaries[module]["classes"].get(cls)
         if summary is None:
             return None
+        iteration = self._index.summaries[module]["functions"].get(f"{cls}.__iter__")
+        own_iteration = None if iteration is None else bool(iteration.get("endless"))
         known = True
         for base in summary["bases"]:
             kind = self.of_spelled(base, module, None, depth + 1)
             if kind is not None and kind != OBJECT:
-                return kind
+                return iterating_kind(kind, own_iteration)
             if kind is None and not self._plain_base(base, module):
                 known = False
-        return OBJECT if known else None
+        return iterating_kind(OBJECT if known else None, own_iteration)
 
     def _plain_base(self, base: str, module: str) -> bool:
         """``object``, ``ABC``, ``Generic``, ``Exception``: a base of no framework."""
@@ -164,6 +174,8 @@ class ProjectKinds:
         function = self._index.summaries[module]["functions"].get(name)
         if function is None:
             return None
+        if function.get("endless"):
+            return ENDLESS_ITERABLE
         owner = function.get("owner")
         kinds: list[str | None] = [
             self.of_spelled(callee, module, owner, depth + 1)

@@ -31,6 +31,7 @@ from ddplint.analysis.children import child_nodes
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
+from ddplint.analysis.endless_iterables import is_endless_generator
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
@@ -181,8 +182,8 @@ def function_summary(
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
-    rank zero only, is a property; which of its parameters it shards (``fully_shard``,
-    ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
+    rank zero only, is a property, is a generator that never runs out (``endless``);
+    which of its parameters it shards (``fully_shard``, ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
     parameter position]``); where it passes a model it wrapped in
     ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
     the rank, and where it passes a loader it built on a distributed sampler (both
@@ -268,6 +269,8 @@ def function_summary(
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
+        "endless": bool(_of(kinds, ast.Yield) or _of(kinds, ast.YieldFrom))
+        and is_endless_generator(function),
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
         else _returned_from(function, imports, kinds),
