@@ -1,19 +1,19 @@
 """Object types across the project: the kind (``analysis.object_kinds``) of what a
 project name makes or holds, from allocation sites, not from names.
 
-A project class has the kind of its first base that has one, through the project's
-class hierarchy across modules down to the library catalogue (``class Backbone(nn.Module)``
-in one file, ``class Head(Backbone)`` in another: a module); a class whose bases are all
-known and none catalogued is an ``OBJECT``; one whose own ``__iter__`` loops forever an
+A project class has the kind of its first base that has one, through the project's class
+hierarchy across modules down to the library catalogue (``class Backbone(nn.Module)`` in one
+file, ``class Head(Backbone)`` in another: a module); a class whose bases are all known and
+none catalogued is an ``OBJECT``; one whose own ``__iter__`` loops forever an
 ``ENDLESS_ITERABLE`` (``object_kinds.iterating_kind``), as is a generator function that
 does. A project function has the kind of what it returns (``return Accelerator(...)``,
-``acc = Accelerator(); return acc``, the engine of ``engine, *_ =
-deepspeed.initialize(...)``, another project function's or class's result) when every returned allocation agrees; a ``self.x`` field the kind of what the
-methods of its class and of its project bases assign it (``self.x, *_ =
-deepspeed.initialize(...)`` in a base class: the engine), unknown ones left out; a
-module-level instance its class's kind; a parameter the kind every project call of its
-function passes there (``train(model, acc)`` after ``acc = Accelerator()``), when each
-passes an allocation of that one kind.
+``acc = Accelerator(); return acc``, the engine of ``engine, *_ = deepspeed.initialize(...)``,
+another project function's or class's result) when every returned allocation agrees; a
+``self.x`` field the kind of what the methods of its class and of its project bases assign
+it (``self.x, *_ = deepspeed.initialize(...)`` in a base class: the engine), unknown ones
+left out; a module-level instance its class's kind; a parameter the kind every project call
+of its function passes there (``train(model, acc)`` after ``acc = Accelerator()``), when
+each passes an allocation of that one kind.
 """
 
 from __future__ import annotations

@@ -183,11 +183,12 @@ def function_summary(
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
     rank zero only, is a property, is a generator that never runs out (``endless``);
-    which of its parameters it shards (``fully_shard``, ``FSDP(...)``) and which it passes on to other calls (``[target, argument position,
-    parameter position]``); where it passes a model it wrapped in
-    ``DistributedDataParallel`` (``[target, argument position]``) and where it passes
-    the rank, and where it passes a loader it built on a distributed sampler (both
-    ``[target, argument position or keyword]``); its positional parameters.
+    which of its parameters it shards (``fully_shard``, ``FSDP(...)``) and which it
+    passes on to other calls (``[target, argument position, parameter position]``);
+    where it passes a model it wrapped in ``DistributedDataParallel`` (``[target,
+    argument position]``) and where it passes the rank, and where it passes a loader it
+    built on a distributed sampler (both ``[target, argument position or keyword]``);
+    its positional parameters.
     ``kinds``: its ``own_nodes`` by kind, where the caller has them."""
     if kinds is None:
         kinds = by_kind(own_nodes(function))
