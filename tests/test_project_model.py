@@ -382,6 +382,29 @@ def test_relative_imports_and_reexports_resolve() -> None:
     assert index.reach[("pkg.comm", "sync")].kind[0] == "torch.distributed.barrier"
 
 
+def test_a_package_import_resolves_under_the_folder_one_project_of_several_runs_from() -> None:
+    index = index_of(
+        {
+            "proj/src/__init__.py": "",
+            "proj/src/data/__init__.py": "",
+            "proj/src/data/loaders.py": "def make():\n    pass\n",
+            "proj/src/tasks/train.py": "from src.data.loaders import make\n",
+            "proj/src/tasks/eval.py": "from data.loaders import make\n",
+            "proj/tools/run.py": "from src.data.loaders import make\n",
+            "other/src/tasks/train.py": "from src.data.loaders import make\n",
+        }
+    )
+    loaders = "proj.src.data.loaders"
+    assert index.resolve_module("src.data.loaders", "proj.src.tasks.train") == loaders
+    assert index.resolve_module("src.data.loaders", "proj.tools.run") == loaders
+    # The nearest folder above that holds the package: `proj/src` for `data`.
+    assert index.resolve_module("data.loaders", "proj.src.tasks.eval") == loaders
+    # A single name is only a sibling of its script.
+    assert index.resolve_module("loaders", "proj.src.tasks.train") is None
+    # Another project of the repository has no `src` package of its own.
+    assert index.resolve_module("src.data.loaders", "other.src.tasks.train") is None
+
+
 def test_recursion_ends_and_unknown_receivers_stay_unknown() -> None:
     index = index_of(
         {

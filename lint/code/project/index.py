@@ -251,9 +251,10 @@ class ProjectIndex:
 
     def resolve_module(self, name: str, importer: str) -> str | None:
         """The project module an import of ``name`` in ``importer`` reads: an absolute
-        name (``pkg.utils``), a relative one (``..utils``), or a sibling of a script
+        name (``pkg.utils``), a relative one (``..utils``), a sibling of a script
         (``utils`` or ``pkg.utils`` next to ``tools/train.py``: the script's folder is on
-        sys.path)."""
+        sys.path), or a package's module under a folder above the importer
+        (``_under_an_ancestor``)."""
         if name.startswith("."):
             name = self._absolute(name, importer)
         if name in self.summaries:
@@ -263,6 +264,22 @@ class ProjectIndex:
             sibling = f"{folder}.{name}"
             if folder not in self.packages:  # a script folder, not a package
                 return sibling
+        return self._under_an_ancestor(name, folder)
+
+    def _under_an_ancestor(self, name: str, folder: str) -> str | None:
+        """``name`` (dotted, its first part a package) under the nearest folder above
+        the importer that holds that package: the folder one project of several in the
+        repository runs from (``src.utils`` from ``proj/src/tasks/train.py`` is
+        ``proj/src/utils.py`` when ``proj/src`` is a package)."""
+        first, dot, _ = name.partition(".")
+        if not dot:
+            return None
+        while folder:
+            folder = folder.rpartition(".")[0]
+            if not folder:
+                return None
+            if f"{folder}.{first}" in self.packages and f"{folder}.{name}" in self.summaries:
+                return f"{folder}.{name}"
         return None
 
     def _absolute(self, relative: str, importer: str) -> str:
