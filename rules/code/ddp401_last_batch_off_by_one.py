@@ -45,7 +45,12 @@ class LastBatchOffByOne(CodeRule):
 
     A never-true test that only leaves the loop (`if i == num_batches: break`) caps an
     endless iterator and is not flagged; neither are tests on another iterable or on a
-    counter the body reassigns.
+    counter the body reassigns. A stepping test whose period defaults to 1 (a
+    parameter's, an option's or a config field's declared default: every batch steps
+    unless the user chooses more) is not flagged, and neither is the missing tail flush
+    over an iterable that never runs out (`itertools.cycle(loader)`, a generator looping
+    forever, a class whose `__iter__` restarts the loader, of this module or another):
+    it has no epoch end.
 
     ## Why is this bad?
     The code under a last-batch test runs once per epoch: flushing gradients, an
