@@ -1054,26 +1054,30 @@ class DeviceQueue:
 
         return _fixed_point(graph, {n.index: n is not graph.entry for n in graph.nodes}, value)
 
-    def waited_next(self, call: ast.Call, counts: Callable[[Graph, Node], bool]) -> bool:
+    def waited_next(self, call: ast.Call, every_rank: Callable[[Graph, Node], bool]) -> bool:
         """Whether, on every way on from ``call``'s statement, the next thing done to the
-        device queue is a wait at a node ``counts`` accepts (one every rank takes), with
-        no work queued before it: whatever ``call`` waits for is waited for right after
-        anyway. A backward must-analysis to a fixed point; the function's end, an
-        exception and any work queued first say no."""
+        device queue at a node ``every_rank`` accepts (one every rank runs) is a wait,
+        with no work queued there before it: whatever ``call`` waits for is waited for
+        right after anyway by every rank. Work queued at nodes only some ranks run (the
+        rest of the guarded branch: rank zero's own logging or evaluation) is those
+        ranks' own work, not a wait the read adds. A backward must-analysis to a fixed
+        point; the function's end, an exception and work every rank queues first say
+        no."""
         found = self.where.node_of(call, module_code=True)
         if found is None:
             return False
         graph, start = found
         effects = self._effects_of(graph)
-        if effects[start.index][1]:
+        if effects[start.index][1] and every_rank(graph, start):
             return False  # its own statement may queue work after the read
 
         def first(node: Node, waited: dict[int, bool]) -> bool:
             ends_with, queues = effects[node.index]
-            if queues:
-                return False
-            if ends_with and counts(graph, node):
-                return True
+            if every_rank(graph, node):
+                if queues:
+                    return False
+                if ends_with:
+                    return True
             ways = [n for n, edge in node.successors if edge is not EdgeKind.EXCEPTION]
             return bool(ways) and all(waited[n.index] for n in ways)
 

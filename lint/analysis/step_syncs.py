@@ -12,8 +12,9 @@ guard that holds it (``rank_guards.guard_of``), if any:
   (``x.cpu().numpy()`` is one wait, at ``.cpu()``), or an earlier wait of the same pass
   left nothing new queued (``device_queue.queue_drained``): it adds no wait of its own;
 nor does a read under a rank guard when every way on next waits where every rank does,
-with no work queued between (``device_queue.waited_next``): the ranks left out wait for
-the same queue there.
+with no work every rank queues between (``device_queue.waited_next``; what the guarded
+ranks queue after the read is their own work): the ranks left out wait for the same
+queue there.
 
 A guard that also holds the training loop's backward parts the ranks' steps, not only
 the read (another rule's question): no host sync of this one. A loop's own test is no
