@@ -31,9 +31,10 @@ class HostSyncOnSomeRanks(CodeRule):
     while (`if trainer.is_global_zero and step % 100 == 0:`, or at the log interval or the
     epoch's last batch, `i_accum % n == 0 or i_accum + 1 == batches`), a read right after one every
     rank made with no device work between (the queue is already drained), a read right
-    before one every rank makes on every way on, with no device work between (the others
-    wait for the same queue there: `if rank == 0: print(loss.item())` then
-    `total += loss.item()`), validation /
+    before one every rank makes on every way on, with no device work every rank queues
+    between (the others wait for the same queue there: `if rank == 0: print(loss.item())`
+    then `total += loss.item()`; what rank 0 queues after its read is its own work),
+    validation /
     epoch hooks, a test every rank answers alike (the loop's own step counter, a flag
     made to agree by a collective: the divergence analysis decides what differs between
     ranks, never a name). This rule is built on the analysis core.
