@@ -6,7 +6,7 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|...|15`` (default 1): which list, split and
+Every command takes ``--corpus-set 1|2|...|16`` (default 1): which list, split and
 verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set N from 2 on is ``repositories-N.tsv`` / ``split-N.tsv`` / ``verdicts-repositories-N.tsv``
@@ -123,6 +123,11 @@ CORPUS_SETS = {
         CORPORA / "split-15.tsv",
         CORPORA / "verdicts-repositories-15.tsv",
     ),
+    "16": (
+        CORPORA / "repositories-16.tsv",
+        CORPORA / "split-16.tsv",
+        CORPORA / "verdicts-repositories-16.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -141,6 +146,7 @@ SPLIT_SEEDS = {
     "13": "",
     "14": "",
     "15": "",
+    "16": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
