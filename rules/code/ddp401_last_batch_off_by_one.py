@@ -296,8 +296,8 @@ def _one_unless_chosen(ctx: CodeContext, loop: EnumerateLoop, test: PeriodicTest
     default = ctx.analysis.fallback_defaults.of(test.period, _loop_scope(ctx, loop))
     if default is None:
         return False
-    value = default.value
-    return value is None or (isinstance(value, (int, float)) and value <= 1)
+    value = default.value  # None or a flag: the caller must give a number, not a default
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 1
 
 
 def _endless(ctx: CodeContext, loop: EnumerateLoop) -> bool:
