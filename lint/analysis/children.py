@@ -113,7 +113,8 @@ def child_nodes(node: ast.AST, leaves: bool = True) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, faster (each node type's fields read by one
     compiled list display, no generators: whole-tree walks spend most of their time
     here); without ``leaves``, the contexts and operators are left out. A node built
-    without some of its fields is read field by field."""
+    without some of its fields is read field by field. A new list each call (the
+    caller may change it)."""
     listers = _LISTERS[leaves]
     lister = listers.get(type(node))
     if lister is None:

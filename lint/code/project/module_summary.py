@@ -317,7 +317,10 @@ def _uses(
                 reader.read(node)
             if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
                 backward = True
-            if kind is ast.Name or kind is ast.Attribute:
+            if kind is ast.Name:
+                plain.add(node.id)  # ``_add_prefixes`` of a plain name
+                continue
+            if kind is ast.Attribute:
                 name = dotted(node)
                 if name is not None:
                     _add_prefixes(name, owner, scoped, plain)
