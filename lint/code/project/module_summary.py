@@ -318,7 +318,7 @@ def _uses(
             if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
                 backward = True
             if kind is ast.Name:
-                plain.add(node.id)  # ``_add_prefixes`` of a plain name
+                plain.add(node.id)  # type: ignore[attr-defined]  # ``_add_prefixes``' plain name
                 continue
             if kind is ast.Attribute:
                 name = dotted(node)
