@@ -8,6 +8,7 @@ import ast
 import asyncio
 import dataclasses
 import inspect
+import sys
 import typing
 from pathlib import Path
 
@@ -37,7 +38,7 @@ async def f(p, /, q: int = 1, *args, r, s=2, **kw) -> "T":
         e += 1; e @= 2
     try:
         pass
-    except* ValueError as err:
+    except ValueError as err:
         raise RuntimeError() from err
     else:
         pass
@@ -56,10 +57,19 @@ class K(B, metaclass=M):
         nonlocal_name = 1
         return [*self, *()], {1, 2}, not -~1
 """
+#: ``except*`` (Python 3.11 on).
+GROUPS = """
+try:
+    pass
+except* ValueError as err:
+    raise RuntimeError() from err
+"""
 
 
 def _trees() -> list[ast.AST]:
     sources = [FORMS, *(inspect.getsource(m) for m in (ast, asyncio.tasks, dataclasses, typing))]
+    if sys.version_info >= (3, 11):
+        sources.append(GROUPS)
     sources += [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.rglob("*.py"))]
     trees = []
     for source in sources:
