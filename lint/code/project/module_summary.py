@@ -22,7 +22,7 @@ from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
 from ddplint.analysis.children import child_nodes
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
-from ddplint.code.project.reach_names import reach_names
+from ddplint.code.project.reach_names import READ_KINDS, ReachReader, reach_names
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
     Summary,
@@ -221,7 +221,8 @@ def _imports(parts: list[_Names]) -> dict[str, str]:
 
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
-    scoped, plain, backward = _uses(statements)
+    reader = ReachReader()
+    scoped, plain, backward = _uses(statements, reader)
     return _Names(
         tuple(import_bindings(statements)),
         tuple(module_aliases(statements)),
@@ -232,7 +233,7 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
         tuple(_statement_calls(statements)),
         tuple(_makers(statements)),
         backward,
-        reach_names(statements),
+        reader.part(statements) if reader.ordered() else reach_names(statements),
     )
 
 
@@ -295,11 +296,14 @@ def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
                     yield target.id, made
 
 
-def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str], bool]:
+def _uses(
+    statements: Sequence[ast.stmt], reader: ReachReader
+) -> tuple[frozenset[str], frozenset[str], bool]:
     """Every dotted name the statements read (each prefix of an attribute chain):
     ``Class:self.x`` inside a class's methods, and the rest; and whether they call a
     backward pass. One walk per class body; a chain that is a dotted name is read whole
-    (its prefixes are its only children)."""
+    (its prefixes are its only children). The same walk gives ``reader`` its nodes
+    (each after its parent; a dotted name's inner parts, which tell it nothing, not)."""
     scoped: set[str] = set()
     plain: set[str] = set()
     backward = False
@@ -309,9 +313,14 @@ def _uses(statements: Sequence[ast.stmt]) -> tuple[frozenset[str], frozenset[str
         while stack:
             node = stack.pop()
             kind = type(node)
+            if kind in READ_KINDS:
+                reader.read(node)
             if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
                 backward = True
-            if kind is ast.Name or kind is ast.Attribute:
+            if kind is ast.Name:
+                plain.add(node.id)  # type: ignore[attr-defined]  # ``_add_prefixes``' plain name
+                continue
+            if kind is ast.Attribute:
                 name = dotted(node)
                 if name is not None:
                     _add_prefixes(name, owner, scoped, plain)

@@ -64,90 +64,124 @@ def reach_names(statements: Sequence[ast.stmt]) -> dict[str, Any]:
     ``decorated``
     (top-level name -> its decorators, dotted, "" when not a dotted name); ``version``:
     it assigns ``__version__`` (a distributed package's mark); ``top_calls``: what
-    its top-level statements call (``run()`` of a script that imports ``run``)."""
-    strings: set[str] = set()
-    loads: list[list[str]] = []
-    lookups: set[str] = set()
-    own_lookup = False
-    star: list[str] = []
-    imported: set[str] = set()
-    loaded: set[str] = set()
-    read_on: dict[int, str] = {}  # a call's id -> the attribute read on its result
-    module = ast.Module(body=list(statements), type_ignores=[])
-    for node in walk(module):
+    its top-level statements call (``run()`` of a script that imports ``run``).
+    ``loads`` and ``star`` are in ``ast.walk`` order."""
+    reader = ReachReader()
+    for node in walk(ast.Module(body=list(statements), type_ignores=[]), leaves=False):
+        if type(node) in READ_KINDS:
+            reader.read(node)
+    return reader.part(statements)
+
+
+#: The node types ``ReachReader.read`` reads; the others tell it nothing.
+READ_KINDS = frozenset(
+    {ast.Attribute, ast.Constant, ast.ImportFrom, ast.Import, ast.Assign, ast.Call}
+)
+
+
+class ReachReader:
+    """``reach_names`` read one node at a time, for a walk that reads the piece for
+    more than this: give it every node of ``READ_KINDS`` under the statements, each
+    after its parent (a dotted name's inner parts may be left out: they tell nothing),
+    then ask ``part``. Where the walk is not ``ast.walk``'s order, ``ordered`` says
+    whether the part is the same anyway."""
+
+    def __init__(self) -> None:
+        self.strings: set[str] = set()
+        self.loads: list[list[str]] = []
+        self.lookups: set[str] = set()
+        self.own_lookup = False
+        self.star: list[str] = []
+        self.imported: set[str] = set()
+        self.loaded: set[str] = set()
+        self.read_on: dict[int, str] = {}  # a call's id -> the attribute read on its result
+
+    def read(self, node: ast.AST) -> None:
+        """Read one node (of ``READ_KINDS``)."""
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
-            read_on[id(node.value)] = node.attr
+            self.read_on[id(node.value)] = node.attr
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if "." in node.value or "/" in node.value or ":" in node.value:
-                _add_string(node.value, strings)
+                _add_string(node.value, self.strings)
         elif isinstance(node, ast.ImportFrom):
             source = "." * node.level + (node.module or "")
             separator = "" if source.endswith(".") or not source else "."
             for alias in node.names:
                 if alias.name == "*":
-                    star.append(source)
+                    self.star.append(source)
                 else:
-                    imported.add(f"{source}{separator}{alias.name}")
+                    self.imported.add(f"{source}{separator}{alias.name}")
         elif isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
+            self.imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
         ):
-            strings.update(_plain_strings(node.value))
+            self.strings.update(_plain_strings(node.value))
         elif isinstance(node, ast.Call):
-            function = dotted(node.func) or ""
-            called = function.rpartition(".")[2]
-            if function in _OWN_LOOKUPS or (
-                called in _OWN_EXPOSERS and not node.args and not node.keywords
-            ):
-                own_lookup = True
-            elif function in _ATTRIBUTE_LOOKUPS and len(node.args) >= 2:
-                name = node.args[1]
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    strings.add(name.value)
-                else:
-                    lookups.add(dotted(node.args[0]) or "")
-            elif called in LOADERS:
-                given = _given_name(node)
-                if isinstance(given, ast.Constant) and isinstance(given.value, str):
-                    loaded.add(given.value)
-                else:
-                    loads.append(_computed_load(given, read_on.get(id(node), "")))
-    decorated = {
-        statement.name: [dotted(_decorator(d)) or "" for d in statement.decorator_list]
-        for statement in statements
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and statement.decorator_list
-    }
-    version = any(
-        isinstance(statement, (ast.Assign, ast.AnnAssign))
-        and any(
-            isinstance(target, ast.Name) and target.id == "__version__"
-            for target in (
-                statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            self._read_call(node)
+
+    def _read_call(self, node: ast.Call) -> None:
+        function = dotted(node.func) or ""
+        called = function.rpartition(".")[2]
+        if function in _OWN_LOOKUPS or (
+            called in _OWN_EXPOSERS and not node.args and not node.keywords
+        ):
+            self.own_lookup = True
+        elif function in _ATTRIBUTE_LOOKUPS and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                self.strings.add(name.value)
+            else:
+                self.lookups.add(dotted(node.args[0]) or "")
+        elif called in LOADERS:
+            given = _given_name(node)
+            if isinstance(given, ast.Constant) and isinstance(given.value, str):
+                self.loaded.add(given.value)
+            else:
+                self.loads.append(_computed_load(given, self.read_on.get(id(node), "")))
+
+    def ordered(self) -> bool:
+        """Whether the part is the same in any order of the walk: its lists kept in the
+        walk's order (``loads``, ``star``) hold one item at most."""
+        return len(self.loads) < 2 and len(self.star) < 2
+
+    def part(self, statements: Sequence[ast.stmt]) -> dict[str, Any]:
+        """``reach_names(statements)``, the nodes read."""
+        decorated = {
+            statement.name: [dotted(_decorator(d)) or "" for d in statement.decorator_list]
+            for statement in statements
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and statement.decorator_list
+        }
+        version = any(
+            isinstance(statement, (ast.Assign, ast.AnnAssign))
+            and any(
+                isinstance(target, ast.Name) and target.id == "__version__"
+                for target in (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
             )
+            for statement in statements
         )
-        for statement in statements
-    )
-    top_calls = [
-        target
-        for statement in statements
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-        if (target := dotted(statement.value.func)) is not None
-    ]
-    part: dict[str, Any] = {
-        "version": version,
-        "top_calls": top_calls,
-        "strings": sorted(strings),
-        "loads": loads,
-        "loaded": sorted(loaded),
-        "lookups": sorted(lookups),
-        "own_lookup": own_lookup,
-        "star": star,
-        "imported": sorted(imported),
-        "decorated": decorated,
-    }
-    return {key: value for key, value in part.items() if value}
+        top_calls = [
+            target
+            for statement in statements
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            if (target := dotted(statement.value.func)) is not None
+        ]
+        part: dict[str, Any] = {
+            "version": version,
+            "top_calls": top_calls,
+            "strings": sorted(self.strings),
+            "loads": self.loads,
+            "loaded": sorted(self.loaded),
+            "lookups": sorted(self.lookups),
+            "own_lookup": self.own_lookup,
+            "star": self.star,
+            "imported": sorted(self.imported),
+            "decorated": decorated,
+        }
+        return {key: value for key, value in part.items() if value}
 
 
 def _add_string(text: str, strings: set[str]) -> None:

@@ -64,7 +64,9 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
         found.append(node)
         if isinstance(node, _SCOPES):
             continue
-        stack.extend(reversed(child_nodes(node, leaves=False)))
+        children = child_nodes(node, leaves=False)  # a fresh list: reversed in place
+        children.reverse()
+        stack += children
     return found
 
 
