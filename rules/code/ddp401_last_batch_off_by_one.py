@@ -303,7 +303,8 @@ def _one_unless_chosen(ctx: CodeContext, loop: EnumerateLoop, test: PeriodicTest
 def _endless(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     """Whether the loop walks an iterable that never runs out (no epoch end: no group
     is left over there)."""
-    enumerated = passed_argument(loop.loop.iter, "iterable", 0)
+    call = loop.loop.iter  # the ``enumerate(...)`` call
+    enumerated = passed_argument(call, "iterable", 0) if isinstance(call, ast.Call) else None
     if enumerated is None:
         return False
     walked = unwrap_progress(ctx.analysis.names, enumerated)
