@@ -50,7 +50,6 @@ from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.returns import returned_reach
 from ddplint.analysis.project import (
     NO_PROJECT,
     CallSummary,
@@ -59,6 +58,7 @@ from ddplint.analysis.project import (
     project_key,
 )
 from ddplint.analysis.reaching import bindings_reaching
+from ddplint.analysis.returns import returned_reach
 from ddplint.analysis.set_iteration import SetValues
 from ddplint.analysis.single_process import SingleProcessPaths
 from ddplint.analysis.whole_forwards import WholeForwards

@@ -48,7 +48,6 @@ from ddplint.analysis.effects import (
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in, ways_on
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.single_process import reads_rank_variable
 from ddplint.analysis.pairing import (
     arm_sequences,
     arms_agree,
@@ -61,6 +60,7 @@ from ddplint.analysis.pairing import (
     settled_by_class,
 )
 from ddplint.analysis.rank_guards import rank_only_decorator
+from ddplint.analysis.single_process import reads_rank_variable
 
 #: Exits a parting is reported at (a ``raise`` is an error path, never a parting; an
 #: exit with status 0 is one too: ``_leaves``).
