@@ -1,0 +1,176 @@
+"""Whether a model wrapped in ``DistributedDataParallel`` holds no buffers: its forward
+then broadcasts nothing (DDP syncs buffers only where the module has some), so running
+it on some ranks leaves no collective unpaired.
+
+A model is known buffer-free only by its class, defined in this module: a subclass of
+``torch.nn.Module`` (or of such a class of the module) none of whose methods registers
+a buffer, whose ``__init__`` builds only layers that hold none (``nn.Linear``,
+``nn.Embedding``, ``nn.LayerNorm``, the containers, ``nn.Parameter``; not
+``nn.BatchNorm*``), other buffer-free classes of the module, plain tensors and values;
+any other call there (a factory, a library model, a class of another module) leaves it
+unknown. The wrapped name is followed through its bindings in the wrapping function
+(``model = GPT(config)``; ``model = torch.compile(model)``; ``model.to(device)``).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.module_nodes import ModuleNodes
+from ddplint.analysis.names import Names, dotted_name
+
+#: ``torch.nn`` classes that hold no buffers (their state is parameters only).
+BUFFER_FREE_LAYERS = frozenset(
+    {
+        *("Linear", "Bilinear", "LazyLinear", "Identity", "Embedding", "EmbeddingBag"),
+        *("LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"),
+        *("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"),
+        *("ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "LeakyReLU", "PReLU"),
+        *("ELU", "SELU", "Hardswish", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "GLU"),
+        *("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"),
+        *("MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d"),
+        *("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Upsample"),
+        *("Flatten", "Unflatten", "PixelShuffle", "MultiheadAttention"),
+        *("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"),
+        "Parameter",
+    }
+)
+_NN = "torch.nn."
+_MODULE_BASES = frozenset({"torch.nn.Module"})
+#: Methods that unwrap nothing and return the model itself (or a compiled view of it).
+_SAME_MODEL_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "float", "double", "train"})
+_SAME_MODEL_FUNCTIONS = frozenset({"torch.compile"})
+_BUILTINS = frozenset(dir(builtins))
+
+
+class BufferFreeModels:
+    """Which classes of a module hold no buffers, and which wrapping calls wrap one."""
+
+    def __init__(self, nodes: ModuleNodes, names: Names) -> None:
+        self._nodes = nodes
+        self._names = names
+        self._classes = {c.name: c for c in nodes.module.body if isinstance(c, ast.ClassDef)}
+        self._known: dict[str, bool] = {}
+
+    def wraps_buffer_free(self, wrapping: ast.Call) -> bool:
+        """Whether the model ``DistributedDataParallel(model, ...)`` wraps is built, in
+        the function that wraps it, only from buffer-free classes of this module."""
+        if not wrapping.args:
+            return False
+        scope = self._nodes.scope_of_call(wrapping)
+        return self._built_buffer_free(wrapping.args[0], scope, wrapping, depth=3)
+
+    def _built_buffer_free(
+        self, value: ast.expr, scope: ast.AST, wrapping: ast.Call, depth: int
+    ) -> bool:
+        value = self._model_itself(value)
+        if isinstance(value, ast.Call):
+            return isinstance(value.func, ast.Name) and self.buffer_free(value.func.id)
+        if not isinstance(value, ast.Name) or depth < 0:
+            return False
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = scope.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            if any(a.arg == value.id for a in every):
+                return False  # the caller's model
+        elif not isinstance(scope, ast.Module):
+            return False
+        nodes = list(own_nodes(scope))
+        assigned = [
+            node
+            for node in nodes
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == value.id
+            and node.value is not wrapping
+        ]
+        plain = {
+            id(node.targets[0])
+            for node in nodes
+            if node in assigned or (isinstance(node, ast.Assign) and node.value is wrapping)
+        }
+        stored = [
+            node
+            for node in nodes
+            if isinstance(node, ast.Name)
+            and node.id == value.id
+            and isinstance(node.ctx, ast.Store)
+        ]
+        if not assigned or any(id(node) not in plain for node in stored):
+            return False  # bound otherwise too (unpacked, a loop target)
+        for node in assigned:
+            built = self._model_itself(node.value)
+            if isinstance(built, ast.Name) and built.id == value.id:
+                continue  # ``model = model.to(device)``: the same model handed on
+            if not self._built_buffer_free(built, scope, wrapping, depth - 1):
+                return False
+        return True
+
+    def _model_itself(self, value: ast.expr) -> ast.expr:
+        """What ``torch.compile(m)``, ``m.to(device)``, ``m.cuda()`` return: ``m``."""
+        while isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Attribute) and func.attr in _SAME_MODEL_METHODS:
+                value = func.value
+            elif self._names.resolve(func) in _SAME_MODEL_FUNCTIONS and value.args:
+                value = value.args[0]
+            else:
+                break
+        return value
+
+    def buffer_free(self, name: str) -> bool:
+        """Whether the class ``name`` of this module holds no buffers."""
+        if name not in self._known:
+            self._known[name] = False  # a cycle proves nothing
+            cls = self._classes.get(name)
+            self._known[name] = cls is not None and self._class_buffer_free(cls)
+        return self._known[name]
+
+    def _class_buffer_free(self, cls: ast.ClassDef) -> bool:
+        if not cls.bases or cls.keywords:
+            return False
+        for base in cls.bases:
+            resolved = self._names.resolve(base)
+            local = isinstance(base, ast.Name) and base.id in self._classes
+            if local and not self.buffer_free(base.id):
+                return False
+            if not local and resolved not in _MODULE_BASES:
+                return False
+        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for method in methods:
+            calls = [n for n in own_nodes(method) if isinstance(n, ast.Call)]
+            if any(
+                isinstance(c.func, ast.Attribute) and c.func.attr == "register_buffer"
+                for c in calls
+            ):
+                return False
+            if method.name == "__init__" and not all(self._builds_no_buffers(c) for c in calls):
+                return False
+        return True
+
+    def _builds_no_buffers(self, call: ast.Call) -> bool:
+        """A call of ``__init__`` that builds nothing holding buffers."""
+        func = call.func
+        resolved = self._names.resolve(func) or dotted_name(func) or ""
+        if resolved.startswith(_NN):
+            last = resolved.rsplit(".", 1)[-1]
+            # ``nn.init.normal_``, ``nn.functional.gelu``: functions, no layers.
+            return last in BUFFER_FREE_LAYERS or not last[:1].isupper()
+        if resolved.startswith("torch.") and not resolved[len("torch.") :][:1].isupper():
+            return True  # a tensor (``torch.zeros``): a plain attribute, no buffer
+        if isinstance(func, ast.Name):
+            if func.id in self._classes:
+                return self.buffer_free(func.id)
+            return func.id in _BUILTINS and resolved == func.id
+        if not isinstance(func, ast.Attribute):
+            return True  # ``super().__init__()``, a call of a call's result
+        head = func.value
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        # A method of a value (``self.apply(...)``, ``config.get(...)``,
+        # ``layers.append(...)``: its arguments are calls checked on their own), not a
+        # library's factory (``timm.create_model(...)``).
+        return not (isinstance(head, ast.Name) and self._names.resolve(head) not in (None, head.id))
