@@ -130,14 +130,16 @@ class BufferFreeModels:
         return self._known[name]
 
     def _class_buffer_free(self, cls: ast.ClassDef) -> bool:
+        """A subclass of ``nn.Module`` (or of a buffer-free class here) whose methods
+        register no buffer and whose ``__init__`` builds nothing that holds one."""
         if not cls.bases or cls.keywords:
             return False
         for base in cls.bases:
             resolved = self._names.resolve(base)
-            local = isinstance(base, ast.Name) and base.id in self._classes
-            if local and not self.buffer_free(base.id):
+            local = base.id if isinstance(base, ast.Name) and base.id in self._classes else None
+            if local is not None and not self.buffer_free(local):
                 return False
-            if not local and resolved not in _MODULE_BASES:
+            if local is None and resolved not in _MODULE_BASES:
                 return False
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for method in methods:
