@@ -151,7 +151,8 @@ class BufferFreeModels:
                 return False
             if method.name == "__init__" and not all(self._builds_no_buffers(c) for c in calls):
                 return False
-        return True
+        init = next((m for m in methods if m.name == "__init__"), None)
+        return init is None or not _holds_handed_modules(init, methods, self._names)
 
     def _builds_no_buffers(self, call: ast.Call) -> bool:
         """A call of ``__init__`` that builds nothing holding buffers."""
@@ -176,3 +177,99 @@ class BufferFreeModels:
         # ``layers.append(...)``: its arguments are calls checked on their own), not a
         # library's factory (``timm.create_model(...)``).
         return not (isinstance(head, ast.Name) and self._names.resolve(head) not in (None, head.id))
+
+
+#: Calls that may add a module the caller handed in to the model (``nn.Sequential(*parts)``,
+#: ``self.blocks.append(block)``).
+_ADDING = frozenset(
+    {"Sequential", "ModuleList", "ModuleDict", "append", "extend", "insert", "add_module"}
+    | {"register_module", "update", "__setitem__"}
+)
+
+
+def _holds_handed_modules(
+    init: ast.FunctionDef | ast.AsyncFunctionDef,
+    methods: list[ast.FunctionDef | ast.AsyncFunctionDef],
+    names: Names,
+) -> bool:
+    """Whether the class may hold a module its caller hands ``__init__``
+    (``self.backbone = backbone`` then ``self.backbone(x)``, ``nn.Sequential(*layers)``):
+    those may hold buffers. A setting kept whole (``self.config = config``) and only read
+    through its fields (``self.config.width``) holds none."""
+    handed = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]}
+    for arguments in (init.args.vararg, init.args.kwarg):
+        if arguments is not None:
+            handed.add(arguments.arg)
+    nodes = list(own_nodes(init))
+    for _ in range(2):  # locals read from what was handed (``parts = list(layers)``)
+        for node in nodes:
+            if isinstance(node, ast.Assign) and _reads(node.value, handed):
+                handed |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    fields: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and _reads_arguments(node, handed):
+            called = names.resolve(node.func) or dotted_name(node.func) or ""
+            if called.rsplit(".", 1)[-1] in _ADDING:
+                return True
+        kept = isinstance(node, ast.Assign) and not isinstance(node.value, ast.Call)
+        if kept and _reads(node.value, handed):
+            fields |= {
+                t.attr for t in node.targets if isinstance(t, ast.Attribute) and _self_field(t)
+            }
+    return bool(fields) and any(_used_as_module(m, fields) for m in methods)
+
+
+def _reads(expression: ast.AST, handed: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in handed for n in ast.walk(expression))
+
+
+def _reads_arguments(call: ast.Call, handed: set[str]) -> bool:
+    """Whether ``call`` is given something handed in itself, not only a value a call
+    made from it (``nn.Linear(config.width, ...)``, ``Block(config)``: checked as calls)."""
+    pending: list[ast.AST] = [*call.args, *(k.value for k in call.keywords)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name) and node.id in handed:
+            return True
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in _DISPLAYS:
+                pending.extend([*node.args, *(k.value for k in node.keywords)])
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+#: Builtins that build a container of what they are given.
+_DISPLAYS = frozenset({"dict", "list", "tuple"})
+
+
+def _self_field(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _used_as_module(method: ast.FunctionDef | ast.AsyncFunctionDef, fields: set[str]) -> bool:
+    """Whether ``method`` runs one of ``fields`` as a module: calls it (``self.x(h)``,
+    ``self.x.encoder(h)``, ``self.x[0](h)``) or walks it (``for block in self.x``). A
+    setting read for its values (``self.config.width``, ``h.view(b, self.heads)``) is
+    none."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(method):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in ast.walk(method):
+        if not (isinstance(node, ast.Attribute) and _self_field(node) and node.attr in fields):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
+            return True
+        if isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+            grand = parents.get(id(parent))
+            if isinstance(grand, ast.Call) and grand.func is parent:
+                return True
+    return False
