@@ -211,8 +211,9 @@ def _holds_handed_modules(
             called = names.resolve(node.func) or dotted_name(node.func) or ""
             if called.rsplit(".", 1)[-1] in _ADDING:
                 return True
-        kept = isinstance(node, ast.Assign) and not isinstance(node.value, ast.Call)
-        if kept and _reads(node.value, handed):
+        if not isinstance(node, ast.Assign) or isinstance(node.value, ast.Call):
+            continue
+        if _reads(node.value, handed):
             fields |= {
                 t.attr for t in node.targets if isinstance(t, ast.Attribute) and _self_field(t)
             }
