@@ -20,7 +20,9 @@ tqdm(progress)``), and a loop over a mapping's entries (``for name, opt in
 optimizers.items()``) or a display of constants (``for name in ["timing", "shapes"]``,
 also a parameter's default, a field the class binds only to one, a slice of one, or
 ``["actor"] if free else self.names``) walks what the code built, not this rank's
-data: its turn number or entry is the same on every rank in the same turn.
+data: its turn number or entry is the same on every rank in the same turn. A loop that
+steps its items (``for opt in self.optimizers: ... opt.step()``) walks optimizers; the
+loop around it, if any, walks the batches.
 """
 
 from __future__ import annotations

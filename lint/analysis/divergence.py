@@ -9,7 +9,7 @@ not stick to a new ``for step in range(...)``.
 - Sources: the rank in its spellings (``dist.get_rank()``, ``RANK`` / ``LOCAL_RANK``
   from the environment, ``.rank`` / ``.local_rank`` / ``.is_main_process`` and the other
   attributes frameworks give it, the first parameter of a function handed to
-  ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
+  ``mp.spawn``, after ``self`` for a bound method), clocks and memory probes, what this rank hands to a reduction (its
   contents; the number of items it counts). File-system probes are not sources: a
   shared file system answers every rank alike (DDP218 is the opt-in rule for them).
   ``rank != -1`` asks whether the job was launched, which every rank answers alike
