@@ -38,6 +38,7 @@ BUFFER_FREE_LAYERS = frozenset(
     }
 )
 _NN = "torch.nn."
+_NN_FUNCTIONS = ("torch.nn.init.", "torch.nn.functional.")
 _MODULE_BASES = frozenset({"torch.nn.Module"})
 #: Methods that unwrap nothing and return the model itself (or a compiled view of it).
 _SAME_MODEL_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "float", "double", "train"})
@@ -159,20 +160,25 @@ class BufferFreeModels:
         func = call.func
         resolved = self._names.resolve(func) or dotted_name(func) or ""
         if resolved.startswith(_NN):
-            last = resolved.rsplit(".", 1)[-1]
-            # ``nn.init.normal_``, ``nn.functional.gelu``: functions, no layers.
-            return last in BUFFER_FREE_LAYERS or not last[:1].isupper()
-        if resolved.startswith("torch.") and not resolved[len("torch.") :][:1].isupper():
-            return True  # a tensor (``torch.zeros``): a plain attribute, no buffer
+            # ``nn.init.normal_``, ``nn.functional.gelu``: functions, no layers (not
+            # ``nn.utils.spectral_norm``, which registers buffers).
+            return resolved.rsplit(".", 1)[-1] in BUFFER_FREE_LAYERS or resolved.startswith(
+                _NN_FUNCTIONS
+            )
+        if resolved.startswith("torch.") and resolved.count(".") == 1:
+            # A tensor (``torch.zeros``, ``torch.tril``): a plain attribute, no buffer.
+            return not resolved[len("torch.") :][:1].isupper()
         if isinstance(func, ast.Name):
             if func.id in self._classes:
                 return self.buffer_free(func.id)
             return func.id in _BUILTINS and resolved == func.id
         if not isinstance(func, ast.Attribute):
-            return True  # ``super().__init__()``, a call of a call's result
+            return False  # ``getattr(nn, kind)(width)``: not known
         head = func.value
         while isinstance(head, ast.Attribute):
             head = head.value
+        if isinstance(head, ast.Call):
+            return isinstance(head.func, ast.Name) and head.func.id == "super"
         # A method of a value (``self.apply(...)``, ``config.get(...)``,
         # ``layers.append(...)``: its arguments are calls checked on their own), not a
         # library's factory (``timm.create_model(...)``).
