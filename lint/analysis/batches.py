@@ -20,7 +20,9 @@ tqdm(progress)``), and a loop over a mapping's entries (``for name, opt in
 optimizers.items()``) or a display of constants (``for name in ["timing", "shapes"]``,
 also a parameter's default, a field the class binds only to one, a slice of one, or
 ``["actor"] if free else self.names``) walks what the code built, not this rank's
-data: its turn number or entry is the same on every rank in the same turn.
+data: its turn number or entry is the same on every rank in the same turn. A loop that
+steps its items (``for opt in self.optimizers: ... opt.step()``) walks optimizers; the
+loop around it, if any, walks the batches.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ddplint.analysis.api import COUNTERS, ITEMS_PRESERVING
 from ddplint.analysis.control_flow import own_nodes
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import Names, bound_names, dotted_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -89,7 +91,18 @@ def batch_seeds(
                 parameters.add(positional[position].arg)
     counted = _Counted(scope, names, fields or {})
     loops = training_loops(scope, helpers)
-    targets = {id(loop): counted.batch_targets(loop) for loop in loops}
+    targets: dict[int, tuple[ast.expr, ...]] = {}
+    for loop in loops:
+        parts = counted.batch_targets(loop)
+        if not _steps_items(loop, parts):
+            targets[id(loop)] = parts
+            continue
+        # A loop over the optimizers (``for opt in self.optimizers: ... opt.step()``)
+        # inside the loop that walks the batches: that one's items are the batch.
+        targets[id(loop)] = ()
+        outer = _enclosing_loop(scope, loop)
+        if outer is not None and id(outer) not in targets:
+            targets[id(outer)] = counted.batch_targets(outer)
     drawn = frozenset(
         id(node)
         for loop in loops
@@ -98,6 +111,44 @@ def batch_seeds(
         if isinstance(node, ast.Call) and counted.draws_batch(node)
     )
     return BatchSeeds(frozenset(parameters), targets, drawn)
+
+
+#: Methods that step (or clear) an optimizer: a batch is never stepped.
+_STEPPING = frozenset({"step", "zero_grad"})
+
+
+def _steps_items(loop: Loop, parts: tuple[ast.expr, ...]) -> bool:
+    """Whether the loop's body steps what its items hold (``opt.step()``,
+    ``opt.zero_grad()``): a walk of optimizers, not of batches. (An item handed to a
+    ``step`` is no sign: ``self.step(batch)`` runs a training step on a batch.)"""
+    items = {name for part in parts for name in bound_names(part)}
+    if not items:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _STEPPING
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in items
+        for statement in loop.body
+        if not isinstance(statement, _DEFINITIONS)
+        for node in (statement, *own_nodes(statement))
+    )
+
+
+def _enclosing_loop(scope: ast.AST, loop: Loop) -> Loop | None:
+    """The innermost loop of ``scope``'s own code whose body holds ``loop``."""
+    found: Loop | None = None
+    for candidate in own_nodes(scope):
+        if not isinstance(candidate, _LOOPS) or candidate is loop:
+            continue
+        if any(
+            node is loop
+            for statement in candidate.body
+            for node in (statement, *own_nodes(statement))
+        ):
+            found = candidate  # own_nodes walks outer loops first: the last one is innermost
+    return found
 
 
 def training_loops(scope: ast.AST, helpers: frozenset[str] = frozenset()) -> list[Loop]:

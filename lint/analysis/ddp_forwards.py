@@ -10,8 +10,9 @@ ranks only because of a test on the rank itself (``rank_guards.guard_of``; a tes
 ways both run the same forward and collectives decides nothing). A flag set on some ranks
 (``Source.DECIDED``: ``need_break`` set on a NaN loss) that skips a forward is DDP211's
 finding, a test on this rank's values DDP219's: one finding per root cause. A wrapper
-built with ``broadcast_buffers=False``, ``model.module`` and a model unwrapped before the
-call issue nothing (the effects).
+built with ``broadcast_buffers=False``, a model of a class of the module that holds no
+buffers (``model_buffers``), ``model.module`` and a model unwrapped before the call issue
+nothing (the effects).
 
 ``trains``: whether the forward runs in training (its result reaches a backward in its
 function, with autograd on there; for a function handed the model, the forward inside

@@ -9,9 +9,10 @@ not stick to a new ``for step in range(...)``.
 - Sources: the rank in its spellings (``dist.get_rank()``, ``RANK`` / ``LOCAL_RANK``
   from the environment, ``.rank`` / ``.local_rank`` / ``.is_main_process`` and the other
   attributes frameworks give it, the first parameter of a function handed to
-  ``mp.spawn``), clocks and memory probes, what this rank hands to a reduction (its
-  contents; the number of items it counts). File-system probes are not sources: a
-  shared file system answers every rank alike (DDP218 is the opt-in rule for them).
+  ``mp.spawn``, after ``self`` for a bound method), clocks and memory probes, what
+  this rank hands to a reduction (its contents; the number of items it counts).
+  File-system probes are not sources: a shared file system answers every rank alike
+  (DDP218 is the opt-in rule for them).
   ``rank != -1`` asks whether the job was launched, which every rank answers alike
   (the rank as read: ``rank - 1 >= 0`` is a test on the rank). A clock written into
   text is a stamp (``Source.STAMP``): its text differs, whether it is set does not.

@@ -37,6 +37,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
+from ddplint.analysis.model_buffers import BufferFreeModels
 from ddplint.analysis.module_classes import ClassKinds
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, call_argument, dotted_name, keyword_true
@@ -174,6 +175,10 @@ class FrameworkObjects:
         )
         self.uses_conditional_backend = any(name in CONDITION_MARKERS for name in spelled)
         self.unsynced: set[int] = self._calls_under_no_sync(nodes)
+        #: Which classes of the module hold no buffers (a DDP forward of one syncs none),
+        #: and for a parameter handed a DDP model, the wrapping calls that made it.
+        self.buffer_free = BufferFreeModels(nodes, names)
+        self._handed_wrappings: dict[tuple[int | None, str], set[ast.Call | None]] = {}
         self._models_from_callers(nodes)
         #: Models sharded or tensor-parallel (keyed like ``ddp_models``), and the
         #: ``model = model.module`` statements that unwrap a DDP model.
@@ -273,6 +278,39 @@ class FrameworkObjects:
                     self.ddp_models.setdefault((id(callee), parameter), None)
             if len(self.ddp_models) == before:
                 break
+        for _ in range(3):  # handed on through up to three calls
+            before_wrappings = self._handed_wrappings
+            self._handed_wrappings = {}
+            for call in calls:
+                assert isinstance(call.func, ast.Name)
+                self._hand_wrappings(functions[call.func.id], call, before_wrappings)
+            if self._handed_wrappings == before_wrappings:
+                break
+
+    def _hand_wrappings(
+        self,
+        callee: ast.FunctionDef | ast.AsyncFunctionDef,
+        call: ast.Call,
+        known: dict[tuple[int | None, str], set[ast.Call | None]],
+    ) -> None:
+        """Record, for each parameter of ``callee`` that ``call`` hands a DDP model,
+        the wrapping calls that made it (None: made elsewhere)."""
+        for parameter in _parameters_given(callee, call, self.ddp_model):
+            argument = _argument_for(callee, call, parameter)
+            spelled = dotted_name(argument) if argument is not None else None
+            made: set[ast.Call | None] = {None}
+            if spelled is not None:
+                key = self._model_key(call, spelled)
+                wrapping = self.ddp_models.get(key)
+                made = {wrapping} if wrapping is not None else known.get(key, {None})
+            self._handed_wrappings.setdefault((id(callee), parameter), set()).update(made)
+
+    def _buffer_free_model(self, key: tuple[int | None, str], wrapping: ast.Call | None) -> bool:
+        """Whether the DDP model ``key`` names (made by ``wrapping``, or handed in by
+        the module's callers) wraps a model of this module that holds no buffers. (A
+        parameter only callers in other modules hand a model is not known.)"""
+        made = {wrapping} if wrapping is not None else self._handed_wrappings.get(key) or {None}
+        return all(w is not None and self.buffer_free.wraps_buffer_free(w) for w in made)
 
     def _scope_id(self, call: ast.Call) -> int | None:
         """``id`` of the scope that makes ``call`` (None for a call of no scope here)."""
@@ -390,6 +428,8 @@ class FrameworkObjects:
                 or (key[0] is not None and _position(wrapping) > _position(call))
             ):
                 return None  # no buffers broadcast, or a plain model until wrapped below
+            if self._buffer_free_model(key, wrapping):
+                return None  # a model of this module that holds no buffers: nothing to sync
             return Collective(
                 DDP_FORWARD,
                 call,
@@ -483,6 +523,19 @@ def _parameters_given(
     for keyword in call.keywords:
         if keyword.arg in named and holds(keyword.value, call):
             yield keyword.arg
+
+
+def _argument_for(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, parameter: str
+) -> ast.expr | None:
+    """The argument ``call`` hands ``function``'s ``parameter``."""
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return keyword.value
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if parameter in positional and positional.index(parameter) < len(call.args):
+        return call.args[positional.index(parameter)]
+    return None
 
 
 def _automatic_naming(call: ast.Call) -> bool:

@@ -60,6 +60,7 @@ from ddplint.analysis.project import (
     project_key,
 )
 from ddplint.analysis.reaching import bindings_reaching
+from ddplint.analysis.returns import returned_reach
 from ddplint.analysis.set_iteration import SetValues
 from ddplint.analysis.single_process import SingleProcessPaths
 from ddplint.analysis.whole_forwards import WholeForwards
@@ -417,8 +418,9 @@ class ModuleAnalysis:
             key = project_key(scope, owner)
             handed = self.project.rank_parameters(key) if key is not None else frozenset()
             rank_parameters = frozenset(parameters_at(scope, owner, handed))
-            if scope.name in self._spawned and scope.args.args:
-                rank_parameters |= {scope.args.args[0].arg}
+            if scope.name in self._spawned:
+                # ``mp.spawn(self.train, ...)``: a bound method's rank follows its ``self``.
+                rank_parameters |= set(parameters_at(scope, owner, (0,)))
         return Divergence(
             graph,
             dominance,
@@ -491,10 +493,13 @@ class ModuleAnalysis:
             # The method of the caller's own class (another class may define one alike).
             definition = self._methods.get((caller_class or "", name[len("self.") :]))
         owner = self.nodes.scope_of.get(definition) if definition is not None else None
-        if definition is None or name not in self._reaching:
+        if definition is None:
             return None
         key = f"{owner.name}.{definition.name}" if isinstance(owner, ast.ClassDef) else name
         if key in self._summaries:
+            return self._summaries[key]
+        if name not in self._reaching:
+            self._summaries[key] = self._returned_summary(definition, owner)
             return self._summaries[key]
         if isinstance(owner, ast.ClassDef):
             if id(owner) in self._solving_fields:
@@ -517,6 +522,27 @@ class ModuleAnalysis:
         )
         self._summaries[key] = summary
         return summary
+
+    def _returned_summary(
+        self, definition: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.AST | None
+    ) -> CallSummary | None:
+        """For a local function that reaches no collective: the parameters that may
+        reach what it returns, read by a slice of its bindings (``returns.returned_reach``:
+        ``resume(model, device, resume=False)`` returning a start epoch read from
+        ``resume`` alone); None where a value of its own may reach it."""
+        parameters = [a.arg for a in definition.args.posonlyargs + definition.args.args]
+        if isinstance(owner, ast.ClassDef) and not any(
+            dotted_name(d) == "staticmethod" for d in definition.decorator_list
+        ):
+            parameters = parameters[1:]
+        if not parameters or definition.args.vararg is not None:
+            return None
+        every = parameters + [a.arg for a in definition.args.kwonlyargs]
+        reach = returned_reach(definition, every, self.names)
+        if reach.whole is None:
+            return None
+        items = None if reach.items is None else tuple(reach.items)
+        return CallSummary(tuple(parameters), reach.whole, frozenset(), items)
 
     def _entry_of(self, scope: Scope) -> State:
         """What a function finds on entry: the module's rank globals; for a method,

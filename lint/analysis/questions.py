@@ -60,6 +60,7 @@ from ddplint.analysis.pairing import (
     settled_by_class,
 )
 from ddplint.analysis.rank_guards import rank_only_decorator
+from ddplint.analysis.single_process import reads_rank_variable
 
 #: Exits a parting is reported at (a ``raise`` is an error path, never a parting; an
 #: exit with status 0 is one too: ``_leaves``).
@@ -293,10 +294,30 @@ def per_rank_call(
     for node in body:
         for call in own_calls(node.statement) if node.statement is not None else ():
             taint = divergence.taint(call, node)
-            if taint is not None:
+            if taint is not None and not _reads_rank_alone(divergence, call, node, taint):
                 spelled = f"{ast.unparse(call.func)}(...)"
                 return Taint(Facet.CONTENTS, Source.RAISED, call.lineno, spelled), node
     return None
+
+
+def _reads_rank_alone(divergence: Divergence, call: ast.Call, node: Node, taint: Taint) -> bool:
+    """A call that reads the rank from nothing that differs (``dist.get_rank()``,
+    ``torch.distributed.get_world_size(group)``), or converts the rank as read
+    (``int(os.environ["RANK"])``): its value is this rank's own, but whether it raises
+    (no process group yet, no launcher's variable) is alike on every process."""
+    if taint.source is not Source.RANK:
+        return False
+    inputs: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(call.func, ast.Attribute):
+        inputs.append(call.func.value)
+    if isinstance(call.func, ast.Name) and call.func.id in _CONVERSIONS:
+        return all(reads_rank_variable(value, divergence.evaluator.names) for value in inputs)
+    return all(divergence.taint(value, node) is None for value in inputs)
+
+
+#: Builtins that turn a rank read from the launcher's variables into a number or text;
+#: a rank is always one, so they raise on no rank's value.
+_CONVERSIONS = frozenset({"int", "str"})
 
 
 def _skipped_by(

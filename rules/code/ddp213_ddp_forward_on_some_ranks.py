@@ -32,7 +32,11 @@ class DdpForwardOnSomeRanks(CodeRule):
     a forward that feeds no backward and that every way reaches after a forward of the
     same model under `torch.no_grad()` with no forward with grad between (rank 0's
     second evaluation in a row: DDP broadcasts buffers only when the previous forward
-    ran with grad); a model the analysis cannot tie to a DDP wrapper. It is built on the
+    ran with grad); a model whose class, defined in the same file, holds no buffers
+    (only layers such as `nn.Linear`, `nn.Embedding`, `nn.LayerNorm` and containers of
+    them, no `register_buffer`, no batch norm: DDP then syncs nothing in the forward),
+    also when the file's own callers hand it to the function; a model the analysis
+    cannot tie to a DDP wrapper. It is built on the
     analysis core (the effects' implicit DDP forward, control dependence on the
     divergence analysis, rank guards).
 
