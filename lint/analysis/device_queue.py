@@ -76,6 +76,7 @@ from typing import TypeVar
 
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.batches import training_loops
+from ddplint.analysis.call_waits import CallWaits
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
@@ -100,6 +101,7 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.placement import Placement
 from ddplint.analysis.process_groups import ProcessGroups
+from ddplint.analysis.project import NO_PROJECT
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -378,7 +380,16 @@ class DeviceQueue:
         if self.is_drain(call, scope) or self._checked_backward(call, scope):
             return True
         callee = self.code.callee(call, scope)
-        return callee is not None and self._summary(callee[0], self._returns_drained_from)
+        if callee is not None and self._summary(callee[0], self._returns_drained_from):
+            return True
+        return self._call_waits(call, scope)
+
+    @cached_property
+    def _call_waits(self) -> CallWaits:
+        """Which calls may wait by what they run (the module's functions, other
+        modules' through the project model, instances whose forward may wait)."""
+        project = self._analysis.project if self._analysis is not None else NO_PROJECT
+        return CallWaits(self.code, self.names, project)
 
     def _checked_backward(self, call: ast.Call, scope: ast.AST) -> bool:
         """A backward run in anomaly mode with its NaN check (inside ``with

@@ -34,6 +34,7 @@ from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
+from ddplint.analysis.wait_screen import may_wait
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
@@ -271,7 +272,19 @@ def function_summary(
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
         else _returned_from(function, imports, kinds),
+        "may_wait": _may_wait(kinds, imports),
     }
+
+
+def _may_wait(kinds: Kinds, imports: dict[str, str]) -> bool:
+    """Whether the function's own code may make the host wait for the device
+    (``analysis.wait_screen``; its calls are followed by the project index)."""
+
+    def resolve(expression: ast.expr) -> str | None:
+        spelled = dotted(expression)
+        return qualify(spelled, imports) if spelled is not None else None
+
+    return may_wait((node for nodes in kinds.values() for node in nodes), resolve)
 
 
 #: Functions longer than this get no agreement fact (one analysis per parameter): the

@@ -1,0 +1,141 @@
+"""Which calls of one module may make the host wait for the device queue.
+
+A call may wait (``CallWaits(call, scope)``) where what it runs may, by the cheap screen
+of ``wait_screen`` (over-approximating: a wait on some way through it is enough):
+
+- a function of the module (``f(x)``, ``self.f(x)``, ``Cls(...)``'s ``__init__``): its
+  own code, or a call in it that may wait (the module's functions followed a few calls
+  deep, other modules' through the project model);
+- another module's function or method as spelled (``losses.total(out, y)``,
+  ``self.helper(x)`` of a project base class), a field or a module-level instance
+  holding an instance of a project class whose ``__call__`` / ``forward`` may
+  (``self.criterion(out, y)`` with ``self.criterion = Loss()`` in ``__init__``): what
+  the project model says (``ProjectFacts.may_wait``);
+- an instance of a class whose ``__call__`` / ``forward`` may wait (one of this module,
+  or a project class the model says so of), followed through the module from the
+  allocation that made it (``model = Net()``, ``self.criterion = Loss()``), also moved
+  or wrapped (``model.cuda()``, ``model.to(d)``, ``DistributedDataParallel(model)``):
+  ``model(x)``, ``self.model(x)``, ``criterion(out, y)``; the flow is a may-analysis;
+- a library call that blocks the host (a synchronisation, a barrier, a synchronous
+  Horovod collective: ``wait_screen.blocking_library_call``).
+
+A call nothing is known of (a parameter called, a library model) is not said to wait.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from ddplint.analysis.api import DDP_WRAPPERS
+from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.object_flow import Function, ModuleCode, ObjectFlow
+from ddplint.analysis.project import ProjectFacts
+from ddplint.analysis.wait_screen import blocking_library_call, may_wait
+
+#: How many of the module's functions deep a call is followed.
+_DEPTH = 4
+#: Methods of a module that return the module itself, moved or switched.
+_SELF_RETURNING = frozenset({"cuda", "to", "train", "float", "half", "bfloat16", "double"})
+#: Library calls that return the model they are handed, wrapped (its call runs the
+#: model's forward).
+_WRAPPERS = DDP_WRAPPERS | {"torch.nn.DataParallel", "torch.compile"}
+#: The methods a call of an instance runs, in the order Python looks for them.
+_CALL_METHODS = ("__call__", "forward")
+
+
+class CallWaits:
+    """Which calls of one module may make the host wait for the device."""
+
+    def __init__(self, code: ModuleCode, names: Names, project: ProjectFacts) -> None:
+        self.code = code
+        self.names = names
+        self.project = project
+        self._functions: dict[Function, bool] = {}
+        self._open: list[Function] = []
+
+    def __call__(self, call: ast.Call, scope: ast.AST) -> bool:
+        """Whether ``call`` (in ``scope``) may make the host wait for the device."""
+        callee = self.code.callee(call, scope)
+        if callee is not None:
+            return self.function_may_wait(callee[0])
+        if blocking_library_call(call, self.names.resolve):
+            return True
+        func = call.func
+        spelled = dotted_name(func)
+        if spelled is not None and self.project.may_wait(spelled, self._owner(scope)):
+            return True
+        return isinstance(func, (ast.Name, ast.Attribute)) and self._instances.carries(func, scope)
+
+    def function_may_wait(self, function: Function) -> bool:
+        """Whether the module's ``function`` may wait: its own code, or a call in it
+        (unknown past ``_DEPTH`` calls, or in a cycle: no)."""
+        known = self._functions.get(function)
+        if known is not None:
+            return known
+        if function in self._open or len(self._open) >= _DEPTH:
+            return False
+        self._open.append(function)
+        try:
+            nodes = own_nodes(function)
+            found = may_wait(nodes, self.names.resolve) or any(
+                self(node, function) for node in nodes if isinstance(node, ast.Call)
+            )
+        finally:
+            self._open.pop()
+        self._functions[function] = found
+        return found
+
+    def _owner(self, scope: ast.AST) -> str | None:
+        cls = self.code.class_of(scope)
+        return cls.name if cls is not None else None
+
+    def _made(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """An instance of a class whose call may wait (``Loss(...)``): of this module
+        (its ``__call__`` / ``forward`` screened here) or of another (the project's
+        answer)."""
+        if not isinstance(expression, ast.Call):
+            return False
+        func = expression.func
+        if isinstance(func, ast.Name) and func.id in self.code.classes:
+            cls = self.code.classes[func.id]
+            for name in _CALL_METHODS:
+                method = self.code.method(cls, name)
+                if method is not None:
+                    return self.function_may_wait(method)
+        spelled = dotted_name(func)
+        return spelled is not None and self.project.instances_may_wait(spelled, self._owner(scope))
+
+    @cached_property
+    def _allocations(self) -> ObjectFlow:
+        return ObjectFlow(self.code, self._made)
+
+    def _made_or_wrapped(self, expression: ast.expr, scope: ast.AST) -> bool:
+        """Such an instance, or one moved (``.cuda()``, ``.to(d)``) or wrapped
+        (``DistributedDataParallel(model)``)."""
+        if not isinstance(expression, ast.Call):
+            return False
+        if self._made(expression, scope):
+            return True
+        inner = self._wrapped_model(expression)
+        if inner is None:
+            return False
+        if isinstance(inner, (ast.Name, ast.Attribute)) and self._allocations.carries(inner, scope):
+            return True
+        return self._made_or_wrapped(inner, scope)
+
+    @cached_property
+    def _instances(self) -> ObjectFlow:
+        """Where such instances travel in the module, moved and wrapped included."""
+        return ObjectFlow(self.code, self._made_or_wrapped)
+
+    def _wrapped_model(self, call: ast.Call) -> ast.expr | None:
+        """The model a call returns moved or wrapped: ``m`` of ``m.cuda()``,
+        ``m.to(d)``, ``DistributedDataParallel(m, ...)``."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+            return func.value
+        if self.names.resolve(func) in _WRAPPERS and call.args:
+            return call.args[0]
+        return None
