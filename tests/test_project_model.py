@@ -119,6 +119,11 @@ EXPECTED = {
     # `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start DDP on
     # every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
+    # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
+    # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
+    # quiet; with bf16 (and fp16 switched off in another config) it is reported.
+    "deepspeed_fp16": (set(), ""),
+    "deepspeed_bf16": ({("train.py", 12, "DDP102")}, ""),
     "programs": (
         {
             ("train_bad.py", 12, "DDP102"),

@@ -16,6 +16,8 @@ of ``wait_screen`` (over-approximating: a wait on some way through it is enough)
   allocation that made it (``model = Net()``, ``self.criterion = Loss()``), also moved
   or wrapped (``model.cuda()``, ``model.to(d)``, ``DistributedDataParallel(model)``):
   ``model(x)``, ``self.model(x)``, ``criterion(out, y)``; the flow is a may-analysis;
+- a function a module-level dispatch table holds (``CLICKS[kind](masks)`` with
+  ``CLICKS = {"random": random_click, ...}``): any of them;
 - a library call that blocks the host (a synchronisation, a barrier, a synchronous
   Horovod collective: ``wait_screen.blocking_library_call``).
 
@@ -66,7 +68,41 @@ class CallWaits:
         spelled = dotted_name(func)
         if spelled is not None and self.project.may_wait(spelled, self._owner(scope)):
             return True
+        if isinstance(func, ast.Subscript):
+            return any(self._named_may_wait(entry) for entry in self._table_entries(func.value))
         return isinstance(func, (ast.Name, ast.Attribute)) and self._instances.carries(func, scope)
+
+    def _named_may_wait(self, entry: ast.expr) -> bool:
+        """Whether the function a dispatch table names may wait (one of the module's,
+        or another module's as the project model says)."""
+        if not isinstance(entry, (ast.Name, ast.Attribute)):
+            return False
+        module = self.code.nodes.module
+        callee = self.code.callee(ast.Call(func=entry, args=[], keywords=[]), module)
+        if callee is not None:
+            return self.function_may_wait(callee[0])
+        spelled = dotted_name(entry)
+        return spelled is not None and self.project.may_wait(spelled, None)
+
+    def _table_entries(self, table: ast.expr) -> list[ast.expr]:
+        """The values of a dispatch table the module binds at its top level to a dict,
+        list or tuple display (``CLICKS = {"random": random_click, ...}``;
+        ``CLICKS[kind](masks)`` runs one of them)."""
+        if not isinstance(table, ast.Name):
+            return []
+        found: list[ast.expr] = []
+        for statement in self.code.nodes.module.body:
+            if not (
+                isinstance(statement, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == table.id for t in statement.targets)
+            ):
+                continue
+            value = statement.value
+            if isinstance(value, ast.Dict):
+                found.extend(value.values)
+            elif isinstance(value, (ast.List, ast.Tuple)):
+                found.extend(value.elts)
+        return found
 
     def function_may_wait(self, function: Function) -> bool:
         """Whether the module's ``function`` may wait: its own code, or a call in it
@@ -78,7 +114,7 @@ class CallWaits:
             return False
         self._open.append(function)
         try:
-            nodes = own_nodes(function)
+            nodes = list(own_nodes(function))
             found = may_wait(nodes, self.names.resolve) or any(
                 self(node, function) for node in nodes if isinstance(node, ast.Call)
             )

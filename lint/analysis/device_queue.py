@@ -291,12 +291,21 @@ def _kernel_method(name: str) -> bool:
 class DeviceQueue:
     """The device queue along the functions of one module."""
 
-    def __init__(self, where: HostWaits, analysis: ModuleAnalysis | None = None) -> None:
+    def __init__(
+        self,
+        where: HostWaits,
+        analysis: ModuleAnalysis | None = None,
+        ships_fp16: Callable[[], bool] | None = None,
+    ) -> None:
         """``analysis``: the module's, for the conditional drains (``is_drain``): the
         project's kinds of objects made in other modules, the process groups'
-        backends; without it only the module's own allocations are known."""
+        backends; without it only the module's own allocations are known.
+        ``ships_fp16``: whether the project's DeepSpeed configs enable fp16 (asked
+        only for an engine's ``step()``); without it only a config written in the
+        module is read."""
         self.where = where
         self._analysis = analysis
+        self._ships_fp16 = ships_fp16
         self.names = where.names
         self.nodes = where.nodes
         self._returns_drained: dict[Function, bool] = {}
@@ -495,7 +504,7 @@ class DeviceQueue:
             isinstance(func, ast.Attribute)
             and func.attr == "step"
             and not call.args
-            and self._timed_engine(func.value, scope)
+            and (self._timed_engine(func.value, scope) or self._checks_overflow(func.value, scope))
         ):
             return True
         return (
@@ -527,6 +536,36 @@ class DeviceQueue:
         if self._timer_turned_off or not self._engine_forwards:
             return False
         return self._is_engine(receiver, scope)
+
+    def _checks_overflow(self, receiver: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``receiver`` may hold a DeepSpeed engine that trains in fp16 with
+        dynamic loss scaling: its ``step()`` all-reduces the overflow flag and reads it
+        on the host. fp16 where a DeepSpeed config written in the module or shipped
+        with the project enables it (any: the answer only silences)."""
+        if not self._is_engine(receiver, scope):
+            return False
+        if self._fp16_written:
+            return True
+        return self._ships_fp16 is not None and self._ships_fp16()
+
+    @cached_property
+    def _fp16_written(self) -> bool:
+        """A config written in the module that enables fp16 (``"fp16": {"enabled":
+        True}``)."""
+        return any(
+            isinstance(key, ast.Constant)
+            and key.value == "fp16"
+            and isinstance(value, ast.Dict)
+            and any(
+                isinstance(option, ast.Constant)
+                and option.value == "enabled"
+                and isinstance(setting, ast.Constant)
+                and setting.value is True
+                for option, setting in zip(value.keys, value.values, strict=True)
+            )
+            for display in self.nodes.of_type(ast.Dict)
+            for key, value in zip(display.keys, display.values, strict=True)
+        )
 
     def _is_engine(self, expression: ast.expr, scope: ast.AST) -> bool:
         if isinstance(expression, (ast.Name, ast.Attribute)) and self._engines.carries(

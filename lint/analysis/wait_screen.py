@@ -95,6 +95,7 @@ def may_wait(nodes: Iterable[ast.AST], resolve: Resolve) -> bool:
     listed = list(nodes)
     masks = _mask_names(listed, resolve)
     host_made = _host_made_names(listed, resolve)
+    reduced = _reduced_names(listed)
     for node in listed:
         if isinstance(node, ast.Call) and _call_waits(node, resolve, host_made):
             return True
@@ -105,7 +106,7 @@ def may_wait(nodes: Iterable[ast.AST], resolve: Resolve) -> bool:
         ):
             return True
         if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) and _tests_tensor(
-            node.test, resolve
+            node.test, resolve, reduced
         ):
             return True
     return False
@@ -150,15 +151,18 @@ def _reduction(expression: ast.expr) -> bool:
     )
 
 
-def _tests_tensor(test: ast.expr, resolve: Resolve) -> bool:
-    """A branch that reads a tensor: a comparison of a reduction (``mask.sum() > 0``),
+def _tests_tensor(test: ast.expr, resolve: Resolve, reduced: set[str]) -> bool:
+    """A branch that reads a tensor: a comparison of a reduction (``mask.sum() > 0``,
+    or of a name bound to one, ``total = a.sum() + b.sum(); if total == 0:``),
     ``m.any()``, ``torch.isnan(x).any()``, under ``not`` / ``and`` / ``or``."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _tests_tensor(test.operand, resolve)
+        return _tests_tensor(test.operand, resolve, reduced)
     if isinstance(test, ast.BoolOp):
-        return any(_tests_tensor(value, resolve) for value in test.values)
+        return any(_tests_tensor(value, resolve, reduced) for value in test.values)
     if isinstance(test, ast.Compare):
-        return any(_reduction(side) for side in (test.left, *test.comparators))
+        return any(
+            _reduction(side) or _names_in(side, reduced) for side in (test.left, *test.comparators)
+        )
     if isinstance(test, ast.Call):
         func = test.func
         if resolve(func) in _TESTED:
@@ -188,6 +192,19 @@ def _mask_names(nodes: list[ast.AST], resolve: Resolve) -> set[str]:
         target.id
         for node in nodes
         if isinstance(node, ast.Assign) and _is_mask(node.value, resolve)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _reduced_names(nodes: list[ast.AST]) -> set[str]:
+    """The names the function binds to a value made of a reduction (``total =
+    a.sum() + b.sum()``)."""
+    return {
+        target.id
+        for node in nodes
+        if isinstance(node, ast.Assign)
+        and any(isinstance(e, ast.expr) and _reduction(e) for e in ast.walk(node.value))
         for target in node.targets
         if isinstance(target, ast.Name)
     }

@@ -92,7 +92,14 @@ class CodeContext:
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
-        return DeviceQueue(self.host_waits, self.analysis)
+        from ddplint.code.values.deepspeed_precision import ships_fp16_deepspeed
+
+        root = self.options.project_root
+        return DeviceQueue(
+            self.host_waits,
+            self.analysis,
+            (lambda: ships_fp16_deepspeed(str(root))) if root else None,
+        )
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:

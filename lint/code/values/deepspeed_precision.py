@@ -1,0 +1,65 @@
+"""Whether the DeepSpeed configs a project ships train in fp16.
+
+A DeepSpeed engine with fp16 and dynamic loss scaling checks its gradients for overflow
+in every ``step()``: the flag is all-reduced and read on the host, so the step ends with
+the device queue drained. Which config a run reads is a launch argument the code does
+not show (``--deepspeed_config``, a YAML key): the project's configs are read instead,
+JSON files and YAML sections alike (``config.deepspeed.deepspeed_configs``). The answer
+only silences a stall report, so any config that enables fp16 is enough; a project
+whose DeepSpeed configs all run bf16 or fp32, or that ships none, says no.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from ddplint.config.deepspeed import DEEPSPEED_NEEDLES, FP16_KEYS, deepspeed_configs
+from ddplint.config.document import ConfigDocument
+from ddplint.config.loader import load_documents
+from ddplint.source import SourceError, SourceFile, is_json
+
+#: The files read: JSON and YAML.
+_SUFFIXES = (".json", ".yaml", ".yml")
+#: Larger files are data, not configs.
+_MAX_BYTES = 256_000
+#: Folders never read (environments, caches, version control).
+_SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "venv"})
+_NEEDLES = tuple(needle.encode() for needle in DEEPSPEED_NEEDLES)
+
+
+@lru_cache(maxsize=16)
+def ships_fp16_deepspeed(project_root: str) -> bool:
+    """Whether some DeepSpeed config under ``project_root`` enables fp16."""
+    for path in _config_files(Path(project_root)):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if len(raw) > _MAX_BYTES or b"fp16" not in raw or not any(n in raw for n in _NEEDLES):
+            continue
+        if _enables_fp16(str(path), raw):
+            return True
+    return False
+
+
+def _enables_fp16(path: str, raw: bytes) -> bool:
+    try:
+        source = SourceFile.decode(path, raw)
+        roots = load_documents(source.text, json=is_json(path))
+    except (SourceError, UnicodeDecodeError):
+        return False
+    return any(
+        config.enabled_section(FP16_KEYS) is not None
+        for index, root in enumerate(roots)
+        for config in deepspeed_configs(ConfigDocument(root, index, source))
+    )
+
+
+def _config_files(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, folders, files in os.walk(root):
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED)
+        found.extend(Path(folder, name) for name in sorted(files) if name.endswith(_SUFFIXES))
+    return found
