@@ -124,6 +124,12 @@ EXPECTED = {
     # quiet; with bf16 (and fp16 switched off in another config) it is reported.
     "deepspeed_fp16": (set(), ""),
     "deepspeed_bf16": ({("train.py", 12, "DDP102")}, ""),
+    # An optimizer an `Accelerator` prepared steps through a GradScaler under fp16
+    # mixed precision, which reads its inf/NaN check on the host: fp16 given as a
+    # default, or by a config the project ships (`mixed_precision: fp16`) where the code
+    # reads an option: quiet; bf16 given, or nothing given and nothing shipped: reported.
+    "accelerate_fp16": (set(), ""),
+    "accelerate_bf16": ({("train.py", 12, "DDP102"), ("train.py", 23, "DDP102")}, ""),
     "programs": (
         {
             ("train_bad.py", 12, "DDP102"),

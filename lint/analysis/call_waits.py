@@ -34,7 +34,7 @@ from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.object_flow import Function, ModuleCode, ObjectFlow
 from ddplint.analysis.project import ProjectFacts
-from ddplint.analysis.wait_screen import blocking_library_call, may_wait
+from ddplint.analysis.wait_screen import blocking_library_call, group_nodes, may_wait
 
 #: How many of the module's functions deep a call is followed.
 _DEPTH = 4
@@ -115,7 +115,7 @@ class CallWaits:
         self._open.append(function)
         try:
             nodes = list(own_nodes(function))
-            found = may_wait(nodes, self.names.resolve) or any(
+            found = may_wait(group_nodes(nodes), self.names.resolve) or any(
                 self(node, function) for node in nodes if isinstance(node, ast.Call)
             )
         finally:

@@ -72,7 +72,7 @@ import ast
 import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.batches import training_loops
@@ -88,9 +88,10 @@ from ddplint.analysis.host_waits import (
     start_of,
     walk_own,
 )
-from ddplint.analysis.names import call_argument, dotted_name
+from ddplint.analysis.names import call_argument, dotted_name, keyword_argument
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.object_kinds import (
+    ACCELERATOR,
     ENGINE,
     MODULE,
     OPTIMIZER,
@@ -288,6 +289,18 @@ def _kernel_method(name: str) -> bool:
     return name in KERNEL_METHODS or (name.endswith("_") and name[:-1] in KERNEL_METHODS)
 
 
+class ShippedPrecision(Protocol):
+    """The precision the configs a project ships show (``code.values.shipped_precision``)."""
+
+    def deepspeed_fp16(self) -> bool:
+        """Some DeepSpeed config of the project enables fp16."""
+        ...
+
+    def mixed_fp16(self) -> bool:
+        """Some config or launch script sets accelerate's ``mixed_precision`` to fp16."""
+        ...
+
+
 class DeviceQueue:
     """The device queue along the functions of one module."""
 
@@ -295,17 +308,17 @@ class DeviceQueue:
         self,
         where: HostWaits,
         analysis: ModuleAnalysis | None = None,
-        ships_fp16: Callable[[], bool] | None = None,
+        shipped: ShippedPrecision | None = None,
     ) -> None:
         """``analysis``: the module's, for the conditional drains (``is_drain``): the
         project's kinds of objects made in other modules, the process groups'
         backends; without it only the module's own allocations are known.
-        ``ships_fp16``: whether the project's DeepSpeed configs enable fp16 (asked
-        only for an engine's ``step()``); without it only a config written in the
-        module is read."""
+        ``shipped``: the precision the project's configs show (asked only for the
+        ``step()`` of a DeepSpeed engine or of an optimizer accelerate prepared);
+        without it only what the module writes is read."""
         self.where = where
         self._analysis = analysis
-        self._ships_fp16 = ships_fp16
+        self._shipped = shipped
         self.names = where.names
         self.nodes = where.nodes
         self._returns_drained: dict[Function, bool] = {}
@@ -387,6 +400,8 @@ class DeviceQueue:
         ):
             return True
         if self.is_drain(call, scope) or self._checked_backward(call, scope):
+            return True
+        if self._scaled_step(call, scope):
             return True
         callee = self.code.callee(call, scope)
         if callee is not None and self._summary(callee[0], self._returns_drained_from):
@@ -537,6 +552,75 @@ class DeviceQueue:
             return False
         return self._is_engine(receiver, scope)
 
+    def _scaled_step(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``optimizer.step()`` of an optimizer an ``Accelerator`` under fp16 mixed
+        precision prepared: its ``GradScaler`` reads the inf/NaN check on the host."""
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and dotted_name(func.value) in self._prepared
+            and self._accelerates_fp16
+        )
+
+    @cached_property
+    def _prepared(self) -> frozenset[str]:
+        """What the module binds to what an ``Accelerator``'s ``prepare`` returns
+        (``model, optimizer, loader = accelerator.prepare(...)``), as spelled."""
+        found: set[str] = set()
+        for assign in self.nodes.of_type(ast.Assign):
+            value = assign.value
+            if not (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "prepare"
+                and self._holds(ACCELERATOR, value.func.value, self.code.scope_of(assign))
+            ):
+                continue
+            for target in assign.targets:
+                parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                found.update(n for p in parts if (n := dotted_name(p)) is not None)
+        return frozenset(found)
+
+    @cached_property
+    def _accelerates_fp16(self) -> bool:
+        """Whether an ``Accelerator`` of the module may run fp16 mixed precision: given
+        ``mixed_precision="fp16"``, or a name whose default or binding in the module
+        is ``"fp16"``; given something else (``args.mixed_precision``) or nothing
+        (the launch config decides), where the project's configs or launch scripts set
+        it to fp16."""
+        for call in self.nodes.of_type(ast.Call):
+            if library_kind(self.names.resolve(call.func) or "") != ACCELERATOR:
+                continue
+            keyword = keyword_argument(call, "mixed_precision")
+            given = keyword.value if keyword is not None else None
+            if isinstance(given, ast.Constant):
+                if given.value == "fp16":
+                    return True
+                continue
+            if given is not None and self._fp16_literal:
+                return True
+            if self._shipped is not None and self._shipped.mixed_fp16():
+                return True
+        return False
+
+    @cached_property
+    def _fp16_literal(self) -> bool:
+        """The module writes ``"fp16"`` as a default or a bound value (a parameter's
+        default, an assignment, an option's ``default=``)."""
+        values: list[ast.expr | None] = []
+        for arguments in self.nodes.of_type(ast.arguments):
+            values.extend([*arguments.defaults, *arguments.kw_defaults])
+        values.extend(assign.value for assign in self.nodes.of_type(ast.Assign))
+        values.extend(
+            keyword.value
+            for call in self.nodes.of_type(ast.Call)
+            for keyword in call.keywords
+            if keyword.arg == "default"
+        )
+        return any(isinstance(v, ast.Constant) and v.value == "fp16" for v in values)
+
     def _checks_overflow(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may hold a DeepSpeed engine that trains in fp16 with
         dynamic loss scaling: its ``step()`` all-reduces the overflow flag and reads it
@@ -546,7 +630,7 @@ class DeviceQueue:
             return False
         if self._fp16_written:
             return True
-        return self._ships_fp16 is not None and self._ships_fp16()
+        return self._shipped is not None and self._shipped.deepspeed_fp16()
 
     @cached_property
     def _fp16_written(self) -> bool:

@@ -28,7 +28,7 @@ along the call graph, ``DeviceQueue`` along the module's own functions).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.host_waits import UPLOADING_FACTORIES, is_host_read
 
@@ -80,6 +80,20 @@ _HOROVOD_BLOCKING = frozenset(
 )
 
 Resolve = Callable[[ast.expr], "str | None"]
+#: Node kinds the screen reads, by type (a function's own nodes grouped once).
+Kinds = Mapping[type[ast.AST], Sequence[ast.AST]]
+#: The last part of the names of the library functions the screen knows: only a call
+#: spelled so is resolved.
+_LIBRARY_TAILS = frozenset(
+    {
+        *(name.rpartition(".")[2] for name in _SYNCHRONISING | _HOROVOD_BLOCKING),
+        *_SIZED_ON_DEVICE,
+        *(name.rpartition(".")[2] for name in UPLOADING_FACTORIES),
+        "where",
+    }
+)
+_TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
+_IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 def blocking_library_call(call: ast.Call, resolve: Resolve) -> bool:
@@ -89,56 +103,137 @@ def blocking_library_call(call: ast.Call, resolve: Resolve) -> bool:
     return resolved in _SYNCHRONISING or resolved in _HOROVOD_BLOCKING
 
 
-def may_wait(nodes: Iterable[ast.AST], resolve: Resolve) -> bool:
+def group_nodes(nodes: Iterable[ast.AST]) -> dict[type[ast.AST], list[ast.AST]]:
+    """A function's own nodes by type, as ``may_wait`` reads them."""
+    kinds: dict[type[ast.AST], list[ast.AST]] = {}
+    for node in nodes:
+        kinds.setdefault(type(node), []).append(node)
+    return kinds
+
+
+def may_wait(kinds: Kinds, resolve: Resolve) -> bool:
     """Whether some node of a function's own code may make the host wait for the
-    device (``nodes``: its own nodes, nested scopes left out)."""
-    listed = list(nodes)
-    masks = _mask_names(listed, resolve)
-    host_made = _host_made_names(listed, resolve)
-    reduced = _reduced_names(listed)
-    for node in listed:
-        if isinstance(node, ast.Call) and _call_waits(node, resolve, host_made):
-            return True
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Load)
-            and (_is_mask(node.slice, resolve) or _names_in(node.slice, masks))
-        ):
-            return True
-        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) and _tests_tensor(
-            node.test, resolve, reduced
-        ):
-            return True
-    return False
-
-
-def _call_waits(call: ast.Call, resolve: Resolve, host_made: set[str]) -> bool:
-    if is_host_read(call) or blocking_library_call(call, resolve):
-        return True
-    func = call.func
-    resolved = resolve(func) or ""
-    if isinstance(func, ast.Attribute):
-        if func.attr == "synchronize" or func.attr in _SIZED_ON_DEVICE:
-            return True
-        if func.attr in _MOVES and not _non_blocking(call):
-            receiver = func.value
-            return _host_made(receiver, resolve) or (
-                isinstance(receiver, ast.Name) and receiver.id in host_made
-            )
-    if resolved.startswith("torch.") and resolved.removeprefix("torch.") in _SIZED_ON_DEVICE:
-        return True
-    if resolved == "torch.where" and len(call.args) == 1 and not call.keywords:
-        return True
-    if resolved in UPLOADING_FACTORIES:
-        device = next((k.value for k in call.keywords if k.arg == "device"), None)
-        if device is not None and not _is_cpu(device):
-            return True
+    device (``kinds``: its own nodes by type, nested scopes left out)."""
+    screen = _Screen(kinds, resolve)
     return (
-        isinstance(func, ast.Name)
-        and func.id in ("int", "float", "bool")
-        and len(call.args) == 1
-        and _reduction(call.args[0])
+        any(screen.call_waits(call) for call in kinds.get(ast.Call, ()))  # type: ignore[arg-type]
+        or any(screen.masked(subscript) for subscript in kinds.get(ast.Subscript, ()))  # type: ignore[arg-type]
+        or any(
+            screen.tests_tensor(node.test)  # type: ignore[attr-defined]
+            for kind in _TESTS
+            for node in kinds.get(kind, ())
+        )
     )
+
+
+class _Screen:
+    """One function's screen: the names it binds read only when a spelling asks."""
+
+    def __init__(self, kinds: Kinds, resolve: Resolve) -> None:
+        self.kinds = kinds
+        self.resolve = resolve
+        self._bound: dict[str, set[str]] = {}
+
+    def call_waits(self, call: ast.Call) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            attribute = func.attr
+            if is_host_read(call) or attribute == "synchronize" or attribute in _SIZED_ON_DEVICE:
+                return True
+            if attribute in _MOVES and not _non_blocking(call):
+                receiver = func.value
+                return self._host_made(receiver) or (
+                    isinstance(receiver, ast.Name) and receiver.id in self._names("host")
+                )
+            tail = attribute
+        elif isinstance(func, ast.Name):
+            if func.id in ("int", "float", "bool"):
+                return len(call.args) == 1 and _reduction(call.args[0])
+            tail = func.id
+        else:
+            return False
+        if tail not in _LIBRARY_TAILS:
+            return False
+        resolved = self.resolve(func) or ""
+        if resolved in _SYNCHRONISING or resolved in _HOROVOD_BLOCKING:
+            return True
+        if resolved.startswith("torch.") and resolved.removeprefix("torch.") in _SIZED_ON_DEVICE:
+            return True
+        if resolved == "torch.where":
+            return len(call.args) == 1 and not call.keywords
+        if resolved in UPLOADING_FACTORIES:
+            device = next((k.value for k in call.keywords if k.arg == "device"), None)
+            return device is not None and not _is_cpu(device)
+        return False
+
+    def masked(self, subscript: ast.Subscript) -> bool:
+        """``x[mask]`` read with a boolean mask, or a name bound to one."""
+        if not isinstance(subscript.ctx, ast.Load):
+            return False
+        index = subscript.slice
+        if isinstance(index, ast.Name):
+            return index.id in self._names("mask")
+        return _is_mask(index, self.resolve)
+
+    def tests_tensor(self, test: ast.expr) -> bool:
+        """A branch that reads a tensor: a comparison of a reduction (``mask.sum() >
+        0``, or of a name bound to one, ``total = a.sum() + b.sum(); if total == 0:``),
+        ``m.any()``, ``torch.isnan(x).any()``, under ``not`` / ``and`` / ``or``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.tests_tensor(test.operand)
+        if isinstance(test, ast.BoolOp):
+            return any(self.tests_tensor(value) for value in test.values)
+        if isinstance(test, ast.Compare):
+            if all(isinstance(op, _IDENTITY) for op in test.ops):
+                return False  # ``x is None``, ``key in d``: no tensor read
+            return any(
+                _reduction(side)
+                or (isinstance(side, ast.Name) and side.id in self._names("reduced"))
+                for side in (test.left, *test.comparators)
+            )
+        if isinstance(test, ast.Call):
+            func = test.func
+            if isinstance(func, ast.Attribute) and func.attr in ("any", "all") and not test.args:
+                return True
+            return self.resolve(func) in _TESTED
+        return False
+
+    def _names(self, kind: str) -> set[str]:
+        """The names the function binds to a boolean mask (``"mask"``), to a tensor
+        built on the host (``"host"``), or to a value made of a reduction
+        (``"reduced"``)."""
+        found = self._bound.get(kind)
+        if found is None:
+            tests = {"mask": self._is_mask, "host": self._host_made, "reduced": _made_of_reduction}
+            test = tests[kind]
+            found = self._bound[kind] = {
+                target.id
+                for node in self.kinds.get(ast.Assign, ())
+                if isinstance(node, ast.Assign) and test(node.value)
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            }
+        return found
+
+    def _is_mask(self, expression: ast.expr) -> bool:
+        return _is_mask(expression, self.resolve)
+
+    def _host_made(self, expression: ast.expr) -> bool:
+        """A ``torch`` factory call given no device (``torch.eye(n)``, ``torch.tensor(v)``)."""
+        return (
+            isinstance(expression, ast.Call)
+            and self.resolve(expression.func) in _HOST_FACTORIES
+            and not any(k.arg == "device" for k in expression.keywords)
+        )
+
+
+def _made_of_reduction(value: ast.expr) -> bool:
+    """A reduction, or arithmetic on one (``a.sum() + b.sum()``)."""
+    if isinstance(value, ast.BinOp):
+        return _made_of_reduction(value.left) or _made_of_reduction(value.right)
+    if isinstance(value, ast.UnaryOp):
+        return _made_of_reduction(value.operand)
+    return _reduction(value)
 
 
 def _reduction(expression: ast.expr) -> bool:
@@ -149,26 +244,6 @@ def _reduction(expression: ast.expr) -> bool:
         and expression.func.attr in _REDUCTIONS
         and not isinstance(expression.func.value, ast.Constant)
     )
-
-
-def _tests_tensor(test: ast.expr, resolve: Resolve, reduced: set[str]) -> bool:
-    """A branch that reads a tensor: a comparison of a reduction (``mask.sum() > 0``,
-    or of a name bound to one, ``total = a.sum() + b.sum(); if total == 0:``),
-    ``m.any()``, ``torch.isnan(x).any()``, under ``not`` / ``and`` / ``or``."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _tests_tensor(test.operand, resolve, reduced)
-    if isinstance(test, ast.BoolOp):
-        return any(_tests_tensor(value, resolve, reduced) for value in test.values)
-    if isinstance(test, ast.Compare):
-        return any(
-            _reduction(side) or _names_in(side, reduced) for side in (test.left, *test.comparators)
-        )
-    if isinstance(test, ast.Call):
-        func = test.func
-        if resolve(func) in _TESTED:
-            return True
-        return isinstance(func, ast.Attribute) and func.attr in ("any", "all") and not test.args
-    return False
 
 
 def _is_mask(expression: ast.expr, resolve: Resolve) -> bool:
@@ -184,54 +259,6 @@ def _is_mask(expression: ast.expr, resolve: Resolve) -> bool:
         func = expression.func
         return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
     return False
-
-
-def _mask_names(nodes: list[ast.AST], resolve: Resolve) -> set[str]:
-    """The names the function binds to a boolean mask (``keep = scores > t``)."""
-    return {
-        target.id
-        for node in nodes
-        if isinstance(node, ast.Assign) and _is_mask(node.value, resolve)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-
-def _reduced_names(nodes: list[ast.AST]) -> set[str]:
-    """The names the function binds to a value made of a reduction (``total =
-    a.sum() + b.sum()``)."""
-    return {
-        target.id
-        for node in nodes
-        if isinstance(node, ast.Assign)
-        and any(isinstance(e, ast.expr) and _reduction(e) for e in ast.walk(node.value))
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-
-def _host_made_names(nodes: list[ast.AST], resolve: Resolve) -> set[str]:
-    """The names the function binds to a tensor built on the host."""
-    return {
-        target.id
-        for node in nodes
-        if isinstance(node, ast.Assign) and _host_made(node.value, resolve)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-
-def _host_made(expression: ast.expr, resolve: Resolve) -> bool:
-    """A ``torch`` factory call given no device (``torch.eye(n)``, ``torch.tensor(v)``)."""
-    return (
-        isinstance(expression, ast.Call)
-        and resolve(expression.func) in _HOST_FACTORIES
-        and not any(k.arg == "device" for k in expression.keywords)
-    )
-
-
-def _names_in(expression: ast.expr, names: set[str]) -> bool:
-    return isinstance(expression, ast.Name) and expression.id in names
 
 
 def _non_blocking(call: ast.Call) -> bool:

@@ -92,14 +92,11 @@ class CodeContext:
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
-        from ddplint.code.values.deepspeed_precision import ships_fp16_deepspeed
+        from ddplint.code.values.shipped_precision import ShippedPrecision
 
         root = self.options.project_root
-        return DeviceQueue(
-            self.host_waits,
-            self.analysis,
-            (lambda: ships_fp16_deepspeed(str(root))) if root else None,
-        )
+        shipped = ShippedPrecision(str(root)) if root else None
+        return DeviceQueue(self.host_waits, self.analysis, shipped)
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:

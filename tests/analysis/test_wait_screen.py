@@ -14,7 +14,7 @@ from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names
 from ddplint.analysis.object_flow import ModuleCode
 from ddplint.analysis.project import NoProject
-from ddplint.analysis.wait_screen import may_wait
+from ddplint.analysis.wait_screen import group_nodes, may_wait
 
 _HEADER = "import torch\nimport horovod.torch as hvd\nimport torch.distributed as dist\n"
 
@@ -25,7 +25,7 @@ def _screened(body: str) -> bool:
     )
     names = Names(module)
     function = module.body[-1]
-    return may_wait(own_nodes(function), names.resolve)
+    return may_wait(group_nodes(own_nodes(function)), names.resolve)
 
 
 @pytest.mark.parametrize(

@@ -245,6 +245,7 @@ class ProjectIndex:
         self.loader_parameters: dict[FunctionKey, set[int]] = {}
         #: The functions a call of which may make the host wait for the device.
         self.may_wait: set[FunctionKey] = set()
+        self._call_methods: dict[tuple[str, str], FunctionKey | None] = {}
         #: Per function, the project functions it calls (each once, in call order).
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
@@ -561,10 +562,14 @@ class ProjectIndex:
         self, calls: Iterable[list[Any]], module: str, owner: str | None
     ) -> list[list[str]]:
         """The ``forward`` / ``__call__`` of project classes whose instances the
-        function calls through a field (``self.criterion(out, y)``, the field assigned
-        ``Loss(...)``) or a module-level instance."""
+        method calls through a field (``self.criterion(out, y)``, the field assigned
+        ``Loss(...)``)."""
         found: list[FunctionKey | None] = []
+        if owner is None:
+            return []
         for target, _line in calls:
+            if not target.startswith("self.") or target.count(".") != 1:
+                continue
             if self.function_key(target, module, owner) is not None:
                 continue
             symbol = self.spelled(target, module, owner)
@@ -618,8 +623,11 @@ class ProjectIndex:
             self.may_wait |= found
 
     def _instances_may_wait(self, held: tuple[str, str]) -> bool:
-        """Whether a call of an instance of the class may make the host wait."""
-        method = self._instance_call(held)
+        """Whether a call of an instance of the class may make the host wait (asked
+        of the facts, after linking: remembered per class)."""
+        if held not in self._call_methods:
+            self._call_methods[held] = self._instance_call(held)
+        method = self._call_methods[held]
         return method is not None and method in self.may_wait
 
     def _solve_rank_tests(self) -> None:

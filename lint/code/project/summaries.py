@@ -284,7 +284,7 @@ def _may_wait(kinds: Kinds, imports: dict[str, str]) -> bool:
         spelled = dotted(expression)
         return qualify(spelled, imports) if spelled is not None else None
 
-    return may_wait((node for nodes in kinds.values() for node in nodes), resolve)
+    return may_wait(kinds, resolve)
 
 
 #: Functions longer than this get no agreement fact (one analysis per parameter): the

@@ -1,4 +1,5 @@
-"""Whether the DeepSpeed configs a project ships train in fp16.
+"""Whether the configs a project ships train in fp16: DeepSpeed configs, and accelerate's
+mixed precision.
 
 A DeepSpeed engine with fp16 and dynamic loss scaling checks its gradients for overflow
 in every ``step()``: the flag is all-reduced and read on the host, so the step ends with
@@ -7,11 +8,18 @@ not show (``--deepspeed_config``, a YAML key): the project's configs are read in
 JSON files and YAML sections alike (``config.deepspeed.deepspeed_configs``). The answer
 only silences a stall report, so any config that enables fp16 is enough; a project
 whose DeepSpeed configs all run bf16 or fp32, or that ships none, says no.
+
+accelerate under fp16 mixed precision steps each prepared optimizer through a
+``GradScaler``, which reads its inf/NaN check on the host: ``ships_fp16_mixed_precision``
+says whether a config or launch script of the project sets ``mixed_precision`` to fp16
+(``mixed_precision: fp16`` in a YAML or JSON file, ``--mixed_precision fp16`` in a
+shell script).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,8 +28,12 @@ from ddplint.config.document import ConfigDocument
 from ddplint.config.loader import load_documents
 from ddplint.source import SourceError, SourceFile, is_json
 
-#: The files read: JSON and YAML.
+#: The files read: JSON and YAML (and, for the launch flags, shell scripts).
 _SUFFIXES = (".json", ".yaml", ".yml")
+_LAUNCH_SUFFIXES = (*_SUFFIXES, ".sh")
+#: ``mixed_precision: fp16``, ``"mixed_precision": "fp16"``, ``--mixed_precision fp16``,
+#: ``--mixed_precision=fp16``.
+_MIXED_FP16 = re.compile(rb"""mixed_precision["']?\s*[:= ]\s*["']?fp16\b""")
 #: Larger files are data, not configs.
 _MAX_BYTES = 256_000
 #: Folders never read (environments, caches, version control).
@@ -32,7 +44,7 @@ _NEEDLES = tuple(needle.encode() for needle in DEEPSPEED_NEEDLES)
 @lru_cache(maxsize=16)
 def ships_fp16_deepspeed(project_root: str) -> bool:
     """Whether some DeepSpeed config under ``project_root`` enables fp16."""
-    for path in _config_files(Path(project_root)):
+    for path in _config_files(Path(project_root), _SUFFIXES):
         try:
             raw = path.read_bytes()
         except OSError:
@@ -57,9 +69,38 @@ def _enables_fp16(path: str, raw: bytes) -> bool:
     )
 
 
-def _config_files(root: Path) -> list[Path]:
+@lru_cache(maxsize=16)
+def ships_fp16_mixed_precision(project_root: str) -> bool:
+    """Whether a config or launch script under ``project_root`` sets accelerate's
+    ``mixed_precision`` to fp16."""
+    for path in _config_files(Path(project_root), _LAUNCH_SUFFIXES):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if len(raw) <= _MAX_BYTES and _MIXED_FP16.search(raw):
+            return True
+    return False
+
+
+@lru_cache(maxsize=16)
+def _config_files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     found: list[Path] = []
     for folder, folders, files in os.walk(root):
         folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED)
-        found.extend(Path(folder, name) for name in sorted(files) if name.endswith(_SUFFIXES))
+        found.extend(Path(folder, name) for name in sorted(files) if name.endswith(suffixes))
     return found
+
+
+class ShippedPrecision:
+    """The precision a project's configs show (``analysis.device_queue`` asks it, only
+    where a step may check for overflow)."""
+
+    def __init__(self, project_root: str) -> None:
+        self.project_root = project_root
+
+    def deepspeed_fp16(self) -> bool:
+        return ships_fp16_deepspeed(self.project_root)
+
+    def mixed_fp16(self) -> bool:
+        return ships_fp16_mixed_precision(self.project_root)
