@@ -18,8 +18,9 @@ of ``wait_screen`` (over-approximating: a wait on some way through it is enough)
   ``model(x)``, ``self.model(x)``, ``criterion(out, y)``; the flow is a may-analysis;
 - a function a module-level dispatch table holds (``CLICKS[kind](masks)`` with
   ``CLICKS = {"random": random_click, ...}``): any of them;
-- a library call that blocks the host (a synchronisation, a barrier, a synchronous
-  Horovod collective: ``wait_screen.blocking_library_call``).
+- a synchronous Horovod collective (``hvd.allgather(x)``:
+  ``wait_screen.synchronous_collective``; the device queue judges synchronisations and
+  barriers itself, by their backend).
 
 A call nothing is known of (a parameter called, a library model) is not said to wait.
 """
@@ -34,7 +35,7 @@ from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.object_flow import Function, ModuleCode, ObjectFlow
 from ddplint.analysis.project import ProjectFacts
-from ddplint.analysis.wait_screen import blocking_library_call, group_nodes, may_wait
+from ddplint.analysis.wait_screen import group_nodes, may_wait, synchronous_collective
 
 #: How many of the module's functions deep a call is followed.
 _DEPTH = 4
@@ -62,7 +63,7 @@ class CallWaits:
         callee = self.code.callee(call, scope)
         if callee is not None:
             return self.function_may_wait(callee[0])
-        if blocking_library_call(call, self.names.resolve):
+        if synchronous_collective(call, self.names.resolve):
             return True
         func = call.func
         spelled = dotted_name(func)

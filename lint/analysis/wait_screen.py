@@ -21,6 +21,9 @@ must say "may"):
 - a synchronous Horovod collective (``hvd.allgather(x)``, ``hvd.allreduce(x)``: the host
   blocks until the result exists).
 
+Not a wait each call: one on the rare way of a periodic test (``if step % 100 == 0:
+print(loss.item())``).
+
 Calls of other functions are the caller's business (the project index carries the fact
 along the call graph, ``DeviceQueue`` along the module's own functions).
 """
@@ -92,15 +95,18 @@ _LIBRARY_TAILS = frozenset(
         "where",
     }
 )
+_HOROVOD_TAILS = frozenset(name.rpartition(".")[2] for name in _HOROVOD_BLOCKING)
 _TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
-def blocking_library_call(call: ast.Call, resolve: Resolve) -> bool:
-    """A library call that blocks the host until the device has done the work queued
-    before it: a synchronisation, a barrier, a synchronous Horovod collective."""
-    resolved = resolve(call.func) or ""
-    return resolved in _SYNCHRONISING or resolved in _HOROVOD_BLOCKING
+def synchronous_collective(call: ast.Call, resolve: Resolve) -> bool:
+    """A Horovod collective that blocks the host until its result exists
+    (``hvd.allgather(x)``, ``hvd.allreduce(x)``): the device work queued before it is
+    done when it returns."""
+    func = call.func
+    tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return tail in _HOROVOD_TAILS and resolve(func) in _HOROVOD_BLOCKING
 
 
 def group_nodes(nodes: Iterable[ast.AST]) -> dict[type[ast.AST], list[ast.AST]]:
@@ -115,13 +121,48 @@ def may_wait(kinds: Kinds, resolve: Resolve) -> bool:
     """Whether some node of a function's own code may make the host wait for the
     device (``kinds``: its own nodes by type, nested scopes left out)."""
     screen = _Screen(kinds, resolve)
+    rare = _on_rare_ways(kinds)
     return (
-        any(screen.call_waits(call) for call in kinds.get(ast.Call, ()))  # type: ignore[arg-type]
-        or any(screen.masked(subscript) for subscript in kinds.get(ast.Subscript, ()))  # type: ignore[arg-type]
+        any(
+            screen.call_waits(call)  # type: ignore[arg-type]
+            for call in kinds.get(ast.Call, ())
+            if id(call) not in rare
+        )
+        or any(
+            screen.masked(subscript)  # type: ignore[arg-type]
+            for subscript in kinds.get(ast.Subscript, ())
+            if id(subscript) not in rare
+        )
         or any(
             screen.tests_tensor(node.test)  # type: ignore[attr-defined]
             for kind in _TESTS
             for node in kinds.get(kind, ())
+            if id(node) not in rare
+        )
+    )
+
+
+def _on_rare_ways(kinds: Kinds) -> set[int]:
+    """The nodes on the rare way of a periodic test (``if step % k == 0:``): a wait
+    there is not one each call."""
+    found: set[int] = set()
+    for branch in kinds.get(ast.If, ()):
+        if isinstance(branch, ast.If) and _periodic(branch.test):
+            found.update(id(node) for statement in branch.body for node in ast.walk(statement))
+    return found
+
+
+def _periodic(test: ast.expr) -> bool:
+    """``i % k == 0`` (either side, ``and``-ed with anything)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_periodic(value) for value in test.values)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and any(
+            isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mod)
+            for side in (test.left, *test.comparators)
         )
     )
 

@@ -70,6 +70,8 @@ def test_a_spelling_that_may_wait_is_screened_in(body: str) -> None:
         "return torch.where(m, x, y)",
         "return dist.all_reduce(x)",
         "return x.size(0) * len(y)",
+        "if n % 100 == 0:\n    print(x.item())\nreturn x",
+        "if n > 3 and n % 10 == 0:\n    keep = x[x > 0]\nreturn x",
     ],
 )
 def test_kernels_and_host_values_are_screened_out(body: str) -> None:
@@ -88,6 +90,7 @@ def test_a_call_of_a_function_or_an_instance_whose_forward_may_wait() -> None:
     waits, calls = _call_waits(
         """
         import torch
+        import horovod.torch as hvd
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         def pick(x):
@@ -115,10 +118,14 @@ def test_a_call_of_a_function_or_an_instance_whose_forward_may_wait() -> None:
             c = model(x)
             d = quiet(x)
             e = other(x)
+            f = hvd.allgather(x)
+            g = hvd.allreduce_async(x)
         """
     )
-    assert waits(*calls[25])  # helper -> pick: a mask index, two calls down
-    assert not waits(*calls[26])
-    assert waits(*calls[27])  # an instance of Counting, moved and wrapped
-    assert not waits(*calls[28])
-    assert not waits(*calls[29])  # a parameter: unknown, not said to wait
+    assert waits(*calls[26])  # helper -> pick: a mask index, two calls down
+    assert not waits(*calls[27])
+    assert waits(*calls[28])  # an instance of Counting, moved and wrapped
+    assert not waits(*calls[29])
+    assert not waits(*calls[30])  # a parameter: unknown, not said to wait
+    assert waits(*calls[31])  # Horovod's allgather blocks until the result exists
+    assert not waits(*calls[32])  # its asynchronous form does not
