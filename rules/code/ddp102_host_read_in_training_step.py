@@ -73,8 +73,9 @@ class HostReadInTrainingStep(CodeRule):
     `Accelerator` prepared under fp16 mixed precision (given, an option's default, or a
     config or launch script of the project: its `GradScaler` reads on the host); a model
     handed in as a parameter is unknown and drains nothing; a few kernels on values
-    already computed, such as `(a - b).mean()` or `x.topk(k)`, a `torch.nn` layer built from host values and
-    called (`softmax = nn.Softmax(dim=-1)`), gradient clipping and the `step()` of an
+    already computed, such as `(a - b).mean()` or `x.topk(k)`, a `torch.nn` layer built
+    from host values and called (`softmax = nn.Softmax(dim=-1)`), gradient clipping and
+    the `step()` of an
     optimizer made in the file or known to the project (but not kernels in a loop that
     walks a tensor in pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`:
     new work each turn; views such as `.squeeze()` or `.view(-1)` are no work even there), a

@@ -869,8 +869,10 @@ class ProjectIndex:
         if symbol[0] != "function":
             fact = NameFacts(kind=kind) if kind is not None else None
             if symbol[0] in ("instance", "class") and self._waits_of_holder(symbol):
-                waits = "may_wait" if symbol[0] == "instance" else "instances_may_wait"
-                return replace(fact or NameFacts(), **{waits: True})
+                instance = symbol[0] == "instance"
+                return replace(
+                    fact or NameFacts(), may_wait=instance, instances_may_wait=not instance
+                )
             return fact
         key = (symbol[1], symbol[2])
         function = self._function(key)
