@@ -121,9 +121,13 @@ EXPECTED = {
     # `export.py`, which never trains: its upload is in no training step.
     # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
     # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
-    # quiet; with bf16 (and fp16 switched off in another config) it is reported.
+    # quiet (the engine `deepspeed.initialize` returns first, given `training_data` or
+    # not); with bf16 (and fp16 switched off in another config) it is reported.
     "deepspeed_fp16": (set(), ""),
-    "deepspeed_bf16": ({("train.py", 12, "DDP102")}, ""),
+    "deepspeed_bf16": (
+        {("train.py", 12, "DDP102"), ("train_with_data.py", 14, "DDP102")},
+        "",
+    ),
     # An optimizer an `Accelerator` prepared steps through a GradScaler under fp16
     # mixed precision, which reads its inf/NaN check on the host: fp16 given as a
     # default, or by a config the project ships (`mixed_precision: fp16`) where the code

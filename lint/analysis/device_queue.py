@@ -626,11 +626,26 @@ class DeviceQueue:
         dynamic loss scaling: its ``step()`` all-reduces the overflow flag and reads it
         on the host. fp16 where a DeepSpeed config written in the module or shipped
         with the project enables it (any: the answer only silences)."""
-        if not self._is_engine(receiver, scope):
-            return False
-        if self._fp16_written:
-            return True
-        return self._shipped is not None and self._shipped.deepspeed_fp16()
+        fp16 = self._fp16_written or (self._shipped is not None and self._shipped.deepspeed_fp16())
+        return fp16 and (
+            self._is_engine(receiver, scope)
+            or (
+                isinstance(receiver, (ast.Name, ast.Attribute))
+                and self._initialized.carries(receiver, scope)
+            )
+        )
+
+    @cached_property
+    def _initialized(self) -> ObjectFlow:
+        """Where the first item of any ``deepspeed.initialize(...)`` of the module
+        travels (given ``training_data`` or not: an engine all the same)."""
+
+        def first_made(expression: ast.expr, _: ast.AST) -> bool:
+            return isinstance(expression, ast.Call) and is_deepspeed_initialize(
+                self.names.resolve(expression.func)
+            )
+
+        return ObjectFlow(self.code, lambda _e, _s: False, first_made)
 
     @cached_property
     def _fp16_written(self) -> bool:
