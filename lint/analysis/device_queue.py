@@ -103,6 +103,7 @@ from ddplint.analysis.object_kinds import (
 from ddplint.analysis.placement import Placement
 from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.wait_screen import periodic_test
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -326,6 +327,7 @@ class DeviceQueue:
         self._summarising: list[Function] = []
         self._drained: dict[int, dict[int, bool]] = {}
         self._stepped: dict[int, dict[int, str]] = {}
+        self._rare: dict[int, frozenset[int]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
         self._single: dict[int, dict[str, ast.expr]] = {}
@@ -567,20 +569,30 @@ class DeviceQueue:
     @cached_property
     def _prepared(self) -> frozenset[str]:
         """What the module binds to what an ``Accelerator``'s ``prepare`` returns
-        (``model, optimizer, loader = accelerator.prepare(...)``), as spelled."""
+        (``model, optimizer, loader = accelerator.prepare(...)``), as spelled; not what
+        it returns for a learning-rate scheduler it was handed (its ``step()`` reads
+        nothing)."""
         found: set[str] = set()
         for assign in self.nodes.of_type(ast.Assign):
             value = assign.value
+            scope = self.code.scope_of(assign)
             if not (
                 isinstance(value, ast.Call)
                 and isinstance(value.func, ast.Attribute)
                 and value.func.attr == "prepare"
-                and self._holds(ACCELERATOR, value.func.value, self.code.scope_of(assign))
+                and self._holds(ACCELERATOR, value.func.value, scope)
             ):
                 continue
+            handed = value.args
             for target in assign.targets:
                 parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-                found.update(n for p in parts if (n := dotted_name(p)) is not None)
+                for position, part in enumerate(parts):
+                    given = handed[position] if len(parts) == len(handed) else None
+                    if given is not None and self._holds(SCHEDULER, given, scope):
+                        continue
+                    spelled = dotted_name(part)
+                    if spelled is not None:
+                        found.add(spelled)
         return frozenset(found)
 
     @cached_property
@@ -1196,7 +1208,7 @@ class DeviceQueue:
         effects = self._effects_of(graph)
 
         def value(node: Node, drained: dict[int, bool]) -> bool:
-            ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+            ways = self._ways_into(graph, node)
             return bool(ways) and all(
                 _drained_after(drained, effects, before, edge) for before, edge in ways
             )
@@ -1249,9 +1261,7 @@ class DeviceQueue:
 
         def value(node: Node, state: dict[int, str]) -> str:
             found = _UNSET
-            for before, edge in node.predecessors:
-                if self._swallowed(before, edge):
-                    continue
+            for before, edge in self._ways_into(graph, node):
                 after = _step_after(state, effects, before, edge, before.index in backward)
                 if id(before.statement) in heads and edge is EdgeKind.TRUE:
                     after = _FRESH  # a new turn of the training loop: a new step
@@ -1287,6 +1297,38 @@ class DeviceQueue:
             for part in own_parts(node.statement)
             for call in walk_own(part)
         )
+
+    def _ways_into(self, graph: Graph, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """The ways into ``node`` that decide its queue: not an exception a ``with``
+        swallows; and for a node past a periodic test (``if step % k == 0:``), the
+        common way alone where it has one (the rare way's work, a checkpoint saved every
+        k steps, is not the step's)."""
+        ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+        rare = self._rare_nodes(graph)
+        if not rare or node.index in rare:
+            return ways
+        common = [(b, e) for b, e in ways if b.index not in rare]
+        return common or ways
+
+    def _rare_nodes(self, graph: Graph) -> frozenset[int]:
+        """The nodes of ``graph`` on the rare way of a periodic test of its own code."""
+        found = self._rare.get(id(graph))
+        if found is None:
+            inside = {
+                id(statement)
+                for branch in walk_own(graph.scope)
+                if isinstance(branch, ast.If) and periodic_test(branch.test)
+                for body in branch.body
+                for statement in ast.walk(body)
+                if isinstance(statement, ast.stmt)
+            }
+            found = frozenset(
+                n.index
+                for n in graph.nodes
+                if n.statement is not None and id(n.statement) in inside
+            )
+            self._rare[id(graph)] = found
+        return found
 
     def _swallowed(self, node: Node, edge: EdgeKind) -> bool:
         """The way out of a ``with`` block that an exception takes when the context

@@ -147,15 +147,16 @@ def _on_rare_ways(kinds: Kinds) -> set[int]:
     there is not one each call."""
     found: set[int] = set()
     for branch in kinds.get(ast.If, ()):
-        if isinstance(branch, ast.If) and _periodic(branch.test):
+        if isinstance(branch, ast.If) and periodic_test(branch.test):
             found.update(id(node) for statement in branch.body for node in ast.walk(statement))
     return found
 
 
-def _periodic(test: ast.expr) -> bool:
-    """``i % k == 0`` (either side, ``and``-ed with anything)."""
+def periodic_test(test: ast.expr) -> bool:
+    """``i % k == 0`` (either side, ``and``-ed with anything): a test that holds only
+    now and then."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_periodic(value) for value in test.values)
+        return any(periodic_test(value) for value in test.values)
     return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1

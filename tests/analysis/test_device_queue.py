@@ -792,3 +792,27 @@ def test_a_read_of_what_a_wait_in_its_own_receiver_returned_waits_for_nothing() 
     assert not queue.queue_drained(first)  # loss.to("cpu"): the step's first wait
     assert queue.queue_drained(second)  # .numpy() of the copy: one read, one finding
     assert queue.queue_drained(_read_on(calls, 8))  # the mask sized the result first
+
+
+def test_a_read_past_a_periodic_branch_is_judged_on_the_common_way() -> None:
+    # The checkpoint saved every k steps queues work on the rare way only: the read after
+    # the join waits for nothing new on the steps in between. An ordinary flag's branch
+    # is an every-step way and decides as before.
+    waits, calls = _waits_and_calls(
+        """
+        def train(model, loader, opt, save, flag, k):
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                print(loss.item())
+                if step % k == 0:
+                    save(model)
+                print(loss.cpu())
+                if flag:
+                    save(model)
+                print(loss.cpu())
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 10))
+    assert not waits.queue_drained(_read_on(calls, 13))
