@@ -301,6 +301,11 @@ class ShippedPrecision(Protocol):
         """Some config or launch script sets accelerate's ``mixed_precision`` to fp16."""
         ...
 
+    def config_fp16(self, written: str) -> bool:
+        """The DeepSpeed config at the path a module writes (from the project root or the
+        module's folder) enables fp16; no where the project has no such file."""
+        ...
+
 
 class DeviceQueue:
     """The device queue along the functions of one module."""
@@ -636,10 +641,8 @@ class DeviceQueue:
     def _checks_overflow(self, receiver: ast.expr, scope: ast.AST) -> bool:
         """Whether ``receiver`` may hold a DeepSpeed engine that trains in fp16 with
         dynamic loss scaling: its ``step()`` all-reduces the overflow flag and reads it
-        on the host. fp16 where a DeepSpeed config written in the module or shipped
-        with the project enables it (any: the answer only silences)."""
-        fp16 = self._fp16_written or (self._shipped is not None and self._shipped.deepspeed_fp16())
-        return fp16 and (
+        on the host (``_engine_fp16``)."""
+        return self._engine_fp16 and (
             self._is_engine(receiver, scope)
             or (
                 isinstance(receiver, (ast.Name, ast.Attribute))
@@ -660,23 +663,48 @@ class DeviceQueue:
         return ObjectFlow(self.code, lambda _e, _s: False, first_made)
 
     @cached_property
-    def _fp16_written(self) -> bool:
-        """A config written in the module that enables fp16 (``"fp16": {"enabled":
-        True}``)."""
-        return any(
-            isinstance(key, ast.Constant)
-            and key.value == "fp16"
-            and isinstance(value, ast.Dict)
-            and any(
-                isinstance(option, ast.Constant)
-                and option.value == "enabled"
-                and isinstance(setting, ast.Constant)
-                and setting.value is True
-                for option, setting in zip(value.keys, value.values, strict=True)
-            )
-            for display in self.nodes.of_type(ast.Dict)
-            for key, value in zip(display.keys, display.values, strict=True)
-        )
+    def _engine_fp16(self) -> bool:
+        """Whether an engine of the module may train in fp16, by the config each
+        ``deepspeed.initialize`` of the module is given where the module shows it (a
+        dict written in the module, ``config=CONFIG``; a path written as a string, read
+        where the project has that file), else by the configs the project ships (the
+        config named on the command line, ``args.deepspeed_config``; an engine made in
+        another module). Any that enables fp16 is enough: the answer only silences."""
+        calls = [
+            call
+            for call in self.nodes.of_type(ast.Call)
+            if is_deepspeed_initialize(self.names.resolve(call.func))
+        ]
+        for call in calls or [None]:
+            keyword = None
+            if call is not None:
+                keyword = keyword_argument(call, "config") or keyword_argument(
+                    call, "config_params"
+                )
+            shown = self._shown_fp16(keyword.value) if keyword is not None else None
+            if shown is None:
+                shown = self._shipped is not None and self._shipped.deepspeed_fp16()
+            if shown:
+                return True
+        return False
+
+    def _shown_fp16(self, config: ast.expr) -> bool | None:
+        """Whether the config an engine is given enables fp16, where the module shows it
+        (a dict display, a name the module binds to dict displays only, a path written
+        as a string); None where it does not."""
+        if isinstance(config, ast.Dict):
+            return _enables_fp16(config)
+        if isinstance(config, ast.Constant) and isinstance(config.value, str):
+            return self._shipped is not None and self._shipped.config_fp16(config.value)
+        if isinstance(config, ast.Name):
+            bound = [
+                assign.value
+                for assign in self.nodes.of_type(ast.Assign)
+                if any(isinstance(t, ast.Name) and t.id == config.id for t in assign.targets)
+            ]
+            if bound and all(isinstance(value, ast.Dict) for value in bound):
+                return any(_enables_fp16(value) for value in bound)  # type: ignore[arg-type]
+        return None
 
     def _is_engine(self, expression: ast.expr, scope: ast.AST) -> bool:
         if isinstance(expression, (ast.Name, ast.Attribute)) and self._engines.carries(
@@ -1383,6 +1411,21 @@ class DeviceQueue:
             known = any(queues for _, queues in effects.values())
             self._queues_any[function] = known
         return known
+
+
+def _enables_fp16(config: ast.Dict) -> bool:
+    """A DeepSpeed config written as a dict display that enables fp16 (``"fp16":
+    {"enabled": True}``)."""
+    for key, value in zip(config.keys, config.values, strict=True):
+        if isinstance(key, ast.Constant) and key.value == "fp16" and isinstance(value, ast.Dict):
+            return any(
+                isinstance(option, ast.Constant)
+                and option.value == "enabled"
+                and isinstance(setting, ast.Constant)
+                and setting.value is True
+                for option, setting in zip(value.keys, value.values, strict=True)
+            )
+    return False
 
 
 def _is_layer(resolved: str | None) -> bool:

@@ -79,7 +79,10 @@ _HOST_FACTORIES = frozenset(
 #: Horovod's synchronous collectives: the host blocks until the result exists.
 _HOROVOD_BLOCKING = frozenset(
     f"horovod.torch.{name}"
-    for name in ("allgather", "allreduce", "broadcast", "alltoall", "grouped_allreduce")
+    for name in (
+        *("allgather", "allreduce", "broadcast", "alltoall", "grouped_allreduce"),
+        "synchronize",
+    )
 )
 
 Resolve = Callable[[ast.expr], "str | None"]

@@ -95,7 +95,7 @@ class CodeContext:
         from ddplint.code.values.shipped_precision import ShippedPrecision
 
         root = self.options.project_root
-        shipped = ShippedPrecision(str(root)) if root else None
+        shipped = ShippedPrecision(str(root), self.source.path) if root else None
         return DeviceQueue(self.host_waits, self.analysis, shipped)
 
     @cached_property

@@ -96,11 +96,23 @@ class ShippedPrecision:
     """The precision a project's configs show (``analysis.device_queue`` asks it, only
     where a step may check for overflow)."""
 
-    def __init__(self, project_root: str) -> None:
+    def __init__(self, project_root: str, module_path: str) -> None:
         self.project_root = project_root
+        self.module_path = module_path
 
     def deepspeed_fp16(self) -> bool:
         return ships_fp16_deepspeed(self.project_root)
 
     def mixed_fp16(self) -> bool:
         return ships_fp16_mixed_precision(self.project_root)
+
+    def config_fp16(self, written: str) -> bool:
+        for folder in (Path(self.project_root), Path(self.module_path).parent):
+            path = folder / written
+            try:
+                raw = path.read_bytes() if path.is_file() else None
+            except OSError:
+                raw = None
+            if raw is not None and len(raw) <= _MAX_BYTES:
+                return _enables_fp16(str(path), raw)
+        return False
