@@ -1338,6 +1338,26 @@ class DeviceQueue:
         common = [(b, e) for b, e in ways if b.index not in rare]
         return common or ways
 
+    def _periodic(self, test: ast.expr, scope: ast.AST) -> bool:
+        """A test that holds now and then (``wait_screen.periodic_test``), also through a
+        call of the module's function that returns one (``should_sample(step, k)``), or
+        ``and``-ed with anything."""
+        if periodic_test(test):
+            return True
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._periodic(value, scope) for value in test.values)
+        if not isinstance(test, ast.Call):
+            return False
+        callee = self.code.callee(test, scope)
+        if callee is None:
+            return False
+        returned = [
+            node.value
+            for node in walk_own(callee[0])
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        return bool(returned) and all(periodic_test(value) for value in returned)
+
     def _rare_nodes(self, graph: Graph) -> frozenset[int]:
         """The nodes of ``graph`` on the rare way of a periodic test of its own code."""
         found = self._rare.get(id(graph))
@@ -1345,7 +1365,7 @@ class DeviceQueue:
             inside = {
                 id(statement)
                 for branch in walk_own(graph.scope)
-                if isinstance(branch, ast.If) and periodic_test(branch.test)
+                if isinstance(branch, ast.If) and self._periodic(branch.test, graph.scope)
                 for body in branch.body
                 for statement in ast.walk(body)
                 if isinstance(statement, ast.stmt)

@@ -160,6 +160,10 @@ def periodic_test(test: ast.expr) -> bool:
     now and then."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(periodic_test(value) for value in test.values)
+    if isinstance(test, ast.BoolOp):  # ``step % k == 0 or step == 5``: still now and then
+        return any(periodic_test(value) for value in test.values) and all(
+            periodic_test(value) or _once(value) for value in test.values
+        )
     return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -270,6 +274,16 @@ class _Screen:
             and self.resolve(expression.func) in _HOST_FACTORIES
             and not any(k.arg == "device" for k in expression.keywords)
         )
+
+
+def _once(test: ast.expr) -> bool:
+    """``step == 5``: a test of equality with a constant, true once."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+    )
 
 
 def _made_of_reduction(value: ast.expr) -> bool:

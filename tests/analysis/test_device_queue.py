@@ -812,7 +812,18 @@ def test_a_read_past_a_periodic_branch_is_judged_on_the_common_way() -> None:
                 if flag:
                     save(model)
                 print(loss.cpu())
+                if should_sample(step, k) and flag:
+                    save(model)
+                print(loss.item())
+                if step % k == 0 or step == 5:
+                    save(model)
+                print(loss.cpu())
+
+        def should_sample(step, k):
+            return step % k == 0
         """
     )
     assert waits.queue_drained(_read_on(calls, 10))
     assert not waits.queue_drained(_read_on(calls, 13))
+    assert waits.queue_drained(_read_on(calls, 16))  # a helper returning a periodic test
+    assert waits.queue_drained(_read_on(calls, 19))  # periodic, or once
