@@ -43,8 +43,16 @@ What waits, judged by what the call does:
   on by a statement of module code): the engine reads each node's output on the host;
 - a call of a function of the module that returns with the queue drained.
 
-A read on only some ways (under a rank test, a periodic test, one arm of a branch)
-drains nothing for a read after the join: the must-analysis asks every way.
+- a call that may wait (``call_waits``: a function of the module or of another module,
+  an instance whose forward may, by ``wait_screen``'s screen and the project model), a
+  DeepSpeed engine's ``step()`` under fp16 (its overflow check), the ``step()`` of an
+  optimizer an ``Accelerator`` prepared under fp16 mixed precision (its scaler's check),
+  fp16 by what the module shows or the project's configs (``ShippedPrecision``).
+
+A read on only some ways (under a rank test, one arm of a branch) drains nothing for a
+read after the join: the must-analysis asks every way; but past a periodic test (``if
+step % k == 0:``, or a helper of the module returning one) the common way alone decides
+where it has one: the rare way's checkpoint is not the step's work.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,

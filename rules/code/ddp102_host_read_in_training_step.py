@@ -43,7 +43,9 @@ class HostReadInTrainingStep(CodeRule):
     assignment of which is such a value), a read after another wait of the same pass
     with no new device work between, in a function or in a script's module-level loop;
     where some ways ran the step's backward, those ways alone (an evaluation pass of the
-    same loop that skips the backward does not count) (the queue is already
+    same loop that skips the backward does not count; nor the rare way of a periodic
+    test, `if step % k == 0: save(model)`, nor of a helper that returns one) (the queue
+    is already
     drained: the wait is a read, `float(x.sum())`, an upload, a test of a tensor such
     as `if not torch.isfinite(loss):` or `if loss > 1e4:`, a tensor known to be on the
     device given to `float`/`int`/`str`/`print` or formatted in an f-string or with
