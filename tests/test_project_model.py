@@ -130,10 +130,11 @@ EXPECTED = {
     ),
     # An optimizer an `Accelerator` prepared steps through a GradScaler under fp16
     # mixed precision, which reads its inf/NaN check on the host: fp16 given as a
-    # default, or by a config the project ships (`mixed_precision: fp16`) where the code
-    # reads an option: quiet; bf16 given, or nothing given and nothing shipped: reported.
+    # default, an option a training config of the project sets to fp16, or nothing given
+    # under an accelerate launch config with fp16: quiet. bf16 given, or an option only
+    # the launch config sets to fp16 (the argument wins over it): reported.
     "accelerate_fp16": (set(), ""),
-    "accelerate_bf16": ({("train.py", 12, "DDP102"), ("train.py", 23, "DDP102")}, ""),
+    "accelerate_bf16": ({("train.py", 12, "DDP102"), ("train_options.py", 17, "DDP102")}, ""),
     "programs": (
         {
             ("train_bad.py", 12, "DDP102"),

@@ -305,8 +305,10 @@ class ShippedPrecision(Protocol):
         """Some DeepSpeed config of the project enables fp16."""
         ...
 
-    def mixed_fp16(self) -> bool:
-        """Some config or launch script sets accelerate's ``mixed_precision`` to fp16."""
+    def mixed_fp16(self, option_given: bool) -> bool:
+        """Some config or launch script sets ``mixed_precision`` to fp16: a training
+        config or a script's flag where the code hands an option of its own
+        (``option_given``), else a launch config or flag."""
         ...
 
     def config_fp16(self, written: str) -> bool:
@@ -611,10 +613,10 @@ class DeviceQueue:
     @cached_property
     def _accelerates_fp16(self) -> bool:
         """Whether an ``Accelerator`` of the module may run fp16 mixed precision: given
-        ``mixed_precision="fp16"``, or a name whose default or binding in the module
-        is ``"fp16"``; given something else (``args.mixed_precision``) or nothing
-        (the launch config decides), where the project's configs or launch scripts set
-        it to fp16."""
+        ``mixed_precision="fp16"``, or a name or option whose default or binding in the
+        module is ``"fp16"``, or an option a training config or launch script of the
+        project sets to fp16 (an argument wins over the launch config); given nothing,
+        where the project's accelerate launch config or a launch flag sets fp16."""
         for call in self.nodes.of_type(ast.Call):
             if library_kind(self.names.resolve(call.func) or "") != ACCELERATOR:
                 continue
@@ -626,7 +628,7 @@ class DeviceQueue:
                 continue
             if given is not None and self._fp16_literal:
                 return True
-            if self._shipped is not None and self._shipped.mixed_fp16():
+            if self._shipped is not None and self._shipped.mixed_fp16(given is not None):
                 return True
         return False
 

@@ -13,7 +13,8 @@ accelerate under fp16 mixed precision steps each prepared optimizer through a
 ``GradScaler``, which reads its inf/NaN check on the host: ``ships_fp16_mixed_precision``
 says whether a config or launch script of the project sets ``mixed_precision`` to fp16
 (``mixed_precision: fp16`` in a YAML or JSON file, ``--mixed_precision fp16`` in a
-shell script).
+shell script): an accelerate launch config decides only where the code gives the
+``Accelerator`` no option of its own (an argument wins over the launch config).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from ddplint.config.accelerate import ACCELERATE_NEEDLES
 from ddplint.config.deepspeed import DEEPSPEED_NEEDLES, FP16_KEYS, deepspeed_configs
 from ddplint.config.document import ConfigDocument
 from ddplint.config.loader import load_documents
@@ -69,16 +71,22 @@ def _enables_fp16(path: str, raw: bytes) -> bool:
     )
 
 
-@lru_cache(maxsize=16)
-def ships_fp16_mixed_precision(project_root: str) -> bool:
-    """Whether a config or launch script under ``project_root`` sets accelerate's
-    ``mixed_precision`` to fp16."""
+@lru_cache(maxsize=32)
+def ships_fp16_mixed_precision(project_root: str, option_given: bool) -> bool:
+    """Whether a config or launch script under ``project_root`` sets
+    ``mixed_precision`` to fp16: with ``option_given`` (the code hands the Accelerator
+    an option of its own, which wins over the launch config), a training config or a
+    script's flag; else an accelerate launch config (``distributed_type``) or a
+    launch flag."""
     for path in _config_files(Path(project_root), _LAUNCH_SUFFIXES):
         try:
             raw = path.read_bytes()
         except OSError:
             continue
-        if len(raw) <= _MAX_BYTES and _MIXED_FP16.search(raw):
+        if len(raw) > _MAX_BYTES or not _MIXED_FP16.search(raw):
+            continue
+        launching = path.suffix != ".sh" and any(n.encode() in raw for n in ACCELERATE_NEEDLES)
+        if path.suffix == ".sh" or launching is not option_given:
             return True
     return False
 
@@ -103,8 +111,8 @@ class ShippedPrecision:
     def deepspeed_fp16(self) -> bool:
         return ships_fp16_deepspeed(self.project_root)
 
-    def mixed_fp16(self) -> bool:
-        return ships_fp16_mixed_precision(self.project_root)
+    def mixed_fp16(self, option_given: bool) -> bool:
+        return ships_fp16_mixed_precision(self.project_root, option_given)
 
     def config_fp16(self, written: str) -> bool:
         for folder in (Path(self.project_root), Path(self.module_path).parent):
