@@ -680,17 +680,12 @@ class DeviceQueue:
         where the project has that file), else by the configs the project ships (the
         config named on the command line, ``args.deepspeed_config``; an engine made in
         another module). Any that enables fp16 is enough: the answer only silences."""
-        calls = [
-            call
+        configs: list[ast.keyword | None] = [
+            keyword_argument(call, "config") or keyword_argument(call, "config_params")
             for call in self.nodes.of_type(ast.Call)
             if is_deepspeed_initialize(self.names.resolve(call.func))
         ]
-        for call in calls or [None]:
-            keyword = None
-            if call is not None:
-                keyword = keyword_argument(call, "config") or keyword_argument(
-                    call, "config_params"
-                )
+        for keyword in configs or [None]:
             shown = self._shown_fp16(keyword.value) if keyword is not None else None
             if shown is None:
                 shown = self._shipped is not None and self._shipped.deepspeed_fp16()
