@@ -35,7 +35,7 @@ from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.object_flow import Function, ModuleCode, ObjectFlow
 from ddplint.analysis.project import ProjectFacts
-from ddplint.analysis.wait_screen import group_nodes, may_wait, synchronous_collective
+from ddplint.analysis.wait_screen import ending_wait, group_nodes, synchronous_collective
 
 #: How many of the module's functions deep a call is followed.
 _DEPTH = 4
@@ -106,7 +106,8 @@ class CallWaits:
         return found
 
     def function_may_wait(self, function: Function) -> bool:
-        """Whether the module's ``function`` may wait: its own code, or a call in it
+        """Whether the module's ``function`` may end with a wait: its own code (a wait
+        with no substantial work after it), or a call of its last work that does
         (unknown past ``_DEPTH`` calls, or in a cycle: no)."""
         known = self._functions.get(function)
         if known is not None:
@@ -115,10 +116,8 @@ class CallWaits:
             return False
         self._open.append(function)
         try:
-            nodes = list(own_nodes(function))
-            found = may_wait(group_nodes(nodes), self.names.resolve) or any(
-                self(node, function) for node in nodes if isinstance(node, ast.Call)
-            )
+            waits, tail = ending_wait(group_nodes(own_nodes(function)), self.names.resolve)
+            found = waits or any(self(call, function) for call in tail)
         finally:
             self._open.pop()
         self._functions[function] = found

@@ -31,6 +31,7 @@ along the call graph, ``DeviceQueue`` along the module's own functions).
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.host_waits import UPLOADING_FACTORIES, is_host_read
@@ -101,6 +102,7 @@ _LIBRARY_TAILS = frozenset(
 _HOROVOD_TAILS = frozenset(name.rpartition(".")[2] for name in _HOROVOD_BLOCKING)
 _TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_BUILTINS = frozenset(dir(builtins))
 
 
 def synchronous_collective(call: ast.Call, resolve: Resolve) -> bool:
@@ -121,28 +123,64 @@ def group_nodes(nodes: Iterable[ast.AST]) -> dict[type[ast.AST], list[ast.AST]]:
 
 
 def may_wait(kinds: Kinds, resolve: Resolve) -> bool:
+    """Whether the function's own code may make the host wait for the device with no
+    substantial work queued after the wait (``ending_wait``'s first part)."""
+    return ending_wait(kinds, resolve)[0]
+
+
+def ending_wait(kinds: Kinds, resolve: Resolve) -> tuple[bool, list[ast.Call]]:
     """Whether some node of a function's own code may make the host wait for the
-    device (``kinds``: its own nodes by type, nested scopes left out)."""
+    device with no call that may queue substantial work after it (``kinds``: its own
+    nodes by type, nested scopes left out); and, where not, the calls of its last line
+    of such work (``tail``: if one of them ends with a wait, so does the function).
+
+    A wait followed by more of the work (a wait early in a forward, then the language
+    model it feeds) leaves that work queued: the read after the call still waits for
+    it. Work after a wait, by line: a call of a field of the instance (``self.llm(x)``,
+    a submodule) or of a function that is no builtin and not ``torch``'s."""
     screen = _Screen(kinds, resolve)
     rare = _on_rare_ways(kinds)
-    return (
-        any(
-            screen.call_waits(call)  # type: ignore[arg-type]
-            for call in kinds.get(ast.Call, ())
-            if id(call) not in rare
+    calls: list[ast.Call] = [c for c in kinds.get(ast.Call, ()) if isinstance(c, ast.Call)]
+    work = [c for c in calls if _works(c, resolve)]
+    last_work = max((c.lineno for c in work), default=0)
+    waits = [
+        node.lineno  # type: ignore[attr-defined]
+        for node in (
+            *(c for c in calls if id(c) not in rare and screen.call_waits(c)),
+            *(
+                s
+                for s in kinds.get(ast.Subscript, ())
+                if id(s) not in rare and screen.masked(s)  # type: ignore[arg-type]
+            ),
+            *(
+                node
+                for kind in _TESTS
+                for node in kinds.get(kind, ())
+                if id(node) not in rare and screen.tests_tensor(node.test)  # type: ignore[attr-defined]
+            ),
         )
-        or any(
-            screen.masked(subscript)  # type: ignore[arg-type]
-            for subscript in kinds.get(ast.Subscript, ())
-            if id(subscript) not in rare
-        )
-        or any(
-            screen.tests_tensor(node.test)  # type: ignore[attr-defined]
-            for kind in _TESTS
-            for node in kinds.get(kind, ())
-            if id(node) not in rare
-        )
-    )
+    ]
+    if waits and max(waits) >= last_work:
+        return True, []
+    return False, [c for c in work if c.lineno == last_work]
+
+
+def _works(call: ast.Call, resolve: Resolve) -> bool:
+    """A call that may queue substantial device work: of a field of the instance (a
+    submodule, a method), or of a function that is no builtin and not ``torch``'s."""
+    func = call.func
+    while isinstance(func, ast.Subscript):
+        func = func.value
+    if isinstance(func, ast.Attribute):
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value  # type: ignore[assignment]
+        return isinstance(root, ast.Name) and root.id == "self"
+    if isinstance(func, ast.Name):
+        if func.id in _BUILTINS:
+            return False
+        return not (resolve(func) or "").startswith("torch.")
+    return False
 
 
 def _on_rare_ways(kinds: Kinds) -> set[int]:

@@ -465,7 +465,7 @@ class ProjectIndex:
                 ),
                 "shards": list(function.get("shards") or ()),
                 "may_wait": bool(function.get("may_wait")),
-                "called_forwards": self._called_forwards(function["calls"], module, owner),
+                "wait_tail": self._wait_tail(function.get("wait_tail", ()), module, owner),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
             kept = {part: value for part, value in linked.items() if value}
@@ -558,19 +558,18 @@ class ProjectIndex:
             if not changed:
                 return
 
-    def _called_forwards(
-        self, calls: Iterable[list[Any]], module: str, owner: str | None
-    ) -> list[list[str]]:
-        """The ``forward`` / ``__call__`` of project classes whose instances the
-        method calls through a field (``self.criterion(out, y)``, the field assigned
+    def _wait_tail(self, tail: Iterable[str], module: str, owner: str | None) -> list[list[str]]:
+        """The project functions a function's last work runs (``wait_tail``, as
+        spelled): a function, or the ``forward`` / ``__call__`` of a project class whose
+        instance a field holds (``self.criterion(out, y)``, the field assigned
         ``Loss(...)``)."""
         found: list[FunctionKey | None] = []
-        if owner is None:
-            return []
-        for target, _line in calls:
-            if not target.startswith("self.") or target.count(".") != 1:
+        for target in tail:
+            key = self.function_key(target, module, owner)
+            if key is not None:
+                found.append(key)
                 continue
-            if self.function_key(target, module, owner) is not None:
+            if owner is None or not target.startswith("self.") or target.count(".") != 1:
                 continue
             symbol = self.spelled(target, module, owner)
             if symbol is not None and symbol[0] in ("attribute", "instance"):
@@ -602,16 +601,15 @@ class ProjectIndex:
         return None
 
     def _solve_may_wait(self) -> None:
-        """The functions a call of which may make the host wait for the device: by
-        their own code, or through a project function or an instance's forward they
-        call (to a fixed point)."""
+        """The functions a call of which may end with the host waiting for the device:
+        by their own code, or through a project function or an instance's forward
+        their last work runs (to a fixed point)."""
         callees: dict[FunctionKey, list[FunctionKey]] = {}
-        for key, calls in self._calls.items():
+        for key in self._calls:
             function = self._function(key)
             if function.get("may_wait"):
                 self.may_wait.add(key)
-            forwards = [(m, name) for m, name in function.get("called_forwards", ())]
-            callees[key] = [*calls, *forwards]
+            callees[key] = [(m, name) for m, name in function.get("wait_tail", ())]
         for _ in range(MAX_ROUNDS):
             found = {
                 key
