@@ -119,6 +119,20 @@ EXPECTED = {
     # `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start DDP on
     # every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
+    # A read before the backward after a call that may end with a wait: a loss whose
+    # forward indexes with a device mask or whose matcher (a third module) asks for
+    # nonzero indices, a model whose forward reads a count or uploads a host constant
+    # (train_good.py: quiet); the same step with kernels-only look-alikes, and a model
+    # whose forward reads a count first and then runs its layer (train_bad.py).
+    "waits_in_forward": (
+        {
+            ("train_bad.py", 21, "DDP102"),
+            ("train_bad.py", 31, "DDP102"),
+            ("train_bad.py", 46, "DDP102"),
+            ("train_bad.py", 56, "DDP102"),
+        },
+        "",
+    ),
     # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
     # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
     # quiet (the engine `deepspeed.initialize` returns first, given `training_data` or

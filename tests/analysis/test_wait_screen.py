@@ -51,6 +51,8 @@ def _screened(body: str) -> bool:
         "dist.barrier()\nreturn x",
         "return x.cpu().numpy()",
         "return [v.tolist() for v in x]",
+        "out = self.encoder(x)\nreturn out[out > 0].mean()",
+        "out = self.encoder(x)\nif out.sum() > 0:\n    return out * 2\nreturn out",
     ],
 )
 def test_a_spelling_that_may_wait_is_screened_in(body: str) -> None:
@@ -70,11 +72,14 @@ def test_a_spelling_that_may_wait_is_screened_in(body: str) -> None:
         "return torch.where(m, x, y)",
         "return dist.all_reduce(x)",
         "return x.size(0) * len(y)",
+        "n = int(m.sum())\nreturn self.decoder(x[:n])",
+        "keep = x[y != -1]\nout = helper(keep)\nreturn out.mean()",
         "if n % 100 == 0:\n    print(x.item())\nreturn x",
         "if n > 3 and n % 10 == 0:\n    keep = x[x > 0]\nreturn x",
     ],
 )
-def test_kernels_and_host_values_are_screened_out(body: str) -> None:
+def test_kernels_host_values_and_early_waits_are_screened_out(body: str) -> None:
+    # a wait followed by more of the work (a submodule, a helper) leaves it queued
     assert not _screened(body)
 
 
