@@ -1,7 +1,8 @@
-"""Which calls of one module may make the host wait for the device queue.
+"""Which calls of one module may end with the host waiting for the device queue.
 
-A call may wait (``CallWaits(call, scope)``) where what it runs may, by the cheap screen
-of ``wait_screen`` (over-approximating: a wait on some way through it is enough):
+A call may (``CallWaits(call, scope)``) where what it runs may, by the cheap screen of
+``wait_screen`` (over-approximating: a wait on some way through it with no substantial
+work after it, or the same of the call its last work makes, is enough):
 
 - a function of the module (``f(x)``, ``self.f(x)``, ``Cls(...)``'s ``__init__``): its
   own code, or a call in it that may wait (the module's functions followed a few calls

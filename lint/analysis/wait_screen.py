@@ -1,9 +1,14 @@
-"""Whether a function's own code may wait for the device queue: a cheap syntactic screen.
+"""Whether a function may end with the host waiting for the device queue: a cheap
+syntactic screen.
 
-``may_wait(nodes, resolve)`` reads a function's own nodes once (no graph, no dataflow)
-and over-approximates: any spelling that can make the host wait for the device on some
-way through the function says yes (the fact only silences a stall report: uncertainty
-must say "may"):
+``ending_wait(kinds, resolve)`` reads a function's own nodes once (no graph, no
+dataflow) and over-approximates: any spelling that can make the host wait for the device
+on some way through the function, with no substantial work after it (by line: a call of
+a field of the instance, ``self.llm(x)``, or of a function that is no builtin and not
+``torch``'s), says yes (the fact only silences a stall report: uncertainty must say
+"may"); a wait early in a forward, followed by the model it feeds, says no, and the
+calls of the function's last work are handed back (``tail``: the project index and
+``call_waits`` follow them). The spellings:
 
 - a host read (``x.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``.to("cpu")``), a
   Python number made of a tensor method's result (``int(mask.sum())``);

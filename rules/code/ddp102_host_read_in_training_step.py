@@ -63,9 +63,10 @@ class HostReadInTrainingStep(CodeRule):
     (not a known gloo one), a kernel whose result's size the device computes
     (`mask.nonzero()`, `torch.unique(x)`, `x[mask]` with a boolean mask, a mask's
     `.any()` tested in an `if`) or a call of the module's function that
-    returns after a wait on every path, or a call that may wait: a function of this or
-    another project module whose code (or a function it calls) reads a tensor on the
-    host, sizes a result on the device (`torch.nonzero`, `x[mask]`), tests a reduction
+    returns after a wait on every path, or a call that may end with a wait (no
+    submodule or helper called after it): a function of this or another project module
+    whose code (or the call its last work makes) reads a tensor on the host, sizes a
+    result on the device (`torch.nonzero`, `x[mask]`), tests a reduction
     (`if mask.sum() > 0:`) or uploads a tensor built on the host
     (`torch.tensor([0], device=d)`, `torch.eye(n).cuda()`), an instance of a project class
     whose `forward` does (`loss = criterion(out, y)` with `criterion = MaskedLoss()`,
