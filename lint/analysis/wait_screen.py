@@ -148,24 +148,20 @@ def ending_wait(kinds: Kinds, resolve: Resolve) -> tuple[bool, list[ast.Call]]:
     calls: list[ast.Call] = [c for c in kinds.get(ast.Call, ()) if isinstance(c, ast.Call)]
     work = [c for c in calls if _works(c, resolve)]
     last_work = max((c.lineno for c in work), default=0)
-    waits = [
-        node.lineno  # type: ignore[attr-defined]
-        for node in (
-            *(c for c in calls if id(c) not in rare and screen.call_waits(c)),
-            *(
-                s
-                for s in kinds.get(ast.Subscript, ())
-                if id(s) not in rare and screen.masked(s)  # type: ignore[arg-type]
-            ),
-            *(
-                node
-                for kind in _TESTS
-                for node in kinds.get(kind, ())
-                if id(node) not in rare and screen.tests_tensor(node.test)  # type: ignore[attr-defined]
-            ),
-        )
+    late = [  # only a wait on or after the last work's line can end the function
+        node
+        for kind in (ast.Call, ast.Subscript, *_TESTS)
+        for node in kinds.get(kind, ())
+        if getattr(node, "lineno", 0) >= last_work and id(node) not in rare
     ]
-    if waits and max(waits) >= last_work:
+    if any(
+        screen.call_waits(node)
+        if isinstance(node, ast.Call)
+        else screen.masked(node)
+        if isinstance(node, ast.Subscript)
+        else screen.tests_tensor(node.test)  # type: ignore[attr-defined]
+        for node in late
+    ):
         return True, []
     return False, [c for c in work if c.lineno == last_work]
 
