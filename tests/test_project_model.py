@@ -119,6 +119,36 @@ EXPECTED = {
     # `lit.py` runs under `train_lightning.py`, whose Lightning `Trainer` may start DDP on
     # every visible GPU: its per-step read is reported. `layers_export.py` is run only by
     # `export.py`, which never trains: its upload is in no training step.
+    # A read before the backward after a call that may end with a wait: a loss whose
+    # forward indexes with a device mask or whose matcher (a third module) asks for
+    # nonzero indices, a model whose forward reads a count or uploads a host constant
+    # (train_good.py: quiet); the same step with kernels-only look-alikes, and a model
+    # whose forward reads a count first and then runs its layer (train_bad.py).
+    "waits_in_forward": (
+        {
+            ("train_bad.py", 21, "DDP102"),
+            ("train_bad.py", 31, "DDP102"),
+            ("train_bad.py", 46, "DDP102"),
+            ("train_bad.py", 56, "DDP102"),
+        },
+        "",
+    ),
+    # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
+    # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
+    # quiet (the engine `deepspeed.initialize` returns first, given `training_data` or
+    # not); with bf16 (and fp16 switched off in another config) it is reported.
+    "deepspeed_fp16": (set(), ""),
+    "deepspeed_bf16": (
+        {("train.py", 12, "DDP102"), ("train_with_data.py", 14, "DDP102")},
+        "",
+    ),
+    # An optimizer an `Accelerator` prepared steps through a GradScaler under fp16
+    # mixed precision, which reads its inf/NaN check on the host: fp16 given as a
+    # default, an option a training config of the project sets to fp16, or nothing given
+    # under an accelerate launch config with fp16: quiet. bf16 given, or an option only
+    # the launch config sets to fp16 (the argument wins over it): reported.
+    "accelerate_fp16": (set(), ""),
+    "accelerate_bf16": ({("train.py", 12, "DDP102"), ("train_options.py", 17, "DDP102")}, ""),
     "programs": (
         {
             ("train_bad.py", 12, "DDP102"),

@@ -43,8 +43,16 @@ What waits, judged by what the call does:
   on by a statement of module code): the engine reads each node's output on the host;
 - a call of a function of the module that returns with the queue drained.
 
-A read on only some ways (under a rank test, a periodic test, one arm of a branch)
-drains nothing for a read after the join: the must-analysis asks every way.
+- a call that may wait (``call_waits``: a function of the module or of another module,
+  an instance whose forward may, by ``wait_screen``'s screen and the project model), a
+  DeepSpeed engine's ``step()`` under fp16 (its overflow check), the ``step()`` of an
+  optimizer an ``Accelerator`` prepared under fp16 mixed precision (its scaler's check),
+  fp16 by what the module shows or the project's configs (``ShippedPrecision``).
+
+A read on only some ways (under a rank test, one arm of a branch) drains nothing for a
+read after the join: the must-analysis asks every way; but past a periodic test (``if
+step % k == 0:``, or a helper of the module returning one) the common way alone decides
+where it has one: the rare way's checkpoint is not the step's work.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
@@ -72,10 +80,11 @@ import ast
 import builtins
 from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.batches import training_loops
+from ddplint.analysis.call_waits import CallWaits
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
@@ -87,9 +96,10 @@ from ddplint.analysis.host_waits import (
     start_of,
     walk_own,
 )
-from ddplint.analysis.names import call_argument, dotted_name
+from ddplint.analysis.names import call_argument, dotted_name, keyword_argument
 from ddplint.analysis.object_flow import ModuleCode, ObjectFlow
 from ddplint.analysis.object_kinds import (
+    ACCELERATOR,
     ENGINE,
     MODULE,
     OPTIMIZER,
@@ -100,6 +110,8 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.placement import Placement
 from ddplint.analysis.process_groups import ProcessGroups
+from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.wait_screen import periodic_test
 
 #: Tensor metadata: read on the host without touching the device.
 SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "element_size"})
@@ -286,15 +298,43 @@ def _kernel_method(name: str) -> bool:
     return name in KERNEL_METHODS or (name.endswith("_") and name[:-1] in KERNEL_METHODS)
 
 
+class ShippedPrecision(Protocol):
+    """The precision the configs a project ships show (``code.values.shipped_precision``)."""
+
+    def deepspeed_fp16(self) -> bool:
+        """Some DeepSpeed config of the project enables fp16."""
+        ...
+
+    def mixed_fp16(self, option_given: bool) -> bool:
+        """Some config or launch script sets ``mixed_precision`` to fp16: a training
+        config or a script's flag where the code hands an option of its own
+        (``option_given``), else a launch config or flag."""
+        ...
+
+    def config_fp16(self, written: str) -> bool:
+        """The DeepSpeed config at the path a module writes (from the project root or the
+        module's folder) enables fp16; no where the project has no such file."""
+        ...
+
+
 class DeviceQueue:
     """The device queue along the functions of one module."""
 
-    def __init__(self, where: HostWaits, analysis: ModuleAnalysis | None = None) -> None:
+    def __init__(
+        self,
+        where: HostWaits,
+        analysis: ModuleAnalysis | None = None,
+        shipped: ShippedPrecision | None = None,
+    ) -> None:
         """``analysis``: the module's, for the conditional drains (``is_drain``): the
         project's kinds of objects made in other modules, the process groups'
-        backends; without it only the module's own allocations are known."""
+        backends; without it only the module's own allocations are known.
+        ``shipped``: the precision the project's configs show (asked only for the
+        ``step()`` of a DeepSpeed engine or of an optimizer accelerate prepared);
+        without it only what the module writes is read."""
         self.where = where
         self._analysis = analysis
+        self._shipped = shipped
         self.names = where.names
         self.nodes = where.nodes
         self._returns_drained: dict[Function, bool] = {}
@@ -302,6 +342,7 @@ class DeviceQueue:
         self._summarising: list[Function] = []
         self._drained: dict[int, dict[int, bool]] = {}
         self._stepped: dict[int, dict[int, str]] = {}
+        self._rare: dict[int, frozenset[int]] = {}
         self._effects: dict[int, dict[int, Effect]] = {}
         self._bindings: dict[int, dict[str, list[ast.expr]]] = {}
         self._single: dict[int, dict[str, ast.expr]] = {}
@@ -377,8 +418,19 @@ class DeviceQueue:
             return True
         if self.is_drain(call, scope) or self._checked_backward(call, scope):
             return True
+        if self._scaled_step(call, scope):
+            return True
         callee = self.code.callee(call, scope)
-        return callee is not None and self._summary(callee[0], self._returns_drained_from)
+        if callee is not None and self._summary(callee[0], self._returns_drained_from):
+            return True
+        return self._call_waits(call, scope)
+
+    @cached_property
+    def _call_waits(self) -> CallWaits:
+        """Which calls may wait by what they run (the module's functions, other
+        modules' through the project model, instances whose forward may wait)."""
+        project = self._analysis.project if self._analysis is not None else NO_PROJECT
+        return CallWaits(self.code, self.names, project)
 
     def _checked_backward(self, call: ast.Call, scope: ast.AST) -> bool:
         """A backward run in anomaly mode with its NaN check (inside ``with
@@ -484,7 +536,7 @@ class DeviceQueue:
             isinstance(func, ast.Attribute)
             and func.attr == "step"
             and not call.args
-            and self._timed_engine(func.value, scope)
+            and (self._timed_engine(func.value, scope) or self._checks_overflow(func.value, scope))
         ):
             return True
         return (
@@ -516,6 +568,148 @@ class DeviceQueue:
         if self._timer_turned_off or not self._engine_forwards:
             return False
         return self._is_engine(receiver, scope)
+
+    def _scaled_step(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``optimizer.step()`` of an optimizer an ``Accelerator`` under fp16 mixed
+        precision prepared: its ``GradScaler`` reads the inf/NaN check on the host."""
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and dotted_name(func.value) in self._prepared
+            and self._accelerates_fp16
+        )
+
+    @cached_property
+    def _prepared(self) -> frozenset[str]:
+        """What the module binds to what an ``Accelerator``'s ``prepare`` returns
+        (``model, optimizer, loader = accelerator.prepare(...)``), as spelled; not what
+        it returns for a learning-rate scheduler it was handed (its ``step()`` reads
+        nothing)."""
+        found: set[str] = set()
+        for assign in self.nodes.of_type(ast.Assign):
+            value = assign.value
+            scope = self.code.scope_of(assign)
+            if not (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "prepare"
+                and self._holds(ACCELERATOR, value.func.value, scope)
+            ):
+                continue
+            handed = value.args
+            for target in assign.targets:
+                parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                for position, part in enumerate(parts):
+                    given = handed[position] if len(parts) == len(handed) else None
+                    if given is not None and self._holds(SCHEDULER, given, scope):
+                        continue
+                    spelled = dotted_name(part)
+                    if spelled is not None:
+                        found.add(spelled)
+        return frozenset(found)
+
+    @cached_property
+    def _accelerates_fp16(self) -> bool:
+        """Whether an ``Accelerator`` of the module may run fp16 mixed precision: given
+        ``mixed_precision="fp16"``, or a name or option whose default or binding in the
+        module is ``"fp16"``, or an option a training config or launch script of the
+        project sets to fp16 (an argument wins over the launch config); given nothing,
+        where the project's accelerate launch config or a launch flag sets fp16."""
+        for call in self.nodes.of_type(ast.Call):
+            if library_kind(self.names.resolve(call.func) or "") != ACCELERATOR:
+                continue
+            keyword = keyword_argument(call, "mixed_precision")
+            given = keyword.value if keyword is not None else None
+            if isinstance(given, ast.Constant):
+                if given.value == "fp16":
+                    return True
+                continue
+            if given is not None and self._fp16_literal:
+                return True
+            if self._shipped is not None and self._shipped.mixed_fp16(given is not None):
+                return True
+        return False
+
+    @cached_property
+    def _fp16_literal(self) -> bool:
+        """The module writes ``"fp16"`` as a default or a bound value (a parameter's
+        default, an assignment, an option's ``default=``)."""
+        values: list[ast.expr | None] = []
+        for arguments in self.nodes.of_type(ast.arguments):
+            values.extend([*arguments.defaults, *arguments.kw_defaults])
+        values.extend(assign.value for assign in self.nodes.of_type(ast.Assign))
+        values.extend(
+            keyword.value
+            for call in self.nodes.of_type(ast.Call)
+            for keyword in call.keywords
+            if keyword.arg == "default"
+        )
+        return any(isinstance(v, ast.Constant) and v.value == "fp16" for v in values)
+
+    def _checks_overflow(self, receiver: ast.expr, scope: ast.AST) -> bool:
+        """Whether ``receiver`` may hold a DeepSpeed engine that trains in fp16 with
+        dynamic loss scaling: its ``step()`` all-reduces the overflow flag and reads it
+        on the host (``_engine_fp16``)."""
+        return self._engine_fp16 and (
+            self._is_engine(receiver, scope)
+            or (
+                isinstance(receiver, (ast.Name, ast.Attribute))
+                and self._initialized.carries(receiver, scope)
+            )
+        )
+
+    @cached_property
+    def _initialized(self) -> ObjectFlow:
+        """Where the first item of any ``deepspeed.initialize(...)`` of the module
+        travels (given ``training_data`` or not: an engine all the same)."""
+
+        def first_made(expression: ast.expr, _: ast.AST) -> bool:
+            return isinstance(expression, ast.Call) and is_deepspeed_initialize(
+                self.names.resolve(expression.func)
+            )
+
+        return ObjectFlow(self.code, lambda _e, _s: False, first_made)
+
+    @cached_property
+    def _engine_fp16(self) -> bool:
+        """Whether an engine of the module may train in fp16, by the config each
+        ``deepspeed.initialize`` of the module is given where the module shows it (a
+        dict written in the module, ``config=CONFIG``; a path written as a string, read
+        where the project has that file), else by the configs the project ships (the
+        config named on the command line, ``args.deepspeed_config``; an engine made in
+        another module). Any that enables fp16 is enough: the answer only silences."""
+        configs: list[ast.keyword | None] = [
+            keyword_argument(call, "config") or keyword_argument(call, "config_params")
+            for call in self.nodes.of_type(ast.Call)
+            if is_deepspeed_initialize(self.names.resolve(call.func))
+        ]
+        for keyword in configs or [None]:
+            shown = self._shown_fp16(keyword.value) if keyword is not None else None
+            if shown is None:
+                shown = self._shipped is not None and self._shipped.deepspeed_fp16()
+            if shown:
+                return True
+        return False
+
+    def _shown_fp16(self, config: ast.expr) -> bool | None:
+        """Whether the config an engine is given enables fp16, where the module shows it
+        (a dict display, a name the module binds to dict displays only, a path written
+        as a string); None where it does not."""
+        if isinstance(config, ast.Dict):
+            return _enables_fp16(config)
+        if isinstance(config, ast.Constant) and isinstance(config.value, str):
+            return self._shipped is not None and self._shipped.config_fp16(config.value)
+        if isinstance(config, ast.Name):
+            bound = [
+                assign.value
+                for assign in self.nodes.of_type(ast.Assign)
+                if any(isinstance(t, ast.Name) and t.id == config.id for t in assign.targets)
+            ]
+            if bound and all(isinstance(value, ast.Dict) for value in bound):
+                return any(_enables_fp16(value) for value in bound)  # type: ignore[arg-type]
+        return None
 
     def _is_engine(self, expression: ast.expr, scope: ast.AST) -> bool:
         if isinstance(expression, (ast.Name, ast.Attribute)) and self._engines.carries(
@@ -1047,7 +1241,7 @@ class DeviceQueue:
         effects = self._effects_of(graph)
 
         def value(node: Node, drained: dict[int, bool]) -> bool:
-            ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+            ways = self._ways_into(graph, node)
             return bool(ways) and all(
                 _drained_after(drained, effects, before, edge) for before, edge in ways
             )
@@ -1104,9 +1298,7 @@ class DeviceQueue:
 
         def value(node: Node, state: dict[int, str]) -> str:
             found = _UNSET
-            for before, edge in node.predecessors:
-                if self._swallowed(before, edge):
-                    continue
+            for before, edge in self._ways_into(graph, node):
                 after = _step_after(state, effects, before, edge, before.index in backward)
                 if id(before.statement) in heads and edge is EdgeKind.TRUE:
                     after = _FRESH  # a new turn of the training loop: a new step
@@ -1142,6 +1334,58 @@ class DeviceQueue:
             for part in own_parts(node.statement)
             for call in walk_own(part)
         )
+
+    def _ways_into(self, graph: Graph, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """The ways into ``node`` that decide its queue: not an exception a ``with``
+        swallows; and for a node past a periodic test (``if step % k == 0:``), the
+        common way alone where it has one (the rare way's work, a checkpoint saved every
+        k steps, is not the step's)."""
+        ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+        rare = self._rare_nodes(graph)
+        if not rare or node.index in rare:
+            return ways
+        common = [(b, e) for b, e in ways if b.index not in rare]
+        return common or ways
+
+    def _periodic(self, test: ast.expr, scope: ast.AST) -> bool:
+        """A test that holds now and then (``wait_screen.periodic_test``), also through a
+        call of the module's function that returns one (``should_sample(step, k)``), or
+        ``and``-ed with anything."""
+        if periodic_test(test):
+            return True
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._periodic(value, scope) for value in test.values)
+        if not isinstance(test, ast.Call):
+            return False
+        callee = self.code.callee(test, scope)
+        if callee is None:
+            return False
+        returned = [
+            node.value
+            for node in walk_own(callee[0])
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        return bool(returned) and all(periodic_test(value) for value in returned)
+
+    def _rare_nodes(self, graph: Graph) -> frozenset[int]:
+        """The nodes of ``graph`` on the rare way of a periodic test of its own code."""
+        found = self._rare.get(id(graph))
+        if found is None:
+            inside = {
+                id(statement)
+                for branch in walk_own(graph.scope)
+                if isinstance(branch, ast.If) and self._periodic(branch.test, graph.scope)
+                for body in branch.body
+                for statement in ast.walk(body)
+                if isinstance(statement, ast.stmt)
+            }
+            found = frozenset(
+                n.index
+                for n in graph.nodes
+                if n.statement is not None and id(n.statement) in inside
+            )
+            self._rare[id(graph)] = found
+        return found
 
     def _swallowed(self, node: Node, edge: EdgeKind) -> bool:
         """The way out of a ``with`` block that an exception takes when the context
@@ -1196,6 +1440,21 @@ class DeviceQueue:
             known = any(queues for _, queues in effects.values())
             self._queues_any[function] = known
         return known
+
+
+def _enables_fp16(config: ast.Dict) -> bool:
+    """A DeepSpeed config written as a dict display that enables fp16 (``"fp16":
+    {"enabled": True}``)."""
+    for key, value in zip(config.keys, config.values, strict=True):
+        if isinstance(key, ast.Constant) and key.value == "fp16" and isinstance(value, ast.Dict):
+            return any(
+                isinstance(option, ast.Constant)
+                and option.value == "enabled"
+                and isinstance(setting, ast.Constant)
+                and setting.value is True
+                for option, setting in zip(value.keys, value.values, strict=True)
+            )
+    return False
 
 
 def _is_layer(resolved: str | None) -> bool:

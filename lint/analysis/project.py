@@ -108,6 +108,17 @@ class ProjectFacts(Protocol):
         (``fully_shard``, ``FSDP(...)`` inside it)."""
         ...
 
+    def may_wait(self, name: str, owner: str | None) -> bool:
+        """Whether a call of ``name`` (a function of another module, a field or
+        instance holding a project class's instance) may make the host wait for the
+        device (``analysis.wait_screen``, along the project's calls)."""
+        ...
+
+    def instances_may_wait(self, name: str, owner: str | None) -> bool:
+        """Whether a call of an instance of the project class ``name`` (its
+        ``__call__``, else its ``forward``) may make the host wait for the device."""
+        ...
+
 
 class NoProject:
     """A file linted on its own: nothing is known of other modules."""
@@ -147,6 +158,12 @@ class NoProject:
 
     def sharded_arguments(self, name: str, owner: str | None) -> frozenset[int]:
         return frozenset()
+
+    def may_wait(self, name: str, owner: str | None) -> bool:
+        return False
+
+    def instances_may_wait(self, name: str, owner: str | None) -> bool:
+        return False
 
 
 NO_PROJECT = NoProject()

@@ -92,7 +92,11 @@ class CodeContext:
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
-        return DeviceQueue(self.host_waits, self.analysis)
+        from ddplint.code.values.shipped_precision import ShippedPrecision
+
+        root = self.options.project_root
+        shipped = ShippedPrecision(str(root), self.source.path) if root else None
+        return DeviceQueue(self.host_waits, self.analysis, shipped)
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:

@@ -43,7 +43,9 @@ class HostReadInTrainingStep(CodeRule):
     assignment of which is such a value), a read after another wait of the same pass
     with no new device work between, in a function or in a script's module-level loop;
     where some ways ran the step's backward, those ways alone (an evaluation pass of the
-    same loop that skips the backward does not count) (the queue is already
+    same loop that skips the backward does not count; nor the rare way of a periodic
+    test, `if step % k == 0: save(model)`, nor of a helper that returns one) (the queue
+    is already
     drained: the wait is a read, `float(x.sum())`, an upload, a test of a tensor such
     as `if not torch.isfinite(loss):` or `if loss > 1e4:`, a tensor known to be on the
     device given to `float`/`int`/`str`/`print` or formatted in an f-string or with
@@ -61,9 +63,22 @@ class HostReadInTrainingStep(CodeRule):
     (not a known gloo one), a kernel whose result's size the device computes
     (`mask.nonzero()`, `torch.unique(x)`, `x[mask]` with a boolean mask, a mask's
     `.any()` tested in an `if`) or a call of the module's function that
-    returns after a wait on every path; a few kernels on values already computed, such
-    as `(a - b).mean()` or `x.topk(k)`, a `torch.nn` layer built from host values and
-    called (`softmax = nn.Softmax(dim=-1)`), gradient clipping and the `step()` of an
+    returns after a wait on every path, or a call that may end with a wait (no
+    submodule or helper called after it): a function of this or another project module
+    whose code (or the call its last work makes) reads a tensor on the host, sizes a
+    result on the device (`torch.nonzero`, `x[mask]`), tests a reduction
+    (`if mask.sum() > 0:`) or uploads a tensor built on the host
+    (`torch.tensor([0], device=d)`, `torch.eye(n).cuda()`), an instance of a project class
+    whose `forward` does (`loss = criterion(out, y)` with `criterion = MaskedLoss()`,
+    `model = DDP(Net().cuda())`, `self.criterion` assigned one), a synchronous Horovod
+    collective (`hvd.allgather(x)`), the `step()` of a DeepSpeed engine where a config
+    the project ships enables fp16 (its overflow check) and of an optimizer an
+    `Accelerator` prepared under fp16 mixed precision (given, an option's default, or a
+    config or launch script of the project: its `GradScaler` reads on the host); a model
+    handed in as a parameter is unknown and drains nothing; a few kernels on values
+    already computed, such as `(a - b).mean()` or `x.topk(k)`, a `torch.nn` layer built
+    from host values and called (`softmax = nn.Softmax(dim=-1)`), gradient clipping and
+    the `step()` of an
     optimizer made in the file or known to the project (but not kernels in a loop that
     walks a tensor in pieces, `for i in range(chunks):` over `t[:, i * n:(i + 1) * n]`:
     new work each turn; views such as `.squeeze()` or `.view(-1)` are no work even there), a

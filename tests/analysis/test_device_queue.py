@@ -170,7 +170,9 @@ def test_a_callee_that_reads_on_every_path_drains_its_caller() -> None:
     assert not waits.queue_drained(_read_on(calls, 19))
 
 
-def test_a_callee_that_may_return_without_a_read_does_not_drain() -> None:
+def test_a_callee_that_may_read_drains_but_not_one_that_reads_now_and_then() -> None:
+    # A wait the callee may make on some way is enough (a may-fact: it only silences);
+    # one only on the rare way of a periodic test is not a wait each step.
     waits, calls = _waits_and_calls(
         """
         def maybe_read(model, batch, flag):
@@ -179,13 +181,22 @@ def test_a_callee_that_may_return_without_a_read_does_not_drain() -> None:
                 print(out.item())
             return out
 
+        def logged(model, batch, step):
+            out = model(batch)
+            if step % 100 == 0:
+                print(out.item())
+            return out
+
         def train(model, loader, meter, flag):
-            for batch in loader:
+            for step, batch in enumerate(loader):
                 out = maybe_read(model, batch, flag)
+                meter.update(out.cpu())
+                out = logged(model, batch, step)
                 meter.update(out.cpu())
         """
     )
-    assert not waits.queue_drained(_read_on(calls, 11))
+    assert waits.queue_drained(_read_on(calls, 17))
+    assert not waits.queue_drained(_read_on(calls, 19))
 
 
 def test_read_on_one_branch_only_does_not_drain_the_join() -> None:
@@ -781,3 +792,38 @@ def test_a_read_of_what_a_wait_in_its_own_receiver_returned_waits_for_nothing() 
     assert not queue.queue_drained(first)  # loss.to("cpu"): the step's first wait
     assert queue.queue_drained(second)  # .numpy() of the copy: one read, one finding
     assert queue.queue_drained(_read_on(calls, 8))  # the mask sized the result first
+
+
+def test_a_read_past_a_periodic_branch_is_judged_on_the_common_way() -> None:
+    # The checkpoint saved every k steps queues work on the rare way only: the read after
+    # the join waits for nothing new on the steps in between. An ordinary flag's branch
+    # is an every-step way and decides as before.
+    waits, calls = _waits_and_calls(
+        """
+        def train(model, loader, opt, save, flag, k):
+            for step, batch in enumerate(loader):
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                print(loss.item())
+                if step % k == 0:
+                    save(model)
+                print(loss.cpu())
+                if flag:
+                    save(model)
+                print(loss.cpu())
+                if should_sample(step, k) and flag:
+                    save(model)
+                print(loss.item())
+                if step % k == 0 or step == 5:
+                    save(model)
+                print(loss.cpu())
+
+        def should_sample(step, k):
+            return step % k == 0
+        """
+    )
+    assert waits.queue_drained(_read_on(calls, 10))
+    assert not waits.queue_drained(_read_on(calls, 13))
+    assert waits.queue_drained(_read_on(calls, 16))  # a helper returning a periodic test
+    assert waits.queue_drained(_read_on(calls, 19))  # periodic, or once

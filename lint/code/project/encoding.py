@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "19"
+SUMMARY_VERSION = "20"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "10"
+FACTS_VERSION = "11"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -34,6 +34,8 @@ _NAME_FLAGS = (
     "chooses_device",
     "rank_zero_only",
     "not_a_collective",
+    "may_wait",
+    "instances_may_wait",
 )
 
 

@@ -79,6 +79,11 @@ class NameFacts:
     #: The kind of object it makes when called (a class, a factory) or holds (an
     #: instance, a field): ``analysis.object_kinds``; None when unknown.
     kind: str | None = None
+    #: A call of it may make the host wait for the device (a function whose code or
+    #: callees may, ``analysis.wait_screen``; a field or instance whose class's call may).
+    may_wait: bool = False
+    #: A call of an instance of it (a class: its ``__call__``, else ``forward``) may.
+    instances_may_wait: bool = False
 
     def informs_rules(self) -> bool:
         """Whether it can make a rule fire on a file without any of the words the

@@ -243,6 +243,9 @@ class ProjectIndex:
         self.wrapped_parameters: dict[FunctionKey, set[int]] = {}
         self.rank_parameters: dict[FunctionKey, set[int]] = {}
         self.loader_parameters: dict[FunctionKey, set[int]] = {}
+        #: The functions a call of which may make the host wait for the device.
+        self.may_wait: set[FunctionKey] = set()
+        self._call_methods: dict[tuple[str, str], FunctionKey | None] = {}
         #: Per function, the project functions it calls (each once, in call order).
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
@@ -478,6 +481,8 @@ class ProjectIndex:
                     function.get("loader_args", ()), module, owner
                 ),
                 "shards": list(function.get("shards") or ()),
+                "may_wait": bool(function.get("may_wait")),
+                "wait_tail": self._wait_tail(function.get("wait_tail", ()), module, owner),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
             kept = {part: value for part, value in linked.items() if value}
@@ -539,6 +544,7 @@ class ProjectIndex:
         self._solve_wrapped_parameters()
         self._solve_rank_parameters()
         self._solve_loader_parameters()
+        self._solve_may_wait()
 
     def _solve_reach(self) -> None:
         for key in self._calls:
@@ -568,6 +574,76 @@ class ProjectIndex:
                     break
             if not changed:
                 return
+
+    def _wait_tail(self, tail: Iterable[str], module: str, owner: str | None) -> list[list[str]]:
+        """The project functions a function's last work runs (``wait_tail``, as
+        spelled): a function, or the ``forward`` / ``__call__`` of a project class whose
+        instance a field holds (``self.criterion(out, y)``, the field assigned
+        ``Loss(...)``)."""
+        found: list[FunctionKey | None] = []
+        for target in tail:
+            key = self.function_key(target, module, owner)
+            if key is not None:
+                found.append(key)
+                continue
+            if owner is None or not target.startswith("self.") or target.count(".") != 1:
+                continue
+            symbol = self.spelled(target, module, owner)
+            if symbol is not None and symbol[0] in ("attribute", "instance"):
+                found.extend(self._instance_call(cls) for cls in self._held_classes(symbol))
+        return _distinct(found)
+
+    def _held_classes(self, symbol: Symbol) -> list[tuple[str, str]]:
+        """The project classes a field (by the calls assigned to it) or a module-level
+        instance may hold."""
+        if symbol[0] == "instance":
+            return [(symbol[1], symbol[2])]
+        module, cls, attribute = symbol[1], symbol[2], symbol[3]
+        called = self.summaries[module]["classes"][cls].get("attribute_calls", {}).get(attribute)
+        held: list[tuple[str, str]] = []
+        for name in called or ():
+            made = self.spelled_class(name, module)
+            if made is not None:
+                held.append((made[1], made[2]))
+        return held
+
+    def _instance_call(self, held: tuple[str, str]) -> FunctionKey | None:
+        """The method a call of an instance of the class runs: the first ``__call__`` or
+        ``forward`` along its project bases."""
+        for cls_module, current in self.mro(*held):
+            methods = self.summaries[cls_module]["classes"][current]["methods"]
+            for method in ("__call__", "forward"):
+                if method in methods:
+                    return (cls_module, f"{current}.{method}")
+        return None
+
+    def _solve_may_wait(self) -> None:
+        """The functions a call of which may end with the host waiting for the device:
+        by their own code, or through a project function or an instance's forward
+        their last work runs (to a fixed point)."""
+        callees: dict[FunctionKey, list[FunctionKey]] = {}
+        for key in self._calls:
+            function = self._function(key)
+            if function.get("may_wait"):
+                self.may_wait.add(key)
+            callees[key] = [(m, name) for m, name in function.get("wait_tail", ())]
+        for _ in range(MAX_ROUNDS):
+            found = {
+                key
+                for key, targets in callees.items()
+                if key not in self.may_wait and any(t in self.may_wait for t in targets)
+            }
+            if not found:
+                return
+            self.may_wait |= found
+
+    def _instances_may_wait(self, held: tuple[str, str]) -> bool:
+        """Whether a call of an instance of the class may make the host wait (asked
+        of the facts, after linking: remembered per class)."""
+        if held not in self._call_methods:
+            self._call_methods[held] = self._instance_call(held)
+        method = self._call_methods[held]
+        return method is not None and method in self.may_wait
 
     def _solve_rank_tests(self) -> None:
         for key in self._calls:
@@ -801,11 +877,18 @@ class ProjectIndex:
         kind = self.kinds.of_symbol(symbol)
         if symbol[0] == "attribute":
             held = self._attribute_is_rank_test(symbol)
-            if not held and kind is None:
+            waits = self._waits_of_holder(symbol)
+            if not held and kind is None and not waits:
                 return None
-            return NameFacts(rank_test=held, held=held, kind=kind)
+            return NameFacts(rank_test=held, held=held, kind=kind, may_wait=waits)
         if symbol[0] != "function":
-            return NameFacts(kind=kind) if kind is not None else None
+            fact = NameFacts(kind=kind) if kind is not None else None
+            if symbol[0] in ("instance", "class") and self._waits_of_holder(symbol):
+                instance = symbol[0] == "instance"
+                return replace(
+                    fact or NameFacts(), may_wait=instance, instances_may_wait=not instance
+                )
+            return fact
         key = (symbol[1], symbol[2])
         function = self._function(key)
         rank_test = key in self.rank_tests
@@ -816,6 +899,7 @@ class ProjectIndex:
             no_rank_test=not rank_test,  # a known function whose result is no rank test
             chooses_device=key in self.device_setters,
             sharded_arguments=tuple(sorted(self.sharded_parameters.get(key, ()))),
+            may_wait=key in self.may_wait,
         )
         if key[0] == module:
             return local  # the file's own functions: its own analysis reads them
@@ -832,6 +916,13 @@ class ProjectIndex:
             and bool(receiver)
             and kind_of_method(receiver, method) is not None,
         )
+
+    def _waits_of_holder(self, symbol: Symbol) -> bool:
+        """Whether a call of what a field, an instance or a class's instances hold may
+        make the host wait (its class's ``__call__`` / ``forward`` may)."""
+        if symbol[0] == "class":
+            return self._instances_may_wait((symbol[1], symbol[2]))
+        return any(self._instances_may_wait(held) for held in self._held_classes(symbol))
 
     def _reached(self, key: FunctionKey, reach: Reach) -> ReachedCollective:
         api, op, family, creates_group, saves_checkpoint = reach.kind

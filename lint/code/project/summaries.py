@@ -35,6 +35,7 @@ from ddplint.analysis.endless_iterables import is_endless_generator
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
+from ddplint.analysis.wait_screen import ending_wait
 from ddplint.code.collectives.kinds import CollectiveKind, kind_of_function, kind_of_method
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
@@ -277,7 +278,23 @@ def function_summary(
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
         else _returned_from(function, imports, kinds),
+        **_ending_wait(kinds, imports),
     }
+
+
+def _ending_wait(kinds: Kinds, imports: dict[str, str]) -> Summary:
+    """``may_wait``: whether the function's own code may make the host wait for the
+    device with no substantial work after (``analysis.wait_screen``); ``wait_tail``:
+    else, the calls (as spelled) of its last work, through which it may end with a
+    wait (the project index follows them)."""
+
+    def resolve(expression: ast.expr) -> str | None:
+        spelled = dotted(expression)
+        return qualify(spelled, imports) if spelled is not None else None
+
+    waits, tail = ending_wait(kinds, resolve)
+    spelled = sorted({name for call in tail if (name := dotted(call.func)) is not None})
+    return {"may_wait": waits, "wait_tail": spelled}
 
 
 #: Functions longer than this get no agreement fact (one analysis per parameter): the

@@ -132,3 +132,9 @@ class CoreFacts:
 
     def kind(self, name: str, owner: str | None) -> str | None:
         return self.fact(name, owner).kind
+
+    def may_wait(self, name: str, owner: str | None) -> bool:
+        return self.fact(name, owner).may_wait
+
+    def instances_may_wait(self, name: str, owner: str | None) -> bool:
+        return self.fact(name, owner).instances_may_wait
