@@ -351,7 +351,7 @@ CATALOGUE: dict[str, RuleEntry] = {
             "DDP402",
             "sampler-without-set-epoch",
             "code",
-            True,
+            False,
             needles=("DistributedSampler",),
             also_needles=("DataLoader",),
             screened_by=has_a_loop_statement,
