@@ -224,6 +224,9 @@ class ProjectIndex:
         self._touched = _Touched()
         self.summaries = _ModuleSummaries(summaries, self.paths, self._touched)
         self.packages = _Packages(packages, self._touched)
+        #: The last part of every package's name (``src`` of ``proj.src``): a dotted import
+        #: whose first part is none of them is under no folder of the project.
+        self._package_leaves = frozenset(name.rpartition(".")[2] for name in packages)
         #: Per module, its links, and the names linking it asked about.
         self.links: dict[str, Links] = {}
         self.asked: dict[str, frozenset[str]] = {}
@@ -275,8 +278,8 @@ class ProjectIndex:
         repository runs from (``src.utils`` from ``proj/src/tasks/train.py`` is
         ``proj/src/utils.py`` when ``proj/src`` is a package)."""
         first, dot, _ = name.partition(".")
-        if not dot:
-            return None
+        if not dot or first not in self._package_leaves:
+            return None  # (a module that comes makes every link stale: nothing to note)
         while folder:
             folder = folder.rpartition(".")[0]
             if not folder:
