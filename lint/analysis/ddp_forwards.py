@@ -22,7 +22,7 @@ it): calling the inner module there would also turn off DDP's gradient reduction
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddplint.analysis.control_flow import Graph, Node, holds_node, own_nodes
 from ddplint.analysis.divergence import Source, Taint
@@ -48,6 +48,10 @@ class ForwardOnSomeRanks:
     wrapping: ast.Call | None = None
     #: Whether the forward runs in training (``feeds_a_backward``).
     trains: bool = False
+    #: The model of each later forward of the same model under the same guard that
+    #: issues nothing only because this one ran first without grad: once this one is
+    #: changed, the first of them broadcasts instead (a fix changes them all).
+    shadowed: tuple[ast.expr, ...] = ()
 
 
 def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRanks]:
@@ -64,18 +68,40 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
             and node.statement is not None
             and (forward := _forward_at(analysis, node, collective, through))
         ]
+        here: list[ForwardOnSomeRanks] = []
+        quiet: list[tuple[ast.expr, RankGuard]] = []
         for node, collective, through, (call, model) in forwards:
             trains = feeds_a_backward(analysis, collective.call)
+            guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
             if not trains and _after_forward_without_grad(
                 analysis, function.graph, node, model, forwards
             ):
+                if guard is not None:
+                    quiet.append((model, guard))
                 continue  # DDP broadcasts buffers only after a forward with grad
-            guard = guard_of(analysis, scope, node, call, _on_rank, balanced=paired)
             if guard is not None:
                 inner = collective.call if through is not None else None
                 wrapping = analysis.objects.ddp_wrapping(model, call)
-                found.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains))
+                here.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains))
+        found.extend(_with_shadowed(forward, quiet) for forward in here)
     return sorted(found, key=lambda f: (f.call.lineno, f.call.col_offset))
+
+
+def _with_shadowed(
+    forward: ForwardOnSomeRanks, quiet: list[tuple[ast.expr, RankGuard]]
+) -> ForwardOnSomeRanks:
+    """``forward`` with the later forwards of its model under its guard that only its own
+    no-grad run keeps quiet."""
+    spelled = dotted_name(forward.model)
+    shadowed = tuple(
+        model
+        for model, guard in quiet
+        if spelled is not None
+        and dotted_name(model) == spelled
+        and guard.cause is forward.guard.cause
+        and (model.lineno, model.col_offset) > (forward.model.lineno, forward.model.col_offset)
+    )
+    return replace(forward, shadowed=shadowed) if shadowed else forward
 
 
 Forward = tuple[Node, Collective, str | None, tuple[ast.Call, ast.expr]]

@@ -126,10 +126,15 @@ class DdpForwardOnSomeRanks(CodeRule):
 
 def _fix(ctx: CodeContext, forward: ForwardOnSomeRanks, model: str) -> Fix | None:
     """``m(x)`` -> ``m.module(x)``; ``m.forward(x)`` -> ``m.module.forward(x)``;
-    ``f(m)`` -> ``f(m.module)``; none where the forward runs in training (its result
-    reaches a backward with autograd on): the inner module has no gradient reduction."""
+    ``f(m)`` -> ``f(m.module)``, and so for the later forwards under the same guard that
+    this one's no-grad run kept quiet (``shadowed``); none where the forward runs in
+    training (its result reaches a backward with autograd on): the inner module has no
+    gradient reduction."""
     if forward.trains or not isinstance(forward.model, (ast.Name, ast.Attribute)):
         return None
-    edit = replace_ast_node(ctx, forward.model, f"{model}.module")
+    edits = tuple(
+        replace_ast_node(ctx, used, f"{model}.module")
+        for used in (forward.model, *forward.shadowed)
+    )
     message = f"Call the inner module (`{model}.module`): no buffer broadcast"
-    return Fix(Applicability.UNSAFE, (edit,), message)
+    return Fix(Applicability.UNSAFE, edits, message)
