@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddplint.analysis.constants import parameter_names
+from ddplint.analysis.constants import nodes_within, parameter_names
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -346,8 +346,42 @@ class ObjectFlow:
                 continue
             found = self._loop_around_calls(scope, _CALLER_DEPTH, ())
             if found is not None:
-                steps = walk.body if isinstance(walk, ast.For | ast.AsyncFor) else found[0].body
+                if isinstance(walk, ast.For | ast.AsyncFor):
+                    steps = walk.body
+                else:  # an iterator made below a call of the loop: that call's function steps it
+                    steps = self._called_body(found[1]) or found[0].body
                 yield WalkLoop(walk, found[0], found[1], tuple(steps))
+
+    def _called_body(self, calls: tuple[ast.Call, ...]) -> list[ast.stmt] | None:
+        """The body of the module function the first of ``calls`` runs when it has a loop
+        of its own (``validate(...)`` in the epoch loop, whose own loop steps the
+        iterator made below it); None where it has none (``self.refill()``, which only
+        makes the iterator the loop around the call steps)."""
+        if not calls:
+            return None
+        found = self.code.callee(calls[0], self.code.scope_of(calls[0]))
+        if found is None:
+            return None
+        body = found[0].body
+        loops = (ast.For, ast.AsyncFor, ast.While)
+        return body if any(isinstance(n, loops) for n in nodes_within(body)) else None
+
+    def _calls_handing_it(self, scope: ast.AST) -> list[tuple[ast.Call, ast.AST]]:
+        """The calls of the function ``scope`` that hand it the object as an argument,
+        where some do (a shared helper called with the training loader here and the
+        validation loader there walks each only from its own calls); else all of them
+        (the object reaches it otherwise: a field, a global)."""
+        calls = list(self.code.calls_of(scope))
+        handing = [
+            (call, caller)
+            for call, caller in calls
+            if any(
+                self.carries(argument, caller)
+                for argument in (*call.args, *(k.value for k in call.keywords))
+                if not isinstance(argument, ast.Starred)
+            )
+        ]
+        return handing or calls
 
     def _loop_around_calls(
         self, scope: ast.AST, depth: int, below: tuple[ast.Call, ...]
@@ -356,11 +390,12 @@ class ObjectFlow:
         the calls from there down."""
         if depth == 0 or not isinstance(scope, _FUNCTIONS):
             return None
-        for call, _ in self.code.calls_of(scope):
+        calls = self._calls_handing_it(scope)
+        for call, _ in calls:
             outer = self.code.loop_around(call)
             if outer is not None:
                 return outer, (call, *below)
-        for call, caller in self.code.calls_of(scope):
+        for call, caller in calls:
             if caller is scope:
                 continue
             found = self._loop_around_calls(caller, depth - 1, (call, *below))
