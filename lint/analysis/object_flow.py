@@ -366,7 +366,7 @@ class ObjectFlow:
         loops = (ast.For, ast.AsyncFor, ast.While)
         return body if any(isinstance(n, loops) for n in nodes_within(body)) else None
 
-    def _calls_handing_it(self, scope: ast.AST) -> list[tuple[ast.Call, ast.AST]]:
+    def _calls_handing_it(self, scope: Function) -> list[tuple[ast.Call, ast.AST]]:
         """The calls of the function ``scope`` that hand it the object as an argument,
         where some do (a shared helper called with the training loader here and the
         validation loader there walks each only from its own calls); else all of them
