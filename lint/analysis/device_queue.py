@@ -88,6 +88,11 @@ from ddplint.analysis.call_waits import CallWaits
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
+    MASK_FUNCTIONS,
+    MASK_METHODS,
+    SIZED_ON_DEVICE,
+    SYNC_FUNCTIONS,
+    TESTED_ON_HOST,
     UPLOADING_FACTORIES,
     HostWaits,
     end_of,
@@ -140,42 +145,8 @@ VIEW_METHODS = frozenset(
         *("expand", "expand_as", "narrow", "select", "unbind", "chunk", "split", "detach"),
     }
 )
-#: Tensor methods and ``torch`` functions whose result's size the device computes: the
-#: host waits for it to allocate the result (``mask.nonzero()``, ``torch.unique(x)``).
-SIZED_ON_DEVICE = frozenset(
-    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
-)
-#: ``torch`` functions a boolean mask is made by (besides comparisons and ``~``).
-_MASK_FUNCTIONS = frozenset(
-    {
-        *("torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and"),
-        *("torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.gt"),
-        *("torch.lt", "torch.ge", "torch.le"),
-    }
-)
-#: Tensor methods that make a boolean mask.
-_MASK_METHODS = frozenset(
-    {"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not"}
-)
 #: Tensor methods whose result a branch test turns into a bool on the host.
 _TRUTH_METHODS = frozenset({"any", "all"})
-#: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
-#: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
-TESTED_ON_HOST = frozenset(
-    {
-        *("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"),
-        *("torch.equal", "torch.allclose"),
-    }
-)
-#: Functions that block the host until the device has finished its queue.
-SYNC_FUNCTIONS = frozenset(
-    {
-        "torch.cuda.synchronize",
-        "torch.accelerator.synchronize",
-        "torch.xpu.synchronize",
-        "torch.mps.synchronize",
-    }
-)
 #: What makes a stream whose ``synchronize()`` waits for it.
 STREAM_FACTORIES = frozenset(
     {
@@ -518,9 +489,9 @@ class DeviceQueue:
             return self._is_mask(expression.left) or self._is_mask(expression.right)
         if isinstance(expression, ast.Call):
             func = expression.func
-            if self.names.resolve(func) in _MASK_FUNCTIONS:
+            if self.names.resolve(func) in MASK_FUNCTIONS:
                 return True
-            return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
+            return isinstance(func, ast.Attribute) and func.attr in MASK_METHODS
         return False
 
     def is_drain(self, call: ast.Call, scope: ast.AST) -> bool:

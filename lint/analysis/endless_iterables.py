@@ -16,12 +16,12 @@ import ast
 from collections.abc import Callable, Iterator
 
 from ddplint.analysis.constants import ScopedConstants
+from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.names import Names, passed_argument
 
 _ENDLESS_CALLS = frozenset({"itertools.cycle", "itertools.count"})
 _REPEAT = "itertools.repeat"
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_SCOPES = (*_FUNCTIONS, ast.ClassDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
@@ -29,7 +29,7 @@ def is_endless_generator(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
     """Whether a call of ``function`` makes a generator that never runs out: it has no
     ``return``, and a ``while True:`` among the top-level statements of its body (or of
     a ``with`` there) holds a ``yield`` and no ``break`` of its own."""
-    if any(isinstance(node, ast.Return) for node in _own_nodes(function.body)):
+    if any(isinstance(node, ast.Return) for node in own_nodes(function)):
         return False
     return any(_yields_forever(loop) for loop in _top_level_loops(function.body))
 
@@ -49,7 +49,7 @@ def _always_true(test: ast.expr) -> bool:
 def _yields_forever(loop: ast.While) -> bool:
     if any(True for _ in _own_breaks(loop.body)):
         return False
-    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in _own_nodes(loop.body))
+    return any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(loop))
 
 
 def _own_breaks(body: list[ast.stmt]) -> Iterator[ast.Break]:
@@ -64,17 +64,6 @@ def _own_breaks(body: list[ast.stmt]) -> Iterator[ast.Break]:
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 for part in getattr(statement, field, ()):
                     yield from _own_breaks(part.body if not isinstance(part, ast.stmt) else [part])
-
-
-def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of ``body``, nested functions and classes left out."""
-    pending: list[ast.AST] = list(reversed(body))
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(
-            child for child in ast.iter_child_nodes(node) if not isinstance(child, _SCOPES)
-        )
 
 
 class EndlessIterables:

@@ -42,6 +42,42 @@ _HEADERLESS: tuple[type[ast.AST], ...] = (
 Position = tuple[int, int]
 
 
+#: Tensor methods and ``torch`` functions whose result's size the device computes: the
+#: host waits for it to allocate the result (``mask.nonzero()``, ``torch.unique(x)``).
+SIZED_ON_DEVICE = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+)
+#: ``torch`` functions a boolean mask is made by (besides comparisons and ``~``).
+MASK_FUNCTIONS = frozenset(
+    {
+        *("torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and"),
+        *("torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.gt"),
+        *("torch.lt", "torch.ge", "torch.le"),
+    }
+)
+#: Tensor methods that make a boolean mask.
+MASK_METHODS = frozenset(
+    {"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not"}
+)
+#: ``torch`` functions whose result a branch test reads on the host: a tensor's truth
+#: (``torch.isfinite(loss)``) or a comparison done on the device (``torch.equal``).
+TESTED_ON_HOST = frozenset(
+    {
+        *("torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"),
+        *("torch.equal", "torch.allclose"),
+    }
+)
+#: Functions that block the host until the device has finished its queue.
+SYNC_FUNCTIONS = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.accelerator.synchronize",
+        "torch.xpu.synchronize",
+        "torch.mps.synchronize",
+    }
+)
+
+
 def is_host_read(call: ast.Call) -> bool:
     """``t.item()``, ``t.cpu()``, ``t.tolist()``, ``t.numpy()``, ``t.to("cpu")``."""
     func = call.func

@@ -39,38 +39,23 @@ import ast
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ddplint.analysis.host_waits import UPLOADING_FACTORIES, is_host_read
+from ddplint.analysis.host_waits import (
+    MASK_FUNCTIONS,
+    MASK_METHODS,
+    SIZED_ON_DEVICE,
+    SYNC_FUNCTIONS,
+    TESTED_ON_HOST,
+    UPLOADING_FACTORIES,
+    is_host_read,
+)
 
 #: Functions that block the host until the device has finished its queue (a barrier on
 #: NCCL is an all-reduce the host waits for).
-_SYNCHRONISING = frozenset(
-    {
-        "torch.cuda.synchronize",
-        "torch.accelerator.synchronize",
-        "torch.xpu.synchronize",
-        "torch.distributed.barrier",
-    }
-)
-#: ``torch`` functions and tensor methods whose result's size only the device knows.
-_SIZED_ON_DEVICE = frozenset({"nonzero", "argwhere", "masked_select", "unique"})
+_SYNCHRONISING = SYNC_FUNCTIONS | {"torch.distributed.barrier"}
 #: Tensor methods that compute a value a branch or a conversion then reads on the host.
 _REDUCTIONS = frozenset(
     {"sum", "max", "min", "mean", "any", "all", "count_nonzero", "norm", "prod"}
 )
-#: ``torch`` functions that make a boolean mask (besides comparisons and ``~``).
-_MASK_FUNCTIONS = frozenset(
-    {
-        *("torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and"),
-        *("torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.gt"),
-        *("torch.lt", "torch.ge", "torch.le"),
-    }
-)
-#: Tensor methods that make a boolean mask.
-_MASK_METHODS = frozenset(
-    {"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not"}
-)
-#: ``torch`` functions whose truth a branch reads on the host.
-_TESTED = frozenset({"torch.isfinite", "torch.isnan", "torch.isinf", "torch.any", "torch.all"})
 #: Methods that copy a tensor to a device.
 _MOVES = frozenset({"to", "cuda"})
 #: ``torch`` functions that build a tensor on the host unless given a device.
@@ -99,7 +84,7 @@ Kinds = Mapping[type[ast.AST], Sequence[ast.AST]]
 _LIBRARY_TAILS = frozenset(
     {
         *(name.rpartition(".")[2] for name in _SYNCHRONISING | _HOROVOD_BLOCKING),
-        *_SIZED_ON_DEVICE,
+        *SIZED_ON_DEVICE,
         *(name.rpartition(".")[2] for name in UPLOADING_FACTORIES),
         "where",
     }
@@ -226,7 +211,7 @@ class _Screen:
         func = call.func
         if isinstance(func, ast.Attribute):
             attribute = func.attr
-            if is_host_read(call) or attribute == "synchronize" or attribute in _SIZED_ON_DEVICE:
+            if is_host_read(call) or attribute == "synchronize" or attribute in SIZED_ON_DEVICE:
                 return True
             if attribute in _MOVES and not _non_blocking(call):
                 receiver = func.value
@@ -245,7 +230,7 @@ class _Screen:
         resolved = self.resolve(func) or ""
         if resolved in _SYNCHRONISING or resolved in _HOROVOD_BLOCKING:
             return True
-        if resolved.startswith("torch.") and resolved.removeprefix("torch.") in _SIZED_ON_DEVICE:
+        if resolved.startswith("torch.") and resolved.removeprefix("torch.") in SIZED_ON_DEVICE:
             return True
         if resolved == "torch.where":
             return len(call.args) == 1 and not call.keywords
@@ -283,7 +268,7 @@ class _Screen:
             func = test.func
             if isinstance(func, ast.Attribute) and func.attr in ("any", "all") and not test.args:
                 return True
-            return self.resolve(func) in _TESTED
+            return self.resolve(func) in TESTED_ON_HOST
         return False
 
     def _names(self, kind: str) -> set[str]:
@@ -352,10 +337,10 @@ def _is_mask(expression: ast.expr, resolve: Resolve) -> bool:
     if isinstance(expression, ast.BinOp) and isinstance(expression.op, (ast.BitAnd, ast.BitOr)):
         return _is_mask(expression.left, resolve) or _is_mask(expression.right, resolve)
     if isinstance(expression, ast.Call):
-        if resolve(expression.func) in _MASK_FUNCTIONS:
+        if resolve(expression.func) in MASK_FUNCTIONS:
             return True
         func = expression.func
-        return isinstance(func, ast.Attribute) and func.attr in _MASK_METHODS
+        return isinstance(func, ast.Attribute) and func.attr in MASK_METHODS
     return False
 
 
