@@ -34,8 +34,8 @@ MAX_ENTRIES = 200_000
 MAX_CACHE_BYTES = 512 * 1024 * 1024
 #: Signed into every entry: entries of another format do not verify and are not read
 #: (5: project facts as typed records, encoded positionally by ``project.encoding``;
-#: 7: object kinds in them).
-FORMAT = 7
+#: 7: object kinds in them; 8: the configs' answers an outcome rests on).
+FORMAT = 8
 #: Keys asked of the database in one query (``ResultCache.get_many``; SQLite allows 999
 #: parameters in its oldest builds).
 READ_BATCH = 500
@@ -422,6 +422,9 @@ def valid_outcome_entry(entry: Any) -> bool:
     if not all(isinstance(entry.get(name), (bool, int)) for name in ("parsed", "prefiltered")):
         return False
     if not isinstance(entry.get("facts", {}), dict):
+        return False
+    answers = entry.get("config_answers", {})
+    if not isinstance(answers, dict) or not all(isinstance(a, bool) for a in answers.values()):
         return False
     if not all(isinstance(notice, str) for notice in entry["notices"]):
         return False

@@ -27,6 +27,9 @@ class FileOutcome:
     internal_error: bool = False
     #: Code facts for config rules (``ddplint.code_facts``), by kind; code files only.
     facts: dict[str, list[code_facts.Record]] = field(default_factory=dict)
+    #: What the findings rest on outside the file: the answers the project's configs
+    #: gave (``code.values.shipped_precision``), checked before a cached outcome is used.
+    config_answers: dict[str, bool] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
         return {
@@ -38,6 +41,7 @@ class FileOutcome:
             "parsed": self.parsed,
             "prefiltered": self.prefiltered,
             "facts": self.facts,
+            "config_answers": self.config_answers,
         }
 
     @classmethod
@@ -51,6 +55,7 @@ class FileOutcome:
             parsed=data["parsed"],
             prefiltered=data["prefiltered"],
             facts=dict(data.get("facts", {})),
+            config_answers=dict(data.get("config_answers", {})),
         )
 
 

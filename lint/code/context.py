@@ -29,6 +29,7 @@ from ddplint.source import SourceFile
 
 if TYPE_CHECKING:
     from ddplint.code.values.config_reads import ConfigReads
+    from ddplint.code.values.shipped_precision import ShippedPrecision
     from ddplint.settings import LintOptions
 
 
@@ -92,11 +93,20 @@ class CodeContext:
     @cached_property
     def device_queue(self) -> DeviceQueue:
         """The core's device queue along the module's functions (what drains it)."""
+        return DeviceQueue(self.host_waits, self.analysis, self._shipped_precision)
+
+    @cached_property
+    def _shipped_precision(self) -> ShippedPrecision | None:
         from ddplint.code.values.shipped_precision import ShippedPrecision
 
         root = self.options.project_root
-        shipped = ShippedPrecision(str(root), self.source.path) if root else None
-        return DeviceQueue(self.host_waits, self.analysis, shipped)
+        return ShippedPrecision(str(root), self.source.path) if root else None
+
+    def config_answers(self) -> dict[str, bool]:
+        """What the project's configs answered the rules (the precision they ship): the
+        findings rest on these files too, so a cached outcome is checked against them."""
+        shipped = self.__dict__.get("_shipped_precision")
+        return dict(shipped.answers) if shipped is not None else {}
 
     @cached_property
     def step_syncs(self) -> list[HostSync]:

@@ -239,6 +239,8 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
         apply_suppressions(outcome, path, source.text, plan.kind, findings, options)
     else:
         outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
+    if plan.kind == "code":
+        outcome.config_answers = context.config_answers()
     if plan.kind == "code" and outcome.findings and context.project.never_runs_anything():
         # Code nothing in the project can run (``code.project.reach``): no finding.
         outcome.findings = [f for f in outcome.findings if not context.never_runs(f.line)]

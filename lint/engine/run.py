@@ -10,7 +10,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddplint import code_facts
+from ddplint import code_facts, run_memo
 from ddplint.cache import ResultCache, cache_key, valid_outcome_entry
 from ddplint.code.project.encoding import OPTIONS_KEY as PROJECT_KEY
 from ddplint.discover import Target, discover, display_path, file_target
@@ -78,6 +78,8 @@ class _Run:
             self.cache.get_many(keys.values())  # one query per batch, not per file
         for position, key in keys.items():
             hit = _cached_outcome(self.cache, key) if self.cache is not None else None
+            if hit is not None and not _answers_hold(hit, self.targets[position], options):
+                hit = None
             if hit is not None:
                 self.outcomes[position] = hit
                 self.stats.cached += 1
@@ -136,6 +138,16 @@ def _bound_configs_digest(display: str, raw: bytes, project_root: str) -> str:
             content = b""
         digest.update(f"{path}\0".encode("utf-8", "surrogateescape") + content)
     return ":b" + digest.hexdigest()
+
+
+def _answers_hold(outcome: FileOutcome, target: Target, options: LintOptions) -> bool:
+    """Whether the project's configs still answer as they did when ``outcome`` was
+    linted (the precision they ship); an outcome that asked nothing holds."""
+    if not outcome.config_answers:
+        return True
+    from ddplint.code.values.shipped_precision import answers_hold
+
+    return answers_hold(options.project_root, target.display, outcome.config_answers)
 
 
 def _cached_outcome(cache: ResultCache, key: str) -> FileOutcome | None:
@@ -215,6 +227,7 @@ def lint_buffers(
 def _lint_read(targets: list[Target], setup: RunSetup, whole_project: bool) -> RunResult:
     """Read the targets and lint them (``lint_targets``)."""
     settings, options, cache = setup.settings, setup.options, setup.cache
+    run_memo.forget()  # a run reads the project's configs afresh
     stats = RunStats(files=len(targets))
     errors: list[FileError] = []
     contents: dict[int, bytes] = {}
