@@ -181,11 +181,21 @@ EXPECTED = {
         "",
     ),
     # `batches.py` defines iterables that never run out (a class whose `__iter__`
-    # restarts the loader, a generator looping forever) and one that walks the loader
-    # once. An accumulation loop over the endless ones has no epoch end and leaves no
-    # partial group (`train_good.py`, a subclass of this module included: quiet); over
-    # the one-pass wrapper the epoch's last partial group is never stepped (DDP401).
-    "endless_elsewhere": ({("train_bad.py", 7, "DDP401")}, ""),
+    # restarts the loader, a generator looping forever), one that walks the loader
+    # once, and wrappers that yield their first argument's items until they end (a
+    # prefetcher class, a generator moving batches to the device). An accumulation loop
+    # over the endless ones, or over a wrapper of one (a name bound again to the wrapper),
+    # has no epoch end and leaves no partial group (`train_good.py`, a subclass of this
+    # module included: quiet); over the one-pass wrapper or a wrapper of a plain loader
+    # the epoch's last partial group is never stepped (DDP401).
+    "endless_elsewhere": (
+        {
+            ("train_bad.py", 7, "DDP401"),
+            ("train_bad.py", 14, "DDP401"),
+            ("train_bad.py", 21, "DDP401"),
+        },
+        "",
+    ),
     # Code nothing in the project can run (``code.project.reach``): the same per-step
     # read in `vendor_a/utils.py` (only `gen_output` is imported from it), in
     # `trainer_copy.py` (imported by nothing) and in `plugins/plain.py` (named by
@@ -560,11 +570,20 @@ def test_endless_iterables_by_their_own_iteration_across_modules() -> None:
                 "def cycle_of(xs):\n    while True:\n        for x in xs:\n"
                 "            yield x\n"
                 "def first_of(xs):\n    while True:\n        yield xs[0]\n        return\n"
+                "class Wraps:\n    def __init__(self, xs):\n        self.xs = xs\n"
+                "    def __iter__(self):\n        yield from self.xs\n"
+                "class Counts(Wraps):\n    def __iter__(self):\n"
+                "        for i, x in enumerate(self.xs):\n            if i > 3:\n"
+                "                break\n            yield x\n"
+                "def each_of(xs):\n    for x in xs:\n        yield x\n"
+                "def each_twice(n, xs):\n    for x in xs:\n        yield x\n"
             ),
             "train.py": (
                 "from batches import Forever, Once, Again, Leaves, cycle_of, first_of\n"
+                "from batches import Wraps, Counts, each_of, each_twice\n"
                 "class Local(Forever):\n    pass\n"
                 "x = Forever(), Once(), Again(), Leaves(), cycle_of(1), first_of(2)\n"
+                "y = Wraps(1), Counts(2), each_of(3), each_twice(4, 5)\n"
             ),
         }
     )
@@ -575,6 +594,10 @@ def test_endless_iterables_by_their_own_iteration_across_modules() -> None:
     assert facts["Leaves"].kind == "object"  # the loop breaks out
     assert facts["cycle_of"].kind == "endless_iterable"
     assert "first_of" not in facts or facts["first_of"].kind is None
+    assert facts["Wraps"].kind == "first_argument_items"
+    assert facts["Counts"].kind == "object"  # its own end: a count
+    assert facts["each_of"].kind == "first_argument_items"
+    assert "each_twice" not in facts or facts["each_twice"].kind is None  # a later argument
 
 
 def test_an_engine_field_from_the_first_item_of_deepspeed_initialize_in_a_base_class() -> None:

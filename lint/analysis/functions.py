@@ -51,7 +51,6 @@ from ddplint.analysis.fallback_defaults import FallbackDefaults
 from ddplint.analysis.literal_values import LiteralValues
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.object_kinds import ENDLESS_ITERABLE
 from ddplint.analysis.project import (
     NO_PROJECT,
     CallSummary,
@@ -209,13 +208,10 @@ class ModuleAnalysis:
     @cached_property
     def endless_iterables(self) -> EndlessIterables:
         """Which iterables never run out (``itertools.cycle``, an endless generator, a
-        class whose ``__iter__`` loops forever)."""
+        class whose ``__iter__`` loops forever, a wrapper of one)."""
         kinds = self.objects.class_kinds
         return EndlessIterables(
-            self.names,
-            self.constants,
-            lambda call: kinds.of_call(call, None) == ENDLESS_ITERABLE,
-            self.callee_of,
+            self.names, self.constants, lambda call: kinds.of_call(call, None), self.callee_of
         )
 
     @cached_property

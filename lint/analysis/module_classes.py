@@ -11,10 +11,18 @@ from __future__ import annotations
 import ast
 import builtins
 
-from ddplint.analysis.endless_iterables import is_endless_generator
+from ddplint.analysis.control_flow import own_nodes
+from ddplint.analysis.endless_iterables import drawn_source, first_parameter, is_endless_generator
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
-from ddplint.analysis.object_kinds import MODULE_KINDS, OBJECT, iterating_kind, library_kind
+from ddplint.analysis.object_kinds import (
+    ENDLESS_ITERABLE,
+    FIRST_ARGUMENT_ITEMS,
+    MODULE_KINDS,
+    OBJECT,
+    iterating_kind,
+    library_kind,
+)
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
 _BUILTINS = frozenset(dir(builtins))
@@ -93,11 +101,35 @@ class ClassKinds:
         return resolved is not None and resolved.startswith(_PLAIN_MODULES)
 
 
-def _own_iteration(cls: ast.ClassDef) -> bool | None:
-    """Whether the ``__iter__`` ``cls`` defines loops forever; None when it defines none."""
-    for statement in reversed(cls.body):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-            statement.name == "__iter__"
-        ):
-            return is_endless_generator(statement)
-    return None
+def _own_iteration(cls: ast.ClassDef) -> str | None:
+    """What the ``__iter__`` ``cls`` defines makes (``object_kinds.iterating_kind``):
+    an endless iterable, the items of the first argument its ``__init__`` keeps, or an
+    iteration that ends (``OBJECT``); None when it defines none."""
+    methods = {
+        statement.name: statement
+        for statement in cls.body
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    iteration = methods.get("__iter__")
+    if iteration is None:
+        return None
+    if is_endless_generator(iteration):
+        return ENDLESS_ITERABLE
+    drawn = drawn_source(iteration)
+    init = methods.get("__init__")
+    first = first_parameter(init) if init is not None else None
+    if drawn is not None and first is not None and _keeps(init, drawn, first):
+        return FIRST_ARGUMENT_ITEMS
+    return OBJECT
+
+
+def _keeps(init: ast.FunctionDef | ast.AsyncFunctionDef | None, field: str, name: str) -> bool:
+    """Whether ``init`` stores its parameter ``name`` as it is in ``field`` (``self.x``)."""
+    return init is not None and any(
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and dotted_name(statement.targets[0]) == field
+        and isinstance(statement.value, ast.Name)
+        and statement.value.id == name
+        for statement in own_nodes(init)
+    )

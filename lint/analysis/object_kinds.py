@@ -40,6 +40,11 @@ OBJECT = "object"
 #: An iterable whose iteration never ends (its ``__iter__`` loops forever, or a generator
 #: function that does): ``endless_iterables``.
 ENDLESS_ITERABLE = "endless_iterable"
+#: An iterable that yields the items of its first argument until they run out (a
+#: prefetcher around a loader): endless when that argument is (``endless_iterables``).
+FIRST_ARGUMENT_ITEMS = "first_argument_items"
+#: Kinds a class takes from its own ``__iter__`` alone (no framework base claims it).
+_ITERATION_KINDS = (ENDLESS_ITERABLE, FIRST_ARGUMENT_ITEMS)
 
 #: Kinds of module classes (their ``forward`` and ``*_step`` run every step).
 MODULE_KINDS = frozenset({MODULE, LIGHTNING_MODULE, ENGINE})
@@ -126,15 +131,16 @@ _EXACT: dict[str, str] = {
 }
 
 
-def iterating_kind(from_bases: str | None, own_iteration_endless: bool | None) -> str | None:
-    """A class's kind given the kind its bases give and its own ``__iter__`` (None: it
-    defines none): an endless ``__iter__`` makes an endless iterable of a class no
-    framework kind claims; a finite one ends what a base's endless one began."""
-    if own_iteration_endless is None:
+def iterating_kind(from_bases: str | None, own_iteration: str | None) -> str | None:
+    """A class's kind given the kind its bases give and what its own ``__iter__`` makes
+    (None: it defines none; ``ENDLESS_ITERABLE``, ``FIRST_ARGUMENT_ITEMS``, or
+    ``OBJECT`` for an iteration that ends): an iteration kind is the class's where no
+    framework kind claims it; an ``__iter__`` of its own replaces the bases'."""
+    if own_iteration in _ITERATION_KINDS:
+        return own_iteration if from_bases in (None, OBJECT, *_ITERATION_KINDS) else from_bases
+    if own_iteration is None:
         return from_bases
-    if own_iteration_endless:
-        return ENDLESS_ITERABLE if from_bases in (None, OBJECT) else from_bases
-    return OBJECT if from_bases == ENDLESS_ITERABLE else from_bases
+    return OBJECT if from_bases in _ITERATION_KINDS else from_bases
 
 
 #: Families of classes by the module that defines them (a class name: capitalised).

@@ -22,17 +22,18 @@ import builtins
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ddplint.analysis.object_kinds import (
     ENDLESS_ITERABLE,
     ENGINE,
+    FIRST_ARGUMENT_ITEMS,
     OBJECT,
     is_deepspeed_initialize,
     iterating_kind,
     library_kind,
 )
-from ddplint.code.project.summaries import qualify
+from ddplint.code.project.summaries import Summary, qualify
 
 if TYPE_CHECKING:
     from ddplint.code.project.index import FunctionKey, ProjectIndex, Symbol
@@ -152,8 +153,10 @@ class ProjectKinds:
         summary = self._index.summaries[module]["classes"].get(cls)
         if summary is None:
             return None
-        iteration = self._index.summaries[module]["functions"].get(f"{cls}.__iter__")
-        own_iteration = None if iteration is None else bool(iteration.get("endless"))
+        functions = self._index.summaries[module]["functions"]
+        own_iteration = _iteration_kind(
+            functions.get(f"{cls}.__iter__"), summary.get("parameter_attributes", {})
+        )
         known = True
         for base in summary["bases"]:
             kind = self.of_spelled(base, module, None, depth + 1)
@@ -176,6 +179,9 @@ class ProjectKinds:
             return None
         if function.get("endless"):
             return ENDLESS_ITERABLE
+        parameters = function.get("params", ())
+        if function.get("draws") is not None and function.get("draws") in parameters[:1]:
+            return FIRST_ARGUMENT_ITEMS
         owner = function.get("owner")
         kinds: list[str | None] = [
             self.of_spelled(callee, module, owner, depth + 1)
@@ -189,6 +195,22 @@ class ProjectKinds:
             ):
                 kinds.append(ENGINE)
         return _agreed(kinds)
+
+
+def _iteration_kind(iteration: Summary | None, kept: dict[str, list[list[Any]]]) -> str | None:
+    """What a class's own ``__iter__`` (its summary) makes: an endless iterable, the
+    items of the first argument ``__init__`` keeps in the field it draws (``kept``: the
+    class summary's ``parameter_attributes``), or an iteration that ends (``OBJECT``);
+    None when the class defines none."""
+    if iteration is None:
+        return None
+    if iteration.get("endless"):
+        return ENDLESS_ITERABLE
+    drawn = iteration.get("draws")
+    field = drawn.removeprefix("self.") if isinstance(drawn, str) else None
+    if field is not None and field != drawn and ["__init__", 0] in kept.get(field, []):
+        return FIRST_ARGUMENT_ITEMS
+    return OBJECT
 
 
 def _agreed(kinds: Iterable[str | None]) -> str | None:

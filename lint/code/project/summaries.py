@@ -31,7 +31,7 @@ from ddplint.analysis.children import child_nodes
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
-from ddplint.analysis.endless_iterables import is_endless_generator
+from ddplint.analysis.endless_iterables import drawn_source, is_endless_generator
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
@@ -185,7 +185,8 @@ def function_summary(
 ) -> Summary:
     """What one function does: its direct collectives and calls in source order, whether
     it returns a rank test, chooses the rank's GPU (``torch.cuda.set_device``), runs on
-    rank zero only, is a property, is a generator that never runs out (``endless``);
+    rank zero only, is a property, is a generator that never runs out (``endless``) or
+    yields the items of one parameter or field until they run out (``draws``);
     which of its parameters it shards (``fully_shard``, ``FSDP(...)``) and which it
     passes on to other calls (``[target, argument position, parameter position]``);
     where it passes a model it wrapped in ``DistributedDataParallel`` (``[target,
@@ -254,6 +255,7 @@ def function_summary(
                     if called is not None:
                         return_calls.append(called)
     decorators = _decorator_names(function)
+    generator = bool(_of(kinds, ast.Yield) or _of(kinds, ast.YieldFrom))
     return {
         "line": function.lineno,
         "owner": owner,
@@ -273,8 +275,8 @@ def function_summary(
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
         "property": any(d in _PROPERTY_DECORATORS for d in decorators),
-        "endless": bool(_of(kinds, ast.Yield) or _of(kinds, ast.YieldFrom))
-        and is_endless_generator(function),
+        "endless": generator and is_endless_generator(function),
+        "draws": drawn_source(function) if generator or function.name == "__iter__" else None,
         "agreement": _agreement(function, imports)
         if collectives and _statements(function) <= AGREEMENT_STATEMENTS
         else _returned_from(function, imports, kinds),
