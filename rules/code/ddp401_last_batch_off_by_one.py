@@ -49,8 +49,9 @@ class LastBatchOffByOne(CodeRule):
     parameter's, an option's or a config field's declared default: every batch steps
     unless the user chooses more) is not flagged, and neither is the missing tail flush
     over an iterable that never runs out (`itertools.cycle(loader)`, a generator looping
-    forever, a class whose `__iter__` restarts the loader, of this module or another):
-    it has no epoch end.
+    forever, a class whose `__iter__` restarts the loader, of this module or another, or
+    a wrapper of one: a prefetcher that yields the items of what it wraps until they
+    end): it has no epoch end.
 
     ## Why is this bad?
     The code under a last-batch test runs once per epoch: flushing gradients, an
