@@ -47,7 +47,10 @@ class LastBatchOffByOne(CodeRule):
     endless iterator and is not flagged; neither are tests on another iterable or on a
     counter the body reassigns. A stepping test whose period defaults to 1 (a
     parameter's, an option's or a config field's declared default: every batch steps
-    unless the user chooses more) is not flagged, and neither is the missing tail flush
+    unless the user chooses more) is not flagged; nor is a missing tail flush where the
+    gradients are cleared each time before the loop starts (`zero_grad()` at the top of
+    the epoch loop or of the function that walks one epoch: the remainder is dropped on
+    purpose, not carried into the next epoch), and neither is the missing tail flush
     over an iterable that never runs out (`itertools.cycle(loader)`, a generator looping
     forever, a class whose `__iter__` restarts the loader, of this module or another, or
     a wrapper of one: a prefetcher that yields the items of what it wraps until they
@@ -179,6 +182,8 @@ class LastBatchOffByOne(CodeRule):
             summary = f"`{test_text}` steps the optimizer {when.split(',')[0]}"
             yield ctx.ast_finding(self, test.test, message, summary=summary, fix=fix)
         elif off_by == 0 and not _flushed_after(ctx, loop) and not _endless(ctx, loop):
+            if _cleared_before(ctx, loop):
+                return
             message = (
                 f"`{test_text}` steps only after full groups of {period} "
                 f"batches: when the epoch's batch count is not a multiple of {period}, the "
@@ -281,6 +286,30 @@ def _flushed_after(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
     return any(
         isinstance(node, ast.Call) and _position(node) > end and _is_optimizer_step(node)
+        for node in scope_nodes(scope)
+    )
+
+
+def _cleared_before(ctx: CodeContext, loop: EnumerateLoop) -> bool:
+    """A ``zero_grad()`` each time before the loop starts: after the start of the loop
+    around it (an epoch loop), or of its function where none is. A partial group left
+    by the last epoch is then dropped on purpose, not carried into the next one."""
+    scope: Scope = ctx.analysis.constants.owner_of(_loop_scope(ctx, loop))
+    start = _position(loop.loop)
+    end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
+    around = [
+        _position(node)
+        for node in scope_nodes(scope)
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        and _position(node) < start
+        and (node.end_lineno or node.lineno, node.end_col_offset or 0) >= end
+    ]
+    after = max(around, default=_position(scope))
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "zero_grad"
+        and after < _position(node) < start
         for node in scope_nodes(scope)
     )
 
