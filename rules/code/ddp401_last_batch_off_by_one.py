@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+import sys
 from collections.abc import Iterator
 
 from ddplint.analysis.api import BACKWARD_METHODS
@@ -281,22 +282,24 @@ def _after_backward(loop: EnumerateLoop, branch: ast.If) -> bool:
 
 
 def _flushed_after(ctx: CodeContext, loop: EnumerateLoop) -> bool:
-    """An optimizer step after the loop, in the same function, and not inside a loop
-    that starts after it (a later loop's own step flushes nothing of this one)."""
+    """An optimizer step after the loop, in the same function, before any later loop
+    starts (a later loop's backward adds to the partial group before such a step)."""
     scope: Scope = ctx.analysis.constants.owner_of(_loop_scope(ctx, loop))
     end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
-    later_loops = [
-        node
-        for node in scope_nodes(scope)
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and _position(node) > end
-    ]
-    in_later_loop = {id(inner) for later in later_loops for inner in ast.walk(later)}
+    nodes = list(scope_nodes(scope))
+    next_loop = min(
+        (
+            _position(node)
+            for node in nodes
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and _position(node) > end
+        ),
+        default=(sys.maxsize, 0),
+    )
     return any(
         isinstance(node, ast.Call)
-        and _position(node) > end
-        and id(node) not in in_later_loop
+        and end < _position(node) < next_loop
         and _is_optimizer_step(node)
-        for node in scope_nodes(scope)
+        for node in nodes
     )
 
 
