@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_project_model import generated_project
 
 from ddplint.cache import ResultCache
 from ddplint.code.project.index import ProjectIndex
@@ -292,6 +293,45 @@ def test_an_index_after_a_body_edit_starts_from_the_old_resolutions_and_equals_a
     third = memo.index({"utils.py": summarize(UTILS), "train.py": summarize(renamed)})
     assert third.resolved is not first.resolved
     assert third.function_key("sync", "train", None) is None
+
+
+def _all_facts(index: ProjectIndex) -> dict[str, object]:
+    return {
+        path: (index.facts_for(path), sorted(index.reach.items()))
+        for path in sorted(index.module_of_path)
+    }
+
+
+@pytest.mark.parametrize("moved_path", ["utils.py", "train.py", "pkg/m0.py", "pkg/m3.py"])
+def test_an_index_after_lines_moved_is_the_same_index_and_equals_a_fresh_one(
+    moved_path: str,
+) -> None:
+    """Lines inserted above code (a blank line, a comment, an import line kept as it
+    was) change no summary but its line numbers: the index is moved, not rebuilt, and
+    tells every file what a fresh index of the new summaries tells it, down to where a
+    reached collective stands."""
+    sources = {"utils.py": UTILS, "train.py": TRAIN, **generated_project(5)}
+    memo = ProjectMemo()
+    first = memo.index({path: summarize(text) for path, text in sources.items()})
+    moved = dict(sources)
+    moved[moved_path] = "# a comment\n\n" + sources[moved_path].replace("\ndef ", "\n\ndef ", 1)
+    summaries = {path: summarize(text) for path, text in moved.items()}
+    assert summaries[moved_path] != summarize(sources[moved_path])
+    second = memo.index(summaries)
+    assert second is first  # moved, not rebuilt
+    assert _all_facts(second) == _all_facts(ProjectIndex(summaries))
+    if moved_path == "utils.py":
+        assert second.reach[("utils", "sync")].where == "utils.py:8"
+
+
+def test_a_summary_change_beyond_lines_is_not_taken_for_a_move() -> None:
+    memo = ProjectMemo()
+    first = memo.index({"utils.py": summarize(UTILS), "train.py": summarize(TRAIN)})
+    # The barrier moves and a second one comes: more than lines changed.
+    twice = UTILS.replace("    dist.barrier()\n", "\n    dist.barrier()\n    dist.barrier()\n")
+    summaries = {"utils.py": summarize(twice), "train.py": summarize(TRAIN)}
+    assert memo.index(summaries) is not first
+    assert _all_facts(memo.index(summaries)) == _all_facts(ProjectIndex(summaries))
 
 
 def test_tidy_runs_once_the_server_is_quiet_and_a_request_cancels_it() -> None:

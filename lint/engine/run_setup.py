@@ -58,9 +58,10 @@ class ProjectMemo:
     """What a caller that lints one project again and again (the language server) keeps
     between runs: the listing of the project's files (until it sets ``listing`` to None:
     a file was created or deleted) and the last project index, used again while every
-    module summary is the same (an edit inside a function body seldom changes one); when
-    only what functions do changed (not the names modules import and define), the new
-    index starts from the old one's name resolutions."""
+    module summary is the same (an edit inside a function body seldom changes one) and
+    moved where only line numbers changed (a line inserted or removed); when only what
+    functions do changed (not the names modules import and define), the new index
+    starts from the old one's name resolutions."""
 
     listing: list[Target] | None = None
     _summaries: dict[str, Summary] = field(default_factory=dict)
@@ -68,12 +69,19 @@ class ProjectMemo:
 
     def index(self, summaries: dict[str, Summary]) -> ProjectIndex:
         from ddplint.code.project.index import ProjectIndex, resolution_inputs
+        from ddplint.code.project.module_summary import without_lines
 
         changed = self._changed(summaries)
         if self._index is None or changed is None:
             self._index = ProjectIndex(summaries)
         elif changed:
             previous = self._summaries
+            if all(
+                without_lines(summaries[path]) == without_lines(previous[path]) for path in changed
+            ):  # lines inserted or removed above code: only where things stand moved
+                self._index.moved(summaries, changed)
+                self._summaries = summaries
+                return self._index
             same_names = all(
                 resolution_inputs(summaries[path]) == resolution_inputs(previous[path])
                 for path in changed

@@ -253,6 +253,18 @@ class ProjectIndex:
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
 
+    def moved(self, summaries: Mapping[str, Summary], paths: Iterable[str]) -> None:
+        """Take ``summaries``, which differ from this index's only in the line numbers
+        of the modules at ``paths`` (lines inserted or removed above their code): those
+        modules are linked again and where each reached collective stands is found
+        again. Nothing else the index solved reads a line, so it all holds."""
+        self.summaries = _ModuleSummaries(summaries, self.paths, self._touched)
+        for path in paths:
+            module = self.module_of_path[path]
+            self.links[module], self.asked[module] = self._link_recorded(module)
+        self.reach = {}
+        self._solve_reach()
+
     # -- linking -----------------------------------------------------------------
 
     def resolve_module(self, name: str, importer: str) -> str | None:

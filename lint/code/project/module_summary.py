@@ -388,6 +388,24 @@ def _moved(function: Summary, delta: int) -> Summary:
     }
 
 
+def without_lines(summary: Summary) -> Summary:
+    """``summary`` with its line numbers left out (each function's ``line``, its calls'
+    and collectives' lines, the module level's calls' lines): two summaries equal so
+    differ only where the code stands (lines inserted or removed above it)."""
+    functions = {
+        name: {
+            **function,
+            "line": None,
+            "collectives": [c[:-1] for c in function["collectives"]],
+            "calls": [target for target, _line in function["calls"]],
+        }
+        for name, function in summary["functions"].items()
+    }
+    top = summary.get("top", {})
+    top = {**top, "calls": [target for target, _line in top.get("calls", ())]}
+    return {**summary, "functions": functions, "top": top}
+
+
 class _Memo:
     """Pieces' parts by text, the least recently used dropped past ``KEPT_PIECES``."""
 
