@@ -199,13 +199,20 @@ def find_config(start: Path) -> Path | None:
 
 
 def find_project_root(start: Path) -> Path:
-    """The nearest directory with pyproject.toml or .git, else ``start`` itself."""
+    """The nearest directory with pyproject.toml or .git; where there is none, the
+    working directory when ``start`` lies inside it (``check .`` and ``check a/b.py``
+    from one place see one project, as ruff takes the working directory for its
+    root), else ``start``'s own directory."""
     start = start.resolve()
     directory = start if os.path.isdir(start) else start.parent
     for candidate in (directory, *directory.parents):
         if os.path.exists(candidate / "pyproject.toml") or os.path.exists(candidate / ".git"):
             return candidate
-    return directory
+    try:
+        working = Path.cwd().resolve()
+    except OSError:  # the working directory was removed
+        return directory
+    return working if directory == working or working in directory.parents else directory
 
 
 def _str_list(key: str, value: Any) -> tuple[str, ...]:

@@ -99,3 +99,24 @@ def test_a_listing_places_files_as_resolve_does(
         assert target.display == display_path(target.path), target
         assert found.stats[str(target.path)] == os.stat(target.path), target
     assert "old/c.py" not in relatives  # it is real/c.py, reached through the link
+
+
+def test_without_a_marker_the_project_root_is_the_working_directory_that_holds_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check .`` and ``check pkg/sub/a.py`` from one folder see one project; a file
+    outside the working directory is its own folder's; a marker above wins."""
+    from ddplint.settings import find_project_root
+
+    tree = tmp_path / "tree"
+    (tree / "pkg" / "sub").mkdir(parents=True)
+    (tree / "pkg" / "sub" / "a.py").write_text("x = 1\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "b.py").write_text("y = 2\n")
+    monkeypatch.chdir(tree)
+    assert find_project_root(Path("pkg/sub/a.py")) == tree.resolve()
+    assert find_project_root(Path(".")) == tree.resolve()
+    assert find_project_root(elsewhere / "b.py") == elsewhere.resolve()
+    (tree / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    assert find_project_root(Path("pkg/sub/a.py")) == (tree / "pkg").resolve()
