@@ -1440,8 +1440,8 @@ def _blocking(barrier: ast.Call) -> bool:
 
 
 def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:
-    """``for i in range(n):`` whose body subscripts a value by the counter or by a name
-    it binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
+    """``for i in range(n):`` whose body cuts a tensor by the counter or by a name it
+    binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
     if not (
         isinstance(loop.iter, ast.Call)
         and resolve(loop.iter.func) == "range"
@@ -1459,10 +1459,22 @@ def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) ->
             ):
                 moved.add(node.targets[0].id)
     return any(
-        isinstance(node, ast.Subscript) and _mentions(node.slice, moved)
+        isinstance(node, ast.Subscript) and _slices_by(node.slice, moved)
         for statement in loop.body
         for node in walk_own(statement)
     )
+
+
+def _slices_by(index: ast.expr, moved: set[str]) -> bool:
+    """A subscript that cuts a tensor by the counter: a slice that mentions it
+    (``x[start:end]``, ``x[:, i * n:(i + 1) * n]``) or an index of several axes
+    that does (``x[:, i]``: a list takes no such index). A single index by the
+    counter (``losses[i]``) may pick an item of a list of values already computed,
+    which is no pass over a tensor."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if isinstance(index, ast.Tuple) and _mentions(index, moved):
+        return True
+    return any(isinstance(part, ast.Slice) and _mentions(part, moved) for part in parts)
 
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:
