@@ -61,14 +61,16 @@ a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean
 called, ``softmax = nn.Softmax(dim=-1)``; gradient clipping and a known optimizer's
 ``step()``, elementwise passes over the parameters: the read after them waits for those
 few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
-``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece; a view,
+``t[:, i * n:(i + 1) * n]`` or ``t[:, i]``, whose kernels each turn are a pass over its
+piece (a single index by the counter, ``losses[i]``, may pick a list's item: no piece); a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
 computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
 around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
 host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being
-a host value), a scheduler's methods, a scaler's or optimizer's other methods
+a host value, a name whose bindings that reach the call hold host values: ``loss =
+loss.item()`` ... ``log(loss)``), a scheduler's methods, a scaler's or optimizer's other methods
 (``scaler.update()``, ``opt.zero_grad()``), a function of the module that queues no work
 on any path, a ``with`` statement's context manager. An assignment evaluates its value
 before its targets (``scalars["a/{}".format(m)] = x.item()``).
@@ -116,6 +118,7 @@ from ddplint.analysis.object_kinds import (
 from ddplint.analysis.placement import Placement
 from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.wait_screen import periodic_test
 
 #: Tensor metadata: read on the host without touching the device.
@@ -809,7 +812,30 @@ class DeviceQueue:
         arguments = [*expression.args, *(k.value for k in expression.keywords)]
         if not arguments:
             return self._bare_call_works(func, scope)
-        return not all(self._host_value(a, scope, 0) for a in arguments)
+        return not all(
+            self._host_value(a, scope, 0) or self._host_where_called(a, expression)
+            for a in arguments
+        )
+
+    def _host_where_called(self, argument: ast.expr, call: ast.Call) -> bool:
+        """A name whose bindings that reach ``call`` all hold Python values, though
+        another binding of it holds a tensor (``loss = loss.item()`` ... ``log(loss)``;
+        ``ot, rest = pair`` ... ``ot = ot.mean().item()`` ... ``meter(ot)``)."""
+        if not isinstance(argument, ast.Name):
+            return False
+        found = self.where.node_of(call, module_code=True)
+        if found is None:
+            return False
+        graph, node = found
+        reaching = bindings_reaching(graph, node, argument.id)
+        return (
+            bool(reaching.bindings)
+            and not reaching.from_entry
+            and all(
+                value is not None and self._host_value(value, graph.scope, 1)
+                for _, value in reaching.bindings
+            )
+        )
 
     def _parameter_pass(self, call: ast.Call, scope: ast.AST) -> bool:
         """Gradient clipping (``clip_grad_norm_``) or the ``step()`` of an optimizer
