@@ -52,7 +52,10 @@ What waits, judged by what the call does:
 A read on only some ways (under a rank test, one arm of a branch) drains nothing for a
 read after the join: the must-analysis asks every way; but past a periodic test (``if
 step % k == 0:``, or a helper of the module returning one) the common way alone decides
-where it has one: the rare way's checkpoint is not the step's work.
+where it has one: the rare way's checkpoint is not the step's work; and past a branch
+on a setting of the run inside a loop (``if cfg.use_mlm:``: names and fields not bound in
+the loop, the same on every rank), a wait on either of its ways drains for what follows
+(which way the configuration takes is not known here: uncertainty silences).
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
@@ -1236,14 +1239,70 @@ class DeviceQueue:
         must-analysis to a fixed point over the graph, its loops and exception edges
         included."""
         effects = self._effects_of(graph)
+        settings = self._settings_around(graph)
 
         def value(node: Node, drained: dict[int, bool]) -> bool:
             ways = self._ways_into(graph, node)
-            return bool(ways) and all(
-                _drained_after(drained, effects, before, edge) for before, edge in ways
-            )
+            if not ways:
+                return False
+            groups: dict[int, list[bool]] = {}
+            for before, edge in ways:
+                outer = _outermost_left(settings, before, node)
+                groups.setdefault(outer, []).append(_drained_after(drained, effects, before, edge))
+            return all(any(found) if outer else all(found) for outer, found in groups.items())
 
         return _fixed_point(graph, {n.index: n is not graph.entry for n in graph.nodes}, value)
+
+    def _settings_around(self, graph: Graph) -> dict[int, tuple[int, ...]]:
+        """Node index -> the branches on a setting of the run that hold the node's
+        statement (their ids, outermost first): ``if cfg.use_mlm:`` inside a loop, a
+        test that reads only names and fields (no call, no item, no arithmetic), none of
+        them the instance's or bound in a loop around it, answered alike on every rank.
+        Which way such a branch goes is the same on every trip of the loop and not known
+        here: a wait on one of its ways may drain the queue for what follows the branch
+        (uncertainty silences). Outside a loop a parameter may change with each call
+        (``batch_idx``): no setting."""
+        branches = [
+            branch
+            for branch in walk_own(graph.scope)
+            if isinstance(branch, ast.If) and self._reads_a_setting(branch, graph)
+        ]
+        inside: dict[int, list[int]] = {}
+        for branch in branches:
+            for statement in ast.walk(branch):
+                if isinstance(statement, ast.stmt):
+                    inside.setdefault(id(statement), []).append(id(branch))
+        return {
+            node.index: tuple(inside.get(id(node.statement), ()))
+            for node in graph.nodes
+            if node.statement is not None
+        }
+
+    def _reads_a_setting(self, branch: ast.If, graph: Graph) -> bool:
+        """Whether ``branch`` tests a setting of the run (``_settings_around``)."""
+        test = branch.test
+        roots: set[str] = set()
+        for part in ast.walk(test):
+            if isinstance(part, (ast.Call, ast.Subscript, ast.NamedExpr, ast.Await)):
+                return False
+            if isinstance(part, ast.BinOp):
+                return False
+            if isinstance(part, ast.Name):
+                roots.add(part.id)
+        loops = list(self.code.loops_around(branch))
+        if not roots or roots & {"self", "cls"} or not loops or self._analysis is None:
+            return False
+        for loop in loops:
+            if any(
+                isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in roots
+                for node in ast.walk(loop)
+            ):
+                return False
+        nodes = graph.nodes_of(branch)
+        if not nodes:
+            return False
+        divergence = self._analysis.function(graph.scope).divergence
+        return divergence.test_taint(nodes[0]) is None
 
     def waited_next(self, call: ast.Call, every_rank: Callable[[Graph, Node], bool]) -> bool:
         """Whether, on every way on from ``call``'s statement, the next thing done to the
@@ -1501,6 +1560,13 @@ def _slices_by(index: ast.expr, moved: set[str]) -> bool:
     if isinstance(index, ast.Tuple) and _mentions(index, moved):
         return True
     return any(isinstance(part, ast.Slice) and _mentions(part, moved) for part in parts)
+
+
+def _outermost_left(settings: dict[int, tuple[int, ...]], before: Node, node: Node) -> int:
+    """The outermost branch on a setting that holds ``before`` and not ``node`` (the
+    branch a way into ``node`` leaves), 0 where none."""
+    held = settings.get(node.index, ())
+    return next((b for b in settings.get(before.index, ()) if b not in held), 0)
 
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:
