@@ -52,7 +52,10 @@ What waits, judged by what the call does:
 A read on only some ways (under a rank test, one arm of a branch) drains nothing for a
 read after the join: the must-analysis asks every way; but past a periodic test (``if
 step % k == 0:``, or a helper of the module returning one) the common way alone decides
-where it has one: the rare way's checkpoint is not the step's work.
+where it has one: the rare way's checkpoint is not the step's work; and past a branch
+on a setting of the run inside a loop (``if cfg.use_mlm:``: names and fields not bound in
+the loop, the same on every rank), a wait on either of its ways drains for what follows
+(which way the configuration takes is not known here: uncertainty silences).
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
@@ -61,14 +64,16 @@ a shape read, a kernel or two on a tensor already computed (arithmetic, ``x.mean
 called, ``softmax = nn.Softmax(dim=-1)``; gradient clipping and a known optimizer's
 ``step()``, elementwise passes over the parameters: the read after them waits for those
 few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range(chunks):`` over
-``t[:, i * n:(i + 1) * n]``, whose kernels each turn are a pass over its piece; a view,
+``t[:, i * n:(i + 1) * n]`` or ``t[:, i]``, whose kernels each turn are a pass over its
+piece (a single index by the counter, ``losses[i]``, may pick a list's item: no piece); a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
 computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
 around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
 host values (``meter.update(loss.item(), args.batch_size)``, a command-line option being
-a host value), a scheduler's methods, a scaler's or optimizer's other methods
+a host value, a name whose bindings that reach the call hold host values: ``loss =
+loss.item()`` ... ``log(loss)``), a scheduler's methods, a scaler's or optimizer's other methods
 (``scaler.update()``, ``opt.zero_grad()``), a function of the module that queues no work
 on any path, a ``with`` statement's context manager. An assignment evaluates its value
 before its targets (``scalars["a/{}".format(m)] = x.item()``).
@@ -116,6 +121,7 @@ from ddplint.analysis.object_kinds import (
 from ddplint.analysis.placement import Placement
 from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.wait_screen import periodic_test
 
 #: Tensor metadata: read on the host without touching the device.
@@ -809,7 +815,30 @@ class DeviceQueue:
         arguments = [*expression.args, *(k.value for k in expression.keywords)]
         if not arguments:
             return self._bare_call_works(func, scope)
-        return not all(self._host_value(a, scope, 0) for a in arguments)
+        return not all(
+            self._host_value(a, scope, 0) or self._host_where_called(a, expression)
+            for a in arguments
+        )
+
+    def _host_where_called(self, argument: ast.expr, call: ast.Call) -> bool:
+        """A name whose bindings that reach ``call`` all hold Python values, though
+        another binding of it holds a tensor (``loss = loss.item()`` ... ``log(loss)``;
+        ``ot, rest = pair`` ... ``ot = ot.mean().item()`` ... ``meter(ot)``)."""
+        if not isinstance(argument, ast.Name):
+            return False
+        found = self.where.node_of(call, module_code=True)
+        if found is None:
+            return False
+        graph, node = found
+        reaching = bindings_reaching(graph, node, argument.id)
+        return (
+            bool(reaching.bindings)
+            and not reaching.from_entry
+            and all(
+                value is not None and self._host_value(value, graph.scope, 1)
+                for _, value in reaching.bindings
+            )
+        )
 
     def _parameter_pass(self, call: ast.Call, scope: ast.AST) -> bool:
         """Gradient clipping (``clip_grad_norm_``) or the ``step()`` of an optimizer
@@ -1210,14 +1239,70 @@ class DeviceQueue:
         must-analysis to a fixed point over the graph, its loops and exception edges
         included."""
         effects = self._effects_of(graph)
+        settings = self._settings_around(graph)
 
         def value(node: Node, drained: dict[int, bool]) -> bool:
             ways = self._ways_into(graph, node)
-            return bool(ways) and all(
-                _drained_after(drained, effects, before, edge) for before, edge in ways
-            )
+            if not ways:
+                return False
+            groups: dict[int, list[bool]] = {}
+            for before, edge in ways:
+                outer = _outermost_left(settings, before, node)
+                groups.setdefault(outer, []).append(_drained_after(drained, effects, before, edge))
+            return all(any(found) if outer else all(found) for outer, found in groups.items())
 
         return _fixed_point(graph, {n.index: n is not graph.entry for n in graph.nodes}, value)
+
+    def _settings_around(self, graph: Graph) -> dict[int, tuple[int, ...]]:
+        """Node index -> the branches on a setting of the run that hold the node's
+        statement (their ids, outermost first): ``if cfg.use_mlm:`` inside a loop, a
+        test that reads only names and fields (no call, no item, no arithmetic), none of
+        them the instance's or bound in a loop around it, answered alike on every rank.
+        Which way such a branch goes is the same on every trip of the loop and not known
+        here: a wait on one of its ways may drain the queue for what follows the branch
+        (uncertainty silences). Outside a loop a parameter may change with each call
+        (``batch_idx``): no setting."""
+        branches = [
+            branch
+            for branch in walk_own(graph.scope)
+            if isinstance(branch, ast.If) and self._reads_a_setting(branch, graph)
+        ]
+        inside: dict[int, list[int]] = {}
+        for branch in branches:
+            for statement in ast.walk(branch):
+                if isinstance(statement, ast.stmt):
+                    inside.setdefault(id(statement), []).append(id(branch))
+        return {
+            node.index: tuple(inside.get(id(node.statement), ()))
+            for node in graph.nodes
+            if node.statement is not None
+        }
+
+    def _reads_a_setting(self, branch: ast.If, graph: Graph) -> bool:
+        """Whether ``branch`` tests a setting of the run (``_settings_around``)."""
+        test = branch.test
+        roots: set[str] = set()
+        for part in ast.walk(test):
+            if isinstance(part, (ast.Call, ast.Subscript, ast.NamedExpr, ast.Await)):
+                return False
+            if isinstance(part, ast.BinOp):
+                return False
+            if isinstance(part, ast.Name):
+                roots.add(part.id)
+        loops = list(self.code.loops_around(branch))
+        if not roots or roots & {"self", "cls"} or not loops or self._analysis is None:
+            return False
+        for loop in loops:
+            if any(
+                isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in roots
+                for node in ast.walk(loop)
+            ):
+                return False
+        nodes = graph.nodes_of(branch)
+        if not nodes:
+            return False
+        divergence = self._analysis.function(graph.scope).divergence
+        return divergence.test_taint(nodes[0]) is None
 
     def waited_next(self, call: ast.Call, every_rank: Callable[[Graph, Node], bool]) -> bool:
         """Whether, on every way on from ``call``'s statement, the next thing done to the
@@ -1440,8 +1525,8 @@ def _blocking(barrier: ast.Call) -> bool:
 
 
 def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) -> bool:
-    """``for i in range(n):`` whose body subscripts a value by the counter or by a name
-    it binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
+    """``for i in range(n):`` whose body cuts a tensor by the counter or by a name it
+    binds from the counter (``start = i * size``, ``x[:, start:end]``)."""
     if not (
         isinstance(loop.iter, ast.Call)
         and resolve(loop.iter.func) == "range"
@@ -1459,10 +1544,29 @@ def _walks_in_pieces(loop: ast.For, resolve: Callable[[ast.AST], str | None]) ->
             ):
                 moved.add(node.targets[0].id)
     return any(
-        isinstance(node, ast.Subscript) and _mentions(node.slice, moved)
+        isinstance(node, ast.Subscript) and _slices_by(node.slice, moved)
         for statement in loop.body
         for node in walk_own(statement)
     )
+
+
+def _slices_by(index: ast.expr, moved: set[str]) -> bool:
+    """A subscript that cuts a tensor by the counter: a slice that mentions it
+    (``x[start:end]``, ``x[:, i * n:(i + 1) * n]``) or an index of several axes
+    that does (``x[:, i]``: a list takes no such index). A single index by the
+    counter (``losses[i]``) may pick an item of a list of values already computed,
+    which is no pass over a tensor."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if isinstance(index, ast.Tuple) and _mentions(index, moved):
+        return True
+    return any(isinstance(part, ast.Slice) and _mentions(part, moved) for part in parts)
+
+
+def _outermost_left(settings: dict[int, tuple[int, ...]], before: Node, node: Node) -> int:
+    """The outermost branch on a setting that holds ``before`` and not ``node`` (the
+    branch a way into ``node`` leaves), 0 where none."""
+    held = settings.get(node.index, ())
+    return next((b for b in settings.get(before.index, ()) if b not in held), 0)
 
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:
