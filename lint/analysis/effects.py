@@ -83,11 +83,6 @@ CONDITION_MARKERS = (
     "DeepSpeedPlugin",
     "FullyShardedDataParallelPlugin",
     "automatic_checkpoint_naming",
-    # accelerate's own fields and keywords for them: ``accelerator.state.deepspeed_plugin``,
-    # ``Accelerator(fsdp_plugin=...)``, ``state.megatron_lm_plugin``.
-    "deepspeed_plugin",
-    "fsdp_plugin",
-    "megatron_lm_plugin",
 )
 
 
