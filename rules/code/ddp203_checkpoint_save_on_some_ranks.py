@@ -37,9 +37,8 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     divergence analysis, rank guards, conditional effects).
 
     Not flagged: accelerate's `save_state` in a module that uses neither DeepSpeed, FSDP,
-    Megatron-LM nor automatic checkpoint naming, nor asks accelerate about them
-    (`accelerator.state.deepspeed_plugin`, `Accelerator(fsdp_plugin=...)`): under plain
-    DDP it writes on the calling rank without a collective; `trainer.save_checkpoint` in Lightning 1.x code (no barrier
+    Megatron-LM nor automatic checkpoint naming (under plain DDP it writes on the calling
+    rank without a collective); `trainer.save_checkpoint` in Lightning 1.x code (no barrier
     before Lightning 2.1); a full state-dict read of a model sharded only later.
 
     ## Why is this bad?
