@@ -26,6 +26,29 @@ def dotted_name(expression: ast.AST) -> str | None:
     return None
 
 
+#: Subscripted annotations whose arguments are each a type the value may have.
+_TYPE_UNIONS = frozenset({"Optional", "Union", "typing.Optional", "typing.Union"})
+
+
+def annotated_types(annotation: ast.AST | None) -> Iterator[ast.expr]:
+    """The types an annotation says a value has: itself, each side of ``X | None``, each
+    argument of ``Optional[...]`` / ``Union[...]``, and a quoted annotation's parse."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        yield from annotated_types(annotation.left)
+        yield from annotated_types(annotation.right)
+    elif isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in _TYPE_UNIONS:
+        inner = annotation.slice
+        for item in inner.elts if isinstance(inner, ast.Tuple) else [inner]:
+            yield from annotated_types(item)
+    elif isinstance(annotation, ast.expr):
+        yield annotation
+
+
 def bound_names(target: ast.AST) -> Iterator[str]:
     """The plain or dotted names an assignment target binds, through tuples, lists and
     starred parts (an item stored into a container binds none)."""

@@ -7,7 +7,10 @@
 - a callback hook's trainer parameter: the first after ``self`` of ``setup``,
   ``teardown`` and the ``on_*`` hooks of a class derived from a Lightning callback (by
   position: Lightning passes ``(trainer, pl_module, ...)``);
-- a parameter annotated ``Trainer``; a name or ``self.x`` field bound to any of these.
+- a parameter or a name annotated ``Trainer`` (also ``Optional[...]``, ``X | None``,
+  quoted); a name handed to a module function's parameter annotated so (the callee
+  declares what it takes: ``save(trainer)`` with ``def save(trainer: L.Trainer)``);
+- a name or ``self.x`` field bound to any of these.
 
 The LightningModule a callback hook is handed (the second after ``self``, or a parameter
 annotated ``LightningModule``) is ``module_parameters``: its ``trainer`` is one too.
@@ -16,11 +19,11 @@ annotated ``LightningModule``) is ``module_parameters``: its ``trainer`` is one 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ddplint.analysis.control_flow import Scope, own_nodes
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import dotted_name
+from ddplint.analysis.names import annotated_types, dotted_name
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE, TRAINER, library_kind
 
 _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
@@ -109,12 +112,9 @@ class LightningTrainers:
                 trainers.add(positional[_HOOK_TRAINER].arg)
                 modules.add(positional[_HOOK_MODULE].arg)
             for argument in (*positional, *scope.args.kwonlyargs):
-                if argument.annotation is None:
-                    continue
-                kind = library_kind(self.analysis.names.resolve(argument.annotation) or "")
-                if kind == TRAINER:
+                if self._annotated(argument.annotation, TRAINER):
                     trainers.add(argument.arg)
-                elif kind == LIGHTNING_MODULE:
+                elif self._annotated(argument.annotation, LIGHTNING_MODULE):
                     modules.add(argument.arg)
         for _ in range(2):
             for node in own_nodes(scope):
@@ -125,7 +125,37 @@ class LightningTrainers:
                     and self.holds(node.value, scope)
                 ):
                     trainers.add(node.targets[0].id)
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    if self._annotated(node.annotation, TRAINER):
+                        trainers.add(node.target.id)
+                elif isinstance(node, ast.Call):
+                    trainers.update(self._handed_to_trainers(node))
         return trainers, modules
+
+    def _annotated(self, annotation: ast.AST | None, kind: str) -> bool:
+        """Whether ``annotation`` names the library ``kind`` (alone, optional, quoted)."""
+        resolve = self.analysis.names.resolve
+        return any(library_kind(resolve(t) or "") == kind for t in annotated_types(annotation))
+
+    def _handed_to_trainers(self, call: ast.Call) -> Iterator[str]:
+        """The names ``call`` hands to a parameter of a module function annotated
+        ``Trainer``: the caller's value is the trainer the callee declares it takes."""
+        callee = self.analysis.callee_of(call)
+        if callee is None:
+            return
+        positional = [*callee.args.posonlyargs, *callee.args.args]
+        if isinstance(call.func, ast.Attribute):  # ``self.f(...)``: ``self`` is bound
+            positional = positional[1:]
+        declared = {a.arg: a.annotation for a in (*positional, *callee.args.kwonlyargs)}
+        handed = [
+            *((p.arg, a) for p, a in zip(positional, call.args, strict=False)),
+            *((k.arg, k.value) for k in call.keywords if k.arg is not None),
+        ]
+        for parameter, argument in handed:
+            if isinstance(argument, ast.Starred):
+                return
+            if isinstance(argument, ast.Name) and self._annotated(declared.get(parameter), TRAINER):
+                yield argument.id
 
     def module_parameters(self, scope: Scope) -> frozenset[str]:
         """The parameters of ``scope`` that hold a LightningModule it is handed: a

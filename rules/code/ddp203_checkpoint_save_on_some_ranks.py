@@ -30,9 +30,12 @@ class CheckpointSaveOnSomeRanks(CodeRule):
 
     The saving object is known by what made it, never by a variable's name: a Lightning
     `Trainer` (made, `self.trainer` of a LightningModule, a callback hook's trainer, an
-    annotation), an `Accelerator` or `Fabric` (made or annotated), a DeepSpeed engine from
-    `deepspeed.initialize`. It is built on the analysis core (control dependence on the
-    divergence analysis, rank guards, conditional effects).
+    annotation of the parameter or name, also `Optional[...]` or quoted, or a module
+    function's parameter annotated so that the name is handed to: a trainer made by a
+    factory such as Hydra's `instantiate`), an `Accelerator` or `Fabric` (made or
+    annotated), a DeepSpeed engine from `deepspeed.initialize`. It is built on the
+    analysis core (control dependence on the divergence analysis, rank guards,
+    conditional effects).
 
     Not flagged: accelerate's `save_state` in a module that uses neither DeepSpeed, FSDP,
     Megatron-LM nor automatic checkpoint naming (under plain DDP it writes on the calling
