@@ -32,6 +32,11 @@ not stick to a new ``for step in range(...)``.
   names}``, has the same keys on every rank however its values differ. A mapping is
   known by its display or by how the function uses it (``d["key"]``, ``d.get(k)``,
   ``d.items()``, ``**d``); ``x in c`` on anything else reads what ``c`` holds.
+- Items by fixed key: an item stored (``opt["rank"] = rank``, ``place[0] = rank``) or
+  bound in a display (``{"rank": r, "world": w}``) under a constant key is kept apart
+  as well as joined into its container; where every way the container differs is such
+  an item, ``opt["world_size"]`` and ``opt.get("world_size", 1)`` read their own item
+  only (agreement per key).
 - Autograd state: ``x.requires_grad``, ``x.is_leaf`` are alike on every rank.
 - Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
   ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
@@ -2149,7 +2154,7 @@ class Divergence:
             return self.evaluator.own_rank_parts(value, state, len(target.elts))
         return self.evaluator.returned_parts(value, state, len(target.elts))
 
-    def _literal_items(self, state: State, target: ast.AST, literal: ast.expr | None) -> State:
+    def _literal_items(self, state: State, target: ast.AST, literal: ast.AST | None) -> State:
         """After ``name = {"rank": r, "world": w}``: each item under its fixed key
         (``_item_by_key``), so that ``name["world"]`` reads ``w`` alone."""
         container = dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
