@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import GROUP_CREATORS, LOCALLY_SYNCHRONISED, ROOT_LISTS
-from ddplint.analysis.control_flow import EdgeKind, Node, NodeKind, Scope
+from ddplint.analysis.control_flow import EdgeKind, Node, NodeKind, Scope, holds_node
 from ddplint.analysis.divergence import DECIDING, Facet, Taint
 from ddplint.analysis.effects import Collective, default_group
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
@@ -107,7 +107,7 @@ def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disa
                 if given is None or (uneven and kind == "tensor"):
                     continue
                 taint = function.divergence.taint(given, node)
-                if taint is None:
+                if taint is None or _pinned_by_test(function, node, collective.call, given):
                     continue
                 for what, facet in _NEEDED.get(kind, ()):
                     if taint.facets & facet:
@@ -118,6 +118,61 @@ def _divergent_arguments(scope: Scope, function: FunctionFacts) -> Iterator[Disa
                 else:
                     continue
                 break  # one finding per collective
+
+
+def _pinned_by_test(function: FunctionFacts, node: Node, call: ast.Call, given: ast.expr) -> bool:
+    """Whether ``call`` runs only where a test found ``given`` equal to a value every
+    rank shares (``reduce(t, rank) if i == rank else ...``, ``if rank == src:
+    broadcast(t, src=rank)``, ``if rank != owner: ... else: send(t, dst=rank)``): there
+    it is that value, the same on every rank."""
+    return any(
+        _equated(test, truth, given, function, node)
+        for test, truth in _deciding(function, node, call)
+    )
+
+
+def _deciding(
+    function: FunctionFacts, node: Node, call: ast.Call
+) -> Iterator[tuple[ast.expr, bool]]:
+    """The tests that decide whether ``call`` runs, each with the outcome it runs on: the
+    conditional expressions of its statement and the tests it depends on."""
+    if node.statement is not None:
+        for parent in ast.walk(node.statement):
+            if isinstance(parent, ast.IfExp):
+                if holds_node(parent.body, call):
+                    yield parent.test, True
+                elif holds_node(parent.orelse, call):
+                    yield parent.test, False
+    for dependence in function.dominance.all_dependences(node):
+        statement = dependence.test.statement
+        if isinstance(statement, (ast.If, ast.While)) and dependence.edge in _OUTCOMES:
+            yield statement.test, _OUTCOMES[dependence.edge]
+
+
+#: The outcome of a test each branch is taken on.
+_OUTCOMES = {EdgeKind.TRUE: True, EdgeKind.FALSE: False}
+
+
+def _equated(
+    test: ast.expr, truth: bool, given: ast.expr, function: FunctionFacts, node: Node
+) -> bool:
+    """Whether ``test`` coming out ``truth`` makes ``given`` equal to an expression no
+    rank reads apart (through ``not``, ``and`` taken true, ``or`` taken false)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _equated(test.operand, not truth, given, function, node)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) is truth:
+            return any(_equated(value, truth, given, function, node) for value in test.values)
+        return False
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    if not isinstance(test.ops[0], ast.Eq if truth else ast.NotEq):
+        return False
+    spelled = ast.dump(given)
+    for side, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if ast.dump(side) == spelled and function.divergence.taint(other, node) is None:
+            return True
+    return False
 
 
 def _on_a_paired_branch(function: FunctionFacts, node: Node) -> bool:

@@ -32,6 +32,11 @@ not stick to a new ``for step in range(...)``.
   names}``, has the same keys on every rank however its values differ. A mapping is
   known by its display or by how the function uses it (``d["key"]``, ``d.get(k)``,
   ``d.items()``, ``**d``); ``x in c`` on anything else reads what ``c`` holds.
+- Items by fixed key: an item stored (``opt["rank"] = rank``, ``place[0] = rank``) or
+  bound in a display (``{"rank": r, "world": w}``) under a constant key is kept apart
+  as well as joined into its container; where every way the container differs is such
+  an item, ``opt["world_size"]`` and ``opt.get("world_size", 1)`` read their own item
+  only (agreement per key).
 - Autograd state: ``x.requires_grad``, ``x.is_leaf`` are alike on every rank.
 - Library summaries: placement carries no contents (``.to(device)``, ``.cuda()``,
   ``torch.device(...)``); ``len(x)`` and ``x.shape`` carry only ``x``'s shape facet; a
@@ -446,6 +451,9 @@ class _Evaluator:
         if isinstance(expression, ast.Subscript):
             if self._environment_rank(expression):
                 return _rank(expression)
+            item = _item_by_key(expression, state)
+            if item is not _NOT_KEYED:
+                return item
             base = self.taint(expression.value, state)
             index = self.taint(expression.slice, state)
             if (
@@ -846,6 +854,12 @@ class _Evaluator:
             return Taint(Facet.CONTENTS, Source.FILE, call.lineno, ast.unparse(call))
         if resolved in UNIFORM_CALLS:
             return None
+        looked_up = _lookup_by_key(call)
+        if looked_up is not None:
+            item = _item_by_key(looked_up, state)
+            if item is not _NOT_KEYED:
+                defaults = call.args[1:] + [k.value for k in call.keywords]
+                return _join(item, *(self.taint(d, state) for d in defaults))
         name = (resolved or "").rsplit(".", 1)[-1]
         if name in RANK_FUNCTION_NAMES or self._environment_rank(call):
             return _rank(call)
@@ -1535,6 +1549,55 @@ def _made_by_call(taint: Taint | None) -> Taint | None:
     return taint.only(~Facet.PRESENCE) if taint else None
 
 
+def keyed_item(target: ast.expr) -> str | None:
+    """The state's name for an item stored or read under a fixed key of a named
+    container (``opt["rank"]``, ``self.cfg["world_size"]``, ``sizes[0]``), else None."""
+    if not isinstance(target, ast.Subscript) or not isinstance(target.slice, ast.Constant):
+        return None
+    container = dotted_name(target.value)
+    if container is None or not isinstance(target.slice.value, (str, int)):
+        return None
+    return f"{container}[{target.slice.value!r}]"
+
+
+def _lookup_by_key(call: ast.Call) -> ast.Subscript | None:
+    """``d.get("key", default)`` read as the item ``d["key"]``."""
+    func = call.func
+    if (
+        not isinstance(func, ast.Attribute)
+        or func.attr != "get"
+        or not call.args
+        or not isinstance(call.args[0], ast.Constant)
+        or len(call.args) > 2
+    ):
+        return None
+    return ast.Subscript(value=func.value, slice=call.args[0], ctx=ast.Load())
+
+
+#: ``_item_by_key``'s answer when the container's items are not told apart by key.
+_NOT_KEYED = Taint(Facet(0), Source.RANK, 0, "")
+
+
+def _item_by_key(item: ast.Subscript, state: State) -> Taint | None:
+    """The taint of an item read under a fixed key, where every way the container
+    differs between ranks is an item stored under a fixed key (``opt["rank"] = rank``
+    leaves ``opt["world_size"]`` agreed): that item's own, or none; ``_NOT_KEYED``
+    where the container differs otherwise too (bound whole, filled under a per-rank
+    key or test) or is not a named container."""
+    keyed = keyed_item(item)
+    if keyed is None:
+        return _NOT_KEYED
+    container = dotted_name(item.value)
+    whole = state.get(container) if container is not None else None
+    if whole is None:
+        return _NOT_KEYED
+    items = [taint for name, taint in state.items() if name.startswith(f"{container}[")]
+    if not items or _join(*items) != whole:
+        return _NOT_KEYED
+    found = state.get(keyed)
+    return found.only(VALUES) if found is not None else None
+
+
 def _contents(taint: Taint | None) -> Taint | None:
     return taint.only(Facet.CONTENTS) if taint else None
 
@@ -2048,6 +2111,8 @@ class Divergence:
                     value = self.evaluator.taint(expression, state)
                     contributed = self._with_contribution(part, value, statement.lineno)
                     state = self._stored(state, part, contributed)
+                    if contributed == value:
+                        state = self._literal_items(state, part, expression)
         elif isinstance(statement, ast.AugAssign):
             value = _join(
                 self.evaluator.taint(statement.target, state),
@@ -2089,6 +2154,21 @@ class Divergence:
             return self.evaluator.own_rank_parts(value, state, len(target.elts))
         return self.evaluator.returned_parts(value, state, len(target.elts))
 
+    def _literal_items(self, state: State, target: ast.AST, literal: ast.AST | None) -> State:
+        """After ``name = {"rank": r, "world": w}``: each item under its fixed key
+        (``_item_by_key``), so that ``name["world"]`` reads ``w`` alone."""
+        container = dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+        if container is None or not isinstance(literal, ast.Dict) or container not in state:
+            return state
+        items: State = {}
+        for key, value in zip(literal.keys, literal.values, strict=True):
+            if not isinstance(key, ast.Constant) or not isinstance(key.value, (str, int)):
+                return state  # ``**other`` or a computed key: not told apart
+            taint = self.evaluator.taint(value, state)
+            if taint is not None:
+                items[f"{container}[{key.value!r}]"] = taint
+        return {**state, **items}
+
     def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
         """``_bound``, and for an item stored under a key that differs between ranks
         (``d[key] = v``) the container's keys differ too where it is a mapping, what
@@ -2103,7 +2183,13 @@ class Divergence:
         else:
             key = None
         held = _join(_contents(value), key)
-        return {**state, container: held.joined(state.get(container))} if held else state
+        new = {**state, container: held.joined(state.get(container))} if held else dict(state)
+        keyed = keyed_item(target)
+        if keyed is not None and key is None:
+            new.pop(keyed, None)  # the item under a fixed key is replaced
+            if held is not None:
+                new[keyed] = held
+        return new
 
     def one_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of a test on which the job runs as one process
@@ -2349,7 +2435,7 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
         return new
     for name in bound_names(target):
         new.pop(name, None)
-        for held in [held for held in new if held.startswith(name + ".")]:
+        for held in [held for held in new if held.startswith((name + ".", name + "["))]:
             del new[held]
         if value is not None:
             new[name] = value

@@ -21,6 +21,7 @@ from ddplint.analysis.control_flow import (
     EdgeKind,
     Node,
     NodeKind,
+    holds_node,
 )
 from ddplint.analysis.divergence import (
     Divergence,
@@ -197,6 +198,18 @@ def arm_sequences(function: FunctionFacts, test: Node) -> list[Sequence_] | None
             return None
         found.extend(sequences)
     return found
+
+
+def expression_arms_pair(choice: ast.IfExp, collectives: list[Collective]) -> bool:
+    """Whether both arms of a conditional expression issue collectives, the same kinds
+    in the same order (``reduce(mine, rank) if i == rank else reduce(theirs[i], i)``):
+    whichever arm a rank takes, it issues its share of the pair."""
+    arms = []
+    for arm in (choice.body, choice.orelse):
+        inside = [c for c in collectives if holds_node(arm, c.call)]
+        inside.sort(key=lambda c: (c.call.lineno, c.call.col_offset))
+        arms.append(kinds(tuple(inside)))
+    return bool(arms[0]) and arms[0] == arms[1]
 
 
 def first_difference(first: Sequence_, second: Sequence_) -> tuple[Element | None, ...] | None:

@@ -55,6 +55,7 @@ from ddplint.analysis.pairing import (
     class_order_apart,
     classes_agree_in_turn,
     classes_meet_again,
+    expression_arms_pair,
     first_difference,
     rank_classes_agree,
     settled_by_class,
@@ -481,8 +482,9 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
         effects = function.effects.get(node.index)
         if not effects or node.statement is None:
             continue
+        issued = [collective for collective, _ in effects]
         for collective, through in effects:
-            guard = expression_guard(node.statement, collective.call)
+            guard = expression_guard(node.statement, collective.call, issued)
             if guard is None:
                 continue
             taint = function.divergence.taint(guard, node)
@@ -492,12 +494,18 @@ def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Partin
                 )
 
 
-def expression_guard(statement: ast.AST, call: ast.Call) -> ast.expr | None:
-    """The expression that decides, inside ``statement``, whether ``call`` runs."""
+def expression_guard(
+    statement: ast.AST, call: ast.Call, issued: list[Collective] | None = None
+) -> ast.expr | None:
+    """The expression that decides, inside ``statement``, whether ``call`` runs; a
+    conditional expression whose arms both issue the same kinds of ``issued`` (the
+    collectives of the statement) decides nothing: either arm pairs."""
     for parent in ast.walk(statement):
-        if (isinstance(parent, ast.IfExp) and holds_node(parent.body, call)) or (
-            isinstance(parent, ast.IfExp) and holds_node(parent.orelse, call)
+        if isinstance(parent, ast.IfExp) and (
+            holds_node(parent.body, call) or holds_node(parent.orelse, call)
         ):
+            if issued is not None and expression_arms_pair(parent, issued):
+                continue
             return parent.test
         if isinstance(parent, ast.BoolOp):
             for position, value in enumerate(parent.values[1:], start=1):

@@ -37,7 +37,10 @@ class CollectiveOnSomeRanks(CodeRule):
     the module returns that reads the rank (`rank, world_size = init_distributed()`)
     included.
 
-    Not flagged: the same collective on both arms of a rank test; complementary tests
+    Not flagged: the same collective on both arms of a rank test (also the two arms
+    of a conditional expression, `reduce(own, rank) if i == rank else reduce(g[i], i)`);
+    a test on another key of a settings mapping that holds the rank under one key
+    (`opt["world_size"] > 1` beside `opt["rank"] = rank`); complementary tests
     (main-process-first: `if not main: barrier()` ... `if main: barrier()`, also when
     the other ranks' barrier sits before an early `return` and rank 0's after its work;
     one process at a time: `for turn in range(world): if rank != turn: barrier()` ...

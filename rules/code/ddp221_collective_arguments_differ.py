@@ -102,6 +102,8 @@ class CollectiveArgumentsDiffer(CodeRule):
     named groups on two ways (each rank in its own group); branches that issue the same
     collectives (the holder's `broadcast(t, src=rank)` against the others'
     `broadcast(t, src=holder)`: only literal roots, ops and groups are compared there);
+    a root that reads the rank where a test has just found the rank equal to a shared
+    value (`reduce(t, rank) if i == rank else ...`, `if rank == turn: gather(.., dst=rank)`);
     a tensor padded to a size the ranks gathered (`torch.empty(max_size - local_size)`:
     a size decided per rank or counted from this rank's share is not taken as a shape);
     a window of one width (`x[rank * k : (rank + 1) * k]`); a conversion on both arms,
