@@ -151,6 +151,8 @@ class StepFrequency:
         found = self._waits.node_of(call, module_code=True)
         if found is None:
             return None
+        if self._single_process.alone_scope(found[0].scope):
+            return Occasion.SINGLE_PROCESS  # a local function only one-process code calls
         return self.occasional_node(*found)
 
     def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:
