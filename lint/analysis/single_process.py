@@ -421,9 +421,13 @@ class SingleProcessPaths:
         if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
             return None
         scope = self._scope_of_statement(statement)
-        if scope is self._nodes.module and self._project.main_runs_alone():
-            if isinstance(statement, ast.If) and is_main_test(statement.test):
-                return EdgeKind.TRUE  # the module run as its own one-process program
+        if (
+            scope is self._nodes.module
+            and isinstance(statement, ast.If)
+            and is_main_test(statement.test)
+            and self._project.main_runs_alone()
+        ):
+            return EdgeKind.TRUE  # the module run as its own one-process program
         several = self.asks_several(statement.test, scope)
         if several is None:
             return None
