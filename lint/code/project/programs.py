@@ -13,8 +13,9 @@ Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
 in single-process programs too; nor one that only tests a model's type,
 ``isinstance(model, DDP)``, to unwrap what another program wrapped) or lives beside
 them (a ``LightningDataModule``, accelerate's ``set_seed``), or when the script itself
-uses any distributed API (``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it is written for a launcher,
-whose group may start in a helper its imports do not resolve to);
+uses any distributed API (``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it
+is written for a launcher, whose group may start in a helper its imports do not resolve
+to);
 it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
