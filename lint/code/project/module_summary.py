@@ -341,7 +341,8 @@ def _uses(
                 name = dotted(node)
                 if name is not None:
                     _add_prefixes(name, owner, scoped, plain)
-                    _add_prefixes(name, None, set(), tested if id(node) in classes else read)
+                    into = tested if id(node) in classes else read
+                    _add_prefixes(name, None, into, into)
                     continue
             elif isinstance(node, ast.ClassDef):
                 scopes.append((child_nodes(node, leaves=False), node.name))
