@@ -219,6 +219,19 @@ EXPECTED = {
     # A module imported by nothing that a Hydra config names (`_target_`) and the
     # program instantiates: a load by a computed name may load any module, reported.
     "reach_hydra": ({("models/loop_trainer.py", 5, "DDP102")}, ""),
+    # A module's `__main__` block, run as its own program, starts no group though the
+    # distributed `train_ddp.py` imports the module: its self-test loop is one process
+    # (a function it calls, one such a function calls, an inline loop under
+    # `"__main__" == __name__`). Where that program starts a group itself or in a helper
+    # it imports, every rank runs the loop: reported.
+    "main_block": (
+        {
+            ("selftest_dist.py", 20, "DDP102"),
+            ("selftest_setup.py", 21, "DDP102"),
+            ("train_ddp.py", 12, "DDP501"),
+        },
+        "",
+    ),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
@@ -866,8 +879,8 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
         },
     )
     assert decode_facts(encode_facts(facts)) == facts
-    for alone, untrained in ((True, False), (False, True)):
-        roles = FileFacts(runs_alone=alone, off_training=untrained)
+    for alone, untrained, main in ((True, False, False), (False, True, False), (0, 0, 1)):
+        roles = FileFacts(runs_alone=alone, off_training=untrained, main_alone=bool(main))
         assert roles and decode_facts(encode_facts(roles)) == roles
     assert encode_facts(FileFacts()) == ""
     # The one-letter dictionaries of facts version 1 (and anything else) read as none.
@@ -980,6 +993,59 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_one.py"] = "from pytorch_lightning.lite import LightningLite\n" + SINGLE
     alone, _ = roles_of(files)
     assert not alone
+
+
+UNWRAPS = (
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.nn import DataParallel as DP\nimport torch\n"
+    "def unwrap(m):\n    return m.module if isinstance(m, DDP) else m\n"
+    "def bare(m):\n    return m.module if isinstance(m, (DDP, DP)) else m\n"
+    "def exact(m):\n    return m.module if type(m) is DDP else m\n"
+    "def sub(m):\n"
+    "    return issubclass(type(m), torch.nn.parallel.DistributedDataParallel)\n"
+)
+
+
+def test_a_type_test_of_a_wrapper_starts_no_group() -> None:
+    # `unwrap.py` tests a model's type against DDP (isinstance, a tuple of classes,
+    # `type(m) is`, issubclass of a dotted name): it unwraps what another program
+    # wrapped, and wraps nothing. The script that imports it is one process (the module
+    # itself, written for DDP, may run in a program its importers do not show).
+    files = {
+        "train_ddp.py": DISTRIBUTED,
+        "train_one.py": "import unwrap\n" + SINGLE,
+        "unwrap.py": UNWRAPS,
+        "helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+    # The same module wrapping a model too (a call of the class): distributed.
+    files["unwrap.py"] = UNWRAPS + "def wrap(m):\n    return DDP(m)\n"
+    alone, _ = roles_of(files)
+    assert "train_one" not in alone
+    # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`).
+    files["unwrap.py"] = UNWRAPS + "conv = torch.nn.SyncBatchNorm.convert_sync_batchnorm\n"
+    alone, _ = roles_of(files)
+    assert "train_one" not in alone
+
+
+def test_a_main_block_is_one_process_where_its_own_program_is() -> None:
+    # `selftest.py` is imported by the distributed script (not alone), yet run as its
+    # own program it starts no group: its `__main__` block is one process.
+    files = {
+        "train_ddp.py": "import selftest\n" + DISTRIBUTED,
+        "selftest.py": "def f():\n    pass\nif __name__ == '__main__':\n    f()\n",
+    }
+    roles = index_of(files).program_roles
+    assert "selftest" not in roles.alone and "selftest" in roles.alone_programs
+    assert "train_ddp" not in roles.alone_programs
+    assert index_of(files).facts_for("selftest.py").main_alone
+    # A self-test that imports a module starting a group: not one process.
+    files["setup_group.py"] = "import torch.distributed as dist\ndist.init_process_group()\n"
+    files["selftest.py"] = "import setup_group\n" + files["selftest.py"]
+    roles = index_of(files).program_roles
+    assert "selftest" not in roles.alone_programs
+    assert not index_of(files).facts_for("selftest.py").main_alone
 
 
 def test_what_a_program_imports_resolves_from_its_folder_too() -> None:

@@ -98,6 +98,11 @@ class ProjectFacts(Protocol):
         (none starts or joins a process group)."""
         ...
 
+    def main_runs_alone(self) -> bool:
+        """Whether this module, run as a program (its ``__main__`` block), is one
+        process: neither it nor a module it imports starts or joins a process group."""
+        ...
+
     def kind(self, name: str, owner: str | None) -> str | None:
         """The kind of object (``object_kinds``) a project class or factory of another
         module makes when called, or a project name holds."""
@@ -151,6 +156,9 @@ class NoProject:
         return False
 
     def runs_alone(self) -> bool:
+        return False
+
+    def main_runs_alone(self) -> bool:
         return False
 
     def kind(self, name: str, owner: str | None) -> str | None:

@@ -11,6 +11,10 @@ True; init_process_group(...)``). The branch a multi-process run never takes is 
 single-process branch; one that starts a process group itself (``if not
 dist.is_initialized(): init_process_group()``) is not.
 
+The ``__main__`` block of a module that, run as its own program, starts and joins no
+process group (``ProjectFacts.main_runs_alone``: a self-test or a one-GPU script another
+program imports for its functions) is a single-process branch too.
+
 A statement is on a single-process path when no way from its scope's entry reaches it
 without taking a single-process branch (the ``else`` of ``if args.distributed:``, what
 follows ``if dist.is_initialized(): raise``), or when its function is a local one
@@ -295,7 +299,7 @@ class SingleProcessPaths:
             return True
         if self._alone_in_scope(statement, scope):
             return True
-        return self._alone_scope(scope)
+        return self.alone_scope(scope)
 
     def swallows_alone(self, handler: ast.ExceptHandler) -> bool:
         """Whether every way that leaves ``handler`` without raising runs only in a
@@ -303,7 +307,7 @@ class SingleProcessPaths:
         scope = self._statement_scopes.get(handler)
         if scope is None:
             return False
-        if self.program_alone or self._alone_scope(scope):
+        if self.program_alone or self.alone_scope(scope):
             return True
         graph = self._graphs.graph(scope)
         inside = {id(node) for part in handler.body for node in walk(part)}
@@ -319,7 +323,7 @@ class SingleProcessPaths:
                     return False
         return True
 
-    def _alone_scope(self, scope: ast.AST) -> bool:
+    def alone_scope(self, scope: ast.AST) -> bool:
         """The scope, or one around it, is a local function reached only from
         single-process statements."""
         if self._alone_functions is None:
@@ -417,6 +421,13 @@ class SingleProcessPaths:
         if node.kind is not NodeKind.TEST or not isinstance(statement, (ast.If, ast.While)):
             return None
         scope = self._scope_of_statement(statement)
+        if (
+            scope is self._nodes.module
+            and isinstance(statement, ast.If)
+            and is_main_test(statement.test)
+            and self._project.main_runs_alone()
+        ):
+            return EdgeKind.TRUE  # the module run as its own one-process program
         several = self.asks_several(statement.test, scope)
         if several is None:
             return None
@@ -589,7 +600,7 @@ class SingleProcessPaths:
         statement, scope = self._statement_of(parent)
         if statement is None or scope is None:
             return False
-        return self._alone_in_scope(statement, scope) or self._alone_scope(scope)
+        return self._alone_in_scope(statement, scope) or self.alone_scope(scope)
 
     # -- locating ------------------------------------------------------------------------
 
@@ -684,6 +695,19 @@ def _reachable(graph: Graph, target: Node) -> bool:
 def _function_use(node: ast.AST) -> str | None:
     """The name a node reads (a local function's use)."""
     return node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
+
+
+def is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round): true only when the module is
+    the program run."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, *test.comparators]
+    return any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
+    )
 
 
 def literal_or_none(expression: ast.expr) -> object:

@@ -34,7 +34,9 @@ A per-step rule asks this of a call it found on the training-step path. The answ
   (asked only with ``module_method``);
 - in a single-process run: on the branch ``single_process`` says only a one-process job
   takes (``if not dist.is_initialized():``, the ``else`` of ``if args.distributed:``
-  where the module's other arms of that switch do the distributed work).
+  where the module's other arms of that switch do the distributed work, the ``__main__``
+  block of a module whose own program starts no group), or in a local function only
+  such code calls (``SingleProcessPaths.alone_scope``).
 
 A periodic test on whose rare way the optimizer steps (``if (i + 1) % accumulate ==
 0: optimizer.step()``, ``if i % accumulate: continue``) is the step boundary of gradient
@@ -151,6 +153,8 @@ class StepFrequency:
         found = self._waits.node_of(call, module_code=True)
         if found is None:
             return None
+        if self._single_process.alone_scope(found[0].scope):
+            return Occasion.SINGLE_PROCESS  # a local function only one-process code calls
         return self.occasional_node(*found)
 
     def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:

@@ -12,13 +12,21 @@ import pytest
 
 from ddplint.analysis.control_flow import NodeKind
 from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.project import NO_PROJECT, NoProject, ProjectFacts
 from ddplint.analysis.single_process import reads_rank_variable
 
 
-def _alone_by_marker(source: str) -> dict[str, bool]:
+class _MainAlone(NoProject):
+    """A module whose own program (its ``__main__`` block) is one process."""
+
+    def main_runs_alone(self) -> bool:
+        return True
+
+
+def _alone_by_marker(source: str, project: ProjectFacts = NO_PROJECT) -> dict[str, bool]:
     """For each ``mark("name")`` call: whether it runs only single-process."""
     module = ast.parse(textwrap.dedent(source))
-    paths = ModuleAnalysis(module).single_process
+    paths = ModuleAnalysis(module, project).single_process
     found: dict[str, bool] = {}
     for node in ast.walk(module):
         if (
@@ -29,6 +37,41 @@ def _alone_by_marker(source: str) -> dict[str, bool]:
         ):
             found[str(node.args[0].value)] = paths.holds(node)
     return found
+
+
+MAIN_BLOCKS = """
+def check():
+    mark("called from the main block")
+def shared():
+    mark("called from elsewhere too")
+def train():
+    shared()
+if __name__ == "__main__":
+    mark("main")
+    check()
+    shared()
+if "__main__" == __name__:
+    mark("reversed")
+if __name__ != "__main__":
+    mark("imported")
+def inner():
+    if __name__ == "__main__":
+        mark("not at the top level")
+"""
+
+
+def test_a_main_block_is_one_process_where_the_module_run_as_a_program_is() -> None:
+    alone = _alone_by_marker(MAIN_BLOCKS, _MainAlone())
+    assert alone == {
+        "called from the main block": True,
+        "called from elsewhere too": False,
+        "main": True,
+        "reversed": True,
+        "imported": False,
+        "not at the top level": False,
+    }
+    # Where its own program may be several processes, or the project is not known.
+    assert not any(_alone_by_marker(MAIN_BLOCKS).values())
 
 
 def test_arms_of_tests_on_the_process_count() -> None:

@@ -64,6 +64,7 @@ def encode_facts(facts: FileFacts) -> str:
         int(facts.off_training),
         int(facts.unrun),
         list(facts.unreferenced),
+        int(facts.main_alone),
     ]
     return json.dumps([names, functions, programs], sort_keys=True, separators=(",", ":"))
 
@@ -103,7 +104,7 @@ def decode_facts(encoded: str | None) -> FileFacts:
     if not encoded:
         return NO_FACTS
     try:
-        names, functions, (alone, untrained, unrun, unreferenced) = json.loads(encoded)
+        names, functions, (alone, untrained, unrun, unreferenced, main) = json.loads(encoded)
         return FileFacts(
             {str(name): _decode_name(value) for name, value in names.items()},
             {
@@ -120,6 +121,7 @@ def decode_facts(encoded: str | None) -> FileFacts:
             off_training=bool(untrained),
             unrun=bool(unrun),
             unreferenced=tuple(str(name) for name in unreferenced),
+            main_alone=bool(main),
         )
     except (ValueError, TypeError, AttributeError):
         return NO_FACTS

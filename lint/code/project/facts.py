@@ -135,6 +135,9 @@ class FileFacts:
     unrun: bool = False
     #: Its top-level functions and classes nothing in the project references.
     unreferenced: tuple[str, ...] = ()
+    #: The file is a program, and run as one (its ``__main__`` block) it is
+    #: single-process, though programs that import it may not be.
+    main_alone: bool = False
 
     def __bool__(self) -> bool:
         return bool(
@@ -144,6 +147,7 @@ class FileFacts:
             or self.off_training
             or self.unrun
             or self.unreferenced
+            or self.main_alone
         )
 
     def never_runs(self, name: str | None) -> bool:

@@ -837,6 +837,7 @@ class ProjectIndex:
             off_training=module in roles.untrained,
             unrun=module in reach.unrun,
             unreferenced=tuple(sorted(reach.unreferenced.get(module, ()))),
+            main_alone=module in roles.alone_programs,
         )
 
     @cached_property

@@ -54,13 +54,15 @@ class _Names:
     the top-level names bound to what a plain name's call made (``converter =
     Converter(opt).cuda()``), whether it runs a
     backward pass (``scaler.scale(loss).backward()``, anywhere in it) and what it says
-    about reaching code by name (``reach_names``)."""
+    about reaching code by name (``reach_names``). ``type_test_uses``: the plain names
+    it reads only as the class of a type test (``isinstance(model, DDP)``)."""
 
     bindings: tuple[tuple[int, str, str], ...]
     aliases: tuple[tuple[str, str], ...]
     instances: tuple[tuple[str, str], ...]
     scoped_uses: frozenset[str]
     plain_uses: frozenset[str]
+    type_test_uses: frozenset[str]
     runs_as_script: bool
     statement_calls: tuple[str, ...]
     makers: tuple[tuple[str, str], ...]
@@ -133,9 +135,14 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         unranked = (unranked - definitions.rank_names) | definitions.other_names
     known = {*imports, *functions, *classes, *instances}
     uses: set[str] = set()
+    type_tests: set[str] = set()
+    other_reads: set[str] = set()
     for entry in entries:
         uses.update(entry.names.scoped_uses)
         uses.update(n for n in entry.names.plain_uses if n.split(".", 1)[0] in known)
+        type_tests.update(entry.names.type_test_uses)
+        other_reads.update(entry.names.plain_uses - entry.names.type_test_uses)
+    type_tests = {name for name in type_tests - other_reads if name in uses}
     # A program: the ``__main__`` test, a loop, or a call of its own function at the top
     # (or of a method of an object its own class or function made there).
     makers = {name: maker for entry in entries for name, maker in entry.names.makers}
@@ -163,6 +170,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
             **({"rank_args": rank_args} if rank_args else {}),
         },
         "uses": sorted(uses),
+        **({"type_tests": sorted(type_tests)} if type_tests else {}),
         **({"reach": reach} if reach else {}),
     }
 
@@ -222,13 +230,14 @@ def _imports(parts: list[_Names]) -> dict[str, str]:
 
 def _names(statements: Sequence[ast.stmt]) -> _Names:
     reader = ReachReader()
-    scoped, plain, backward = _uses(statements, reader)
+    scoped, plain, typed, backward = _uses(statements, reader)
     return _Names(
         tuple(import_bindings(statements)),
         tuple(module_aliases(statements)),
         tuple(_instances(statements)),
         scoped,
         plain,
+        typed,
         any(_runs_as_script(statement) for statement in statements),
         tuple(_statement_calls(statements)),
         tuple(_makers(statements)),
@@ -298,14 +307,18 @@ def _instances(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
 
 def _uses(
     statements: Sequence[ast.stmt], reader: ReachReader
-) -> tuple[frozenset[str], frozenset[str], bool]:
+) -> tuple[frozenset[str], frozenset[str], frozenset[str], bool]:
     """Every dotted name the statements read (each prefix of an attribute chain):
-    ``Class:self.x`` inside a class's methods, and the rest; and whether they call a
-    backward pass. One walk per class body; a chain that is a dotted name is read whole
+    ``Class:self.x`` inside a class's methods, and the rest; the plain ones read only as
+    the class of a type test (``type_test_classes``); and whether they call a backward
+    pass. One walk per class body; a chain that is a dotted name is read whole
     (its prefixes are its only children). The same walk gives ``reader`` its nodes
     (each after its parent; a dotted name's inner parts, which tell it nothing, not)."""
     scoped: set[str] = set()
     plain: set[str] = set()
+    tested: set[str] = set()
+    read: set[str] = set()
+    classes: set[int] = set()
     backward = False
     scopes: list[tuple[list[ast.AST], str | None]] = [(list(statements), None)]
     while scopes:
@@ -317,19 +330,51 @@ def _uses(
                 reader.read(node)
             if isinstance(node, ast.Attribute) and node.attr in BACKWARD_METHODS:
                 backward = True
+            if kind is ast.Call or kind is ast.Compare:
+                classes.update(map(id, type_test_classes(node)))
             if kind is ast.Name:
-                plain.add(node.id)  # type: ignore[attr-defined]  # ``_add_prefixes``' plain name
+                name = node.id  # type: ignore[attr-defined]  # ``_add_prefixes``' plain name
+                plain.add(name)
+                (tested if id(node) in classes else read).add(name)
                 continue
             if kind is ast.Attribute:
                 name = dotted(node)
                 if name is not None:
                     _add_prefixes(name, owner, scoped, plain)
+                    into = tested if id(node) in classes else read
+                    _add_prefixes(name, None, into, into)
                     continue
             elif isinstance(node, ast.ClassDef):
                 scopes.append((child_nodes(node, leaves=False), node.name))
                 continue
             stack.extend(child_nodes(node, leaves=False))
-    return frozenset(scoped), frozenset(plain), backward
+    return frozenset(scoped), frozenset(plain), frozenset(tested - read), backward
+
+
+def type_test_classes(node: ast.AST) -> list[ast.expr]:
+    """The classes a type test compares with: ``DDP`` of ``isinstance(model, DDP)``,
+    ``issubclass(cls, (DDP, DP))``, ``type(model) is DDP``; none for another node."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in ("isinstance", "issubclass")):
+            return []
+        if len(node.args) != 2:
+            return []
+        tested = node.args[1]
+    elif isinstance(node, ast.Compare):
+        left = node.left
+        if not (
+            isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "type"
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+        ):
+            return []
+        tested = node.comparators[0]
+    else:
+        return []
+    return list(tested.elts) if isinstance(tested, ast.Tuple) else [tested]
 
 
 def _add_prefixes(name: str, owner: str | None, scoped: set[str], plain: set[str]) -> None:

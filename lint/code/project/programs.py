@@ -10,10 +10,12 @@ launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerat
 ``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
 Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
 ``is_initialized``, ``all_gather``: a model module that gathers once a group is up runs
-in single-process programs too) or lives beside them (a ``LightningDataModule``,
-accelerate's ``set_seed``), or when the script itself uses any distributed API
-(``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it is written for a launcher,
-whose group may start in a helper its imports do not resolve to);
+in single-process programs too; nor one that only tests a model's type,
+``isinstance(model, DDP)``, to unwrap what another program wrapped) or lives beside
+them (a ``LightningDataModule``, accelerate's ``set_seed``), or when the script itself
+uses any distributed API (``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it
+is written for a launcher, whose group may start in a helper its imports do not resolve
+to);
 it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
@@ -102,6 +104,9 @@ class ProgramRoles:
 
     alone: frozenset[str]
     untrained: frozenset[str]
+    #: The programs that are single-process run as themselves (their ``__main__``
+    #: blocks), imported by a distributed program or not.
+    alone_programs: frozenset[str] = frozenset()
 
 
 def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> ProgramRoles:
@@ -110,7 +115,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
     imports_of = ImportsByFolder(summaries, resolve).imports_of
     dotted = {name: _dotted_names(summaries[name]) for name in names}
-    groups = {name for name in names if _uses_any(dotted[name], GROUP_STARTERS)}
+    groups = {name for name in names if _uses_any(_starting_names(summaries[name]), GROUP_STARTERS)}
     trains = {
         name
         for name in names
@@ -118,6 +123,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
     }
     exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
     reached_by: dict[str, list[tuple[bool, bool]]] = {}
+    alone_programs: set[str] = set()
     for program in programs:
         closure = _closure(program, imports_of)
         # A program trains unless it shows no training and exports a model itself: a
@@ -126,6 +132,8 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         training = bool(closure & trains) or program not in exports
         distributed = bool(closure & groups) or _uses_any(dotted[program], DISTRIBUTED_APIS)
         kind = (distributed, training)
+        if not distributed:
+            alone_programs.add(program)
         for module in closure:
             reached_by.setdefault(module, []).append(kind)
     kinds = [kind for found in reached_by.values() for kind in found]
@@ -141,7 +149,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         for module, found in reached_by.items()
         if any_training and not any(training for _, training in found)
     )
-    return ProgramRoles(alone, untrained)
+    return ProgramRoles(alone, untrained, frozenset(alone_programs))
 
 
 class ImportsByFolder:
@@ -255,6 +263,23 @@ def _dotted_names(summary: Summary) -> set[str]:
     found = set(imports.values())
     for use in summary.get("uses", ()):
         qualified = qualify(use.rpartition(":")[2], imports)
+        if qualified is not None:
+            found.add(qualified)
+    return found
+
+
+def _starting_names(summary: Summary) -> set[str]:
+    """``_dotted_names`` less the names the module reads only as the class of a type
+    test (``isinstance(model, DDP)`` unwraps a model some other program wrapped: it
+    starts no group) and the imports bound to them."""
+    tested = set(summary.get("type_tests", ()))
+    if not tested:
+        return _dotted_names(summary)
+    imports: dict[str, str] = summary.get("imports", {})
+    found = {value for local, value in imports.items() if local not in tested}
+    for use in summary.get("uses", ()):
+        spelled = use.rpartition(":")[2]
+        qualified = None if spelled in tested else qualify(spelled, imports)
         if qualified is not None:
             found.add(qualified)
     return found

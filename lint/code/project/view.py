@@ -130,6 +130,9 @@ class CoreFacts:
     def runs_alone(self) -> bool:
         return self._facts.runs_alone
 
+    def main_runs_alone(self) -> bool:
+        return self._facts.main_alone
+
     def kind(self, name: str, owner: str | None) -> str | None:
         return self.fact(name, owner).kind
 
