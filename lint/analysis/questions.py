@@ -477,16 +477,19 @@ def _collectives_in(analysis: ModuleAnalysis, node: ast.AST) -> Iterator[Collect
 
 def _expression_guards(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
     """Collectives inside an expression that a divergent value guards: ``x if rank ==
-    0 else None``, ``is_main and dist.barrier()``."""
+    0 else None``, ``is_main and dist.barrier()``; one parting per guard (its first
+    collective), however many collectives its arms issue."""
     for node in function.graph.nodes:
         effects = function.effects.get(node.index)
         if not effects or node.statement is None:
             continue
         issued = [collective for collective, _ in effects]
+        decided: set[int] = set()
         for collective, through in effects:
             guard = expression_guard(node.statement, collective.call, issued)
-            if guard is None:
+            if guard is None or id(guard) in decided:
                 continue
+            decided.add(id(guard))
             taint = function.divergence.taint(guard, node)
             if taint is not None:
                 yield Parting(
