@@ -324,6 +324,63 @@ def test_an_index_after_lines_moved_is_the_same_index_and_equals_a_fresh_one(
         assert second.reach[("utils", "sync")].where == "utils.py:8"
 
 
+BODY_EDITS = {
+    # A call added inside a body: what the function does, not its names.
+    "call added": ("pkg/m2.py", "def is_main():\n", "def is_main():\n    print(1)\n"),
+    # A parameter added: the callers' links read its positions.
+    "parameter added": ("pkg/m2.py", "def prepare(net):", "def prepare(extra, net):"),
+    # A barrier added to a function others reach.
+    "collective added": (
+        "pkg/m1.py",
+        "def prepare(net):\n",
+        "def prepare(net):\n    dist.barrier()\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BODY_EDITS))
+def test_an_index_after_a_body_edit_keeps_only_links_that_read_nothing_changed(name: str) -> None:
+    """An edit of what functions do (the names modules import and define the same)
+    links again only the edited module and the modules whose linking read it; every
+    file is told what a fresh index of the new summaries tells it."""
+    sources = generated_project(8)
+    memo = ProjectMemo()
+    first = memo.index({path: summarize(text) for path, text in sources.items()})
+    path, old, new = BODY_EDITS[name]
+    assert old in sources[path]
+    edited = {**sources, path: sources[path].replace(old, new, 1)}
+    summaries = {path: summarize(text) for path, text in edited.items()}
+    second = memo.index(summaries)
+    assert second is not first
+    assert 0 < len(second.linked) < len(first.linked)
+    assert _all_facts(second) == _all_facts(ProjectIndex(summaries))
+
+
+RANK_TAKER = (
+    "import torch.distributed as dist\n\n\n"
+    "def run(model, rank):\n    if rank == 0:\n        dist.barrier()\n"
+)
+RANK_GIVER = (
+    "import torch.distributed as dist\n\nfrom taker import run\n\n\n"
+    "def main(model):\n    rank = dist.get_rank()\n    run(model, rank=rank)\n"
+)
+
+
+def test_a_caller_whose_link_read_the_edited_module_is_linked_again() -> None:
+    """``giver`` hands the rank by keyword: its link reads ``taker``'s parameters. When
+    they swap places (the names the same), ``giver``'s kept link would name the wrong
+    position; it is linked again."""
+    memo = ProjectMemo()
+    first = memo.index({"taker.py": summarize(RANK_TAKER), "giver.py": summarize(RANK_GIVER)})
+    assert "taker" in first.asked["giver"]
+    swapped = RANK_TAKER.replace("def run(model, rank):", "def run(rank, model):")
+    summaries = {"taker.py": summarize(swapped), "giver.py": summarize(RANK_GIVER)}
+    second = memo.index(summaries)
+    assert sorted(second.linked) == ["giver", "taker"]
+    assert _all_facts(second) == _all_facts(ProjectIndex(summaries))
+    assert second.rank_parameters[("taker", "run")] == {0}
+
+
 def test_a_summary_change_beyond_lines_is_not_taken_for_a_move() -> None:
     memo = ProjectMemo()
     first = memo.index({"utils.py": summarize(UTILS), "train.py": summarize(TRAIN)})

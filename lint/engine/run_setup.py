@@ -61,7 +61,8 @@ class ProjectMemo:
     module summary is the same (an edit inside a function body seldom changes one) and
     moved where only line numbers changed (a line inserted or removed); when only what
     functions do changed (not the names modules import and define), the new index
-    starts from the old one's name resolutions."""
+    starts from the old one's name resolutions and keeps the links of every module
+    whose linking read none of the changed modules."""
 
     listing: list[Target] | None = None
     _summaries: dict[str, Summary] = field(default_factory=dict)
@@ -86,7 +87,11 @@ class ProjectMemo:
                 resolution_inputs(summaries[path]) == resolution_inputs(previous[path])
                 for path in changed
             )
-            self._index = ProjectIndex(summaries, self._index.resolved if same_names else None)
+            if same_names:  # links that read none of the changed modules still hold
+                old = self._index
+                self._index = ProjectIndex(summaries, old.resolved, old.links_unread(changed))
+            else:
+                self._index = ProjectIndex(summaries)
         self._summaries = summaries
         return self._index
 

@@ -265,6 +265,17 @@ class ProjectIndex:
         self.reach = {}
         self._solve_reach()
 
+    def links_unread(self, paths: Iterable[str]) -> dict[str, tuple[Links, frozenset[str]]]:
+        """The links (and the modules their linking asked about) of every module that is
+        not at one of ``paths`` and whose linking read none of the modules there: an
+        index of summaries changed only there, in what functions do, keeps them."""
+        changed = {self.module_of_path[path] for path in paths}
+        return {
+            module: (links, self.asked[module])
+            for module, links in self.links.items()
+            if module not in changed and not self.asked[module] & changed
+        }
+
     # -- linking -----------------------------------------------------------------
 
     def resolve_module(self, name: str, importer: str) -> str | None:
