@@ -100,7 +100,7 @@ def batch_seeds(
         # A loop over the optimizers (``for opt in self.optimizers: ... opt.step()``)
         # inside the loop that walks the batches: that one's items are the batch.
         targets[id(loop)] = ()
-        outer = _enclosing_loop(scope, loop)
+        outer = enclosing_loop(scope, loop)
         if outer is not None and id(outer) not in targets:
             targets[id(outer)] = counted.batch_targets(outer)
     drawn = frozenset(
@@ -136,7 +136,7 @@ def _steps_items(loop: Loop, parts: tuple[ast.expr, ...]) -> bool:
     )
 
 
-def _enclosing_loop(scope: ast.AST, loop: Loop) -> Loop | None:
+def enclosing_loop(scope: ast.AST, loop: Loop) -> Loop | None:
     """The innermost loop of ``scope``'s own code whose body holds ``loop``."""
     found: Loop | None = None
     for candidate in own_nodes(scope):

@@ -125,6 +125,17 @@ def _other_binding(node: ast.AST, name: str) -> bool:
     return False
 
 
+def call_parameters(function: Function) -> list[ast.arg]:
+    """The parameters a call fills by position (a method's ``self`` / ``cls`` not
+    counted: a first parameter so named without a default, as a plain function's
+    ``def register(cls=None)`` is not a method's)."""
+    positional = [*function.args.posonlyargs, *function.args.args]
+    bound = len(function.args.defaults) < len(positional)
+    if positional and positional[0].arg in ("self", "cls") and bound:
+        positional = positional[1:]
+    return positional
+
+
 def parameter_names(function: Function) -> set[str]:
     """Every parameter of ``function``, ``*args`` and ``**kwargs`` included."""
     arguments = function.args

@@ -326,6 +326,8 @@ class DeviceQueue:
         self._kernel_loops: dict[int, list[ast.For]] = {}
         self._flows: dict[str, ObjectFlow] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
+        #: Per loop, the plain names its code binds (``_reads_a_setting``).
+        self._bound_in_loop: dict[int, frozenset[str]] = {}
 
     # -- the question ------------------------------------------------------------------
 
@@ -1292,17 +1294,23 @@ class DeviceQueue:
         loops = list(self.code.loops_around(branch))
         if not roots or roots & {"self", "cls"} or not loops or self._analysis is None:
             return False
-        for loop in loops:
-            if any(
-                isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in roots
-                for node in ast.walk(loop)
-            ):
-                return False
+        if any(roots & self._names_bound_in(loop) for loop in loops):
+            return False
         nodes = graph.nodes_of(branch)
         if not nodes:
             return False
         divergence = self._analysis.function(graph.scope).divergence
         return divergence.test_taint(nodes[0]) is None
+
+    def _names_bound_in(self, loop: ast.AST) -> frozenset[str]:
+        """The plain names ``loop``'s code binds, found once per loop."""
+        if id(loop) not in self._bound_in_loop:
+            self._bound_in_loop[id(loop)] = frozenset(
+                node.id
+                for node in ast.walk(loop)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            )
+        return self._bound_in_loop[id(loop)]
 
     def waited_next(self, call: ast.Call, every_rank: Callable[[Graph, Node], bool]) -> bool:
         """Whether, on every way on from ``call``'s statement, the next thing done to the

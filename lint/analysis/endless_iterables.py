@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from ddplint.analysis.constants import ScopedConstants
+from ddplint.analysis.constants import ScopedConstants, call_parameters
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.object_kinds import ENDLESS_ITERABLE, FIRST_ARGUMENT_ITEMS
@@ -112,6 +112,14 @@ def drawn_source(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None
     return sources.pop()
 
 
+def _draws_first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` yields the items of the parameter a call's first argument
+    fills until they run out."""
+    drawn = drawn_source(function)
+    parameters = call_parameters(function)
+    return drawn is not None and bool(parameters) and drawn == parameters[0].arg
+
+
 def _is_docstring(statement: ast.stmt) -> bool:
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
 
@@ -174,15 +182,6 @@ def _open_test(test: ast.expr) -> bool:
     return _always_true(test) or isinstance(test, ast.Name)
 
 
-def first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """The name of the parameter a call's first argument fills (a method's ``self`` or
-    ``cls`` passed over)."""
-    positional = [*function.args.posonlyargs, *function.args.args]
-    if positional and positional[0].arg in ("self", "cls"):
-        positional = positional[1:]
-    return positional[0].arg if positional else None
-
-
 class EndlessIterables:
     """Which iterables of one module never run out. ``made_kind``: the object kind of
     what a call makes (a class of this module or another, a project factory);
@@ -220,9 +219,7 @@ class EndlessIterables:
         if function is not None:
             if is_endless_generator(function):
                 return True
-            drawn = drawn_source(function)
-            wraps = drawn is not None and drawn == first_parameter(function)
-            kind = FIRST_ARGUMENT_ITEMS if wraps else None
+            kind = FIRST_ARGUMENT_ITEMS if _draws_first_parameter(function) else None
         else:
             kind = self._made_kind(expression)
         if kind == FIRST_ARGUMENT_ITEMS:

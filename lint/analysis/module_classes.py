@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import builtins
 
+from ddplint.analysis.constants import call_parameters
 from ddplint.analysis.control_flow import own_nodes
-from ddplint.analysis.endless_iterables import drawn_source, first_parameter, is_endless_generator
+from ddplint.analysis.endless_iterables import drawn_source, is_endless_generator
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.object_kinds import (
@@ -117,19 +118,20 @@ def _own_iteration(cls: ast.ClassDef) -> str | None:
         return ENDLESS_ITERABLE
     drawn = drawn_source(iteration)
     init = methods.get("__init__")
-    first = first_parameter(init) if init is not None else None
-    if drawn is not None and first is not None and _keeps(init, drawn, first):
+    if drawn is not None and init is not None and _keeps_first(init, drawn):
         return FIRST_ARGUMENT_ITEMS
     return OBJECT
 
 
-def _keeps(init: ast.FunctionDef | ast.AsyncFunctionDef | None, field: str, name: str) -> bool:
-    """Whether ``init`` stores its parameter ``name`` as it is in ``field`` (``self.x``)."""
-    return init is not None and any(
+def _keeps_first(init: ast.FunctionDef | ast.AsyncFunctionDef, field: str) -> bool:
+    """Whether ``init`` stores the parameter a call's first argument fills, as it is,
+    in ``field`` (``self.x``)."""
+    parameters = call_parameters(init)
+    return bool(parameters) and any(
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
         and dotted_name(statement.targets[0]) == field
         and isinstance(statement.value, ast.Name)
-        and statement.value.id == name
+        and statement.value.id == parameters[0].arg
         for statement in own_nodes(init)
     )

@@ -22,6 +22,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from ddplint.analysis.control_flow import Scope, own_nodes
+from ddplint.analysis.divergence import paired_arguments
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import annotated_types, dotted_name
 from ddplint.analysis.object_kinds import LIGHTNING_MODULE, TRAINER, library_kind
@@ -148,13 +149,17 @@ class LightningTrainers:
             positional = positional[1:]
         declared = {a.arg: a.annotation for a in (*positional, *callee.args.kwonlyargs)}
         handed = [
-            *((p.arg, a) for p, a in zip(positional, call.args, strict=False)),
+            *paired_arguments(tuple(a.arg for a in positional), call.args),
             *((k.arg, k.value) for k in call.keywords if k.arg is not None),
         ]
         for parameter, argument in handed:
             if isinstance(argument, ast.Starred):
                 return
-            if isinstance(argument, ast.Name) and self._annotated(declared.get(parameter), TRAINER):
+            if (
+                parameter is not None
+                and isinstance(argument, ast.Name)
+                and self._annotated(declared.get(parameter), TRAINER)
+            ):
                 yield argument.id
 
     def module_parameters(self, scope: Scope) -> frozenset[str]:

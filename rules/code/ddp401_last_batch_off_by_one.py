@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 
 from ddplint.analysis.api import BACKWARD_METHODS
+from ddplint.analysis.batches import enclosing_loop
 from ddplint.analysis.constants import nodes_within, scope_nodes
 from ddplint.analysis.control_flow import Scope
 from ddplint.analysis.enumerate_loops import (
@@ -309,15 +310,8 @@ def _cleared_before(ctx: CodeContext, loop: EnumerateLoop) -> bool:
     by the last epoch is then dropped on purpose, not carried into the next one."""
     scope: Scope = ctx.analysis.constants.owner_of(_loop_scope(ctx, loop))
     start = _position(loop.loop)
-    end = (loop.loop.end_lineno or loop.loop.lineno, loop.loop.end_col_offset or 0)
-    around = [
-        _position(node)
-        for node in scope_nodes(scope)
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
-        and _position(node) < start
-        and (node.end_lineno or node.lineno, node.end_col_offset or 0) >= end
-    ]
-    after = max(around, default=_position(scope))
+    around = enclosing_loop(scope, loop.loop)
+    after = _position(around if around is not None else scope)
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)

@@ -28,6 +28,7 @@ from ddplint.analysis.api import (
     SHARDING_WRAPPERS,
 )
 from ddplint.analysis.children import child_nodes
+from ddplint.analysis.constants import call_parameters
 from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
@@ -116,7 +117,7 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
     among the positional arguments of a call (``self`` / ``cls`` not counted; -1 for
     keyword-only ones)."""
     arguments = function.args
-    positional = _positional(function)
+    positional = call_parameters(function)
     found: dict[str, int] = {}
     for offset, default in enumerate(arguments.defaults):
         index = len(positional) - len(arguments.defaults) + offset
@@ -322,7 +323,7 @@ def _agreement(
     def solved(given: State) -> Divergence:
         return Divergence(graph, dominance, names, fields=given)
 
-    summary = summarise_call(function, [a.arg for a in _positional(function)], solved)
+    summary = summarise_call(function, [a.arg for a in call_parameters(function)], solved)
     if summary is None or (summary.reaching is None and not summary.agreeing):
         return None
     reaching = summary.reaching
@@ -412,7 +413,7 @@ def _returned_from(
     of a returned tuple (``returns.returned_reach``), as an agreement fact that makes
     none agree: ``[parameters, reaching (None: any), [], items (None: not a tuple)]``;
     None where every argument may reach every part of it. ``kinds``: its ``own_nodes`` by kind."""
-    parameters = [a.arg for a in _positional(function)]
+    parameters = [a.arg for a in call_parameters(function)]
     if not parameters:
         return None
     read = [ast.Return, *BINDERS]
@@ -620,20 +621,9 @@ def _positions_of(call: ast.Call, names: dict[str, int]) -> list[int]:
     return [argument for argument, _ in _passed_parameters(call, bound)]
 
 
-def _positional(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
-    """The parameters a call fills by position (a method's ``self`` / ``cls`` not
-    counted: a first parameter so named without a default, as a plain function's
-    ``def register(cls=None)`` is not a method's)."""
-    positional = [*function.args.posonlyargs, *function.args.args]
-    bound = len(function.args.defaults) < len(positional)
-    if positional and positional[0].arg in ("self", "cls") and bound:
-        positional = positional[1:]
-    return positional
-
-
 def _parameter_positions(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
     """Positional parameters by name, with their position in a call."""
-    return {argument.arg: index for index, argument in enumerate(_positional(function))}
+    return {argument.arg: index for index, argument in enumerate(call_parameters(function))}
 
 
 def _passed_parameters(call: ast.Call, positions: dict[str, int]) -> list[tuple[int, int]]:
