@@ -97,6 +97,16 @@ EXPECTED = {
         {("train_bad.py", 13, "DDP201")},
         "",
     ),
+    # The script binds the rank from the tuple a helper of the `tools` package returns
+    # (`rank, local_rank, world_size = init_distributed(args)`) and hands it by keyword
+    # to `tools.train` (re-exported by the package's `__init__`, beside the submodule of
+    # the same name): rank 0's patience `break` skips the epoch's last barrier, and the
+    # script's own barrier sits under its rank test. `train_good.py` hands it to a loop
+    # that broadcasts the stop and calls its barrier on every rank: quiet.
+    "rank_from_setup": (
+        {("tools/train.py", 17, "DDP201"), ("train_bad.py", 15, "DDP201")},
+        "",
+    ),
     "rank_by_caller": (
         {("src/trainer/trainer.py", 11, "DDP201"), ("src/trainer/loops.py", 7, "DDP201")},
         "",
@@ -433,6 +443,65 @@ def test_relative_imports_and_reexports_resolve() -> None:
     assert index.function_key("s", "pkg.sub.run", None) == ("pkg.comm", "sync")
     assert index.function_key("pkg.sync", "pkg.sub.run", None) == ("pkg.comm", "sync")
     assert index.reach[("pkg.comm", "sync")].kind[0] == "torch.distributed.barrier"
+
+
+def test_a_package_binding_hides_its_submodule_of_the_same_name() -> None:
+    # ``from .train import train`` in ``tools/__init__.py``: ``tools.train`` and ``from
+    # tools import train`` are the function, as Python's attribute lookup finds it; a
+    # package that binds nothing of that name leaves the submodule.
+    index = index_of(
+        {
+            "tools/__init__.py": "from .train import train\nfrom . import other\n",
+            "tools/train.py": "def train(rank):\n    return rank\n",
+            "tools/other.py": "def other():\n    return 1\n",
+            "tools/plain.py": "def plain():\n    return 2\n",
+            "run.py": "import tools\nfrom tools import train as t\nfrom tools import plain\n",
+        }
+    )
+    assert index.function_key("tools.train", "run", None) == ("tools.train", "train")
+    assert index.function_key("t", "run", None) == ("tools.train", "train")
+    assert index.function_key("tools.other.other", "run", None) == ("tools.other", "other")
+    assert index.function_key("plain.plain", "run", None) == ("tools.plain", "plain")
+
+
+def test_the_rank_an_item_of_another_modules_tuple_is_handed_on() -> None:
+    # ``rank, local_rank, world = init_distributed(args)`` in one module, ``return rank,
+    # local_rank, world_size`` in another: the first two items read the rank, the third
+    # does not, and a name bound twice is not followed.
+    index = index_of(
+        {
+            "dist_tools.py": (
+                "import os\nimport torch.distributed as dist\n"
+                "def init_distributed(args):\n    if not args.distributed:\n"
+                "        return 0, 0, 1\n    rank = int(os.environ['RANK'])\n"
+                "    local_rank = int(os.environ['LOCAL_RANK'])\n"
+                "    world_size = int(os.environ['WORLD_SIZE'])\n"
+                "    dist.init_process_group('nccl')\n"
+                "    return rank, local_rank, world_size\n"
+                "def only_rank():\n    rank = dist.get_rank()\n    return rank\n"
+            ),
+            "loops.py": (
+                "def fit(model, rank=0, world=1):\n    return rank\n"
+                "def other(model, rank=0):\n    return rank\n"
+                "def third(rank):\n    return rank\n"
+            ),
+            "run.py": (
+                "from dist_tools import init_distributed, only_rank\n"
+                "from loops import fit, other, third\n"
+                "def run(args):\n    rank, local_rank, world = init_distributed(args)\n"
+                "    fit(None, rank=rank, world=world)\n"
+                "    again, _, _ = init_distributed(args)\n    again = 0\n"
+                "    other(None, again)\n    third(only_rank())\n"
+                "    mine = only_rank()\n    third(mine)\n"
+            ),
+        }
+    )
+    assert index.rank_parameters[("loops", "fit")] == {1}  # `rank=`; `world=` is no rank
+    assert not index.rank_parameters.get(("loops", "other"))  # bound twice: not followed
+    assert index.rank_parameters[("loops", "third")] == {0}
+    names = index.facts_for("run.py").names
+    assert names["init_distributed"].rank_items == (0, 1)
+    assert names["only_rank"].rank_test
 
 
 def test_a_package_import_resolves_under_the_folder_one_project_of_several_runs_from() -> None:
@@ -870,6 +939,7 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "helper": NameFacts(no_rank_test=True, rank_zero_only=True, not_a_collective=True),
             "comm.reduce": NameFacts(agreement=Agreement(("t", "n"), ("n",), ("t",))),
             "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
+            "dist_tools.init": NameFacts(no_rank_test=True, rank_items=(0, 1)),
             "runtime.build": NameFacts(no_rank_test=True, kind="accelerator"),
         },
         {

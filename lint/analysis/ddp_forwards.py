@@ -27,10 +27,13 @@ from dataclasses import dataclass, replace
 from ddplint.analysis.control_flow import Graph, Node, holds_node, own_nodes
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import DDP_FORWARD, Collective, own_calls
-from ddplint.analysis.functions import ModuleAnalysis
+from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
 from ddplint.analysis.names import dotted_name
+from ddplint.analysis.questions import root_cause
 from ddplint.analysis.rank_guards import RankGuard, guard_of, paired_tests
 from ddplint.analysis.step_paths import NO_GRAD_CONTEXTS
+
+_JUMPS = (ast.Return, ast.Break, ast.Continue)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class ForwardOnSomeRanks:
     #: issues nothing only because this one ran first without grad: once this one is
     #: changed, the first of them broadcasts instead (a fix changes them all).
     shadowed: tuple[ast.expr, ...] = ()
+    #: The ``return`` / ``break`` / ``continue`` taken on the guard's test that skips
+    #: the forward on some ranks (``questions.root_cause``), None where the forward
+    #: sits inside the test's branch itself.
+    exit: ast.AST | None = None
 
 
 def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRanks]:
@@ -82,9 +89,21 @@ def ddp_forwards_on_some_ranks(analysis: ModuleAnalysis) -> list[ForwardOnSomeRa
             if guard is not None:
                 inner = collective.call if through is not None else None
                 wrapping = analysis.objects.ddp_wrapping(model, call)
-                here.append(ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains))
+                exit_ = _exit_taken(function, guard, node)
+                here.append(
+                    ForwardOnSomeRanks(call, model, guard, inner, wrapping, trains, exit=exit_)
+                )
         found.extend(_with_shadowed(forward, quiet) for forward in here)
     return sorted(found, key=lambda f: (f.call.lineno, f.call.col_offset))
+
+
+def _exit_taken(function: FunctionFacts, guard: RankGuard, node: Node) -> ast.AST | None:
+    """The jump on the guard's test that skips ``node`` (``questions.root_cause``), if
+    the test decides it through one."""
+    if guard.where is None or guard.where[1].statement is None:
+        return None
+    cause = root_cause(function, guard.where[1], node)
+    return cause if isinstance(cause, _JUMPS) else None
 
 
 def _with_shadowed(

@@ -1015,20 +1015,29 @@ class _Evaluator:
     def own_rank_parts(
         self, call: ast.Call, state: State, count: int
     ) -> tuple[Taint | None, ...] | None:
-        """Of a call whose result agrees, the items a function of this module returns
-        whose values read the rank itself (``rank, world_size = init_distributed()``,
-        ``return rank, world_size``; not a device chosen by it); the other items agree.
-        None where no item does."""
+        """Of a call whose result agrees, the items a function of this module (or, by
+        the project model, of another) returns whose values read the rank itself
+        (``rank, world_size = init_distributed()``, ``return rank, world_size``; not a
+        device chosen by it); the other items agree. None where no item does."""
         spelled = dotted_name(call.func)
-        local = spelled is not None and ("." not in spelled or _self_field(spelled))
-        found = self.returned_parts(call, state, count) if local else None
-        if found is None:
+        if spelled is None:
             return None
-        ranks = tuple(
-            t if t is not None and t.source is Source.RANK and t.facets & Facet.CONTENTS else None
-            for t in found
-        )
-        return ranks if any(ranks) else None
+        local = "." not in spelled or _self_field(spelled)
+        found = self.returned_parts(call, state, count) if local else None
+        if found is not None:
+            ranks = tuple(
+                t
+                if t is not None and t.source is Source.RANK and t.facets & Facet.CONTENTS
+                else None
+                for t in found
+            )
+            if any(ranks):
+                return ranks
+        # Another module's function: the project model read which items return the rank.
+        items = self.project.rank_items(spelled, self.owner)
+        if not items or max(items) >= count:
+            return None
+        return tuple(_rank(call) if item in items else None for item in range(count))
 
     def _summarised_parts(
         self, call: ast.Call, spelled: str, state: State, count: int

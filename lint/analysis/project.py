@@ -71,6 +71,11 @@ class ProjectFacts(Protocol):
         project's utilities)."""
         ...
 
+    def rank_items(self, name: str, owner: str | None) -> frozenset[int]:
+        """The items of the tuple another module's function returns that read the rank
+        (``return rank, local_rank, world_size``)."""
+        ...
+
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         """Whether an attribute or property holds a rank test (``self.is_rank_zero``,
         ``distr.is_global_main``), as the project's methods set or compute it."""
@@ -142,6 +147,9 @@ class NoProject:
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         return False
+
+    def rank_items(self, name: str, owner: str | None) -> frozenset[int]:
+        return frozenset()
 
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         return False

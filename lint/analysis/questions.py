@@ -23,7 +23,7 @@ A call of a function of the same module that reaches a collective counts as one
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import (
@@ -41,9 +41,10 @@ from ddplint.analysis.divergence import (
     Taint,
     distributed_function,
 )
-from ddplint.analysis.dominance import avoids
+from ddplint.analysis.dominance import avoids, decision_successors
 from ddplint.analysis.effects import (
     Collective,
+    header_parts,
     own_calls,
 )
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis, calls_in, ways_on
@@ -169,17 +170,18 @@ def _partings(analysis: ModuleAnalysis, scope: Scope, function: FunctionFacts) -
                         return
                 if culprits and test.index not in culprits:
                     continue  # paired up; another rank test is the cause
-            if any(_condition_spelled(test, c) or c.group is not None for c, _ in effects):
+            if not _counted(test, effects):
                 continue
             if _decides_membership(analysis, function, test) or _out_of_sight(
                 analysis, function, test
             ):
                 continue
             reported.add(test.index)
-            collective, through = effects[0]
+            node = _first_skipped(function, test, node)
+            collective, through = function.effects[node.index][0]
             yield Parting(
                 scope,
-                _cause(function, test, node),
+                root_cause(function, test, node),
                 test.statement or scope,
                 taint,
                 collective,
@@ -432,16 +434,22 @@ def _out_of_sight(analysis: ModuleAnalysis, function: FunctionFacts, test: Node)
     """Whether the test's branch defines a function that issues collectives, or hands
     one on as a value (a callback: ``button.click(fn=generate)``, a serving loop's
     handler), itself or through a local function it calls: how often that call runs
-    it cannot be seen."""
+    it cannot be seen. Each node of the branch is asked for what it runs itself (a
+    compound statement's header: its body has nodes of its own); a node every way to
+    the test passes (a call earlier in the same loop trip, in the branch only because
+    a ``break`` on the test skips the later trips) runs on both sides before they part."""
     for node in function.dominance.region(test):
         statement = node.statement
+        if statement is None or avoids(function.graph.entry, test, node):
+            continue
         if isinstance(statement, _FUNCTIONS) and statement.name in analysis.reaching_names():
             return True
-        if statement is not None and _hands_on_callback(analysis, statement, set()):
+        if _hands_on_callback(analysis, own_calls(statement), set()):
             return True
-        if statement is not None and any(
+        if any(
             isinstance(inner, ast.Lambda) and any(True for _ in _collectives_in(analysis, inner))
-            for inner in ast.walk(statement)
+            for part in header_parts(statement)
+            for inner in ast.walk(part)
         ):
             return True
     return False
@@ -451,11 +459,11 @@ def _out_of_sight(analysis: ModuleAnalysis, function: FunctionFacts, test: Node)
 _CALLBACK_DEPTH = 3
 
 
-def _hands_on_callback(analysis: ModuleAnalysis, statement: ast.AST, seen: set[str]) -> bool:
-    """Whether ``statement`` hands a local function that reaches a collective to a
+def _hands_on_callback(analysis: ModuleAnalysis, calls: Iterable[ast.Call], seen: set[str]) -> bool:
+    """Whether one of ``calls`` hands a local function that reaches a collective to a
     call as a value (not calling it), or calls a local function that does."""
     reaching = analysis.reaching_names()
-    for call in calls_in(statement):
+    for call in calls:
         values = [*call.args, *(keyword.value for keyword in call.keywords)]
         if any(dotted_name(value) in reaching for value in values):
             return True
@@ -463,7 +471,9 @@ def _hands_on_callback(analysis: ModuleAnalysis, statement: ast.AST, seen: set[s
         if callee is None or callee in seen or len(seen) >= _CALLBACK_DEPTH:
             continue
         definition = analysis.local_function(callee)
-        if definition is not None and _hands_on_callback(analysis, definition, seen | {callee}):
+        if definition is not None and _hands_on_callback(
+            analysis, calls_in(definition), seen | {callee}
+        ):
             return True
     return False
 
@@ -527,7 +537,35 @@ def _condition_spelled(test: Node, collective: Collective) -> bool:
     return any(marker in spelled for marker in ("DEEPSPEED", "FSDP", "MEGATRON"))
 
 
-def _cause(function: FunctionFacts, test: Node, skipped: Node) -> ast.AST:
+def _counted(test: Node, effects: list[tuple[Collective, str | None]]) -> bool:
+    """Whether a node's collectives can part the ranks at ``test``: none of them is
+    issued on a group or under a condition that spells the test itself."""
+    return not any(_condition_spelled(test, c) or c.group is not None for c, _ in effects)
+
+
+def _first_skipped(function: FunctionFacts, test: Node, found: Node) -> Node:
+    """The collective node of the test's branch that the ranks reach first after the
+    test (nearest along the graph's ways, exception edges left out), ``found`` where
+    none is nearer: after a ``break`` in a loop, the collective later in the same trip,
+    not the one of the next trip that comes earlier in the text."""
+    branch = {node.index for node in function.dominance.region(test)}
+    seen = {test.index}
+    layer = [successor for successor, _ in decision_successors(test)]
+    while layer:
+        following: list[Node] = []
+        for node in layer:
+            if node.index in seen:
+                continue
+            seen.add(node.index)
+            effects = function.effects.get(node.index) if node.index in branch else None
+            if node is found or (effects and _counted(test, effects)):
+                return node
+            following.extend(successor for successor, _ in decision_successors(node))
+        layer = following
+    return found
+
+
+def root_cause(function: FunctionFacts, test: Node, skipped: Node) -> ast.AST:
     """The root cause to report: the one jump in the test's region that avoids the
     skipped collective, else the test."""
     if test.kind is NodeKind.STEP or test.statement is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ddplint.analysis.ddp_forwards import ForwardOnSomeRanks, ddp_forwards_on_some_ranks
 from ddplint.code.context import CodeContext
@@ -25,7 +26,10 @@ class DdpForwardOnSomeRanks(CodeRule):
     or a parameter that callers hand a wrapped model in, in this module or (by the
     project model) another one: `evaluate(model, ...)` in `eval_utils.py` that returns
     early on ranks other than 0 and then calls `model(x)`, when `train.py` passes it
-    `DistributedDataParallel(model)`.
+    `DistributedDataParallel(model)`. Where a training forward (one that feeds a
+    backward) is skipped because some ranks jump out (a `break` or `return` taken on a
+    rank test: early stopping decided on rank 0 alone), the finding sits at that jump,
+    the root cause, and names the forward the other ranks go on running.
 
     Not flagged: a wrapper built with `broadcast_buffers=False`; calls of the inner
     module (`ddp_model.module(x)`) or of a model unwrapped first (`model = model.module`);
@@ -114,11 +118,29 @@ class DdpForwardOnSomeRanks(CodeRule):
             related = [guard_related(forward.guard)]
             if forward.inner is not None:
                 related.append((forward.inner, "the forward it runs"))
+            at: ast.AST = forward.call
+            summary = "DDP forward (buffer broadcast) on some ranks only"
+            if forward.trains and forward.exit is not None:
+                # A training step the ranks that jump leave: the cause is the jump
+                # (calling the inner module there would end gradient reduction).
+                at = forward.exit
+                jump = ast_node_text(ctx, forward.exit).split("\n", 1)[0]
+                taken = guard_text(replace(forward.guard, runs_when=not forward.guard.runs_when))
+                message = (
+                    f"`{jump}`, taken {taken}, skips the training forward of `{model}` "
+                    f"({origin}) on line {forward.call.lineno} that the other ranks go on "
+                    "running: DDP's forward "
+                    "and the backward's gradient all-reduce wait for every rank, so they "
+                    "hang until the timeout. Decide the jump together (reduce the test's "
+                    "value first, or broadcast the decision)"
+                )
+                related.append((forward.call, "the forward the other ranks run"))
+                summary = f"`{jump}` on some ranks only skips the DDP training forward"
             yield ctx.ast_finding(
                 self,
-                forward.call,
+                at,
                 message,
-                summary="DDP forward (buffer broadcast) on some ranks only",
+                summary=summary,
                 related=related,
                 fix=_fix(ctx, forward, model),
             )

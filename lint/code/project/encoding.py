@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "22"
+SUMMARY_VERSION = "23"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "12"
+FACTS_VERSION = "13"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -41,8 +41,8 @@ _NAME_FLAGS = (
 
 def encode_facts(facts: FileFacts) -> str:
     """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
-    agreement, kind]`` (reach ``[api, op, family, creates group, saves checkpoint, chain,
-    where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
+    agreement, kind, rank items]`` (reach ``[api, op, family, creates group, saves
+    checkpoint, chain, where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
     reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
     parameters, rank parameters, parameter kinds, loader parameters]``, then ``[runs alone, off
     training, unrun, unreferenced names]``; "" for a file without facts."""
@@ -96,7 +96,14 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             list(agreement.agreeing),
             None if items is None else [None if i is None else list(i) for i in items],
         ]
-    return [flags, list(fact.sharded_arguments), encoded_reach, encoded_agreement, fact.kind]
+    return [
+        flags,
+        list(fact.sharded_arguments),
+        encoded_reach,
+        encoded_agreement,
+        fact.kind,
+        list(fact.rank_items),
+    ]
 
 
 def decode_facts(encoded: str | None) -> FileFacts:
@@ -128,12 +135,13 @@ def decode_facts(encoded: str | None) -> FileFacts:
 
 
 def _decode_name(value: Any) -> NameFacts:
-    flags, sharded, reach, agreement, kind = value
+    flags, sharded, reach, agreement, kind, rank_items = value
     if not isinstance(flags, int) or not isinstance(kind, (str, type(None))):
         raise TypeError("flags")
     return NameFacts(
         _decode_reach(reach),
         sharded_arguments=_positions(sharded),
+        rank_items=_positions(rank_items),
         agreement=_decode_agreement(agreement),
         kind=kind,
         **{name: bool(flags >> bit & 1) for bit, name in enumerate(_NAME_FLAGS)},

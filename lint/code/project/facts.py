@@ -64,6 +64,8 @@ class NameFacts:
     held: bool = False
     #: A project function known not to return a rank test.
     no_rank_test: bool = False
+    #: The items of the tuple it returns that read the rank (``return rank, world``).
+    rank_items: tuple[int, ...] = ()
     #: It chooses the rank's GPU (``torch.cuda.set_device``, itself or in what it calls).
     chooses_device: bool = False
     #: The positions of the arguments it shards (``fully_shard``, ``FSDP(...)``).
@@ -92,6 +94,7 @@ class NameFacts:
         return bool(
             self.reaches
             or self.rank_test
+            or self.rank_items
             or self.held
             or self.chooses_device
             or self.rank_zero_only

@@ -326,6 +326,13 @@ class ProjectIndex:
         if qualified.startswith("."):
             qualified = self._absolute(qualified, importer)
         parts = qualified.split(".")
+        package, _, attribute = qualified.rpartition(".")
+        if package:
+            found = self.resolve_module(package, importer)
+            if found is not None and self._binds_own(found, attribute):
+                # ``from pkg.tools import train``: the package's own ``train`` (``from
+                # .train import train`` in its ``__init__``) hides its submodule.
+                return self._member(("module", found), attribute, depth + 1)
         for cut in range(len(parts), 0, -1):
             module = self.resolve_module(".".join(parts[:cut]), importer)
             if module is None:
@@ -337,6 +344,21 @@ class ProjectIndex:
                 symbol = self._member(symbol, attribute, depth + 1)
             return symbol
         return None
+
+    def _binds_own(self, package: str, attribute: str) -> bool:
+        """Whether the package's ``__init__`` binds ``attribute`` to something other
+        than its submodule of that name: a function, class or instance it defines, or a
+        name it imports from elsewhere (an attribute lookup finds that binding first)."""
+        if package not in self.packages:
+            return False
+        summary = self.summaries[package]
+        if any(attribute in summary[part] for part in ("functions", "classes", "instances")):
+            return True
+        bound = summary["imports"].get(attribute)
+        if bound is None:
+            return False
+        absolute = self._absolute(bound, package) if bound.startswith(".") else bound
+        return absolute != f"{package}.{attribute}"
 
     def spelled(self, name: str, module: str, owner: str | None = None) -> Symbol | None:
         """What ``name``, as written in ``module`` (inside class ``owner``), names."""
@@ -471,6 +493,20 @@ class ProjectIndex:
             and (position := self.parameter_position(callee, argument)) is not None
         ]
 
+    def _handed_items(
+        self, handed: Iterable[list[Any]], module: str, owner: str | None
+    ) -> list[list[Any]]:
+        """``[called module, called function, item, module, function, parameter
+        position]`` for each ``[called, item, target, argument position or keyword]`` of
+        a summary whose calls both name project functions (``item_arguments``)."""
+        return [
+            [*called_key, item, *callee, position]
+            for called, item, target, argument in handed
+            if (called_key := self.function_key(called, module, owner)) is not None
+            and (callee := self.called_key(target, module, owner)) is not None
+            and (position := self.parameter_position(callee, argument)) is not None
+        ]
+
     def link(self, module: str) -> Links:
         """What the fixpoints and the facts read of a module, its names resolved: per
         function (in order) its resolved calls, return calls, forwarded parameters and
@@ -503,6 +539,8 @@ class ProjectIndex:
                     if (callee := self.function_key(target, module, owner)) is not None
                 ],
                 "rank_args": self._handed_positions(function.get("rank_args", ()), module, owner),
+                "rank_items": function.get("rank_items", []),
+                "rank_item_args": self._handed_items(function.get("item_args", ()), module, owner),
                 "loader_args": self._handed_positions(
                     function.get("loader_args", ()), module, owner
                 ),
@@ -777,7 +815,16 @@ class ProjectIndex:
     def _solve_rank_parameters(self) -> None:
         """The parameters a function is handed the process's rank in: a caller passes
         the rank (or a name bound to it; a constructor call counts for ``__init__``),
-        or passes on a parameter it was handed the rank in."""
+        or passes on a parameter it was handed the rank in; a name bound to an item of
+        what a project function returns counts where that item is the rank (``rank, world
+        = init_distributed(args)`` in one module, ``return rank, world`` in another)."""
+        for _key, function in self._functions():
+            for *called, item, module, name, position in function.get("rank_item_args", ()):
+                returned = self._function((called[0], called[1]))
+                if (item < 0 and tuple(called) in self.rank_tests) or item in returned.get(
+                    "rank_items", ()
+                ):
+                    self.rank_parameters.setdefault((module, name), set()).add(position)
         self._hand_on(self.rank_parameters, "rank_args")
 
     def _solve_loader_parameters(self) -> None:
@@ -939,6 +986,7 @@ class ProjectIndex:
             reaches=None if zero_only or reach is None else self._reached(key, reach),
             agreement=None if agreement is None else _agreement(agreement),
             rank_zero_only=zero_only,
+            rank_items=tuple(function.get("rank_items", ())),
             not_a_collective=reach is None
             and bool(receiver)
             and kind_of_method(receiver, method) is not None,

@@ -11,6 +11,7 @@ resolves them when it links the summaries.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -243,14 +244,24 @@ def function_summary(
             made_args.extend(
                 [target, at, made] for at, made in _allocated_arguments(node, allocations)
             )
+    rank_names = _rank_bound_names(kinds)[0]
+
+    def reads_rank(value: ast.expr) -> bool:
+        """The rank or a test of it, read in place or through a name bound to one."""
+        return is_rank_test(value) or (isinstance(value, ast.Name) and value.id in rank_names)
+
+    rank_items: set[int] = set()
     for returning in _of(kinds, ast.Return):
         if returning.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
             value = returning.value
             returned = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
             for branch in returned:
-                if is_rank_test(branch):
+                if reads_rank(branch):
                     returns_rank = True
+                elif isinstance(branch, ast.Tuple):
+                    # ``return rank, local_rank, world_size``
+                    rank_items.update(i for i, item in enumerate(branch.elts) if reads_rank(item))
                 elif isinstance(branch, ast.Call):
                     called = dotted(branch.func)
                     if called is not None:
@@ -268,6 +279,8 @@ def function_summary(
         "forwards": forwards,
         "wrapped_args": wrapped_args,
         "rank_args": rank_args,
+        **({"rank_items": sorted(rank_items)} if rank_items else {}),
+        **({"item_args": item_args} if (item_args := item_arguments(kinds)) else {}),
         "loader_args": loader_args,
         "made_args": made_args,
         "params": list(positions),
@@ -575,14 +588,56 @@ def name_arguments(kinds: Kinds) -> list[tuple[str, int | str, str]]:
         target = dotted(node.func)
         if target is None:
             continue
-        passed: dict[int | str, ast.expr] = dict(enumerate(node.args))
-        passed.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
-        found.extend(
-            (target, at, value.id)
-            for at in _arguments_where(node, lambda value: isinstance(value, ast.Name))
-            if isinstance(value := passed[at], ast.Name)
-        )
+        found.extend((target, at, name) for at, name in _named_arguments_at(node))
     return found
+
+
+def item_arguments(kinds: Kinds) -> list[list[Any]]:
+    """``[called, item, target, argument position or keyword]`` for each name the code
+    in ``kinds`` binds once, to item ``item`` of what a call of ``called`` returns
+    (``rank, world = setup(args)``; -1: the whole result), and then passes as it is to a
+    call of ``target``: the project model tells at linking whether that item is the
+    rank (``setup`` in another module returns it there)."""
+    stores = Counter(name.id for name in _stored_names(kinds))
+    bound: dict[str, tuple[str, int, int]] = {}
+    for assign in _of(kinds, ast.Assign):
+        called = dotted(assign.value.func) if isinstance(assign.value, ast.Call) else None
+        if called is None or len(assign.targets) != 1:
+            continue
+        bound_to = assign.targets[0]
+        if isinstance(bound_to, ast.Name):
+            bound[bound_to.id] = (called, -1, assign.lineno)
+        elif isinstance(bound_to, (ast.Tuple, ast.List)) and not any(
+            isinstance(element, ast.Starred) for element in bound_to.elts
+        ):
+            for item, element in enumerate(bound_to.elts):
+                if isinstance(element, ast.Name):
+                    bound[element.id] = (called, item, assign.lineno)
+    once = {name: found for name, found in bound.items() if stores[name] == 1}
+    if not once:
+        return []
+    handed: list[list[Any]] = []
+    for call in _of(kinds, ast.Call):
+        target = dotted(call.func)
+        if target is None:
+            continue
+        for at, name in _named_arguments_at(call):
+            if name in once and once[name][2] < call.lineno:
+                source, item, _line = once[name]
+                handed.append([source, item, target, at])
+    return handed
+
+
+def _named_arguments_at(call: ast.Call) -> list[tuple[int | str, str]]:
+    """``(argument position or keyword, name)`` for each plain name ``call`` passes
+    (positions up to a ``*args``)."""
+    passed: dict[int | str, ast.expr] = dict(enumerate(call.args))
+    passed.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    return [
+        (at, value.id)
+        for at in _arguments_where(call, lambda value: isinstance(value, ast.Name))
+        if isinstance(value := passed[at], ast.Name)
+    ]
 
 
 def rank_arguments(kinds: Kinds) -> list[list[Any]]:

@@ -105,6 +105,9 @@ class CoreFacts:
         fact = self.fact(name, owner)
         return fact.rank_test and not fact.held
 
+    def rank_items(self, name: str, owner: str | None) -> frozenset[int]:
+        return frozenset(self.fact(name, owner).rank_items)
+
     def holds_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
         return fact.rank_test and fact.held
