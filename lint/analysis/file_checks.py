@@ -21,11 +21,13 @@ is shared first (``broadcast_object_list``: the divergence's agreement).
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
 from ddplint.analysis.control_flow import Node, Scope
 from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import Names, call_argument
@@ -74,6 +76,12 @@ WRITING_METHODS = frozenset(
     }
 )
 _WRITING_MODES = frozenset("wax+")
+#: The builtins' names (a call of one, ``open`` aside, writes no file).
+BUILTIN_NAMES = frozenset(dir(builtins))
+#: Functions that make the folder they are handed and nothing in it.
+FOLDER_MAKERS = frozenset({"os.makedirs", "os.mkdir"})
+#: Checks that list a folder's entries (which making the folder does not change).
+LISTINGS = frozenset({"os.listdir", "os.scandir"})
 
 
 @dataclass(frozen=True)
@@ -166,8 +174,27 @@ def _unwrapped_path(names: Names, expression: ast.expr) -> ast.expr:
     return expression
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where an expression is evaluated: its scope and graph node."""
+
+    scope: Scope
+    node: Node
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A call that writes (or may write) a checked path: where it runs, whether on some
+    ranks only, and whether it only makes the folder (``os.makedirs(p)``)."""
+
+    place: _Place | None
+    some_ranks: bool
+    makes_folder: bool
+
+
 class _WrittenProbes:
-    """Which file-system checks of a module look at a path the run writes."""
+    """Which file-system checks of a module look at a path the run may write between
+    the moments the ranks ask (a race between the write and the check)."""
 
     def __init__(self, analysis: ModuleAnalysis, checks: list[ast.Call]) -> None:
         self.analysis = analysis
@@ -185,34 +212,93 @@ class _WrittenProbes:
             scope = analysis.nodes.call_scopes.get(id(check))
             if _reads_field(path, held.get(id(scope), set())):
                 self._stateful.add(id(check))
-        self.written = self._written_paths(set(self._checked.values()))
+        self._synchronised: dict[int, frozenset[int]] = {}
+        writes = self._writes_of(set(self._checked.values()))
+        places = {id(c): _Place(s, n) for c, s, n in own_reads(analysis, list(checks))}
+        self._differing = self._stateful | {
+            id(check)
+            for check in checks
+            if any(
+                self._races(check, places.get(id(check)), write)
+                for write in writes.get(self._checked.get(id(check), ""), ())
+            )
+        }
 
     def some(self) -> bool:
         """Whether any check of the module differs between ranks."""
-        return bool(self._stateful) or any(p in self.written for p in self._checked.values())
+        return bool(self._differing)
 
     def differs(self, call: ast.Call) -> bool:
-        """Whether ``call`` is a check of a path the run writes (or may write: the
-        object's state)."""
-        return id(call) in self._stateful or self._checked.get(id(call)) in self.written
+        """Whether ``call`` is a check of a path the run may write while the ranks ask
+        (or may write: the object's state)."""
+        return id(call) in self._differing
 
-    def _written_paths(self, wanted: set[str]) -> set[str]:
-        """The paths of ``wanted`` that some call of the module writes."""
-        written: set[str] = set()
-        pending: list[ast.AST] = []
+    def _races(self, check: ast.Call, at: _Place | None, write: _Write) -> bool:
+        """Whether ``write`` may land between two ranks' answers to ``check``: it may
+        come after the check with no collective between them (a rank that asks late
+        sees what one that asked early did not), or before it on some ranks only with
+        no collective between (a rank that writes is not waited for). A write each rank
+        makes before its own check, or one a collective separates from it, lands before
+        or after every rank's answer. Only a folder made (``os.makedirs(p)``) does not
+        change a listing of it: a listing of a folder not made yet fails loudly. Writes
+        in another function than the check may come at any time."""
+        if write.makes_folder and self.analysis.names.resolve(check.func) in LISTINGS:
+            return False
+        if at is None or write.place is None or write.place.scope is not at.scope:
+            return True
+        stops = self._collectives(at.scope)
+        if not avoids(at.node, write.place.node, stops - {at.node.index}):
+            return True
+        return write.some_ranks and not avoids(
+            write.place.node, at.node, stops - {write.place.node.index}
+        )
+
+    def _collectives(self, scope: Scope) -> frozenset[int]:
+        """The graph nodes of ``scope`` that issue a collective every time they run."""
+        found = self._synchronised.get(id(scope))
+        if found is None:
+            effects = self.analysis.function(scope).effects
+            found = frozenset(
+                index
+                for index, issued in effects.items()
+                if any(collective.condition is None for collective, _ in issued)
+            )
+            self._synchronised[id(scope)] = found
+        return found
+
+    def _writes_of(self, wanted: set[str]) -> dict[str, list[_Write]]:
+        """The calls of the module that write (or may write) each path of ``wanted``: a
+        call that writes files, or any call handed the path on some ranks only."""
+        handed: list[ast.AST] = []
         for call in self.analysis.nodes.of_type(ast.Call):
-            handed = self._handed(call) & wanted
-            if not handed:
+            if self._handed(call) & wanted:
+                handed.append(call)
+        found: dict[str, list[_Write]] = {}
+        placed: set[int] = set()
+        for call, scope, node in own_reads(self.analysis, handed):
+            assert isinstance(call, ast.Call)
+            placed.add(id(call))
+            writes = self._writes(call)
+            if not writes and self._only_reads(call):
                 continue
-            if self._writes(call):
-                written |= handed
-            else:
-                pending.append(call)
-        for read, scope, node in own_reads(self.analysis, pending):
-            assert isinstance(read, ast.Call)
-            if self._handed(read) - written and _on_some_ranks(self.analysis, scope, node, read):
-                written |= self._handed(read) & wanted
-        return written
+            some_ranks = _on_some_ranks(self.analysis, scope, node, call)
+            if some_ranks or writes:
+                write = _Write(_Place(scope, node), some_ranks, self._makes_folder(call))
+                for path in self._handed(call) & wanted:
+                    found.setdefault(path, []).append(write)
+        for call in handed:  # evaluated by no statement (a default value): at any time
+            if id(call) not in placed and self._writes(call):
+                write = _Write(None, True, self._makes_folder(call))
+                for path in self._handed(call) & wanted:
+                    found.setdefault(path, []).append(write)
+        return found
+
+    def _makes_folder(self, call: ast.Call) -> bool:
+        """Whether ``call`` only makes the folder it is handed (``os.makedirs``,
+        ``Path(p).mkdir()``)."""
+        if self.analysis.names.resolve(call.func) in FOLDER_MAKERS:
+            return True
+        return isinstance(call.func, ast.Attribute) and call.func.attr == "mkdir"
 
     def _handed(self, call: ast.Call) -> set[str]:
         """The texts of the expressions a call is handed (its receiver's path too)."""
@@ -221,6 +307,19 @@ class _WrittenProbes:
         if isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS:
             handed.add(ast.unparse(_unwrapped_path(self.analysis.names, call.func.value)))
         return handed
+
+    def _only_reads(self, call: ast.Call) -> bool:
+        """Whether ``call`` writes no file, whatever it is handed: a builtin (``open``
+        in a writing mode is a write, ``_writes``), ``os.path``'s functions (they build
+        or read a path) and the file-system checks."""
+        func = call.func
+        resolved = self.analysis.names.resolve(func) or ""
+        return (
+            resolved.startswith("os.path.")
+            or resolved in FILE_CALLS
+            or (isinstance(func, ast.Name) and resolved in BUILTIN_NAMES)
+            or (isinstance(func, ast.Attribute) and func.attr in PATH_CHECKS and not call.args)
+        )
 
     def _writes(self, call: ast.Call) -> bool:
         """Whether ``call`` writes the files it is handed."""
