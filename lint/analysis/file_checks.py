@@ -7,15 +7,20 @@ collective is control-dependent (a test around it, a ``return`` / ``continue`` /
 ``break`` before it), asked of a probe view of the divergence (``probe_view``) in which
 such a check differs between ranks: each rank asks at its own moment.
 
-Only a check of a path the run itself writes counts: a path no rank writes (an input
-checkpoint, a dataset folder) gives every rank the same answer. A path held in the
-object's state (``self.best_model_path``, or a name bound from such a field) counts as
-written: the object or its framework base may write it during the run. A path is written when
-the same expression is handed to a call that writes files (``torch.save``, ``open`` in a
-writing mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call
-that runs on some ranks only (``if rank == 0: prepare(path)``: one rank makes it). A test
-whose ways issue the same collectives decides nothing (pairing), nor a check whose answer
-is shared first (``broadcast_object_list``: the divergence's agreement).
+Only a check of a path the run itself may write while the ranks ask counts: a path no
+rank writes (an input checkpoint, a dataset folder, the checkpoints of an earlier run
+listed to resume) gives every rank the same answer. A path held in the object's state
+(``self.best_model_path``, or a name bound from such a field) counts as written: the
+object or its framework base may write it during the run. A path is written when the same
+expression is handed to a call that writes files (``torch.save``, ``open`` in a writing
+mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs
+on some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one
+that only builds or reads paths (``os.path.join``, a builtin). A write races with the
+check when it may come after the check with no collective between them, or before it
+on some ranks only with no collective between (``_WrittenProbes._races``); making a
+folder does not change a listing of it. A test whose ways issue the same collectives
+decides nothing (pairing), nor a check whose answer is shared first
+(``broadcast_object_list``: the divergence's agreement).
 """
 
 from __future__ import annotations
