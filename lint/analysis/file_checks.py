@@ -15,7 +15,8 @@ object or its framework base may write it during the run. A path is written when
 expression is handed to a call that writes files (``torch.save``, ``open`` in a writing
 mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs
 on some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one
-that only builds or reads paths (``os.path.join``, a builtin). A write races with the
+that only builds or reads paths (``os.path.join``, a builtin) or a function of the module
+whose body only reads the parameter it is handed in. A write races with the
 check when it may come after the check with no collective between them, or before it
 on some ranks only with no collective between (``_WrittenProbes._races``); making a
 folder does not change a listing of it. A test whose ways issue the same collectives
@@ -31,11 +32,11 @@ from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
 from ddplint.analysis.control_flow import Node, Scope
-from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.divergence import Source, Taint, paired_arguments
 from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import Names, call_argument
+from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
 
 #: ``pathlib.Path`` methods that look at the file system.
@@ -286,10 +287,15 @@ class _WrittenProbes:
             writes = self._writes(call)
             if not writes and self._only_reads(call):
                 continue
+            paths = self._handed(call) & wanted
+            if not writes:
+                paths -= self._read_by_local_function(call, scope)
+            if not paths:
+                continue
             some_ranks = _on_some_ranks(self.analysis, scope, node, call)
             if some_ranks or writes:
                 write = _Write(_Place(scope, node), some_ranks, self._makes_folder(call))
-                for path in self._handed(call) & wanted:
+                for path in paths:
                     found.setdefault(path, []).append(write)
         for call in handed:  # evaluated by no statement (a default value): at any time
             if id(call) not in placed and self._writes(call):
@@ -297,6 +303,44 @@ class _WrittenProbes:
                 for path in self._handed(call) & wanted:
                     found.setdefault(path, []).append(write)
         return found
+
+    def _read_by_local_function(self, call: ast.Call, scope: Scope) -> set[str]:
+        """The texts of the arguments a call of a function of the module hands to
+        parameters that its body only reads (``_only_read_parameter``); none for a
+        call of anything else."""
+        spelled = dotted_name(call.func)
+        callee = self.analysis.local_callee(spelled, scope) if spelled else None
+        if callee is None:
+            return set()
+        definition, positional = callee
+        given = paired_arguments(tuple(positional), call.args)
+        given += [(k.arg, k.value) for k in call.keywords]
+        return {
+            ast.unparse(argument)
+            for parameter, argument in given
+            if parameter is not None
+            and not isinstance(argument, ast.Starred)
+            and self._only_read_parameter(definition, parameter)
+        }
+
+    def _only_read_parameter(self, definition: ast.AST, parameter: str) -> bool:
+        """Whether ``definition`` has ``parameter`` and its body uses it only as an
+        argument of calls that write no file (``open(p, "rb")``): handed on, bound
+        to another name or returned, it may be written elsewhere."""
+        arguments = getattr(definition, "args", None)
+        if not isinstance(arguments, ast.arguments) or parameter not in {
+            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        }:
+            return False
+        readers: set[int] = set()
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Call) and not self._writes(node) and self._only_reads(node):
+                readers.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
+        return all(
+            id(node) in readers
+            for node in ast.walk(definition)
+            if isinstance(node, ast.Name) and node.id == parameter
+        )
 
     def _makes_folder(self, call: ast.Call) -> bool:
         """Whether ``call`` only makes the folder it is handed (``os.makedirs``,

@@ -25,7 +25,8 @@ class FileCheckDecidesCollective(CodeRule):
 
     Only a check of a path the run writes counts (the same path handed to `torch.save`,
     `open(..., "w")`, `os.makedirs`, a `.save(...)`, or to any call made on some ranks
-    only, such as `if rank == 0: prepare(path)`), and only where the write may land
+    only, such as `if rank == 0: prepare(path)`, unless the module's own function only
+    reads it), and only where the write may land
     between the ranks' answers: after the check with no collective between them, or
     before it on some ranks only with no collective between. A path no rank writes (an
     input checkpoint, a dataset folder, an earlier run's checkpoints listed to resume)
