@@ -275,32 +275,35 @@ class _WrittenProbes:
     def _writes_of(self, wanted: set[str]) -> dict[str, list[_Write]]:
         """The calls of the module that write (or may write) each path of ``wanted``: a
         call that writes files, or any call handed the path on some ranks only."""
-        handed: list[ast.AST] = []
-        for call in self.analysis.nodes.of_type(ast.Call):
-            if self._handed(call) & wanted:
-                handed.append(call)
+        handed: list[ast.AST] = [
+            call for call in self.analysis.nodes.of_type(ast.Call) if self._handed(call) & wanted
+        ]
         found: dict[str, list[_Write]] = {}
         placed: set[int] = set()
-        for call, scope, node in own_reads(self.analysis, handed):
-            assert isinstance(call, ast.Call)
-            placed.add(id(call))
-            writes = self._writes(call)
-            if not writes and self._only_reads(call):
+        for read, scope, node in own_reads(self.analysis, handed):
+            assert isinstance(read, ast.Call)
+            placed.add(id(read))
+            writes = self._writes(read)
+            if not writes and self._only_reads(read):
                 continue
-            paths = self._handed(call) & wanted
+            paths = self._handed(read) & wanted
             if not writes:
-                paths -= self._read_by_local_function(call, scope)
+                paths -= self._read_by_local_function(read, scope)
             if not paths:
                 continue
-            some_ranks = _on_some_ranks(self.analysis, scope, node, call)
+            some_ranks = _on_some_ranks(self.analysis, scope, node, read)
             if some_ranks or writes:
-                write = _Write(_Place(scope, node), some_ranks, self._makes_folder(call))
+                write = _Write(_Place(scope, node), some_ranks, self._makes_folder(read))
                 for path in paths:
                     found.setdefault(path, []).append(write)
-        for call in handed:  # evaluated by no statement (a default value): at any time
-            if id(call) not in placed and self._writes(call):
-                write = _Write(None, True, self._makes_folder(call))
-                for path in self._handed(call) & wanted:
+        for unplaced in handed:  # evaluated by no statement (a default value): at any time
+            if (
+                id(unplaced) not in placed
+                and isinstance(unplaced, ast.Call)
+                and self._writes(unplaced)
+            ):
+                write = _Write(None, True, self._makes_folder(unplaced))
+                for path in self._handed(unplaced) & wanted:
                     found.setdefault(path, []).append(write)
         return found
 
