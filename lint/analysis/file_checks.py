@@ -10,17 +10,19 @@ such a check differs between ranks: each rank asks at its own moment.
 Only a check of a path the run itself may write while the ranks ask counts: a path no
 rank writes (an input checkpoint, a dataset folder, the checkpoints of an earlier run
 listed to resume) gives every rank the same answer. A path held in the object's state
-(``self.best_model_path``, or a name bound from such a field) counts as written: the
-object or its framework base may write it during the run. A path is written when the same
-expression is handed to a call that writes files (``torch.save``, ``open`` in a writing
-mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs
-on some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one
-that only builds or reads paths (``os.path.join``, a builtin) or a function of the module
-whose body only reads the parameter it is handed in. A write races with the
-check when it may come after the check with no collective between them, or before it
-on some ranks only with no collective between (``_WrittenProbes._races``); making a
-folder does not change a listing of it. A test whose ways issue the same collectives
-decides nothing (pairing), nor a check whose answer is shared first
+(``self.best_model_path``, or a name bound from such a field; a method of the class that
+never reads its object reads no field) counts as written: the object or its framework
+base may write it during the run. A path is written when the same expression is handed
+to a call that writes files (``torch.save``, ``open`` in a writing mode,
+``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs on
+some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one that
+only builds or reads paths (``os.path.join``, a builtin) or a function of the module
+whose body only reads the parameter it is handed in. A write races with the check when
+it may come after the check with no collective between them, or before it on some ranks
+only with no collective between (``_WrittenProbes._races``); a write in another function
+may come at any time, unless the path it writes is that function's own local variable;
+making a folder does not change a listing of it. A test whose ways issue the same
+collectives decides nothing (pairing), nor a check whose answer is shared first
 (``broadcast_object_list``: the divergence's agreement).
 """
 
@@ -31,7 +33,7 @@ import builtins
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
-from ddplint.analysis.control_flow import Node, Scope
+from ddplint.analysis.control_flow import Node, Scope, holds_node
 from ddplint.analysis.divergence import Source, Taint, paired_arguments
 from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective
@@ -216,7 +218,7 @@ class _WrittenProbes:
                 continue
             self._checked[id(check)] = ast.unparse(path)
             scope = analysis.nodes.call_scopes.get(id(check))
-            if _reads_field(path, held.get(id(scope), set())):
+            if _reads_field(analysis, scope, path, held.get(id(scope), set())):
                 self._stateful.add(id(check))
         self._synchronised: dict[int, frozenset[int]] = {}
         writes = self._writes_of(set(self._checked.values()))
@@ -247,11 +249,15 @@ class _WrittenProbes:
         makes before its own check, or one a collective separates from it, lands before
         or after every rank's answer. Only a folder made (``os.makedirs(p)``) does not
         change a listing of it: a listing of a folder not made yet fails loudly. Writes
-        in another function than the check may come at any time."""
+        in another function than the check may come at any time, unless the path
+        they write is that function's own local variable (another variable than the
+        check's, whatever its name)."""
         if write.makes_folder and self.analysis.names.resolve(check.func) in LISTINGS:
             return False
-        if at is None or write.place is None or write.place.scope is not at.scope:
+        if at is None or write.place is None:
             return True
+        if write.place.scope is not at.scope:
+            return not _apart_locals(write.place.scope, at.scope, self._checked[id(check)])
         stops = self._collectives(at.scope)
         if not avoids(at.node, write.place.node, stops - {at.node.index}):
             return True
@@ -394,23 +400,67 @@ def _bound_from_fields(analysis: ModuleAnalysis) -> dict[int, set[str]]:
     for function in analysis.nodes.functions():
         names: set[str] = set()
         for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and _reads_field(node.value, names):
+            if isinstance(node, ast.Assign) and _reads_field(analysis, function, node.value, names):
                 names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         found[id(function)] = names
     return found
 
 
-def _reads_field(expression: ast.AST, names: set[str]) -> bool:
-    """Whether ``expression`` reads a ``self.x`` field or one of ``names``."""
+def _reads_field(
+    analysis: ModuleAnalysis, scope: Scope | None, expression: ast.AST, names: set[str]
+) -> bool:
+    """Whether ``expression`` reads a ``self.x`` field or one of ``names`` (a call of a
+    method of the class that reads no state, ``self._path_of(d)``, reads only its
+    arguments)."""
+    calls = (n for n in ast.walk(expression) if isinstance(n, ast.Call))
+    stateless = {id(c.func) for c in calls if _stateless_method(analysis, scope, c)}
     return any(
         (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == "self"
+            and id(node) not in stateless
         )
         or (isinstance(node, ast.Name) and node.id in names)
         for node in ast.walk(expression)
     )
+
+
+def _stateless_method(analysis: ModuleAnalysis, scope: Scope | None, call: ast.Call) -> bool:
+    """Whether ``call`` calls a method of the caller's class (``self.m(...)``) whose
+    body never reads its object (a static method, or one that leaves ``self`` unused)."""
+    spelled = dotted_name(call.func)
+    if scope is None or spelled is None or not spelled.startswith("self."):
+        return False
+    callee = analysis.local_callee(spelled, scope)
+    if callee is None:
+        return False
+    definition = callee[0]
+    declared = [*definition.args.posonlyargs, *definition.args.args]
+    static = any(dotted_name(d) == "staticmethod" for d in definition.decorator_list)
+    if static:
+        return True
+    if not declared:
+        return False
+    own = declared[0].arg
+    return not any(isinstance(n, ast.Name) and n.id == own for n in ast.walk(definition))
+
+
+def _apart_locals(writer: Scope, checker: Scope, path: str) -> bool:
+    """Whether ``path`` (its text) starts with a local variable of ``writer``, a function
+    that neither holds ``checker`` nor is held by it: the two name other variables."""
+    if not isinstance(writer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if holds_node(writer, checker) or holds_node(checker, writer):
+        return False
+    root = path.split(".", 1)[0].split("[", 1)[0].split("(", 1)[0]
+    arguments = writer.args
+    declared = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    declared.discard("self")
+    stored = {
+        n.id for n in ast.walk(writer) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    return root in declared | stored
 
 
 def _on_some_ranks(analysis: ModuleAnalysis, scope: Scope, node: Node, call: ast.Call) -> bool:
