@@ -333,9 +333,10 @@ class _WrittenProbes:
         }
 
     def _only_read_parameter(self, definition: ast.AST, parameter: str) -> bool:
-        """Whether ``definition`` has ``parameter`` and its body uses it only as an
-        argument of calls that write no file (``open(p, "rb")``): handed on, bound
-        to another name or returned, it may be written elsewhere."""
+        """Whether ``definition`` has ``parameter`` and its body uses it only as the
+        path of a read (``open(p, "rb")``, ``os.path.exists(p)``): handed on, built
+        into another path (``os.path.join(p, f)``: a file written in it changes its
+        listing), bound to another name or returned, it may be written elsewhere."""
         arguments = getattr(definition, "args", None)
         if not isinstance(arguments, ast.arguments) or parameter not in {
             a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
@@ -343,13 +344,21 @@ class _WrittenProbes:
             return False
         readers: set[int] = set()
         for node in ast.walk(definition):
-            if isinstance(node, ast.Call) and not self._writes(node) and self._only_reads(node):
+            if isinstance(node, ast.Call) and self._reads_file(node):
                 readers.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
         return all(
             id(node) in readers
             for node in ast.walk(definition)
             if isinstance(node, ast.Name) and node.id == parameter
         )
+
+    def _reads_file(self, call: ast.Call) -> bool:
+        """Whether ``call`` reads the path it is handed and makes no other of it: a
+        file-system check, ``open`` in a reading mode."""
+        resolved = self.analysis.names.resolve(call.func)
+        if resolved == "open":
+            return not self._writes(call)
+        return resolved in FILE_CALLS or checked_path(self.analysis.names, call) is not None
 
     def _makes_folder(self, call: ast.Call) -> bool:
         """Whether ``call`` only makes the folder it is handed (``os.makedirs``,
