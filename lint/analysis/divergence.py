@@ -475,6 +475,8 @@ class _Evaluator:
         if isinstance(expression, ast.Compare) and _presence_test(expression):
             # Whether a value is there: its shape, or which arm of a rank test chose it
             # (``writer = None`` on the other ranks).
+            if _keyed_only(expression.left, state):
+                return None  # items stored into it make it no more or less ``None``
             operand = self.taint(expression.left, state)
             return operand.as_contents(Facet.SHAPE | Facet.PRESENCE) if operand else None
         if (
@@ -664,6 +666,14 @@ class _Evaluator:
         found = self.taint(expression.left, state)
         for op, right in zip(expression.ops, expression.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
+                if isinstance(expression.left, ast.Constant):
+                    looked_up = ast.Subscript(value=right, slice=expression.left, ctx=ast.Load())
+                    item = _item_by_key(looked_up, state)
+                    if item is not _NOT_KEYED:
+                        # ``"step" in ckpt`` where ``ckpt`` differs only in items stored
+                        # under fixed keys: whether that key is there is that item's.
+                        found = _join(found, item)
+                        continue
                 container = self.taint(right, state)
                 if (
                     container is not None
@@ -1587,6 +1597,16 @@ def _lookup_by_key(call: ast.Call) -> ast.Subscript | None:
 _NOT_KEYED = Taint(Facet(0), Source.RANK, 0, "")
 
 
+def _keyed_only(container: ast.expr, state: State) -> bool:
+    """Whether ``container`` (a named one) differs between ranks only in items stored
+    under fixed keys (``_item_by_key`` tells its items apart)."""
+    spelled = dotted_name(container)
+    if spelled is None or spelled not in state:
+        return False
+    items = [taint for name, taint in state.items() if name.startswith(f"{spelled}[")]
+    return bool(items) and _join(*items) == state[spelled]
+
+
 def _item_by_key(item: ast.Subscript, state: State) -> Taint | None:
     """The taint of an item read under a fixed key, where every way the container
     differs between ranks is an item stored under a fixed key (``opt["rank"] = rank``
@@ -1596,12 +1616,7 @@ def _item_by_key(item: ast.Subscript, state: State) -> Taint | None:
     keyed = keyed_item(item)
     if keyed is None:
         return _NOT_KEYED
-    container = dotted_name(item.value)
-    whole = state.get(container) if container is not None else None
-    if whole is None:
-        return _NOT_KEYED
-    items = [taint for name, taint in state.items() if name.startswith(f"{container}[")]
-    if not items or _join(*items) != whole:
+    if not _keyed_only(item.value, state):
         return _NOT_KEYED
     found = state.get(keyed)
     return found.only(VALUES) if found is not None else None
@@ -2458,20 +2473,28 @@ GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
 def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:
     """Containers the node adds items to: ``d[key] = v`` (also augmented; not a tensor,
     whose item assignment keeps its shape) and ``items.append(v)`` as a statement."""
+    for spelled, stored in _fillings(node):
+        if stored is None or spelled not in tensors:
+            yield spelled
+
+
+def _fillings(node: Node) -> Iterator[tuple[str, ast.Subscript | None]]:
+    """Each container the node adds items to, with the item target where it stores one
+    (``d[key] = v``), None where a method grows it (``items.append(v)``)."""
     statement = node.statement
     if node.kind is not NodeKind.STATEMENT or not isinstance(statement, ast.stmt):
         return
     for target in _targets(statement):
         if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
             spelled = dotted_name(target.value)
-            if spelled is not None and spelled not in tensors:
-                yield spelled
+            if spelled is not None:
+                yield spelled, target
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
         if isinstance(func, ast.Attribute) and func.attr in GROWING_METHODS:
             spelled = dotted_name(func.value)
             if spelled is not None:
-                yield spelled
+                yield spelled, None
 
 
 def _filled_apart(
@@ -2484,7 +2507,27 @@ def _filled_apart(
     ]
     every = {name for filled in filled_on for name in filled}
     apart = {name for name in every if not all(name in filled for filled in filled_on)}
-    return {name: Facet.CONTENTS | Facet.SHAPE for name in apart - bound}
+    found = {name: Facet.CONTENTS | Facet.SHAPE for name in apart - bound}
+    for name in list(found):
+        for item in _fixed_keys_filled(arms, name) or ():
+            found[item] = Facet.CONTENTS | Facet.SHAPE
+    return found
+
+
+def _fixed_keys_filled(arms: list[list[Node]], container: str) -> set[str] | None:
+    """The items (``keyed_item``) the arms store into ``container``, where every way
+    they fill it is a store under a fixed key (``ckpt["ema"] = ...``); None where one
+    is not (a computed key, an ``append``): then its items are not told apart."""
+    items: set[str] = set()
+    for node in (node for arm in arms for node in arm):
+        for spelled, stored in _fillings(node):
+            if spelled != container:
+                continue
+            keyed = keyed_item(stored) if stored is not None else None
+            if keyed is None:
+                return None
+            items.add(keyed)
+    return items
 
 
 def _merged(first: State, second: State) -> State:

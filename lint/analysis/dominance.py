@@ -18,6 +18,7 @@ the test that took it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, ends_loudly
@@ -40,11 +41,12 @@ def decision_successors(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
             yield successor, edge
 
 
-def avoids(start: Node, target: Node, stop: Node) -> bool:
+def avoids(start: Node, target: Node, stop: Node | AbstractSet[int]) -> bool:
     """Whether no way from ``start`` reaches ``target`` before the function ends or
     ``stop`` comes (a test asked again: a jump that avoids the collective, and is not
-    taken after it; a later meeting point), exception edges left out."""
-    seen: set[int] = {stop.index}
+    taken after it; a later meeting point; or any of a set of node indices: the
+    collectives that synchronise the ranks), exception edges left out."""
+    seen: set[int] = {stop.index} if isinstance(stop, Node) else set(stop)
     pending = [start]
     while pending:
         node = pending.pop()

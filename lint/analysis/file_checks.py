@@ -7,28 +7,38 @@ collective is control-dependent (a test around it, a ``return`` / ``continue`` /
 ``break`` before it), asked of a probe view of the divergence (``probe_view``) in which
 such a check differs between ranks: each rank asks at its own moment.
 
-Only a check of a path the run itself writes counts: a path no rank writes (an input
-checkpoint, a dataset folder) gives every rank the same answer. A path held in the
-object's state (``self.best_model_path``, or a name bound from such a field) counts as
-written: the object or its framework base may write it during the run. A path is written when
-the same expression is handed to a call that writes files (``torch.save``, ``open`` in a
-writing mode, ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call
-that runs on some ranks only (``if rank == 0: prepare(path)``: one rank makes it). A test
-whose ways issue the same collectives decides nothing (pairing), nor a check whose answer
-is shared first (``broadcast_object_list``: the divergence's agreement).
+Only a check of a path the run itself may write while the ranks ask counts: a path no
+rank writes (an input checkpoint, a dataset folder, the checkpoints of an earlier run
+listed to resume) gives every rank the same answer. A path held in the object's state
+(``self.best_model_path``, or a name bound from such a field; a method of the class that
+never reads its object reads no field) counts as written: the object or its framework
+base may write it during the run. A path is written when the same expression is handed
+to a call that writes files (``torch.save``, ``open`` in a writing mode,
+``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs on
+some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one that
+only builds or reads paths (``os.path.join``, a builtin) or a function of the module
+whose body only reads the parameter it is handed in. A write races with the check when
+it may come after the check with no collective between them, or before it on some ranks
+only with no collective between (``_WrittenProbes._races``); a write in another function
+may come at any time, unless the path it writes is that function's own local variable;
+making a folder does not change a listing of it. A test whose ways issue the same
+collectives decides nothing (pairing), nor a check whose answer is shared first
+(``broadcast_object_list``: the divergence's agreement).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
-from ddplint.analysis.control_flow import Node, Scope
-from ddplint.analysis.divergence import Source, Taint
+from ddplint.analysis.control_flow import Node, Scope, holds_node
+from ddplint.analysis.divergence import Source, Taint, paired_arguments
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import Names, call_argument
+from ddplint.analysis.names import Names, call_argument, dotted_name
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
 
 #: ``pathlib.Path`` methods that look at the file system.
@@ -74,6 +84,12 @@ WRITING_METHODS = frozenset(
     }
 )
 _WRITING_MODES = frozenset("wax+")
+#: The builtins' names (a call of one, ``open`` aside, writes no file).
+BUILTIN_NAMES = frozenset(dir(builtins))
+#: Functions that make the folder they are handed and nothing in it.
+FOLDER_MAKERS = frozenset({"os.makedirs", "os.mkdir"})
+#: Checks that list a folder's entries (which making the folder does not change).
+LISTINGS = frozenset({"os.listdir", "os.scandir"})
 
 
 @dataclass(frozen=True)
@@ -166,8 +182,27 @@ def _unwrapped_path(names: Names, expression: ast.expr) -> ast.expr:
     return expression
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where an expression is evaluated: its scope and graph node."""
+
+    scope: Scope
+    node: Node
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A call that writes (or may write) a checked path: where it runs, whether on some
+    ranks only, and whether it only makes the folder (``os.makedirs(p)``)."""
+
+    place: _Place | None
+    some_ranks: bool
+    makes_folder: bool
+
+
 class _WrittenProbes:
-    """Which file-system checks of a module look at a path the run writes."""
+    """Which file-system checks of a module look at a path the run may write between
+    the moments the ranks ask (a race between the write and the check)."""
 
     def __init__(self, analysis: ModuleAnalysis, checks: list[ast.Call]) -> None:
         self.analysis = analysis
@@ -183,36 +218,154 @@ class _WrittenProbes:
                 continue
             self._checked[id(check)] = ast.unparse(path)
             scope = analysis.nodes.call_scopes.get(id(check))
-            if _reads_field(path, held.get(id(scope), set())):
+            if _reads_field(analysis, scope, path, held.get(id(scope), set())):
                 self._stateful.add(id(check))
-        self.written = self._written_paths(set(self._checked.values()))
+        self._synchronised: dict[int, frozenset[int]] = {}
+        writes = self._writes_of(set(self._checked.values()))
+        places = {id(c): _Place(s, n) for c, s, n in own_reads(analysis, list(checks))}
+        self._differing = self._stateful | {
+            id(check)
+            for check in checks
+            if any(
+                self._races(check, places.get(id(check)), write)
+                for write in writes.get(self._checked.get(id(check), ""), ())
+            )
+        }
 
     def some(self) -> bool:
         """Whether any check of the module differs between ranks."""
-        return bool(self._stateful) or any(p in self.written for p in self._checked.values())
+        return bool(self._differing)
 
     def differs(self, call: ast.Call) -> bool:
-        """Whether ``call`` is a check of a path the run writes (or may write: the
-        object's state)."""
-        return id(call) in self._stateful or self._checked.get(id(call)) in self.written
+        """Whether ``call`` is a check of a path the run may write while the ranks ask
+        (or may write: the object's state)."""
+        return id(call) in self._differing
 
-    def _written_paths(self, wanted: set[str]) -> set[str]:
-        """The paths of ``wanted`` that some call of the module writes."""
-        written: set[str] = set()
-        pending: list[ast.AST] = []
-        for call in self.analysis.nodes.of_type(ast.Call):
-            handed = self._handed(call) & wanted
-            if not handed:
-                continue
-            if self._writes(call):
-                written |= handed
-            else:
-                pending.append(call)
-        for read, scope, node in own_reads(self.analysis, pending):
+    def _races(self, check: ast.Call, at: _Place | None, write: _Write) -> bool:
+        """Whether ``write`` may land between two ranks' answers to ``check``: it may
+        come after the check with no collective between them (a rank that asks late
+        sees what one that asked early did not), or before it on some ranks only with
+        no collective between (a rank that writes is not waited for). A write each rank
+        makes before its own check, or one a collective separates from it, lands before
+        or after every rank's answer. Only a folder made (``os.makedirs(p)``) does not
+        change a listing of it: a listing of a folder not made yet fails loudly. Writes
+        in another function than the check may come at any time, unless the path
+        they write is that function's own local variable (another variable than the
+        check's, whatever its name)."""
+        if write.makes_folder and self.analysis.names.resolve(check.func) in LISTINGS:
+            return False
+        if at is None or write.place is None:
+            return True
+        if write.place.scope is not at.scope:
+            return not _apart_locals(write.place.scope, at.scope, self._checked[id(check)])
+        stops = self._collectives(at.scope)
+        if not avoids(at.node, write.place.node, stops - {at.node.index}):
+            return True
+        return write.some_ranks and not avoids(
+            write.place.node, at.node, stops - {write.place.node.index}
+        )
+
+    def _collectives(self, scope: Scope) -> frozenset[int]:
+        """The graph nodes of ``scope`` that issue a collective every time they run."""
+        found = self._synchronised.get(id(scope))
+        if found is None:
+            effects = self.analysis.function(scope).effects
+            found = frozenset(
+                index
+                for index, issued in effects.items()
+                if any(collective.condition is None for collective, _ in issued)
+            )
+            self._synchronised[id(scope)] = found
+        return found
+
+    def _writes_of(self, wanted: set[str]) -> dict[str, list[_Write]]:
+        """The calls of the module that write (or may write) each path of ``wanted``: a
+        call that writes files, or any call handed the path on some ranks only."""
+        handed: list[ast.AST] = [
+            call for call in self.analysis.nodes.of_type(ast.Call) if self._handed(call) & wanted
+        ]
+        found: dict[str, list[_Write]] = {}
+        placed: set[int] = set()
+        for read, scope, node in own_reads(self.analysis, handed):
             assert isinstance(read, ast.Call)
-            if self._handed(read) - written and _on_some_ranks(self.analysis, scope, node, read):
-                written |= self._handed(read) & wanted
-        return written
+            placed.add(id(read))
+            writes = self._writes(read)
+            if not writes and self._only_reads(read):
+                continue
+            paths = self._handed(read) & wanted
+            if not writes:
+                paths -= self._read_by_local_function(read, scope)
+            if not paths:
+                continue
+            some_ranks = _on_some_ranks(self.analysis, scope, node, read)
+            if some_ranks or writes:
+                write = _Write(_Place(scope, node), some_ranks, self._makes_folder(read))
+                for path in paths:
+                    found.setdefault(path, []).append(write)
+        for unplaced in handed:  # evaluated by no statement (a default value): at any time
+            if (
+                id(unplaced) not in placed
+                and isinstance(unplaced, ast.Call)
+                and self._writes(unplaced)
+            ):
+                write = _Write(None, True, self._makes_folder(unplaced))
+                for path in self._handed(unplaced) & wanted:
+                    found.setdefault(path, []).append(write)
+        return found
+
+    def _read_by_local_function(self, call: ast.Call, scope: Scope) -> set[str]:
+        """The texts of the arguments a call of a function of the module hands to
+        parameters that its body only reads (``_only_read_parameter``); none for a
+        call of anything else."""
+        spelled = dotted_name(call.func)
+        callee = self.analysis.local_callee(spelled, scope) if spelled else None
+        if callee is None:
+            return set()
+        definition, positional = callee
+        given = paired_arguments(tuple(positional), call.args)
+        given += [(k.arg, k.value) for k in call.keywords]
+        return {
+            ast.unparse(argument)
+            for parameter, argument in given
+            if parameter is not None
+            and not isinstance(argument, ast.Starred)
+            and self._only_read_parameter(definition, parameter)
+        }
+
+    def _only_read_parameter(self, definition: ast.AST, parameter: str) -> bool:
+        """Whether ``definition`` has ``parameter`` and its body uses it only as the
+        path of a read (``open(p, "rb")``, ``os.path.exists(p)``): handed on, built
+        into another path (``os.path.join(p, f)``: a file written in it changes its
+        listing), bound to another name or returned, it may be written elsewhere."""
+        arguments = getattr(definition, "args", None)
+        if not isinstance(arguments, ast.arguments) or parameter not in {
+            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        }:
+            return False
+        readers: set[int] = set()
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Call) and self._reads_file(node):
+                readers.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
+        return all(
+            id(node) in readers
+            for node in ast.walk(definition)
+            if isinstance(node, ast.Name) and node.id == parameter
+        )
+
+    def _reads_file(self, call: ast.Call) -> bool:
+        """Whether ``call`` reads the path it is handed and makes no other of it: a
+        file-system check, ``open`` in a reading mode."""
+        resolved = self.analysis.names.resolve(call.func)
+        if resolved == "open":
+            return not self._writes(call)
+        return resolved in FILE_CALLS or checked_path(self.analysis.names, call) is not None
+
+    def _makes_folder(self, call: ast.Call) -> bool:
+        """Whether ``call`` only makes the folder it is handed (``os.makedirs``,
+        ``Path(p).mkdir()``)."""
+        if self.analysis.names.resolve(call.func) in FOLDER_MAKERS:
+            return True
+        return isinstance(call.func, ast.Attribute) and call.func.attr == "mkdir"
 
     def _handed(self, call: ast.Call) -> set[str]:
         """The texts of the expressions a call is handed (its receiver's path too)."""
@@ -221,6 +374,19 @@ class _WrittenProbes:
         if isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS:
             handed.add(ast.unparse(_unwrapped_path(self.analysis.names, call.func.value)))
         return handed
+
+    def _only_reads(self, call: ast.Call) -> bool:
+        """Whether ``call`` writes no file, whatever it is handed: a builtin (``open``
+        in a writing mode is a write, ``_writes``), ``os.path``'s functions (they build
+        or read a path) and the file-system checks."""
+        func = call.func
+        resolved = self.analysis.names.resolve(func) or ""
+        return (
+            resolved.startswith("os.path.")
+            or resolved in FILE_CALLS
+            or (isinstance(func, ast.Name) and resolved in BUILTIN_NAMES)
+            or (isinstance(func, ast.Attribute) and func.attr in PATH_CHECKS and not call.args)
+        )
 
     def _writes(self, call: ast.Call) -> bool:
         """Whether ``call`` writes the files it is handed."""
@@ -243,23 +409,67 @@ def _bound_from_fields(analysis: ModuleAnalysis) -> dict[int, set[str]]:
     for function in analysis.nodes.functions():
         names: set[str] = set()
         for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and _reads_field(node.value, names):
+            if isinstance(node, ast.Assign) and _reads_field(analysis, function, node.value, names):
                 names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         found[id(function)] = names
     return found
 
 
-def _reads_field(expression: ast.AST, names: set[str]) -> bool:
-    """Whether ``expression`` reads a ``self.x`` field or one of ``names``."""
+def _reads_field(
+    analysis: ModuleAnalysis, scope: Scope | None, expression: ast.AST, names: set[str]
+) -> bool:
+    """Whether ``expression`` reads a ``self.x`` field or one of ``names`` (a call of a
+    method of the class that reads no state, ``self._path_of(d)``, reads only its
+    arguments)."""
+    calls = (n for n in ast.walk(expression) if isinstance(n, ast.Call))
+    stateless = {id(c.func) for c in calls if _stateless_method(analysis, scope, c)}
     return any(
         (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id == "self"
+            and id(node) not in stateless
         )
         or (isinstance(node, ast.Name) and node.id in names)
         for node in ast.walk(expression)
     )
+
+
+def _stateless_method(analysis: ModuleAnalysis, scope: Scope | None, call: ast.Call) -> bool:
+    """Whether ``call`` calls a method of the caller's class (``self.m(...)``) whose
+    body never reads its object (a static method, or one that leaves ``self`` unused)."""
+    spelled = dotted_name(call.func)
+    if scope is None or spelled is None or not spelled.startswith("self."):
+        return False
+    callee = analysis.local_callee(spelled, scope)
+    if callee is None:
+        return False
+    definition = callee[0]
+    declared = [*definition.args.posonlyargs, *definition.args.args]
+    static = any(dotted_name(d) == "staticmethod" for d in definition.decorator_list)
+    if static:
+        return True
+    if not declared:
+        return False
+    own = declared[0].arg
+    return not any(isinstance(n, ast.Name) and n.id == own for n in ast.walk(definition))
+
+
+def _apart_locals(writer: Scope, checker: Scope, path: str) -> bool:
+    """Whether ``path`` (its text) starts with a local variable of ``writer``, a function
+    that neither holds ``checker`` nor is held by it: the two name other variables."""
+    if not isinstance(writer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if holds_node(writer, checker) or holds_node(checker, writer):
+        return False
+    root = path.split(".", 1)[0].split("[", 1)[0].split("(", 1)[0]
+    arguments = writer.args
+    declared = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    declared.discard("self")
+    stored = {
+        n.id for n in ast.walk(writer) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    return root in declared | stored
 
 
 def _on_some_ranks(analysis: ModuleAnalysis, scope: Scope, node: Node, call: ast.Call) -> bool:

@@ -25,8 +25,13 @@ class FileCheckDecidesCollective(CodeRule):
 
     Only a check of a path the run writes counts (the same path handed to `torch.save`,
     `open(..., "w")`, `os.makedirs`, a `.save(...)`, or to any call made on some ranks
-    only, such as `if rank == 0: prepare(path)`): a path no rank writes (an input
-    checkpoint, a dataset folder) gives every rank the same answer. It is built on the
+    only, such as `if rank == 0: prepare(path)`, unless the module's own function only
+    reads it), and only where the write may land
+    between the ranks' answers: after the check with no collective between them, or
+    before it on some ranks only with no collective between. A path no rank writes (an
+    input checkpoint, a dataset folder, an earlier run's checkpoints listed to resume)
+    gives every rank the same answer, and so does a write a barrier separates from the
+    check; making a folder does not change a listing of it. It is built on the
     analysis core (a probe view of the divergence analysis, control dependence, pairing).
 
     Not flagged: a check whose answer was shared first (`broadcast_object_list` of the

@@ -76,3 +76,28 @@ def test_a_field_filled_on_some_ranks_differs_in_the_other_methods(
     """
     taint = _taint_at(source, "self.pending")
     assert (taint is not None and bool(taint.facets & Facet.SHAPE)) is shape_differs
+
+
+@pytest.mark.parametrize(
+    ("read", "differs"),
+    [
+        ('state["ema"]', True),
+        ('"ema" in state', True),
+        ('state["step"]', False),
+        ('"step" in state', False),
+        ("state is None", False),
+    ],
+)
+def test_an_item_stored_under_a_fixed_key_on_some_ranks_leaves_the_other_keys_agreed(
+    read: str, differs: bool
+) -> None:
+    source = f"""
+    def f(path, ema_path):
+        state = torch.load(path)
+        if dist.get_rank() == 0:
+            state["ema"] = torch.load(ema_path)
+        value = {read}
+        use(value)  # here
+    """
+    taint = _taint_at(source, "value")
+    assert (taint is not None) is differs
