@@ -374,6 +374,47 @@ def test_a_predicate_that_returns_a_periodic_test() -> None:
     assert found == {17: Occasion.PERIODIC, 19: Occasion.PERIODIC, 21: None}
 
 
+def test_a_predicate_that_returns_true_only_on_a_periodic_way() -> None:
+    found = _across_calls(
+        """
+        class Logger:
+            def check_frequency(self, idx):
+                if (idx % self.every == 0 or idx in self.log_steps) and idx > 0:
+                    self.log_steps.pop(0)
+                    return True
+                return False
+
+            def check_shape(self, x):
+                if x.size(0) > 8:
+                    return True
+                return False
+
+            def check_listed(self, idx):
+                if idx in self.allowed or idx > 0:
+                    return True
+                return False
+
+            def check_warmup(self, idx):
+                if idx % self.every == 0 or idx in range(self.warmup):
+                    return True
+                return False
+
+            def on_batch_end(self, x, idx):
+                if self.check_frequency(idx) and self.enabled:
+                    mark()
+                if self.check_shape(x):
+                    mark()
+                if self.check_listed(idx):
+                    mark()
+                if self.check_warmup(idx):
+                    mark()
+        """
+    )
+    # membership counts as a counter's only beside the same value taken modulo, and not
+    # in a stretch of values
+    assert found == {26: Occasion.PERIODIC, 28: None, 30: None, 32: None}
+
+
 def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
     found = _across_calls(
         """
