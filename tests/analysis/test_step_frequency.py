@@ -141,6 +141,22 @@ def test_periodic_tests_by_their_way() -> None:
     }
 
 
+def test_a_counter_among_the_values_of_a_collection() -> None:
+    found = _occasions(
+        """
+        def train(loader, eval_steps, warmup):
+            for step, x in enumerate(loader):
+                if step in eval_steps:
+                    mark()
+                if step in range(warmup):
+                    mark()
+                if step not in eval_steps:
+                    mark()
+        """
+    )
+    assert found == {5: Occasion.PERIODIC, 7: None, 9: None}
+
+
 def test_module_code_is_asked_too() -> None:
     found = _occasions(
         """
