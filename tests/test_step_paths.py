@@ -271,3 +271,24 @@ def test_a_way_that_leaves_the_training_loop_runs_once_per_run_of_it() -> None:
     assert reason(code, "late()") == "a training loop that calls backward()"
     assert reason(code, "retried()") == "a training loop that calls backward()"
     assert reason(code, "inner()") == "a training loop that calls backward()"
+
+
+def test_a_local_flag_the_guarded_code_turns_off_runs_once_per_run_of_the_loop() -> None:
+    code = """
+        def train(model, loader, optimizer):
+            show_one = True
+            per_step = True
+            for batch in loader:
+                if show_one:
+                    shown()
+                    show_one = False
+                model(batch).sum().backward()
+                optimizer.step()
+                per_step = True
+                for part in batch:
+                    if per_step:
+                        first_part()
+                        per_step = False
+    """
+    assert reason(code, "shown()") is None
+    assert reason(code, "first_part()") == "a training loop that calls backward()"

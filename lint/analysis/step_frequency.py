@@ -96,6 +96,7 @@ CLOCKS = frozenset(
     }
 )
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+Loop = ast.For | ast.AsyncFor | ast.While
 
 
 class Occasion(str, Enum):
@@ -162,9 +163,7 @@ class StepFrequency:
     def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:
         """Why the statement of graph node ``node`` runs only now and then (not an
         ``except`` handler's: that is ``occasional``'s), or None."""
-        post = self._post.get(id(graph))
-        if post is None:
-            post = self._post[id(graph)] = PostDominance(graph)
+        post = self._post_dominance(graph)
         stepping = self._stepping_ways(graph, post)
         for dependence in post.all_dependences(node):
             test = dependence.test.statement
@@ -185,22 +184,46 @@ class StepFrequency:
                 return Occasion.SINGLE_PROCESS
         return None
 
-    def last_pass(self, call: ast.Call, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-        """``call`` sits on a way that leaves ``loop`` before its next pass (``if step >=
-        total: evaluate(); return``), on each way that runs it (a ``finally`` runs on the
-        loop's own way too): it runs once per run of the loop, not every pass."""
+    def once_per_run(self, call: ast.Call, loop: Loop) -> bool:
+        """``call`` runs at most once each time ``loop`` runs, not every pass: on a way
+        that leaves the loop before its next pass (``if step >= total: evaluate();
+        return``), on each way that runs it (a ``finally`` runs on the loop's own way
+        too), or under a flag of the loop's function that the guarded code turns off
+        and nothing in the loop turns on again (``first = True`` before the loop, ``if
+        first: ...; first = False`` in it)."""
         found = self._waits.node_of(call, module_code=True)
         if found is None:
             return False
         graph, node = found
         copies = graph.nodes_of(node.statement) if node.statement is not None else [node]
-        return all(graph.leaves_loop(copy, loop) for copy in copies or [node])
+        if all(graph.leaves_loop(copy, loop) for copy in copies or [node]):
+            return True
+        post = self._post_dominance(graph)
+        inside = {id(n) for statement in loop.body for n in walk_own(statement)}
+        for dependence in post.all_dependences(node):
+            test = dependence.test.statement
+            if (
+                isinstance(test, ast.If)
+                and id(test) in inside
+                and dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE)
+                and self._disarming.once_in_loop(
+                    test.test,
+                    dependence.edge is EdgeKind.TRUE,
+                    self._guarded(graph, post, dependence),
+                    loop,
+                )
+            ):
+                return True
+        return False
 
-    def _disarmed(
-        self, graph: Graph, post: PostDominance, dependence: Dependence, test: ast.expr, truth: bool
-    ) -> Occasion | None:
-        """The way of ``test`` runs code that turns the test off: once (a flag it sets)
-        or now and then (a threshold or mark it moves on): ``disarming_tests``."""
+    def _post_dominance(self, graph: Graph) -> PostDominance:
+        post = self._post.get(id(graph))
+        if post is None:
+            post = self._post[id(graph)] = PostDominance(graph)
+        return post
+
+    def _guarded(self, graph: Graph, post: PostDominance, dependence: Dependence) -> list[ast.stmt]:
+        """The statements the way of ``dependence`` decides directly."""
         decided = self._decided.get(id(graph))
         if decided is None:
             decided = self._decided[id(graph)] = {}
@@ -209,7 +232,14 @@ class StepFrequency:
                     for found in post.dependences(node):
                         key = (found.test.index, found.edge)
                         decided.setdefault(key, []).append(node.statement)
-        guarded = decided.get((dependence.test.index, dependence.edge), [])
+        return decided.get((dependence.test.index, dependence.edge), [])
+
+    def _disarmed(
+        self, graph: Graph, post: PostDominance, dependence: Dependence, test: ast.expr, truth: bool
+    ) -> Occasion | None:
+        """The way of ``test`` runs code that turns the test off: once (a flag it sets)
+        or now and then (a threshold or mark it moves on): ``disarming_tests``."""
+        guarded = self._guarded(graph, post, dependence)
         if self._disarming.once(test, truth, guarded, graph.scope):
             return Occasion.ONCE
         if self._disarming.rearmed(test, truth, guarded):

@@ -10,9 +10,10 @@ The step path is
   own body runs a backward beside an inner loop that does is), unless
   the loop is a short test or warm-up loop (``for _ in range(3)``), the call sits in an
   evaluation loop nested in it and run with autograd off (``with torch.no_grad(): for
-  batch in val_loader: ...``), or on a way that leaves the loop before its next pass
-  (``if step >= total: evaluate(); return``: once per run of the loop,
-  ``step_frequency.last_pass``);
+  batch in val_loader: ...``), or once per run of the loop (``step_frequency.once_per_run``:
+  on a way that leaves the loop before its next pass, ``if step >= total: evaluate();
+  return``, or under a local flag the guarded code turns off, ``if first: ...; first =
+  False``);
 - the step methods of a class, decided by what the class *is* (its bases: the object
   catalogue through ``objects.class_kinds``, a class of the module, a project class),
   never by its name: ``forward``, ``training_step`` and the per-batch hooks of a module
@@ -224,7 +225,7 @@ class StepPaths:
                 inside is not None
                 and not _few_iterations(loop)
                 and not self._evaluates(inside)
-                and not (isinstance(node, ast.Call) and self.frequency.last_pass(node, loop))
+                and not (isinstance(node, ast.Call) and self.frequency.once_per_run(node, loop))
             ):
                 return loop
         return None
@@ -299,7 +300,7 @@ class StepPaths:
                     continue
                 caller = self._label(scope) if isinstance(scope, _FUNCTIONS) else None
                 for call in _calls_in(loop.body):
-                    if self._evaluates(_path_in(loop, call) or []) or self.frequency.last_pass(
+                    if self._evaluates(_path_in(loop, call) or []) or self.frequency.once_per_run(
                         call, loop
                     ):
                         continue
