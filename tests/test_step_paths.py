@@ -226,3 +226,69 @@ def test_switches_the_code_starts_off() -> None:
     assert reason(code, "field_off()") is None
     assert reason(code, "started_on()") is not None
     assert reason(code, "field_on()") is not None
+
+
+def test_a_way_that_leaves_the_training_loop_runs_once_per_run_of_it() -> None:
+    code = """
+        def evaluate(model, loader):
+            return [model(batch).item() for batch in loader]
+
+        def report(model):
+            every_step_helper()
+
+        def train(model, loader, optimizer, total):
+            for epoch in range(10):
+                for step, batch in enumerate(loader):
+                    model(batch).sum().backward()
+                    optimizer.step()
+                    if step >= total:
+                        evaluate(model, loader)
+                        last()
+                        return
+                    if step == epoch:
+                        per_epoch()
+                        break
+                    if step > 100:
+                        report(model)
+                        late()
+                        continue
+                    try:
+                        retried()
+                    except RuntimeError:
+                        return
+                    if step > 10:
+                        nested = [x for x in range(3)]
+                        for item in nested:
+                            if item:
+                                inner()
+                                break
+    """
+    functions = {f.name for f in paths_of(code)[0].functions()}
+    assert "evaluate" not in functions  # called only on the way out
+    assert "report" in functions
+    assert reason(code, "last()") is None
+    assert reason(code, "per_epoch()") is None  # once per run of the step loop
+    assert reason(code, "late()") == "a training loop that calls backward()"
+    assert reason(code, "retried()") == "a training loop that calls backward()"
+    assert reason(code, "inner()") == "a training loop that calls backward()"
+
+
+def test_a_local_flag_the_guarded_code_turns_off_runs_once_per_run_of_the_loop() -> None:
+    code = """
+        def train(model, loader, optimizer):
+            show_one = True
+            per_step = True
+            for batch in loader:
+                if show_one:
+                    shown()
+                    show_one = False
+                model(batch).sum().backward()
+                optimizer.step()
+                per_step = True
+                for part in batch:
+                    if per_step:
+                        first_part()
+                        per_step = False
+    """
+    assert reason(code, "shown()") is None
+    assert reason(code, "first_part()") == "a training loop that calls backward()"

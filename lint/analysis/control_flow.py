@@ -149,6 +149,24 @@ class Graph:
             yield node
             pending.extend(successor for successor, _ in node.successors)
 
+    def leaves_loop(self, node: Node, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """Every way on from ``node`` inside ``loop`` (exceptions left out) leaves the
+        loop (a ``return``, a ``break``, a ``raise``) before its next pass: ``node`` runs
+        at most once each time the loop runs. False when ``loop`` is not in this graph."""
+        heads = self.nodes_of(loop)
+        inside = {id(n) for statement in loop.body for n in walk(statement, leaves=False)}
+        seen: set[int] = set()
+        pending = [node]
+        while heads and pending:
+            current = pending.pop()
+            if current in heads:
+                return False
+            if current.index in seen or id(current.statement) not in inside:
+                continue
+            seen.add(current.index)
+            pending.extend(n for n, kind in current.successors if kind is not EdgeKind.EXCEPTION)
+        return bool(heads)
+
 
 Pending = tuple[Node, EdgeKind]
 

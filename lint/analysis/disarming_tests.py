@@ -7,7 +7,9 @@ itself makes the test fail on the next pass:
   flag to a value that fails the test (``if not self.ready: ...; self.ready = True``,
   the flag also set at the end of a function the guarded code calls), or it asks
   whether a field exists and makes it (``if not hasattr(self, "table"): self.table =
-  ...``); no other method of the module sets the flag back (``__init__`` aside);
+  ...``); no other method of the module sets the flag back (``__init__`` aside); or,
+  asked of a loop (``once_in_loop``), a plain name bound before it that the guarded code
+  sets so and no store in the loop sets back (once per run of the loop);
 - re-armed: it compares against a threshold or a mark that the guarded code moves on
   (``if step >= next_eval: ...; next_eval += every``, ``if time.time() - last > 60:
   ...; last = time.time()``, ``if elapsed // interval >= saved: ...; saved += 1``).
@@ -75,6 +77,27 @@ class DisarmingTests:
             fails(value)
             for function, value in self.stores(flag)
             if function is not None and function.name != "__init__"
+        )
+
+    def once_in_loop(
+        self, test: ast.expr, truth: bool, guarded: list[ast.stmt], loop: ast.AST
+    ) -> bool:
+        """``once`` for a plain name the loop's function keeps across the loop's passes
+        (``first = True`` before it): taking ``test`` the ``truth`` way runs
+        ``guarded``, which sets the name so that the test fails, and no store inside
+        ``loop`` sets it so that the test holds again."""
+        positive, polarity = strip_not(test)
+        asked = _flag_question(positive, polarity == truth)
+        if asked is None or "." in asked[0]:
+            return False
+        flag, fails = asked
+        if not any(fails(value) for value in self._stored_by(guarded, flag, _CALLS_DEEP)):
+            return False
+        return all(
+            fails(value)
+            for node in walk_own(loop)
+            for target, value in _stored(node)
+            if dotted_name(target) == flag
         )
 
     def rearmed(self, test: ast.expr, truth: bool, guarded: list[ast.stmt]) -> bool:

@@ -4,24 +4,26 @@ A per-step rule asks this of a call it found on the training-step path. The answ
 "not every pass" (an ``Occasion``) when the call runs only:
 
 - on an error: in an ``except`` handler of its function (an out-of-memory fallback);
-- on a sample of the passes: it is control-dependent on the rare way of a periodic
-  test, one that takes a counter modulo something (``step % log_every == 0``, ``if
-  it % N:`` ... ``else``), tests a loop counter for equality (``i == 0``, ``step ==
-  total - 1``: the counter is a ``for`` target over ``range`` / ``enumerate`` or is
-  incremented with ``+=``, or a name bound to such a counter moved or scaled, ``i_accum
-  = i // accum``, ``count = i_accum + 1``) or for membership in a few listed values
-  (``step in [5, 6, 7]``), draws a random number (``random.random() <
-  p``), compares the time since a mark with an interval (``time.time() - t0 >
-  interval``, ``time.monotonic()``, ``(datetime.now() - last).total_seconds()``; a
-  time budget, ``elapsed < budget``, holds on most passes), or joins such tests (an
-  ``or`` when every part is one, ``if step % N == 0 or step == last:``; an ``and`` when
-  one part is; ``not`` turns the rare way over, so ``if not should_val: return`` makes
-  what follows rare), directly or through a name bound once to one (``last_batch =
-  count == total``), a parameter every call of the module that runs the function hands
-  such a test or a constant (``evaluate(..., should_val=step % k == 0)``: the function's
-  own early exit makes the rest periodic), a field the module sets only to such tests
-  (``self.log_now = step % k == 0``), or a call of the module's function whose every
-  ``return`` gives one (``if self.should_evaluate():``);
+- on a sample of the passes: it is control-dependent on the rare way of a periodic test,
+  one that takes a counter modulo something (``step % log_every == 0``, ``if it % N:``
+  ... ``else``), tests a loop counter for equality (``i == 0``, ``step == total - 1``:
+  the counter is a ``for`` target over ``range`` / ``enumerate`` or is incremented with
+  ``+=``, or a name bound to such a counter moved or scaled, ``i_accum = i // accum``,
+  ``count = i_accum + 1``) or for membership in a few listed values (``step in [5, 6,
+  7]``, ``step in self.log_steps``; any name a part of the same join takes modulo is
+  such a counter: ``idx % N == 0 or idx in log_steps``), draws a random number
+  (``random.random() < p``), compares the time since a mark with an interval
+  (``time.time() - t0 > interval``, ``time.monotonic()``, ``(datetime.now() -
+  last).total_seconds()``; a time budget, ``elapsed < budget``, holds on most passes),
+  or joins such tests (an ``or`` when every part is one, ``if step % N == 0 or step ==
+  last:``; an ``and`` when one part is; ``not`` turns the rare way over, so ``if not
+  should_val: return`` makes what follows rare), directly or through a name bound once
+  to one (``last_batch = count == total``), a parameter every call of the module that
+  runs the function hands such a test or a constant (``evaluate(..., should_val=step % k
+  == 0)``: the function's own early exit makes the rest periodic), a field the module
+  sets only to such tests (``self.log_now = step % k == 0``), or a call of the module's
+  function whose every ``return`` gives one (``if self.should_evaluate():``) or a
+  constant (``return True`` on the rare way of such a test, ``return False`` elsewhere);
 - once, or on a schedule the code moves on (``disarming_tests``): the way of a test
   runs code that sets the flag the test reads so that it fails (``if not self.ready:
   self.prepare()`` with ``self.ready = True`` at the end of ``prepare``; ``if not
@@ -94,6 +96,7 @@ CLOCKS = frozenset(
     }
 )
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+Loop = ast.For | ast.AsyncFor | ast.While
 
 
 class Occasion(str, Enum):
@@ -160,9 +163,7 @@ class StepFrequency:
     def occasional_node(self, graph: Graph, node: Node) -> Occasion | None:
         """Why the statement of graph node ``node`` runs only now and then (not an
         ``except`` handler's: that is ``occasional``'s), or None."""
-        post = self._post.get(id(graph))
-        if post is None:
-            post = self._post[id(graph)] = PostDominance(graph)
+        post = self._post_dominance(graph)
         stepping = self._stepping_ways(graph, post)
         for dependence in post.all_dependences(node):
             test = dependence.test.statement
@@ -183,11 +184,46 @@ class StepFrequency:
                 return Occasion.SINGLE_PROCESS
         return None
 
-    def _disarmed(
-        self, graph: Graph, post: PostDominance, dependence: Dependence, test: ast.expr, truth: bool
-    ) -> Occasion | None:
-        """The way of ``test`` runs code that turns the test off: once (a flag it sets)
-        or now and then (a threshold or mark it moves on): ``disarming_tests``."""
+    def once_per_run(self, call: ast.Call, loop: Loop) -> bool:
+        """``call`` runs at most once each time ``loop`` runs, not every pass: on a way
+        that leaves the loop before its next pass (``if step >= total: evaluate();
+        return``), on each way that runs it (a ``finally`` runs on the loop's own way
+        too), or under a flag of the loop's function that the guarded code turns off
+        and nothing in the loop turns on again (``first = True`` before the loop, ``if
+        first: ...; first = False`` in it)."""
+        found = self._waits.node_of(call, module_code=True)
+        if found is None:
+            return False
+        graph, node = found
+        copies = graph.nodes_of(node.statement) if node.statement is not None else [node]
+        if all(graph.leaves_loop(copy, loop) for copy in copies or [node]):
+            return True
+        post = self._post_dominance(graph)
+        inside = {id(n) for statement in loop.body for n in walk_own(statement)}
+        for dependence in post.all_dependences(node):
+            test = dependence.test.statement
+            if (
+                isinstance(test, ast.If)
+                and id(test) in inside
+                and dependence.edge in (EdgeKind.TRUE, EdgeKind.FALSE)
+                and self._disarming.once_in_loop(
+                    test.test,
+                    dependence.edge is EdgeKind.TRUE,
+                    self._guarded(graph, post, dependence),
+                    loop,
+                )
+            ):
+                return True
+        return False
+
+    def _post_dominance(self, graph: Graph) -> PostDominance:
+        post = self._post.get(id(graph))
+        if post is None:
+            post = self._post[id(graph)] = PostDominance(graph)
+        return post
+
+    def _guarded(self, graph: Graph, post: PostDominance, dependence: Dependence) -> list[ast.stmt]:
+        """The statements the way of ``dependence`` decides directly."""
         decided = self._decided.get(id(graph))
         if decided is None:
             decided = self._decided[id(graph)] = {}
@@ -196,7 +232,14 @@ class StepFrequency:
                     for found in post.dependences(node):
                         key = (found.test.index, found.edge)
                         decided.setdefault(key, []).append(node.statement)
-        guarded = decided.get((dependence.test.index, dependence.edge), [])
+        return decided.get((dependence.test.index, dependence.edge), [])
+
+    def _disarmed(
+        self, graph: Graph, post: PostDominance, dependence: Dependence, test: ast.expr, truth: bool
+    ) -> Occasion | None:
+        """The way of ``test`` runs code that turns the test off: once (a flag it sets)
+        or now and then (a threshold or mark it moves on): ``disarming_tests``."""
+        guarded = self._guarded(graph, post, dependence)
         if self._disarming.once(test, truth, guarded, graph.scope):
             return Occasion.ONCE
         if self._disarming.rearmed(test, truth, guarded):
@@ -349,7 +392,8 @@ class StepFrequency:
             ]
             return arms[0] if arms[0] == arms[1] else None
         if isinstance(test, ast.BoolOp):
-            ways = [self._rare_way(v, scope, named) for v in test.values]
+            sampled = _sampled_counters(test)  # ``i % N == 0 or i in log_steps``
+            ways = [self._part_way(v, scope, named, sampled) for v in test.values]
             rare_true = isinstance(test.op, ast.And)  # the way on which one rare part does
             if any(way is rare_true for way in ways):
                 return rare_true
@@ -365,12 +409,9 @@ class StepFrequency:
                 _is_modulo(o) or self._counts(o) for o in operands
             ):
                 return isinstance(op, ast.Eq)  # a counter equals one value once in a while
-            if (
-                isinstance(op, (ast.In, ast.NotIn))
-                and ast.unparse(test.left) in self._counters
-                and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))
-            ):
-                return isinstance(op, ast.In)  # a counter among a few listed values
+            listed = _listed_way(test, self._counters)
+            if listed is not None:
+                return listed  # a counter among a few listed values
             if any(self._draws(o) for o in operands) and isinstance(op, (ast.Lt, ast.LtE)):
                 return (test.left is operands[0]) == self._draws(test.left)
             if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
@@ -380,6 +421,13 @@ class StepFrequency:
                 if self._elapsed(operands[0] if greater is operands[1] else operands[1], scope):
                     return False  # within a time budget: most passes
         return None
+
+    def _part_way(
+        self, part: ast.expr, scope: ast.AST, named: frozenset[str], sampled: set[str]
+    ) -> bool | None:
+        """The rare way of one part of a join, whose ``sampled`` counters are counters."""
+        listed = _listed_way(part, sampled)
+        return listed if listed is not None else self._rare_way(part, scope, named)
 
     def _counts(self, operand: ast.expr) -> bool:
         """A loop counter, or a counter moved or scaled (``i + 1``, ``step // accum``)."""
@@ -463,7 +511,7 @@ class StepFrequency:
             return self._returned_ways[key]
         self._returned_ways[key] = None  # a recursive call: unknown
         ways = {
-            not r.value.value
+            self._returned_constant_way(function, r, r.value.value)
             if isinstance(r.value, ast.Constant)
             else self._rare_way(r.value, function)
             for r in walk_own(function)
@@ -471,6 +519,19 @@ class StepFrequency:
         }
         found = self._returned_ways[key] = ways.pop() if len(ways) == 1 else None
         return found
+
+    def _returned_constant_way(
+        self, function: Function, returned: ast.Return, value: object
+    ) -> bool:
+        """The rare way of a constant ``function`` returns: the constant's own truth when
+        the ``return`` runs only now and then in it (``if step % N == 0: return True``),
+        else the way the constant never takes."""
+        graph = self._waits.graphs.graph(function)
+        rare = any(
+            self.occasional_node(graph, node) in (Occasion.PERIODIC, Occasion.ONCE)
+            for node in graph.nodes_of(returned)
+        )
+        return bool(value) if rare else not value
 
     def _handed_way(self, call: ast.Call, function: Function, name: str) -> bool | None:
         """The rare way of what ``call`` hands ``function``'s parameter ``name``."""
@@ -664,6 +725,37 @@ def _moves_counter(value: ast.expr, counters: set[str]) -> bool:
     else:
         return False
     return any(ast.unparse(term) in counters or _moves_counter(term, counters) for term in terms)
+
+
+def _sampled_counters(test: ast.BoolOp) -> set[str]:
+    """What the parts of ``test`` take modulo something and compare for equality
+    (``step`` of ``step % N == 0``): the test samples it as a counter."""
+    return {
+        ast.unparse(operand.left)
+        for part in test.values
+        if isinstance(part, ast.Compare)
+        and len(part.ops) == 1
+        and isinstance(part.ops[0], (ast.Eq, ast.NotEq))
+        for operand in (part.left, part.comparators[0])
+        if _is_modulo(operand) and isinstance(operand, ast.BinOp)
+    }
+
+
+def _listed_way(test: ast.expr, counters: set[str]) -> bool | None:
+    """The rare way of a counter's membership in a collection of values (``step in
+    [5, 6, 7]``, ``step in self.log_steps``): true; None for another test, or a
+    collection a call builds (``step in range(warmup)`` holds on a stretch of passes)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.In, ast.NotIn))
+        and ast.unparse(test.left) in counters
+    ):
+        return None
+    collection = test.comparators[0]
+    if not isinstance(collection, (ast.List, ast.Tuple, ast.Set, ast.Name, ast.Attribute)):
+        return None
+    return isinstance(test.ops[0], ast.In)
 
 
 def _is_modulo(expression: ast.expr) -> bool:

@@ -8,9 +8,12 @@ The step path is
   backward, itself or through a local function that holds no training loop of its own;
   an epoch loop around one, or one that calls ``train_one_epoch()``, is not; one whose
   own body runs a backward beside an inner loop that does is), unless
-  the loop is a short test or warm-up loop (``for _ in range(3)``) or the call sits in an
+  the loop is a short test or warm-up loop (``for _ in range(3)``), the call sits in an
   evaluation loop nested in it and run with autograd off (``with torch.no_grad(): for
-  batch in val_loader: ...``);
+  batch in val_loader: ...``), or once per run of the loop (``step_frequency.once_per_run``:
+  on a way that leaves the loop before its next pass, ``if step >= total: evaluate();
+  return``, or under a local flag the guarded code turns off, ``if first: ...; first =
+  False``);
 - the step methods of a class, decided by what the class *is* (its bases: the object
   catalogue through ``objects.class_kinds``, a class of the module, a project class),
   never by its name: ``forward``, ``training_step`` and the per-batch hooks of a module
@@ -218,7 +221,12 @@ class StepPaths:
         scope = self.function_of(node) or self._analysis.module
         for loop in self._training_loops(scope):
             inside = _path_in(loop, node)
-            if inside is not None and not _few_iterations(loop) and not self._evaluates(inside):
+            if (
+                inside is not None
+                and not _few_iterations(loop)
+                and not self._evaluates(inside)
+                and not (isinstance(node, ast.Call) and self.frequency.once_per_run(node, loop))
+            ):
                 return loop
         return None
 
@@ -292,7 +300,9 @@ class StepPaths:
                     continue
                 caller = self._label(scope) if isinstance(scope, _FUNCTIONS) else None
                 for call in _calls_in(loop.body):
-                    if self._evaluates(_path_in(loop, call) or []):
+                    if self._evaluates(_path_in(loop, call) or []) or self.frequency.once_per_run(
+                        call, loop
+                    ):
                         continue
                     callee = self._callee(call, scope)
                     if callee is None or callee is scope or not self._follows(call, callee):

@@ -169,3 +169,34 @@ def test_an_endless_loop_still_has_post_dominators() -> None:
     )
     dominance = PostDominance(graph)
     assert dominance.immediate(_at(graph, 4)) is _at(graph, 3)
+
+
+def test_a_way_leaves_a_loop_when_no_way_on_comes_back_to_its_head() -> None:
+    source = """
+        def f(loader, outer):
+            for epoch in outer:
+                for x in loader:
+                    try:
+                        if x:
+                            done = 1
+                            break
+                    except ValueError:
+                        continue
+                    if x > 1:
+                        again = 1
+                        continue
+                    for y in x:
+                        inner = 1
+                        return
+        """
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    outer = function.body[0]
+    assert isinstance(outer, ast.For)
+    (loop,) = [s for s in outer.body if isinstance(s, ast.For)]
+    graph = build_graph(function)
+    # an exception the handler turns into ``continue`` is an error path, not a way back
+    assert graph.leaves_loop(_at(graph, 7), loop)
+    assert not graph.leaves_loop(_at(graph, 12), loop)
+    assert graph.leaves_loop(_at(graph, 15), loop)  # the inner loop's return leaves both
+    assert not graph.leaves_loop(_at(graph, 7), outer)  # the outer loop comes back round

@@ -141,6 +141,22 @@ def test_periodic_tests_by_their_way() -> None:
     }
 
 
+def test_a_counter_among_the_values_of_a_collection() -> None:
+    found = _occasions(
+        """
+        def train(loader, eval_steps, warmup):
+            for step, x in enumerate(loader):
+                if step in eval_steps:
+                    mark()
+                if step in range(warmup):
+                    mark()
+                if step not in eval_steps:
+                    mark()
+        """
+    )
+    assert found == {5: Occasion.PERIODIC, 7: None, 9: None}
+
+
 def test_module_code_is_asked_too() -> None:
     found = _occasions(
         """
@@ -372,6 +388,47 @@ def test_a_predicate_that_returns_a_periodic_test() -> None:
         """
     )
     assert found == {17: Occasion.PERIODIC, 19: Occasion.PERIODIC, 21: None}
+
+
+def test_a_predicate_that_returns_true_only_on_a_periodic_way() -> None:
+    found = _across_calls(
+        """
+        class Logger:
+            def check_frequency(self, idx):
+                if (idx % self.every == 0 or idx in self.log_steps) and idx > 0:
+                    self.log_steps.pop(0)
+                    return True
+                return False
+
+            def check_shape(self, x):
+                if x.size(0) > 8:
+                    return True
+                return False
+
+            def check_listed(self, idx):
+                if idx in self.allowed or idx > 0:
+                    return True
+                return False
+
+            def check_warmup(self, idx):
+                if idx % self.every == 0 or idx in range(self.warmup):
+                    return True
+                return False
+
+            def on_batch_end(self, x, idx):
+                if self.check_frequency(idx) and self.enabled:
+                    mark()
+                if self.check_shape(x):
+                    mark()
+                if self.check_listed(idx):
+                    mark()
+                if self.check_warmup(idx):
+                    mark()
+        """
+    )
+    # membership counts as a counter's only beside the same value taken modulo, and not
+    # in a stretch of values
+    assert found == {26: Occasion.PERIODIC, 28: None, 30: None, 32: None}
 
 
 def test_a_flag_one_call_hands_in_always_decides_nothing() -> None:
