@@ -312,6 +312,44 @@ def _always_true(test: ast.expr) -> bool:
     return isinstance(test, ast.Constant) and bool(test.value)
 
 
+def takes_a_turn(loop: ast.AST) -> bool:
+    """Whether a ``for`` loop surely runs its body at least once: it walks a display
+    with items (``for n, x in (("a", a), ("b", b)):``, no starred item, which may be
+    empty), a non-empty string, or a ``range`` of constants that is not empty; its
+    exhausted way is then taken only after a turn."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    walked = loop.iter
+    if isinstance(walked, (ast.Tuple, ast.List, ast.Set)):
+        return bool(walked.elts) and not any(isinstance(e, ast.Starred) for e in walked.elts)
+    if isinstance(walked, ast.Dict):
+        return any(key is not None for key in walked.keys)
+    if isinstance(walked, ast.Constant):
+        return isinstance(walked.value, (str, bytes)) and bool(walked.value)
+    return _constant_range_length(walked) > 0
+
+
+def _constant_range_length(expression: ast.expr) -> int:
+    """The length of ``range(...)`` given integer constants (``range(3)``); 0 otherwise."""
+    if not (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "range"
+        and not expression.keywords
+        and 1 <= len(expression.args) <= 3
+    ):
+        return 0
+    bounds = []
+    for argument in expression.args:
+        if not (isinstance(argument, ast.Constant) and type(argument.value) is int):
+            return 0
+        bounds.append(argument.value)
+    try:
+        return len(range(*bounds))
+    except ValueError:  # a step of 0
+        return 0
+
+
 class _Builder:
     """Builds one scope's graph, statement by statement, with the stack of enclosing
     loops, ``with`` blocks, ``finally`` bodies and handler sets a jump must cross."""

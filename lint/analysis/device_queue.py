@@ -90,7 +90,15 @@ from typing import Protocol, TypeVar
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.batches import training_loops
 from ddplint.analysis.call_waits import CallWaits
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    single_bindings,
+    takes_a_turn,
+)
+from ddplint.analysis.effects import ACCELERATE_COLLECTIVES
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
     MASK_FUNCTIONS,
@@ -201,6 +209,10 @@ _STEP_WORK = frozenset({"step", "backward"})
 #: Where ``training_data`` sits among ``deepspeed.initialize``'s positional parameters.
 _TRAINING_DATA_POSITION = 4
 #: Collectives that communicate the tensors they are handed (no step work of their own).
+#: An ``Accelerator``'s collectives of the values it is handed.
+_ACCELERATE_VALUE_COLLECTIVES = ACCELERATE_COLLECTIVES - {"wait_for_everyone", "backward"}
+#: How many augmented assignments of one name ``_host_reaching`` follows back.
+_AUGMENTED_DEPTH = 3
 _VALUE_COLLECTIVES = frozenset(
     {"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor"}
 )
@@ -832,15 +844,29 @@ class DeviceQueue:
         if found is None:
             return False
         graph, node = found
-        reaching = bindings_reaching(graph, node, argument.id)
-        return (
-            bool(reaching.bindings)
-            and not reaching.from_entry
-            and all(
-                value is not None and self._host_value(value, graph.scope, 1)
-                for _, value in reaching.bindings
-            )
-        )
+        return self._host_reaching(graph, node, argument.id, 0)
+
+    def _host_reaching(self, graph: Graph, node: Node, name: str, depth: int) -> bool:
+        """Whether every binding of ``name`` that reaches ``node`` holds a Python value;
+        an augmented one (``part /= w``) where its operand is one and so is every binding
+        reaching it (``part = part.item()``)."""
+        reaching = bindings_reaching(graph, node, name)
+        if not reaching.bindings or reaching.from_entry:
+            return False
+        for binder, value in reaching.bindings:
+            if value is not None:
+                if not self._host_value(value, graph.scope, 1):
+                    return False
+                continue
+            statement = binder.statement
+            if not (
+                depth < _AUGMENTED_DEPTH
+                and isinstance(statement, ast.AugAssign)
+                and self._host_value(statement.value, graph.scope, 1)
+                and self._host_reaching(graph, binder, name, depth + 1)
+            ):
+                return False
+        return True
 
     def _parameter_pass(self, call: ast.Call, scope: ast.AST) -> bool:
         """Gradient clipping (``clip_grad_norm_``) or the ``step()`` of an optimizer
@@ -879,6 +905,13 @@ class DeviceQueue:
             return False
         if torch_distributed_function(self.names.resolve(call.func)) in _VALUE_COLLECTIVES:
             return True
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _ACCELERATE_VALUE_COLLECTIVES
+            and self._holds(ACCELERATOR, func.value, scope)
+        ):
+            return True  # ``accelerator.gather(loss.repeat(n))``
         spelled = dotted_name(call.func)
         if self._analysis is None or spelled is None:
             return False
@@ -1404,12 +1437,36 @@ class DeviceQueue:
         swallows; and for a node past a periodic test (``if step % k == 0:``), the
         common way alone where it has one (the rare way's work, a checkpoint saved every
         k steps, is not the step's)."""
-        ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+        ways = [(b, e) for b, e in self._taken_ways(graph, node) if not self._swallowed(b, e)]
         rare = self._rare_nodes(graph)
         if not rare or node.index in rare:
             return ways
         common = [(b, e) for b, e in ways if b.index not in rare]
         return common or ways
+
+    def _taken_ways(self, graph: Graph, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """The ways into ``node``, where a loop that surely takes a turn
+        (``control_flow.takes_a_turn``: ``for n, x in (("a", a), ("b", b)):``) is left
+        only after its body: its exhausted way stands for the ways back into it from
+        its body, not for the way in from above (its step queuing nothing itself)."""
+        ways: list[tuple[Node, EdgeKind]] = []
+        for before, edge in node.predecessors:
+            loop = before.statement
+            if (
+                before.kind is NodeKind.STEP
+                and edge is EdgeKind.FALSE
+                and loop is not None
+                and takes_a_turn(loop)
+                and self._effects_of(graph)[before.index] == (None, False)
+            ):
+                ways.extend(
+                    (b, e)
+                    for b, e in before.predecessors
+                    if b.statement is not None and _contains(loop, b.statement)
+                )
+            else:
+                ways.append((before, edge))
+        return ways
 
     def _periodic(self, test: ast.expr, scope: ast.AST) -> bool:
         """A test that holds now and then (``wait_screen.periodic_test``), also through a
@@ -1489,9 +1546,10 @@ class DeviceQueue:
             graph = self.where.graphs.graph(function)
             drained = self._drained_map(graph)
             exit_node = graph.exit
-            known = bool(exit_node.predecessors) and all(
+            ways = self._taken_ways(graph, exit_node)
+            known = bool(ways) and all(
                 _drained_after(drained, self._effects_of(graph), before, edge)
-                for before, edge in exit_node.predecessors
+                for before, edge in ways
             )
             self._returns_drained[function] = known
         return known
