@@ -206,11 +206,11 @@ def single_bindings(scope: ast.AST, nodes: Iterable[ast.AST] | None = None) -> d
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             counts[node.id] = counts.get(node.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            values.update(_pairs(node.targets[0], node.value))
+            values.update(paired_names(node.targets[0], node.value))
     return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
-def _pairs(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
+def paired_names(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) for ``name = value`` and for each name of ``a, b = x, y``."""
     if isinstance(target, ast.Name):
         yield target.id, value

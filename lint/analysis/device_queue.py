@@ -95,6 +95,7 @@ from ddplint.analysis.control_flow import (
     Graph,
     Node,
     NodeKind,
+    paired_names,
     single_bindings,
     takes_a_turn,
 )
@@ -1135,16 +1136,13 @@ class DeviceQueue:
             for node in walk_own(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            table.setdefault(target.id, []).append(node.value)
-                        else:
-                            for name in ast.walk(target):
-                                if isinstance(name, ast.Name):
-                                    table.setdefault(name.id, []).append(target)
+                        _bind_each(table, target, [node.value])
                 elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(
                     node.target, ast.Name
                 ):
                     table.setdefault(node.target.id, []).append(node.iter)
+                elif isinstance(node, (ast.For, ast.AsyncFor)) and _items(node.iter):
+                    _bind_each(table, node.target, _items(node.iter))
                 elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
                     for name in ast.walk(node.target):
                         if isinstance(name, ast.Name):
@@ -1359,8 +1357,13 @@ class DeviceQueue:
             return False
         graph, start = found
         effects = self._effects_of(graph)
-        if effects[start.index][1] and every_rank(graph, start):
-            return False  # its own statement may queue work after the read
+        if every_rank(graph, start):
+            if start.statement is not None and self._waits_later_in(
+                start.statement, call, graph.scope
+            ):
+                return True
+            if effects[start.index][1]:
+                return False  # its own statement may queue work after the read
 
         def first(node: Node, waited: dict[int, bool]) -> bool:
             ends_with, queues = effects[node.index]
@@ -1376,6 +1379,43 @@ class DeviceQueue:
         waited = _fixed_point(graph, start_values, first)
         ways = [n for n, edge in start.successors if edge is not EdgeKind.EXCEPTION]
         return bool(ways) and all(waited[n.index] for n in ways)
+
+    def uploads_alone(self, graph: Graph, node: Node) -> bool:
+        """Whether every wait of the node's statement is an upload of host data (a copy
+        waits as a read does, but is reported on its own)."""
+        if node.statement is None:
+            return False
+        waits = self._waits_in(node.statement, graph.scope)
+        return bool(waits) and all(
+            isinstance(wait, ast.Call) and self._is_upload(wait) for wait in waits
+        )
+
+    def _waits_later_in(self, statement: ast.AST, call: ast.Call, scope: ast.AST) -> bool:
+        """Whether ``statement`` waits after ``call`` with no work queued between
+        (``hvd.allgather(torch.tensor([n], device=d))``, a synchronous collective of the
+        copy; ``torch.tensor(...).nonzero()``). What may run between is counted
+        broadly: any part of the statement but ``call``'s own, the wait and what
+        encloses it or follows it."""
+        here = _order(statement, call)
+        for wait in self._waits_in(statement, scope):
+            if wait is call or _contains(call, wait) or self._is_upload(wait):
+                continue
+            if not (_contains(wait, call) or _order(statement, wait) > here):
+                continue  # evaluated before the call
+            there = _order(statement, wait)
+            between = [
+                inner
+                for part in own_parts(statement)
+                for inner in walk_own(part)
+                if inner is not call
+                and inner is not wait
+                and not _contains(call, inner)
+                and not _contains(inner, wait)
+                and (_contains(wait, inner) or _order(statement, inner) < there)
+            ]
+            if not any(self._queues_work(e, scope) for e in between):
+                return True
+        return False
 
     def _stepped_map(self, graph: Graph) -> dict[int, str]:
         """Node index -> the queue on the ways that ran a backward since the function
@@ -1633,6 +1673,27 @@ def _outermost_left(settings: dict[int, tuple[int, ...]], before: Node, node: No
     branch a way into ``node`` leaves), 0 where none."""
     held = settings.get(node.index, ())
     return next((b for b in settings.get(before.index, ()) if b not in held), 0)
+
+
+def _bind_each(table: dict[str, list[ast.expr]], target: ast.expr, values: list[ast.expr]) -> None:
+    """Record what ``target`` binds each of its names to for each of ``values``: the
+    matching item of a display (``total, count = 0.0, 0``), else the target itself (an
+    unpacking of a value not spelled here)."""
+    names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    for value in values:
+        paired = dict(paired_names(target, value))
+        for name in names:
+            table.setdefault(name, []).append(paired.get(name, target))
+
+
+def _items(walked: ast.expr) -> list[ast.expr]:
+    """The items of a display a loop walks (``(("a", a, w_a), ("b", b, w_b))``); none
+    where one is starred."""
+    if isinstance(walked, (ast.Tuple, ast.List, ast.Set)) and not any(
+        isinstance(e, ast.Starred) for e in walked.elts
+    ):
+        return list(walked.elts)
+    return []
 
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:
