@@ -1398,7 +1398,11 @@ class DeviceQueue:
         encloses it or follows it."""
         here = _order(statement, call)
         for wait in self._waits_in(statement, scope):
-            if wait is call or _contains(call, wait) or self._is_upload(wait):
+            if (
+                wait is call
+                or _contains(call, wait)
+                or (isinstance(wait, ast.Call) and self._is_upload(wait))
+            ):
                 continue
             if not (_contains(wait, call) or _order(statement, wait) > here):
                 continue  # evaluated before the call
