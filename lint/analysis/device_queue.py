@@ -55,7 +55,13 @@ step % k == 0:``, or a helper of the module returning one) the common way alone 
 where it has one: the rare way's checkpoint is not the step's work; and past a branch
 on a setting of the run inside a loop (``if cfg.use_mlm:``: names and fields not bound in
 the loop, the same on every rank), a wait on either of its ways drains for what follows
-(which way the configuration takes is not known here: uncertainty silences).
+(which way the configuration takes is not known here: uncertainty silences). A loop
+that surely takes a turn (``control_flow.takes_a_turn``: ``for n, x in (("a", a), ("b",
+b)):``, ``range(3)``) is left only after its body: its reads drain for what follows.
+
+``waited_next(call, ...)``: the stall a call takes is taken right after anyway (every
+way on next waits, or its own statement waits after it: ``hvd.allgather(torch.tensor(
+[n], device=d))``); DDP240 asks it with every node but another copy's counting.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
@@ -67,7 +73,8 @@ few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range
 ``t[:, i * n:(i + 1) * n]`` or ``t[:, i]``, whose kernels each turn are a pass over its
 piece (a single index by the counter, ``losses[i]``, may pick a list's item: no piece); a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
-computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
+computed (``dist.all_reduce(loss)``, ``accelerator.gather(loss.repeat(n))``: its own
+communication; not one of what a loop
 around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
