@@ -224,11 +224,11 @@ def single_bindings(scope: ast.AST, nodes: Iterable[ast.AST] | None = None) -> d
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             counts[node.id] = counts.get(node.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            values.update(_pairs(node.targets[0], node.value))
+            values.update(paired_names(node.targets[0], node.value))
     return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
-def _pairs(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
+def paired_names(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) for ``name = value`` and for each name of ``a, b = x, y``."""
     if isinstance(target, ast.Name):
         yield target.id, value
@@ -328,6 +328,44 @@ def _is_text(expression: ast.expr) -> bool:
 
 def _always_true(test: ast.expr) -> bool:
     return isinstance(test, ast.Constant) and bool(test.value)
+
+
+def takes_a_turn(loop: ast.AST) -> bool:
+    """Whether a ``for`` loop surely runs its body at least once: it walks a display
+    with items (``for n, x in (("a", a), ("b", b)):``, no starred item, which may be
+    empty), a non-empty string, or a ``range`` of constants that is not empty; its
+    exhausted way is then taken only after a turn."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    walked = loop.iter
+    if isinstance(walked, (ast.Tuple, ast.List, ast.Set)):
+        return bool(walked.elts) and not any(isinstance(e, ast.Starred) for e in walked.elts)
+    if isinstance(walked, ast.Dict):
+        return any(key is not None for key in walked.keys)
+    if isinstance(walked, ast.Constant):
+        return isinstance(walked.value, (str, bytes)) and bool(walked.value)
+    return _constant_range_length(walked) > 0
+
+
+def _constant_range_length(expression: ast.expr) -> int:
+    """The length of ``range(...)`` given integer constants (``range(3)``); 0 otherwise."""
+    if not (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "range"
+        and not expression.keywords
+        and 1 <= len(expression.args) <= 3
+    ):
+        return 0
+    bounds = []
+    for argument in expression.args:
+        if not (isinstance(argument, ast.Constant) and type(argument.value) is int):
+            return 0
+        bounds.append(argument.value)
+    try:
+        return len(range(*bounds))
+    except ValueError:  # a step of 0
+        return 0
 
 
 class _Builder:

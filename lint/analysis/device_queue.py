@@ -55,7 +55,13 @@ step % k == 0:``, or a helper of the module returning one) the common way alone 
 where it has one: the rare way's checkpoint is not the step's work; and past a branch
 on a setting of the run inside a loop (``if cfg.use_mlm:``: names and fields not bound in
 the loop, the same on every rank), a wait on either of its ways drains for what follows
-(which way the configuration takes is not known here: uncertainty silences).
+(which way the configuration takes is not known here: uncertainty silences). A loop
+that surely takes a turn (``control_flow.takes_a_turn``: ``for n, x in (("a", a), ("b",
+b)):``, ``range(3)``) is left only after its body: its reads drain for what follows.
+
+``waited_next(call, ...)``: the stall a call takes is taken right after anyway (every
+way on next waits, or its own statement waits after it: ``hvd.allgather(torch.tensor(
+[n], device=d))``); DDP240 asks it with every node but another copy's counting.
 
 What refills the queue, without types: a call that may run a forward, a backward, an
 optimizer or a collective: any call that is not one of the following. Not work: a read,
@@ -67,7 +73,8 @@ few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range
 ``t[:, i * n:(i + 1) * n]`` or ``t[:, i]``, whose kernels each turn are a pass over its
 piece (a single index by the counter, ``losses[i]``, may pick a list's item: no piece); a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
-computed (``dist.all_reduce(loss)``: its own communication; not one of what a loop
+computed (``dist.all_reduce(loss)``, ``accelerator.gather(loss.repeat(n))``: its own
+communication; not one of what a loop
 around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
 value (``"{}".format(m)``, ``found.append(t)`` with ``found = []``), a call given only
@@ -90,7 +97,16 @@ from typing import Protocol, TypeVar
 from ddplint.analysis.api import torch_distributed_function
 from ddplint.analysis.batches import training_loops
 from ddplint.analysis.call_waits import CallWaits
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, single_bindings
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    paired_names,
+    single_bindings,
+    takes_a_turn,
+)
+from ddplint.analysis.effects import ACCELERATE_COLLECTIVES
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import (
     MASK_FUNCTIONS,
@@ -201,6 +217,10 @@ _STEP_WORK = frozenset({"step", "backward"})
 #: Where ``training_data`` sits among ``deepspeed.initialize``'s positional parameters.
 _TRAINING_DATA_POSITION = 4
 #: Collectives that communicate the tensors they are handed (no step work of their own).
+#: An ``Accelerator``'s collectives of the values it is handed.
+_ACCELERATE_VALUE_COLLECTIVES = ACCELERATE_COLLECTIVES - {"wait_for_everyone", "backward"}
+#: How many augmented assignments of one name ``_host_reaching`` follows back.
+_AUGMENTED_DEPTH = 3
 _VALUE_COLLECTIVES = frozenset(
     {"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor"}
 )
@@ -832,15 +852,29 @@ class DeviceQueue:
         if found is None:
             return False
         graph, node = found
-        reaching = bindings_reaching(graph, node, argument.id)
-        return (
-            bool(reaching.bindings)
-            and not reaching.from_entry
-            and all(
-                value is not None and self._host_value(value, graph.scope, 1)
-                for _, value in reaching.bindings
-            )
-        )
+        return self._host_reaching(graph, node, argument.id, 0)
+
+    def _host_reaching(self, graph: Graph, node: Node, name: str, depth: int) -> bool:
+        """Whether every binding of ``name`` that reaches ``node`` holds a Python value;
+        an augmented one (``part /= w``) where its operand is one and so is every binding
+        reaching it (``part = part.item()``)."""
+        reaching = bindings_reaching(graph, node, name)
+        if not reaching.bindings or reaching.from_entry:
+            return False
+        for binder, value in reaching.bindings:
+            if value is not None:
+                if not self._host_value(value, graph.scope, 1):
+                    return False
+                continue
+            statement = binder.statement
+            if not (
+                depth < _AUGMENTED_DEPTH
+                and isinstance(statement, ast.AugAssign)
+                and self._host_value(statement.value, graph.scope, 1)
+                and self._host_reaching(graph, binder, name, depth + 1)
+            ):
+                return False
+        return True
 
     def _parameter_pass(self, call: ast.Call, scope: ast.AST) -> bool:
         """Gradient clipping (``clip_grad_norm_``) or the ``step()`` of an optimizer
@@ -879,6 +913,13 @@ class DeviceQueue:
             return False
         if torch_distributed_function(self.names.resolve(call.func)) in _VALUE_COLLECTIVES:
             return True
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _ACCELERATE_VALUE_COLLECTIVES
+            and self._holds(ACCELERATOR, func.value, scope)
+        ):
+            return True  # ``accelerator.gather(loss.repeat(n))``
         spelled = dotted_name(call.func)
         if self._analysis is None or spelled is None:
             return False
@@ -1102,16 +1143,13 @@ class DeviceQueue:
             for node in walk_own(scope):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            table.setdefault(target.id, []).append(node.value)
-                        else:
-                            for name in ast.walk(target):
-                                if isinstance(name, ast.Name):
-                                    table.setdefault(name.id, []).append(target)
+                        _bind_each(table, target, [node.value])
                 elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(
                     node.target, ast.Name
                 ):
                     table.setdefault(node.target.id, []).append(node.iter)
+                elif isinstance(node, (ast.For, ast.AsyncFor)) and _items(node.iter):
+                    _bind_each(table, node.target, _items(node.iter))
                 elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
                     for name in ast.walk(node.target):
                         if isinstance(name, ast.Name):
@@ -1326,8 +1364,13 @@ class DeviceQueue:
             return False
         graph, start = found
         effects = self._effects_of(graph)
-        if effects[start.index][1] and every_rank(graph, start):
-            return False  # its own statement may queue work after the read
+        if every_rank(graph, start):
+            if start.statement is not None and self._waits_later_in(
+                start.statement, call, graph.scope
+            ):
+                return True
+            if effects[start.index][1]:
+                return False  # its own statement may queue work after the read
 
         def first(node: Node, waited: dict[int, bool]) -> bool:
             ends_with, queues = effects[node.index]
@@ -1343,6 +1386,47 @@ class DeviceQueue:
         waited = _fixed_point(graph, start_values, first)
         ways = [n for n, edge in start.successors if edge is not EdgeKind.EXCEPTION]
         return bool(ways) and all(waited[n.index] for n in ways)
+
+    def uploads_alone(self, graph: Graph, node: Node) -> bool:
+        """Whether every wait of the node's statement is an upload of host data (a copy
+        waits as a read does, but is reported on its own)."""
+        if node.statement is None:
+            return False
+        waits = self._waits_in(node.statement, graph.scope)
+        return bool(waits) and all(
+            isinstance(wait, ast.Call) and self._is_upload(wait) for wait in waits
+        )
+
+    def _waits_later_in(self, statement: ast.AST, call: ast.Call, scope: ast.AST) -> bool:
+        """Whether ``statement`` waits after ``call`` with no work queued between
+        (``hvd.allgather(torch.tensor([n], device=d))``, a synchronous collective of the
+        copy; ``torch.tensor(...).nonzero()``). What may run between is counted
+        broadly: any part of the statement but ``call``'s own, the wait and what
+        encloses it or follows it."""
+        here = _order(statement, call)
+        for wait in self._waits_in(statement, scope):
+            if (
+                wait is call
+                or _contains(call, wait)
+                or (isinstance(wait, ast.Call) and self._is_upload(wait))
+            ):
+                continue
+            if not (_contains(wait, call) or _order(statement, wait) > here):
+                continue  # evaluated before the call
+            there = _order(statement, wait)
+            between = [
+                inner
+                for part in own_parts(statement)
+                for inner in walk_own(part)
+                if inner is not call
+                and inner is not wait
+                and not _contains(call, inner)
+                and not _contains(inner, wait)
+                and (_contains(wait, inner) or _order(statement, inner) < there)
+            ]
+            if not any(self._queues_work(e, scope) for e in between):
+                return True
+        return False
 
     def _stepped_map(self, graph: Graph) -> dict[int, str]:
         """Node index -> the queue on the ways that ran a backward since the function
@@ -1404,12 +1488,36 @@ class DeviceQueue:
         swallows; and for a node past a periodic test (``if step % k == 0:``), the
         common way alone where it has one (the rare way's work, a checkpoint saved every
         k steps, is not the step's)."""
-        ways = [(b, e) for b, e in node.predecessors if not self._swallowed(b, e)]
+        ways = [(b, e) for b, e in self._taken_ways(graph, node) if not self._swallowed(b, e)]
         rare = self._rare_nodes(graph)
         if not rare or node.index in rare:
             return ways
         common = [(b, e) for b, e in ways if b.index not in rare]
         return common or ways
+
+    def _taken_ways(self, graph: Graph, node: Node) -> list[tuple[Node, EdgeKind]]:
+        """The ways into ``node``, where a loop that surely takes a turn
+        (``control_flow.takes_a_turn``: ``for n, x in (("a", a), ("b", b)):``) is left
+        only after its body: its exhausted way stands for the ways back into it from
+        its body, not for the way in from above (its step queuing nothing itself)."""
+        ways: list[tuple[Node, EdgeKind]] = []
+        for before, edge in node.predecessors:
+            loop = before.statement
+            if (
+                before.kind is NodeKind.STEP
+                and edge is EdgeKind.FALSE
+                and loop is not None
+                and takes_a_turn(loop)
+                and self._effects_of(graph)[before.index] == (None, False)
+            ):
+                ways.extend(
+                    (b, e)
+                    for b, e in before.predecessors
+                    if b.statement is not None and _contains(loop, b.statement)
+                )
+            else:
+                ways.append((before, edge))
+        return ways
 
     def _periodic(self, test: ast.expr, scope: ast.AST) -> bool:
         """A test that holds now and then (``wait_screen.periodic_test``), also through a
@@ -1489,9 +1597,10 @@ class DeviceQueue:
             graph = self.where.graphs.graph(function)
             drained = self._drained_map(graph)
             exit_node = graph.exit
-            known = bool(exit_node.predecessors) and all(
+            ways = self._taken_ways(graph, exit_node)
+            known = bool(ways) and all(
                 _drained_after(drained, self._effects_of(graph), before, edge)
-                for before, edge in exit_node.predecessors
+                for before, edge in ways
             )
             self._returns_drained[function] = known
         return known
@@ -1575,6 +1684,27 @@ def _outermost_left(settings: dict[int, tuple[int, ...]], before: Node, node: No
     branch a way into ``node`` leaves), 0 where none."""
     held = settings.get(node.index, ())
     return next((b for b in settings.get(before.index, ()) if b not in held), 0)
+
+
+def _bind_each(table: dict[str, list[ast.expr]], target: ast.expr, values: list[ast.expr]) -> None:
+    """Record what ``target`` binds each of its names to for each of ``values``: the
+    matching item of a display (``total, count = 0.0, 0``), else the target itself (an
+    unpacking of a value not spelled here)."""
+    names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    for value in values:
+        paired = dict(paired_names(target, value))
+        for name in names:
+            table.setdefault(name, []).append(paired.get(name, target))
+
+
+def _items(walked: ast.expr) -> list[ast.expr]:
+    """The items of a display a loop walks (``(("a", a, w_a), ("b", b, w_b))``); none
+    where one is starred."""
+    if isinstance(walked, (ast.Tuple, ast.List, ast.Set)) and not any(
+        isinstance(e, ast.Starred) for e in walked.elts
+    ):
+        return list(walked.elts)
+    return []
 
 
 def _mentions(expression: ast.AST, names: set[str]) -> bool:

@@ -63,6 +63,9 @@ def step_uploads(
         path = paths.reason(call)
         if path is None or queue.queue_drained(call) or _reads_first(call):
             continue
+        if queue.waited_next(call, lambda graph, node: not queue.uploads_alone(graph, node)):
+            continue  # the host waits for the queue right after anyway (not by another copy)
+
         found.append(HostUpload(call, path))
     return found
 

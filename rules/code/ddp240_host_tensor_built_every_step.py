@@ -26,6 +26,9 @@ class HostTensorBuiltEveryStep(CodeRule):
     module (`if self.table is None:`, the first step only), one after a host read or
     another upload of the same pass with no new device work between (the queue is
     already drained; a few kernels on values already computed are no new work), one
+    whose stall the host takes right after anyway (the next thing done to the queue on
+    every way on is a host read or a blocking collective, `hvd.allgather(copy)`, not
+    another copy), one
     that runs only while exporting or tracing (`if torch.onnx.is_in_onnx_export():`),
     in an `except` handler or a single-process arm, in a module that only programs starting
     no process group run, evaluation steps, test files. A name is judged by the value

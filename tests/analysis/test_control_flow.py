@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ddplint.analysis.control_flow import EdgeKind, Graph, Node, NodeKind, ScopeGraphs, build_graph
+from ddplint.analysis.control_flow import (
+    EdgeKind,
+    Graph,
+    Node,
+    NodeKind,
+    ScopeGraphs,
+    build_graph,
+    takes_a_turn,
+)
 from ddplint.analysis.dominance import PostDominance
 
 
@@ -200,3 +208,22 @@ def test_a_way_leaves_a_loop_when_no_way_on_comes_back_to_its_head() -> None:
     assert not graph.leaves_loop(_at(graph, 12), loop)
     assert graph.leaves_loop(_at(graph, 15), loop)  # the inner loop's return leaves both
     assert not graph.leaves_loop(_at(graph, 7), outer)  # the outer loop comes back round
+
+
+def test_loops_that_surely_take_a_turn() -> None:
+    def turns(source: str) -> bool:
+        return takes_a_turn(ast.parse(source).body[0])
+
+    assert turns("for n, x in (('a', a), ('b', b)): pass")
+    assert turns("for k in {'a': 1}: pass")
+    assert turns("for c in 'ab': pass")
+    assert turns("for i in range(3): pass")
+    assert turns("for i in range(1, 4, 2): pass")
+    # may take none: a starred item, an empty display, a range not known or empty
+    assert not turns("for x in (*extra,): pass")
+    assert not turns("for x in []: pass")
+    assert not turns("for x in {**extra}: pass")
+    assert not turns("for i in range(n): pass")
+    assert not turns("for i in range(3, 0): pass")
+    assert not turns("for i in range(0, 3, 0): pass")
+    assert not turns("for x in items: pass")
