@@ -1019,11 +1019,15 @@ def test_a_type_test_of_a_wrapper_starts_no_group() -> None:
     }
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
-    # The same module wrapping a model too (a call of the class): distributed.
+    # The same module wrapping a model too (a call of the class), the script calling
+    # it: distributed.
     files["unwrap.py"] = UNWRAPS + "def wrap(m):\n    return DDP(m)\n"
+    files["train_one.py"] = "import unwrap\n" + SINGLE + "model = unwrap.wrap(model)\n"
     alone, _ = roles_of(files)
     assert "train_one" not in alone
-    # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`).
+    # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`),
+    # at the module's top level: run on import.
+    files["train_one.py"] = "import unwrap\n" + SINGLE
     files["unwrap.py"] = UNWRAPS + "conv = torch.nn.SyncBatchNorm.convert_sync_batchnorm\n"
     alone, _ = roles_of(files)
     assert "train_one" not in alone

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
+from ddplint.analysis.api import DISTRIBUTED_APIS
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -95,6 +95,9 @@ SOURCE_FOLDER = "src"
 #: an absolute name resolves to the module of that name or to the one of that name inside
 #: the importer's folder (a script's sibling), never to another.
 Resolve = Callable[[str, str], str | None]
+#: Whether running the top levels of these modules (a program's imports) reaches code
+#: that starts a process group (``group_reach.GroupReach.starts_group``).
+StartsGroup = Callable[[set[str]], bool]
 
 
 @dataclass(frozen=True)
@@ -109,13 +112,14 @@ class ProgramRoles:
     alone_programs: frozenset[str] = frozenset()
 
 
-def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> ProgramRoles:
+def program_roles(
+    summaries: Mapping[str, Summary], resolve: Resolve, starts_group: StartsGroup
+) -> ProgramRoles:
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
     imports_of = ImportsByFolder(summaries, resolve).imports_of
     dotted = {name: _dotted_names(summaries[name]) for name in names}
-    groups = {name for name in names if _uses_any(_starting_names(summaries[name]), GROUP_STARTERS)}
     trains = {
         name
         for name in names
@@ -130,7 +134,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
-        distributed = bool(closure & groups) or _uses_any(dotted[program], DISTRIBUTED_APIS)
+        distributed = _uses_any(dotted[program], DISTRIBUTED_APIS) or starts_group(closure)
         kind = (distributed, training)
         if not distributed:
             alone_programs.add(program)
@@ -263,23 +267,6 @@ def _dotted_names(summary: Summary) -> set[str]:
     found = set(imports.values())
     for use in summary.get("uses", ()):
         qualified = qualify(use.rpartition(":")[2], imports)
-        if qualified is not None:
-            found.add(qualified)
-    return found
-
-
-def _starting_names(summary: Summary) -> set[str]:
-    """``_dotted_names`` less the names the module reads only as the class of a type
-    test (``isinstance(model, DDP)`` unwraps a model some other program wrapped: it
-    starts no group) and the imports bound to them."""
-    tested = set(summary.get("type_tests", ()))
-    if not tested:
-        return _dotted_names(summary)
-    imports: dict[str, str] = summary.get("imports", {})
-    found = {value for local, value in imports.items() if local not in tested}
-    for use in summary.get("uses", ()):
-        spelled = use.rpartition(":")[2]
-        qualified = None if spelled in tested else qualify(spelled, imports)
         if qualified is not None:
             found.add(qualified)
     return found
