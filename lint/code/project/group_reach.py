@@ -50,12 +50,18 @@ class GroupReach:
             if any(_starts(name) for name in qualified)
         }
         self._starting_modules = {module for module, _ in self._starting}
+        #: The modules with a unit that loads code by a computed name (any module).
+        self._loading = {
+            module
+            for module in project.paths
+            if any(unit[2] for unit in _units(project.summaries[module]).values())
+        }
 
     def starts_group(self, modules: Iterable[str]) -> bool:
         """Whether running the top levels of ``modules`` (a program's imports) reaches
         a unit that starts a group."""
         modules = set(modules)
-        if not modules & self._starting_modules:
+        if not modules & self._starting_modules and not modules & self._loading:
             return False
         pending = [unit for module in modules for unit in self._entered(module)]
         seen = set(pending)

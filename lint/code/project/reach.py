@@ -112,8 +112,7 @@ def project_reach(project: Project) -> Reach:
         else frozenset()
     )
     everything = _wholly_reached(project, parts, modules, loads)
-    everything.update(m for m in modules if "." in m and _dotted_name(m, named, dotted))
-    everything.update(loaded_by_name)
+    everything.update(_named_wholly(modules, named, dotted), loaded_by_name)
     words.update(attribute for _, attribute in loads)
     referenced = _referenced(project, modules, defined, words, loose)
     unreferenced = {}
@@ -147,21 +146,30 @@ def unseen_reach(project: Project) -> Unseen:
     parts = {module: summaries[module].get("reach", {}) for module in modules}
     words, named, dotted = _named_words(parts.values())
     wholly = _star_imported(project, parts, modules)
-    wholly.update(m for m in modules if "." in m and _dotted_name(m, named, dotted))
-    wholly.update(_loaded_by_name(project, parts))
+    wholly.update(_named_wholly(modules, named, dotted), _loaded_by_name(project, parts))
     marked: dict[str, frozenset[str]] = {}
     for module in modules:
-        imports = summaries[module].get("imports", {})
-        decorated = parts[module].get("decorated", {})
-        found = {
-            name
-            for name, decorators in decorated.items()
-            if any(_registers(decorator, imports) for decorator in decorators)
-        }
-        found.update(_top_level(summaries[module]) & words)
+        found = _registered(summaries[module]) | (_top_level(summaries[module]) & words)
         if found:
             marked[module] = frozenset(found)
     return Unseen(frozenset(wholly), marked)
+
+
+def _named_wholly(modules: list[str], named: set[str], dotted: set[str]) -> set[str]:
+    """The packaged modules a dotted string names (what they hold is read on what a
+    load of the string returns)."""
+    return {m for m in modules if "." in m and _dotted_name(m, named, dotted)}
+
+
+def _registered(summary: Summary) -> set[str]:
+    """The module's top-level names a registering decorator marks."""
+    imports = summary.get("imports", {})
+    decorated = summary.get("reach", {}).get("decorated", {})
+    return {
+        name
+        for name, decorators in decorated.items()
+        if any(_registers(decorator, imports) for decorator in decorators)
+    }
 
 
 def _runs_project_code(project: Project, module: str) -> bool:
@@ -350,9 +358,7 @@ def _referenced(
                 found[module].add(head)
             elif rest and projected.get(head):
                 add(loose.symbols(f"{imports[head]}.{rest}", module))
-        for name, decorators in summary.get("reach", {}).get("decorated", {}).items():
-            if any(_registers(d, imports) for d in decorators):
-                found[module].add(name)
+        found[module].update(_registered(summary))
     return found
 
 
