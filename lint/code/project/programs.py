@@ -1,10 +1,12 @@
 """Which of the project's programs run each module, and what those programs are.
 
 A *program* is a module run as a script: it tests ``__name__ == "__main__"``, loops at
-its top level, or calls a function of its own there (``main()``). What it runs is the
-module and every project module it imports, over and over (a package's ``__init__``
-with each module inside it). A program is *distributed* when any of those modules starts
-or joins a process group, or wraps a model for one (``api.GROUP_STARTERS``:
+its top level (inside a top-level ``if``, ``with`` or ``try`` too), or calls a function
+of its own there (``main()``). What it runs is the module and every project module it
+imports, over and over (a package's ``__init__`` with each module inside it). A program
+is *distributed* when code its entry reaches in those modules (``group_reach``: a
+helper imported and never run starts nothing) starts or joins a process group, or
+wraps a model for one (``api.GROUP_STARTERS``:
 ``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
 launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
 ``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
