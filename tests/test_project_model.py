@@ -1100,7 +1100,7 @@ def test_a_group_starter_imported_but_never_run_starts_no_group(script: str) -> 
         # a name looked up on the module by a computed name
         train_using("getattr(utils, name)()"),
         # a module loaded by a computed name, every name of it may run
-        "import importlib\n" + SINGLE + "importlib.import_module(f'ut{x}')\n",
+        "import importlib\nimport utils\n" + SINGLE + "importlib.import_module(f'ut{x}')\n",
     ],
 )
 def test_a_group_starter_the_entry_reaches_starts_a_group(script: str) -> None:

@@ -11,7 +11,9 @@ reads is one process: the helper that starts the group is imported but never run
 (``from utils import setup_ddp, AverageMeter`` where only the meter is used).
 
 Where analysis cannot see a reference, every unit it may reach is taken: each unit of a
-module star-imported, looking its own names up, looked up or loaded by a computed name;
+module star-imported, looking its own names up, looked up or loaded by a computed name
+(among the program's imports: such a load adds no module to them, as ``programs`` reads
+it);
 a unit a string names (``getattr(m, "f")``, a config's ``_target_``) or a registering
 decorator marks (``reach.Unseen``). A read the index cannot resolve reaches every
 module whose name ends as it does (``reach.LooseImports``), and a name of a module that
@@ -50,18 +52,12 @@ class GroupReach:
             if any(_starts(name) for name in qualified)
         }
         self._starting_modules = {module for module, _ in self._starting}
-        #: The modules with a unit that loads code by a computed name (any module).
-        self._loading = {
-            module
-            for module in project.paths
-            if any(unit[2] for unit in _units(project.summaries[module]).values())
-        }
 
     def starts_group(self, modules: Iterable[str]) -> bool:
         """Whether running the top levels of ``modules`` (a program's imports) reaches
         a unit that starts a group."""
         modules = set(modules)
-        if not modules & self._starting_modules and not modules & self._loading:
+        if not modules & self._starting_modules:
             return False
         pending = [unit for module in modules for unit in self._entered(module)]
         seen = set(pending)
@@ -69,7 +65,7 @@ class GroupReach:
             unit = pending.pop()
             if unit in self._starting:
                 return True
-            for reached in self._reads(unit):
+            for reached in [*self._reads(unit), *self._loaded(unit, modules)]:
                 if reached not in seen:
                     seen.add(reached)
                     pending.append(reached)
@@ -97,13 +93,11 @@ class GroupReach:
         summary = self._project.summaries.get(module)
         if summary is None:
             return
-        own, qualified, loads, looked = _units(summary).get(name, ((), (), (), ()))
+        own, qualified, _, looked = _units(summary).get(name, ((), (), (), ()))
         yield from ((module, read) for read in own)
         for read in qualified:
             for symbol in self._loose.symbols(read, module):
                 yield from self._units_of(symbol)
-        for head, attribute in loads:
-            yield from self._loaded(head, attribute)
         for receiver in looked:
             if not receiver:
                 yield from self._every_unit(module)
@@ -113,22 +107,24 @@ class GroupReach:
                 else:
                     yield from self._units_of(symbol)
 
-    def _loaded(self, head: str, attribute: str) -> Iterator[Unit]:
-        """What a load by a computed name with this constant head runs: the top level
-        of every module it may load, and the unit read on the result (every unit where
-        none is read by name)."""
+    def _loaded(self, unit: Unit, modules: set[str]) -> Iterator[Unit]:
+        """What the unit's loads by a computed name run among the program's ``modules``
+        (what the program imports: a load by a computed name adds no module to it, as
+        ``programs`` reads it): the unit a load reads on its result in each module its
+        constant head may name, every unit where none is read by name."""
+        module, name = unit
         summaries = self._project.summaries
-        for module in self._project.paths:
-            if not module.startswith(head):
-                continue
-            if not attribute:
-                yield from self._entered(module)
-                yield from self._every_unit(module)
-            elif attribute in _units(summaries[module]) or attribute in summaries[module].get(
-                "instances", {}
-            ):
-                yield from self._entered(module)
-                yield module, attribute
+        loads = (
+            _units(summaries[module]).get(name, ((), (), (), ()))[2] if module in summaries else ()
+        )
+        for head, attribute in loads:
+            for loaded in sorted(modules):
+                if not loaded.startswith(head) or loaded not in summaries:
+                    continue
+                if not attribute:
+                    yield from self._every_unit(loaded)
+                elif attribute in _units(summaries[loaded]):
+                    yield loaded, attribute
 
     def _units_of(self, symbol: tuple[str, ...]) -> Iterator[Unit]:
         """The units a project symbol (``ProjectIndex.lookup``'s answer) names."""
