@@ -232,6 +232,13 @@ EXPECTED = {
         },
         "",
     ),
+    # A helper that starts the group, imported beside the meter a script uses and never
+    # run by it: one process (train_one.py); so is a script that only sets Python's
+    # multiprocessing start method. The script that runs the helper: reported.
+    "group_unreached": ({("train_ddp.py", 14, "DDP102")}, ""),
+    # A training loop under a top-level `if` (not `__main__`) runs its script: one
+    # process; the same script starting the group under the `if`: reported.
+    "loop_in_if": ({("train_ddp.py", 14, "DDP102")}, ""),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
