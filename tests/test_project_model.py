@@ -242,6 +242,13 @@ EXPECTED = {
         },
         "",
     ),
+    # A helper that starts the group, imported beside the meter a script uses and never
+    # run by it: one process (train_one.py); so is a script that only sets Python's
+    # multiprocessing start method. The script that runs the helper: reported.
+    "group_unreached": ({("train_ddp.py", 14, "DDP102")}, ""),
+    # A training loop under a top-level `if` (not `__main__`) runs its script: one
+    # process; the same script starting the group under the `if`: reported.
+    "loop_in_if": ({("train_ddp.py", 14, "DDP102")}, ""),
     # Objects typed by their allocation in another module, not by their names: a
     # module class through a project base (`Head(Backbone)`, DDP101), an accelerator a
     # factory returns (`booster.backward(loss)`: the loss is the argument, DDP204), an
@@ -1089,11 +1096,15 @@ def test_a_type_test_of_a_wrapper_starts_no_group() -> None:
     }
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
-    # The same module wrapping a model too (a call of the class): distributed.
+    # The same module wrapping a model too (a call of the class), the script calling
+    # it: distributed.
     files["unwrap.py"] = UNWRAPS + "def wrap(m):\n    return DDP(m)\n"
+    files["train_one.py"] = "import unwrap\n" + SINGLE + "model = unwrap.wrap(model)\n"
     alone, _ = roles_of(files)
     assert "train_one" not in alone
-    # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`).
+    # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`),
+    # at the module's top level: run on import.
+    files["train_one.py"] = "import unwrap\n" + SINGLE
     files["unwrap.py"] = UNWRAPS + "conv = torch.nn.SyncBatchNorm.convert_sync_batchnorm\n"
     alone, _ = roles_of(files)
     assert "train_one" not in alone
@@ -1116,6 +1127,109 @@ def test_a_main_block_is_one_process_where_its_own_program_is() -> None:
     roles = index_of(files).program_roles
     assert "selftest" not in roles.alone_programs
     assert not index_of(files).facts_for("selftest.py").main_alone
+
+
+SETUP_HELPERS = (
+    "import torch.distributed as dist\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "def setup_ddp():\n    dist.init_process_group('nccl')\n"
+    "class Wrapper:\n    def wrap(self, m):\n        return DDP(m)\n"
+    "class AverageMeter:\n    def update(self, v):\n        self.v = v\n"
+)
+
+
+def train_using(*lines: str) -> str:
+    """A single-process training script that imports `utils` and runs ``lines``."""
+    return "import utils\n" + SINGLE + "".join(f"{line}\n" for line in lines)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        train_using("meter = utils.AverageMeter()"),
+        "from utils import AverageMeter, setup_ddp\n" + SINGLE + "meter = AverageMeter()\n",
+        # what a function of the script never run by its entry calls is never run
+        train_using("meter = utils.AverageMeter()").replace("import utils\n", "")
+        + "import utils\ndef unused():\n    utils.setup_ddp()\n",
+    ],
+)
+def test_a_group_starter_imported_but_never_run_starts_no_group(script: str) -> None:
+    # `utils.py` holds a helper that starts the group and one that wraps in DDP, beside
+    # a meter: a script that imports it and runs only the meter is one process.
+    files = {"train.py": script, "utils.py": SETUP_HELPERS, "helpers.py": ""}
+    alone, _ = roles_of(files)
+    assert "train" in alone and "helpers" in alone
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        train_using("utils.setup_ddp()"),
+        "from utils import setup_ddp\n" + SINGLE + "setup_ddp()\n",
+        # a callback: named, not called here (`mp.spawn(fn)`, a hook list)
+        train_using("hooks = [utils.setup_ddp]"),
+        # a method of a class the script makes
+        train_using("model = utils.Wrapper().wrap(model)"),
+        # through a function of the script its entry calls, with an import inside it
+        "def main():\n    from utils import setup_ddp\n    setup_ddp()\n" + SINGLE + "main()\n",
+        # everything `*` brings in may run
+        "from utils import *\n" + SINGLE,
+        # a name looked up on the module by a computed name
+        train_using("getattr(utils, name)()"),
+        # a module loaded by a computed name, every name of it may run
+        "import importlib\nimport utils\n" + SINGLE + "importlib.import_module(f'ut{x}')\n",
+    ],
+)
+def test_a_group_starter_the_entry_reaches_starts_a_group(script: str) -> None:
+    files = {"train.py": script, "utils.py": SETUP_HELPERS, "helpers.py": ""}
+    alone, _ = roles_of(files)
+    assert "train" not in alone and "utils" not in alone
+
+
+def test_a_group_started_at_a_modules_top_level_or_through_its_own_lookup() -> None:
+    # Importing runs the top level: a helper it calls there starts the group.
+    files = {
+        "train.py": train_using("meter = utils.AverageMeter()"),
+        "utils.py": SETUP_HELPERS + "setup_ddp()\n",
+    }
+    alone, _ = roles_of(files)
+    assert "train" not in alone
+    # The meter looks a name of its own module up by a computed name.
+    files["utils.py"] = SETUP_HELPERS.replace("self.v = v", "self.v = globals()[v]()")
+    alone, _ = roles_of(files)
+    assert "train" not in alone
+    # A helper of a second module the group starter reaches.
+    files["utils.py"] = SETUP_HELPERS.replace("self.v = v", "self.v = dist_utils.start()")
+    files["utils.py"] = "import dist_utils\n" + files["utils.py"]
+    files["dist_utils.py"] = (
+        "import torch.distributed as dist\ndef start():\n    dist.init_process_group()\n"
+    )
+    alone, _ = roles_of(files)
+    assert "train" not in alone
+
+
+def test_torch_multiprocessing_setup_starts_no_group() -> None:
+    # The start method and a queue are Python's multiprocessing: one process trains.
+    setup = "import torch.multiprocessing as mp\nmp.set_start_method('spawn', force=True)\n"
+    alone, _ = roles_of({"train.py": setup + SINGLE + "q = mp.Queue()\n"})
+    assert "train" in alone
+    # `spawn` starts the workers of a group.
+    alone, _ = roles_of({"train.py": setup + SINGLE + "mp.spawn(worker, nprocs=2)\n"})
+    assert "train" not in alone
+
+
+def test_a_loop_in_a_top_level_block_makes_a_program() -> None:
+    # The training loop under `if args.train:` (not `__main__`) runs the script.
+    loop = "for batch in loader:\n        loss.backward()\n"
+    for head in ("if args.train:\n    ", "with ctx:\n    ", "try:\n    "):
+        tail = "except Exception:\n    pass\n" if head.startswith("try") else ""
+        script = "import helpers\n" + head + loop + tail
+        alone, _ = roles_of({"train.py": script, "helpers.py": ""})
+        assert alone == {"train", "helpers"}
+    # A block with no loop at the top level is no program: `helpers` is run by none.
+    script = "import helpers\nif args.train:\n    loss.backward()\n"
+    alone, _ = roles_of({"train.py": script, "helpers.py": ""})
+    assert not alone
 
 
 def test_what_a_program_imports_resolves_from_its_folder_too() -> None:

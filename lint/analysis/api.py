@@ -316,10 +316,12 @@ GROUP_STARTERS = (
 #: queries and collectives (``torch.distributed`` whole, accelerate's ``gather``,
 #: ``detectron2.utils.comm`` ...). A script that uses one itself is written for a launcher
 #: (its group may start in a helper of its own that an import does not resolve to).
+#: ``torch.multiprocessing`` is not one beyond its starters (``spawn``,
+#: ``start_processes``): its start method, queues, pools and shared memory are Python's
+#: ``multiprocessing`` and start no group.
 DISTRIBUTED_APIS = (
     *GROUP_STARTERS,
     "torch.distributed",
-    "torch.multiprocessing",
     "deepspeed",
     "accelerate.utils.operations",
     *(f"accelerate.utils.{name}" for name in ("gather", "gather_object", "reduce", "broadcast")),

@@ -32,10 +32,11 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
+from ddplint.code.project.group_reach import GroupReach
 from ddplint.code.project.object_kinds import ProjectKinds
 from ddplint.code.project.programs import ProgramRoles, program_roles
 from ddplint.code.project.reach import Reach as CodeReach
-from ddplint.code.project.reach import project_reach
+from ddplint.code.project.reach import project_reach, unseen_reach
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -908,7 +909,8 @@ class ProjectIndex:
     def program_roles(self) -> ProgramRoles:
         """Which modules only single-process programs run, and which no training
         program runs."""
-        return program_roles(self.summaries, self.resolve_module)
+        reach = GroupReach(self, unseen_reach(self))
+        return program_roles(self.summaries, self.resolve_module, reach.starts_group)
 
     @cached_property
     def _own_function_facts(self) -> dict[str, dict[str, OwnFunctionFacts]]:

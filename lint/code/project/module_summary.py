@@ -143,6 +143,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         type_tests.update(entry.names.type_test_uses)
         other_reads.update(entry.names.plain_uses - entry.names.type_test_uses)
     type_tests = {name for name in type_tests - other_reads if name in uses}
+    units = _units(pieces, entries, known, imports, type_tests)
     # A program: the ``__main__`` test, a loop, or a call of its own function at the top
     # (or of a method of an object its own class or function made there).
     makers = {name: maker for entry in entries for name, maker in entry.names.makers}
@@ -171,7 +172,60 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         },
         "uses": sorted(uses),
         **({"type_tests": sorted(type_tests)} if type_tests else {}),
+        **({"units": units} if units else {}),
         **({"reach": reach} if reach else {}),
+    }
+
+
+def _units(
+    pieces: Sequence[Piece],
+    entries: Sequence[_Kept],
+    known: set[str],
+    imports: dict[str, str],
+    tested: set[str],
+) -> dict[str, list[list[Any]]]:
+    """What each top-level function and class reads, and what the rest of the module's
+    top level reads (under ``""``): ``[own, qualified]``, the module's own top-level
+    names it reads (``main``, ``Trainer``) and the dotted names of what it imports
+    (through the module's imports, ``torch.distributed.init_process_group``, and the
+    imports inside it, each whole), and its loads by a computed name (``[constant head,
+    attribute read or ""]``, as ``reach_names`` reads them) and the modules it looks
+    names up on by a computed name (``getattr(models, name)``: ``"models"``; ``""``
+    for its own, ``globals()[name]``). ``known``: the names the module binds at its top
+    level or imports; ``tested``: those it reads only as the class of a type test (an
+    ``isinstance(model, DDP)`` runs nothing), left out. Units with nothing to say are
+    left out too."""
+    definitions = (*FUNCTION_TYPES, ast.ClassDef)
+    own_names = known - imports.keys()
+    found: dict[str, tuple[set[str], set[str], set[tuple[str, str]], set[str]]] = {}
+    for piece, entry in zip(pieces, entries, strict=True):
+        names = entry.names
+        defined = [s.name for s in piece.statements if isinstance(s, definitions)]
+        keys = defined if defined and len(defined) == len(piece.statements) else [""]
+        own: set[str] = set()
+        qualified = {name for depth, local, name in names.bindings if depth > 1}
+        qualified -= {imports[local] for local in tested if local in imports}
+        for name in names.plain_uses - tested:
+            head = name.partition(".")[0]
+            if head in own_names:
+                own.add(head)
+            elif head in imports:
+                qualified.add(qualify(name, imports) or name)
+        loads = {(head, attribute) for head, attribute in names.reach.get("loads", ())}
+        looked = {qualify(r, imports) or "" for r in names.reach.get("lookups", ()) if r}
+        looked = {receiver for receiver in looked if receiver}
+        if names.reach.get("own_lookup"):
+            looked.add("")
+        for key in keys:
+            unit = found.setdefault(key, (set(), set(), set(), set()))
+            unit[0].update(own - {key})
+            unit[1].update(qualified)
+            unit[2].update(loads)
+            unit[3].update(looked)
+    return {
+        key: [sorted(own), sorted(qualified), [list(x) for x in sorted(loads)], sorted(looked)]
+        for key, (own, qualified, loads, looked) in found.items()
+        if own or qualified or loads or looked
     }
 
 
@@ -281,10 +335,25 @@ def _innermost_maker(value: ast.expr) -> str | None:
     return None
 
 
+#: The statements whose blocks run at a module's top level when the statement does
+#: (``try`` / ``except*`` from Python 3.11).
+_TOP_BLOCKS = (ast.If, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _inner(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements of a top-level block statement's blocks (handlers' too)."""
+    inner = [*getattr(statement, "body", ()), *getattr(statement, "orelse", ())]
+    inner += getattr(statement, "finalbody", ())
+    return inner + [s for handler in getattr(statement, "handlers", ()) for s in handler.body]
+
+
 def _runs_as_script(statement: ast.stmt) -> bool:
-    """``if __name__ == "__main__":`` or a loop at a module's top level: code that runs
-    when the file is run as a program."""
+    """``if __name__ == "__main__":`` or a loop at a module's top level, inside any
+    ``if``, ``with`` or ``try`` there too (``if args.train: for epoch in ...``): code
+    that runs when the file is run as a program."""
     if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        return True
+    if isinstance(statement, _TOP_BLOCKS) and any(map(_runs_as_script, _inner(statement))):
         return True
     if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
         return False

@@ -1,10 +1,12 @@
 """Which of the project's programs run each module, and what those programs are.
 
 A *program* is a module run as a script: it tests ``__name__ == "__main__"``, loops at
-its top level, or calls a function of its own there (``main()``). What it runs is the
-module and every project module it imports, over and over (a package's ``__init__``
-with each module inside it). A program is *distributed* when any of those modules starts
-or joins a process group, or wraps a model for one (``api.GROUP_STARTERS``:
+its top level (inside a top-level ``if``, ``with`` or ``try`` too), or calls a function
+of its own there (``main()``). What it runs is the module and every project module it
+imports, over and over (a package's ``__init__`` with each module inside it). A program
+is *distributed* when code its entry reaches in those modules (``group_reach``: a
+helper imported and never run starts nothing) starts or joins a process group, or
+wraps a model for one (``api.GROUP_STARTERS``:
 ``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
 launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
 ``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
@@ -36,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
+from ddplint.analysis.api import DISTRIBUTED_APIS
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -95,6 +97,9 @@ SOURCE_FOLDER = "src"
 #: an absolute name resolves to the module of that name or to the one of that name inside
 #: the importer's folder (a script's sibling), never to another.
 Resolve = Callable[[str, str], str | None]
+#: Whether running the top levels of these modules (a program's imports) reaches code
+#: that starts a process group (``group_reach.GroupReach.starts_group``).
+StartsGroup = Callable[[set[str]], bool]
 
 
 @dataclass(frozen=True)
@@ -109,13 +114,14 @@ class ProgramRoles:
     alone_programs: frozenset[str] = frozenset()
 
 
-def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> ProgramRoles:
+def program_roles(
+    summaries: Mapping[str, Summary], resolve: Resolve, starts_group: StartsGroup
+) -> ProgramRoles:
     """The roles of the project's modules (see the module docstring)."""
     names = list(summaries)
     programs = [name for name in names if summaries[name].get("top", {}).get("program")]
     imports_of = ImportsByFolder(summaries, resolve).imports_of
     dotted = {name: _dotted_names(summaries[name]) for name in names}
-    groups = {name for name in names if _uses_any(_starting_names(summaries[name]), GROUP_STARTERS)}
     trains = {
         name
         for name in names
@@ -130,7 +136,7 @@ def program_roles(summaries: Mapping[str, Summary], resolve: Resolve) -> Program
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
-        distributed = bool(closure & groups) or _uses_any(dotted[program], DISTRIBUTED_APIS)
+        distributed = _uses_any(dotted[program], DISTRIBUTED_APIS) or starts_group(closure)
         kind = (distributed, training)
         if not distributed:
             alone_programs.add(program)
@@ -263,23 +269,6 @@ def _dotted_names(summary: Summary) -> set[str]:
     found = set(imports.values())
     for use in summary.get("uses", ()):
         qualified = qualify(use.rpartition(":")[2], imports)
-        if qualified is not None:
-            found.add(qualified)
-    return found
-
-
-def _starting_names(summary: Summary) -> set[str]:
-    """``_dotted_names`` less the names the module reads only as the class of a type
-    test (``isinstance(model, DDP)`` unwraps a model some other program wrapped: it
-    starts no group) and the imports bound to them."""
-    tested = set(summary.get("type_tests", ()))
-    if not tested:
-        return _dotted_names(summary)
-    imports: dict[str, str] = summary.get("imports", {})
-    found = {value for local, value in imports.items() if local not in tested}
-    for use in summary.get("uses", ()):
-        spelled = use.rpartition(":")[2]
-        qualified = None if spelled in tested else qualify(spelled, imports)
         if qualified is not None:
             found.add(qualified)
     return found

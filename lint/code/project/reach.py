@@ -101,7 +101,7 @@ def project_reach(project: Project) -> Reach:
         or module in loaded_by_name
         or (loads and any(_loaded(module, _bound(summaries[module]), h, a) for h, a in loads))
     }
-    loose = _Loose(project, modules)
+    loose = LooseImports(project, modules)
     run = _run_from(project, roots, loose)
     installable = _SETUP in defined or any(_versioned(project, m) for m in modules if "." not in m)
     programs = any(summaries[m].get("top", {}).get("program") for m in modules)
@@ -112,8 +112,7 @@ def project_reach(project: Project) -> Reach:
         else frozenset()
     )
     everything = _wholly_reached(project, parts, modules, loads)
-    everything.update(m for m in modules if "." in m and _dotted_name(m, named, dotted))
-    everything.update(loaded_by_name)
+    everything.update(_named_wholly(modules, named, dotted), loaded_by_name)
     words.update(attribute for _, attribute in loads)
     referenced = _referenced(project, modules, defined, words, loose)
     unreferenced = {}
@@ -126,6 +125,51 @@ def project_reach(project: Project) -> Reach:
         if left:
             unreferenced[module] = frozenset(left)
     return Reach(unrun, unreferenced)
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """What may run where analysis cannot see a reference: every top-level name of the
+    ``wholly`` reached modules, and per module the ``named`` ones a string names or a
+    registering decorator marks."""
+
+    wholly: frozenset[str]
+    named: Mapping[str, frozenset[str]]
+
+
+def unseen_reach(project: Project) -> Unseen:
+    """The project's ``Unseen`` (see ``project_reach``: the same strings, star imports
+    and decorators; a load by a computed name and a lookup by one are left to whoever
+    follows the code that makes them)."""
+    summaries = project.summaries
+    modules = list(project.paths)
+    parts = {module: summaries[module].get("reach", {}) for module in modules}
+    words, named, dotted = _named_words(parts.values())
+    wholly = _star_imported(project, parts, modules)
+    wholly.update(_named_wholly(modules, named, dotted), _loaded_by_name(project, parts))
+    marked: dict[str, frozenset[str]] = {}
+    for module in modules:
+        found = _registered(summaries[module]) | (_top_level(summaries[module]) & words)
+        if found:
+            marked[module] = frozenset(found)
+    return Unseen(frozenset(wholly), marked)
+
+
+def _named_wholly(modules: list[str], named: set[str], dotted: set[str]) -> set[str]:
+    """The packaged modules a dotted string names (what they hold is read on what a
+    load of the string returns)."""
+    return {m for m in modules if "." in m and _dotted_name(m, named, dotted)}
+
+
+def _registered(summary: Summary) -> set[str]:
+    """The module's top-level names a registering decorator marks."""
+    imports = summary.get("imports", {})
+    decorated = summary.get("reach", {}).get("decorated", {})
+    return {
+        name
+        for name, decorators in decorated.items()
+        if any(_registers(decorator, imports) for decorator in decorators)
+    }
 
 
 def _runs_project_code(project: Project, module: str) -> bool:
@@ -141,12 +185,12 @@ def _runs_project_code(project: Project, module: str) -> bool:
     return False
 
 
-def _run_from(project: Project, roots: set[str], loose: _Loose) -> set[str]:
+def _run_from(project: Project, roots: set[str], loose: LooseImports) -> set[str]:
     """The roots and every module they import, transitively (``programs.imported_modules``:
     with the packages around them; every import read, nested ones and ``*`` too, for
     the summary's imports keep one module per local name). Each module is read once,
     with the folder of the first root that reached it on ``sys.path``; an import the
-    index cannot resolve reaches every module whose name ends as it does (``_Loose``)."""
+    index cannot resolve reaches every module whose name ends as it does (``LooseImports``)."""
     run = set(roots)
     pending = [(root, root.rpartition(".")[0]) for root in roots]
     while pending:
@@ -249,16 +293,12 @@ def _wholly_reached(
     """Modules every name of which may be reached where analysis cannot see: imported
     with ``*``, looking their own names up, looked up by a computed name, or loaded by
     a computed name whose result is not read by one attribute."""
-    found: set[str] = set()
+    found = _star_imported(project, parts, modules)
     for module in modules:
         part = parts[module]
         if part.get("own_lookup"):
             found.add(module)
         imports = project.summaries[module].get("imports", {})
-        for name in part.get("star", ()):
-            target = project.resolve_module(name, module)
-            if target is not None:
-                found.add(target)
         for receiver in part.get("lookups", ()):
             qualified = qualify(receiver, imports) if receiver else None
             symbol = project.lookup(qualified, module) if qualified else None
@@ -269,12 +309,23 @@ def _wholly_reached(
     return found
 
 
+def _star_imported(project: Project, parts: Mapping[str, Summary], modules: list[str]) -> set[str]:
+    """The modules some module imports with ``*``."""
+    found: set[str] = set()
+    for module in modules:
+        for name in parts[module].get("star", ()):
+            target = project.resolve_module(name, module)
+            if target is not None:
+                found.add(target)
+    return found
+
+
 def _referenced(
     project: Project,
     modules: list[str],
     defined: Mapping[str, set[str]],
     words: set[str],
-    loose: _Loose,
+    loose: LooseImports,
 ) -> dict[str, set[str]]:
     """Per module, its top-level names some module of the project references (see the
     module docstring), in one pass over every module's imports and reads."""
@@ -307,13 +358,11 @@ def _referenced(
                 found[module].add(head)
             elif rest and projected.get(head):
                 add(loose.symbols(f"{imports[head]}.{rest}", module))
-        for name, decorators in summary.get("reach", {}).get("decorated", {}).items():
-            if any(_registers(d, imports) for d in decorators):
-                found[module].add(name)
+        found[module].update(_registered(summary))
     return found
 
 
-class _Loose:
+class LooseImports:
     """What an import the index cannot resolve may read: a project module whose name
     ends with the imported one (``from core.function import f`` where a script puts
     ``lib/`` on ``sys.path``; ``from utils import f`` from a subfolder of the script's),
