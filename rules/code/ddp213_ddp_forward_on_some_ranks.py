@@ -95,7 +95,12 @@ class DdpForwardOnSomeRanks(CodeRule):
     reads_libcst = False
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
+        jumps: set[int] = set()  # one finding per jump: the first forward it skips
         for forward in ddp_forwards_on_some_ranks(ctx.analysis):
+            if forward.trains and forward.exit is not None:
+                if id(forward.exit) in jumps:
+                    continue
+                jumps.add(id(forward.exit))
             model = ast_node_text(ctx, forward.model)
             where = guard_text(forward.guard)
             if forward.wrapping is not None:
