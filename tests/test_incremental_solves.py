@@ -17,11 +17,7 @@ from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine.run_setup import ProjectMemo
 
-COMM = (
-    "import torch.distributed as dist\n"
-    "def sync(t):\n    pass\n"
-    "def is_main():\n    return True\n"
-)
+COMM = "import torch.distributed as dist\ndef sync(t):\n    pass\ndef is_main():\n    return True\n"
 PROJECT = {
     "pkg/__init__.py": "",
     "pkg/comm.py": COMM,
