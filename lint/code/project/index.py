@@ -938,7 +938,18 @@ class ProjectIndex:
         return program_roles(
             {module: links.get("program", {}) for module, links in self.links.items()},
             lambda module, folder: self._imports_from(module, folder, reach=False),
+            lambda folder: self._folder_candidates.get(folder, ()),
         )
+
+    @cached_property
+    def _folder_candidates(self) -> dict[str, list[str]]:
+        """Per folder, the modules whose imports a program run from it may read
+        otherwise (``programs.FolderSpans``, as their links keep it)."""
+        found: dict[str, list[str]] = {}
+        for module, links in self.links.items():
+            for folder in links.get("folders", {}).get("folders", ()):
+                found.setdefault(folder, []).append(module)
+        return found
 
     def _imports_from(self, module: str, folder: str, reach: bool) -> Iterable[str]:
         """The project modules ``module`` imports in a program run from ``folder``: as

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddplint.analysis.api import DISTRIBUTED_APIS, GROUP_STARTERS
+from ddplint.code.project.closures import Closures
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -131,42 +132,40 @@ def program_part(summary: Summary, module: str, resolve: Resolve) -> Part:
 
 
 def program_roles(
-    parts: Mapping[str, Part], imports_of: Callable[[str, str], Iterable[str]]
+    parts: Mapping[str, Part],
+    imports_of: Callable[[str, str], Iterable[str]],
+    candidates: Callable[[str], Iterable[str]],
 ) -> ProgramRoles:
     """The roles of the project's modules (see the module docstring), from each
-    module's ``program_part`` and the project modules it imports in a program run from a
-    folder (``imports_of(module, folder)``)."""
+    module's ``program_part``, the project modules it imports in a program run from a
+    folder (``imports_of(module, folder)``) and the modules whose imports a folder may
+    change (``candidates(folder)``: ``FolderSpans``)."""
+    closures = Closures(imports_of)
     programs = [name for name, part in parts.items() if part.get("program")]
-    groups = {name for name, part in parts.items() if part.get("groups")}
-    trains = {name for name, part in parts.items() if part.get("trains")}
+    groups = closures.bits(name for name, part in parts.items() if part.get("groups"))
+    trains = closures.bits(name for name, part in parts.items() if part.get("trains"))
     exports = {name for name, part in parts.items() if part.get("exports")}
-    reached_by: dict[str, list[tuple[bool, bool]]] = {}
+    reached = distributed_reached = training_reached = 0
     alone_programs: set[str] = set()
     for program in programs:
-        closure = _closure(program, imports_of)
+        folder = program.rpartition(".")[0]
+        closure = closures.of(program, folder, closures.bits(candidates(folder)))
         # A program trains unless it shows no training and exports a model itself: a
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
         distributed = bool(closure & groups) or bool(parts[program].get("distributed"))
-        kind = (distributed, training)
         if not distributed:
             alone_programs.add(program)
-        for module in closure:
-            reached_by.setdefault(module, []).append(kind)
-    kinds = [kind for found in reached_by.values() for kind in found]
-    any_training = any(training for _, training in kinds)
+        reached |= closure
+        distributed_reached |= closure if distributed else 0
+        training_reached |= closure if training else 0
     alone = frozenset(
         module
-        for module, found in reached_by.items()
-        if not any(distributed for distributed, _ in found)
-        and not parts.get(module, {}).get("distributed")
+        for module in closures.names(reached & ~distributed_reached)
+        if not parts.get(module, {}).get("distributed")
     )
-    untrained = frozenset(
-        module
-        for module, found in reached_by.items()
-        if any_training and not any(training for _, training in found)
-    )
+    untrained = frozenset(closures.names(reached & ~training_reached) if training_reached else ())
     return ProgramRoles(alone, untrained, frozenset(alone_programs))
 
 
@@ -223,18 +222,6 @@ def imported_names(summary: Summary) -> set[str]:
         *reach.get("imported", ()),
         *reach.get("star", ()),
     }
-
-
-def _closure(program: str, imports_of: Callable[[str, str], Iterable[str]]) -> set[str]:
-    folder = program.rpartition(".")[0]
-    seen = {program}
-    pending = [program]
-    while pending:
-        for module in imports_of(pending.pop(), folder):
-            if module not in seen:
-                seen.add(module)
-                pending.append(module)
-    return seen
 
 
 def imported_modules(
