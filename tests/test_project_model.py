@@ -21,12 +21,8 @@ from ddplint.code.project.facts import (
 )
 from ddplint.code.project.index import ProjectIndex, module_name
 from ddplint.code.project.module_summary import summarize
-from ddplint.code.project.programs import (
-    ImportsByFolder,
-    _uses_any,
-    imported_modules,
-    imported_names,
-)
+from ddplint.code.project.programs import _uses_any, imported_modules, imported_names
+from ddplint.code.project.reach import imported
 from ddplint.engine import RunResult, lint_paths
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings
@@ -839,7 +835,7 @@ def _facts_by_scanning(index: ProjectIndex, path: str) -> FileFacts:
         if owner == module and positions:
             chosen = functions.get(name, OwnFunctionFacts())
             functions[name] = replace(chosen, ddp_parameters=tuple(sorted(positions)))
-    for (owner, name), by_position in sorted(index.kinds.parameters.items()):
+    for (owner, name), by_position in sorted(index.parameter_kinds.items()):
         if owner == module and by_position:
             chosen = functions.get(name, OwnFunctionFacts())
             kinds = tuple(sorted(by_position.items()))
@@ -1360,19 +1356,22 @@ FOLDER_LAYOUTS = {
 def test_imports_by_folder_equal_the_walk_of_every_module_in_every_folder(
     files: dict[str, str],
 ) -> None:
-    # Each module's imports are walked once and again only for a folder that could
-    # change them: the answer for every module in every folder equals the plain walk.
+    # The links keep each module's imports from no folder; they are read again only from
+    # a folder that could change them: the answer for every module in every folder equals
+    # the plain walk, the programs' and the reach's.
     index = index_of(files)
     summaries, resolve = index.summaries, index.resolve_module
     folders = {""} | {name.rpartition(".")[0] for name in summaries}
     folders |= {f"{folder}.{part}" for folder in folders for part in ("utils", "models", "x")}
-    imports = ImportsByFolder(summaries, resolve)
     walked = 0
     for module in summaries:
+        names = imported_names(summaries[module])
         for folder in sorted(folders):
-            plain = imported_modules(resolve, module, imported_names(summaries[module]), folder)
-            assert imports.imports_of(module, folder) == plain, (module, folder)
-            walked += plain != imports.imports_of(module, "")
+            plain = imported_modules(resolve, module, names, folder)
+            assert set(index._imports_from(module, folder, reach=False)) == plain, (module, folder)
+            loose = imported(index, module, index._loose, folder, names)
+            assert set(index._imports_from(module, folder, reach=True)) == loose, (module, folder)
+            walked += plain != set(index._imports_from(module, "", reach=False))
     assert walked or files is not FOLDER_LAYOUTS  # some folders do change some imports
 
 

@@ -59,10 +59,10 @@ class ProjectMemo:
     between runs: the listing of the project's files (until it sets ``listing`` to None:
     a file was created or deleted) and the last project index, used again while every
     module summary is the same (an edit inside a function body seldom changes one) and
-    moved where only line numbers changed (a line inserted or removed); when only what
-    functions do changed (not the names modules import and define), the new index
-    starts from the old one's name resolutions and keeps the links of every module
-    whose linking read none of the changed modules."""
+    moved where only line numbers changed (a line inserted or removed); otherwise the new
+    index keeps the links of every module whose linking read none of the changed modules
+    (and, when only what functions do changed, not the names modules import and define,
+    starts from the old one's name resolutions)."""
 
     listing: list[Target] | None = None
     _summaries: dict[str, Summary] = field(default_factory=dict)
@@ -87,11 +87,11 @@ class ProjectMemo:
                 resolution_inputs(summaries[path]) == resolution_inputs(previous[path])
                 for path in changed
             )
-            if same_names:  # links that read none of the changed modules still hold
-                old = self._index
-                self._index = ProjectIndex(summaries, old.resolved, old.links_unread(changed))
-            else:
-                self._index = ProjectIndex(summaries)
+            # links that read none of the changed modules still hold; the names resolved
+            # before hold while every module exports what it did
+            old = self._index
+            resolved = old.resolved if same_names else None
+            self._index = ProjectIndex(summaries, resolved, old.links_unread(changed))
         self._summaries = summaries
         return self._index
 

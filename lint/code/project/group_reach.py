@@ -19,14 +19,20 @@ decorator marks (``reach.Unseen``). A read the index cannot resolve reaches ever
 module whose name ends as it does (``reach.LooseImports``), and a name of a module that
 is none of its units (a re-export the index does not follow, a name bound at run time)
 reaches every unit of that module.
+
+What one module says is resolved while linking it (``group_part``, kept with its links):
+per unit, the units its reads name, the modules it enters or takes whole, and its loads;
+what depends on the whole project (``reach.Unseen``, the modules a program imports) is
+joined when a program is asked about (``GroupReach``), without reading a summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ddplint.analysis.api import GROUP_STARTERS
+from ddplint.code.project.programs import Part
 from ddplint.code.project.reach import LooseImports, Project, Unseen
 from ddplint.code.project.summaries import Summary
 
@@ -35,29 +41,84 @@ Unit = tuple[str, str]
 #: The unit of the module's top level outside its functions and classes.
 TOP = ""
 _STARTERS = frozenset(GROUP_STARTERS)
+#: What a unit's read names, once resolved: a unit, a module whose import runs (its top
+#: level, and what it runs unseen), or every unit of a module.
+_UNIT, _ENTER, _EVERY = "unit", "enter", "every"
+
+
+def group_part(project: Project, module: str, loose: LooseImports) -> Part:
+    """What ``GroupReach`` reads of one module, its names resolved: its units, those
+    that start a group, and per unit what it reads (``reads``: ``[module, unit]``,
+    ``enter`` and ``every``: modules) and its loads by a computed name. Falsy parts are
+    left out."""
+    units = _units(project.summaries[module])
+    starting = [
+        unit for unit, (_, qualified, *_) in units.items() if any(_starts(n) for n in qualified)
+    ]
+    reads: dict[str, dict[str, list[Any]]] = {}
+    loads: dict[str, list[list[str]]] = {}
+    for unit, (own, qualified, loaded, looked) in units.items():
+        found: dict[str, set[Any]] = {_UNIT: set(), _ENTER: set(), _EVERY: set()}
+        found[_UNIT].update((module, read) for read in own)
+        for read in qualified:
+            for symbol in loose.symbols(read, module):
+                _add_symbol(project, symbol, found)
+        for receiver in looked:
+            if not receiver:
+                found[_EVERY].add(module)
+            for symbol in loose.symbols(receiver, module) if receiver else ():
+                if symbol[0] == "module":
+                    found[_EVERY].add(symbol[1])
+                else:
+                    _add_symbol(project, symbol, found)
+        named = {
+            kind: sorted(map(list, v)) if kind == _UNIT else sorted(v)
+            for kind, v in found.items()
+            if v
+        }
+        if named:
+            reads[unit] = named
+        if loaded:
+            loads[unit] = [list(load) for load in loaded]
+    part: Part = {"units": sorted(units), "starting": starting, "reads": reads, "loads": loads}
+    return {name: value for name, value in part.items() if value}
+
+
+def _add_symbol(project: Project, symbol: tuple[str, ...], found: dict[str, set[Any]]) -> None:
+    """What a project symbol (``ProjectIndex.lookup``'s answer) names: the module it
+    imports (entered), its unit, or every unit of its module where the name is none
+    (a re-export the index does not follow, a name bound at run time)."""
+    kind, module = symbol[0], symbol[1]
+    if kind == "module":
+        found[_ENTER].add(module)
+        return
+    name = symbol[2].partition(".")[0]
+    summary = project.summaries[module]
+    if kind != "name" or name in summary.get("functions", {}) or name in summary["classes"]:
+        found[_UNIT].add((module, name))
+    else:
+        found[_EVERY].add(module)
 
 
 class GroupReach:
-    """Which units start a group, and which units a program's entry reaches."""
+    """Which units start a group, and which units a program's entry reaches, from each
+    module's ``group_part`` and the project's ``Unseen``."""
 
-    def __init__(self, project: Project, unseen: Unseen) -> None:
-        self._project = project
+    def __init__(self, parts: Mapping[str, Part], unseen: Unseen) -> None:
+        self._parts = parts
         self._unseen = unseen
-        self._loose = LooseImports(project, list(project.paths))
         self._edges: dict[Unit, list[Unit]] = {}
         self._starting = {
-            (module, unit)
-            for module in project.paths
-            for unit, (_, qualified, *_) in _units(project.summaries[module]).items()
-            if any(_starts(name) for name in qualified)
+            (module, unit) for module, part in parts.items() for unit in part.get("starting", ())
         }
-        self._starting_modules = {module for module, _ in self._starting}
+        #: The modules that hold a unit that starts a group (``programs.GroupStarts``).
+        self.starting_modules = frozenset(module for module, _ in self._starting)
 
     def starts_group(self, modules: Iterable[str]) -> bool:
         """Whether running the top levels of ``modules`` (a program's imports) reaches
         a unit that starts a group."""
         modules = set(modules)
-        if not modules & self._starting_modules:
+        if not modules & self.starting_modules:
             return False
         pending = [unit for module in modules for unit in self._entered(module)]
         seen = set(pending)
@@ -80,7 +141,7 @@ class GroupReach:
             yield from ((module, name) for name in self._unseen.named.get(module, ()))
 
     def _every_unit(self, module: str) -> Iterator[Unit]:
-        return ((module, unit) for unit in _units(self._project.summaries[module]))
+        return ((module, unit) for unit in self._parts.get(module, {}).get("units", ()))
 
     def _reads(self, unit: Unit) -> list[Unit]:
         found = self._edges.get(unit)
@@ -90,22 +151,12 @@ class GroupReach:
 
     def _resolved(self, unit: Unit) -> Iterator[Unit]:
         module, name = unit
-        summary = self._project.summaries.get(module)
-        if summary is None:
-            return
-        own, qualified, _, looked = _units(summary).get(name, ((), (), (), ()))
-        yield from ((module, read) for read in own)
-        for read in qualified:
-            for symbol in self._loose.symbols(read, module):
-                yield from self._units_of(symbol)
-        for receiver in looked:
-            if not receiver:
-                yield from self._every_unit(module)
-            for symbol in self._loose.symbols(receiver, module) if receiver else ():
-                if symbol[0] == "module":
-                    yield from self._every_unit(symbol[1])
-                else:
-                    yield from self._units_of(symbol)
+        reads = self._parts.get(module, {}).get("reads", {}).get(name, {})
+        yield from ((read_module, read) for read_module, read in reads.get(_UNIT, ()))
+        for entered in reads.get(_ENTER, ()):
+            yield from self._entered(entered)
+        for whole in reads.get(_EVERY, ()):
+            yield from self._every_unit(whole)
 
     def _loaded(self, unit: Unit, modules: set[str]) -> Iterator[Unit]:
         """What the unit's loads by a computed name run among the program's ``modules``
@@ -113,31 +164,14 @@ class GroupReach:
         ``programs`` reads it): the unit a load reads on its result in each module its
         constant head may name, every unit where none is read by name."""
         module, name = unit
-        summaries = self._project.summaries
-        loads = (
-            _units(summaries[module]).get(name, ((), (), (), ()))[2] if module in summaries else ()
-        )
-        for head, attribute in loads:
+        for head, attribute in self._parts.get(module, {}).get("loads", {}).get(name, ()):
             for loaded in sorted(modules):
-                if not loaded.startswith(head) or loaded not in summaries:
+                if not loaded.startswith(head) or loaded not in self._parts:
                     continue
                 if not attribute:
                     yield from self._every_unit(loaded)
-                elif attribute in _units(summaries[loaded]):
+                elif attribute in self._parts[loaded].get("units", ()):
                     yield loaded, attribute
-
-    def _units_of(self, symbol: tuple[str, ...]) -> Iterator[Unit]:
-        """The units a project symbol (``ProjectIndex.lookup``'s answer) names."""
-        kind, module = symbol[0], symbol[1]
-        if kind == "module":
-            yield from self._entered(module)
-            return
-        name = symbol[2].partition(".")[0]
-        summary = self._project.summaries[module]
-        if kind != "name" or name in summary.get("functions", {}) or name in summary["classes"]:
-            yield module, name
-        else:
-            yield from self._every_unit(module)
 
 
 def _units(summary: Summary) -> dict[str, list[list[Any]]]:

@@ -2,14 +2,16 @@
 
 A run that links the project keeps, in the result cache, every source's content hash,
 and per module its path, a digest of what name resolution reads of it
-(``index.resolution_inputs``), the module names linking it asked about, and its links
-(``ProjectIndex.link``). The next run after an edit re-summarises the files whose bytes
-changed and links again only the modules whose bytes changed, and the modules whose
-linking asked about a module that went, moved, or changed what it exports (its
-importers, along the names their imports lead through); every other module keeps its
-links. A module that came links every module again (which names were asked about and
-not found is not kept). The fixpoints then run over all links, so the facts equal a
-fresh link's.
+(``index.resolution_inputs``), the module names linking it asked about, its links
+(``ProjectIndex.link``: with what the project-wide questions read of it, resolved), and
+the modules whose other parts linking it read (what a function does, its parameters).
+The next run after an edit re-summarises the files whose bytes changed and links again
+only the modules whose bytes changed, the modules whose linking asked about a module
+that went, moved, or changed what it exports (its importers, along the names their
+imports lead through), and those whose linking read a module whose bytes changed;
+every other module keeps its links. A module that came links every module again
+(which names were asked about and not found is not kept). The fixpoints and the
+project-wide questions then run over all links, so the facts equal a fresh link's.
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddplint.code.project.encoding import FACTS_VERSION, SUMMARY_VERSION
-from ddplint.code.project.index import Links, ProjectIndex, module_paths, resolution_inputs
+from ddplint.code.project.index import (
+    KeptLinks,
+    Links,
+    ProjectIndex,
+    module_paths,
+    resolution_inputs,
+)
 from ddplint.code.project.summaries import Summary
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "4"
+LINKS_VERSION = "6"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -47,6 +55,7 @@ class _KeptModule:
     digest: str
     asked: frozenset[str]
     links: Links
+    read: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -88,35 +97,40 @@ class LinkState:
             if (built[path] is not None if path in built else self.sources[path][1])
         ]
 
-    def kept(
-        self, project: list[str], built: Mapping[str, Summary | None]
-    ) -> dict[str, tuple[Links, frozenset[str]]]:
+    def kept(self, project: list[str], built: Mapping[str, Summary | None]) -> dict[str, KeptLinks]:
         """The links still valid for a project of the paths ``project`` (each with a
         summary), ``built`` holding the summaries of the sources that changed."""
         now = module_paths(project)
         if now.keys() - self.modules.keys():
             return {}  # a module came: what asked for its name before is not known
-        stale = set()
+        stale, edited = set(), set()
         for name, old in self.modules.items():
             path = now.get(name)
             if path is None or old.path != path:
                 stale.add(name)  # went, or moved (a package beside a module)
-            elif path in built and resolution_digest(built[path] or {}) != old.digest:
-                stale.add(name)  # exports other names
+            elif path in built:
+                edited.add(name)
+                if resolution_digest(built[path] or {}) != old.digest:
+                    stale.add(name)  # exports other names
         return {
-            name: (old.links, old.asked)
+            name: (old.links, old.asked, old.read)
             for name, old in self.modules.items()
-            if now.get(name) == old.path and old.path not in built and not old.asked & stale
+            if now.get(name) == old.path
+            and old.path not in built
+            and not old.asked & stale
+            and not old.read & edited
         }
 
 
 def _kept(value: Any) -> _KeptModule:
-    path, digest, asked, links = value
+    path, digest, asked, links, read = value
     if not (isinstance(path, str) and isinstance(digest, str) and isinstance(links, dict)):
         raise TypeError("not a kept module")
     if not isinstance(links.get("functions"), dict) or not isinstance(links.get("classes"), dict):
         raise TypeError("not a module's links")
-    return _KeptModule(path, digest, frozenset(str(name) for name in asked), links)
+    return _KeptModule(
+        path, digest, frozenset(str(name) for name in asked), links, frozenset(map(str, read))
+    )
 
 
 def state_entry(
@@ -134,7 +148,13 @@ def state_entry(
             digest = resolution_digest(index.summaries[name])
         else:
             digest = previous.modules[name].digest
-        modules[name] = [path, digest, sorted(index.asked[name]), index.links[name]]
+        modules[name] = [
+            path,
+            digest,
+            sorted(index.asked[name]),
+            index.links[name],
+            sorted(index.read[name]),
+        ]
     return {
         "sources": {path: [hash_, path in summarised] for path, hash_ in hashes.items()},
         "modules": modules,

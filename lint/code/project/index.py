@@ -18,6 +18,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -32,11 +33,29 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
-from ddplint.code.project.group_reach import GroupReach
-from ddplint.code.project.object_kinds import ProjectKinds
-from ddplint.code.project.programs import ProgramRoles, program_roles
+from ddplint.code.project.group_reach import GroupReach, group_part
+from ddplint.code.project.object_kinds import (
+    ProjectKinds,
+    call_sites,
+    parameter_kinds,
+    passed_kinds,
+)
+from ddplint.code.project.programs import (
+    FolderSpans,
+    ProgramRoles,
+    imported_modules,
+    imported_names,
+    program_part,
+    program_roles,
+)
+from ddplint.code.project.reach import (
+    LooseImports,
+    imported,
+    project_reach,
+    reach_part,
+    unseen_reach,
+)
 from ddplint.code.project.reach import Reach as CodeReach
-from ddplint.code.project.reach import project_reach, unseen_reach
 from ddplint.code.project.summaries import Summary
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
@@ -56,6 +75,8 @@ _FUNCTION_FLAGS = (
     "property",
     "agreement",
 )
+#: The parts of a module's links kept even when empty.
+_ALWAYS = ("functions", "classes")
 #: The links of a class without rank attributes or resolved attribute calls.
 _NO_CLASS_LINKS: dict[str, Any] = {"rank_attributes": [], "calls": {}, "parameters": {}}
 
@@ -145,20 +166,45 @@ def resolution_inputs(summary: Summary) -> tuple[object, ...]:
 #: A module's names resolved (``ProjectIndex.link``): what the fixpoints and the facts
 #: read of it, as JSON data, so that a module nothing changed for is not linked again.
 Links = dict[str, Any]
+#: A module's links kept from an earlier link, with the names linking it asked about
+#: and the modules whose other parts it read (``_Touched``).
+KeptLinks = tuple[Links, frozenset[str], frozenset[str]]
 
 
 class _Touched:
     """The project modules name resolution read or asked about while linking one
     module: when one of them changes what it exports, goes or moves, that module's
-    links are stale. (Names asked about and absent are not kept: a module that comes
-    makes every link stale.)"""
+    links are stale (``names``); and those whose other parts it read (what a function
+    does, its parameters: ``read``): when one of them changes at all, they are stale.
+    (Names asked about and absent are not kept: a module that comes makes every link
+    stale.)"""
 
     def __init__(self) -> None:
         self.names: set[str] | None = None
+        self.read: set[str] = set()
+        #: Whether every module asked about now is read (``reading``).
+        self._reading = False
 
     def add(self, name: str) -> None:
         if self.names is not None:
             self.names.add(name)
+            if self._reading:
+                self.read.add(name)
+
+    def add_read(self, name: str) -> None:
+        """A module whose parts beyond its names were read."""
+        if self.names is not None:
+            self.names.add(name)
+            self.read.add(name)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every module asked about inside counts as read."""
+        self._reading = True
+        try:
+            yield
+        finally:
+            self._reading = False
 
 
 class _ModuleSummaries(Mapping[str, Summary]):
@@ -211,13 +257,14 @@ class ProjectIndex:
         self,
         summaries: Mapping[str, Summary],
         resolved: dict[CallName, FunctionKey | None] | None = None,
-        kept: Mapping[str, tuple[Links, frozenset[str]]] | None = None,
+        kept: Mapping[str, KeptLinks] | None = None,
     ) -> None:
         """``summaries``: relative posix path -> summary (read only where a module is
         linked or a name leads). ``resolved``: what ``function_key`` answered for an
         index whose summaries had the same ``resolution_inputs`` (kept and added to).
-        ``kept``: by module name, links still valid and the names their linking asked
-        about (``ddplint.code.project.incremental`` decides which)."""
+        ``kept``: by module name, links still valid, the names their linking asked
+        about and the modules it read (``ddplint.code.project.incremental`` decides
+        which)."""
         self.paths, self.module_of_path = _modules(summaries)
         packages = {name for name, path in self.paths.items() if _is_package(path)}
         #: ``function_key`` answers: linking asks the same names again and again.
@@ -228,16 +275,18 @@ class ProjectIndex:
         #: The last part of every package's name (``src`` of ``proj.src``): a dotted import
         #: whose first part is none of them is under no folder of the project.
         self._package_leaves = frozenset(name.rpartition(".")[2] for name in packages)
-        #: Per module, its links, and the names linking it asked about.
+        #: Per module, its links, the names linking it asked about, and the modules
+        #: whose parts beyond their names it read (``_Touched``).
         self.links: dict[str, Links] = {}
         self.asked: dict[str, frozenset[str]] = {}
+        self.read: dict[str, frozenset[str]] = {}
         #: The modules linked by this index (the others' links were kept).
         self.linked: list[str] = []
         for name in self.paths:
             if kept is not None and name in kept:
-                self.links[name], self.asked[name] = kept[name]
+                self.links[name], self.asked[name], self.read[name] = kept[name]
             else:
-                self.links[name], self.asked[name] = self._link_recorded(name)
+                self._link_recorded(name)
                 self.linked.append(name)
         self.reach: dict[FunctionKey, Reach] = {}
         self.rank_tests: set[FunctionKey] = set()
@@ -250,6 +299,8 @@ class ProjectIndex:
         #: The functions a call of which may make the host wait for the device.
         self.may_wait: set[FunctionKey] = set()
         self._call_methods: dict[tuple[str, str], FunctionKey | None] = {}
+        #: What a module imports from a folder that can change it (``_imports_from``).
+        self._folder_imports: dict[tuple[str, str, bool], set[str]] = {}
         #: Per function, the project functions it calls (each once, in call order).
         self._calls: dict[FunctionKey, list[FunctionKey]] = {}
         self._solve()
@@ -261,18 +312,17 @@ class ProjectIndex:
         again. Nothing else the index solved reads a line, so it all holds."""
         self.summaries = _ModuleSummaries(summaries, self.paths, self._touched)
         for path in paths:
-            module = self.module_of_path[path]
-            self.links[module], self.asked[module] = self._link_recorded(module)
+            self._link_recorded(self.module_of_path[path])
         self.reach = {}
         self._solve_reach()
 
-    def links_unread(self, paths: Iterable[str]) -> dict[str, tuple[Links, frozenset[str]]]:
+    def links_unread(self, paths: Iterable[str]) -> dict[str, KeptLinks]:
         """The links (and the modules their linking asked about) of every module that is
         not at one of ``paths`` and whose linking read none of the modules there: an
         index of summaries changed only there, in what functions do, keeps them."""
         changed = {self.module_of_path[path] for path in paths}
         return {
-            module: (links, self.asked[module])
+            module: (links, self.asked[module], self.read[module])
             for module, links in self.links.items()
             if module not in changed and not self.asked[module] & changed
         }
@@ -399,6 +449,7 @@ class ProjectIndex:
         position of the parameter its keyword names (None for a keyword-only one)."""
         if isinstance(argument, int):
             return argument
+        self._touched.add_read(callee[0])
         function = self.summaries[callee[0]]["functions"].get(callee[1], {})
         parameters = function.get("params", [])
         return parameters.index(argument) if argument in parameters else None
@@ -474,11 +525,14 @@ class ProjectIndex:
 
     # -- links -----------------------------------------------------------------
 
-    def _link_recorded(self, module: str) -> tuple[Links, frozenset[str]]:
-        """The module's links and the module names resolving them asked about."""
-        self._touched.names = {module}
+    def _link_recorded(self, module: str) -> None:
+        """Link the module, and record the module names resolving it asked about and
+        the modules whose other parts it read."""
+        self._touched.names, self._touched.read = {module}, set()
         try:
-            return self.link(module), frozenset(self._touched.names)
+            self.links[module] = self.link(module)
+            self.asked[module] = frozenset(self._touched.names)
+            self.read[module] = frozenset(self._touched.read)
         finally:
             self._touched.names = None
 
@@ -584,7 +638,30 @@ class ProjectIndex:
         top_rank_args = self._handed_positions(top.get("rank_args", ()), module, None)
         if top_rank_args:
             links["top_rank_args"] = top_rank_args
-        return links
+        links["program"] = program_part(summary, module, self.resolve_module)
+        links["reach"] = reach_part(self, module, self._loose)
+        links["group"] = group_part(self, module, self._loose)
+        names = imported_names(summary)
+        folders = self._folder_spans.folders(names)
+        if folders:  # what it imports from them is read again when a program runs there
+            links["folders"] = {"names": sorted(names), "folders": folders}
+        with self._touched.reading():  # the kinds of what it passes read what functions do
+            made = passed_kinds(self, module)
+        sites = call_sites(self, module)
+        links["kinds"] = {
+            part: found for part, found in (("made", made), ("sites", sites)) if found
+        }
+        return {part: value for part, value in links.items() if value or part in _ALWAYS}
+
+    @cached_property
+    def _folder_spans(self) -> FolderSpans:
+        """The folders a program may run from that can change what a module imports."""
+        return FolderSpans(self.paths)
+
+    @cached_property
+    def _loose(self) -> LooseImports:
+        """What an import the index cannot resolve may read (``reach.LooseImports``)."""
+        return LooseImports(self, self.paths, self._touched.add)
 
     # -- fixpoints ---------------------------------------------------------------
 
@@ -903,14 +980,60 @@ class ProjectIndex:
     def reach_of_code(self) -> CodeReach:
         """Which modules nothing in the project runs, and which top-level names of the
         others nothing references (``reach``)."""
-        return project_reach(self)
+        return project_reach(
+            {module: links.get("reach", {}) for module, links in self.links.items()},
+            self.paths,
+            lambda module, folder: self._imports_from(module, folder, reach=True),
+        )
 
     @cached_property
     def program_roles(self) -> ProgramRoles:
         """Which modules only single-process programs run, and which no training
         program runs."""
-        reach = GroupReach(self, unseen_reach(self))
-        return program_roles(self.summaries, self.resolve_module, reach.starts_group)
+        return program_roles(
+            {module: links.get("program", {}) for module, links in self.links.items()},
+            lambda module, folder: self._imports_from(module, folder, reach=False),
+            lambda folder: self._folder_candidates.get(folder, ()),
+            GroupReach(
+                {module: links.get("group", {}) for module, links in self.links.items()},
+                unseen_reach(
+                    {module: links.get("reach", {}) for module, links in self.links.items()}
+                ),
+            ),
+        )
+
+    @cached_property
+    def _folder_candidates(self) -> dict[str, list[str]]:
+        """Per folder, the modules whose imports a program run from it may read
+        otherwise (``programs.FolderSpans``, as their links keep it)."""
+        found: dict[str, list[str]] = {}
+        for module, links in self.links.items():
+            for folder in links.get("folders", {}).get("folders", ()):
+                found.setdefault(folder, []).append(module)
+        return found
+
+    def _imports_from(self, module: str, folder: str, reach: bool) -> Iterable[str]:
+        """The project modules ``module`` imports in a program run from ``folder``: as
+        its links say (from no folder), read again from a folder that can change them;
+        with ``reach``, an unresolved import reaches the modules named as it is
+        (``reach.imported``), else it reaches none (``programs.imported_modules``)."""
+        links = self.links.get(module)
+        if links is None:
+            return ()
+        by_folder = links.get("folders")
+        if not folder or by_folder is None or folder not in by_folder["folders"]:
+            part = links.get("reach" if reach else "program", {})
+            return part.get("reached" if reach else "imports", ())
+        asked = (module, folder, reach)
+        found = self._folder_imports.get(asked)
+        if found is None:
+            names = by_folder["names"]
+            if reach:
+                found = imported(self, module, self._loose, folder, names)
+            else:
+                found = imported_modules(self.resolve_module, module, names, folder)
+            self._folder_imports[asked] = found
+        return found
 
     @cached_property
     def _own_function_facts(self) -> dict[str, dict[str, OwnFunctionFacts]]:
@@ -924,7 +1047,7 @@ class ProjectIndex:
         ranks = _by_module(self.rank_parameters)
         loaders = _by_module(self.loader_parameters)
         kinds: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {}
-        for (owner, name), by_position in self.kinds.parameters.items():
+        for (owner, name), by_position in self.parameter_kinds.items():
             kinds.setdefault(owner, {})[name] = tuple(sorted(by_position.items()))
         grouped: dict[str, dict[str, OwnFunctionFacts]] = {}
         for owner in chosen.keys() | wrapped.keys() | ranks.keys() | loaders.keys() | kinds.keys():
@@ -943,6 +1066,12 @@ class ProjectIndex:
                 for name in sorted(names)
             }
         return grouped
+
+    @cached_property
+    def parameter_kinds(self) -> dict[FunctionKey, dict[int, str]]:
+        """Per function, the kind of each parameter every project call passes an
+        allocation of that kind in (``object_kinds.parameter_kinds``)."""
+        return parameter_kinds(links.get("kinds", {}) for links in self.links.values())
 
     @cached_property
     def kinds(self) -> ProjectKinds:

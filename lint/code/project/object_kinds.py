@@ -21,7 +21,6 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ddplint.analysis.object_kinds import (
@@ -33,6 +32,7 @@ from ddplint.analysis.object_kinds import (
     iterating_kind,
     library_kind,
 )
+from ddplint.code.project.programs import Part
 from ddplint.code.project.summaries import Summary, qualify
 
 if TYPE_CHECKING:
@@ -93,51 +93,6 @@ class ProjectKinds:
             if is_deepspeed_initialize(qualify(callee, imports)):
                 yield ENGINE
 
-    @cached_property
-    def parameters(self) -> dict[FunctionKey, dict[int, str]]:
-        """Per function, the kind of each parameter (by position, ``self`` not counted)
-        that every project call of it passes an allocation of that kind in."""
-        index = self._index
-        passed: dict[tuple[FunctionKey, int], list[str | None]] = {}
-        for module, owner, target, at, made in self._made_arguments():
-            key = index.called_key(target, module, owner)
-            position = None if key is None else index.parameter_position(key, at)
-            if key is not None and position is not None:
-                kind = self.of_spelled(made, module, owner)
-                passed.setdefault((key, position), []).append(kind)
-        if not passed:
-            return {}
-        callees = {key for key, _ in passed}
-        last_names = {key[1].rpartition(".")[2] for key in callees} | {"__init__"}
-        sites: Counter[FunctionKey] = Counter()
-        for module, owner, target in self._calls():
-            if target.rpartition(".")[2] in last_names or target[:1].isupper():
-                key = index.called_key(target, module, owner)
-                if key in callees:
-                    sites[key] += 1
-        found: dict[FunctionKey, dict[int, str]] = {}
-        for (key, position), kinds in passed.items():
-            agreed = kinds[0]
-            if agreed in (None, OBJECT) or len(kinds) != sites[key] or set(kinds) != {agreed}:
-                continue
-            found.setdefault(key, {})[position] = agreed
-        return found
-
-    def _made_arguments(self) -> Iterator[tuple[str, str | None, str, int | str, str]]:
-        for module in self._index.paths:
-            for function in self._index.summaries[module]["functions"].values():
-                for target, at, made in function.get("made_args", ()):
-                    yield module, function["owner"], target, at, made
-
-    def _calls(self) -> Iterator[tuple[str, str | None, str]]:
-        for module in self._index.paths:
-            summary = self._index.summaries[module]
-            for function in summary["functions"].values():
-                for target, _line in function["calls"]:
-                    yield module, function["owner"], target
-            for target, _line in summary.get("top", {}).get("calls", ()):
-                yield module, None, target
-
     def of_spelled(
         self, name: str, module: str, owner: str | None = None, depth: int = 0
     ) -> str | None:
@@ -195,6 +150,74 @@ class ProjectKinds:
             ):
                 kinds.append(ENGINE)
         return _agreed(kinds)
+
+
+def passed_kinds(index: ProjectIndex, module: str) -> list[list[Any]]:
+    """Per project function parameter the module's functions pass an allocation in,
+    the allocation's kind: ``[module, function, position, kind or None]`` (what
+    ``parameter_kinds`` reads of the module, with ``call_sites``)."""
+    kinds = ProjectKinds(index)
+    made: list[list[Any]] = []
+    for function in index.summaries[module]["functions"].values():
+        owner = function["owner"]
+        for target, at, allocation in function.get("made_args", ()):
+            key = index.called_key(target, module, owner)
+            position = None if key is None else index.parameter_position(key, at)
+            if key is not None and position is not None:
+                made.append([*key, position, kinds.of_spelled(allocation, module, owner)])
+    return made
+
+
+def call_sites(index: ProjectIndex, module: str) -> list[list[Any]]:
+    """The project functions the module's calls run, counted by the last part of the
+    name called ("" where it is the function's own) and whether the name begins with a
+    capital: ``[module, function, last part, capital, count]``."""
+    sites: Counter[tuple[str, str, str, bool]] = Counter()
+    for owner, target in _calls(index.summaries[module]):
+        key = index.called_key(target, module, owner)
+        if key is not None:
+            last = target.rpartition(".")[2]
+            own = last == key[1].rpartition(".")[2]
+            sites[(*key, "" if own else last, target[:1].isupper())] += 1
+    return [[*site, count] for site, count in sites.items()]
+
+
+def parameter_kinds(parts: Iterable[Part]) -> dict[FunctionKey, dict[int, str]]:
+    """Per function, the kind of each parameter (by position, ``self`` not counted)
+    that every project call of it passes an allocation of that kind in, from each
+    module's ``passed_kinds`` (``made``) and ``call_sites`` (``sites``)."""
+    read = list(parts)
+    passed: dict[tuple[FunctionKey, int], list[str | None]] = {}
+    for part in read:
+        for module, name, position, kind in part.get("made", ()):
+            passed.setdefault(((module, name), position), []).append(kind)
+    if not passed:
+        return {}
+    callees = {key for key, _ in passed}
+    last_names = {key[1].rpartition(".")[2] for key in callees} | {"__init__"}
+    sites: Counter[FunctionKey] = Counter()
+    for part in read:
+        for module, name, last, capital, count in part.get("sites", ()):
+            key = (module, name)
+            if key in callees and (capital or (last or name.rpartition(".")[2]) in last_names):
+                sites[key] += count
+    found: dict[FunctionKey, dict[int, str]] = {}
+    for (key, position), kinds in passed.items():
+        agreed = kinds[0]
+        if agreed in (None, OBJECT) or len(kinds) != sites[key] or set(kinds) != {agreed}:
+            continue
+        found.setdefault(key, {})[position] = agreed
+    return found
+
+
+def _calls(summary: Summary) -> Iterator[tuple[str | None, str]]:
+    """Each call of a module (its functions', then its top level's): the class whose
+    method makes it, and the name called."""
+    for function in summary["functions"].values():
+        for target, _line in function["calls"]:
+            yield function["owner"], target
+    for target, _line in summary.get("top", {}).get("calls", ()):
+        yield None, target
 
 
 def _iteration_kind(iteration: Summary | None, kept: dict[str, list[list[Any]]]) -> str | None:

@@ -37,8 +37,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ddplint.analysis.api import DISTRIBUTED_APIS
+from ddplint.code.project.closures import Closures
 from ddplint.code.project.summaries import Summary, qualify
 
 #: Dotted prefixes of the APIs of training: optimizers and training frameworks.
@@ -97,9 +99,19 @@ SOURCE_FOLDER = "src"
 #: an absolute name resolves to the module of that name or to the one of that name inside
 #: the importer's folder (a script's sibling), never to another.
 Resolve = Callable[[str, str], str | None]
-#: Whether running the top levels of these modules (a program's imports) reaches code
-#: that starts a process group (``group_reach.GroupReach.starts_group``).
-StartsGroup = Callable[[set[str]], bool]
+#: What a whole-project question reads of one module, resolved (JSON data, kept with the
+#: module's links: ``ProjectIndex.link``).
+Part = dict[str, Any]
+
+
+class GroupStarts(Protocol):
+    """Which modules hold code that starts a process group, and whether running the
+    top levels of some modules (a program's imports) reaches such code
+    (``group_reach.GroupReach``)."""
+
+    starting_modules: frozenset[str]
+
+    def starts_group(self, modules: Iterable[str]) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -114,83 +126,89 @@ class ProgramRoles:
     alone_programs: frozenset[str] = frozenset()
 
 
-def program_roles(
-    summaries: Mapping[str, Summary], resolve: Resolve, starts_group: StartsGroup
-) -> ProgramRoles:
-    """The roles of the project's modules (see the module docstring)."""
-    names = list(summaries)
-    programs = [name for name in names if summaries[name].get("top", {}).get("program")]
-    imports_of = ImportsByFolder(summaries, resolve).imports_of
-    dotted = {name: _dotted_names(summaries[name]) for name in names}
-    trains = {
-        name
-        for name in names
-        if _uses_any(dotted[name], TRAINING_APIS) or _calls_backward(summaries[name])
+def program_part(summary: Summary, module: str, resolve: Resolve) -> Part:
+    """What ``program_roles`` reads of one module: whether it is a program, trains,
+    exports a model, uses a distributed API, and the project modules it imports from no
+    folder (``imported_modules``; the index reads them again from a folder that can
+    change them: ``FolderSpans``). Falsy parts are left out."""
+    dotted = _dotted_names(summary)
+    part: Part = {
+        "program": bool(summary.get("top", {}).get("program")),
+        "trains": _uses_any(dotted, TRAINING_APIS) or _calls_backward(summary),
+        "exports": _uses_any(dotted, EXPORT_APIS),
+        "distributed": _uses_any(dotted, DISTRIBUTED_APIS),
+        "imports": sorted(imported_modules(resolve, module, imported_names(summary), "")),
     }
-    exports = {name for name in names if _uses_any(dotted[name], EXPORT_APIS)}
-    reached_by: dict[str, list[tuple[bool, bool]]] = {}
+    return {name: value for name, value in part.items() if value}
+
+
+def program_roles(
+    parts: Mapping[str, Part],
+    imports_of: Callable[[str, str], Iterable[str]],
+    candidates: Callable[[str], Iterable[str]],
+    groups: GroupStarts,
+) -> ProgramRoles:
+    """The roles of the project's modules (see the module docstring), from each
+    module's ``program_part``, the project modules it imports in a program run from a
+    folder (``imports_of(module, folder)``), the modules whose imports a folder may
+    change (``candidates(folder)``: ``FolderSpans``) and what a program's entry reaches
+    (``groups``)."""
+    closures = Closures(imports_of)
+    programs = [name for name, part in parts.items() if part.get("program")]
+    starting = closures.bits(groups.starting_modules)
+    trains = closures.bits(name for name, part in parts.items() if part.get("trains"))
+    exports = {name for name, part in parts.items() if part.get("exports")}
+    reached = distributed_reached = training_reached = 0
     alone_programs: set[str] = set()
     for program in programs:
-        closure = _closure(program, imports_of)
+        folder = program.rpartition(".")[0]
+        closure = closures.of(program, folder, closures.bits(candidates(folder)))
         # A program trains unless it shows no training and exports a model itself: a
         # framework this module does not know, or a model its training loads by name
         # (a registry), may train what it imports.
         training = bool(closure & trains) or program not in exports
-        distributed = _uses_any(dotted[program], DISTRIBUTED_APIS) or starts_group(closure)
-        kind = (distributed, training)
+        distributed = bool(parts[program].get("distributed")) or (
+            bool(closure & starting) and groups.starts_group(closures.names(closure))
+        )
         if not distributed:
             alone_programs.add(program)
-        for module in closure:
-            reached_by.setdefault(module, []).append(kind)
-    kinds = [kind for found in reached_by.values() for kind in found]
-    any_training = any(training for _, training in kinds)
+        reached |= closure
+        distributed_reached |= closure if distributed else 0
+        training_reached |= closure if training else 0
     alone = frozenset(
         module
-        for module, found in reached_by.items()
-        if not any(distributed for distributed, _ in found)
-        and not _uses_any(dotted.get(module, set()), DISTRIBUTED_APIS)
+        for module in closures.names(reached & ~distributed_reached)
+        if not parts.get(module, {}).get("distributed")
     )
-    untrained = frozenset(
-        module
-        for module, found in reached_by.items()
-        if any_training and not any(training for _, training in found)
-    )
+    untrained = frozenset(closures.names(reached & ~training_reached) if training_reached else ())
     return ProgramRoles(alone, untrained, frozenset(alone_programs))
 
 
-class ImportsByFolder:
-    """The project modules each module imports in a program run from a given folder
-    (``imported_modules``), each module's imports walked once and again for a folder only
-    where one of its imports could name a module of that folder."""
+class FolderSpans:
+    """The folders a program may run from (the proper prefixes of the project's module
+    names) by the name after them: a module's imports read from such a folder differ
+    from those read from none only where ``folder.first`` runs inside some module's
+    name for the first part of one of its imports (``imported_modules`` tries
+    ``folder.name``, which then names no module, as a sibling or under an ancestor)."""
 
-    def __init__(self, summaries: Mapping[str, Summary], resolve: Resolve) -> None:
-        self._summaries = summaries
-        self._resolve = resolve
-        self._spans = _spans(summaries)
-        self._first_parts: dict[str, set[str]] = {}
-        self._found: dict[tuple[str, str], set[str]] = {}
+    def __init__(self, modules: Iterable[str]) -> None:
+        names = list(modules)
+        prefixes = {
+            name.rsplit(".", cut)[0] for name in names for cut in range(1, name.count(".") + 1)
+        }
+        self._before: dict[str, set[str]] = {}
+        for span in _spans(names):
+            folder, _, last = span.rpartition(".")
+            if folder in prefixes:
+                self._before.setdefault(last, set()).add(folder)
 
-    def imports_of(self, module: str, folder: str) -> set[str]:
-        """What ``module`` imports in a program run from ``folder`` (read-only)."""
-        if module not in self._summaries:  # a namespace folder, or a module no summary holds
-            return set()
-        if (module, folder) not in self._found:
-            self._found[module, folder] = self._walked(module, folder)
-        return self._found[module, folder]
-
-    def _walked(self, module: str, folder: str) -> set[str]:
-        # The folder's try at ``name`` finds a module named ``folder.name`` or one
-        # ending so (inside the importer's folder: ``Resolve``). Where no module's name
-        # holds ``folder.first`` for the first part of any of this module's imports,
-        # every try fails and the walk without the folder stands.
-        summary = self._summaries[module]
-        if module not in self._first_parts:
-            self._first_parts[module] = _first_parts(summary)
-        if folder and all(
-            f"{folder}.{first}" not in self._spans for first in self._first_parts[module]
-        ):
-            return self.imports_of(module, "")
-        return imported_modules(self._resolve, module, imported_names(summary), folder)
+    def folders(self, names: Iterable[str]) -> list[str]:
+        """The folders from which a module's imports of ``names`` (``imported_names``)
+        may read other modules than from none (sorted)."""
+        found: set[str] = set()
+        for first in _first_parts(names):
+            found |= self._before.get(first, set())
+        return sorted(found)
 
 
 def _spans(modules: Iterable[str]) -> set[str]:
@@ -204,11 +222,9 @@ def _spans(modules: Iterable[str]) -> set[str]:
     return found
 
 
-def _first_parts(summary: Summary) -> set[str]:
-    """The first part of each absolute name a module imports (``torch`` of ``torch.nn``)."""
-    return {
-        value.partition(".")[0] for value in imported_names(summary) if not value.startswith(".")
-    }
+def _first_parts(names: Iterable[str]) -> set[str]:
+    """The first part of each absolute name imported (``torch`` of ``torch.nn``)."""
+    return {value.partition(".")[0] for value in names if not value.startswith(".")}
 
 
 def imported_names(summary: Summary) -> set[str]:
@@ -221,18 +237,6 @@ def imported_names(summary: Summary) -> set[str]:
         *reach.get("imported", ()),
         *reach.get("star", ()),
     }
-
-
-def _closure(program: str, imports_of: Callable[[str, str], set[str]]) -> set[str]:
-    folder = program.rpartition(".")[0]
-    seen = {program}
-    pending = [program]
-    while pending:
-        for module in imports_of(pending.pop(), folder):
-            if module not in seen:
-                seen.add(module)
-                pending.append(module)
-    return seen
 
 
 def imported_modules(

@@ -33,11 +33,11 @@ nothing references is *unreferenced*: nothing in the project can run it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ddplint.code.project.programs import imported_modules, imported_names
+from ddplint.code.project.programs import Part, imported_modules, imported_names
 from ddplint.code.project.summaries import Summary, qualify
 from ddplint.code_facts import is_test_file
 
@@ -81,40 +81,84 @@ class Reach:
     unreferenced: Mapping[str, frozenset[str]]
 
 
-def project_reach(project: Project) -> Reach:
-    """The project's reach (see the module docstring), built once from the summaries."""
-    summaries = project.summaries
-    modules = list(project.paths)
-    parts = {module: summaries[module].get("reach", {}) for module in modules}
-    words, named, dotted = _named_words(parts.values())
-    loaded_by_name = _loaded_by_name(project, parts)
-    loads = [load for part in parts.values() for load in part.get("loads", ())]
-    defined = {module: _top_level(summaries[module]) for module in modules}
+def reach_part(project: Project, module: str, loose: LooseImports) -> Part:
+    """What ``project_reach`` reads of one module, its names resolved: its naming
+    strings and loads by a computed name, whether its top level calls project code,
+    the modules it loads by a constant name, those it imports with ``*`` and those it
+    reaches wholly otherwise, its top-level names (and the others it binds, and those a
+    registering decorator marks), what it references of each module, and the modules
+    it imports from no folder (``imported``; the index reads them again from a folder
+    that can change them). Falsy parts are left out."""
+    summary = project.summaries[module]
+    own = summary.get("reach", {})
+    defined = _top_level(summary)
+    part: Part = {
+        "program": bool(summary.get("top", {}).get("program")),
+        "strings": list(own.get("strings", ())),
+        "loads": [list(load) for load in own.get("loads", ())],
+        "runs_code": _runs_project_code(project, module),
+        "loaded": sorted(_loaded_by_name(project, module, own)),
+        "defined": sorted(defined),
+        "bound": sorted(_bound(summary) - defined),
+        "versioned": _versioned(project, module),
+        "wholly": sorted(_wholly_reached(project, module, own)),
+        "star": sorted(_star_targets(project, module, own)),
+        "registered": sorted(_registered(summary)),
+        "referenced": {
+            m: sorted(names) for m, names in _referenced(project, module, loose).items()
+        },
+        "reached": sorted(imported(project, module, loose, "", imported_names(summary))),
+    }
+    return {name: value for name, value in part.items() if value}
+
+
+def project_reach(
+    parts: Mapping[str, Part],
+    paths: Mapping[str, str],
+    reached_of: Callable[[str, str], Iterable[str]],
+) -> Reach:
+    """The project's reach (see the module docstring), from each module's
+    ``reach_part`` (``paths``: module name -> path) and the modules it imports in a
+    program run from a folder (``reached_of(module, folder)``: ``imported``)."""
+    modules = list(paths)
+    words, named, dotted = _named_words(parts[module].get("strings", ()) for module in modules)
+    loaded_by_name = {found for module in modules for found in parts[module].get("loaded", ())}
+    loads = [load for module in modules for load in parts[module].get("loads", ())]
+    defined = {module: set(parts[module].get("defined", ())) for module in modules}
     roots = {
         module
         for module in modules
-        if summaries[module].get("top", {}).get("program")
+        if parts[module].get("program")
         or module.rpartition(".")[2] == "__main__"
-        or _runs_project_code(project, module)
-        or is_test_file(project.paths[module])
+        or parts[module].get("runs_code")
+        or is_test_file(paths[module])
         or _named(module, words, named, dotted)
         or module in loaded_by_name
-        or (loads and any(_loaded(module, _bound(summaries[module]), h, a) for h, a in loads))
+        or (loads and any(_loaded(module, _bound_of(parts[module]), h, a) for h, a in loads))
     }
-    loose = LooseImports(project, modules)
-    run = _run_from(project, roots, loose)
-    installable = _SETUP in defined or any(_versioned(project, m) for m in modules if "." not in m)
-    programs = any(summaries[m].get("top", {}).get("program") for m in modules)
+    run = _run_from(paths, roots, reached_of)
+    installable = _SETUP in defined or any(
+        parts[m].get("versioned") for m in modules if "." not in m
+    )
+    programs = any(parts[m].get("program") for m in modules)
     unheaded = any(not head for head, _ in loads)
     unrun = (
         frozenset(m for m in modules if m not in run)
         if programs and not installable and not unheaded
         else frozenset()
     )
-    everything = _wholly_reached(project, parts, modules, loads)
+    everything = {found for module in modules for found in parts[module].get("wholly", ())}
+    everything.update(_star_imported(parts))
+    heads = [head for head, attribute in loads if not attribute]
+    everything.update(m for m in modules if any(m.startswith(head) for head in heads))
     everything.update(_named_wholly(modules, named, dotted), loaded_by_name)
     words.update(attribute for _, attribute in loads)
-    referenced = _referenced(project, modules, defined, words, loose)
+    referenced: dict[str, set[str]] = {}
+    for module in modules:
+        referenced.setdefault(module, set()).update(defined[module] & words)
+        referenced[module].update(parts[module].get("registered", ()))
+        for target, names in parts[module].get("referenced", {}).items():
+            referenced.setdefault(target, set()).update(names)
     unreferenced = {}
     for module in run:
         if module in everything or module not in defined:
@@ -137,22 +181,28 @@ class Unseen:
     named: Mapping[str, frozenset[str]]
 
 
-def unseen_reach(project: Project) -> Unseen:
-    """The project's ``Unseen`` (see ``project_reach``: the same strings, star imports
-    and decorators; a load by a computed name and a lookup by one are left to whoever
-    follows the code that makes them)."""
-    summaries = project.summaries
-    modules = list(project.paths)
-    parts = {module: summaries[module].get("reach", {}) for module in modules}
-    words, named, dotted = _named_words(parts.values())
-    wholly = _star_imported(project, parts, modules)
-    wholly.update(_named_wholly(modules, named, dotted), _loaded_by_name(project, parts))
+def unseen_reach(parts: Mapping[str, Part]) -> Unseen:
+    """The project's ``Unseen``, from each module's ``reach_part`` (see
+    ``project_reach``: the same strings, star imports and decorators; a load by a
+    computed name and a lookup by one are left to whoever follows the code that makes
+    them)."""
+    modules = list(parts)
+    words, named, dotted = _named_words(parts[module].get("strings", ()) for module in modules)
+    wholly = _star_imported(parts)
+    wholly.update(_named_wholly(modules, named, dotted))
+    wholly.update(found for module in modules for found in parts[module].get("loaded", ()))
     marked: dict[str, frozenset[str]] = {}
     for module in modules:
-        found = _registered(summaries[module]) | (_top_level(summaries[module]) & words)
+        part = parts[module]
+        found = set(part.get("registered", ())) | (set(part.get("defined", ())) & words)
         if found:
             marked[module] = frozenset(found)
     return Unseen(frozenset(wholly), marked)
+
+
+def _star_imported(parts: Mapping[str, Part]) -> set[str]:
+    """The modules some module imports with ``*``."""
+    return {found for part in parts.values() for found in part.get("star", ())}
 
 
 def _named_wholly(modules: list[str], named: set[str], dotted: set[str]) -> set[str]:
@@ -172,6 +222,11 @@ def _registered(summary: Summary) -> set[str]:
     }
 
 
+def _bound_of(part: Part) -> set[str]:
+    """The names a module binds at its top level, from its part."""
+    return {*part.get("defined", ()), *part.get("bound", ())}
+
+
 def _runs_project_code(project: Project, module: str) -> bool:
     """Whether the module's top level calls a project function or class (a script:
     ``from train_lib import run; run()``)."""
@@ -185,26 +240,36 @@ def _runs_project_code(project: Project, module: str) -> bool:
     return False
 
 
-def _run_from(project: Project, roots: set[str], loose: LooseImports) -> set[str]:
-    """The roots and every module they import, transitively (``programs.imported_modules``:
-    with the packages around them; every import read, nested ones and ``*`` too, for
-    the summary's imports keep one module per local name). Each module is read once,
-    with the folder of the first root that reached it on ``sys.path``; an import the
-    index cannot resolve reaches every module whose name ends as it does (``LooseImports``)."""
+def imported(
+    project: Project, module: str, loose: LooseImports, folder: str, names: Iterable[str]
+) -> set[str]:
+    """The modules ``module`` imports by ``names`` (``programs.imported_names``: every
+    import read, nested ones and ``*`` too) in a program run from ``folder``
+    (``programs.imported_modules``: with the packages around them); an import the index
+    cannot resolve reaches every module whose name ends as it does (``LooseImports``)."""
+    reached: set[str] = set()
+    for name in sorted(names):
+        strict = imported_modules(project.resolve_module, module, [name], folder)
+        if not strict:
+            for found in loose.modules(name):
+                parts = found.split(".")
+                strict.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
+        reached.update(strict)
+    return reached
+
+
+def _run_from(
+    paths: Mapping[str, str], roots: set[str], reached_of: Callable[[str, str], Iterable[str]]
+) -> set[str]:
+    """The roots and every module they import, transitively (``imported``). Each
+    module is read once, with the folder of the first root that reached it on
+    ``sys.path``."""
     run = set(roots)
     pending = [(root, root.rpartition(".")[0]) for root in roots]
     while pending:
         module, folder = pending.pop()
-        reached: set[str] = set()
-        for name in sorted(imported_names(project.summaries[module])):
-            strict = imported_modules(project.resolve_module, module, [name], folder)
-            if not strict:
-                for found in loose.modules(name):
-                    parts = found.split(".")
-                    strict.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
-            reached.update(strict)
-        for found in reached:
-            if found not in run and found in project.paths:
+        for found in reached_of(module, folder):
+            if found not in run and found in paths:
                 run.add(found)
                 pending.append((found, folder))
     return run
@@ -231,15 +296,16 @@ def _bound(summary: Summary) -> set[str]:
     return _top_level(summary) | set(summary.get("imports", {})) | set(summary.get("instances", {}))
 
 
-def _named_words(parts: Iterable[Summary]) -> tuple[set[str], set[str], set[str]]:
-    """Every word of the project's naming strings; the dotted names they begin and end
-    with (``a.b.c``: ``a.b``, ``b.c``, ``a.b.c``); and their dotted forms (a path's
-    ``tools/train.py`` as ``tools.train``, an entry point's ``m:f`` as ``m.f``)."""
+def _named_words(strings: Iterable[Iterable[str]]) -> tuple[set[str], set[str], set[str]]:
+    """Every word of the project's naming strings (each module's); the dotted names
+    they begin and end with (``a.b.c``: ``a.b``, ``b.c``, ``a.b.c``); and their dotted
+    forms (a path's ``tools/train.py`` as ``tools.train``, an entry point's ``m:f`` as
+    ``m.f``)."""
     words: set[str] = set()
     named: set[str] = set()
     dotted: set[str] = set()
-    for part in parts:
-        for text in part.get("strings", ()):
+    for texts in strings:
+        for text in texts:
             pieces = [p for p in _PARTS.split(text.removesuffix(".py")) if p]
             words.update(pieces)
             if len(pieces) > 1:
@@ -266,15 +332,14 @@ def _dotted_name(module: str, named: set[str], dotted: set[str]) -> bool:
     )
 
 
-def _loaded_by_name(project: Project, parts: Mapping[str, Summary]) -> set[str]:
-    """The modules a load names by a constant (``import_module("plugins.fancy")``,
+def _loaded_by_name(project: Project, module: str, own: Summary) -> set[str]:
+    """The modules the module's loads name by a constant (``import_module("plugins.fancy")``,
     ``instantiate`` of ``"pkg.models.Net"``: the module the name leads to)."""
     found: set[str] = set()
-    for module, part in parts.items():
-        for name in part.get("loaded", ()):
-            symbol = project.lookup(name.replace(":", "."), module)
-            if symbol is not None:
-                found.add(symbol[1])
+    for name in own.get("loaded", ()):
+        symbol = project.lookup(name.replace(":", "."), module)
+        if symbol is not None:
+            found.add(symbol[1])
     return found
 
 
@@ -284,51 +349,37 @@ def _loaded(module: str, names: set[str], head: str, attribute: str) -> bool:
     return module.startswith(head) and (not attribute or attribute in names)
 
 
-def _wholly_reached(
-    project: Project,
-    parts: Mapping[str, Summary],
-    modules: list[str],
-    loads: list[list[str]],
-) -> set[str]:
-    """Modules every name of which may be reached where analysis cannot see: imported
-    with ``*``, looking their own names up, looked up by a computed name, or loaded by
-    a computed name whose result is not read by one attribute."""
-    found = _star_imported(project, parts, modules)
-    for module in modules:
-        part = parts[module]
-        if part.get("own_lookup"):
-            found.add(module)
-        imports = project.summaries[module].get("imports", {})
-        for receiver in part.get("lookups", ()):
-            qualified = qualify(receiver, imports) if receiver else None
-            symbol = project.lookup(qualified, module) if qualified else None
-            if symbol is not None and symbol[0] == "module":
-                found.add(symbol[1])
-    heads = [head for head, attribute in loads if not attribute]
-    found.update(m for m in modules if any(m.startswith(head) for head in heads))
-    return found
-
-
-def _star_imported(project: Project, parts: Mapping[str, Summary], modules: list[str]) -> set[str]:
-    """The modules some module imports with ``*``."""
+def _wholly_reached(project: Project, module: str, own: Summary) -> set[str]:
+    """The modules every name of which the module may reach where analysis cannot see:
+    itself where it looks its own names up, and those it looks up by a computed name
+    (those it imports with ``*`` are its ``star`` part; a load by a computed name whose
+    result is not read by one attribute is the project's: ``project_reach``)."""
     found: set[str] = set()
-    for module in modules:
-        for name in parts[module].get("star", ()):
-            target = project.resolve_module(name, module)
-            if target is not None:
-                found.add(target)
+    if own.get("own_lookup"):
+        found.add(module)
+    imports = project.summaries[module].get("imports", {})
+    for receiver in own.get("lookups", ()):
+        qualified = qualify(receiver, imports) if receiver else None
+        symbol = project.lookup(qualified, module) if qualified else None
+        if symbol is not None and symbol[0] == "module":
+            found.add(symbol[1])
     return found
 
 
-def _referenced(
-    project: Project,
-    modules: list[str],
-    defined: Mapping[str, set[str]],
-    words: set[str],
-    loose: LooseImports,
-) -> dict[str, set[str]]:
-    """Per module, its top-level names some module of the project references (see the
-    module docstring), in one pass over every module's imports and reads."""
+def _star_targets(project: Project, module: str, own: Summary) -> set[str]:
+    """The modules the module imports with ``*``."""
+    found: set[str] = set()
+    for name in own.get("star", ()):
+        target = project.resolve_module(name, module)
+        if target is not None:
+            found.add(target)
+    return found
+
+
+def _referenced(project: Project, module: str, loose: LooseImports) -> dict[str, set[str]]:
+    """Per module, its top-level names ``module`` references through its imports and
+    reads (see the module docstring; a name a naming string holds or a registering
+    decorator marks is the project's: ``project_reach``)."""
     found: dict[str, set[str]] = {}
 
     def add(symbols: list[tuple[str, ...]]) -> bool:
@@ -338,27 +389,24 @@ def _referenced(
                 found.setdefault(symbol[1], set()).add(symbol[2].partition(".")[0])
         return any(symbol[0] == "module" for symbol in symbols)
 
-    for module in modules:
-        summary = project.summaries[module]
-        own = defined[module]
-        found.setdefault(module, set()).update(own & words)
-        imports: dict[str, str] = summary.get("imports", {})
-        projected = {
-            local: add(loose.symbols(qualified, module)) for local, qualified in imports.items()
-        }
-        bound = set(imports.values())
-        for qualified in summary.get("reach", {}).get("imported", ()):
-            if qualified not in bound:
-                add(loose.symbols(qualified, module))
-        for use in summary.get("uses", ()):
-            if ":" in use:
-                continue
-            head, _, rest = use.partition(".")
-            if head in own and head not in imports:
-                found[module].add(head)
-            elif rest and projected.get(head):
-                add(loose.symbols(f"{imports[head]}.{rest}", module))
-        found[module].update(_registered(summary))
+    summary = project.summaries[module]
+    own = _top_level(summary)
+    imports: dict[str, str] = summary.get("imports", {})
+    projected = {
+        local: add(loose.symbols(qualified, module)) for local, qualified in imports.items()
+    }
+    bound = set(imports.values())
+    for qualified in summary.get("reach", {}).get("imported", ()):
+        if qualified not in bound:
+            add(loose.symbols(qualified, module))
+    for use in summary.get("uses", ()):
+        if ":" in use:
+            continue
+        head, _, rest = use.partition(".")
+        if head in own and head not in imports:
+            found.setdefault(module, set()).add(head)
+        elif rest and projected.get(head):
+            add(loose.symbols(f"{imports[head]}.{rest}", module))
     return found
 
 
@@ -369,8 +417,13 @@ class LooseImports:
     or one the imported name ends with (``from src.data import M`` where ``src/`` holds
     no ``__init__``). Every such module is taken: an import never says nothing runs."""
 
-    def __init__(self, project: Project, modules: list[str]) -> None:
+    def __init__(
+        self, project: Project, modules: Iterable[str], note: Callable[[str], None]
+    ) -> None:
+        """``note`` is told each module an answer names (a module that goes changes
+        the answers that named it; one that comes, any answer)."""
         self._project = project
+        self._note = note
         self._ending: dict[str, list[str]] = {}
         #: The most parts a module's name has: no longer run of parts names one.
         self._depth = 0
@@ -402,6 +455,8 @@ class LooseImports:
         for cut in range(len(parts), 0, -1):
             found = self._named(parts, cut)
             if found:
+                for module in found:
+                    self._note(module)
                 yield cut, found
                 return
 
