@@ -63,6 +63,11 @@ ABORT_CALLS = frozenset({"os._exit", "os.abort"})
 _QUIET = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 
 
+#: The statements that leave a block for elsewhere in the function: ``return``,
+#: ``break``, ``continue``.
+JUMPS = (ast.Return, ast.Break, ast.Continue)
+
+
 class NodeKind(str, Enum):
     ENTRY = "entry"
     EXIT = "exit"  # the function returns (or module code ends)

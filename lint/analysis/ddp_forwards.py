@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from ddplint.analysis.control_flow import Graph, Node, holds_node, own_nodes
+from ddplint.analysis.control_flow import JUMPS, Graph, Node, holds_node, own_nodes
 from ddplint.analysis.divergence import Source, Taint
 from ddplint.analysis.effects import DDP_FORWARD, Collective, own_calls
 from ddplint.analysis.functions import FunctionFacts, ModuleAnalysis
@@ -32,8 +32,6 @@ from ddplint.analysis.names import dotted_name
 from ddplint.analysis.questions import root_cause
 from ddplint.analysis.rank_guards import RankGuard, guard_of, paired_tests
 from ddplint.analysis.step_paths import NO_GRAD_CONTEXTS
-
-_JUMPS = (ast.Return, ast.Break, ast.Continue)
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ def _exit_taken(function: FunctionFacts, guard: RankGuard, node: Node) -> ast.AS
     if guard.where is None or guard.where[1].statement is None:
         return None
     cause = root_cause(function, guard.where[1], node)
-    return cause if isinstance(cause, _JUMPS) else None
+    return cause if isinstance(cause, JUMPS) else None
 
 
 def _with_shadowed(

@@ -29,7 +29,6 @@ collectives decides nothing (pairing), nor a check whose answer is shared first
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
@@ -38,7 +37,7 @@ from ddplint.analysis.divergence import Source, Taint, paired_arguments
 from ddplint.analysis.dominance import avoids
 from ddplint.analysis.effects import Collective
 from ddplint.analysis.functions import ModuleAnalysis
-from ddplint.analysis.names import Names, call_argument, dotted_name
+from ddplint.analysis.names import BUILTIN_NAMES, Names, call_argument, dotted_name
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads, paired_tests
 
 #: ``pathlib.Path`` methods that look at the file system.
@@ -84,8 +83,6 @@ WRITING_METHODS = frozenset(
     }
 )
 _WRITING_MODES = frozenset("wax+")
-#: The builtins' names (a call of one, ``open`` aside, writes no file).
-BUILTIN_NAMES = frozenset(dir(builtins))
 #: Functions that make the folder they are handed and nothing in it.
 FOLDER_MAKERS = frozenset({"os.makedirs", "os.mkdir"})
 #: Checks that list a folder's entries (which making the folder does not change).

@@ -15,11 +15,10 @@ unknown. The wrapped name is followed through its bindings in the wrapping funct
 from __future__ import annotations
 
 import ast
-import builtins
 
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.module_nodes import ModuleNodes
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import BUILTIN_NAMES, Names, dotted_name
 
 #: ``torch.nn`` classes that hold no buffers (their state is parameters only).
 BUFFER_FREE_LAYERS = frozenset(
@@ -43,7 +42,6 @@ _MODULE_BASES = frozenset({"torch.nn.Module"})
 #: Methods that unwrap nothing and return the model itself (or a compiled view of it).
 _SAME_MODEL_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "float", "double", "train"})
 _SAME_MODEL_FUNCTIONS = frozenset({"torch.compile"})
-_BUILTINS = frozenset(dir(builtins))
 
 
 class BufferFreeModels:
@@ -171,7 +169,7 @@ class BufferFreeModels:
         if isinstance(func, ast.Name):
             if func.id in self._classes:
                 return self.buffer_free(func.id)
-            return func.id in _BUILTINS and resolved == func.id
+            return func.id in BUILTIN_NAMES and resolved == func.id
         if not isinstance(func, ast.Attribute):
             return False  # ``getattr(nn, kind)(width)``: not known
         head = func.value

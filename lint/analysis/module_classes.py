@@ -9,13 +9,12 @@ unknown otherwise. A base's name never decides: an unknown base leaves the kind 
 from __future__ import annotations
 
 import ast
-import builtins
 
 from ddplint.analysis.constants import call_parameters
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.endless_iterables import drawn_source, is_endless_generator
 from ddplint.analysis.module_nodes import ModuleNodes
-from ddplint.analysis.names import Names, dotted_name
+from ddplint.analysis.names import BUILTIN_NAMES, Names, dotted_name
 from ddplint.analysis.object_kinds import (
     ENDLESS_ITERABLE,
     FIRST_ARGUMENT_ITEMS,
@@ -26,7 +25,6 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.project import NO_PROJECT, ProjectFacts
 
-_BUILTINS = frozenset(dir(builtins))
 #: Modules whose classes are bases of no framework (``abc.ABC``, ``typing.Generic``).
 _PLAIN_MODULES = ("abc.", "typing.", "enum.", "collections.", "dataclasses.")
 
@@ -97,7 +95,7 @@ class ClassKinds:
         if isinstance(base, ast.Subscript):
             base = base.value
         if isinstance(base, ast.Name) and base.id not in self._names.imports:
-            return base.id in _BUILTINS and base.id not in self._classes
+            return base.id in BUILTIN_NAMES and base.id not in self._classes
         resolved = self._names.resolve(base)
         return resolved is not None and resolved.startswith(_PLAIN_MODULES)
 

@@ -9,9 +9,13 @@ import barrier as b; b`` both read ``torch.distributed.barrier``.
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterable, Iterator, Sequence
 
 from ddplint.analysis.api import RANK_ONLY_DECORATORS
+
+#: The names Python's builtins module defines (``len``, ``print``, ``open``, ...).
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def dotted_name(expression: ast.AST) -> str | None:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.control_flow import (
+    JUMPS,
     EdgeKind,
     Node,
     NodeKind,
@@ -63,11 +64,6 @@ from ddplint.analysis.pairing import (
 )
 from ddplint.analysis.rank_guards import rank_only_decorator
 from ddplint.analysis.single_process import reads_rank_variable
-
-#: Exits a parting is reported at (a ``raise`` is an error path, never a parting; an
-#: exit with status 0 is one too: ``_leaves``).
-_JUMPS = (ast.Return, ast.Break, ast.Continue)
-
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -260,7 +256,7 @@ def _handler_exits(scope: Scope, function: FunctionFacts) -> Iterator[Parting]:
                 continue  # the handler issues collectives of its own: pairing unknown
             several = reached_by_several(function, handled)
             for jump in handled:
-                if not isinstance(jump.statement, _JUMPS) or jump.index not in several:
+                if not isinstance(jump.statement, JUMPS) or jump.index not in several:
                     continue
                 head = _loop_head(scope, function, jump, nodes_of)
                 missed = _skipped_by(function, start, jump, head)
@@ -581,9 +577,10 @@ def root_cause(function: FunctionFacts, test: Node, skipped: Node) -> ast.AST:
 
 
 def _leaves(node: Node) -> bool:
-    """A ``return`` / ``break`` / ``continue``, or an exit that ends the process as a
+    """The exits a parting is reported at (a ``raise`` is an error path, never a
+    parting): a ``return`` / ``break`` / ``continue``, or an exit that ends the process as a
     success (``sys.exit(0)``, ``raise SystemExit``): the peers go on without it."""
-    if isinstance(node.statement, _JUMPS):
+    if isinstance(node.statement, JUMPS):
         return True
     raises = any(edge is EdgeKind.RAISE for _, edge in node.successors)
     return raises and not ends_loudly(node.statement)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ddplint.analysis.api import GLOBAL_ZERO_DECORATORS, LOCAL_RANK_SPELLINGS
-from ddplint.analysis.control_flow import EdgeKind, Node, Scope, ends_loudly, holds_node
+from ddplint.analysis.control_flow import JUMPS, EdgeKind, Node, Scope, ends_loudly, holds_node
 from ddplint.analysis.divergence import Divergence, Facet, Source, Taint
 from ddplint.analysis.dominance import Dependence, decision_successors
 from ddplint.analysis.effects import header_parts
@@ -132,7 +132,6 @@ def _innermost_guard(
     return rank_only_decorator(analysis, scope)
 
 
-_JUMPS = (ast.Break, ast.Continue, ast.Return)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -146,7 +145,7 @@ def _jumps_alone(analysis: ModuleAnalysis, test: ast.AST, guarded: ast.AST | Non
     pending = [*getattr(test, "body", []), *getattr(test, "orelse", [])]
     while pending:
         statement = pending.pop()
-        if isinstance(statement, _JUMPS):
+        if isinstance(statement, JUMPS):
             jumps.append(statement)
         elif not isinstance(statement, _NESTED):
             pending.extend(c for c in ast.iter_child_nodes(statement) if isinstance(c, ast.stmt))

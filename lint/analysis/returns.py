@@ -17,7 +17,6 @@ display of one length, each item gets its own slice (``return model, start_step`
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -25,10 +24,9 @@ from ddplint.analysis.api import RANK_ATTRIBUTES, RANK_FUNCTION_NAMES
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import own_nodes
 from ddplint.analysis.divergence import PLACEMENT_METHODS
-from ddplint.analysis.names import Names
+from ddplint.analysis.names import BUILTIN_NAMES, Names
 from ddplint.analysis.single_process import reads_rank_variable
 
-_BUILTINS = frozenset(dir(builtins))
 #: Calls whose result reads a local clock (the divergence's probes, by module).
 _CLOCK_MODULES = ("time.", "datetime.", "random.", "numpy.random.", "torch.rand")
 
@@ -139,7 +137,9 @@ def _reaching(
                 reaching.add(node.id)  # and what the function stores in it, below
             if node.id in bindings:
                 pending.extend(bindings[node.id])
-            elif not (node.id in parameters or node.id in names.imports or node.id in _BUILTINS):
+            elif not (
+                node.id in parameters or node.id in names.imports or node.id in BUILTIN_NAMES
+            ):
                 return None  # ``self``, a global value of the module: not followed
     return frozenset(reaching)
 

@@ -36,7 +36,6 @@ along the call graph, ``DeviceQueue`` along the module's own functions).
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.host_waits import (
@@ -48,6 +47,7 @@ from ddplint.analysis.host_waits import (
     UPLOADING_FACTORIES,
     is_host_read,
 )
+from ddplint.analysis.names import BUILTIN_NAMES
 
 #: Functions that block the host until the device has finished its queue (a barrier on
 #: NCCL is an all-reduce the host waits for).
@@ -92,7 +92,6 @@ _LIBRARY_TAILS = frozenset(
 _HOROVOD_TAILS = frozenset(name.rpartition(".")[2] for name in _HOROVOD_BLOCKING)
 _TESTS = (ast.If, ast.While, ast.Assert, ast.IfExp)
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
-_BUILTINS = frozenset(dir(builtins))
 
 
 def synchronous_collective(call: ast.Call, resolve: Resolve) -> bool:
@@ -163,7 +162,7 @@ def _works(call: ast.Call, resolve: Resolve) -> bool:
             root = root.value  # type: ignore[assignment]
         return isinstance(root, ast.Name) and root.id == "self"
     if isinstance(func, ast.Name):
-        if func.id in _BUILTINS:
+        if func.id in BUILTIN_NAMES:
             return False
         return not (resolve(func) or "").startswith("torch.")
     return False

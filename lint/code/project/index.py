@@ -377,17 +377,16 @@ class ProjectIndex:
         if qualified.startswith("."):
             qualified = self._absolute(qualified, importer)
         parts = qualified.split(".")
-        package, _, attribute = qualified.rpartition(".")
-        if package:
-            found = self.resolve_module(package, importer)
-            if found is not None and self._binds_own(found, attribute):
-                # ``from pkg.tools import train``: the package's own ``train`` (``from
-                # .train import train`` in its ``__init__``) hides its submodule.
-                return self._member(("module", found), attribute, depth + 1)
         for cut in range(len(parts), 0, -1):
             module = self.resolve_module(".".join(parts[:cut]), importer)
             if module is None:
                 continue
+            if cut == len(parts) > 1:
+                # ``from pkg.tools import train``: the package's own ``train`` (``from
+                # .train import train`` in its ``__init__``) hides its submodule.
+                package = self.resolve_module(".".join(parts[:-1]), importer)
+                if package is not None and self._binds_own(package, parts[-1]):
+                    return self._member(("module", package), parts[-1], depth + 1)
             symbol: Symbol | None = ("module", module)
             for attribute in parts[cut:]:
                 if symbol is None:

@@ -18,11 +18,11 @@ each passes an allocation of that one kind.
 
 from __future__ import annotations
 
-import builtins
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ddplint.analysis.names import BUILTIN_NAMES
 from ddplint.analysis.object_kinds import (
     ENDLESS_ITERABLE,
     ENGINE,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 12
 #: Bases that make a class no object of the frameworks (``ABC``, ``Generic``, ``Enum``).
 _PLAIN_MODULES = ("abc.", "typing.", "enum.", "collections.", "dataclasses.")
-_BUILTINS = frozenset(dir(builtins))
 _UNKNOWN = "?"
 
 
@@ -125,7 +124,7 @@ class ProjectKinds:
         """``object``, ``ABC``, ``Generic``, ``Exception``: a base of no framework."""
         qualified = qualify(base, self._index.summaries[module]["imports"])
         if qualified is None:
-            return base in _BUILTINS
+            return base in BUILTIN_NAMES
         return qualified.startswith(_PLAIN_MODULES)
 
     def _returned_kind(self, module: str, name: str, depth: int) -> str | None:
