@@ -1,5 +1,6 @@
-"""Content-hash cache: findings per file content, keyed by file bytes, file kind, tool
-version and settings, so an unchanged tree re-lints almost instantly.
+"""Content-hash cache: findings per file content, keyed by file bytes, file kind, the
+running code (version and sources, ``build_identity``) and settings, so an unchanged
+tree re-lints almost instantly.
 
 One SQLite database per settings fingerprint (``sqlite3`` from the standard library): a
 run reads the entries it asks for, one by one, not the whole cache, and writes what it

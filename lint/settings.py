@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from ddplint import __version__
+from ddplint.build_identity import build_identity
 from ddplint.source import FileTooLarge, read_source_bytes
 
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
@@ -141,7 +141,7 @@ class LintOptions:
 
     def fingerprint(self) -> str:
         payload = json.dumps(
-            [__version__, self.selected, self.torch_version, self.max_file_size, self.facts]
+            [build_identity(), self.selected, self.torch_version, self.max_file_size, self.facts]
         )
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
