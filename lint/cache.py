@@ -45,6 +45,36 @@ LOCK_TIMEOUT_SECONDS = 5.0
 _SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT, signature TEXT)"
 
 
+_OWN_GITIGNORE = "# created by ddplint\n*\n"
+#: What a results database leaves beside it (SQLite's journals).
+_RESULTS_SUFFIXES = (".sqlite3", ".sqlite3-journal", ".sqlite3-wal", ".sqlite3-shm")
+
+
+def clear_results(directory: Path) -> list[Path]:
+    """Remove every results database (of any settings or code) from the cache folder,
+    and the folder itself when ddplint made it and nothing else is left; the paths
+    removed. Only regular files ddplint names are touched; a folder that is a link is
+    refused (``OSError``)."""
+    if directory.is_symlink():
+        raise OSError(f"{directory} is a symbolic link; not cleaned")
+    if not directory.is_dir():
+        return []
+    removed: list[Path] = []
+    for entry in sorted(directory.iterdir()):
+        own = entry.name.startswith("results-") and entry.name.endswith(_RESULTS_SUFFIXES)
+        if own and stat.S_ISREG(os.lstat(entry).st_mode):
+            entry.unlink()
+            removed.append(entry)
+    ignore = directory / ".gitignore"
+    left = [entry for entry in directory.iterdir() if entry != ignore]
+    ours = not left and ignore.is_file() and not ignore.is_symlink()
+    if ours and ignore.read_text(encoding="utf-8", errors="replace") == _OWN_GITIGNORE:
+        ignore.unlink()
+        directory.rmdir()
+        removed.append(directory)
+    return removed
+
+
 def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
@@ -332,7 +362,7 @@ class ResultCache:
             raise OSError(f"{self.directory} is not a folder")
         ignore = self.directory / ".gitignore"
         if created and not ignore.exists():
-            ignore.write_text("# created by ddplint\n*\n", encoding="utf-8")
+            ignore.write_text(_OWN_GITIGNORE, encoding="utf-8")
         if _regular_or_absent(self.file) is None:
             self.file.unlink()  # a link, a FIFO or a giant where the cache belongs
         try:

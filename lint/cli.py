@@ -711,6 +711,31 @@ cli.add_command(verify_command)
 cli.add_command(verify_dumps_command)
 
 
+@cli.command(short_help="Remove the project's result cache.")
+@click.argument("path", required=False, type=click.Path(path_type=str))
+def clean(path: str | None) -> None:
+    """Remove the result cache of the project at PATH (default: this folder's project):
+    every results database, of any settings or ddplint version, and the cache folder
+    when ddplint made it. The signing key, kept outside the project, stays."""
+    from ddplint.cache import clear_results
+    from ddplint.engine.run_setup import cache_directory
+
+    try:
+        settings = build_settings((path,) if path else (), None, (), (), (), False)
+    except SettingsError as exc:
+        _fail(str(exc))
+    directory = cache_directory(settings)
+    try:
+        removed = clear_results(directory)
+    except OSError as exc:
+        _fail(f"cannot clean {printable(str(directory))}: {exc.strerror or exc}")
+    if not removed:
+        click.echo(printable(f"No cache to remove at {directory}"))
+        return
+    databases = sum(1 for entry in removed if entry != directory)
+    click.echo(printable(f"Removed {databases} results database(s) from {directory}"))
+
+
 @cli.command(short_help="Run the language server (LSP over stdio) for editors.")
 def server() -> None:
     """Run the language server (LSP over stdio) for editors; needs the `server` extra."""
