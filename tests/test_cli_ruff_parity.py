@@ -274,7 +274,7 @@ def test_show_files(project: Path) -> None:
 def test_top_level_help_keeps_summaries_whole() -> None:
     out = CliRunner().invoke(cli, ["--help"]).output
     commands = out.split("Commands:")[1].strip().splitlines()
-    assert len(commands) == 6
+    assert len(commands) == 7
     assert all(line.rstrip().endswith(".") and "..." not in line for line in commands)
 
 
