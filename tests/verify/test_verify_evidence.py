@@ -141,7 +141,10 @@ def test_an_fsdp2_forward_on_rank_zero_only_is_diagnosed_at_the_forward() -> Non
     assert report["outcome"] == "hang"
     first = report["divergences"][0]
     calls = {r["rank"]: r["call"] for r in first["ranks"]}
-    assert calls[0]["op"] == "all_gather_single" and not calls[0]["completed"]
+    # Whether rank 0's all-gather is seen completed depends on timing: gloo can pair it
+    # with the peer's barrier messages on a loaded machine (seen once in CI-like load);
+    # the diagnosis is where it was issued, not how it ended.
+    assert calls[0]["op"] == "all_gather_single"
     assert calls[0]["site"]["line"] == line_of(fixture, "sample = model(")
     assert any("fully_shard" in frame for frame in calls[0]["issued_by"])
     assert calls[1]["op"] == "barrier"
