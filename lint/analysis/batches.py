@@ -308,13 +308,14 @@ class _Counted:
         binds none)."""
         if isinstance(loop, ast.While):
             return ()
-        iterated = loop.iter
-        while (
-            isinstance(iterated, ast.Call)
-            and self._resolve(iterated.func) in ITEMS_PRESERVING
-            and iterated.args
+        iterated = shown_items(loop.iter, self._resolve)
+        bound = self._values.get(iterated.id, []) if isinstance(iterated, ast.Name) else []
+        if (
+            len(bound) == 1
+            and isinstance(made := shown_items(bound[0], self._resolve), ast.Call)
+            and self._resolve(made.func) in ("enumerate", "zip")
         ):
-            iterated = iterated.args[0]  # a progress bar yields its iterable's items
+            iterated = made  # ``it = enumerate(loader)`` bound once, then ``for i, b in it``
         if (
             isinstance(iterated, ast.Call)
             and self._resolve(iterated.func) == "enumerate"
@@ -377,6 +378,35 @@ def _self_field(node: ast.AST) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def shown_items(expression: ast.expr, resolve: Callable[[ast.expr], str | None]) -> ast.expr:
+    """What a loop over ``expression`` walks: ``x`` for a progress bar over ``x``
+    (``tqdm(x, ...)``, at any depth), and either arm of a choice between arms that walk
+    the same (``tqdm(enumerate(loader)) if is_main else enumerate(loader)``: the test
+    chooses how the items are shown, not which)."""
+    while True:
+        if (
+            isinstance(expression, ast.Call)
+            and resolve(expression.func) in ITEMS_PRESERVING
+            and expression.args
+            and not isinstance(expression.args[0], ast.Starred)
+        ):
+            expression = expression.args[0]
+        elif isinstance(expression, ast.IfExp) and same_items(
+            expression.body, expression.orelse, resolve
+        ):
+            expression = shown_items(expression.body, resolve)
+        else:
+            return expression
+
+
+def same_items(
+    first: ast.expr, second: ast.expr, resolve: Callable[[ast.expr], str | None]
+) -> bool:
+    """Whether loops over two expressions walk the same items (the same expression once
+    progress bars are taken off)."""
+    return ast.dump(shown_items(first, resolve)) == ast.dump(shown_items(second, resolve))
 
 
 def _entries(iterable: ast.expr) -> bool:

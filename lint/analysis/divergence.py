@@ -71,7 +71,7 @@ from ddplint.analysis.api import (
     RANK_ATTRIBUTES,
     RANK_FUNCTION_NAMES,
 )
-from ddplint.analysis.batches import BatchSeeds
+from ddplint.analysis.batches import BatchSeeds, same_items
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import (
     EdgeKind,
@@ -513,7 +513,7 @@ class _Evaluator:
         else torch.ones(4)``)."""
         found = _join(self.taint(expression.body, state), self.taint(expression.orelse, state))
         test = self.taint(expression.test, state)
-        if test is None:
+        if test is None or same_items(expression.body, expression.orelse, self.names.resolve):
             return found
         calls = [arm for arm in (expression.body, expression.orelse) if isinstance(arm, ast.Call)]
         facets = Facet(0)
@@ -711,7 +711,8 @@ class _Evaluator:
         every rank unless the range's start or step differs (how many turns each rank
         takes is the loop's own test, and after the loop the last number differs where
         that does: decided at the loop's exit). Anything else yields items carrying its
-        taint."""
+        taint. A name bound once to such a call, or a choice between arms that yield
+        the same items, is iterated as that call."""
         if (
             isinstance(iterable, ast.Call)
             and self.names.resolve(iterable.func) in ITEMS_PRESERVING
@@ -721,6 +722,14 @@ class _Evaluator:
             # A progress bar yields its iterable's items; its options (``disable=rank
             # != 0``, ``desc=``) display, they choose no item.
             return self.iterated(target, iterable.args[0], state)
+        if isinstance(iterable, ast.IfExp) and same_items(
+            iterable.body, iterable.orelse, self.names.resolve
+        ):
+            return self.iterated(target, iterable.body, state)
+        if isinstance(iterable, ast.Name) and self._walk_maker(self.single.get(iterable.id)):
+            # ``it = enumerate(loader)`` bound once, then ``for i, batch in it``: the
+            # turn's index and the items, as if the loop named the call.
+            return self.iterated(target, self.single[iterable.id], state)
         parts = _unstarred_parts(target)
         if isinstance(iterable, ast.Call) and parts is not None and not iterable.keywords:
             function = self.names.resolve(iterable.func)
@@ -762,6 +771,15 @@ class _Evaluator:
             counted = iterable.args[:1] + iterable.args[2:] if len(iterable.args) > 1 else []
             return [(target, _contents(_join(None, *(self.taint(a, state) for a in counted))))]
         return [(target, taint)]
+
+    def _walk_maker(self, value: ast.expr | None) -> bool:
+        """Whether ``value`` makes a walk whose parts a loop tells apart: ``enumerate``,
+        ``zip``, a progress bar, or a choice between arms that walk the same."""
+        if isinstance(value, ast.IfExp):
+            return same_items(value.body, value.orelse, self.names.resolve)
+        return isinstance(value, ast.Call) and (
+            self.names.resolve(value.func) in ("enumerate", "zip", *ITEMS_PRESERVING)
+        )
 
     def _attribute(self, expression: ast.Attribute, state: State) -> Taint | None:
         spelled = dotted_name(expression)
