@@ -77,19 +77,21 @@ def batch_seeds(
     helpers: frozenset[str] = frozenset(),
     names: Names | None = None,
     fields: dict[str, list[ast.expr | None]] | None = None,
+    generators: dict[str, tuple[bool, ...]] | None = None,
 ) -> BatchSeeds:
     """Where this rank's batch enters ``scope``; ``lightning_method``: it is a method of
     a LightningModule class; ``helpers``: how calls name the local functions that run a
     backward; ``names``: the module's imports (``trange``, ``itertools.count``);
     ``fields``: for a method, what its class binds each ``self.x`` to
-    (``field_bindings``)."""
+    (``field_bindings``); ``generators``: the module's generator functions that yield
+    tuples, by name, and which parts of their tuples carry a batch (``yielded_parts``)."""
     parameters: set[str] = set()
     if lightning_method and isinstance(scope, _FUNCTIONS):
         positional = [*scope.args.posonlyargs, *scope.args.args]
         for position in LIGHTNING_BATCH_POSITIONS.get(scope.name, ()):
             if position < len(positional):
                 parameters.add(positional[position].arg)
-    counted = _Counted(scope, names, fields or {})
+    counted = _Counted(scope, names, fields or {}, generators or {})
     loops = training_loops(scope, helpers)
     targets: dict[int, tuple[ast.expr, ...]] = {}
     for loop in loops:
@@ -200,9 +202,14 @@ class _Counted:
     yield no batch."""
 
     def __init__(
-        self, scope: ast.AST, names: Names | None, fields: dict[str, list[ast.expr | None]]
+        self,
+        scope: ast.AST,
+        names: Names | None,
+        fields: dict[str, list[ast.expr | None]],
+        generators: dict[str, tuple[bool, ...]] | None = None,
     ) -> None:
         self._names = names
+        self._generators = generators or {}
         #: name -> the values the scope binds it to (None: bound some other way); a
         #: ``self.x`` field -> those its class binds it to.
         self._values: dict[str, list[ast.expr | None]] = dict(fields)
@@ -316,6 +323,13 @@ class _Counted:
             and self._resolve(made.func) in ("enumerate", "zip")
         ):
             iterated = made  # ``it = enumerate(loader)`` bound once, then ``for i, b in it``
+        # ``it = make_batches(...)`` (in each arm of a choice): generators of the module.
+        walks = [iterated] if not bound else [value for value in bound if value is not None]
+        if (
+            len(walks) == max(len(bound), 1)
+            and (yielded := self._yielded(walks, loop.target)) is not None
+        ):
+            return yielded
         if (
             isinstance(iterated, ast.Call)
             and self._resolve(iterated.func) == "enumerate"
@@ -341,6 +355,33 @@ class _Counted:
                 if not self.counts(inner) and not self.fixed(inner)
             )
         return (loop.target,)
+
+    def _yielded(self, walks: list[ast.expr], target: ast.expr) -> tuple[ast.expr, ...] | None:
+        """The parts of ``target`` that hold a batch where the loop walks a call of one of
+        the module's generators (any of ``walks``, either arm of a choice) whose yielded
+        tuples are as long as the target (a step counter yielded beside each batch is no
+        batch); None for any other walk."""
+        if not isinstance(target, ast.Tuple):
+            return None
+        carried = [False] * len(target.elts)
+        arms = list(walks)
+        while any(isinstance(arm, ast.IfExp) for arm in arms):
+            arms = [
+                part
+                for arm in arms
+                for part in ((arm.body, arm.orelse) if isinstance(arm, ast.IfExp) else (arm,))
+            ]
+        for walk in arms:
+            if not (isinstance(walk, ast.Call) and isinstance(walk.func, ast.Name)):
+                return None
+            name = walk.func.id
+            if self._names is not None and name in self._names.imports:
+                return None
+            parts = self._generators.get(name)
+            if parts is None or len(parts) != len(carried):
+                return None
+            carried = [before or now for before, now in zip(carried, parts, strict=True)]
+        return tuple(part for part, carries in zip(target.elts, carried, strict=True) if carries)
 
     def draws_batch(self, call: ast.Call) -> bool:
         """``next(it)`` on anything but a counter: the next item of this rank's data."""
@@ -407,6 +448,136 @@ def same_items(
     """Whether loops over two expressions walk the same items (the same expression once
     progress bars are taken off)."""
     return ast.dump(shown_items(first, resolve)) == ast.dump(shown_items(second, resolve))
+
+
+#: Builtins whose result is a number computed from what they are handed.
+_ARITHMETIC_BUILTINS = frozenset({"len", "int", "float", "min", "max", "abs", "round", "bool"})
+
+
+def yielded_parts(function: ast.AST, names: Names | None) -> tuple[bool, ...] | None:
+    """For a generator whose every ``yield`` hands out a tuple of the same length, which
+    parts carry this rank's batch; None for any other function. A part carries none when
+    all it is computed from (through the generator's own bindings) are numbers: constants,
+    parameters and names bound only to arithmetic on them (``curr_step // accum + 1``,
+    a dict of such counts, ``len(dataset)``); an item of a loop that walks data, a
+    ``next(...)``, any other call or an item read out of something (``dataset[i]``)
+    carries one."""
+    yields = [
+        node.value for node in own_nodes(function) if isinstance(node, (ast.Yield, ast.YieldFrom))
+    ]
+    if not yields or not all(isinstance(value, ast.Tuple) for value in yields):
+        return None
+    width = {len(value.elts) for value in yields if isinstance(value, ast.Tuple)}
+    if len(width) != 1 or any(
+        isinstance(e, ast.Starred) for v in yields if isinstance(v, ast.Tuple) for e in v.elts
+    ):
+        return None
+    counted = _Counted(function, names, {})
+    parameters = _parameter_names(function)
+    carrying = _carrying_names(function, counted, parameters, names)
+    tuples = [value for value in yields if isinstance(value, ast.Tuple)]
+    return tuple(
+        any(not _counted_only(value.elts[index], carrying, parameters, names) for value in tuples)
+        for index in range(width.pop())
+    )
+
+
+def _parameter_names(function: ast.AST) -> set[str]:
+    if not isinstance(function, _FUNCTIONS):
+        return set()
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return {argument.arg for argument in every}
+
+
+def _carrying_names(
+    function: ast.AST, counted: _Counted, parameters: set[str], names: Names | None
+) -> set[str]:
+    """The names a generator binds to anything but arithmetic on numbers, to a fixed
+    point (``x = batch; y = x`` carries)."""
+    values: dict[str, list[ast.expr | None]] = {}
+    for node in own_nodes(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in _stored(target):
+                    # ``a, b = x, y`` pairs each part; anything else binds each name to all.
+                    values.setdefault(name, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            values.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            counts = counted.counts(node.iter)
+            for name in _stored(node.target):
+                values.setdefault(name, []).append(None if not counts else ast.Constant(0))
+        elif isinstance(node, (ast.With, ast.AsyncWith, ast.ExceptHandler, ast.NamedExpr)):
+            for name in bound_names(node):
+                values.setdefault(name, []).append(None)
+        elif isinstance(node, ast.comprehension):
+            for name in _stored(node.target):
+                values.setdefault(name, []).append(None)
+    carrying = {name for name, found in values.items() if any(v is None for v in found)}
+    changed = True
+    while changed:
+        changed = False
+        for name, found in values.items():
+            if name not in carrying and any(
+                not _counted_only(value, carrying, parameters, names)
+                for value in found
+                if value is not None
+            ):
+                carrying.add(name)
+                changed = True
+    return carrying
+
+
+def _stored(target: ast.expr) -> list[str]:
+    return [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _counted_only(
+    expression: ast.expr,
+    carrying: set[str],
+    parameters: set[str],
+    names: Names | None,
+    operand: bool = False,
+) -> bool:
+    """Whether ``expression`` is arithmetic on numbers only: no name of ``carrying``, a
+    parameter only as an operand of arithmetic (``step // accum``, ``len(dataset)``: a
+    parameter handed out as it is may be the data), no call but arithmetic builtins, no
+    item read out of anything; displays (``{"step": n + 1}``) of such values."""
+
+    def counted(child: ast.expr, as_operand: bool) -> bool:
+        return _counted_only(child, carrying, parameters, names, as_operand)
+
+    if isinstance(expression, ast.Constant):
+        return True
+    if isinstance(expression, ast.Name):
+        return expression.id not in carrying and (operand or expression.id not in parameters)
+    if isinstance(expression, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
+        return all(
+            counted(child, True)
+            for child in ast.iter_child_nodes(expression)
+            if isinstance(child, ast.expr)
+        )
+    if isinstance(expression, ast.Call):
+        func = expression.func
+        arithmetic = (
+            isinstance(func, ast.Name)
+            and func.id in _ARITHMETIC_BUILTINS
+            and (names is None or func.id not in names.imports)
+        )
+        return (
+            arithmetic
+            and not expression.keywords
+            and all(counted(argument, True) for argument in expression.args)
+        )
+    if isinstance(expression, (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.IfExp)):
+        return all(
+            counted(child, operand)
+            for child in ast.iter_child_nodes(expression)
+            if isinstance(child, ast.expr)
+        )
+    return False
 
 
 def _entries(iterable: ast.expr) -> bool:

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ddplint.analysis.api import BACKWARD_FUNCTIONS, BACKWARD_METHODS, DDP_WRAPPERS
-from ddplint.analysis.batches import BatchSeeds, batch_seeds, field_bindings, training_loops
+from ddplint.analysis.batches import (
+    BatchSeeds,
+    batch_seeds,
+    field_bindings,
+    training_loops,
+    yielded_parts,
+)
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.constants import ScopedConstants, parameter_names
 from ddplint.analysis.control_flow import (
@@ -347,6 +353,16 @@ class ModuleAnalysis:
             return f"{ast.unparse(func)}(...)"
         return None
 
+    @cached_property
+    def generators(self) -> dict[str, tuple[bool, ...]]:
+        """The module's own generator functions that yield tuples, by the name calls use,
+        and which parts of each tuple carry this rank's batch (``yielded_parts``)."""
+        found: dict[str, tuple[bool, ...]] = {}
+        for key, definition in self._definitions.items():
+            if "." not in key and (parts := yielded_parts(definition, self.names)) is not None:
+                found[key] = parts
+        return found
+
     def batch_view(
         self,
         scope: Scope,
@@ -363,7 +379,9 @@ class ModuleAnalysis:
         if found is None:  # the graph and dominance alone: not the function's own facts
             owner = self.nodes.scope_of.get(scope)
             fields = field_bindings(owner) if isinstance(owner, ast.ClassDef) else None
-            seeds = batch_seeds(scope, lightning, self.step_functions, self.names, fields)
+            seeds = batch_seeds(
+                scope, lightning, self.step_functions, self.names, fields, self.generators
+            )
             seeds = BatchSeeds(seeds.parameters | handed, seeds.loops, seeds.drawn)
             graph, dominance = self.graphs.graph(scope), self.dominance(scope)
             found = self._divergence(scope, graph, dominance, self._entry_of(scope), seeds)
