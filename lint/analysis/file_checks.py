@@ -163,7 +163,16 @@ def checked_path(names: Names, call: ast.Call) -> ast.expr | None:
 
 
 #: ``pathlib`` classes whose one argument is the path they stand for.
-_PATH_CLASSES = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
+_PATH_CLASSES = frozenset(
+    {
+        "pathlib.Path",
+        "pathlib.PurePath",
+        "pathlib.PosixPath",
+        "pathlib.WindowsPath",
+        "pathlib.PurePosixPath",
+        "pathlib.PureWindowsPath",
+    }
+)
 
 
 def _unwrapped_path(names: Names, expression: ast.expr) -> ast.expr:
@@ -374,12 +383,14 @@ class _WrittenProbes:
 
     def _only_reads(self, call: ast.Call) -> bool:
         """Whether ``call`` writes no file, whatever it is handed: a builtin (``open``
-        in a writing mode is a write, ``_writes``), ``os.path``'s functions (they build
-        or read a path) and the file-system checks."""
+        in a writing mode is a write, ``_writes``), ``os.path``'s functions and
+        ``pathlib``'s classes (they build or read a path: ``Path(out).name``) and the
+        file-system checks."""
         func = call.func
         resolved = self.analysis.names.resolve(func) or ""
         return (
             resolved.startswith("os.path.")
+            or resolved in _PATH_CLASSES
             or resolved in FILE_CALLS
             or (isinstance(func, ast.Name) and resolved in BUILTIN_NAMES)
             or (isinstance(func, ast.Attribute) and func.attr in PATH_CHECKS and not call.args)
