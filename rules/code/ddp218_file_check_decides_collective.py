@@ -12,6 +12,7 @@ from ddplint.finding import Finding, Severity
 from ddplint.needles import COLLECTIVE_CALL_NEEDLES, COLLECTIVE_NEEDLES
 from ddplint.rule import CodeRule
 from ddplint.rules.code.ddp214_log_dir_on_some_ranks import guard_related
+from ddplint.rules.code.ddp219_ranks_part_before_collective import header_text
 
 
 class FileCheckDecidesCollective(CodeRule):
@@ -82,7 +83,7 @@ class FileCheckDecidesCollective(CodeRule):
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:
         for found in file_checks_deciding_collectives(ctx.analysis):
-            check = " ".join(ast_node_text(ctx, found.guard.test).split())
+            check = header_text(found.guard.test)
             collective = found.collective.name
             if isinstance(found.at, (ast.Return, ast.Continue, ast.Break)):
                 what = f"`{ast_node_text(ctx, found.at)}` is taken"
