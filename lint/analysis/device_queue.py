@@ -94,7 +94,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Protocol, TypeVar
 
-from ddplint.analysis.api import torch_distributed_function
+from ddplint.analysis.api import RANK_ONLY_DECORATORS, torch_distributed_function
 from ddplint.analysis.batches import training_loops
 from ddplint.analysis.call_waits import CallWaits
 from ddplint.analysis.control_flow import (
@@ -1010,13 +1010,28 @@ class DeviceQueue:
 
     def _builtin(self, call: ast.Call, scope: ast.AST) -> bool:
         """A call of a Python builtin the module does not rebind (``isinstance``,
-        ``print``, ``sum`` of a few tensors)."""
+        ``print``, ``sum`` of a few tensors), also through a name bound only to a wrapper
+        that runs it on some ranks (``print0 = accelerator.on_local_main_process(print)``)."""
         func = call.func
+        if not isinstance(func, ast.Name):
+            return False
+        if hasattr(builtins, func.id) and func.id not in self._module_bound:
+            return isinstance(scope, ast.Module) or not self.code.binds(scope, func.id)
+        owner = scope if self.code.binds(scope, func.id) else self.nodes.module
+        made = self._bound(owner).get(func.id, [])
+        return bool(made) and all(self._wrapped_builtin(value) for value in made)
+
+    def _wrapped_builtin(self, value: ast.expr) -> bool:
+        """``accelerator.on_main_process(print)``, ``rank_zero_only(print)``: a builtin
+        the module does not rebind, wrapped to run on some ranks."""
         return (
-            isinstance(func, ast.Name)
-            and hasattr(builtins, func.id)
-            and func.id not in self._module_bound
-            and (isinstance(scope, ast.Module) or not self.code.binds(scope, func.id))
+            isinstance(value, ast.Call)
+            and (self.names.resolve(value.func) or "").rsplit(".", 1)[-1] in RANK_ONLY_DECORATORS
+            and len(value.args) == 1
+            and not value.keywords
+            and isinstance(wrapped := value.args[0], ast.Name)
+            and hasattr(builtins, wrapped.id)
+            and wrapped.id not in self._module_bound
         )
 
     # -- objects by what made them -------------------------------------------------------
