@@ -1941,7 +1941,8 @@ class Divergence:
                 # arm ran: augmenting a ``None`` raises.
                 presence = Facet(0) if name in augmented else Facet.PRESENCE
                 chosen[name] = Facet.CONTENTS | presence | self._made_apart(name, arms)
-        for name, facets in _filled_apart(arms, bound, self._tensors).items():
+        filled = _filled_apart(arms, bound, self._tensors, self._plain_dict_item)
+        for name, facets in filled.items():
             chosen[name] = facets | chosen.get(name, Facet(0))
         return chosen
 
@@ -2160,7 +2161,8 @@ class Divergence:
                 self.evaluator.taint(statement.target, state),
                 self._augmenting(statement, state),
             )
-            state = self._stored(state, statement.target, value)
+            existing = self._plain_dict_item(statement.target)
+            state = self._stored(state, statement.target, value, existing_key=existing)
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
             for item in statement.items:
                 if item.optional_vars is not None:
@@ -2211,15 +2213,20 @@ class Divergence:
                 items[f"{container}[{key.value!r}]"] = taint
         return {**state, **items}
 
-    def _stored(self, state: State, target: ast.AST, value: Taint | None) -> State:
+    def _stored(
+        self, state: State, target: ast.AST, value: Taint | None, existing_key: bool = False
+    ) -> State:
         """``_bound``, and for an item stored under a key that differs between ranks
         (``d[key] = v``) the container's keys differ too where it is a mapping, what
-        it holds where it is not."""
+        it holds where it is not; ``existing_key``: the store replaces an item the
+        container holds already (``d[k] += v`` on a plain dict adds no key)."""
         container = dotted_name(target.value) if isinstance(target, ast.Subscript) else None
         if container is None or not isinstance(target, ast.Subscript):
             return _bound(state, target, value)
         key = self.evaluator.taint(target.slice, state)
-        if key is not None and not isinstance(target.slice, ast.Slice):
+        if existing_key:
+            key = None
+        elif key is not None and not isinstance(target.slice, ast.Slice):
             mapping = self.evaluator.is_mapping(target.value)
             key = _as_values(key) if mapping else _contents(key)
         else:
@@ -2232,6 +2239,27 @@ class Divergence:
             if held is not None:
                 new[keyed] = held
         return new
+
+    def _plain_dict_item(self, target: ast.expr) -> bool:
+        """Whether ``target`` is an item of a container the function binds only to plain
+        dicts (a display, a comprehension, ``dict(...)``): an augmented store into it
+        raises unless the key is there, so it adds none (a ``defaultdict`` would)."""
+        if not isinstance(target, ast.Subscript):
+            return False
+        container = dotted_name(target.value)
+        if container is None:
+            return False
+        made = [
+            statement.value
+            for statement in self.graph.statements()
+            if isinstance(statement, ast.Assign)
+            and any(dotted_name(t) == container for t in statement.targets)
+        ]
+        return bool(made) and all(
+            isinstance(value, (ast.Dict, ast.DictComp))
+            or (isinstance(value, ast.Call) and self.names.resolve(value.func) == "dict")
+            for value in made
+        )
 
     def one_process_edge(self, node: Node) -> EdgeKind | None:
         """The branch of a test on which the job runs as one process
@@ -2488,10 +2516,16 @@ def _bound(state: State, target: ast.AST, value: Taint | None) -> State:
 GROWING_METHODS = frozenset({"append", "extend", "insert", "setdefault"})
 
 
-def _filled_containers(node: Node, tensors: frozenset[str]) -> Iterator[str]:
-    """Containers the node adds items to: ``d[key] = v`` (also augmented; not a tensor,
-    whose item assignment keeps its shape) and ``items.append(v)`` as a statement."""
+def _filled_containers(
+    node: Node, tensors: frozenset[str], existing: Callable[[ast.expr], bool]
+) -> Iterator[str]:
+    """Containers the node adds items to: ``d[key] = v`` (also augmented, unless
+    ``existing`` says the key must be there already: a plain dict; not a tensor, whose
+    item assignment keeps its shape) and ``items.append(v)`` as a statement."""
+    augmented = isinstance(node.statement, ast.AugAssign)
     for spelled, stored in _fillings(node):
+        if stored is not None and augmented and existing(stored):
+            continue
         if stored is None or spelled not in tensors:
             yield spelled
 
@@ -2516,12 +2550,16 @@ def _fillings(node: Node) -> Iterator[tuple[str, ast.Subscript | None]]:
 
 
 def _filled_apart(
-    arms: list[list[Node]], bound: set[str], tensors: frozenset[str]
+    arms: list[list[Node]],
+    bound: set[str],
+    tensors: frozenset[str],
+    existing: Callable[[ast.expr], bool],
 ) -> dict[str, Facet]:
     """Containers that some arms of a test add items to and others do not (neither
     binding them anew): after the join their length and keys depend on the arm taken."""
     filled_on = [
-        {name for node in arm for name in _filled_containers(node, tensors)} for arm in arms
+        {name for node in arm for name in _filled_containers(node, tensors, existing)}
+        for arm in arms
     ]
     every = {name for filled in filled_on for name in filled}
     apart = {name for name in every if not all(name in filled for filled in filled_on)}
