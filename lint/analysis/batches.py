@@ -117,24 +117,41 @@ def batch_seeds(
 
 #: Methods that step (or clear) an optimizer: a batch is never stepped.
 _STEPPING = frozenset({"step", "zero_grad"})
+#: The attribute only an optimizer has among what a training loop walks.
+_PARAMETER_GROUPS = "param_groups"
 
 
 def _steps_items(loop: Loop, parts: tuple[ast.expr, ...]) -> bool:
     """Whether the loop's body steps what its items hold (``opt.step()``,
-    ``opt.zero_grad()``): a walk of optimizers, not of batches. (An item handed to a
-    ``step`` is no sign: ``self.step(batch)`` runs a training step on a batch.)"""
+    ``opt.zero_grad()``) or reads their parameter groups (``opt.param_groups``, an
+    optimizer's own attribute): a walk of optimizers, not of batches. (An item handed to
+    a ``step`` is no sign: ``self.step(batch)`` runs a training step on a batch.)"""
     items = {name for part in parts for name in bound_names(part)}
     if not items:
         return False
     return any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _STEPPING
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id in items
+        _optimizer_use(node, items)
         for statement in loop.body
         if not isinstance(statement, _DEFINITIONS)
         for node in (statement, *own_nodes(statement))
+    )
+
+
+def _optimizer_use(node: ast.AST, items: set[str]) -> bool:
+    """``opt.step()``, ``opt.zero_grad()`` or ``opt.param_groups`` on one of ``items``."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _STEPPING
+            and isinstance(func.value, ast.Name)
+            and func.value.id in items
+        )
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == _PARAMETER_GROUPS
+        and isinstance(node.value, ast.Name)
+        and node.value.id in items
     )
 
 
