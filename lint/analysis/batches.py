@@ -336,6 +336,7 @@ class _Counted:
         bound = self._values.get(iterated.id, []) if isinstance(iterated, ast.Name) else []
         if (
             len(bound) == 1
+            and bound[0] is not None
             and isinstance(made := shown_items(bound[0], self._resolve), ast.Call)
             and self._resolve(made.func) in ("enumerate", "zip")
         ):

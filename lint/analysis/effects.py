@@ -548,10 +548,13 @@ def _automatic_naming(call: ast.Call) -> bool:
     )
 
 
-def _switches_on(call: ast.Call, name: str, position: int) -> bool:
+def _switches_on(call: ast.Call, name: str, position: int, off: bool = False) -> bool:
     """The call passes the parameter ``name`` (at ``position`` when positional) a value
-    that is not a literal ``False`` / ``None`` / ``0``."""
+    that is not a literal ``False`` / ``None`` / ``0``; with ``off`` (the collective runs
+    unless the parameter is on), the call does not pass it a literal true value."""
     given = call_argument(call, position, name)
+    if off:
+        return not (isinstance(given, ast.Constant) and bool(given.value))
     if given is None or isinstance(given, ast.Starred):
         return False
     return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))

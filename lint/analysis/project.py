@@ -19,11 +19,12 @@ from typing import Protocol
 @dataclass(frozen=True)
 class Reached:
     """A collective another module's function reaches: its name, the chain of calls to
-    it (for the message), and the parameter a call must switch on, if any."""
+    it (for the message), and the parameter a call must switch on, if any (or, with
+    its third item true, must not switch on: ``if not evaluate:`` around it)."""
 
     name: str
     chain: str
-    switch: tuple[str, int] | None = None
+    switch: tuple[str, int, bool] | None = None
     #: The catalogued API it is (``torch.distributed.checkpoint.save``).
     api: str = ""
 

@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "25"
+SUMMARY_VERSION = "26"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "13"
+FACTS_VERSION = "14"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -42,8 +42,8 @@ _NAME_FLAGS = (
 def encode_facts(facts: FileFacts) -> str:
     """``[names, functions]``: a name's facts as ``[flags, sharded arguments, reach,
     agreement, kind, rank items]`` (reach ``[api, op, family, creates group, saves
-    checkpoint, chain, where, switch]``, switch ``[parameter, position]``, agreement ``[parameters,
-    reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
+    checkpoint, chain, where, switch]``, switch ``[parameter, position, off]``, agreement
+    ``[parameters, reaching, agreeing, items]``), a function's as ``[callers choose device, DDP
     parameters, rank parameters, parameter kinds, loader parameters]``, then ``[runs alone, off
     training, unrun, unreferenced names]``; "" for a file without facts."""
     if not facts:
@@ -83,7 +83,7 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             reach.saves_checkpoint,
             list(reach.chain),
             reach.where,
-            None if switch is None else [switch.parameter, switch.position],
+            None if switch is None else [switch.parameter, switch.position, switch.off],
         ]
     agreement = fact.agreement
     encoded_agreement = None
@@ -162,7 +162,7 @@ def _decode_reach(value: Any) -> ReachedCollective | None:
         bool(saves_checkpoint),
         tuple(chain),
         where,
-        None if switch is None else Switch(str(switch[0]), int(switch[1])),
+        None if switch is None else Switch(str(switch[0]), int(switch[1]), bool(switch[2])),
     )
 
 

@@ -15,10 +15,13 @@ from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
 class Switch:
     """The parameter a call must switch on (a value other than ``False`` / ``None`` /
     ``0``) for a collective to run: ``barrier_after=True``; ``position`` among the
-    positional arguments, -1 for a keyword-only one."""
+    positional arguments, -1 for a keyword-only one. With ``off``, the parameter a call
+    switches the collective off with (``if not evaluate:`` around it, ``evaluate=True``
+    given): it runs unless the call passes a literal true value."""
 
     parameter: str
     position: int
+    off: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,10 +133,12 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
 def _opt_in_switches(
     function: ast.FunctionDef | ast.AsyncFunctionDef, kinds: Kinds
 ) -> dict[int, list[Any]]:
-    """``id(node)`` -> ``[parameter, position]`` for the nodes that run only under
+    """``id(node)`` -> ``[parameter, position, off]`` for the nodes that run only under
     ``if <parameter>:`` (or ``if <parameter> and ...:``) where the parameter is off by
-    default (``barrier_after=False``): they run only when a caller switches it on.
-    ``kinds``: the function's ``own_nodes`` by kind."""
+    default (``barrier_after=False``): they run only when a caller switches it on; with
+    ``off`` true, under ``if not <parameter>:`` (also in a conjunction): they run unless
+    a caller switches it on (``evaluate=True``). ``kinds``: the function's ``own_nodes``
+    by kind."""
     parameters = _opt_in_parameters(function)
     found: dict[int, list[Any]] = {}
     if not parameters:
@@ -148,11 +150,26 @@ def _opt_in_switches(
             else [node.test]
         )
         switch = next((t.id for t in tests if isinstance(t, ast.Name) and t.id in parameters), None)
-        if switch is None:
+        negated = next(
+            (
+                t.operand.id
+                for t in tests
+                if isinstance(t, ast.UnaryOp)
+                and isinstance(t.op, ast.Not)
+                and isinstance(t.operand, ast.Name)
+                and t.operand.id in parameters
+            ),
+            None,
+        )
+        if switch is not None:
+            entry = [switch, parameters[switch], False]
+        elif negated is not None:
+            entry = [negated, parameters[negated], True]
+        else:
             continue
         for statement in node.body:
             for inner in ast.walk(statement):
-                found.setdefault(id(inner), [switch, parameters[switch]])
+                found.setdefault(id(inner), list(entry))
     return found
 
 

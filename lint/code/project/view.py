@@ -89,7 +89,7 @@ class CoreFacts:
         if reach is None or fact.rank_zero_only:
             return None
         switch = reach.switch
-        switched = None if switch is None else (switch.parameter, switch.position)
+        switched = None if switch is None else (switch.parameter, switch.position, switch.off)
         return Reached(reach.op or reach.api, _chain_text(reach), switched, reach.api)
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
