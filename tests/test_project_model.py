@@ -280,7 +280,16 @@ EXPECTED_CORE = {
     # `comm.handed_back(*values)` communicates but returns what it was handed: rank 0's
     # count decides the loop (DDP211); `comm.broadcast_if_needed(*values)` (train_good.py)
     # returns rank 0's values, and `broadcast_in_place` copies them back into the field.
-    "agreed_elsewhere": {("train_bad.py", 15, "DDP219"), ("train_bad.py", 26, "DDP211")},
+    # `comm.first_rank_flag` hands back `first_rank_value`'s broadcast result (an agreed
+    # result through a chain of helpers: train_good.py quiet); `own_or_first_rank_flag`
+    # returns a true flag as it is: rank 0 leaves (train_bad.py:38) and skips the
+    # broadcast the others reach (comm.py:61).
+    "agreed_elsewhere": {
+        ("train_bad.py", 15, "DDP219"),
+        ("train_bad.py", 26, "DDP211"),
+        ("train_bad.py", 38, "DDP219"),
+        ("comm.py", 61, "DDP201"),
+    },
     # `run_validation(model, loader, dist.get_rank())`: its `rank` is the caller's rank.
     # The partings at those rank tests skip the DDP forwards DDP213 reports above (one
     # finding per root cause, ``analysis.root_causes``).

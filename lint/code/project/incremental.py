@@ -33,7 +33,7 @@ from ddplint.code.project.index import (
 from ddplint.code.project.summaries import Summary
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "6"
+LINKS_VERSION = "7"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they

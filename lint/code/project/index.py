@@ -290,6 +290,8 @@ class ProjectIndex:
                 self.linked.append(name)
         self.reach: dict[FunctionKey, Reach] = {}
         self.rank_tests: set[FunctionKey] = set()
+        #: Functions whose result is the same on every rank (``_solve_agreed_results``).
+        self.agreed_results: set[FunctionKey] = set()
         self.device_setters: set[FunctionKey] = set()
         self.device_chosen_by_callers: set[FunctionKey] = set()
         self.sharded_parameters: dict[FunctionKey, set[int]] = {}
@@ -577,11 +579,21 @@ class ProjectIndex:
                 "calls": _distinct(
                     self.function_key(target, module, owner) for target, _line in function["calls"]
                 ),
-                "return_calls": [
-                    list(callee)
-                    for called in function["return_calls"]
-                    if (callee := self.function_key(called, module, owner)) is not None
-                ],
+                "return_calls": (
+                    returned := [
+                        list(callee)
+                        for called in function["return_calls"]
+                        if (callee := self.function_key(called, module, owner)) is not None
+                    ]
+                ),
+                # every ``return`` hands back the result of a project function of these
+                # (with the parameters, for the agreement that may follow from it)
+                **(
+                    {"returns_project_calls": function.get("params", [])}
+                    if function.get("returns_calls_only")
+                    and len(returned) == len(function["return_calls"])
+                    else {}
+                ),
                 "forwards": [
                     [*callee, argument, own]
                     for target, argument, own in function.get("forwards", ())
@@ -679,6 +691,7 @@ class ProjectIndex:
             self._calls[key] = [(module, name) for module, name in function.get("calls", ())]
         self._solve_reach()
         self._solve_rank_tests()
+        self._solve_agreed_results()
         self._solve_device_setters()
         self._solve_device_chosen_by_callers()
         self._solve_sharded_parameters()
@@ -800,6 +813,29 @@ class ProjectIndex:
             for key, called in returning:
                 if key not in self.rank_tests and any(c in self.rank_tests for c in called):
                     self.rank_tests.add(key)
+                    changed = True
+            if not changed:
+                return
+
+    def _solve_agreed_results(self) -> None:
+        """Functions whose result every rank holds alike whatever it is handed: an
+        agreement fact that lets no parameter reach it (``return value_tensor.item()``
+        after a broadcast), or every ``return`` handing back such a function's result
+        (``def synchronize_flag(flag): return synchronize_value(flag)``)."""
+        for key, function in self._functions():
+            agreement = function.get("agreement")
+            if agreement is not None and agreement[1] == [] and not function.get("zero_only"):
+                self.agreed_results.add(key)
+        returning = [
+            (key, [(module, name) for module, name in function["return_calls"]])
+            for key, function in self._functions()
+            if "returns_project_calls" in function and key not in self.agreed_results
+        ]
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for key, called in returning:
+                if key not in self.agreed_results and all(c in self.agreed_results for c in called):
+                    self.agreed_results.add(key)
                     changed = True
             if not changed:
                 return
@@ -1111,6 +1147,9 @@ class ProjectIndex:
         zero_only = bool(function.get("zero_only"))
         receiver, _, method = spelled.rpartition(".")
         agreement = function.get("agreement")
+        if agreement is None and key in self.agreed_results:
+            # every return hands back an agreed result of another project function
+            agreement = [function["returns_project_calls"], [], []]
         return replace(
             local,
             reaches=None if zero_only or reach is None else self._reached(key, reach),

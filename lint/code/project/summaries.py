@@ -268,7 +268,21 @@ def function_summary(
         return is_rank_test(value) or (isinstance(value, ast.Name) and value.id in rank_names)
 
     rank_items: set[int] = set()
-    for returning in _of(kinds, ast.Return):
+    returns = _of(kinds, ast.Return)
+    # Whether every ``return`` hands back a call's result (``return sync(flag, device)``).
+    calls_only = bool(returns) and all(
+        returning.value is not None
+        and all(
+            isinstance(branch, ast.Call)
+            for branch in (
+                [returning.value.body, returning.value.orelse]
+                if isinstance(returning.value, ast.IfExp)
+                else [returning.value]
+            )
+        )
+        for returning in returns
+    )
+    for returning in returns:
         if returning.value is not None:
             # ``return a(x) if local else b(x)``: either branch may be what is returned.
             value = returning.value
@@ -302,6 +316,7 @@ def function_summary(
         "made_args": made_args,
         "params": list(positions),
         "return_calls": return_calls,
+        **({"returns_calls_only": True} if calls_only and return_calls else {}),
         "returned_made": _returned_made(kinds),
         "zero_only": any(d in RANK_ONLY_DECORATORS for d in decorators)
         or _whole_body_guarded(function),
