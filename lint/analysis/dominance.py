@@ -17,7 +17,7 @@ the test that took it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -41,11 +41,18 @@ def decision_successors(node: Node) -> Iterator[tuple[Node, EdgeKind]]:
             yield successor, edge
 
 
-def avoids(start: Node, target: Node, stop: Node | AbstractSet[int]) -> bool:
+def avoids(
+    start: Node,
+    target: Node,
+    stop: Node | AbstractSet[int],
+    closed: Callable[[Node], EdgeKind | None] | None = None,
+) -> bool:
     """Whether no way from ``start`` reaches ``target`` before the function ends or
     ``stop`` comes (a test asked again: a jump that avoids the collective, and is not
     taken after it; a later meeting point; or any of a set of node indices: the
-    collectives that synchronise the ranks), exception edges left out."""
+    collectives that synchronise the ranks), exception edges left out; ``closed``
+    names the edge out of a node that no way of interest takes (the branch a job of
+    one process takes)."""
     seen: set[int] = {stop.index} if isinstance(stop, Node) else set(stop)
     pending = [start]
     while pending:
@@ -55,7 +62,8 @@ def avoids(start: Node, target: Node, stop: Node | AbstractSet[int]) -> bool:
         if node.index in seen:
             continue
         seen.add(node.index)
-        pending.extend(s for s, _ in decision_successors(node))
+        shut = closed(node) if closed is not None else None
+        pending.extend(s for s, edge in decision_successors(node) if edge is not shut)
     return True
 
 

@@ -19,7 +19,8 @@ some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than 
 only builds or reads paths (``os.path.join``, a builtin) or a function of the module
 whose body only reads the parameter it is handed in. A write races with the check when
 it may come after the check with no collective between them, or before it on some ranks
-only with no collective between (``_WrittenProbes._races``); a write in another function
+only with no collective between (``_WrittenProbes._races``; a way through the branch a
+job of one process takes races with no peer); a write in another function
 may come at any time, unless the path it writes is that function's own local variable;
 making a folder does not change a listing of it. A test whose ways issue the same
 collectives decides nothing (pairing), nor a check whose answer is shared first
@@ -253,11 +254,12 @@ class _WrittenProbes:
         sees what one that asked early did not), or before it on some ranks only with
         no collective between (a rank that writes is not waited for). A write each rank
         makes before its own check, or one a collective separates from it, lands before
-        or after every rank's answer. Only a folder made (``os.makedirs(p)``) does not
-        change a listing of it: a listing of a folder not made yet fails loudly. Writes
-        in another function than the check may come at any time, unless the path
-        they write is that function's own local variable (another variable than the
-        check's, whatever its name)."""
+        or after every rank's answer; a way through the branch that a job of one process
+        takes (``if dist.is_initialized(): dist.barrier()`` skipped) has no peer to race.
+        Only a folder made (``os.makedirs(p)``) does not change a listing of it: a
+        listing of a folder not made yet fails loudly. Writes in another function than
+        the check may come at any time, unless the path they write is that function's
+        own local variable (another variable than the check's, whatever its name)."""
         if write.makes_folder and self.analysis.names.resolve(check.func) in LISTINGS:
             return False
         if at is None or write.place is None:
@@ -265,10 +267,12 @@ class _WrittenProbes:
         if write.place.scope is not at.scope:
             return not _apart_locals(write.place.scope, at.scope, self._checked[id(check)])
         stops = self._collectives(at.scope)
-        if not avoids(at.node, write.place.node, stops - {at.node.index}):
+        # A way through the branch a job of one process takes has no peer to race.
+        alone = self.analysis.function(at.scope).divergence.one_process_edge
+        if not avoids(at.node, write.place.node, stops - {at.node.index}, alone):
             return True
         return write.some_ranks and not avoids(
-            write.place.node, at.node, stops - {write.place.node.index}
+            write.place.node, at.node, stops - {write.place.node.index}, alone
         )
 
     def _collectives(self, scope: Scope) -> frozenset[int]:

@@ -32,7 +32,9 @@ class FileCheckDecidesCollective(CodeRule):
     before it on some ranks only with no collective between. A path no rank writes (an
     input checkpoint, a dataset folder, an earlier run's checkpoints listed to resume)
     gives every rank the same answer, and so does a write a barrier separates from the
-    check; making a folder does not change a listing of it. It is built on the
+    check (a barrier skipped only where the job runs as one process, `if
+    dist.is_initialized(): dist.barrier()`, still separates them: one process has no
+    peer to race); making a folder does not change a listing of it. It is built on the
     analysis core (a probe view of the divergence analysis, control dependence, pairing).
 
     Not flagged: a check whose answer was shared first (`broadcast_object_list` of the
