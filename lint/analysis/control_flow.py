@@ -203,6 +203,28 @@ class _Handlers:
 _Frame = _Loop | _With | _Finally | _Handlers
 
 
+#: The statements after which nothing in the same block runs.
+_BLOCK_ENDS = (*JUMPS, ast.Raise)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def unreachable_lines(tree: ast.AST) -> frozenset[int]:
+    """The lines of statements no way reaches: those after a ``return``, ``raise``,
+    ``break`` or ``continue`` in the same block (the jump leaves the block first)."""
+    found: set[int] = set()
+    for node in walk(tree, leaves=False):
+        for name in _BLOCK_FIELDS:
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            end = next((i for i, s in enumerate(block) if isinstance(s, _BLOCK_ENDS)), None)
+            if end is not None and end + 1 < len(block):
+                jump, last = block[end], block[-1]
+                first = max(block[end + 1].lineno, (jump.end_lineno or jump.lineno) + 1)
+                found.update(range(first, (last.end_lineno or last.lineno) + 1))
+    return frozenset(found)
+
+
 def holds_node(outer: ast.AST, inner: ast.AST) -> bool:
     """Whether ``inner`` is ``outer`` or one of its nodes."""
     return any(node is inner for node in walk(outer))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ddplint.analysis.control_flow import unreachable_lines
 from ddplint.analysis.device_queue import DeviceQueue
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.host_waits import HostWaits
@@ -125,6 +126,13 @@ class CodeContext:
         by nothing, or the line lies in a top-level function or class nothing
         references (``code.project.reach``). Findings there are not reported."""
         return self.project.never_runs(self._definitions_by_line.get(line))
+
+    @cached_property
+    def unreachable_lines(self) -> frozenset[int]:
+        """The lines no way reaches (after a jump in their block); findings there are
+        not reported: the code never runs."""
+        module = self.ast_module
+        return unreachable_lines(module) if module is not None else frozenset()
 
     @cached_property
     def _definitions_by_line(self) -> dict[int, str]:

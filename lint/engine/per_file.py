@@ -241,6 +241,10 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
         outcome.findings = sorted(set(findings), key=lambda f: f.sort_key)
     if plan.kind == "code":
         outcome.config_answers = context.config_answers()
+    if plan.kind == "code" and outcome.findings and context.unreachable_lines:
+        # Code after a jump in its block never runs: no finding.
+        dead = context.unreachable_lines
+        outcome.findings = [f for f in outcome.findings if f.line not in dead]
     if plan.kind == "code" and outcome.findings and context.project.never_runs_anything():
         # Code nothing in the project can run (``code.project.reach``): no finding.
         outcome.findings = [f for f in outcome.findings if not context.never_runs(f.line)]
