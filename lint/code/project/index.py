@@ -17,7 +17,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -808,14 +808,7 @@ class ProjectIndex:
             for key, function in self._functions()
             if "return_calls" in function
         ]
-        for _ in range(MAX_ROUNDS):
-            changed = False
-            for key, called in returning:
-                if key not in self.rank_tests and any(c in self.rank_tests for c in called):
-                    self.rank_tests.add(key)
-                    changed = True
-            if not changed:
-                return
+        _grow_by_returns(self.rank_tests, returning, any)
 
     def _solve_agreed_results(self) -> None:
         """Functions whose result every rank holds alike whatever it is handed: an
@@ -831,14 +824,7 @@ class ProjectIndex:
             for key, function in self._functions()
             if "returns_project_calls" in function and key not in self.agreed_results
         ]
-        for _ in range(MAX_ROUNDS):
-            changed = False
-            for key, called in returning:
-                if key not in self.agreed_results and all(c in self.agreed_results for c in called):
-                    self.agreed_results.add(key)
-                    changed = True
-            if not changed:
-                return
+        _grow_by_returns(self.agreed_results, returning, all)
 
     def _attribute_is_rank_test(self, symbol: Symbol) -> bool:
         """``self.x`` set to a rank test, or to what a project rank test returns."""
@@ -1174,6 +1160,23 @@ class ProjectIndex:
         return ReachedCollective(
             api, op, family, creates_group, saves_checkpoint, chain, reach.where, reach.switch
         )
+
+
+def _grow_by_returns(
+    found: set[FunctionKey],
+    returning: list[tuple[FunctionKey, list[FunctionKey]]],
+    joined: Callable[[Iterable[bool]], bool],
+) -> None:
+    """Add to ``found``, to a fixpoint, each function whose returned calls are in it as
+    ``joined`` asks (``any``: one returned call of such a function; ``all``: every one)."""
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for key, called in returning:
+            if key not in found and joined(c in found for c in called):
+                found.add(key)
+                changed = True
+        if not changed:
+            return
 
 
 def _agreement(summarised: list[Any]) -> Agreement:
