@@ -6,7 +6,7 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|...|19`` (default 1): which list, split and
+Every command takes ``--corpus-set 1|2|...|20`` (default 1): which list, split and
 verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set N from 2 on is ``repositories-N.tsv`` / ``split-N.tsv`` / ``verdicts-repositories-N.tsv``
@@ -143,6 +143,11 @@ CORPUS_SETS = {
         CORPORA / "split-19.tsv",
         CORPORA / "verdicts-repositories-19.tsv",
     ),
+    "20": (
+        CORPORA / "repositories-20.tsv",
+        CORPORA / "split-20.tsv",
+        CORPORA / "verdicts-repositories-20.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -165,6 +170,7 @@ SPLIT_SEEDS = {
     "17": "",
     "18": "",
     "19": "",
+    "20": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
