@@ -72,6 +72,18 @@ EDITS: dict[str, tuple[str, Edit, set[str] | None]] = {
         _replace("pkg/m5.py", "import torch\n", "import torch\nfrom pkg import m1\n"),
         {"pkg.m5", "pkg.m6"},
     ),
+    # ``pkg.m3`` puts a folder on sys.path: any import of any module may now read
+    # another module (``path_roots``), so everything is linked again.
+    "folder on sys.path": (
+        "pkg/m3.py",
+        _replace(
+            "pkg/m3.py",
+            "import torch\n",
+            "import os\nimport sys\nimport torch\n"
+            "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'sub'))\n",
+        ),
+        None,
+    ),
     # ``utils`` goes: ``train_bad`` and ``train_good`` asked for it.
     "deleted module": ("train_bad.py", _delete("utils.py"), {"train_bad", "train_good"}),
     # A module that comes links everything again (what asked for its name is not kept).

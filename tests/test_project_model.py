@@ -181,6 +181,17 @@ EXPECTED = {
     # `if dist.is_initialized()` (no group starts), so its per-step read runs in one
     # process, quiet (`train_bad.py` of `programs`: the same read, a group started).
     "programs_alone": (set(), ""),
+    # CenterNet's `_init_paths`: a module the program imports puts `src/lib` on sys.path
+    # (`add_path(osp.join(this_dir, "lib"))`), so `from trains.base_trainer import ...`
+    # is `src/lib/trains/base_trainer.py`, run by the program's one process (quiet). In
+    # `path_roots_group` the folder is `Path(__file__).resolve().parents[1] / "lib"`:
+    # `comm.synchronize` (its barrier) is reached under a rank test, the step read runs
+    # in a group (reported).
+    "path_roots_alone": (set(), ""),
+    "path_roots_group": (
+        {("tools/train_net.py", 16, "DDP201"), ("lib/engine/loop.py", 7, "DDP102")},
+        "through `comm.synchronize`",
+    ),
     "loader_elsewhere": ({("loops.py", 2, "DDP402")}, "callers elsewhere in the project"),
     # `samplers.py` makes distributed samplers: a subclass of `DistributedSampler` and a
     # factory returning one (their kinds, ``object_kinds``). `train_bad.py` builds loaders

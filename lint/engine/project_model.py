@@ -266,7 +266,8 @@ def _relinked(
     built = {path: found.get(path) for path in changed}
     project = previous.summarised(hashes, built)
     summaries = _CachedSummaries(project, built, sources, hashes, setup.cache, stats)
-    return ProjectIndex(summaries, kept=previous.kept(project, built)), set(project)
+    kept, inserted = previous.kept(project, built), previous.inserted_now(project, built)
+    return ProjectIndex(summaries, kept=kept, inserted=inserted), set(project)
 
 
 class _CachedSummaries(Mapping[str, "Summary"]):

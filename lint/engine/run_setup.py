@@ -73,6 +73,11 @@ class ProjectMemo:
         from ddplint.code.project.module_summary import without_lines
 
         changed = self._changed(summaries)
+        if changed and any(
+            summaries[path].get("path_roots") != self._summaries[path].get("path_roots")
+            for path in changed
+        ):
+            changed = None  # the folders on ``sys.path`` changed: any import may read another
         if self._index is None or changed is None:
             self._index = ProjectIndex(summaries)
         elif changed:

@@ -27,13 +27,14 @@ from ddplint.code.project.index import (
     KeptLinks,
     Links,
     ProjectIndex,
+    inserted_folders,
     module_paths,
     resolution_inputs,
 )
 from ddplint.code.project.summaries import Summary
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "7"
+LINKS_VERSION = "8"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -61,10 +62,12 @@ class _KeptModule:
 @dataclass(frozen=True)
 class LinkState:
     """An earlier link: each source's content hash and whether it has a summary (a
-    file ``ast`` cannot read has none), and the kept modules by name."""
+    file ``ast`` cannot read has none), the kept modules by name, and by path the
+    folders modules put on ``sys.path`` (``ProjectIndex.inserted``)."""
 
     sources: dict[str, tuple[str, bool]]
     modules: dict[str, _KeptModule]
+    inserted: dict[str, list[str]]
 
     @classmethod
     def read(cls, entry: Any) -> LinkState | None:
@@ -72,12 +75,16 @@ class LinkState:
         if not isinstance(entry, dict):
             return None
         sources, modules = entry.get("sources"), entry.get("modules")
-        if not isinstance(sources, dict) or not isinstance(modules, dict):
+        inserted = entry.get("inserted")
+        if not (
+            isinstance(sources, dict) and isinstance(modules, dict) and isinstance(inserted, dict)
+        ):
             return None
         try:
             return cls(
                 {path: (str(value[0]), bool(value[1])) for path, value in sources.items()},
                 {name: _kept(value) for name, value in modules.items()},
+                {path: [str(folder) for folder in value] for path, value in inserted.items()},
             )
         except (TypeError, ValueError, IndexError, KeyError):
             return None
@@ -97,12 +104,24 @@ class LinkState:
             if (built[path] is not None if path in built else self.sources[path][1])
         ]
 
+    def inserted_now(
+        self, project: list[str], built: Mapping[str, Summary | None]
+    ) -> dict[str, list[str]]:
+        """By path, the folders the modules of ``project`` put on ``sys.path``: the
+        changed ones' from their new summaries, the others' as this state kept them."""
+        kept = {path: folders for path, folders in self.inserted.items() if path not in built}
+        now = inserted_folders({path: built[path] or {} for path in built})
+        present = set(project)
+        return {path: folders for path, folders in {**kept, **now}.items() if path in present}
+
     def kept(self, project: list[str], built: Mapping[str, Summary | None]) -> dict[str, KeptLinks]:
         """The links still valid for a project of the paths ``project`` (each with a
         summary), ``built`` holding the summaries of the sources that changed."""
         now = module_paths(project)
         if now.keys() - self.modules.keys():
             return {}  # a module came: what asked for its name before is not known
+        if self.inserted_now(project, built) != self.inserted:
+            return {}  # the folders on ``sys.path`` changed: any import may read another
         stale, edited = set(), set()
         for name, old in self.modules.items():
             path = now.get(name)
@@ -158,4 +177,5 @@ def state_entry(
     return {
         "sources": {path: [hash_, path in summarised] for path, hash_ in hashes.items()},
         "modules": modules,
+        "inserted": index.inserted,
     }

@@ -17,6 +17,7 @@ receiver with no known class, a dynamic call, a name outside the project) stays 
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -120,6 +121,29 @@ def module_paths(paths: Iterable[str]) -> dict[str, str]:
     """Module name -> path for a project's Python files, in path order; ``x.py`` next to
     ``x/__init__.py`` leaves the name to the package, as Python does."""
     return _modules(paths)[0]
+
+
+def inserted_folders(summaries: Mapping[str, Summary]) -> dict[str, list[str]]:
+    """By path, the folders each module puts on ``sys.path`` (those that put any)."""
+    found = {path: summary.get("path_roots") for path, summary in summaries.items()}
+    return {path: roots for path, roots in found.items() if roots}
+
+
+def path_root_prefixes(inserted: Mapping[str, list[str]], src_is_package: bool) -> list[str]:
+    """The module-name prefixes of the folders in ``inserted`` (relative to each module's
+    own) that lie inside the project below its top (the top itself, or a ``src`` folder
+    read as the top, adds nothing: names are resolved from there already), sorted."""
+    prefixes: set[str] = set()
+    for path, folders in inserted.items():
+        here = posixpath.dirname(path)
+        for folder in folders:
+            target = posixpath.normpath(posixpath.join(here, folder))
+            if target == ".." or target.startswith("../") or target == ".":
+                continue
+            named = module_name(f"{target}/__init__.py", src_is_package)
+            if named is not None:
+                prefixes.add(named[0])
+    return sorted(prefixes)
 
 
 def _distinct(keys: Iterable[FunctionKey | None]) -> list[list[str]]:
@@ -258,15 +282,25 @@ class ProjectIndex:
         summaries: Mapping[str, Summary],
         resolved: dict[CallName, FunctionKey | None] | None = None,
         kept: Mapping[str, KeptLinks] | None = None,
+        inserted: Mapping[str, list[str]] | None = None,
     ) -> None:
         """``summaries``: relative posix path -> summary (read only where a module is
         linked or a name leads). ``resolved``: what ``function_key`` answered for an
         index whose summaries had the same ``resolution_inputs`` (kept and added to).
         ``kept``: by module name, links still valid, the names their linking asked
         about and the modules it read (``ddplint.code.project.incremental`` decides
-        which)."""
+        which). ``inserted``: by path, the folders each module puts on ``sys.path``
+        (its summary's ``path_roots``), read from every summary when not given."""
         self.paths, self.module_of_path = _modules(summaries)
         packages = {name for name, path in self.paths.items() if _is_package(path)}
+        if inserted is None:
+            inserted = inserted_folders(summaries)
+        #: By path, the folders the module puts on ``sys.path`` (``path_roots``).
+        self.inserted = dict(inserted)
+        #: The module-name prefixes of those folders inside the project (``lib`` for
+        #: ``src/lib``), under which an import no other way resolves is looked for.
+        src_is_package = "src/__init__.py" in summaries
+        self._roots = path_root_prefixes(self.inserted, src_is_package)
         #: ``function_key`` answers: linking asks the same names again and again.
         self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
         self._touched = _Touched()
@@ -346,7 +380,15 @@ class ProjectIndex:
             sibling = f"{folder}.{name}"
             if folder not in self.packages:  # a script folder, not a package
                 return sibling
-        return self._under_an_ancestor(name, folder)
+        return self._under_an_ancestor(name, folder) or self._under_a_path_root(name)
+
+    def _under_a_path_root(self, name: str) -> str | None:
+        """``name`` under a folder a module of the project puts on ``sys.path``
+        (``trains.train_factory`` in ``src/lib`` after ``_init_paths`` inserted it)."""
+        for prefix in self._roots:
+            if f"{prefix}.{name}" in self.summaries:
+                return f"{prefix}.{name}"
+        return None
 
     def _under_an_ancestor(self, name: str, folder: str) -> str | None:
         """``name`` (dotted, its first part a package) under the nearest folder above

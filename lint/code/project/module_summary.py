@@ -22,6 +22,7 @@ from ddplint.analysis.api import BACKWARD_METHODS, DEVICE_CHOICES
 from ddplint.analysis.children import child_nodes
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.names import import_bindings, joined_imports, module_aliases
+from ddplint.code.project.path_roots import inserted_folders
 from ddplint.code.project.reach_names import READ_KINDS, ReachReader, reach_names
 from ddplint.code.project.summaries import (
     FUNCTION_TYPES,
@@ -158,6 +159,9 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
     )
     backward = any(entry.names.calls_backward for entry in entries)
     reach = _joined_reach([entry.names.reach for entry in entries])
+    roots: list[str] = []
+    if any(bound == "sys" or bound.startswith("sys.") for bound in imports.values()):
+        roots = inserted_folders([s for piece in pieces for s in piece.statements], imports)
     return {
         "imports": imports,
         "functions": functions,
@@ -174,6 +178,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         **({"type_tests": sorted(type_tests)} if type_tests else {}),
         **({"units": units} if units else {}),
         **({"reach": reach} if reach else {}),
+        **({"path_roots": roots} if roots else {}),
     }
 
 
