@@ -341,6 +341,37 @@ DISTRIBUTED_APIS = (
     "fairseq.distributed_utils",
     "ignite.distributed",
 )
+#: Library helpers that communicate the values they are handed and do nothing else (no
+#: forward, no optimizer): ``detectron2.utils.comm.reduce_dict(loss_dict)``, timm's
+#: ``reduce_tensor``, mmengine's ``dist.all_reduce_dict``, fairseq's ``all_reduce_dict``,
+#: ignite's ``idist.all_reduce``, Horovod's and DeepSpeed's collectives (prefixes of
+#: their dotted names; the queue's view of them is ``dist.all_reduce(loss)``'s).
+COMMUNICATION_HELPERS = (
+    "detectron2.utils.comm.",
+    "timm.utils.distributed.",
+    "timm.utils.reduce_tensor",
+    "timm.utils.distribute_bn",
+    "mmengine.dist.",
+    "mmcv.runner.dist_utils.all_reduce",
+    "fairseq.distributed_utils.all_",
+    "fairseq.distributed.utils.all_",
+    "ignite.distributed.all_",
+    "ignite.distributed.broadcast",
+    "horovod.torch.allreduce",
+    "horovod.torch.allgather",
+    "horovod.torch.broadcast",
+    "horovod.torch.grouped_allreduce",
+    "deepspeed.comm.all_",
+    "deepspeed.comm.reduce",
+    "deepspeed.comm.broadcast",
+)
+
+
+def is_communication_helper(qualified: str | None) -> bool:
+    """Whether a qualified call name is one of ``COMMUNICATION_HELPERS``."""
+    return qualified is not None and qualified.startswith(COMMUNICATION_HELPERS)
+
+
 #: Returns the DeepSpeed engine first (``engine, optimizer, _, _ = deepspeed.initialize(...)``).
 DEEPSPEED_INITIALIZE = "deepspeed.initialize"
 #: Backward calls that are not a method of the loss.

@@ -73,7 +73,8 @@ few kernels alone; not in a loop that walks a tensor in pieces, ``for i in range
 ``t[:, i * n:(i + 1) * n]`` or ``t[:, i]``, whose kernels each turn are a pass over its
 piece (a single index by the counter, ``losses[i]``, may pick a list's item: no piece); a view,
 ``.squeeze()``, ``.view(-1)``, is no work even there), a collective of values already
-computed (``dist.all_reduce(loss)``, ``accelerator.gather(loss.repeat(n))``: its own
+computed (``dist.all_reduce(loss)``, ``accelerator.gather(loss.repeat(n))``, a library
+helper that only communicates, ``comm.reduce_dict(loss_dict)``: its own
 communication; not one of what a loop
 around it walks, ``for p in params: dist.all_reduce(p.grad)``), a
 builtin (``len``, ``isinstance``, ``hasattr``), a method of a literal or of a Python
@@ -94,7 +95,11 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import Protocol, TypeVar
 
-from ddplint.analysis.api import RANK_ONLY_DECORATORS, torch_distributed_function
+from ddplint.analysis.api import (
+    RANK_ONLY_DECORATORS,
+    is_communication_helper,
+    torch_distributed_function,
+)
 from ddplint.analysis.batches import training_loops
 from ddplint.analysis.call_waits import CallWaits
 from ddplint.analysis.control_flow import (
@@ -897,7 +902,8 @@ class DeviceQueue:
 
     def _collective_of_values(self, call: ast.Call, scope: ast.AST) -> bool:
         """A collective handed values already computed (``dist.all_reduce(loss)``, a
-        project helper that all-reduces its argument): it queues its own communication
+        project helper that all-reduces its argument, a library helper that only
+        communicates, ``comm.reduce_dict(loss_dict)``): it queues its own communication
         of them and no step work; not one handed what a loop around it walks (``for p in
         model.parameters(): dist.all_reduce(p.grad)``: every parameter's)."""
         if not call.args:
@@ -911,8 +917,11 @@ class DeviceQueue:
         }
         if any(_mentions(argument, walked) for argument in call.args):
             return False
-        if torch_distributed_function(self.names.resolve(call.func)) in _VALUE_COLLECTIVES:
+        resolved = self.names.resolve(call.func)
+        if torch_distributed_function(resolved) in _VALUE_COLLECTIVES:
             return True
+        if is_communication_helper(resolved):
+            return True  # ``comm.reduce_dict(loss_dict)``
         func = call.func
         if (
             isinstance(func, ast.Attribute)
