@@ -1118,16 +1118,27 @@ def test_a_type_test_of_a_wrapper_starts_no_group() -> None:
     }
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
-    # The same module wrapping a model too (a call of the class), the script calling
-    # it: distributed.
-    files["unwrap.py"] = UNWRAPS + "def wrap(m):\n    return DDP(m)\n"
+    # The same module wrapping a model too (a call of the class) after starting the
+    # group, the script calling it: distributed. The wrap alone needs a group nothing
+    # starts (it would raise): one process.
+    start = "import torch.distributed as dist\n"
+    files["unwrap.py"] = (
+        UNWRAPS + start + "def wrap(m):\n    dist.init_process_group('nccl')\n    return DDP(m)\n"
+    )
     files["train_one.py"] = "import unwrap\n" + SINGLE + "model = unwrap.wrap(model)\n"
     alone, _ = roles_of(files)
     assert "train_one" not in alone
+    files["unwrap.py"] = UNWRAPS + "def wrap(m):\n    return DDP(m)\n"
+    alone, _ = roles_of(files)
+    assert "train_one" in alone
     # A dotted class read outside a type test (`SyncBatchNorm.convert_sync_batchnorm`),
-    # at the module's top level: run on import.
+    # at the module's top level (run on import), beside a group started there.
     files["train_one.py"] = "import unwrap\n" + SINGLE
-    files["unwrap.py"] = UNWRAPS + "conv = torch.nn.SyncBatchNorm.convert_sync_batchnorm\n"
+    files["unwrap.py"] = (
+        UNWRAPS
+        + start
+        + "conv = torch.nn.SyncBatchNorm.convert_sync_batchnorm\ndist.init_process_group('gloo')\n"
+    )
     alone, _ = roles_of(files)
     assert "train_one" not in alone
 
@@ -1155,7 +1166,7 @@ SETUP_HELPERS = (
     "import torch.distributed as dist\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
     "def setup_ddp():\n    dist.init_process_group('nccl')\n"
-    "class Wrapper:\n    def wrap(self, m):\n        return DDP(m)\n"
+    "class Wrapper:\n    def wrap(self, m):\n        setup_ddp()\n        return DDP(m)\n"
     "class AverageMeter:\n    def update(self, v):\n        self.v = v\n"
 )
 
@@ -1206,6 +1217,37 @@ def test_a_group_starter_the_entry_reaches_starts_a_group(script: str) -> None:
     files = {"train.py": script, "utils.py": SETUP_HELPERS, "helpers.py": ""}
     alone, _ = roles_of(files)
     assert "train" not in alone and "utils" not in alone
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        "def wrap(m, world_size=1):\n    if world_size > 1:\n        m = DDP(m)\n    return m\n",
+        "def wrap(m):\n    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(m)\n",
+        "def wrap(m):\n    return FSDP(m)\n",
+    ],
+)
+def test_a_wrap_for_a_group_nothing_starts_runs_in_one_process(wrapper: str) -> None:
+    # stable-dreamfusion's trainer wraps in DDP when `world_size > 1`, and nothing in
+    # the project starts a group (no `init_process_group`, launcher or framework): the
+    # wrap would raise, the program runs one process. With the group started in the
+    # script's own helper module: distributed.
+    header = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    )
+    files = {
+        "train.py": train_using("model = utils.wrap(model)"),
+        "utils.py": header + wrapper,
+        "helpers.py": "",
+    }
+    alone, _ = roles_of(files)
+    assert {"train", "helpers"} <= alone
+    files["train.py"] = train_using("utils.setup()", "model = utils.wrap(model)")
+    files["utils.py"] += "def setup():\n    dist.init_process_group('nccl')\n"
+    alone, _ = roles_of(files)
+    assert "train" not in alone and "helpers" not in alone
 
 
 def test_a_group_started_at_a_modules_top_level_or_through_its_own_lookup() -> None:

@@ -201,7 +201,8 @@ _LIGHTNING_PACKAGES = ("lightning.pytorch", "pytorch_lightning", "lightning")
 #:   calls it), ``rpc.init_rpc``, the launchers (``torch.distributed.run``/``launch``,
 #:   ``elastic``, ``launcher.elastic_launch``) and ``torch.multiprocessing.spawn`` /
 #:   ``start_processes``; wrapping (DDP, FSDP and ``fully_shard``, ``parallelize_module``,
-#:   pipelining, ``ZeroRedundancyOptimizer``, ``SyncBatchNorm``) is evidence of intent.
+#:   pipelining, ``ZeroRedundancyOptimizer``, ``SyncBatchNorm``) is evidence of intent
+#:   for a module's own use, not a start (``GROUP_WRAPPERS``).
 #: - DeepSpeed's ``initialize`` and ``init_distributed`` (``initialize`` calls it; so does
 #:   ``zero.Init``), its launcher; accelerate's ``Accelerator`` and ``PartialState`` /
 #:   ``AcceleratorState`` (their ``__init__`` calls ``init_process_group`` under a
@@ -311,6 +312,39 @@ GROUP_STARTERS = (
         for name in ("call_main", "distributed_init")
     ),
     *(f"ignite.distributed.{name}" for name in ("Parallel", "initialize", "spawn", "auto_model")),
+)
+#: The starters above that wrap a model or an optimizer for a group someone else started
+#: (DDP, FSDP, ``SyncBatchNorm``, ZeRO, Horovod's optimizer, apex's and mmcv's wrappers):
+#: they need an initialised group to run, so a program that reaches one and no code
+#: that starts or joins a group never runs that code (``if world_size > 1: model =
+#: DDP(model)`` with nothing that calls ``init_process_group``: the wrap would raise).
+GROUP_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed",
+        "torch.nn.DistributedDataParallel",
+        "torch.nn.SyncBatchNorm",
+        "torch.nn.modules.batchnorm.SyncBatchNorm",
+        "torch.distributed.fsdp",
+        "torch.distributed._composable.fsdp",
+        "torch.distributed._composable.replicate",
+        "torch.distributed.tensor.parallel.parallelize_module",
+        "torch.distributed.tensor.parallel.api.parallelize_module",
+        "torch.distributed.pipelining",
+        "torch.distributed.optim.ZeroRedundancyOptimizer",
+        "torch.distributed.optim.zero_redundancy_optimizer",
+        "horovod.torch.DistributedOptimizer",
+        *(
+            f"apex.parallel.{name}"
+            for name in ("DistributedDataParallel", "SyncBatchNorm", "convert_syncbn_model")
+        ),
+        "megatron.core.distributed",
+        "mmengine.model.MMDistributedDataParallel",
+        "mmcv.parallel.MMDistributedDataParallel",
+        "detectron2.engine.create_ddp_model",
+        "detectron2.engine.defaults.create_ddp_model",
+        "ignite.distributed.auto_model",
+    }
 )
 #: Dotted prefixes of every API of distributed training: the starters above, and the
 #: queries and collectives (``torch.distributed`` whole, accelerate's ``gather``,

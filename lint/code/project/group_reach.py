@@ -6,9 +6,12 @@ callback, a base class: any read), and what those name in turn, a class with all
 methods. A module's *unit* is one of its top-level functions or classes, or the rest of
 its top level (``""``); what each unit reads is the summary's ``units``. A unit *starts
 a group* when it reads a group starter (``api.GROUP_STARTERS``) other than as the class
-of a type test. A program whose imports hold a starter that nothing its entry reaches
-reads is one process: the helper that starts the group is imported but never run
-(``from utils import setup_ddp, AverageMeter`` where only the meter is used).
+of a type test, and other than a wrapper (``api.GROUP_WRAPPERS``: DDP, FSDP,
+``SyncBatchNorm``), which needs a group another starter started: a program whose entry
+reaches a wrapper and no starter never runs the wrap (it would raise). A program whose
+imports hold a starter that nothing its entry reaches reads is one process: the helper
+that starts the group is imported but never run (``from utils import setup_ddp,
+AverageMeter`` where only the meter is used).
 
 Where analysis cannot see a reference, every unit it may reach is taken: each unit of a
 module star-imported, looking its own names up, looked up or loaded by a computed name
@@ -31,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ddplint.analysis.api import GROUP_STARTERS
+from ddplint.analysis.api import GROUP_STARTERS, GROUP_WRAPPERS
 from ddplint.code.project.programs import Part
 from ddplint.code.project.reach import LooseImports, Project, Unseen
 from ddplint.code.project.summaries import Summary
@@ -40,7 +43,7 @@ from ddplint.code.project.summaries import Summary
 Unit = tuple[str, str]
 #: The unit of the module's top level outside its functions and classes.
 TOP = ""
-_STARTERS = frozenset(GROUP_STARTERS)
+_STARTERS = frozenset(GROUP_STARTERS) - GROUP_WRAPPERS
 #: What a unit's read names, once resolved: a unit, a module whose import runs (its top
 #: level, and what it runs unseen), or every unit of a module.
 _UNIT, _ENTER, _EVERY = "unit", "enter", "every"

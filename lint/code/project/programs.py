@@ -5,10 +5,11 @@ its top level (inside a top-level ``if``, ``with`` or ``try`` too), or calls a f
 of its own there (``main()``). What it runs is the module and every project module it
 imports, over and over (a package's ``__init__`` with each module inside it). A program
 is *distributed* when code its entry reaches in those modules (``group_reach``: a
-helper imported and never run starts nothing) starts or joins a process group, or
-wraps a model for one (``api.GROUP_STARTERS``:
+helper imported and never run starts nothing) starts or joins a process group
+(``api.GROUP_STARTERS`` other than the wrappers, DDP, FSDP and ``SyncBatchNorm``, which
+need a group something else started:
 ``init_process_group``, ``init_device_mesh``, ``torch.multiprocessing.spawn``, the
-launchers, DDP/FSDP and ``SyncBatchNorm``, DeepSpeed's ``initialize``, accelerate's
+launchers, DeepSpeed's ``initialize``, accelerate's
 ``Accelerator``, Lightning's ``Trainer`` and ``Fabric``, Horovod's ``init``, the Hugging
 Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
 ``is_initialized``, ``all_gather``: a model module that gathers once a group is up runs
