@@ -19,7 +19,9 @@ What waits, judged by what the call does:
   1:`` ... ``elif x.item() < 0:``, a read on each way of a branch; a value already on
   the host, ``analysis.placement``, waits for nothing), ``float(x.sum())`` (a Python
   number made of a tensor method's result), an upload of host data to a device
-  (``torch.tensor(values, device=...)``), a test whose value is a tensor (``if not
+  (``torch.tensor(values, device=...)``, and ``image.to(device)`` of what a loader
+  collated on the host, without ``non_blocking=True``: a copy from pageable memory
+  synchronises the stream first), a test whose value is a tensor (``if not
   torch.isfinite(loss):``);
 - a synchronisation (``torch.cuda.synchronize()``, a stream's ``synchronize()``): DDP101
   reports it, and the reads after it wait for nothing new;
@@ -139,7 +141,7 @@ from ddplint.analysis.object_kinds import (
     is_deepspeed_initialize,
     library_kind,
 )
-from ddplint.analysis.placement import Placement
+from ddplint.analysis.placement import Placement, blocking_move
 from ddplint.analysis.process_groups import ProcessGroups
 from ddplint.analysis.project import NO_PROJECT
 from ddplint.analysis.reaching import bindings_reaching
@@ -412,6 +414,8 @@ class DeviceQueue:
         if self.converts_kernel_result(call, scope) or self.sized_on_device(call, scope):
             return True
         if self._is_upload(call) or synchronizes(call, self.names.resolve):
+            return True
+        if self._moves_host_tensor(call, scope):
             return True
         func = call.func
         if (
@@ -1008,6 +1012,36 @@ class DeviceQueue:
         return device is not None and not (
             isinstance(device, ast.Constant) and device.value in ("cpu", None)
         )
+
+    def _moves_host_tensor(self, call: ast.Call, scope: ast.AST) -> bool:
+        """``x.to(device)`` / ``x.cuda()`` of a tensor known to live on the host (what a
+        loader collated, a tensor built on the CPU), without ``non_blocking=True``: a
+        copy from pageable memory that synchronises the stream first, as an upload of
+        host data does."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and blocking_move(call, self.names.resolve)):
+            return False
+        moved = func.value
+        if self.placement.on_host(moved, scope):
+            return True
+        found = self.where.node_of(call, module_code=True)
+        if not isinstance(moved, ast.Name) or found is None:
+            return False
+        graph, node = found  # ``image = image.to(device)``: the batch's item before
+        reaching = bindings_reaching(graph, node, moved.id)
+        if not reaching.bindings or reaching.from_entry:
+            return False
+        for binder, value in reaching.bindings:
+            statement = binder.statement
+            if value is not None:
+                if not self.placement.on_host(value, graph.scope):
+                    return False
+            elif not (
+                isinstance(statement, (ast.For, ast.AsyncFor))
+                and self.placement.walks_host_loader(statement, graph.scope)
+            ):
+                return False
+        return True
 
     def _torch_kernel(self, call: ast.Call) -> bool:
         """A ``torch`` function that runs a kernel on its arguments (``torch.log(x)``,

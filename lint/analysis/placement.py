@@ -320,6 +320,10 @@ class Placement:
         self._bindings[id(scope)] = table
         return table
 
+    def walks_host_loader(self, loop: ast.For | ast.AsyncFor, scope: ast.AST) -> bool:
+        """Whether ``loop`` yields batches collated on the host (``_host_loader``)."""
+        return self._host_loader(loop, scope)
+
     def _host_loader(self, loop: ast.For | ast.AsyncFor, scope: ast.AST) -> bool:
         """Whether ``loop`` walks a ``DataLoader`` (through ``enumerate`` and progress
         bars) made in ``scope``, every binding of its name one, whose batches stay on the
@@ -370,6 +374,34 @@ def _casts(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> bool:
         and all(k.arg in _CAST_KEYWORDS for k in call.keywords)
         and all(_is_dtype(d, resolve) for d in dtypes)
     )
+
+
+def blocking_move(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """``x.to(device)``, ``x.cuda()``: a move to a device (not a cast, not to the CPU)
+    that the host waits for when ``x`` lives in pageable host memory (no
+    ``non_blocking=True``: a copy from pageable memory synchronises the stream before
+    it starts)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("to", "cuda")):
+        return False
+    if any(
+        k.arg == "non_blocking" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+        for k in call.keywords
+    ):
+        return False
+    if func.attr == "cuda":
+        return True
+    if _casts(call, resolve):
+        return False
+    targets = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "device")]
+    return bool(targets) and not any(_host_or_meta(target) for target in targets)
+
+
+def _host_or_meta(device: ast.expr) -> bool:
+    """A literal device that is no accelerator: ``"cpu"``, ``"meta"``, ``None``."""
+    if not isinstance(device, ast.Constant):
+        return False
+    return device.value is None or str(device.value).startswith(("cpu", "meta"))
 
 
 def _is_dtype(expression: ast.expr, resolve: Callable[[ast.AST], str | None]) -> bool:
