@@ -1446,13 +1446,16 @@ class DeviceQueue:
         return bool(ways) and all(waited[n.index] for n in ways)
 
     def uploads_alone(self, graph: Graph, node: Node) -> bool:
-        """Whether every wait of the node's statement is an upload of host data (a copy
-        waits as a read does, but is reported on its own)."""
+        """Whether every wait of the node's statement is an upload of host data, built
+        on the device or moved there (a copy waits as a read does, but the first upload
+        of a pass is reported on its own)."""
         if node.statement is None:
             return False
         waits = self._waits_in(node.statement, graph.scope)
         return bool(waits) and all(
-            isinstance(wait, ast.Call) and self._is_upload(wait) for wait in waits
+            isinstance(wait, ast.Call)
+            and (self._is_upload(wait) or self._moves_host_tensor(wait, graph.scope))
+            for wait in waits
         )
 
     def _waits_later_in(self, statement: ast.AST, call: ast.Call, scope: ast.AST) -> bool:
