@@ -12,6 +12,9 @@ imports lead through), and those whose linking read a module whose bytes changed
 every other module keeps its links. A module that came links every module again
 (which names were asked about and not found is not kept). The fixpoints and the
 project-wide questions then run over all links, so the facts equal a fresh link's.
+The state is kept as records by name (``state_records``: a source's, a module's) in a
+``cache.LayeredEntry``, so that a run that links a few modules again writes their
+records, not every module's links.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from ddplint.code.project.index import (
 )
 from ddplint.code.project.summaries import Summary
 
-#: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "7"
+#: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
+#: name in a layered entry).
+LINKS_VERSION = "8"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -41,6 +45,8 @@ LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: less than writing every module's links (tens of milliseconds on NeMo); a pre-commit
 #: run on a file edited inside its functions links one module.
 REWRITE_AFTER = 4
+#: The prefixes of the state's records: a source's (by relative path), a module's.
+_SOURCE, _MODULE = "source:", "module:"
 
 
 def resolution_digest(summary: Summary) -> str:
@@ -67,20 +73,22 @@ class LinkState:
     modules: dict[str, _KeptModule]
 
     @classmethod
-    def read(cls, entry: Any) -> LinkState | None:
-        """The state a cache entry holds; None when absent or of another shape."""
-        if not isinstance(entry, dict):
-            return None
-        sources, modules = entry.get("sources"), entry.get("modules")
-        if not isinstance(sources, dict) or not isinstance(modules, dict):
-            return None
+    def read(cls, records: Mapping[str, Any]) -> LinkState | None:
+        """The state ``state_records`` kept; None when there is none or one of another
+        shape."""
+        sources: dict[str, tuple[str, bool]] = {}
+        modules: dict[str, _KeptModule] = {}
         try:
-            return cls(
-                {path: (str(value[0]), bool(value[1])) for path, value in sources.items()},
-                {name: _kept(value) for name, value in modules.items()},
-            )
+            for name, value in records.items():
+                if name.startswith(_SOURCE):
+                    sources[name[len(_SOURCE) :]] = (str(value[0]), bool(value[1]))
+                elif name.startswith(_MODULE):
+                    modules[name[len(_MODULE) :]] = _kept(value)
+                else:
+                    return None
         except (TypeError, ValueError, IndexError, KeyError):
             return None
+        return cls(sources, modules) if sources else None
 
     def changed(self, hashes: Mapping[str, str]) -> list[str]:
         """The sources whose bytes differ from this state's, or that are new."""
@@ -133,29 +141,31 @@ def _kept(value: Any) -> _KeptModule:
     )
 
 
-def state_entry(
+def state_records(
     index: ProjectIndex,
     hashes: Mapping[str, str],
     summarised: set[str],
     previous: LinkState | None,
 ) -> dict[str, Any]:
-    """The cache entry of ``index``'s links: the digest of a module linked again is
-    computed from its summary (read while linking), a kept one's is the previous one."""
-    modules = {}
+    """The records of ``index``'s links by name (``LinkState.read``): per source its
+    content hash and whether it has a summary, per module its path, resolution digest,
+    the names it asked about, its links and the modules it read. The digest of a
+    module linked again is computed from its summary (read while linking), a kept
+    one's is the previous one."""
+    records: dict[str, Any] = {
+        _SOURCE + path: [hash_, path in summarised] for path, hash_ in hashes.items()
+    }
     linked = set(index.linked)
     for name, path in index.paths.items():
         if name in linked or previous is None:
             digest = resolution_digest(index.summaries[name])
         else:
             digest = previous.modules[name].digest
-        modules[name] = [
+        records[_MODULE + name] = [
             path,
             digest,
             sorted(index.asked[name]),
             index.links[name],
             sorted(index.read[name]),
         ]
-    return {
-        "sources": {path: [hash_, path in summarised] for path, hash_ in hashes.items()},
-        "modules": modules,
-    }
+    return records
