@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_project_model import DEFAULT_RULES, FIXTURES, generated_project
@@ -83,6 +84,13 @@ EDITS: dict[str, tuple[str, Edit, set[str] | None]] = {
             "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'sub'))\n",
         ),
         None,
+    ),
+    # The package exports a new name: every module that imports from it asked about it
+    # (more than ``REWRITE_AFTER``: the links are kept again).
+    "package exports": (
+        "pkg/m4.py",
+        _create("pkg/__init__.py", "def extra():\n    pass\n"),
+        {"pkg", *(f"pkg.m{n}" for n in range(8))},
     ),
     # ``utils`` goes: ``train_bad`` and ``train_good`` asked for it.
     "deleted module": ("train_bad.py", _delete("utils.py"), {"train_bad", "train_good"}),
@@ -169,6 +177,37 @@ def test_an_edit_links_again_only_what_it_changes_with_the_facts_of_a_cold_run(
     )
 
 
+def _stored(root: Path, key: str) -> dict[str, Any] | None:
+    """The cache entry ``key`` of the runs over ``root`` (``DDPLINT_CACHE_DIR``)."""
+    settings = Settings(project_root=root)
+    return open_cache(settings, LintOptions(selected=DEFAULT_RULES, project_root=str(root))).get(
+        key
+    )
+
+
+def test_a_run_that_links_some_modules_again_writes_their_records_only(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept links are a base and a layer (``cache.LayeredEntry``): a run that links
+    some modules again writes the records that changed, not every module's links."""
+    from ddplint.code.project.incremental import LINKS_KEY
+
+    linted, edit, relinked = EDITS["package exports"]
+    assert relinked is not None
+    _run(tree, [tree], tmp_path / "warm", monkeypatch)
+    base = _stored(tree, LINKS_KEY)
+    assert base is not None
+    edit(tree)
+    hook = _run(tree, [tree / linted], tmp_path / "warm", monkeypatch)
+    assert hook.stats.linked == len(relinked) > REWRITE_AFTER
+    assert _stored(tree, LINKS_KEY) == base
+    layer = _stored(tree, LINKS_KEY + ":layer")
+    assert layer is not None and layer["base"] == base["token"] and not layer["removed"]
+    edited = "source:pkg/__init__.py"
+    assert edited in layer["records"]
+    assert set(layer["records"]) <= {edited, *(f"module:{name}" for name in relinked)}
+
+
 def test_the_links_say_which_modules_an_edit_reaches(tree: Path) -> None:
     """The links of ``pkg.m4`` were made asking about ``pkg.m3`` (it imports it) and
     not about ``pkg.m6``."""
@@ -201,14 +240,15 @@ def test_damaged_links_in_the_cache_are_linked_afresh(
     settings = Settings(project_root=tree)
     options = LintOptions(selected=DEFAULT_RULES, project_root=str(tree))
     cache: ResultCache = open_cache(settings, options)
-    entry = cache.get(LINKS_KEY)
+    entry = cache.get(LINKS_KEY)  # the base of a layered entry
     assert entry is not None
-    entry["modules"]["utils"][3]["functions"].clear()  # nothing would reach the barrier
+    records = entry["records"]
+    records["module:utils"][3]["functions"].clear()  # nothing would reach the barrier
     if damage != "edited in the database":
         if damage == "of another shape":
-            entry["modules"]["train_good"][3] = "damaged"
+            records["module:train_good"][3] = "damaged"
         else:
-            entry["modules"]["utils"][3]["functions"]["_wait_for_all"] = []
+            records["module:utils"][3]["functions"]["_wait_for_all"] = []
         cache.put(LINKS_KEY, entry)
         cache.save()
     else:

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from ddplint.cache import content_hash
-from ddplint.code.project.incremental import LinkState, state_entry
+from ddplint.code.project.incremental import LinkState, state_records
 from ddplint.code.project.index import ProjectIndex
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine.run_setup import ProjectMemo
@@ -114,8 +114,8 @@ def _by_the_kept_links(before: dict[str, str], after: dict[str, str]) -> Project
     cache entry written as JSON and read back)."""
     old = ProjectIndex(_summaries(before))
     hashes = {path: content_hash(text.encode()) for path, text in before.items()}
-    entry = json.loads(json.dumps(state_entry(old, hashes, set(before), None)))
-    state = LinkState.read(entry)
+    records = json.loads(json.dumps(state_records(old, hashes, set(before), None)))
+    state = LinkState.read(records)
     assert state is not None
     now = {path: content_hash(text.encode()) for path, text in after.items()}
     built = {path: summarize(after[path]) for path in state.changed(now)}

@@ -19,10 +19,11 @@ from ddplint.code.project.facts import (
     ReachedCollective,
     Switch,
 )
+from ddplint.code.project.group_reach import GroupReach
 from ddplint.code.project.index import ProjectIndex, module_name
 from ddplint.code.project.module_summary import summarize
 from ddplint.code.project.programs import _uses_any, imported_modules, imported_names
-from ddplint.code.project.reach import imported
+from ddplint.code.project.reach import imported, unseen_reach
 from ddplint.engine import RunResult, lint_paths
 from ddplint.rules import all_rules
 from ddplint.settings import LintOptions, Settings
@@ -1270,6 +1271,43 @@ def test_a_group_started_at_a_modules_top_level_or_through_its_own_lookup() -> N
     )
     alone, _ = roles_of(files)
     assert "train" not in alone
+
+
+#: Two programs share `loader`, whose top level loads a module by a computed name
+#: (`ut...`): among `a_train`'s imports that is `utils`, whose every unit may run (its
+#: group starter too); `b_train` imports no `ut...` module, and `other`'s starter it never
+#: runs. `c_train` calls `other.setup_ddp` through `caller`.
+LOADED_BY_NAME = {
+    "a_train.py": "import loader\nimport utils\n" + SINGLE,
+    "b_train.py": "import loader\nimport other\n" + SINGLE,
+    "c_train.py": "import loader\nimport caller\n" + SINGLE,
+    "loader.py": "import importlib\ndef load(x):\n    importlib.import_module(f'ut{x}')\nload(1)\n",
+    "caller.py": "import other\nother.setup_ddp()\n",
+    "utils.py": SETUP_HELPERS,
+    "other.py": SETUP_HELPERS,
+    "helpers.py": "",
+}
+
+
+def test_a_group_reached_through_a_load_in_one_program_is_not_reached_in_another() -> None:
+    # What one program's search learns holds in the next only where reads led to the
+    # starter: `loader` starts a group in `a_train` through its load alone.
+    roles = index_of(LOADED_BY_NAME).program_roles
+    assert "a_train" not in roles.alone_programs and "c_train" not in roles.alone_programs
+    assert "b_train" in roles.alone_programs
+    links = index_of(LOADED_BY_NAME).links
+    programs = {
+        "a_train": {"a_train", "loader", "utils", "helpers"},
+        "b_train": {"b_train", "loader", "other", "helpers"},
+        "c_train": {"c_train", "loader", "caller", "other", "helpers"},
+    }
+    for order in (("a_train", "b_train", "c_train"), ("c_train", "b_train", "a_train")):
+        groups = GroupReach(
+            {module: part.get("group", {}) for module, part in links.items()},
+            unseen_reach({module: part.get("reach", {}) for module, part in links.items()}),
+        )
+        found = {program: groups.starts_group(programs[program]) for program in order}
+        assert found == {"a_train": True, "b_train": False, "c_train": True}
 
 
 def test_torch_multiprocessing_setup_starts_no_group() -> None:

@@ -217,7 +217,7 @@ def _linked_index(
         LINKS_KEY,
         REWRITE_AFTER,
         LinkState,
-        state_entry,
+        state_records,
     )
     from ddplint.code.project.index import ProjectIndex
 
@@ -227,8 +227,10 @@ def _linked_index(
         if isinstance(sources, ProjectSources):
             sources.parses = frozenset(summaries)
         return memo.index(summaries) if memo is not None else ProjectIndex(summaries)
-    previous = LinkState.read(cache.get(LINKS_KEY))
-    cache.forget(LINKS_KEY)  # the lint workers need not inherit every module's links
+    kept_links = LayeredEntry(cache, LINKS_KEY)
+    for key in (LINKS_KEY, kept_links.layer_key):
+        cache.forget(key)  # the lint workers need not inherit every module's links
+    previous = LinkState.read(kept_links.merged)
     index: ProjectIndex | None = None
     if previous is not None:
         try:
@@ -240,7 +242,7 @@ def _linked_index(
         index, summarised, previous = ProjectIndex(summaries), set(summaries), None
     stats.linked += len(index.linked)
     if previous is None or len(index.linked) > REWRITE_AFTER:
-        cache.put(LINKS_KEY, state_entry(index, hashes, summarised, previous))
+        kept_links.write(state_records(index, hashes, summarised, previous))
     return index
 
 

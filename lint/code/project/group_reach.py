@@ -116,6 +116,12 @@ class GroupReach:
         }
         #: The modules that hold a unit that starts a group (``programs.GroupStarts``).
         self.starting_modules = frozenset(module for module, _ in self._starting)
+        self._loading = {
+            (module, unit) for module, part in parts.items() for unit in part.get("loads", ())
+        }
+        #: Units whose reads alone lead to a unit that starts a group: in every program
+        #: (reads are the program's choice nowhere; loads are), learnt as programs are asked.
+        self._doomed = set(self._starting)
 
     def starts_group(self, modules: Iterable[str]) -> bool:
         """Whether running the top levels of ``modules`` (a program's imports) reaches
@@ -123,17 +129,34 @@ class GroupReach:
         modules = set(modules)
         if not modules & self.starting_modules:
             return False
-        pending = [unit for module in modules for unit in self._entered(module)]
-        seen = set(pending)
+        #: Per unit seen, the unit whose reads led to it (None: an entry or a load).
+        led_by: dict[Unit, Unit | None] = {}
+        for module in modules:
+            entered = dict.fromkeys(self._entered(module))
+            if not self._doomed.isdisjoint(entered):
+                return True
+            led_by.update(entered)
+        ordered = sorted(modules)
+        pending = list(led_by)
         while pending:
             unit = pending.pop()
-            if unit in self._starting:
-                return True
-            for reached in [*self._reads(unit), *self._loaded(unit, modules)]:
-                if reached not in seen:
-                    seen.add(reached)
-                    pending.append(reached)
+            loaded = self._loaded(unit, ordered) if unit in self._loading else ()
+            for reached, reader in [*((read, unit) for read in self._reads(unit)), *loaded]:
+                if reached in led_by:
+                    continue
+                led_by[reached] = reader
+                if reached in self._doomed:
+                    self._doom(reached, led_by)
+                    return True
+                pending.append(reached)
         return False
+
+    def _doom(self, unit: Unit, led_by: Mapping[Unit, Unit | None]) -> None:
+        """Keep as doomed the units whose reads led to the doomed ``unit`` (back to an
+        entry or a load, which another program may not make)."""
+        while (reader := led_by[unit]) is not None:
+            self._doomed.add(reader)
+            unit = reader
 
     def _entered(self, module: str) -> Iterator[Unit]:
         """The units that run when a module is imported, seen or not."""
@@ -161,20 +184,21 @@ class GroupReach:
         for whole in reads.get(_EVERY, ()):
             yield from self._every_unit(whole)
 
-    def _loaded(self, unit: Unit, modules: set[str]) -> Iterator[Unit]:
+    def _loaded(self, unit: Unit, modules: list[str]) -> Iterator[tuple[Unit, None]]:
         """What the unit's loads by a computed name run among the program's ``modules``
         (what the program imports: a load by a computed name adds no module to it, as
         ``programs`` reads it): the unit a load reads on its result in each module its
-        constant head may name, every unit where none is read by name."""
+        constant head may name, every unit where none is read by name; each with no
+        reader (``starts_group``: another program may load otherwise)."""
         module, name = unit
         for head, attribute in self._parts.get(module, {}).get("loads", {}).get(name, ()):
-            for loaded in sorted(modules):
+            for loaded in modules:
                 if not loaded.startswith(head) or loaded not in self._parts:
                     continue
                 if not attribute:
-                    yield from self._every_unit(loaded)
+                    yield from ((found, None) for found in self._every_unit(loaded))
                 elif attribute in self._parts[loaded].get("units", ()):
-                    yield loaded, attribute
+                    yield (loaded, attribute), None
 
 
 def _units(summary: Summary) -> dict[str, list[list[Any]]]:

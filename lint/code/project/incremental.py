@@ -12,6 +12,10 @@ imports lead through), and those whose linking read a module whose bytes changed
 every other module keeps its links. A module that came links every module again
 (which names were asked about and not found is not kept). The fixpoints and the
 project-wide questions then run over all links, so the facts equal a fresh link's.
+The state is kept as records by name (``state_records``: a source's, a module's, the
+folders a module puts on ``sys.path``) in a
+``cache.LayeredEntry``, so that a run that links a few modules again writes their
+records, not every module's links.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from ddplint.code.project.index import (
 )
 from ddplint.code.project.summaries import Summary
 
-#: Version of the links' layout (``ProjectIndex.link``) and of this entry.
-LINKS_VERSION = "8"
+#: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
+#: name in a layered entry; 9: the folders modules put on ``sys.path`` among them).
+LINKS_VERSION = "9"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -42,6 +47,9 @@ LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: less than writing every module's links (tens of milliseconds on NeMo); a pre-commit
 #: run on a file edited inside its functions links one module.
 REWRITE_AFTER = 4
+#: The prefixes of the state's records: a source's (by relative path), a module's, and
+#: the folders a module (by path) puts on ``sys.path``.
+_SOURCE, _MODULE, _INSERTED = "source:", "module:", "inserted:"
 
 
 def resolution_digest(summary: Summary) -> str:
@@ -70,24 +78,25 @@ class LinkState:
     inserted: dict[str, list[str]]
 
     @classmethod
-    def read(cls, entry: Any) -> LinkState | None:
-        """The state a cache entry holds; None when absent or of another shape."""
-        if not isinstance(entry, dict):
-            return None
-        sources, modules = entry.get("sources"), entry.get("modules")
-        inserted = entry.get("inserted")
-        if not (
-            isinstance(sources, dict) and isinstance(modules, dict) and isinstance(inserted, dict)
-        ):
-            return None
+    def read(cls, records: Mapping[str, Any]) -> LinkState | None:
+        """The state ``state_records`` kept; None when there is none or one of another
+        shape."""
+        sources: dict[str, tuple[str, bool]] = {}
+        modules: dict[str, _KeptModule] = {}
+        inserted: dict[str, list[str]] = {}
         try:
-            return cls(
-                {path: (str(value[0]), bool(value[1])) for path, value in sources.items()},
-                {name: _kept(value) for name, value in modules.items()},
-                {path: [str(folder) for folder in value] for path, value in inserted.items()},
-            )
+            for name, value in records.items():
+                if name.startswith(_SOURCE):
+                    sources[name[len(_SOURCE) :]] = (str(value[0]), bool(value[1]))
+                elif name.startswith(_MODULE):
+                    modules[name[len(_MODULE) :]] = _kept(value)
+                elif name.startswith(_INSERTED) and isinstance(value, list):
+                    inserted[name[len(_INSERTED) :]] = [str(folder) for folder in value]
+                else:
+                    return None
         except (TypeError, ValueError, IndexError, KeyError):
             return None
+        return cls(sources, modules, inserted) if sources else None
 
     def changed(self, hashes: Mapping[str, str]) -> list[str]:
         """The sources whose bytes differ from this state's, or that are new."""
@@ -152,30 +161,32 @@ def _kept(value: Any) -> _KeptModule:
     )
 
 
-def state_entry(
+def state_records(
     index: ProjectIndex,
     hashes: Mapping[str, str],
     summarised: set[str],
     previous: LinkState | None,
 ) -> dict[str, Any]:
-    """The cache entry of ``index``'s links: the digest of a module linked again is
+    """The records of ``index``'s links by name (``LinkState.read``): per source its
+    content hash and whether it has a summary, per module its path, resolution digest,
+    the names it asked about, its links and the modules it read, and per module that
+    puts folders on ``sys.path`` those folders. The digest of a module linked again is
     computed from its summary (read while linking), a kept one's is the previous one."""
-    modules = {}
+    records: dict[str, Any] = {
+        _SOURCE + path: [hash_, path in summarised] for path, hash_ in hashes.items()
+    }
     linked = set(index.linked)
     for name, path in index.paths.items():
         if name in linked or previous is None:
             digest = resolution_digest(index.summaries[name])
         else:
             digest = previous.modules[name].digest
-        modules[name] = [
+        records[_MODULE + name] = [
             path,
             digest,
             sorted(index.asked[name]),
             index.links[name],
             sorted(index.read[name]),
         ]
-    return {
-        "sources": {path: [hash_, path in summarised] for path, hash_ in hashes.items()},
-        "modules": modules,
-        "inserted": index.inserted,
-    }
+    records.update((_INSERTED + path, folders) for path, folders in index.inserted.items())
+    return records
