@@ -375,6 +375,11 @@ DISTRIBUTED_APIS = (
     "fairseq.distributed_utils",
     "ignite.distributed",
 )
+#: Horovod's collectives: each blocks the host until its result exists.
+HOROVOD_COLLECTIVES = frozenset(
+    f"horovod.torch.{name}"
+    for name in ("allgather", "allreduce", "broadcast", "alltoall", "grouped_allreduce")
+)
 #: Library helpers that communicate the values they are handed and do nothing else (no
 #: forward, no optimizer): ``detectron2.utils.comm.reduce_dict(loss_dict)``, timm's
 #: ``reduce_tensor``, mmengine's ``dist.all_reduce_dict``, fairseq's ``all_reduce_dict``,
@@ -391,10 +396,7 @@ COMMUNICATION_HELPERS = (
     "fairseq.distributed.utils.all_",
     "ignite.distributed.all_",
     "ignite.distributed.broadcast",
-    "horovod.torch.allreduce",
-    "horovod.torch.allgather",
-    "horovod.torch.broadcast",
-    "horovod.torch.grouped_allreduce",
+    *sorted(HOROVOD_COLLECTIVES),
     "deepspeed.comm.all_",
     "deepspeed.comm.reduce",
     "deepspeed.comm.broadcast",

@@ -307,11 +307,8 @@ class Placement:
                 _bind(table, node.target, node.value)
             elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem)):
                 target = node.optional_vars if isinstance(node, ast.withitem) else node.target
-                yielded = (
-                    _HOST
-                    if isinstance(node, (ast.For, ast.AsyncFor)) and self._host_loader(node, scope)
-                    else _UNKNOWN
-                )
+                loop = node if isinstance(node, (ast.For, ast.AsyncFor)) else None
+                yielded = _HOST if loop and self.walks_host_loader(loop, scope) else _UNKNOWN
                 for name in ast.walk(target) if target is not None else ():
                     if isinstance(name, ast.Name):
                         table.setdefault(name.id, []).append((yielded, None))
@@ -321,10 +318,6 @@ class Placement:
         return table
 
     def walks_host_loader(self, loop: ast.For | ast.AsyncFor, scope: ast.AST) -> bool:
-        """Whether ``loop`` yields batches collated on the host (``_host_loader``)."""
-        return self._host_loader(loop, scope)
-
-    def _host_loader(self, loop: ast.For | ast.AsyncFor, scope: ast.AST) -> bool:
         """Whether ``loop`` walks a ``DataLoader`` (through ``enumerate`` and progress
         bars) made in ``scope``, every binding of its name one, whose batches stay on the
         host: no collate function of the module that moves a value to a device."""

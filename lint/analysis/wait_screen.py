@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ddplint.analysis.api import HOROVOD_COLLECTIVES
 from ddplint.analysis.host_waits import (
     MASK_FUNCTIONS,
     MASK_METHODS,
@@ -68,13 +69,7 @@ _HOST_FACTORIES = frozenset(
     }
 )
 #: Horovod's synchronous collectives: the host blocks until the result exists.
-_HOROVOD_BLOCKING = frozenset(
-    f"horovod.torch.{name}"
-    for name in (
-        *("allgather", "allreduce", "broadcast", "alltoall", "grouped_allreduce"),
-        "synchronize",
-    )
-)
+_HOROVOD_BLOCKING = HOROVOD_COLLECTIVES | {"horovod.torch.synchronize"}
 
 Resolve = Callable[[ast.expr], "str | None"]
 #: Node kinds the screen reads, by type (a function's own nodes grouped once).

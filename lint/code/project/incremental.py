@@ -31,7 +31,7 @@ from ddplint.code.project.index import (
     KeptLinks,
     Links,
     ProjectIndex,
-    inserted_folders,
+    inserted_by_path,
     module_paths,
     resolution_inputs,
 )
@@ -119,7 +119,7 @@ class LinkState:
         """By path, the folders the modules of ``project`` put on ``sys.path``: the
         changed ones' from their new summaries, the others' as this state kept them."""
         kept = {path: folders for path, folders in self.inserted.items() if path not in built}
-        now = inserted_folders({path: built[path] or {} for path in built})
+        now = inserted_by_path({path: built[path] or {} for path in built})
         present = set(project)
         return {path: folders for path, folders in {**kept, **now}.items() if path in present}
 

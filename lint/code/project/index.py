@@ -123,7 +123,7 @@ def module_paths(paths: Iterable[str]) -> dict[str, str]:
     return _modules(paths)[0]
 
 
-def inserted_folders(summaries: Mapping[str, Summary]) -> dict[str, list[str]]:
+def inserted_by_path(summaries: Mapping[str, Summary]) -> dict[str, list[str]]:
     """By path, the folders each module puts on ``sys.path`` (those that put any)."""
     found = {path: summary.get("path_roots") for path, summary in summaries.items()}
     return {path: roots for path, roots in found.items() if roots}
@@ -294,7 +294,7 @@ class ProjectIndex:
         self.paths, self.module_of_path = _modules(summaries)
         packages = {name for name, path in self.paths.items() if _is_package(path)}
         if inserted is None:
-            inserted = inserted_folders(summaries)
+            inserted = inserted_by_path(summaries)
         #: By path, the folders the module puts on ``sys.path`` (``path_roots``).
         self.inserted = dict(inserted)
         #: The module-name prefixes of those folders inside the project (``lib`` for
