@@ -6,7 +6,7 @@
     python bench/blind_corpus.py diff run.json [--verdicts TSV] [--sample RULE:N:SEED]
     python bench/blind_corpus.py split --repos TSV --seed STRING --out TSV
 
-Every command takes ``--corpus-set 1|2|...|20`` (default 1): which list, split and
+Every command takes ``--corpus-set 1|2|...|21`` (default 1): which list, split and
 verdicts it uses -- set 1 is ``repositories.tsv`` / ``split.tsv`` / ``verdicts-repositories.tsv``
 (issue 23; its blind half retired on 2026-11-26, all 88 are ``develop`` material now),
 set N from 2 on is ``repositories-N.tsv`` / ``split-N.tsv`` / ``verdicts-repositories-N.tsv``
@@ -148,6 +148,11 @@ CORPUS_SETS = {
         CORPORA / "split-20.tsv",
         CORPORA / "verdicts-repositories-20.tsv",
     ),
+    "21": (
+        CORPORA / "repositories-21.tsv",
+        CORPORA / "split-21.tsv",
+        CORPORA / "verdicts-repositories-21.tsv",
+    ),
 }
 #: The seed string of each set's split (sha256 of SEED + owner/name orders the list).
 SPLIT_SEEDS = {
@@ -171,6 +176,7 @@ SPLIT_SEEDS = {
     "18": "",
     "19": "",
     "20": "",
+    "21": "",
 }
 PRECISION = HERE.parent / "lint" / "blind_precision.json"
 VERDICT_COLUMNS = ["repo", "path", "line", "code", "key", "verdict", "reason"]
@@ -246,6 +252,8 @@ def extract(repository: Repository, mirror: Path, corpus: Path) -> tuple[int, in
 
     Returns (files written, blobs the snapshot lacks). Symbolic links are skipped."""
     git_dir = mirror / repository.folder / "repo"
+    if (git_dir / ".git").is_dir():  # a snapshot fetched with a work tree's layout
+        git_dir = git_dir / ".git"
     dest = corpus / repository.folder
     prefix = repository.subdir.rstrip("/") + "/" if repository.subdir else ""
     listing = subprocess.run(
