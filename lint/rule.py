@@ -116,6 +116,11 @@ class CodeRule(Rule):
     #: ``check`` would report. The catalogue holds the same function, so the engine asks
     #: it before the rule's module (and LibCST) is imported.
     screened_by: ClassVar[staticmethod[[ast.Module, LintOptions], bool] | None] = None
+    #: Whether the hazard needs several processes (a peer to wait for, to part from or
+    #: to stall): the engine drops the rule's findings on code that runs only in a
+    #: one-process job (``SingleProcessPaths.holds_at``). A rule whose hazard is there
+    #: in any run (an API that raises, a data-loader setting) says no.
+    needs_peers: ClassVar[bool] = False
 
     def may_report(self, ctx: CodeContext) -> bool:
         """Whether ``check`` may report on this module (its screen, asked of its

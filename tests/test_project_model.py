@@ -4,6 +4,7 @@ and what the rules gain from them on small multi-file projects (``fixtures/proje
 from __future__ import annotations
 
 import shutil
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -1025,6 +1026,29 @@ DISTRIBUTED = (
 SINGLE = "import helpers\nfor batch in loader:\n    loss.backward()\n"
 
 
+def test_a_script_that_runs_the_projects_code_at_its_top_level_is_a_program() -> None:
+    # No `__main__` test, no loop, no function of its own: a top-level call of the
+    # project's function, or of a method of an object a project class made.
+    trainer = "import torch\nclass Trainer:\n    def train(self):\n        loss.backward()\n"
+    for script in (
+        "from trainer import Trainer\nt = Trainer()\nt.train()\n",
+        "import trainer\ntrainer.Trainer().train()\n",
+        "from trainer import Trainer\nimport torch\ntorch.manual_seed(0)\n"
+        "t = Trainer()\nt.train()\n",
+    ):
+        alone, _ = roles_of({"run.py": script, "trainer.py": trainer})
+        assert alone == {"run", "trainer"}, script
+    # A library's call at the top level (a seed, a logger) runs no project code: the
+    # module is no program, and what it imports stays unknown.
+    for script in (
+        "import torch\nimport trainer\ntorch.manual_seed(0)\n",
+        "import logging\nimport trainer\nlog = logging.getLogger()\nlog.setLevel(10)\n",
+        "from trainer import Trainer\nt = Trainer()\n",
+    ):
+        alone, _ = roles_of({"run.py": script, "trainer.py": trainer})
+        assert not alone, script
+
+
 def test_programs_that_start_no_group_run_their_modules_alone() -> None:
     # A script at the top level (a loop), a helper only it imports: one process.
     alone, untrained = roles_of(
@@ -1084,15 +1108,67 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_one.py"] += "print(dist.get_rank())\n"
     alone, _ = roles_of(files)
     assert not alone
-    # Wrapping in DDP (an import of the class) is evidence of intent: distributed.
+    # Wrapping in DDP is evidence of intent: distributed.
     files["train_ddp.py"] = DISTRIBUTED
-    files["train_one.py"] = "from torch.nn.parallel import DistributedDataParallel\n" + SINGLE
+    wraps = "from torch.nn.parallel import DistributedDataParallel\n"
+    files["train_one.py"] = wraps + "model = DistributedDataParallel(model)\n" + SINGLE
     alone, _ = roles_of(files)
     assert not alone
-    # So is a Lightning strategy handed to `LightningLite` (Fabric's predecessor).
-    files["train_one.py"] = "from pytorch_lightning.lite import LightningLite\n" + SINGLE
+    # The class imported and never used is none: one process.
+    files["train_one.py"] = wraps + SINGLE
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+    # So is a Lightning strategy handed to `LightningLite` (Fabric's predecessor), a
+    # class the script derives from; imported alone, it says nothing.
+    lite = "from pytorch_lightning.lite import LightningLite\n"
+    files["train_one.py"] = lite + "class Lite(LightningLite): pass\n" + SINGLE
     alone, _ = roles_of(files)
     assert not alone
+    files["train_one.py"] = lite + SINGLE
+    alone, _ = roles_of(files)
+    assert alone == {"train_one", "helpers"}
+
+
+ONE_PROCESS_LOOP = (
+    "import torch\n"
+    "{group}"
+    "model = torch.nn.Linear(2, 2).cuda()\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for i, batch in enumerate(loader):\n"
+    "    loss = model(batch.cuda()).sum()\n"
+    "    loss.backward()\n"
+    "    if not torch.isnan(loss):\n"
+    "        opt.step()\n"
+    "    if not (i % 4):\n"
+    "        opt.step()\n"
+)
+
+
+def test_a_hazard_that_needs_peers_is_not_reported_where_one_process_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The script starts no process group: a step some ranks skip (DDP208) has no peer
+    # to part from; the off-by-one stepping test (DDP401) is wrong in any run.
+    monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / ".cache"))
+    root = tmp_path / "one"
+    root.mkdir()
+    (root / "train.py").write_text(ONE_PROCESS_LOOP.format(group=""))
+    assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP401"}
+    # The same loop in a program that starts one: both.
+    start = "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
+    (root / "train.py").write_text(ONE_PROCESS_LOOP.format(group=start))
+    assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP208", "DDP401"}
+    # The loop in a function of a module a script runs (a top-level call of the
+    # project's function makes the script a program) that starts no group: alone;
+    # once a distributed script runs it too, it may run with peers.
+    body = ONE_PROCESS_LOOP.format(group="").split("\n", 1)[1]
+    (root / "loop.py").write_text(
+        "import torch\n\n\ndef f(loader):\n" + textwrap.indent(body, "    ")
+    )
+    (root / "train.py").write_text("import loop\nloop.f([])\n")
+    assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP401"}
+    (root / "train_ddp.py").write_text("import loop\n" + start + "loop.f([])\n")
+    assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP208", "DDP401"}
 
 
 UNWRAPS = (

@@ -286,6 +286,7 @@ class SingleProcessPaths:
         self._reached: dict[int, set[int]] = {}
         self._alone_functions: set[ast.AST] | None = None
         self._world_handed: set[Key] | None = None
+        self._statements_by_line: dict[int, ast.AST] | None = None
 
     # -- where a node runs ---------------------------------------------------------------
 
@@ -300,6 +301,19 @@ class SingleProcessPaths:
         if self._alone_in_scope(statement, scope):
             return True
         return self.alone_scope(scope)
+
+    def holds_at(self, line: int) -> bool:
+        """``holds`` of the innermost statement (or ``except`` clause) that spans
+        ``line``: where a finding on that line sits."""
+        if self._statements_by_line is None:
+            self._statements_by_line = {}
+            # The innermost: starts last, and of those ends first.
+            for statement in sorted(self._statement_scopes, key=_nesting_order):
+                first, last = statement.lineno, statement.end_lineno or statement.lineno
+                for at in range(first, last + 1):
+                    self._statements_by_line[at] = statement
+        statement = self._statements_by_line.get(line)
+        return statement is not None and self.holds(statement)
 
     def swallows_alone(self, handler: ast.ExceptHandler) -> bool:
         """Whether every way that leaves ``handler`` without raising runs only in a
@@ -628,6 +642,12 @@ class SingleProcessPaths:
         if current is None:
             return None, None
         return current, self._statement_scopes[current]
+
+
+def _nesting_order(statement: ast.AST) -> tuple[int, int]:
+    """Outer statements first: by first line, then the longer first."""
+    first = getattr(statement, "lineno", 0)
+    return first, -(getattr(statement, "end_lineno", None) or first)
 
 
 def _statement_scopes(module: ast.Module) -> dict[ast.AST, Scope]:

@@ -127,6 +127,13 @@ class CodeContext:
         references (``code.project.reach``). Findings there are not reported."""
         return self.project.never_runs(self._definitions_by_line.get(line))
 
+    def runs_alone(self, line: int) -> bool:
+        """Whether the code at ``line`` runs only in a one-process job (its program
+        starts no process group, or a branch only such a job takes: the analysis
+        core's ``single_process``). Findings of rules whose hazard needs peers are not
+        reported there."""
+        return self.ast_module is not None and self.analysis.single_process.holds_at(line)
+
     @cached_property
     def unreachable_lines(self) -> frozenset[int]:
         """The lines no way reaches (after a jump in their block); findings there are

@@ -248,6 +248,12 @@ def _lint_planned(path: str, raw: bytes, options: LintOptions, plan: Plan) -> Fi
     if plan.kind == "code" and outcome.findings and context.project.never_runs_anything():
         # Code nothing in the project can run (``code.project.reach``): no finding.
         outcome.findings = [f for f in outcome.findings if not context.never_runs(f.line)]
+    if plan.kind == "code" and outcome.findings:
+        # A hazard that needs peers, on code only a one-process job runs: no finding.
+        peers = {rule.code for rule in rules if getattr(rule, "needs_peers", False)}
+        outcome.findings = [
+            f for f in outcome.findings if f.rule not in peers or not context.runs_alone(f.line)
+        ]
     return outcome
 
 

@@ -105,6 +105,7 @@ class HostSyncInForward(CodeRule):
     severity = Severity.WARNING
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.UNSAFE
     needles = ("synchronize",)
     reads_libcst = False

@@ -141,6 +141,7 @@ class HostReadInTrainingStep(CodeRule):
     summary = "tensor read on the host (`.item()`, `.cpu()`, ...) every training step"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = (".item(", ".cpu(", ".tolist(", ".numpy(", '"cpu"', "'cpu'", "float(", "int(")
 
     reads_libcst = False

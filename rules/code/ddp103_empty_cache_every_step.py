@@ -72,6 +72,7 @@ class EmptyCacheEveryStep(CodeRule):
     summary = "`empty_cache()` every training step (re-allocation through cudaMalloc)"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.UNSAFE
     needles = ("empty_cache",)
     reads_libcst = False

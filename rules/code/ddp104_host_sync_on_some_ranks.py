@@ -78,6 +78,7 @@ class HostSyncOnSomeRanks(CodeRule):
     summary = "host synchronisation on some ranks only, every training step"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = ("empty_cache", ".item(", ".cpu(", ".tolist(", ".numpy(", ".to(")
     reads_libcst = False
 

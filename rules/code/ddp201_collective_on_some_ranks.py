@@ -97,6 +97,7 @@ class CollectiveOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)

@@ -76,6 +76,7 @@ class LogSyncDistOnSomeRanks(CodeRule):
     """
 
     code = "DDP202"
+    needs_peers = True
     name = "log-sync-dist-on-some-ranks"
     summary = "self.log(..., sync_dist=True) reached only on some ranks"
     severity = Severity.ERROR

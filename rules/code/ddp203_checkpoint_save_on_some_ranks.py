@@ -79,6 +79,7 @@ class CheckpointSaveOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.SAFE
     needles = RANK_NEEDLES
     also_needles = COLLECTIVE_NEEDLES

@@ -125,6 +125,7 @@ class DataDependentSkip(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = ("backward(", "training_step")
 
     reads_libcst = False

@@ -81,6 +81,7 @@ class TrainingStepReturnsNone(CodeRule):
     """
 
     code = "DDP205"
+    needs_peers = True
     reads_libcst = False
     name = "training-step-returns-none"
     summary = "training_step returns None (or a constant loss) on a data-dependent path"

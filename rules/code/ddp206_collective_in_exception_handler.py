@@ -83,6 +83,7 @@ class CollectiveInExceptionHandler(CodeRule):
     severity = Severity.ERROR
     #: Preview since the second blind half: 0 right of 4 judged (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = COLLECTIVE_CALL_NEEDLES
     also_needles = COLLECTIVE_NEEDLES
 

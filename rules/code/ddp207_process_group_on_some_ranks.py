@@ -79,6 +79,7 @@ class ProcessGroupOnSomeRanks(CodeRule):
     """
 
     code = "DDP207"
+    needs_peers = True
     name = "process-group-on-some-ranks"
     summary = "a process group created on some ranks only"
     severity = Severity.ERROR

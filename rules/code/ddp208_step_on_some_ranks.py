@@ -87,6 +87,7 @@ class StepOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = (".step(",)
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:

@@ -67,6 +67,7 @@ class CollectivesInSetLoop(CodeRule):
     summary = "collectives issued while iterating a set: the order differs per rank"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.SAFE
     reads_libcst = False
     needles = COLLECTIVE_CALL_NEEDLES

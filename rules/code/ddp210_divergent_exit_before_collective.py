@@ -64,6 +64,7 @@ class DivergentExitBeforeCollective(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)
 

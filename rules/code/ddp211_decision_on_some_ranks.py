@@ -83,6 +83,7 @@ class DecisionOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     needles = RANK_NEEDLES
     more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES),)
 

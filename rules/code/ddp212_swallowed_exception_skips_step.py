@@ -95,6 +95,7 @@ class SwallowedExceptionSkipsStep(CodeRule):
     """
 
     code = "DDP212"
+    needs_peers = True
     name = "swallowed-exception-skips-step"
     summary = "a data exception caught on one rank skips backward or a collective"
     severity = Severity.ERROR

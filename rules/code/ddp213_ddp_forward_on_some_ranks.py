@@ -89,6 +89,7 @@ class DdpForwardOnSomeRanks(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.UNSAFE
     needles = ("DistributedDataParallel",)
 

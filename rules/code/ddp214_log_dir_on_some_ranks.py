@@ -67,6 +67,7 @@ class LogDirOnSomeRanks(CodeRule):
     """
 
     code = "DDP214"
+    needs_peers = True
     name = "log-dir-on-some-ranks"
     summary = "trainer.log_dir (a broadcast) read on some ranks only"
     severity = Severity.ERROR

@@ -69,6 +69,7 @@ class ShouldStopOnSomeRanks(CodeRule):
     """
 
     code = "DDP215"
+    needs_peers = True
     name = "should-stop-on-some-ranks"
     summary = "trainer.should_stop set on some ranks only"
     severity = Severity.ERROR

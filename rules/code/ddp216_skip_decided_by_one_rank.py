@@ -63,6 +63,7 @@ class SkipDecidedByOneRank(CodeRule):
     """
 
     code = "DDP216"
+    needs_peers = True
     name = "skip-decided-by-one-rank"
     summary = "a skip flag from one rank's batch is broadcast instead of reduced"
     severity = Severity.WARNING

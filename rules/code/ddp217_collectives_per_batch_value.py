@@ -69,6 +69,7 @@ class CollectivesPerBatchValue(CodeRule):
     """
 
     code = "DDP217"
+    needs_peers = True
     name = "collectives-per-batch-value"
     summary = "the number of collectives depends on the values in this rank's batch"
     severity = Severity.ERROR

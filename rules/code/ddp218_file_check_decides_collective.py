@@ -77,6 +77,7 @@ class FileCheckDecidesCollective(CodeRule):
     summary = "a per-rank file-system check decides whether a collective runs"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = ("exists", "isfile", "isdir", "listdir", "scandir", "glob", "is_file", "is_dir")
     also_needles = COLLECTIVE_NEEDLES
     more_needles = (COLLECTIVE_CALL_NEEDLES,)

@@ -152,6 +152,7 @@ class RanksPartBeforeCollective(CodeRule):
     summary = "ranks stop issuing the same collectives here"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     needles = (*COLLECTIVE_NEEDLES, *IMPLICIT_NEEDLES)
     more_needles = ((*COLLECTIVE_CALL_NEEDLES, *IMPLICIT_NEEDLES, "recv", "send"),)
 

@@ -74,6 +74,7 @@ class AsyncHandleNotWaited(CodeRule):
     summary = "asynchronous collective not waited before its result is needed"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     needles = ("async_op", "isend", "irecv", "batch_isend_irecv")
 
     def check(self, ctx: CodeContext) -> Iterator[Finding]:

@@ -163,6 +163,7 @@ class CollectiveArgumentsDiffer(CodeRule):
     summary = "an argument every rank must pass alike differs between ranks"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     needles = NEEDLES
     more_needles = (AGREED_CALL_NEEDLES,)
     reads_libcst = False

@@ -94,6 +94,7 @@ class MonitoredMetricRankLocal(CodeRule):
     summary = "a metric a callback monitors is logged rank-locally"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     needles = ("ModelCheckpoint", "EarlyStopping")
     more_needles = ((".log(", ".log_dict("),)
 

@@ -86,6 +86,7 @@ class HostTensorBuiltEveryStep(CodeRule):
     summary = "tensor built from host data on the device every training step"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = ("tensor(",)
     required = ("device",)
 

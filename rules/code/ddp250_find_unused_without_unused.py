@@ -76,6 +76,7 @@ class FindUnusedWithoutUnused(CodeRule):
     summary = "find_unused_parameters=True on a model whose forward uses every parameter"
     severity = Severity.INFO
     default_enabled = False
+    needs_peers = True
     reads_libcst = False
     needles = ("find_unused_parameters",)
 

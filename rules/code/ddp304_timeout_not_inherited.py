@@ -65,6 +65,7 @@ class TimeoutNotInherited(CodeRule):
     summary = "new_group / monitored_barrier do not inherit init_process_group's timeout"
     severity = Severity.INFO
     default_enabled = False
+    needs_peers = True
     needles = ("new_group", "new_subgroups", "monitored_barrier")
     #: It reports at the module's own ``init_process_group(timeout=...)`` call.
     required = ("init_process_group",)

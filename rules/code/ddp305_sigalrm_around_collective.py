@@ -60,6 +60,7 @@ class SigalrmAroundCollective(CodeRule):
     """
 
     code = "DDP305"
+    needs_peers = True
     reads_libcst = False
     name = "sigalrm-around-collective"
     summary = "signal.alarm / setitimer used as a timeout around a collective"

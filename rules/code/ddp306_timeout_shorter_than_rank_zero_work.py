@@ -91,6 +91,7 @@ class TimeoutShorterThanRankZeroWork(CodeRule):
     summary = "Process-group timeout shorter than the work one rank does while others wait"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = ("timeout",)
     also_needles = ("timedelta", "ddp_timeout")
 

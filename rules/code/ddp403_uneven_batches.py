@@ -79,6 +79,7 @@ class UnevenBatchesAcrossRanks(CodeRule):
     """
 
     code = "DDP403"
+    needs_peers = True
     reads_libcst = False
     name = "uneven-batches-across-ranks"
     summary = "IterableDataset feeding several ranks without a rank split"

@@ -89,6 +89,7 @@ class UnevenRankShards(CodeRule):
     summary = "Per-rank data shards of different lengths; ranks stop at different steps"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     needles = ("rank",)
     also_needles = ("world", "replica", "num_processes", "data_parallel", "dp_size", "nranks")
 

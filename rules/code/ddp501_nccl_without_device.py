@@ -86,6 +86,7 @@ class NcclWithoutDevice(CodeRule):
     severity = Severity.ERROR
     #: Preview since issue 23: under the bar of precision on blind code (docs/precision.md).
     default_enabled = False
+    needs_peers = True
     fix_applicability = Applicability.SAFE
     needles = ("nccl", "NCCL")
     required = ("init_process_group",)

@@ -110,6 +110,7 @@ class BranchSkipsSubmodule(CodeRule):
     summary = "forward branch leaves parameters unused without find_unused_parameters"
     severity = Severity.WARNING
     default_enabled = False
+    needs_peers = True
     reads_libcst = False
     fix_applicability = Applicability.UNSAFE
     needles = ("DistributedDataParallel", "DDPStrategy", "strategy=")

@@ -126,6 +126,7 @@ class CollectiveBeforeSetDevice(CodeRule):
     summary = "NCCL collective runs before the rank chooses its GPU"
     severity = Severity.ERROR
     default_enabled = False
+    needs_peers = True
     needles = DEVICE_CHOICE_NEEDLES
     required = ("init_process_group",)
 

@@ -19,7 +19,7 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "27"
+SUMMARY_VERSION = "28"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
 FACTS_VERSION = "14"

@@ -157,6 +157,19 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
         )
         for entry in entries
     )
+    # What else a top-level statement calls of an imported name (``loop.f()``, or
+    # ``trainer.train()`` of ``trainer = Trainer(...)``): the project's linking decides
+    # whether the name is the project's own, and the module then a program.
+    script_calls = (
+        set()
+        if program
+        else {
+            _called_import(n, makers, imports)
+            for entry in entries
+            for n in entry.names.statement_calls
+        }
+        - {None}
+    )
     backward = any(entry.names.calls_backward for entry in entries)
     reach = _joined_reach([entry.names.reach for entry in entries])
     roots: list[str] = []
@@ -171,6 +184,7 @@ def _summary(pieces: Sequence[Piece], memo: _Memo) -> Summary:
             "calls": calls,
             "sets_device": sets_device,
             "program": program,
+            **({"script_calls": sorted(script_calls)} if script_calls else {}),
             "backward": backward,
             **({"rank_args": rank_args} if rank_args else {}),
         },
@@ -306,14 +320,27 @@ def _names(statements: Sequence[ast.stmt]) -> _Names:
 
 
 def _statement_calls(statements: Sequence[ast.stmt]) -> Iterator[str]:
-    """What top-level statements call by name: ``main()``, ``converter.fit()``."""
+    """What top-level statements call by name: ``main()``, ``converter.fit()``; in a
+    chain, the call made first (``trainer.Trainer`` of ``trainer.Trainer(cfg).fit()``)."""
     for statement in statements:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             func = statement.value.func
+            while isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+                func = func.value.func
             if isinstance(func, ast.Name):
                 yield func.id
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 yield f"{func.value.id}.{func.attr}"
+
+
+def _called_import(called: str, makers: dict[str, str], imports: dict[str, str]) -> str | None:
+    """The imported name a top-level statement call runs (``loop.f`` of ``loop.f()``;
+    ``Trainer`` of ``trainer.train()`` after ``trainer = Trainer(...)``), or None."""
+    head = called.split(".", 1)[0]
+    if head in imports:
+        return called
+    maker = makers.get(head)
+    return maker if maker in imports else None
 
 
 def _makers(statements: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:

@@ -16,9 +16,9 @@ Face ``Trainer`` ...), not one that only asks or communicates (``get_rank``,
 in single-process programs too; nor one that only tests a model's type,
 ``isinstance(model, DDP)``, to unwrap what another program wrapped) or lives beside
 them (a ``LightningDataModule``, accelerate's ``set_seed``), or when the script itself
-uses any distributed API (``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it
+reads any distributed API (``api.DISTRIBUTED_APIS``: its own ``dist.get_rank()`` says it
 is written for a launcher, whose group may start in a helper its imports do not resolve
-to);
+to; an import it never reads says nothing);
 it *trains* when one of them calls
 ``backward()`` or uses an optimizer (``torch.optim``) or a training framework, or when
 it does not itself export a model (``torch.onnx``, ``torch.jit.trace``): a program is
@@ -133,11 +133,13 @@ def program_part(summary: Summary, module: str, resolve: Resolve) -> Part:
     folder (``imported_modules``; the index reads them again from a folder that can
     change them: ``FolderSpans``). Falsy parts are left out."""
     dotted = _dotted_names(summary)
+    top = summary.get("top", {})
     part: Part = {
-        "program": bool(summary.get("top", {}).get("program")),
+        "program": bool(top.get("program"))
+        or _runs_project_code(top.get("script_calls", ()), summary, module, resolve),
         "trains": _uses_any(dotted, TRAINING_APIS) or _calls_backward(summary),
         "exports": _uses_any(dotted, EXPORT_APIS),
-        "distributed": _uses_any(dotted, DISTRIBUTED_APIS),
+        "distributed": _uses_any(_used_names(summary), DISTRIBUTED_APIS),
         "imports": sorted(imported_modules(resolve, module, imported_names(summary), "")),
     }
     return {name: value for name, value in part.items() if value}
@@ -270,8 +272,33 @@ def imported_modules(
 
 def _dotted_names(summary: Summary) -> set[str]:
     """The library names a module imports or reads, fully qualified."""
+    return set(summary.get("imports", {}).values()) | _used_names(summary)
+
+
+def _runs_project_code(
+    calls: Iterable[str], summary: Summary, module: str, resolve: Resolve
+) -> bool:
+    """Whether a top-level statement calls a function or class of another project
+    module (``script_calls``: ``loop.f()``, a ``Trainer`` it made and drives): a
+    script that runs the project's code when run, a program."""
     imports: dict[str, str] = summary.get("imports", {})
-    found = set(imports.values())
+    for called in calls:
+        qualified = qualify(called, imports)
+        if qualified is None or "." not in qualified:
+            continue
+        owner = qualified.rpartition(".")[0]
+        while owner:
+            if resolve(owner, module) is not None:
+                return True
+            owner = owner.rpartition(".")[0]
+    return False
+
+
+def _used_names(summary: Summary) -> set[str]:
+    """The library names a module reads, fully qualified: an import nothing reads
+    (``DistributedDataParallel`` imported beside the model and never called) is none."""
+    imports: dict[str, str] = summary.get("imports", {})
+    found: set[str] = set()
     for use in summary.get("uses", ()):
         qualified = qualify(use.rpartition(":")[2], imports)
         if qualified is not None:
