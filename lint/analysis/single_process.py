@@ -455,7 +455,28 @@ class SingleProcessPaths:
         )
         if any(self._starts_group(inner) for part in arm for inner in walk(part)):
             return None  # ``if not dist.is_initialized(): init_process_group()``
+        if any(
+            follows is edge and self._leads_to_a_start(after) for after, follows in node.successors
+        ):
+            return None  # ``if dist.is_initialized(): return`` before the start
         return edge
+
+    def _leads_to_a_start(self, node: Node) -> bool:
+        """Whether a way from ``node`` reaches a statement that starts a process group
+        (before it starts, a multi-process run answers "is there a group?" no too)."""
+        seen = {node.index}
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if current.kind is NodeKind.STATEMENT and any(
+                self._starts_group(inner) for inner in walk(current.statement)
+            ):
+                return True
+            for successor, _ in current.successors:
+                if successor.index not in seen:
+                    seen.add(successor.index)
+                    pending.append(successor)
+        return False
 
     # -- tests that ask for several processes --------------------------------------------
 

@@ -168,6 +168,29 @@ def test_an_arm_that_starts_the_process_group_is_not_single_process() -> None:
     assert found == {"starting": False, "after": False}
 
 
+def test_a_return_for_an_existing_group_before_the_start_is_not_single_process() -> None:
+    # Before the group starts, every run answers "is there a group?" no: what follows
+    # the early return starts it, and runs in a multi-process job too.
+    found = _alone_by_marker(
+        """
+        import torch.distributed as dist
+
+        def init_distributed(world_size, rank):
+            if dist.is_available() and dist.is_initialized():
+                return dist.get_world_size(), dist.get_rank()
+            mark("before the start")
+            dist.init_process_group("nccl", world_size=world_size, rank=rank)
+            return world_size, rank
+
+        def report():
+            if dist.is_initialized():
+                return
+            mark("no group here")
+        """
+    )
+    assert found == {"before the start": False, "no group here": True}
+
+
 def test_what_follows_a_raise_for_several_processes_and_local_callees() -> None:
     found = _alone_by_marker(
         """
