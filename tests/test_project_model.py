@@ -972,6 +972,9 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
             "comm.sync": NameFacts(agreement=Agreement(("t",), None, ("t",))),
             "dist_tools.init": NameFacts(no_rank_test=True, rank_items=(0, 1)),
             "runtime.build": NameFacts(no_rank_test=True, kind="accelerator"),
+            "datasets.load": NameFacts(
+                replace(reach, switch=Switch("rank", 1, values=(-1, "main"), default=(-1,)))
+            ),
         },
         {
             "evaluate": OwnFunctionFacts(True, (1,)),
@@ -987,6 +990,53 @@ def test_file_facts_survive_their_encoding_and_other_encodings_are_refused() -> 
     # The one-letter dictionaries of facts version 1 (and anything else) read as none.
     for other in ('{"utils.save":{"k":1}}', '{"a":{"k":1},"def:f":{"c":1}}', "[1, 2]", "{"):
         assert decode_facts(other) is NO_FACTS
+
+
+ZERO_FIRST = (
+    "from contextlib import contextmanager\nimport torch\n\n@contextmanager\n"
+    "def zero_first(local_rank):\n"
+    "    if local_rank not in [-1, 0]:\n        torch.distributed.barrier()\n"
+    "    yield\n"
+    "    if local_rank == 0:\n        torch.distributed.barrier()\n"
+)
+LOADERS = (
+    "from zero import zero_first\n\n"
+    "def create_dataloader(path, batch_size, rank=-1):\n"
+    "    with zero_first(rank):\n        return list(range(batch_size))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "reaches"),
+    [
+        ("create_dataloader(p, 8, rank=rank)", True),
+        ("create_dataloader(p, 8, rank)", True),
+        ("create_dataloader(p, 8, rank=0)", True),
+        ("create_dataloader(p, 8, rank=3)", True),
+        ("create_dataloader(p, 8, **kw)", True),
+        ("create_dataloader(p, 8, rank=-1)", False),
+        ("create_dataloader(p, 8, -1)", False),
+        ("create_dataloader(p, 8)", False),
+    ],
+)
+def test_a_barrier_switched_by_a_parameter_compared_with_literals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, reaches: bool
+) -> None:
+    # yolov5's `torch_distributed_zero_first(rank)`: a barrier for any rank but -1 and
+    # 0, another for 0; a loader helper hands its own `rank=-1` on. The rank-0 branch
+    # that builds the test loader with rank -1 issues no barrier.
+    monkeypatch.setenv("DDPLINT_CACHE_DIR", str(tmp_path / ".cache"))
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "zero.py").write_text(ZERO_FIRST)
+    (root / "datasets.py").write_text(LOADERS)
+    (root / "train.py").write_text(
+        "import torch.distributed as dist\nfrom datasets import create_dataloader\n\n"
+        f"def train(p, kw):\n    rank = dist.get_rank()\n    if rank == 0:\n        {call}\n\n"
+        "if __name__ == '__main__':\n    dist.init_process_group('gloo')\n    train('d', {})\n"
+    )
+    found_rules = {rule for _, _, rule in found(run(root, [root]), root)}
+    assert ("DDP201" in found_rules) is reaches
 
 
 def test_a_helper_that_agrees_its_argument_says_so_to_other_modules() -> None:

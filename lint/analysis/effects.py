@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ddplint.analysis.api import (
     ACCELERATE_CLASSES,
@@ -548,16 +549,44 @@ def _automatic_naming(call: ast.Call) -> bool:
     )
 
 
-def _switches_on(call: ast.Call, name: str, position: int, off: bool = False) -> bool:
+def _switches_on(
+    call: ast.Call,
+    name: str,
+    position: int,
+    off: bool = False,
+    values: tuple[Any, ...] | None = None,
+    member: bool = False,
+    default: tuple[Any, ...] = (),
+) -> bool:
     """The call passes the parameter ``name`` (at ``position`` when positional) a value
     that is not a literal ``False`` / ``None`` / ``0``; with ``off`` (the collective runs
-    unless the parameter is on), the call does not pass it a literal true value."""
+    unless the parameter is on), the call does not pass it a literal true value. With
+    ``values`` (the parameter compared with literals): the literal the call passes, or
+    the literal default where it passes none, is (``member``) or is not one of them;
+    anything else may be."""
     given = call_argument(call, position, name)
+    if values is not None:
+        if isinstance(given, ast.Starred) or (
+            given is None
+            and any(isinstance(k, ast.keyword) and k.arg is None for k in call.keywords)
+        ):
+            return True
+        value = default if given is None else _literal(given)
+        return not value or (value[0] in values) is member
     if off:
         return not (isinstance(given, ast.Constant) and bool(given.value))
     if given is None or isinstance(given, ast.Starred):
         return False
     return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))
+
+
+def _literal(node: ast.expr) -> tuple[Any, ...]:
+    """``(value,)`` for a literal argument (``-1`` included), ``()`` otherwise."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return ()
+    return (value,) if isinstance(value, (int, float, str, bool, type(None))) else ()
 
 
 def _unwraps(node: ast.AST) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,11 @@ class Reached:
 
     name: str
     chain: str
-    switch: tuple[str, int, bool] | None = None
+    #: ``(parameter, position, off, values, member, default)``; ``values`` not None:
+    #: the parameter compared with literals (``if rank not in [-1, 0]:``), the
+    #: collective runs only when the call's literal (or the literal default) is
+    #: (``member``) or is not one of them.
+    switch: tuple[str, int, bool, tuple[Any, ...] | None, bool, tuple[Any, ...]] | None = None
     #: The catalogued API it is (``torch.distributed.checkpoint.save``).
     api: str = ""
 

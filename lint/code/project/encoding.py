@@ -6,6 +6,7 @@ positional JSON, written and read here only."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from ddplint.code.project.facts import (
@@ -22,7 +23,7 @@ from ddplint.code.project.facts import (
 SUMMARY_VERSION = "28"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "14"
+FACTS_VERSION = "15"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
@@ -83,7 +84,7 @@ def _encode_name(fact: NameFacts) -> list[Any]:
             reach.saves_checkpoint,
             list(reach.chain),
             reach.where,
-            None if switch is None else [switch.parameter, switch.position, switch.off],
+            None if switch is None else _encode_switch(switch),
         ]
     agreement = fact.agreement
     encoded_agreement = None
@@ -162,8 +163,25 @@ def _decode_reach(value: Any) -> ReachedCollective | None:
         bool(saves_checkpoint),
         tuple(chain),
         where,
-        None if switch is None else Switch(str(switch[0]), int(switch[1]), bool(switch[2])),
+        None if switch is None else _decode_switch(switch),
     )
+
+
+def _encode_switch(switch: Switch) -> list[Any]:
+    encoded: list[Any] = [switch.parameter, switch.position, switch.off]
+    if switch.values is not None:
+        encoded += [list(switch.values), switch.member, list(switch.default)]
+    return encoded
+
+
+def _decode_switch(value: Any) -> Switch:
+    switch = Switch(str(value[0]), int(value[1]), bool(value[2]))
+    if len(value) == 6:
+        values, member, default = value[3:]
+        if not all(isinstance(v, (int, float, str, bool, type(None))) for v in (*values, *default)):
+            raise TypeError("switch")
+        switch = replace(switch, values=tuple(values), member=bool(member), default=tuple(default))
+    return switch
 
 
 def _decode_agreement(value: Any) -> Agreement | None:

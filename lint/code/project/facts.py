@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
 
@@ -22,6 +23,20 @@ class Switch:
     parameter: str
     position: int
     off: bool = False
+    #: Set for a parameter compared with literals (``if rank not in [-1, 0]:``): the
+    #: collective runs only when the value is (``member``) or is not one of ``values``;
+    #: ``default``, the parameter's literal default (empty: none).
+    values: tuple[Any, ...] | None = None
+    member: bool = False
+    default: tuple[Any, ...] = ()
+
+    def runs_with(self, value: tuple[Any, ...]) -> bool:
+        """Whether a condition switch lets the collective run when the call passes
+        ``value`` (``(literal,)``; ``()``: not a literal, or none given and no literal
+        default, so it may run)."""
+        if self.values is None or not value:
+            return True
+        return (value[0] in self.values) is self.member
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,8 @@ from ddplint.code.project.summaries import Summary
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
 #: name in a layered entry; 9: the folders modules put on ``sys.path`` among them; 10:
-#: a program part is distributed by the names it reads, not those it imports).
+#: a program part is distributed by the names it reads, not those it imports; a forwarding
+#: function's parameters and literal defaults).
 LINKS_VERSION = "10"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"

@@ -86,6 +86,38 @@ Symbol = tuple[str, ...]  # ("module", m) | ("function", m, key) | ("class", m, 
 # ("instance", m, c) | ("attribute", m, c, name)
 
 
+def _joined_switch(switches: list[list[Any] | None]) -> Switch | None:
+    """The switch of a function whose every collective is switched: where each is a
+    parameter compared with literals, the same parameter, the values with which any of
+    them runs (``not in [-1, 0]`` and ``== 0``: any value but -1); opt-in parameters
+    alone, the first's; a mix: None (it may run)."""
+    if all(s is not None and len(s) == 3 for s in switches):
+        return Switch(*switches[0])  # opt-in parameters: the first's
+    if any(s is None or len(s) < 6 for s in switches):
+        return None  # conditions mixed with other tests: it may run
+    if len({(s[0], s[1]) for s in switches if s is not None}) != 1:
+        return None
+    first = switches[0]
+    assert first is not None
+    member, values = bool(first[3]), set(map(_hashable, first[4]))
+    for other in switches[1:]:
+        assert other is not None
+        more = set(map(_hashable, other[4]))
+        if member and other[3]:
+            values |= more  # runs in either set
+        elif member:
+            member, values = False, more - values  # runs outside ``more`` or in ``values``
+        elif other[3]:
+            values -= more
+        else:
+            values &= more
+    return Switch(first[0], first[1], False, tuple(values), member, tuple(first[5]))
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
+
+
 @dataclass(frozen=True)
 class Reach:
     """A collective a function reaches: its kind, the functions in between (outermost
@@ -641,6 +673,16 @@ class ProjectIndex:
                     for target, argument, own in function.get("forwards", ())
                     if (callee := self.function_key(target, module, owner)) not in (None, key)
                 ],
+                # what a forwarded parameter is called and its literal default, for a
+                # condition switch handed on (``_handed_switch``)
+                **(
+                    {
+                        "params": function.get("params", []),
+                        "param_defaults": function.get("param_defaults", {}),
+                    }
+                    if function.get("forwards")
+                    else {}
+                ),
                 "wrapped_args": [
                     [*callee, argument]
                     for target, argument in function.get("wrapped_args", ())
@@ -749,8 +791,9 @@ class ProjectIndex:
             if always or world:
                 *kind, _grouped, switch, line = (always or world)[0]
                 where = f"{self.paths[key[0]]}:{line}"
-                switched = None if always else Switch(*switch)
+                switched = None if always else _joined_switch([c[6] for c in world])
                 self.reach[key] = Reach(tuple(kind), (), where, switched)
+        forwards = self._parameter_forwards
         for _ in range(MAX_ROUNDS):
             changed = False
             for key, calls in self._calls.items():
@@ -760,16 +803,43 @@ class ProjectIndex:
                     inner = self.reach.get(target)
                     if inner is None or target == key or self._function(target).get("zero_only"):
                         continue
-                    if inner.switch is not None:
-                        continue  # whether this call switches it on is not followed
                     if len(inner.chain) + 1 >= MAX_CHAIN:
                         continue
+                    switch = None
+                    if inner.switch is not None:
+                        # Followed where the caller hands on its own parameter as the one
+                        # compared with literals; whether another call switches it on
+                        # is not followed.
+                        switch = self._handed_switch(key, target, inner.switch, forwards)
+                        if switch is None:
+                            continue
                     chain = (self.label(target), *inner.chain)
-                    self.reach[key] = Reach(inner.kind, chain, inner.where)
+                    self.reach[key] = Reach(inner.kind, chain, inner.where, switch)
                     changed = True
                     break
             if not changed:
                 return
+
+    def _handed_switch(
+        self,
+        key: FunctionKey,
+        target: FunctionKey,
+        switch: Switch,
+        forwards: dict[FunctionKey, list[tuple[FunctionKey, int, int]]],
+    ) -> Switch | None:
+        """The switch on ``key``'s own parameter that ``key`` passes as it is to
+        ``target``'s condition switch (``create_dataloader(rank=-1)`` ->
+        ``torch_distributed_zero_first(rank)``), with its own literal default."""
+        if switch.values is None or switch.position < 0:
+            return None
+        function = self._function(key)
+        names = function.get("params", ())
+        for callee, argument, own in forwards.get(key, ()):
+            if callee == target and argument == switch.position and own < len(names):
+                name = names[own]
+                default = tuple(function.get("param_defaults", {}).get(name, ()))
+                return replace(switch, parameter=name, position=own, default=default)
+        return None
 
     def _wait_tail(self, tail: Iterable[str], module: str, owner: str | None) -> list[list[str]]:
         """The project functions a function's last work runs (``wait_tail``, as

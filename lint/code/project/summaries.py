@@ -130,6 +130,108 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
     return found
 
 
+#: What a literal a parameter is compared with may be.
+_LITERAL_TYPES = (int, float, str, bool, type(None))
+
+
+def _literal(node: ast.expr | None) -> tuple[Any, ...]:
+    """``(value,)`` for a literal (``-1`` included), ``()`` for anything else."""
+    if node is None:
+        return ()
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return ()
+    return (value,) if isinstance(value, _LITERAL_TYPES) else ()
+
+
+def _parameter_defaults(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[str, tuple[int, tuple[Any, ...]]]:
+    """Each parameter a call can pass: its position among the positional arguments of a
+    call (-1 for a keyword-only one) and its literal default (``()``: none)."""
+    arguments = function.args
+    positional = call_parameters(function)
+    found: dict[str, tuple[int, tuple[Any, ...]]] = {
+        argument.arg: (index, ()) for index, argument in enumerate(positional)
+    }
+    for offset, default in enumerate(arguments.defaults):
+        index = len(positional) - len(arguments.defaults) + offset
+        if index >= 0:
+            found[positional[index].arg] = (index, _literal(default))
+    for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        found[argument.arg] = (-1, _literal(keyword_default))
+    return found
+
+
+def _literal_defaults(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[Any]]:
+    """The parameters with a literal default: ``{"rank": [-1]}``."""
+    return {
+        name: list(default)
+        for name, (_, default) in _parameter_defaults(function).items()
+        if default
+    }
+
+
+def _compared_parameter(
+    test: ast.expr, parameters: dict[str, tuple[int, tuple[Any, ...]]]
+) -> tuple[str, bool, list[Any]] | None:
+    """``(parameter, member, values)`` for a test of a parameter against literals:
+    ``rank not in [-1, 0]`` (member False: true for any value but those), ``rank == 0``
+    (member True: true only for those)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id in parameters
+    ):
+        return None
+    operator, right = test.ops[0], test.comparators[0]
+    if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(
+        right, (ast.List, ast.Tuple, ast.Set)
+    ):
+        values = [_literal(element) for element in right.elts]
+        member = isinstance(operator, ast.In)
+    elif isinstance(operator, (ast.Eq, ast.NotEq)):
+        values = [_literal(right)]
+        member = isinstance(operator, ast.Eq)
+    else:
+        return None
+    if not values or not all(values):
+        return None
+    return test.left.id, member, [value for (value,) in values]
+
+
+def _condition_switches(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, kinds: Kinds
+) -> dict[int, list[Any]]:
+    """``id(node)`` -> ``[parameter, position, False, member, values, default]`` for the
+    nodes that run only under ``if`` a parameter compared with literals
+    (``if local_rank not in [-1, 0]:``, ``if local_rank == 0:``; a conjunct of the test
+    too): a call that passes that parameter a literal (or leaves it at a literal
+    default) decides whether they run."""
+    parameters = _parameter_defaults(function)
+    found: dict[int, list[Any]] = {}
+    for node in _of(kinds, ast.If):
+        tests = (
+            node.test.values
+            if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
+            else [node.test]
+        )
+        compared = next(
+            (c for c in map(lambda t: _compared_parameter(t, parameters), tests) if c), None
+        )
+        if compared is None:
+            continue
+        name, member, values = compared
+        position, default = parameters[name]
+        entry = [name, position, False, member, values, list(default)]
+        for statement in node.body:
+            for inner in ast.walk(statement):
+                found.setdefault(id(inner), list(entry))
+    return found
+
+
 def _opt_in_switches(
     function: ast.FunctionDef | ast.AsyncFunctionDef, kinds: Kinds
 ) -> dict[int, list[Any]]:
@@ -220,7 +322,7 @@ def function_summary(
     returns_rank = False
     sets_device = False
     return_calls: list[str] = []
-    switches = _opt_in_switches(function, kinds)
+    switches = {**_condition_switches(function, kinds), **_opt_in_switches(function, kinds)}
     positions = _parameter_positions(function)
     shards: set[int] = set()
     forwards: list[list[Any]] = []
@@ -315,6 +417,7 @@ def function_summary(
         "loader_args": loader_args,
         "made_args": made_args,
         "params": list(positions),
+        **({"param_defaults": defaults} if (defaults := _literal_defaults(function)) else {}),
         "return_calls": return_calls,
         **({"returns_calls_only": True} if calls_only and return_calls else {}),
         "returned_made": _returned_made(kinds),

@@ -10,6 +10,8 @@ a test) every answer is "unknown": no.
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 from ddplint.analysis.project import CallSummary, Reached
 from ddplint.code.project.encoding import decode_facts
 from ddplint.code.project.facts import (
@@ -89,7 +91,7 @@ class CoreFacts:
         if reach is None or fact.rank_zero_only:
             return None
         switch = reach.switch
-        switched = None if switch is None else (switch.parameter, switch.position, switch.off)
+        switched = None if switch is None else astuple(switch)
         return Reached(reach.op or reach.api, _chain_text(reach), switched, reach.api)
 
     def ddp_parameters(self, function: str) -> frozenset[int]:
