@@ -1090,8 +1090,11 @@ def _call_facts(
         ]
         given += [(a.arg, d) for a, d in defaults if a.arg not in passed]
     for name, value in given:
-        if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, type(None))):
-            known.add((name, bool(value.value)))
+        literal = _literal_value(value, facts)
+        if literal:
+            known.add((f"{name}{_IS}{literal[0]!r}", True))
+            if isinstance(literal[0], (bool, int, type(None))):
+                known.add((name, bool(literal[0])))
         if _plain_number(value):
             known.add((_tensor_fact(name), False))
         if _holds_no_ddp_model(value, facts, ddp_model):
@@ -1176,6 +1179,70 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
     return EdgeKind.TRUE if truth else EdgeKind.FALSE
 
 
+#: What separates a name from the literal it holds in a fact (``("rank := -1", True)``).
+_IS = " := "
+_LITERALS = (int, float, str, bool, type(None))
+
+
+def _literal_value(value: ast.expr, facts: Facts) -> tuple[object, ...]:
+    """``(literal,)`` for a literal argument (``-1`` included) or a plain name the
+    caller's facts give one (a parameter handed on); ``()`` otherwise."""
+    if isinstance(value, ast.Name):
+        return _known_value(value.id, facts)
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return ()
+    return (literal,) if isinstance(literal, _LITERALS) else ()
+
+
+def _known_value(name: str, facts: Facts) -> tuple[object, ...]:
+    """The literal ``facts`` say ``name`` holds, as ``(value,)``; ``()`` if none."""
+    prefix = f"{name}{_IS}"
+    for fact, _ in facts:
+        if fact.startswith(prefix):
+            return _literal_value(ast.parse(fact[len(prefix) :], mode="eval").body, frozenset())
+    return ()
+
+
+def _compared_truth(test: ast.expr, facts: Facts) -> bool | None:
+    """``rank not in [-1, 0]``, ``rank == 0``, ``rank > 0`` where ``facts`` give the
+    name's literal value (None: not such a test, or the value unknown)."""
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+    ):
+        return None
+    known = _known_value(test.left.id, facts)
+    if not known:
+        return None
+    value, op, right = known[0], test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.In, ast.NotIn)):
+        if not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            return None
+        elements = [_literal_value(e, frozenset()) for e in right.elts]
+        if not all(elements):
+            return None
+        return (value in [e[0] for e in elements]) is isinstance(op, ast.In)
+    other = _literal_value(right, frozenset())
+    if not other:
+        return None
+    compare: dict[type, Callable[[object, object], bool]] = {
+        ast.Eq: lambda a, b: a == b,
+        ast.NotEq: lambda a, b: a != b,
+        ast.Lt: lambda a, b: a < b,  # type: ignore[operator]
+        ast.LtE: lambda a, b: a <= b,  # type: ignore[operator]
+        ast.Gt: lambda a, b: a > b,  # type: ignore[operator]
+        ast.GtE: lambda a, b: a >= b,  # type: ignore[operator]
+    }
+    decide = compare.get(type(op))
+    if decide is None:
+        return None
+    try:
+        return decide(value, other[0])
+    except TypeError:
+        return None
+
+
 def truth_under(test: ast.expr, facts: Facts) -> bool | None:
     """A test's truth where ``facts`` give plain names (and ``name == constant``) theirs,
     in three values: ``not``, ``and`` and ``or`` are settled by the parts that are known
@@ -1190,6 +1257,12 @@ def truth_under(test: ast.expr, facts: Facts) -> bool | None:
         if deciding in parts:
             return deciding
         return None if None in parts else not deciding
+    settled = _compared_truth(test, facts)
+    if settled is not None:
+        return settled
+    settled = _compared_truth(test, facts)
+    if settled is not None:
+        return settled
     compared = _equality(test)
     if compared is not None:
         known = next((value for name, value in facts if name == compared[0]), None)

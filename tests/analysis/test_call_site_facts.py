@@ -22,6 +22,16 @@ from ddplint.analysis.functions import ModuleAnalysis, truth_under
         ("a and b", {("a", True), ("b", True)}, True),
         ("a or b", {("a", False), ("b", False)}, False),
         ("a or b", {("a", False)}, None),
+        # A literal the parameter holds settles comparisons with literals.
+        ("rank not in [-1, 0]", {("rank := -1", True)}, False),
+        ("rank not in [-1, 0]", {("rank := 3", True)}, True),
+        ("rank == 0", {("rank := -1", True)}, False),
+        ("rank != -1", {("rank := -1", True)}, False),
+        ("rank > 0", {("rank := 2", True)}, True),
+        ("mode in ('train', 'val')", {("mode := 'test'", True)}, False),
+        ("rank > 0", {("rank := 'a'", True)}, None),
+        ("rank in [-1, other]", {("rank := -1", True)}, None),
+        ("rank == 0", {("world := 0", True)}, None),
     ],
 )
 def test_a_test_is_settled_by_the_parts_facts_know(
@@ -60,5 +70,47 @@ def test_a_call_settles_its_callees_tests(call: str, reaches: bool) -> None:
         n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "caller"
     )
     facts = analysis.function(caller)
+    reached = [effect for effects in facts.effects.values() for effect, _ in effects]
+    assert bool(reached) is reaches
+
+
+ZERO_FIRST = """
+import torch.distributed as dist
+
+def zero_first(local_rank):
+    if local_rank not in [-1, 0]:
+        dist.barrier()
+    yield
+    if local_rank == 0:
+        dist.barrier()
+
+def load(path, rank=-1):
+    with zero_first(rank):
+        return path
+
+def caller(rank):
+    {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "reaches"),
+    [
+        ("zero_first(-1)", False),
+        ("zero_first(0)", True),
+        ("zero_first(2)", True),
+        ("zero_first(rank)", True),
+        ("load('p', rank=-1)", False),
+        ("load('p')", False),  # the default, handed on to zero_first
+        ("load('p', 0)", True),
+        ("load('p', rank)", True),
+    ],
+)
+def test_a_literal_handed_on_settles_comparisons_in_the_callee(call: str, reaches: bool) -> None:
+    tree = ast.parse(textwrap.dedent(ZERO_FIRST.format(call=call)))
+    caller = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "caller"
+    )
+    facts = ModuleAnalysis(tree).function(caller)
     reached = [effect for effects in facts.effects.values() for effect, _ in effects]
     assert bool(reached) is reaches
