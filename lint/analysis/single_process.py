@@ -309,11 +309,11 @@ class SingleProcessPaths:
             self._statements_by_line = {}
             # The innermost: starts last, and of those ends first.
             for statement in sorted(self._statement_scopes, key=_nesting_order):
-                first, last = statement.lineno, statement.end_lineno or statement.lineno
-                for at in range(first, last + 1):
+                first, last = _nesting_order(statement)
+                for at in range(first, -last + 1):
                     self._statements_by_line[at] = statement
-        statement = self._statements_by_line.get(line)
-        return statement is not None and self.holds(statement)
+        found = self._statements_by_line.get(line)
+        return found is not None and self.holds(found)
 
     def swallows_alone(self, handler: ast.ExceptHandler) -> bool:
         """Whether every way that leaves ``handler`` without raising runs only in a
@@ -468,8 +468,11 @@ class SingleProcessPaths:
         pending = [node]
         while pending:
             current = pending.pop()
-            if current.kind is NodeKind.STATEMENT and any(
-                self._starts_group(inner) for inner in walk(current.statement)
+            statement = current.statement
+            if (
+                current.kind is NodeKind.STATEMENT
+                and statement is not None
+                and any(self._starts_group(inner) for inner in walk(statement))
             ):
                 return True
             for successor, _ in current.successors:

@@ -92,7 +92,8 @@ def _joined_switch(switches: list[list[Any] | None]) -> Switch | None:
     them runs (``not in [-1, 0]`` and ``== 0``: any value but -1); opt-in parameters
     alone, the first's; a mix: None (it may run)."""
     if all(s is not None and len(s) == 3 for s in switches):
-        return Switch(*switches[0])  # opt-in parameters: the first's
+        name, position, off = switches[0] or ("", 0, False)
+        return Switch(name, position, off)  # opt-in parameters: the first's
     if any(s is None or len(s) < 6 for s in switches):
         return None  # conditions mixed with other tests: it may run
     if len({(s[0], s[1]) for s in switches if s is not None}) != 1:
