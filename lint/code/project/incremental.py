@@ -12,6 +12,10 @@ imports lead through), and those whose linking read a module whose bytes changed
 every other module keeps its links. A module that came links every module again
 (which names were asked about and not found is not kept). The fixpoints and the
 project-wide questions then run over all links, so the facts equal a fresh link's.
+A module that changed what it exports makes stale only the modules that asked about
+the names that changed, or read it beyond single names (``touched``), where the
+summary the earlier link read is still in the cache (else every module that asked
+about it).
 The state is kept as records by name (``state_records``: a source's, a module's, the
 folders a module puts on ``sys.path``) in a
 ``cache.LayeredEntry``, so that a run that links a few modules again writes their
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +40,12 @@ from ddplint.code.project.index import (
     resolution_inputs,
 )
 from ddplint.code.project.summaries import Summary
+from ddplint.code.project.touched import changed_names
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
-#: name in a layered entry; 9: the folders modules put on ``sys.path`` among them).
-LINKS_VERSION = "9"
+#: name in a layered entry; 9: the folders modules put on ``sys.path`` among them; 10:
+#: the names each module's linking asked of the others).
+LINKS_VERSION = "10"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -65,6 +71,7 @@ class _KeptModule:
     asked: frozenset[str]
     links: Links
     read: frozenset[str]
+    named: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -123,41 +130,59 @@ class LinkState:
         present = set(project)
         return {path: folders for path, folders in {**kept, **now}.items() if path in present}
 
-    def kept(self, project: list[str], built: Mapping[str, Summary | None]) -> dict[str, KeptLinks]:
+    def kept(
+        self,
+        project: list[str],
+        built: Mapping[str, Summary | None],
+        earlier: Callable[[str], Summary | None],
+    ) -> dict[str, KeptLinks]:
         """The links still valid for a project of the paths ``project`` (each with a
-        summary), ``built`` holding the summaries of the sources that changed."""
+        summary), ``built`` holding the summaries of the sources that changed;
+        ``earlier`` gives the summary this state's link read of a source by its
+        content hash (None when it cannot be had)."""
         now = module_paths(project)
         if now.keys() - self.modules.keys():
             return {}  # a module came: what asked for its name before is not known
         if self.inserted_now(project, built) != self.inserted:
             return {}  # the folders on ``sys.path`` changed: any import may read another
-        stale, edited = set(), set()
+        stale, edited, renamed = set(), set(), set()
         for name, old in self.modules.items():
             path = now.get(name)
             if path is None or old.path != path:
                 stale.add(name)  # went, or moved (a package beside a module)
             elif path in built:
                 edited.add(name)
-                if resolution_digest(built[path] or {}) != old.digest:
-                    stale.add(name)  # exports other names
+                summary = built[path] or {}
+                if resolution_digest(summary) != old.digest:  # exports other names
+                    before = earlier(self.sources[path][0])
+                    if before is None:
+                        stale.add(name)
+                    else:
+                        renamed |= changed_names(name, before, summary)
         return {
-            name: (old.links, old.asked, old.read)
+            name: (old.links, old.asked, old.read, old.named)
             for name, old in self.modules.items()
             if now.get(name) == old.path
             and old.path not in built
             and not old.asked & stale
             and not old.read & edited
+            and not old.named & renamed
         }
 
 
 def _kept(value: Any) -> _KeptModule:
-    path, digest, asked, links, read = value
+    path, digest, asked, links, read, named = value
     if not (isinstance(path, str) and isinstance(digest, str) and isinstance(links, dict)):
         raise TypeError("not a kept module")
     if not isinstance(links.get("functions"), dict) or not isinstance(links.get("classes"), dict):
         raise TypeError("not a module's links")
     return _KeptModule(
-        path, digest, frozenset(str(name) for name in asked), links, frozenset(map(str, read))
+        path,
+        digest,
+        frozenset(map(str, asked)),
+        links,
+        frozenset(map(str, read)),
+        frozenset(map(str, named)),
     )
 
 
@@ -169,7 +194,8 @@ def state_records(
 ) -> dict[str, Any]:
     """The records of ``index``'s links by name (``LinkState.read``): per source its
     content hash and whether it has a summary, per module its path, resolution digest,
-    the names it asked about, its links and the modules it read, and per module that
+    the module names it asked about, its links, the modules it read and the names it
+    asked of each, and per module that
     puts folders on ``sys.path`` those folders. The digest of a module linked again is
     computed from its summary (read while linking), a kept one's is the previous one."""
     records: dict[str, Any] = {
@@ -187,6 +213,7 @@ def state_records(
             sorted(index.asked[name]),
             index.links[name],
             sorted(index.read[name]),
+            sorted(index.named[name]),
         ]
     records.update((_INSERTED + path, folders) for path, folders in index.inserted.items())
     return records

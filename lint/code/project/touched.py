@@ -1,0 +1,159 @@
+"""What linking one module read of the others, name by name.
+
+Name resolution asks other modules' summaries single names (``name in
+summary["functions"]``, ``summary["imports"].get(name)``, ``summary["classes"][cls]``).
+While a module is linked, the summaries of the other modules are handed out behind
+views that note each name asked of the parts name resolution reads (``NAMED_PARTS``)
+as ``module:part:name``, and the module itself for anything else (a whole part
+walked, another part read). An edit that adds or changes names of a module then makes
+stale only the links that asked about those names or read it whole (``changed_names``):
+an import added under a new name leaves its importers' links as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+#: The parts of a summary name resolution reads (``index.resolution_inputs``), each
+#: asked by name. Of ``functions`` only the names are resolution's: a function's own
+#: part read counts as the module read whole.
+NAMED_PARTS = ("imports", "functions", "classes", "instances")
+_ABSENT = object()
+
+
+class Touched:
+    """The project modules name resolution read or asked about while linking one
+    module: when one of them goes or moves, that module's links are stale (``names``);
+    the names asked of each (``named``: ``module:part:name``, or the module for one
+    read beyond single names): when one of those changes, they are stale; and those
+    whose other parts it read (what a function does, its parameters: ``read``): when
+    one of them changes at all, they are stale. (Names asked about and absent are not
+    kept: a module that comes makes every link stale.)"""
+
+    def __init__(self) -> None:
+        self.names: set[str] | None = None
+        self.named: set[str] = set()
+        self.read: set[str] = set()
+        #: The module being linked (its own summary is read as it is).
+        self.linking: str | None = None
+        #: Whether every module asked about now is read (``reading``).
+        self._reading = False
+
+    def start(self, module: str) -> None:
+        """Begin noting what linking ``module`` asks."""
+        self.names, self.named, self.read, self.linking = {module}, set(), set(), module
+
+    def stop(self) -> None:
+        self.names, self.linking = None, None
+
+    def add(self, name: str) -> None:
+        if self.names is not None:
+            self.names.add(name)
+            if self._reading:
+                self.read.add(name)
+
+    def add_read(self, name: str) -> None:
+        """A module whose parts beyond its names were read."""
+        if self.names is not None:
+            self.names.add(name)
+            self.read.add(name)
+
+    def add_named(self, entry: str) -> None:
+        """A name asked of a module (``module:part:name``), or a module read beyond
+        single names."""
+        if self.names is not None:
+            self.named.add(entry)
+
+    def view(self, module: str, summary: dict[str, Any]) -> Mapping[str, Any]:
+        """``module``'s summary as linking now reads it: as it is for the module being
+        linked, one read wholly, or when nothing is noted; else a ``_NamedSummary``."""
+        if self.names is None or self._reading or module == self.linking:
+            return summary
+        return _NamedSummary(summary, module, self)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every module asked about inside counts as read."""
+        self._reading = True
+        try:
+            yield
+        finally:
+            self._reading = False
+
+
+class _NamedSummary(Mapping[str, Any]):
+    """A summary whose named parts note each name asked; any other part read notes
+    the module whole."""
+
+    def __init__(self, summary: dict[str, Any], module: str, touched: Touched) -> None:
+        self._summary, self._module, self._touched = summary, module, touched
+
+    def __getitem__(self, part: str) -> Any:
+        if part in NAMED_PARTS and part in self._summary:
+            return _NamedPart(self._summary[part], f"{self._module}:{part}:", self)
+        self.whole()
+        return self._summary[part]
+
+    def __iter__(self) -> Iterator[str]:
+        self.whole()
+        return iter(self._summary)
+
+    def __len__(self) -> int:
+        self.whole()
+        return len(self._summary)
+
+    def whole(self) -> None:
+        self._touched.add_named(self._module)
+
+    def note(self, entry: str) -> None:
+        self._touched.add_named(entry)
+
+
+class _NamedPart(Mapping[str, Any]):
+    """One named part of a summary: a name asked (present or not) is noted; walking
+    the part, or reading a function's own part, notes the module whole."""
+
+    def __init__(self, part: dict[str, Any], prefix: str, owner: _NamedSummary) -> None:
+        self._part, self._prefix, self._owner = part, prefix, owner
+        #: Whether a value read is resolution's (a function's own part is not).
+        self._values = not prefix.endswith(":functions:")
+
+    def __getitem__(self, name: str) -> Any:
+        if self._values:
+            self._owner.note(self._prefix + name)
+        else:
+            self._owner.whole()
+        return self._part[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._owner.note(f"{self._prefix}{name}")
+        return name in self._part
+
+    def __iter__(self) -> Iterator[str]:
+        self._owner.whole()
+        return iter(self._part)
+
+    def __len__(self) -> int:
+        self._owner.whole()
+        return len(self._part)
+
+
+def changed_names(module: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
+    """The ``Touched.named`` entries of ``module`` an edit from summary ``before`` to
+    ``after`` makes stale: the module itself (read whole) and each name of a named part
+    that came, went or is bound otherwise (of ``functions``: came or went)."""
+    found = {module}
+    for part in NAMED_PARTS:
+        old, new = before.get(part, {}), after.get(part, {})
+        if part == "functions":
+            differ = old.keys() ^ new.keys()
+        else:
+            differ = {
+                name
+                for name in old.keys() | new.keys()
+                if old.get(name, _ABSENT) != new.get(name, _ABSENT)
+            }
+        found.update(f"{module}:{part}:{name}" for name in differ)
+    return found
