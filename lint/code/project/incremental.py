@@ -40,7 +40,7 @@ from ddplint.code.project.index import (
     resolution_inputs,
 )
 from ddplint.code.project.summaries import Summary
-from ddplint.code.project.touched import changed_names
+from ddplint.code.project.touched import asks_about, changed_names
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
 #: name in a layered entry; 9: the folders modules put on ``sys.path`` among them; 10:
@@ -68,10 +68,14 @@ def resolution_digest(summary: Summary) -> str:
 class _KeptModule:
     path: str
     digest: str
-    asked: frozenset[str]
     links: Links
     read: frozenset[str]
-    named: frozenset[str]
+    #: Per module asked about, the names asked of it (``touched.asked_by_module``).
+    named: dict[str, str]
+
+    @property
+    def asked(self) -> frozenset[str]:
+        return frozenset(self.named)
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,8 @@ class LinkState:
             return {}  # a module came: what asked for its name before is not known
         if self.inserted_now(project, built) != self.inserted:
             return {}  # the folders on ``sys.path`` changed: any import may read another
-        stale, edited, renamed = set(), set(), set()
+        stale, edited = set(), set()
+        renamed: dict[str, set[str]] = {}
         for name, old in self.modules.items():
             path = now.get(name)
             if path is None or old.path != path:
@@ -158,32 +163,27 @@ class LinkState:
                     if before is None:
                         stale.add(name)
                     else:
-                        renamed |= changed_names(name, before, summary)
+                        renamed[name] = changed_names(before, summary)
         return {
             name: (old.links, old.asked, old.read, old.named)
             for name, old in self.modules.items()
             if now.get(name) == old.path
             and old.path not in built
-            and not old.asked & stale
+            and old.named.keys().isdisjoint(stale)
             and not old.read & edited
-            and not old.named & renamed
+            and not asks_about(old.named, renamed)
         }
 
 
 def _kept(value: Any) -> _KeptModule:
-    path, digest, asked, links, read, named = value
+    path, digest, named, links, read = value
     if not (isinstance(path, str) and isinstance(digest, str) and isinstance(links, dict)):
         raise TypeError("not a kept module")
+    if not (isinstance(named, dict) and all(isinstance(v, str) for v in named.values())):
+        raise TypeError("not the names a module asked")
     if not isinstance(links.get("functions"), dict) or not isinstance(links.get("classes"), dict):
         raise TypeError("not a module's links")
-    return _KeptModule(
-        path,
-        digest,
-        frozenset(map(str, asked)),
-        links,
-        frozenset(map(str, read)),
-        frozenset(map(str, named)),
-    )
+    return _KeptModule(path, digest, links, frozenset(map(str, read)), named)
 
 
 def state_records(
@@ -194,8 +194,8 @@ def state_records(
 ) -> dict[str, Any]:
     """The records of ``index``'s links by name (``LinkState.read``): per source its
     content hash and whether it has a summary, per module its path, resolution digest,
-    the module names it asked about, its links, the modules it read and the names it
-    asked of each, and per module that
+    the names it asked of each module (``touched.asked_by_module``: the modules it asked
+    about are their keys), its links and the modules it read, and per module that
     puts folders on ``sys.path`` those folders. The digest of a module linked again is
     computed from its summary (read while linking), a kept one's is the previous one."""
     records: dict[str, Any] = {
@@ -210,10 +210,9 @@ def state_records(
         records[_MODULE + name] = [
             path,
             digest,
-            sorted(index.asked[name]),
+            index.named[name],
             index.links[name],
             sorted(index.read[name]),
-            sorted(index.named[name]),
         ]
     records.update((_INSERTED + path, folders) for path, folders in index.inserted.items())
     return records

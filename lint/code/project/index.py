@@ -57,7 +57,7 @@ from ddplint.code.project.reach import (
 )
 from ddplint.code.project.reach import Reach as CodeReach
 from ddplint.code.project.summaries import Summary
-from ddplint.code.project.touched import Touched
+from ddplint.code.project.touched import Touched, asked_by_module
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
 MAX_DEPTH = 12
@@ -193,7 +193,7 @@ Links = dict[str, Any]
 #: A module's links kept from an earlier link, with the module names linking it asked
 #: about, the modules whose other parts it read and the names it asked of each
 #: (``touched.Touched``).
-KeptLinks = tuple[Links, frozenset[str], frozenset[str], frozenset[str]]
+KeptLinks = tuple[Links, frozenset[str], frozenset[str], Mapping[str, str]]
 
 
 class _ModuleSummaries(Mapping[str, Summary]):
@@ -281,7 +281,7 @@ class ProjectIndex:
         self.links: dict[str, Links] = {}
         self.asked: dict[str, frozenset[str]] = {}
         self.read: dict[str, frozenset[str]] = {}
-        self.named: dict[str, frozenset[str]] = {}
+        self.named: dict[str, Mapping[str, str]] = {}
         #: The modules linked by this index (the others' links were kept).
         self.linked: list[str] = []
         for name in self.paths:
@@ -545,7 +545,7 @@ class ProjectIndex:
             self.links[module] = self.link(module)
             self.asked[module] = frozenset(touched.names or ())
             self.read[module] = frozenset(touched.read)
-            self.named[module] = frozenset(touched.named)
+            self.named[module] = asked_by_module(touched.names or set(), touched.named)
         finally:
             touched.stop()
 

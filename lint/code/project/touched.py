@@ -140,11 +140,37 @@ class _NamedPart(Mapping[str, Any]):
         return len(self._part)
 
 
-def changed_names(module: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
-    """The ``Touched.named`` entries of ``module`` an edit from summary ``before`` to
-    ``after`` makes stale: the module itself (read whole) and each name of a named part
-    that came, went or is bound otherwise (of ``functions``: came or went)."""
-    found = {module}
+def asked_by_module(names: set[str], named: set[str]) -> dict[str, str]:
+    """Per module asked about (``names``), what was asked of it (``named``), as a
+    record keeps it: ``*`` for a module read whole, else its ``part:name`` entries
+    joined by spaces ("" for a module asked about only by its name)."""
+    whole = {entry for entry in named if ":" not in entry}
+    found: dict[str, list[str]] = {module: [] for module in names}
+    for entry in named - whole:
+        module, _, asked = entry.partition(":")
+        found.setdefault(module, []).append(asked)
+    return {
+        module: "*" if module in whole else " ".join(sorted(asked))
+        for module, asked in sorted(found.items())
+    }
+
+
+def asks_about(asked: Mapping[str, str], changed: Mapping[str, set[str]]) -> bool:
+    """Whether a module's linking, which asked ``asked`` (``asked_by_module``), asked
+    a name that changed (``changed``: per module whose exports changed, its
+    ``changed_names``) or read one of those modules whole."""
+    for module, names in changed.items():
+        found = asked.get(module)
+        if found is not None and (found == "*" or not names.isdisjoint(found.split())):
+            return True
+    return False
+
+
+def changed_names(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
+    """The names (``part:name``) an edit from summary ``before`` to ``after`` changed
+    in the parts name resolution reads: each that came, went or is bound otherwise
+    (of ``functions``: came or went)."""
+    found: set[str] = set()
     for part in NAMED_PARTS:
         old, new = before.get(part, {}), after.get(part, {})
         if part == "functions":
@@ -155,5 +181,5 @@ def changed_names(module: str, before: Mapping[str, Any], after: Mapping[str, An
                 for name in old.keys() | new.keys()
                 if old.get(name, _ABSENT) != new.get(name, _ABSENT)
             }
-        found.update(f"{module}:{part}:{name}" for name in differ)
+        found.update(f"{part}:{name}" for name in differ)
     return found
