@@ -4,9 +4,10 @@ Name resolution asks other modules' summaries single names (``name in
 summary["functions"]``, ``summary["imports"].get(name)``, ``summary["classes"][cls]``).
 While a module is linked, the summaries of the other modules are handed out behind
 views that note each name asked of the parts name resolution reads (``NAMED_PARTS``)
-as ``module:part:name``, and the module itself for anything else (a whole part
+as ``module:name``, and the module itself for anything else (a whole part
 walked, another part read). An edit that adds or changes names of a module then makes
-stale only the links that asked about those names or read it whole (``changed_names``):
+stale only the links that asked about those names or read it whole (``changed_names``,
+``asks_about``):
 an import added under a new name leaves its importers' links as they were.
 """
 
@@ -26,7 +27,7 @@ _ABSENT = object()
 class Touched:
     """The project modules name resolution read or asked about while linking one
     module: when one of them goes or moves, that module's links are stale (``names``);
-    the names asked of each (``named``: ``module:part:name``, or the module for one
+    the names asked of each (``named``: ``module:name``, or the module for one
     read beyond single names): when one of those changes, they are stale; and those
     whose other parts it read (what a function does, its parameters: ``read``): when
     one of them changes at all, they are stale. (Names asked about and absent are not
@@ -61,7 +62,7 @@ class Touched:
             self.read.add(name)
 
     def add_named(self, entry: str) -> None:
-        """A name asked of a module (``module:part:name``), or a module read beyond
+        """A name asked of a module (``module:name``), or a module read beyond
         single names."""
         if self.names is not None:
             self.named.add(entry)
@@ -92,7 +93,7 @@ class _NamedSummary(Mapping[str, Any]):
 
     def __getitem__(self, part: str) -> Any:
         if part in NAMED_PARTS and part in self._summary:
-            return _NamedPart(self._summary[part], f"{self._module}:{part}:", self)
+            return _NamedPart(self._summary[part], part != "functions", self)
         self.whole()
         return self._summary[part]
 
@@ -107,28 +108,31 @@ class _NamedSummary(Mapping[str, Any]):
     def whole(self) -> None:
         self._touched.add_named(self._module)
 
-    def note(self, entry: str) -> None:
-        self._touched.add_named(entry)
+    def note(self, name: str) -> None:
+        if name and " " not in name:
+            self._touched.add_named(f"{self._module}:{name}")
+        else:  # not a name a record can keep apart from others
+            self.whole()
 
 
 class _NamedPart(Mapping[str, Any]):
     """One named part of a summary: a name asked (present or not) is noted; walking
     the part, or reading a function's own part, notes the module whole."""
 
-    def __init__(self, part: dict[str, Any], prefix: str, owner: _NamedSummary) -> None:
-        self._part, self._prefix, self._owner = part, prefix, owner
-        #: Whether a value read is resolution's (a function's own part is not).
-        self._values = not prefix.endswith(":functions:")
+    def __init__(self, part: dict[str, Any], values: bool, owner: _NamedSummary) -> None:
+        """``values``: whether a value read is resolution's (a function's own part is
+        not)."""
+        self._part, self._values, self._owner = part, values, owner
 
     def __getitem__(self, name: str) -> Any:
         if self._values:
-            self._owner.note(self._prefix + name)
+            self._owner.note(name)
         else:
             self._owner.whole()
         return self._part[name]
 
     def __contains__(self, name: object) -> bool:
-        self._owner.note(f"{self._prefix}{name}")
+        self._owner.note(str(name))
         return name in self._part
 
     def __iter__(self) -> Iterator[str]:
@@ -142,8 +146,8 @@ class _NamedPart(Mapping[str, Any]):
 
 def asked_by_module(names: set[str], named: set[str]) -> dict[str, str]:
     """Per module asked about (``names``), what was asked of it (``named``), as a
-    record keeps it: ``*`` for a module read whole, else its ``part:name`` entries
-    joined by spaces ("" for a module asked about only by its name)."""
+    record keeps it: ``*`` for a module read whole, else the names asked of it joined
+    by spaces ("" for a module asked about only by its name)."""
     whole = {entry for entry in named if ":" not in entry}
     found: dict[str, list[str]] = {module: [] for module in names}
     for entry in named - whole:
@@ -161,15 +165,15 @@ def asks_about(asked: Mapping[str, str], changed: Mapping[str, set[str]]) -> boo
     ``changed_names``) or read one of those modules whole."""
     for module, names in changed.items():
         found = asked.get(module)
-        if found is not None and (found == "*" or not names.isdisjoint(found.split())):
+        if found is not None and (found == "*" or not names.isdisjoint(found.split(" "))):
             return True
     return False
 
 
 def changed_names(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
-    """The names (``part:name``) an edit from summary ``before`` to ``after`` changed
-    in the parts name resolution reads: each that came, went or is bound otherwise
-    (of ``functions``: came or went)."""
+    """The names an edit from summary ``before`` to ``after`` changed in the parts name
+    resolution reads: each that came, went or is bound otherwise in one of them (of
+    ``functions``: came or went)."""
     found: set[str] = set()
     for part in NAMED_PARTS:
         old, new = before.get(part, {}), after.get(part, {})
@@ -181,5 +185,5 @@ def changed_names(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[st
                 for name in old.keys() | new.keys()
                 if old.get(name, _ABSENT) != new.get(name, _ABSENT)
             }
-        found.update(f"{part}:{name}" for name in differ)
+        found.update(differ)
     return found
