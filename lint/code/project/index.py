@@ -545,7 +545,9 @@ class ProjectIndex:
             self.links[module] = self.link(module)
             self.asked[module] = frozenset(touched.names or ())
             self.read[module] = frozenset(touched.read)
-            self.named[module] = asked_by_module(touched.names or set(), touched.named)
+            self.named[module] = asked_by_module(
+                touched.names or set(), touched.named, touched.whole
+            )
         finally:
             touched.stop()
 

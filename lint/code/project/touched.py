@@ -27,27 +27,34 @@ _ABSENT = object()
 class Touched:
     """The project modules name resolution read or asked about while linking one
     module: when one of them goes or moves, that module's links are stale (``names``);
-    the names asked of each (``named``: ``module:name``, or the module for one
-    read beyond single names): when one of those changes, they are stale; and those
-    whose other parts it read (what a function does, its parameters: ``read``): when
-    one of them changes at all, they are stale. (Names asked about and absent are not
-    kept: a module that comes makes every link stale.)"""
+    the names asked of each (``named``), and those read beyond single names
+    (``whole``): when one of those changes, they are stale; and those whose other
+    parts it read (what a function does, its parameters: ``read``): when one of them
+    changes at all, they are stale. (Names asked about and absent are not kept: a
+    module that comes makes every link stale.)"""
 
     def __init__(self) -> None:
         self.names: set[str] | None = None
-        self.named: set[str] = set()
+        self.named: dict[str, set[str]] = {}
+        self.whole: set[str] = set()
         self.read: set[str] = set()
         #: The module being linked (its own summary is read as it is).
         self.linking: str | None = None
+        #: The views handed out while linking it, by module.
+        self._views: dict[str, _NamedSummary] = {}
         #: Whether every module asked about now is read (``reading``).
         self._reading = False
 
     def start(self, module: str) -> None:
         """Begin noting what linking ``module`` asks."""
-        self.names, self.named, self.read, self.linking = {module}, set(), set(), module
+        self.stop()
+        self.names, self.linking = {module}, module
+        self.named, self.whole, self.read = {}, set(), set()
 
     def stop(self) -> None:
-        self.names, self.linking = None, None
+        for view in self._views.values():
+            view.retire()
+        self.names, self.linking, self._views = None, None, {}
 
     def add(self, name: str) -> None:
         if self.names is not None:
@@ -61,18 +68,28 @@ class Touched:
             self.names.add(name)
             self.read.add(name)
 
-    def add_named(self, entry: str) -> None:
-        """A name asked of a module (``module:name``), or a module read beyond
-        single names."""
+    def note(self, module: str, name: str) -> None:
+        """A name asked of a module's named parts."""
         if self.names is not None:
-            self.named.add(entry)
+            found = self.named.get(module)
+            if found is None:
+                found = self.named[module] = set()
+            found.add(name)
+
+    def note_whole(self, module: str) -> None:
+        """A module read beyond single names."""
+        if self.names is not None:
+            self.whole.add(module)
 
     def view(self, module: str, summary: dict[str, Any]) -> Mapping[str, Any]:
         """``module``'s summary as linking now reads it: as it is for the module being
         linked, one read wholly, or when nothing is noted; else a ``_NamedSummary``."""
         if self.names is None or self._reading or module == self.linking:
             return summary
-        return _NamedSummary(summary, module, self)
+        found = self._views.get(module)
+        if found is None:
+            found = self._views[module] = _NamedSummary(summary, module, self)
+        return found
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -90,10 +107,21 @@ class _NamedSummary(Mapping[str, Any]):
 
     def __init__(self, summary: dict[str, Any], module: str, touched: Touched) -> None:
         self._summary, self._module, self._touched = summary, module, touched
+        self._parts: dict[str, _NamedPart] = {}
+        #: The names asked of the module while the module that asked is linked.
+        self._names: set[str] | None = touched.named.setdefault(module, set())
+
+    def retire(self) -> None:
+        """The link that asked is done: a name asked later is told to ``Touched``."""
+        self._names = None
 
     def __getitem__(self, part: str) -> Any:
+        found = self._parts.get(part)
+        if found is not None:
+            return found
         if part in NAMED_PARTS and part in self._summary:
-            return _NamedPart(self._summary[part], part != "functions", self)
+            found = self._parts[part] = _NamedPart(self._summary[part], part != "functions", self)
+            return found
         self.whole()
         return self._summary[part]
 
@@ -106,13 +134,15 @@ class _NamedSummary(Mapping[str, Any]):
         return len(self._summary)
 
     def whole(self) -> None:
-        self._touched.add_named(self._module)
+        self._touched.note_whole(self._module)
 
-    def note(self, name: str) -> None:
-        if name and " " not in name:
-            self._touched.add_named(f"{self._module}:{name}")
-        else:  # not a name a record can keep apart from others
-            self.whole()
+    def note(self, name: object) -> None:
+        if not isinstance(name, str) or not name or " " in name:
+            self.whole()  # not a name a record can keep apart from others
+        elif self._names is not None:
+            self._names.add(name)
+        else:
+            self._touched.note(self._module, name)
 
 
 class _NamedPart(Mapping[str, Any]):
@@ -132,7 +162,7 @@ class _NamedPart(Mapping[str, Any]):
         return self._part[name]
 
     def __contains__(self, name: object) -> bool:
-        self._owner.note(str(name))
+        self._owner.note(name)
         return name in self._part
 
     def __iter__(self) -> Iterator[str]:
@@ -144,18 +174,15 @@ class _NamedPart(Mapping[str, Any]):
         return len(self._part)
 
 
-def asked_by_module(names: set[str], named: set[str]) -> dict[str, str]:
-    """Per module asked about (``names``), what was asked of it (``named``), as a
-    record keeps it: ``*`` for a module read whole, else the names asked of it joined
-    by spaces ("" for a module asked about only by its name)."""
-    whole = {entry for entry in named if ":" not in entry}
-    found: dict[str, list[str]] = {module: [] for module in names}
-    for entry in named - whole:
-        module, _, asked = entry.partition(":")
-        found.setdefault(module, []).append(asked)
+def asked_by_module(
+    names: set[str], named: Mapping[str, set[str]], whole: set[str]
+) -> dict[str, str]:
+    """Per module asked about (``names``), what was asked of it, as a record keeps it:
+    ``*`` for a module read beyond single names (``whole``), else the names asked of
+    it (``named``) joined by spaces ("" for a module asked about only by its name)."""
     return {
-        module: "*" if module in whole else " ".join(sorted(asked))
-        for module, asked in sorted(found.items())
+        module: "*" if module in whole else " ".join(sorted(named.get(module, ())))
+        for module in sorted(names | named.keys() | whole)
     }
 
 
