@@ -240,6 +240,12 @@ def test_the_links_say_which_modules_an_edit_reaches(tree: Path) -> None:
     )
     assert "pkg.m3" in index.asked["pkg.m4"] and "pkg.m6" not in index.asked["pkg.m4"]
     assert index.linked == list(index.paths)
+    # ... and asked ``pkg.m3`` the names it calls, and ``pkg`` the module it imports
+    # (``from pkg import m3``: does the package bind its own ``m3``?)
+    asked = index.named["pkg.m4"]
+    assert {"setup", "prepare", "evaluate", "is_main"} <= set(asked["pkg.m3"].split(" "))
+    assert "main" not in asked["pkg.m3"].split(" ") and asked["pkg"] != "*"
+    assert "m3" in asked["pkg"].split(" ")
 
 
 @pytest.mark.parametrize(

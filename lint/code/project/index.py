@@ -21,7 +21,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from ddplint.code.collectives.kinds import kind_of_method
 from ddplint.code.project.facts import (
@@ -213,7 +213,7 @@ class _ModuleSummaries(Mapping[str, Summary]):
         summary = self._read.get(name)
         if summary is None:
             summary = self._read[name] = self._by_path[self._paths[name]]
-        return self._touched.view(name, summary)  # type: ignore[return-value]
+        return cast(Summary, self._touched.view(name, summary))  # read as the summary is
 
     def __contains__(self, name: object) -> bool:
         found = name in self._paths
