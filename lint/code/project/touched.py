@@ -3,12 +3,11 @@
 Name resolution asks other modules' summaries single names (``name in
 summary["functions"]``, ``summary["imports"].get(name)``, ``summary["classes"][cls]``).
 While a module is linked, the summaries of the other modules are handed out behind
-views that note each name asked of the parts name resolution reads (``NAMED_PARTS``)
-as ``module:name``, and the module itself for anything else (a whole part
-walked, another part read). An edit that adds or changes names of a module then makes
-stale only the links that asked about those names or read it whole (``changed_names``,
-``asks_about``):
-an import added under a new name leaves its importers' links as they were.
+views that note each name asked of the parts name resolution reads (``NAMED_PARTS``),
+and the module whole for anything else (a whole part walked, another part read). An
+edit that adds or changes names of a module then makes stale only the links that asked
+about those names or read it whole (``changed_names``, ``asks_about``): an import added
+under a new name leaves its importers' links as they were.
 """
 
 from __future__ import annotations
