@@ -61,16 +61,30 @@ EDITS: dict[str, tuple[str, Edit, set[str] | None]] = {
         _replace("utils.py", "    dist.barrier()\n", "    pass\n"),
         {"utils"},
     ),
-    # ``pkg.m4`` imports ``pkg.m3``: a new function there may be what its names name.
+    # ``pkg.m4`` imports ``pkg.m3`` and names none of the names that came there: its
+    # links are kept (``code.project.touched``).
     "exports": (
         "pkg/m4.py",
         _replace("pkg/m3.py", "def prepare(net):\n", "def extra():\n    pass\ndef prepare(net):\n"),
+        {"pkg.m3"},
+    ),
+    # ``pkg.m4`` calls ``m3.prepare``, which goes: it is linked again.
+    "an export named by an importer": (
+        "pkg/m4.py",
+        _replace("pkg/m3.py", "def prepare(net):\n", "def prepared(net):\n"),
         {"pkg.m3", "pkg.m4"},
     ),
-    # A new import in ``pkg.m5``: it and its importer ``pkg.m6`` are linked again.
+    # A new import in ``pkg.m5``: its importer ``pkg.m6`` names none of ``m5``'s new
+    # names; only ``pkg.m5`` is linked again.
     "new import": (
         "pkg/m5.py",
         _replace("pkg/m5.py", "import torch\n", "import torch\nfrom pkg import m1\n"),
+        {"pkg.m5"},
+    ),
+    # ``pkg.m6`` names ``m5.setup``, which now names ``pkg.m1``'s: it is linked again.
+    "an import under a name an importer names": (
+        "pkg/m5.py",
+        _replace("pkg/m5.py", "def setup():\n", "from pkg.m1 import setup\ndef setup_own():\n"),
         {"pkg.m5", "pkg.m6"},
     ),
     # ``pkg.m3`` puts a folder on sys.path: any import of any module may now read
@@ -85,11 +99,18 @@ EDITS: dict[str, tuple[str, Edit, set[str] | None]] = {
         ),
         None,
     ),
-    # The package exports a new name: every module that imports from it asked about it
-    # (more than ``REWRITE_AFTER``: the links are kept again).
+    # The package exports a name no module asked about.
     "package exports": (
         "pkg/m4.py",
         _create("pkg/__init__.py", "def extra():\n    pass\n"),
+        {"pkg"},
+    ),
+    # The package binds the names its modules import from it (``from pkg import m3``
+    # now names a function): every module that imports from it is linked again (more
+    # than ``REWRITE_AFTER``: the links are kept again).
+    "package exports names asked": (
+        "pkg/m4.py",
+        _create("pkg/__init__.py", "".join(f"def m{n}():\n    pass\n" for n in range(8))),
         {"pkg", *(f"pkg.m{n}" for n in range(8))},
     ),
     # ``utils`` goes: ``train_bad`` and ``train_good`` asked for it.
@@ -192,7 +213,7 @@ def test_a_run_that_links_some_modules_again_writes_their_records_only(
     some modules again writes the records that changed, not every module's links."""
     from ddplint.code.project.incremental import LINKS_KEY
 
-    linted, edit, relinked = EDITS["package exports"]
+    linted, edit, relinked = EDITS["package exports names asked"]
     assert relinked is not None
     _run(tree, [tree], tmp_path / "warm", monkeypatch)
     base = _stored(tree, LINKS_KEY)
@@ -219,6 +240,12 @@ def test_the_links_say_which_modules_an_edit_reaches(tree: Path) -> None:
     )
     assert "pkg.m3" in index.asked["pkg.m4"] and "pkg.m6" not in index.asked["pkg.m4"]
     assert index.linked == list(index.paths)
+    # ... and asked ``pkg.m3`` the names it calls, and ``pkg`` the module it imports
+    # (``from pkg import m3``: does the package bind its own ``m3``?)
+    asked = index.named["pkg.m4"]
+    assert {"setup", "prepare", "evaluate", "is_main"} <= set(asked["pkg.m3"].split(" "))
+    assert "main" not in asked["pkg.m3"].split(" ") and asked["pkg"] != "*"
+    assert "m3" in asked["pkg"].split(" ")
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 
 from ddplint.cache import content_hash
 from ddplint.code.project.incremental import LinkState, state_records
-from ddplint.code.project.index import ProjectIndex
+from ddplint.code.project.index import KeptLinks, ProjectIndex
 from ddplint.code.project.module_summary import summarize
 from ddplint.engine.run_setup import ProjectMemo
 
@@ -65,6 +65,12 @@ EDITS = {
     "a rank test": ("pkg/comm.py", COMM.replace("return True", "return dist.get_rank() == 0")),
     # ``train`` resolves ``helpers.sync`` through this module: it is linked again.
     "an import taken out": ("pkg/helpers.py", "import os\n"),
+    # ``train`` names ``helpers.sync``, now ``comm.is_main``: it is linked again
+    # (``comm.sync`` is no module's any more).
+    "a re-exported name bound otherwise": (
+        "pkg/helpers.py",
+        "from pkg.comm import is_main as sync\n",
+    ),
     # ``extra`` comes to be imported by a program.
     "an import added": ("pkg/helpers.py", "from pkg.comm import sync\nimport pkg.extra\n"),
     # ``train`` passes the rank by keyword: its position is read from ``worker``.
@@ -112,6 +118,15 @@ def _answers(index: ProjectIndex) -> dict[str, object]:
 def _by_the_kept_links(before: dict[str, str], after: dict[str, str]) -> ProjectIndex:
     """The index a run links after the edit, from the links a run kept before it (the
     cache entry written as JSON and read back)."""
+    summaries, kept = _kept_links(before, after)
+    return ProjectIndex(summaries, kept=kept)
+
+
+def _kept_links(
+    before: dict[str, str], after: dict[str, str], earlier_known: bool = True
+) -> tuple[dict[str, dict], dict[str, KeptLinks]]:
+    """The summaries after the edit and the links kept from a link before it (with
+    ``earlier_known``, the summaries the earlier link read are to be had)."""
     old = ProjectIndex(_summaries(before))
     hashes = {path: content_hash(text.encode()) for path, text in before.items()}
     records = json.loads(json.dumps(state_records(old, hashes, set(before), None)))
@@ -121,7 +136,20 @@ def _by_the_kept_links(before: dict[str, str], after: dict[str, str]) -> Project
     built = {path: summarize(after[path]) for path in state.changed(now)}
     project = state.summarised(now, built)
     summaries = {path: built.get(path) or summarize(after[path]) for path in project}
-    return ProjectIndex(summaries, kept=state.kept(project, built))
+    earlier = {hashes[path]: summary for path, summary in _summaries(before).items()}
+    return summaries, state.kept(project, built, earlier.get if earlier_known else lambda _: None)
+
+
+def test_an_edit_makes_stale_the_links_that_asked_about_the_names_it_changed() -> None:
+    """``train`` imports from ``helpers``: a name added there that ``train`` never asked
+    about keeps its links, unless the summary the kept links read cannot be had; a name
+    it asked about bound otherwise makes them stale (``touched``)."""
+    helpers = PROJECT["pkg/helpers.py"]
+    added = {**PROJECT, "pkg/helpers.py": helpers + "import os as renamed\ndef more():\n    pass\n"}
+    assert "train" in _kept_links(PROJECT, added)[1]
+    assert "train" not in _kept_links(PROJECT, added, earlier_known=False)[1]
+    path, text = EDITS["a re-exported name bound otherwise"]
+    assert "train" not in _kept_links(PROJECT, {**PROJECT, path: text})[1]
 
 
 def _by_the_servers_memo(before: dict[str, str], after: dict[str, str]) -> ProjectIndex:

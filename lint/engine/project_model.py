@@ -71,7 +71,7 @@ def _summaries(
     found: dict[str, Summary] = {}
     missing: list[tuple[str, str]] = []
     for relative in sources:
-        key = f"summary:{SUMMARY_VERSION}:{hashes[relative]}"
+        key = _summary_key(hashes[relative])
         hit = cache.get(key) if cache is not None else None
         if isinstance(hit, dict) and isinstance(hit.get("summary"), dict):
             found[relative] = hit["summary"]
@@ -85,6 +85,17 @@ def _summaries(
         if summary is not None:
             found[relative] = summary
     return found
+
+
+def _summary_key(hash_: str) -> str:
+    return f"summary:{SUMMARY_VERSION}:{hash_}"
+
+
+def _cached_summary(cache: ResultCache | None, hash_: str) -> Summary | None:
+    """The summary the cache holds of a source by its content hash, if any."""
+    hit = cache.get(_summary_key(hash_)) if cache is not None else None
+    summary = hit.get("summary") if hit is not None else None
+    return summary if isinstance(summary, dict) else None
 
 
 def model_sources(
@@ -268,7 +279,8 @@ def _relinked(
     built = {path: found.get(path) for path in changed}
     project = previous.summarised(hashes, built)
     summaries = _CachedSummaries(project, built, sources, hashes, setup.cache, stats)
-    kept, inserted = previous.kept(project, built), previous.inserted_now(project, built)
+    kept = previous.kept(project, built, lambda hash_: _cached_summary(setup.cache, hash_))
+    inserted = previous.inserted_now(project, built)
     return ProjectIndex(summaries, kept=kept, inserted=inserted), set(project)
 
 

@@ -12,6 +12,10 @@ imports lead through), and those whose linking read a module whose bytes changed
 every other module keeps its links. A module that came links every module again
 (which names were asked about and not found is not kept). The fixpoints and the
 project-wide questions then run over all links, so the facts equal a fresh link's.
+A module that changed what it exports makes stale only the modules that asked about
+the names that changed, or read it beyond single names (``touched``), where the
+summary the earlier link read is still in the cache (else every module that asked
+about it).
 The state is kept as records by name (``state_records``: a source's, a module's, the
 folders a module puts on ``sys.path``) in a
 ``cache.LayeredEntry``, so that a run that links a few modules again writes their
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +40,14 @@ from ddplint.code.project.index import (
     resolution_inputs,
 )
 from ddplint.code.project.summaries import Summary
+from ddplint.code.project.touched import asks_about, changed_names
 
 #: Version of the links' layout (``ProjectIndex.link``) and of this entry (8: records by
 #: name in a layered entry; 9: the folders modules put on ``sys.path`` among them; 10:
-#: a program part is distributed by the names it reads, not those it imports; a forwarding
-#: function's parameters and literal defaults).
-LINKS_VERSION = "10"
+#: the names each module's linking asked of the others; 11: a program part is distributed
+#: by the names it reads, not those it imports; a forwarding function's parameters and
+#: literal defaults).
+LINKS_VERSION = "11"
 #: The cache key of the kept links (one per cache: the project's latest link).
 LINKS_KEY = f"project-links:{SUMMARY_VERSION}.{FACTS_VERSION}.{LINKS_VERSION}"
 #: A run that linked at most this many modules again leaves the kept links as they
@@ -64,9 +70,14 @@ def resolution_digest(summary: Summary) -> str:
 class _KeptModule:
     path: str
     digest: str
-    asked: frozenset[str]
     links: Links
     read: frozenset[str]
+    #: Per module asked about, the names asked of it (``touched.asked_by_module``).
+    named: dict[str, str]
+
+    @property
+    def asked(self) -> frozenset[str]:
+        return frozenset(self.named)
 
 
 @dataclass(frozen=True)
@@ -125,42 +136,56 @@ class LinkState:
         present = set(project)
         return {path: folders for path, folders in {**kept, **now}.items() if path in present}
 
-    def kept(self, project: list[str], built: Mapping[str, Summary | None]) -> dict[str, KeptLinks]:
+    def kept(
+        self,
+        project: list[str],
+        built: Mapping[str, Summary | None],
+        earlier: Callable[[str], Summary | None],
+    ) -> dict[str, KeptLinks]:
         """The links still valid for a project of the paths ``project`` (each with a
-        summary), ``built`` holding the summaries of the sources that changed."""
+        summary), ``built`` holding the summaries of the sources that changed;
+        ``earlier`` gives the summary this state's link read of a source by its
+        content hash (None when it cannot be had)."""
         now = module_paths(project)
         if now.keys() - self.modules.keys():
             return {}  # a module came: what asked for its name before is not known
         if self.inserted_now(project, built) != self.inserted:
             return {}  # the folders on ``sys.path`` changed: any import may read another
         stale, edited = set(), set()
+        renamed: dict[str, set[str]] = {}
         for name, old in self.modules.items():
             path = now.get(name)
             if path is None or old.path != path:
                 stale.add(name)  # went, or moved (a package beside a module)
             elif path in built:
                 edited.add(name)
-                if resolution_digest(built[path] or {}) != old.digest:
-                    stale.add(name)  # exports other names
+                summary = built[path] or {}
+                if resolution_digest(summary) != old.digest:  # exports other names
+                    before = earlier(self.sources[path][0])
+                    if before is None:
+                        stale.add(name)
+                    else:
+                        renamed[name] = changed_names(before, summary)
         return {
-            name: (old.links, old.asked, old.read)
+            name: (old.links, old.asked, old.read, old.named)
             for name, old in self.modules.items()
             if now.get(name) == old.path
             and old.path not in built
-            and not old.asked & stale
+            and old.named.keys().isdisjoint(stale)
             and not old.read & edited
+            and not asks_about(old.named, renamed)
         }
 
 
 def _kept(value: Any) -> _KeptModule:
-    path, digest, asked, links, read = value
+    path, digest, named, links, read = value
     if not (isinstance(path, str) and isinstance(digest, str) and isinstance(links, dict)):
         raise TypeError("not a kept module")
+    if not (isinstance(named, dict) and all(isinstance(v, str) for v in named.values())):
+        raise TypeError("not the names a module asked")
     if not isinstance(links.get("functions"), dict) or not isinstance(links.get("classes"), dict):
         raise TypeError("not a module's links")
-    return _KeptModule(
-        path, digest, frozenset(str(name) for name in asked), links, frozenset(map(str, read))
-    )
+    return _KeptModule(path, digest, links, frozenset(map(str, read)), named)
 
 
 def state_records(
@@ -171,7 +196,8 @@ def state_records(
 ) -> dict[str, Any]:
     """The records of ``index``'s links by name (``LinkState.read``): per source its
     content hash and whether it has a summary, per module its path, resolution digest,
-    the names it asked about, its links and the modules it read, and per module that
+    the names it asked of each module (``touched.asked_by_module``: the modules it asked
+    about are their keys), its links and the modules it read, and per module that
     puts folders on ``sys.path`` those folders. The digest of a module linked again is
     computed from its summary (read while linking), a kept one's is the previous one."""
     records: dict[str, Any] = {
@@ -186,7 +212,7 @@ def state_records(
         records[_MODULE + name] = [
             path,
             digest,
-            sorted(index.asked[name]),
+            index.named[name],
             index.links[name],
             sorted(index.read[name]),
         ]

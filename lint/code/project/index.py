@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from ddplint.code.collectives.kinds import kind_of_method
 from ddplint.code.project.facts import (
@@ -58,6 +57,7 @@ from ddplint.code.project.reach import (
 )
 from ddplint.code.project.reach import Reach as CodeReach
 from ddplint.code.project.summaries import Summary
+from ddplint.code.project.touched import Touched, asked_by_module
 
 #: Bound on re-export hops and base-class depth: cycles and pathological layouts stop.
 MAX_DEPTH = 12
@@ -223,53 +223,19 @@ def resolution_inputs(summary: Summary) -> tuple[object, ...]:
 #: A module's names resolved (``ProjectIndex.link``): what the fixpoints and the facts
 #: read of it, as JSON data, so that a module nothing changed for is not linked again.
 Links = dict[str, Any]
-#: A module's links kept from an earlier link, with the names linking it asked about
-#: and the modules whose other parts it read (``_Touched``).
-KeptLinks = tuple[Links, frozenset[str], frozenset[str]]
-
-
-class _Touched:
-    """The project modules name resolution read or asked about while linking one
-    module: when one of them changes what it exports, goes or moves, that module's
-    links are stale (``names``); and those whose other parts it read (what a function
-    does, its parameters: ``read``): when one of them changes at all, they are stale.
-    (Names asked about and absent are not kept: a module that comes makes every link
-    stale.)"""
-
-    def __init__(self) -> None:
-        self.names: set[str] | None = None
-        self.read: set[str] = set()
-        #: Whether every module asked about now is read (``reading``).
-        self._reading = False
-
-    def add(self, name: str) -> None:
-        if self.names is not None:
-            self.names.add(name)
-            if self._reading:
-                self.read.add(name)
-
-    def add_read(self, name: str) -> None:
-        """A module whose parts beyond its names were read."""
-        if self.names is not None:
-            self.names.add(name)
-            self.read.add(name)
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        """Every module asked about inside counts as read."""
-        self._reading = True
-        try:
-            yield
-        finally:
-            self._reading = False
+#: A module's links kept from an earlier link, with the module names linking it asked
+#: about, the modules whose other parts it read and the names it asked of each
+#: (``touched.Touched``).
+KeptLinks = tuple[Links, frozenset[str], frozenset[str], Mapping[str, str]]
 
 
 class _ModuleSummaries(Mapping[str, Summary]):
     """Summaries by module name, read from the caller's mapping (by path) when first
     asked (an incremental link reads only the modules it links again and what their
-    names lead to); every name asked is told to ``touched``."""
+    names lead to); every name asked is told to ``touched``, which hands out a view
+    that notes the names asked of the summary (``Touched.view``)."""
 
-    def __init__(self, by_path: Mapping[str, Summary], paths: dict[str, str], touched: _Touched):
+    def __init__(self, by_path: Mapping[str, Summary], paths: dict[str, str], touched: Touched):
         self._by_path = by_path
         self._paths = paths
         self._touched = touched
@@ -280,7 +246,7 @@ class _ModuleSummaries(Mapping[str, Summary]):
         summary = self._read.get(name)
         if summary is None:
             summary = self._read[name] = self._by_path[self._paths[name]]
-        return summary
+        return cast(Summary, self._touched.view(name, summary))  # read as the summary is
 
     def __contains__(self, name: object) -> bool:
         found = name in self._paths
@@ -298,7 +264,7 @@ class _ModuleSummaries(Mapping[str, Summary]):
 class _Packages:
     """The module names that are packages; every name asked is told to ``touched``."""
 
-    def __init__(self, names: set[str], touched: _Touched) -> None:
+    def __init__(self, names: set[str], touched: Touched) -> None:
         self._names = names
         self._touched = touched
 
@@ -336,22 +302,24 @@ class ProjectIndex:
         self._roots = path_root_prefixes(self.inserted, src_is_package)
         #: ``function_key`` answers: linking asks the same names again and again.
         self.resolved: dict[CallName, FunctionKey | None] = resolved if resolved is not None else {}
-        self._touched = _Touched()
+        self._touched = Touched()
         self.summaries = _ModuleSummaries(summaries, self.paths, self._touched)
         self.packages = _Packages(packages, self._touched)
         #: The last part of every package's name (``src`` of ``proj.src``): a dotted import
         #: whose first part is none of them is under no folder of the project.
         self._package_leaves = frozenset(name.rpartition(".")[2] for name in packages)
-        #: Per module, its links, the names linking it asked about, and the modules
-        #: whose parts beyond their names it read (``_Touched``).
+        #: Per module, its links, the module names linking it asked about, the modules
+        #: whose parts beyond their names it read, and the names it asked of each
+        #: (``touched.Touched``).
         self.links: dict[str, Links] = {}
         self.asked: dict[str, frozenset[str]] = {}
         self.read: dict[str, frozenset[str]] = {}
+        self.named: dict[str, Mapping[str, str]] = {}
         #: The modules linked by this index (the others' links were kept).
         self.linked: list[str] = []
         for name in self.paths:
             if kept is not None and name in kept:
-                self.links[name], self.asked[name], self.read[name] = kept[name]
+                self.links[name], self.asked[name], self.read[name], self.named[name] = kept[name]
             else:
                 self._link_recorded(name)
                 self.linked.append(name)
@@ -391,7 +359,7 @@ class ProjectIndex:
         index of summaries changed only there, in what functions do, keeps them."""
         changed = {self.module_of_path[path] for path in paths}
         return {
-            module: (links, self.asked[module], self.read[module])
+            module: (links, self.asked[module], self.read[module], self.named[module])
             for module, links in self.links.items()
             if module not in changed and not self.asked[module] & changed
         }
@@ -604,13 +572,17 @@ class ProjectIndex:
     def _link_recorded(self, module: str) -> None:
         """Link the module, and record the module names resolving it asked about and
         the modules whose other parts it read."""
-        self._touched.names, self._touched.read = {module}, set()
+        touched = self._touched
+        touched.start(module)
         try:
             self.links[module] = self.link(module)
-            self.asked[module] = frozenset(self._touched.names)
-            self.read[module] = frozenset(self._touched.read)
+            self.asked[module] = frozenset(touched.names or ())
+            self.read[module] = frozenset(touched.read)
+            self.named[module] = asked_by_module(
+                touched.names or set(), touched.named, touched.whole
+            )
         finally:
-            self._touched.names = None
+            touched.stop()
 
     def _handed_positions(
         self, handed: Iterable[list[Any]], module: str, owner: str | None
