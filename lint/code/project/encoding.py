@@ -19,10 +19,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "27"
+SUMMARY_VERSION = "28"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "14"
+FACTS_VERSION = "15"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
