@@ -160,6 +160,11 @@ EXPECTED = {
         },
         "",
     ),
+    # `loops.train_one_epoch` steps through the scaler every caller hands it, made by
+    # `GradScaler()` (train_good.py): its step reads the inf/NaN check on the host, so
+    # the loss read after it waits for nothing new (quiet). `train_maybe_scaled` is also
+    # handed a project class of its own (train_bad.py): not known to read, reported.
+    "scaler_elsewhere": ({("loops.py", 16, "DDP102")}, ""),
     # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
     # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
     # quiet (the engine `deepspeed.initialize` returns first, given `training_data` or

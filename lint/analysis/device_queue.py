@@ -109,6 +109,7 @@ from ddplint.analysis.control_flow import (
     Graph,
     Node,
     NodeKind,
+    own_nodes,
     paired_names,
     single_bindings,
     takes_a_turn,
@@ -143,7 +144,7 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.placement import Placement, blocking_move
 from ddplint.analysis.process_groups import ProcessGroups
-from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.project import NO_PROJECT, parameters_at, project_key
 from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.wait_screen import periodic_test
 
@@ -352,6 +353,7 @@ class DeviceQueue:
         self._single: dict[int, dict[str, ast.expr]] = {}
         self._kernel_loops: dict[int, list[ast.For]] = {}
         self._flows: dict[str, ObjectFlow] = {}
+        self._handed_kinds: dict[str, frozenset[tuple[ast.AST, str]]] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
         #: Per loop, the plain names its code binds (``_reads_a_setting``).
         self._bound_in_loop: dict[int, frozenset[str]] = {}
@@ -1141,12 +1143,42 @@ class DeviceQueue:
 
     def _holds(self, kind: str, expression: ast.expr, scope: ast.AST) -> bool:
         """Whether ``expression`` may hold an object of ``kind`` (a library kind, or
-        ``_NAMESPACE``: the parsed command line), by allocation in the module."""
-        return (
-            kind in self._kinds_made
-            and isinstance(expression, (ast.Name, ast.Attribute))
-            and self._flow(kind).carries(expression, scope)
-        )
+        ``_NAMESPACE``: the parsed command line), by allocation in the module, or a
+        parameter every project caller hands one in (``train_one_epoch(..., scaler)``
+        called with ``scaler = GradScaler()`` by the scripts of the project)."""
+        if not isinstance(expression, (ast.Name, ast.Attribute)):
+            return False
+        if kind in self._kinds_made and self._flow(kind).carries(expression, scope):
+            return True
+        return isinstance(expression, ast.Name) and (scope, expression.id) in self._handed(kind)
+
+    def _handed(self, kind: str) -> frozenset[tuple[ast.AST, str]]:
+        """``(function, parameter)`` of the module's functions whose parameter every
+        project caller hands an object of ``kind`` in, never bound again in the
+        function."""
+        found = self._handed_kinds.get(kind)
+        if found is None:
+            handed: set[tuple[ast.AST, str]] = set()
+            project = self._analysis.project if self._analysis is not None else NO_PROJECT
+            for function in self.nodes.functions():
+                owner = self.nodes.scope_of.get(function)
+                key = project_key(function, owner)
+                kinds = project.parameter_kinds(key) if key is not None else {}
+                positions = [at for at, given in kinds.items() if given == kind]
+                if not positions:
+                    continue
+                stored = {
+                    node.id
+                    for node in own_nodes(function)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                }
+                handed.update(
+                    (function, name)
+                    for name in parameters_at(function, owner, positions)
+                    if name not in stored
+                )
+            found = self._handed_kinds[kind] = frozenset(handed)
+        return found
 
     # -- values on the host ------------------------------------------------------------
 
