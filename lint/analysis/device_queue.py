@@ -43,6 +43,9 @@ What waits, judged by what the call does:
 - a backward run in anomaly mode with its NaN check (``with
   torch.autograd.set_detect_anomaly(True):``, ``detect_anomaly()``, or the mode switched
   on by a statement of module code): the engine reads each node's output on the host;
+  the backward that ends a ``with amp.scale_loss(loss, opt):`` block under apex's
+  dynamic loss scaling (the module's ``amp.initialize``, O1 or O2, no fixed
+  ``loss_scale``): leaving the block reads the overflow flag on the host;
 - a call of a function of the module that returns with the queue drained.
 
 - a call that may wait (``call_waits``: a function of the module or of another module,
@@ -244,6 +247,11 @@ _ANOMALY_SWITCHES = frozenset(
 _ANOMALY_CONTEXTS = frozenset(
     {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
 )
+#: apex's loss scaling: ``amp.initialize`` chooses it, ``amp.scale_loss`` applies it.
+_APEX_INITIALIZE = frozenset({"apex.amp.initialize", "apex.amp.frontend.initialize"})
+_APEX_SCALE_LOSS = frozenset({"apex.amp.scale_loss", "apex.amp.handle.scale_loss"})
+#: apex's optimisation levels whose loss scale is static (1.0) unless told otherwise.
+_APEX_STATIC_LEVELS = frozenset({"O0", "O3"})
 #: Gradient clipping: kernels over the parameters' gradients.
 _CLIPPING = frozenset(
     {
@@ -456,7 +464,60 @@ class DeviceQueue:
             for block in walk_own(scope)
             if isinstance(block, (ast.With, ast.AsyncWith))
             and any(self._checks_anomalies(item.context_expr) for item in block.items)
-        )
+        ) or self._overflow_checked(call, scope)
+
+    def _overflow_checked(self, call: ast.Call, scope: ast.AST) -> bool:
+        """The backward that ends a ``with amp.scale_loss(loss, opt):`` block under
+        apex's dynamic loss scaling (the module's ``amp.initialize`` at O1 or O2, the
+        default, with no fixed ``loss_scale``): leaving the block unscales the
+        gradients and reads the overflow flag on the host (``delay_unscale=True``
+        or ``delay_overflow_check=True`` leave it for a later pass)."""
+        if not self._apex_scales_dynamically:
+            return False
+        for block in walk_own(scope):
+            if not isinstance(block, (ast.With, ast.AsyncWith)):
+                continue
+            last = block.body[-1]
+            if not (last is call or _contains(last, call)):
+                continue
+            for item in block.items:
+                scaling = item.context_expr
+                if not (
+                    isinstance(scaling, ast.Call)
+                    and self.names.resolve(scaling.func) in _APEX_SCALE_LOSS
+                ):
+                    continue
+                if all(
+                    given is None or (isinstance(given, ast.Constant) and given.value is False)
+                    for given in (
+                        call_argument(scaling, 4, "delay_unscale"),
+                        call_argument(scaling, 5, "delay_overflow_check"),
+                    )
+                ):
+                    return True
+        return False
+
+    @cached_property
+    def _apex_scales_dynamically(self) -> bool:
+        """The module initialises apex's mixed precision with a dynamic loss scale:
+        ``amp.initialize`` at a level other than O0 / O3 (O1 when not given), given no
+        fixed ``loss_scale``, not switched off by a literal ``enabled=False``."""
+        for call in self.nodes.of_type(ast.Call):
+            if self.names.resolve(call.func) not in _APEX_INITIALIZE:
+                continue
+            level = call_argument(call, 3, "opt_level")
+            scale = call_argument(call, 8, "loss_scale")
+            enabled = call_argument(call, 2, "enabled")
+            if isinstance(level, ast.Constant) and level.value in _APEX_STATIC_LEVELS:
+                continue
+            if scale is not None and not (
+                isinstance(scale, ast.Constant) and scale.value == "dynamic"
+            ):
+                continue
+            if isinstance(enabled, ast.Constant) and enabled.value is False:
+                continue
+            return True
+        return False
 
     def _checks_anomalies(self, expression: ast.expr) -> bool:
         """``torch.autograd.set_detect_anomaly(True)``, ``torch.autograd.detect_anomaly()``
