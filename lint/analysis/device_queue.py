@@ -112,7 +112,6 @@ from ddplint.analysis.control_flow import (
     Graph,
     Node,
     NodeKind,
-    own_nodes,
     paired_names,
     single_bindings,
     takes_a_turn,
@@ -147,7 +146,7 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.placement import Placement, blocking_move
 from ddplint.analysis.process_groups import ProcessGroups
-from ddplint.analysis.project import NO_PROJECT, parameters_at, project_key
+from ddplint.analysis.project import NO_PROJECT, kept_parameters, project_key
 from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.wait_screen import periodic_test
 
@@ -1228,15 +1227,8 @@ class DeviceQueue:
                 positions = [at for at, given in kinds.items() if given == kind]
                 if not positions:
                     continue
-                stored = {
-                    node.id
-                    for node in own_nodes(function)
-                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-                }
                 handed.update(
-                    (function, name)
-                    for name in parameters_at(function, owner, positions)
-                    if name not in stored
+                    (function, name) for name in kept_parameters(function, owner, positions)
                 )
             found = self._handed_kinds[kind] = frozenset(handed)
         return found

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ddplint.analysis.control_flow import own_nodes
+
 
 @dataclass(frozen=True)
 class Reached:
@@ -216,3 +218,18 @@ def parameters_at(
     if isinstance(owner, ast.ClassDef) and parameters[:1] in (["self"], ["cls"]):
         parameters = parameters[1:]
     return [parameters[p] for p in sorted(positions) if p < len(parameters)]
+
+
+def kept_parameters(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    owner: ast.AST | None,
+    positions: Iterable[int],
+) -> list[str]:
+    """The parameters at ``positions`` (as ``parameters_at``) that the function's own
+    code never binds again: each holds what its callers hand in."""
+    stored = {
+        node.id
+        for node in own_nodes(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    return [name for name in parameters_at(function, owner, positions) if name not in stored]
