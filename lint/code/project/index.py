@@ -868,21 +868,27 @@ class ProjectIndex:
         the module hands a project function's parameter (``SetCriterion(matcher=m)``
         after ``m = HungarianMatcher(...)``)."""
         found: list[list[Any]] = []
+        for key, position, owner, allocation in self.handed_allocations(module):
+            made = self.spelled_class(allocation, module)
+            if made is not None:
+                held = [(made[1], made[2])]
+            else:
+                factory = self.function_key(allocation, module, owner)
+                held = [] if factory is None else self._returned_classes(factory)
+            found.extend([*key, position, *cls] for cls in _distinct(held))
+        return found
+
+    def handed_allocations(self, module: str) -> Iterator[tuple[FunctionKey, int, str | None, str]]:
+        """``(function, position, owner, allocation)`` for each project function
+        parameter a function of the module hands an allocation in (the summaries'
+        ``made_args``: the callee as spelled, in the class ``owner``'s method)."""
         for function in self.summaries[module]["functions"].values():
             owner = function["owner"]
             for target, at, allocation in function.get("made_args", ()):
                 key = self.called_key(target, module, owner)
                 position = None if key is None else self.parameter_position(key, at)
-                if key is None or position is None:
-                    continue
-                made = self.spelled_class(allocation, module)
-                if made is not None:
-                    held = [(made[1], made[2])]
-                else:
-                    factory = self.function_key(allocation, module, owner)
-                    held = [] if factory is None else self._returned_classes(factory)
-                found.extend([*key, position, *cls] for cls in _distinct(held))
-        return found
+                if key is not None and position is not None:
+                    yield key, position, owner, allocation
 
     @cached_property
     def _handed_classes(self) -> dict[tuple[FunctionKey, int], list[tuple[str, str]]]:
