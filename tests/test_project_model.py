@@ -147,6 +147,25 @@ EXPECTED = {
         },
         "",
     ),
+    # A DETR-style criterion keeps the matcher its caller hands in (`self.matcher =
+    # matcher`, criterion.py) and calls it first: a Hungarian matcher copies its cost
+    # matrix to the host for scipy's assignment (no device work after), so the loss read
+    # right after the criterion waits for nothing new; handed in made by its class or by
+    # a factory of another module (`build_matcher`), or called in the loop itself
+    # (train_good.py: quiet). A matcher that stays on the device (train_bad.py): reported.
+    "matcher_elsewhere": (
+        {
+            ("train_bad.py", 21, "DDP102"),
+            ("train_bad.py", 31, "DDP102"),
+            ("train_bad.py", 42, "DDP102"),
+        },
+        "",
+    ),
+    # `loops.train_one_epoch` steps through the scaler every caller hands it, made by
+    # `GradScaler()` (train_good.py): its step reads the inf/NaN check on the host, so
+    # the loss read after it waits for nothing new (quiet). `train_maybe_scaled` is also
+    # handed a project class of its own (train_bad.py): not known to read, reported.
+    "scaler_elsewhere": ({("loops.py", 16, "DDP102")}, ""),
     # A DeepSpeed engine's `step()` reads its fp16 overflow flag on the host where the
     # project's configs (a JSON file, a YAML section) enable fp16: the read after it is
     # quiet (the engine `deepspeed.initialize` returns first, given `training_data` or

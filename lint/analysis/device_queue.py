@@ -43,6 +43,9 @@ What waits, judged by what the call does:
 - a backward run in anomaly mode with its NaN check (``with
   torch.autograd.set_detect_anomaly(True):``, ``detect_anomaly()``, or the mode switched
   on by a statement of module code): the engine reads each node's output on the host;
+  the backward that ends a ``with amp.scale_loss(loss, opt):`` block under apex's
+  dynamic loss scaling (the module's ``amp.initialize``, O1 or O2, no fixed
+  ``loss_scale``): leaving the block reads the overflow flag on the host;
 - a call of a function of the module that returns with the queue drained.
 
 - a call that may wait (``call_waits``: a function of the module or of another module,
@@ -143,7 +146,7 @@ from ddplint.analysis.object_kinds import (
 )
 from ddplint.analysis.placement import Placement, blocking_move
 from ddplint.analysis.process_groups import ProcessGroups
-from ddplint.analysis.project import NO_PROJECT
+from ddplint.analysis.project import NO_PROJECT, kept_parameters, project_key
 from ddplint.analysis.reaching import bindings_reaching
 from ddplint.analysis.wait_screen import periodic_test
 
@@ -243,6 +246,11 @@ _ANOMALY_SWITCHES = frozenset(
 _ANOMALY_CONTEXTS = frozenset(
     {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
 )
+#: apex's loss scaling: ``amp.initialize`` chooses it, ``amp.scale_loss`` applies it.
+_APEX_INITIALIZE = frozenset({"apex.amp.initialize", "apex.amp.frontend.initialize"})
+_APEX_SCALE_LOSS = frozenset({"apex.amp.scale_loss", "apex.amp.handle.scale_loss"})
+#: apex's optimisation levels whose loss scale is static (1.0) unless told otherwise.
+_APEX_STATIC_LEVELS = frozenset({"O0", "O3"})
 #: Gradient clipping: kernels over the parameters' gradients.
 _CLIPPING = frozenset(
     {
@@ -352,6 +360,7 @@ class DeviceQueue:
         self._single: dict[int, dict[str, ast.expr]] = {}
         self._kernel_loops: dict[int, list[ast.For]] = {}
         self._flows: dict[str, ObjectFlow] = {}
+        self._handed_kinds: dict[str, frozenset[tuple[ast.AST, str]]] = {}
         self._module_bound = _module_bound_names(where.nodes.module)
         #: Per loop, the plain names its code binds (``_reads_a_setting``).
         self._bound_in_loop: dict[int, frozenset[str]] = {}
@@ -454,7 +463,60 @@ class DeviceQueue:
             for block in walk_own(scope)
             if isinstance(block, (ast.With, ast.AsyncWith))
             and any(self._checks_anomalies(item.context_expr) for item in block.items)
-        )
+        ) or self._overflow_checked(call, scope)
+
+    def _overflow_checked(self, call: ast.Call, scope: ast.AST) -> bool:
+        """The backward that ends a ``with amp.scale_loss(loss, opt):`` block under
+        apex's dynamic loss scaling (the module's ``amp.initialize`` at O1 or O2, the
+        default, with no fixed ``loss_scale``): leaving the block unscales the
+        gradients and reads the overflow flag on the host (``delay_unscale=True``
+        or ``delay_overflow_check=True`` leave it for a later pass)."""
+        if not self._apex_scales_dynamically:
+            return False
+        for block in walk_own(scope):
+            if not isinstance(block, (ast.With, ast.AsyncWith)):
+                continue
+            last = block.body[-1]
+            if not (last is call or _contains(last, call)):
+                continue
+            for item in block.items:
+                scaling = item.context_expr
+                if not (
+                    isinstance(scaling, ast.Call)
+                    and self.names.resolve(scaling.func) in _APEX_SCALE_LOSS
+                ):
+                    continue
+                if all(
+                    given is None or (isinstance(given, ast.Constant) and given.value is False)
+                    for given in (
+                        call_argument(scaling, 4, "delay_unscale"),
+                        call_argument(scaling, 5, "delay_overflow_check"),
+                    )
+                ):
+                    return True
+        return False
+
+    @cached_property
+    def _apex_scales_dynamically(self) -> bool:
+        """The module initialises apex's mixed precision with a dynamic loss scale:
+        ``amp.initialize`` at a level other than O0 / O3 (O1 when not given), given no
+        fixed ``loss_scale``, not switched off by a literal ``enabled=False``."""
+        for call in self.nodes.of_type(ast.Call):
+            if self.names.resolve(call.func) not in _APEX_INITIALIZE:
+                continue
+            level = call_argument(call, 3, "opt_level")
+            scale = call_argument(call, 8, "loss_scale")
+            enabled = call_argument(call, 2, "enabled")
+            if isinstance(level, ast.Constant) and level.value in _APEX_STATIC_LEVELS:
+                continue
+            if scale is not None and not (
+                isinstance(scale, ast.Constant) and scale.value == "dynamic"
+            ):
+                continue
+            if isinstance(enabled, ast.Constant) and enabled.value is False:
+                continue
+            return True
+        return False
 
     def _checks_anomalies(self, expression: ast.expr) -> bool:
         """``torch.autograd.set_detect_anomaly(True)``, ``torch.autograd.detect_anomaly()``
@@ -1141,12 +1203,35 @@ class DeviceQueue:
 
     def _holds(self, kind: str, expression: ast.expr, scope: ast.AST) -> bool:
         """Whether ``expression`` may hold an object of ``kind`` (a library kind, or
-        ``_NAMESPACE``: the parsed command line), by allocation in the module."""
-        return (
-            kind in self._kinds_made
-            and isinstance(expression, (ast.Name, ast.Attribute))
-            and self._flow(kind).carries(expression, scope)
-        )
+        ``_NAMESPACE``: the parsed command line), by allocation in the module, or a
+        parameter every project caller hands one in (``train_one_epoch(..., scaler)``
+        called with ``scaler = GradScaler()`` by the scripts of the project)."""
+        if not isinstance(expression, (ast.Name, ast.Attribute)):
+            return False
+        if kind in self._kinds_made and self._flow(kind).carries(expression, scope):
+            return True
+        return isinstance(expression, ast.Name) and (scope, expression.id) in self._handed(kind)
+
+    def _handed(self, kind: str) -> frozenset[tuple[ast.AST, str]]:
+        """``(function, parameter)`` of the module's functions whose parameter every
+        project caller hands an object of ``kind`` in, never bound again in the
+        function."""
+        found = self._handed_kinds.get(kind)
+        if found is None:
+            handed: set[tuple[ast.AST, str]] = set()
+            project = self._analysis.project if self._analysis is not None else NO_PROJECT
+            for function in self.nodes.functions():
+                owner = self.nodes.scope_of.get(function)
+                key = project_key(function, owner)
+                kinds = project.parameter_kinds(key) if key is not None else {}
+                positions = [at for at, given in kinds.items() if given == kind]
+                if not positions:
+                    continue
+                handed.update(
+                    (function, name) for name in kept_parameters(function, owner, positions)
+                )
+            found = self._handed_kinds[kind] = frozenset(handed)
+        return found
 
     # -- values on the host ------------------------------------------------------------
 

@@ -30,6 +30,9 @@ from ddplint.analysis.names import Names
 
 #: Tensor methods that copy the value to the host (and so drain the device queue).
 READ_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
+#: Libraries that compute on the host alone (a call of theirs returns a Python or NumPy
+#: value and queues no device work: ``scipy.optimize.linear_sum_assignment(cost)``).
+HOST_MODULES = ("numpy.", "scipy.", "math.", "statistics.", "random.")
 #: Factories that copy host data to ``device=`` (a synchronising upload).
 UPLOADING_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -38,12 +38,16 @@ from collections.abc import Callable
 from ddplint.analysis.api import DATA_LOADERS
 from ddplint.analysis.constants import parameter_names
 from ddplint.analysis.enumerate_loops import walked_iterable
-from ddplint.analysis.host_waits import READ_METHODS, HostWaits, is_host_read, walk_own
+from ddplint.analysis.host_waits import (
+    HOST_MODULES,
+    READ_METHODS,
+    HostWaits,
+    is_host_read,
+    walk_own,
+)
 from ddplint.analysis.object_flow import ModuleCode
 from ddplint.analysis.straight_bindings import last_straight_binding
 
-#: Modules whose calls return Python or NumPy values.
-HOST_MODULES = ("numpy.", "math.", "statistics.", "random.")
 #: Builtins whose result is a Python value.
 HOST_BUILTINS = frozenset({"len", "float", "int", "bool", "str", "round"})
 #: ``torch`` factories that build a tensor on the CPU unless ``device=`` says otherwise.

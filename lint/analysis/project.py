@@ -1,7 +1,7 @@
 """What the project model tells the core about names defined in other modules of the
 project: a function reaches a collective (and through which chain), a function's
-parameters receive a ``DistributedDataParallel`` model, the rank or a data loader on a
-distributed sampler from its callers, a
+parameters receive a ``DistributedDataParallel`` model, the rank, a data loader on a
+distributed sampler or an object of one kind (a ``GradScaler``) from its callers, a
 function returns a rank test, a function chooses the rank's GPU, what a call of it
 does with its arguments (reduces them in place, returns an agreed value). The engine
 answers through the file's project view; a file linted on its own has no project, and
@@ -14,6 +14,8 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ddplint.analysis.control_flow import own_nodes
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,12 @@ class ProjectFacts(Protocol):
     def loader_parameters(self, function: str) -> frozenset[int]:
         """Positions (``self`` not counted) of the parameters of this module's function
         that a project caller hands a data loader built on a distributed sampler in."""
+        ...
+
+    def parameter_kinds(self, function: str) -> dict[int, str]:
+        """Per position (``self`` not counted), the kind of object (``object_kinds``)
+        every project caller hands the parameter of this module's function in (a
+        ``GradScaler`` made by ``main`` and handed to ``train_one_epoch``)."""
         ...
 
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
@@ -150,6 +158,9 @@ class NoProject:
     def loader_parameters(self, function: str) -> frozenset[int]:
         return frozenset()
 
+    def parameter_kinds(self, function: str) -> dict[int, str]:
+        return {}
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         return False
 
@@ -211,3 +222,18 @@ def parameters_at(
     if isinstance(owner, ast.ClassDef) and parameters[:1] in (["self"], ["cls"]):
         parameters = parameters[1:]
     return [parameters[p] for p in sorted(positions) if p < len(parameters)]
+
+
+def kept_parameters(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    owner: ast.AST | None,
+    positions: Iterable[int],
+) -> list[str]:
+    """The parameters at ``positions`` (as ``parameters_at``) that the function's own
+    code never binds again: each holds what its callers hand in."""
+    stored = {
+        node.id
+        for node in own_nodes(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    return [name for name in parameters_at(function, owner, positions) if name not in stored]

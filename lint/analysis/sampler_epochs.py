@@ -37,7 +37,7 @@ from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.names import bound_names, dotted_name, passed_argument
 from ddplint.analysis.object_flow import Function, Loop, ModuleCode, ObjectFlow, WalkLoop
 from ddplint.analysis.object_kinds import DISTRIBUTED_SAMPLER
-from ddplint.analysis.project import parameters_at, project_key
+from ddplint.analysis.project import kept_parameters, project_key
 
 #: The loader attributes that hand back its sampler (``loader.batch_sampler.sampler``
 #: too).
@@ -114,16 +114,7 @@ def _handed_loaders(analysis: ModuleAnalysis) -> list[tuple[Function, str]]:
         owner = nodes.scope_of.get(function)
         key = project_key(function, owner)
         positions = analysis.project.loader_parameters(key) if key is not None else ()
-        if not positions:
-            continue
-        stored = {
-            node.id
-            for node in own_nodes(function)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-        }
-        for parameter in parameters_at(function, owner, positions):
-            if parameter not in stored:
-                handed.append((function, parameter))
+        handed.extend((function, p) for p in kept_parameters(function, owner, positions))
     return handed
 
 

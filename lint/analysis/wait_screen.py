@@ -4,8 +4,9 @@ syntactic screen.
 ``ending_wait(kinds, resolve)`` reads a function's own nodes once (no graph, no
 dataflow) and over-approximates: any spelling that can make the host wait for the device
 on some way through the function, with no substantial work after it (by line: a call of
-a field of the instance, ``self.llm(x)``, or of a function that is no builtin and not
-``torch``'s), says yes (the fact only silences a stall report: uncertainty must say
+a field of the instance, ``self.llm(x)``, or of a function that is no builtin, not
+``torch``'s and not of a library that computes on the host, ``HOST_MODULES``), says yes
+(the fact only silences a stall report: uncertainty must say
 "may"); a wait early in a forward, followed by the model it feeds, says no, and the
 calls of the function's last work are handed back (``tail``: the project index and
 ``call_waits`` follow them). The spellings:
@@ -40,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.api import HOROVOD_COLLECTIVES
 from ddplint.analysis.host_waits import (
+    HOST_MODULES,
     MASK_FUNCTIONS,
     MASK_METHODS,
     SIZED_ON_DEVICE,
@@ -147,7 +149,8 @@ def ending_wait(kinds: Kinds, resolve: Resolve) -> tuple[bool, list[ast.Call]]:
 
 def _works(call: ast.Call, resolve: Resolve) -> bool:
     """A call that may queue substantial device work: of a field of the instance (a
-    submodule, a method), or of a function that is no builtin and not ``torch``'s."""
+    submodule, a method), or of a function that is no builtin, not ``torch``'s and not
+    of a library that computes on the host (``linear_sum_assignment(cost)``)."""
     func = call.func
     while isinstance(func, ast.Subscript):
         func = func.value
@@ -159,7 +162,7 @@ def _works(call: ast.Call, resolve: Resolve) -> bool:
     if isinstance(func, ast.Name):
         if func.id in BUILTIN_NAMES:
             return False
-        return not (resolve(func) or "").startswith("torch.")
+        return not (resolve(func) or "").startswith(("torch.", *HOST_MODULES))
     return False
 
 

@@ -67,6 +67,8 @@ MAX_DEPTH = 12
 MAX_CHAIN = 3
 #: Bound on fixpoint rounds (each round only adds facts).
 MAX_ROUNDS = 30
+#: How many project factories deep a returned instance's class is followed.
+MAX_FACTORY_DEPTH = 3
 #: The parts of a function's summary its links keep as they are.
 _FUNCTION_FLAGS = (
     "collectives",
@@ -670,6 +672,9 @@ class ProjectIndex:
                 "shards": list(function.get("shards") or ()),
                 "may_wait": bool(function.get("may_wait")),
                 "wait_tail": self._wait_tail(function.get("wait_tail", ()), module, owner),
+                "wait_parameters": self._wait_parameters(
+                    function.get("wait_tail", ()), module, owner
+                ),
                 **{flag: function[flag] for flag in _FUNCTION_FLAGS},
             }
             kept = {part: value for part, value in linked.items() if value}
@@ -715,9 +720,12 @@ class ProjectIndex:
             links["folders"] = {"names": sorted(names), "folders": folders}
         with self._touched.reading():  # the kinds of what it passes read what functions do
             made = passed_kinds(self, module)
+            handed = self.handed_classes_of(module)
         sites = call_sites(self, module)
         links["kinds"] = {
-            part: found for part, found in (("made", made), ("sites", sites)) if found
+            part: found
+            for part, found in (("made", made), ("sites", sites), ("classes", handed))
+            if found
         }
         return {part: value for part, value in links.items() if value or part in _ALWAYS}
 
@@ -829,22 +837,114 @@ class ProjectIndex:
                 continue
             symbol = self.spelled(target, module, owner)
             if symbol is not None and symbol[0] in ("attribute", "instance"):
-                found.extend(self._instance_call(cls) for cls in self._held_classes(symbol))
+                held = self._held_classes(symbol, handed=False)
+                found.extend(self._instance_call(cls) for cls in held)
         return _distinct(found)
 
-    def _held_classes(self, symbol: Symbol) -> list[tuple[str, str]]:
-        """The project classes a field (by the calls assigned to it) or a module-level
+    def _wait_parameters(self, tail: Iterable[str], module: str, owner: str | None) -> list[Any]:
+        """``[module, method, position]`` of the method parameters whose values the
+        fields a function's last work calls hold (``self.matcher(out, y)`` with
+        ``self.matcher = matcher`` in ``__init__``): the classes callers hand in there
+        decide, once every module is linked (``_solve_may_wait``)."""
+        found: list[Any] = []
+        for target in tail:
+            if owner is None or not target.startswith("self.") or target.count(".") != 1:
+                continue
+            symbol = self.spelled(target, module, owner)
+            if symbol is not None and symbol[0] == "attribute":
+                found.extend(self._field_parameters(symbol))
+        return found
+
+    def _held_classes(self, symbol: Symbol, handed: bool = True) -> list[tuple[str, str]]:
+        """The project classes a field (by the calls assigned to it; with ``handed``,
+        also by what the project's calls hand the method parameter assigned to it:
+        ``self.matcher = matcher`` in ``__init__``, read of the links) or a module-level
         instance may hold."""
         if symbol[0] == "instance":
             return [(symbol[1], symbol[2])]
         module, cls, attribute = symbol[1], symbol[2], symbol[3]
-        called = self.summaries[module]["classes"][cls].get("attribute_calls", {}).get(attribute)
+        described = self.summaries[module]["classes"][cls]
         held: list[tuple[str, str]] = []
-        for name in called or ():
+        for name in described.get("attribute_calls", {}).get(attribute, ()):
             made = self.spelled_class(name, module)
             if made is not None:
                 held.append((made[1], made[2]))
+        if handed:
+            for method, position in described.get("parameter_attributes", {}).get(attribute, ()):
+                held.extend(self._handed_classes.get(((module, f"{cls}.{method}"), position), ()))
         return held
+
+    def _field_parameters(self, symbol: Symbol) -> list[list[Any]]:
+        """``[module, method, position]`` of each method parameter a field is assigned
+        (``self.matcher = matcher`` in ``__init__``): it holds what callers hand in."""
+        module, cls, attribute = symbol[1], symbol[2], symbol[3]
+        described = self.summaries[module]["classes"][cls]
+        return [
+            [module, f"{cls}.{method}", position]
+            for method, position in described.get("parameter_attributes", {}).get(attribute, ())
+        ]
+
+    def _returned_classes(self, key: FunctionKey, depth: int = 0) -> list[tuple[str, str]]:
+        """The project classes a factory function may return an instance of: those its
+        ``return`` statements construct (``return Matcher(...)``, or a name bound to
+        one), also through the project factories it returns the result of."""
+        function = self.summaries[key[0]]["functions"].get(key[1], {})
+        owner = function.get("owner")
+        returned = [
+            *function.get("return_calls", ()),
+            *(callee for callee, item in function.get("returned_made", ()) if item == -1),
+        ]
+        held: list[tuple[str, str]] = []
+        for name in returned:
+            made = self.spelled_class(name, key[0])
+            if made is not None:
+                held.append((made[1], made[2]))
+                continue
+            inner = self.function_key(name, key[0], owner)
+            if inner is not None and inner != key and depth < MAX_FACTORY_DEPTH:
+                held.extend(self._returned_classes(inner, depth + 1))
+        return held
+
+    def handed_classes_of(self, module: str) -> list[list[Any]]:
+        """``[module, function, position, class module, class]`` for each project class
+        whose instance (made by the class or a project factory returning one) a call of
+        the module hands a project function's parameter (``SetCriterion(matcher=m)``
+        after ``m = HungarianMatcher(...)``)."""
+        found: list[list[Any]] = []
+        for key, position, owner, allocation in self.handed_allocations(module):
+            made = self.spelled_class(allocation, module)
+            if made is not None:
+                held = [(made[1], made[2])]
+            else:
+                factory = self.function_key(allocation, module, owner)
+                held = [] if factory is None else self._returned_classes(factory)
+            found.extend([*key, position, *cls] for cls in _distinct(held))
+        return found
+
+    def handed_allocations(self, module: str) -> Iterator[tuple[FunctionKey, int, str | None, str]]:
+        """``(function, position, owner, allocation)`` for each project function
+        parameter a function of the module hands an allocation in (the summaries'
+        ``made_args``: the callee as spelled, in the class ``owner``'s method)."""
+        for function in self.summaries[module]["functions"].values():
+            owner = function["owner"]
+            for target, at, allocation in function.get("made_args", ()):
+                key = self.called_key(target, module, owner)
+                position = None if key is None else self.parameter_position(key, at)
+                if key is not None and position is not None:
+                    yield key, position, owner, allocation
+
+    @cached_property
+    def _handed_classes(self) -> dict[tuple[FunctionKey, int], list[tuple[str, str]]]:
+        """Per project function parameter, the project classes whose instances the
+        project's calls hand it (each module's ``handed_classes_of``, kept with its
+        links)."""
+        found: dict[tuple[FunctionKey, int], list[tuple[str, str]]] = {}
+        for links in self.links.values():
+            for module, name, position, cls_module, cls in links.get("kinds", {}).get(
+                "classes", ()
+            ):
+                found.setdefault(((module, name), position), []).append((cls_module, cls))
+        return found
 
     def _instance_call(self, held: tuple[str, str]) -> FunctionKey | None:
         """The method a call of an instance of the class runs: the first ``__call__`` or
@@ -866,6 +966,11 @@ class ProjectIndex:
             if function.get("may_wait"):
                 self.may_wait.add(key)
             callees[key] = [(m, name) for m, name in function.get("wait_tail", ())]
+            for module, method, position in function.get("wait_parameters", ()):
+                for held in self._handed_classes.get(((module, method), position), ()):
+                    call = self._instance_call(held)
+                    if call is not None:
+                        callees[key].append(call)
         for _ in range(MAX_ROUNDS):
             found = {
                 key
@@ -1211,6 +1316,9 @@ class ProjectIndex:
             chooses_device=key in self.device_setters,
             sharded_arguments=tuple(sorted(self.sharded_parameters.get(key, ()))),
             may_wait=key in self.may_wait,
+            instances_may_wait=any(
+                self._instances_may_wait(held) for held in self._returned_classes(key)
+            ),
         )
         if key[0] == module:
             return local  # the file's own functions: its own analysis reads them

@@ -156,15 +156,10 @@ def passed_kinds(index: ProjectIndex, module: str) -> list[list[Any]]:
     the allocation's kind: ``[module, function, position, kind or None]`` (what
     ``parameter_kinds`` reads of the module, with ``call_sites``)."""
     kinds = ProjectKinds(index)
-    made: list[list[Any]] = []
-    for function in index.summaries[module]["functions"].values():
-        owner = function["owner"]
-        for target, at, allocation in function.get("made_args", ()):
-            key = index.called_key(target, module, owner)
-            position = None if key is None else index.parameter_position(key, at)
-            if key is not None and position is not None:
-                made.append([*key, position, kinds.of_spelled(allocation, module, owner)])
-    return made
+    return [
+        [*key, position, kinds.of_spelled(allocation, module, owner)]
+        for key, position, owner, allocation in index.handed_allocations(module)
+    ]
 
 
 def call_sites(index: ProjectIndex, module: str) -> list[list[Any]]:

@@ -103,6 +103,9 @@ class CoreFacts:
     def loader_parameters(self, function: str) -> frozenset[int]:
         return frozenset(self._facts.functions.get(function, _NO_CALLERS).loader_parameters)
 
+    def parameter_kinds(self, function: str) -> dict[int, str]:
+        return dict(self._facts.functions.get(function, _NO_CALLERS).parameter_kinds)
+
     def returns_rank_test(self, name: str, owner: str | None) -> bool:
         fact = self.fact(name, owner)
         return fact.rank_test and not fact.held
