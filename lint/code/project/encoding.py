@@ -20,10 +20,10 @@ from ddplint.code.project.facts import (
 )
 
 #: Version of the summary layout: part of the cache key.
-SUMMARY_VERSION = "28"
+SUMMARY_VERSION = "29"
 #: Version of linking, ``ProjectIndex.facts_for`` and the facts' encoding: memoized
 #: facts of another version are not read.
-FACTS_VERSION = "15"
+FACTS_VERSION = "16"
 #: The key of the project facts in ``LintOptions.facts``.
 OPTIONS_KEY = "project"
 
