@@ -13,8 +13,8 @@ listed to resume) gives every rank the same answer. A path held in the object's 
 (``self.best_model_path``, or a name bound from such a field; a method of the class that
 never reads its object reads no field) counts as written: the object or its framework
 base may write it during the run, unless every rank asks it right after a collective
-with no call that may write through the object before the next one (``_state_settled``). A path is written when the same expression is handed
-to a call that writes files (``torch.save``, ``open`` in a writing mode,
+with no call that may write through the object before the next one (``_settled``). A
+path is written when the same expression is handed to a call that writes files (``torch.save``, ``open`` in a writing mode,
 ``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs on
 some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one that
 only builds or reads paths (``os.path.join``, a builtin) or a function of the module
@@ -22,8 +22,9 @@ whose body only reads the parameter it is handed in. A write races with the chec
 it may come after the check with no collective between them, or before it on some ranks
 only with no collective between (``_WrittenProbes._races``; a way through the branch a
 job of one process takes races with no peer); a write in another function
-may come at any time, unless the path it writes is that function's own local variable;
-making a folder does not change a listing of it. A test whose ways issue the same
+may come at any time, unless the path it writes is that function's own local variable
+or every rank asks right after a collective with no call before the next one that may
+run it (``_settled``); making a folder does not change a listing of it. A test whose ways issue the same
 collectives decides nothing (pairing), nor a check whose answer is shared first
 (``broadcast_object_list``: the divergence's agreement).
 """
@@ -31,6 +32,7 @@ collectives decides nothing (pairing), nor a check whose answer is shared first
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
@@ -237,7 +239,8 @@ class _WrittenProbes:
         self._differing = {
             id(check)
             for check in checks
-            if id(check) in self._stateful and not self._state_settled(check, places.get(id(check)))
+            if id(check) in self._stateful
+            and not self._settled(check, places.get(id(check)), self._may_write_state)
         } | {
             id(check)
             for check in checks
@@ -273,7 +276,9 @@ class _WrittenProbes:
         if at is None or write.place is None:
             return True
         if write.place.scope is not at.scope:
-            return not _apart_locals(write.place.scope, at.scope, self._checked[id(check)])
+            return not _apart_locals(
+                write.place.scope, at.scope, self._checked[id(check)]
+            ) and not self._settled(check, at, self._may_run_writer)
         stops = self._collectives(at.scope)
         # A way through the branch a job of one process takes has no peer to race.
         alone = self.analysis.function(at.scope).divergence.one_process_edge
@@ -283,14 +288,15 @@ class _WrittenProbes:
             write.place.node, at.node, stops - {write.place.node.index}, alone
         )
 
-    def _state_settled(self, check: ast.Call, at: _Place | None) -> bool:
-        """Whether every rank asks ``check`` (of a path the object's state holds) where
-        no write of that state can come between the ranks' answers: every way to it
-        passes a collective every rank issues, and no call on a way from that collective
-        to the check, or from the check to the next collective, may write through the
-        object (``_may_write_state``). Each rank answers after all have passed the
-        collective and before any passes the next, with nothing written between: one
-        answer on a shared file system (a barrier right before
+    def _settled(
+        self, check: ast.Call, at: _Place | None, may_write: Callable[[ast.Call, Scope, str], bool]
+    ) -> bool:
+        """Whether every rank asks ``check`` where no write out of its function's sight can
+        come between the ranks' answers: every way to it passes a collective every rank
+        issues, and no call (but a collective's own) on a way from that collective to the
+        check, or from the check to the next collective, ``may_write`` the path. Each rank answers after all have
+        passed the collective and before any passes the next, with nothing written
+        between: one answer on a shared file system (a barrier right before
         ``os.path.exists(self.best_model_path)``)."""
         if at is None:
             return False
@@ -300,8 +306,14 @@ class _WrittenProbes:
         if not stops or not avoids(function.graph.entry, at.node, stops, alone):
             return False
         path = self._checked[id(check)]
+        issued = {
+            id(collective.call)
+            for effects in function.effects.values()
+            for collective, through in effects
+            if through is None
+        }
         for call, node in self._calls_of(at.scope):
-            if call is check or not self._may_write_state(call, at.scope, path):
+            if call is check or id(call) in issued or not may_write(call, at.scope, path):
                 continue
             if not avoids(node, at.node, stops - {node.index}, alone):
                 return False
@@ -342,6 +354,15 @@ class _WrittenProbes:
             or ast.unparse(part) == path
             or (isinstance(part, ast.Name) and part.id in aliases)
             for part in receiver + handed
+        )
+
+    def _may_run_writer(self, call: ast.Call, scope: Scope, path: str) -> bool:
+        """Whether ``call`` may run a write made in another function: any call but one
+        that only reads paths or files."""
+        del scope, path
+        resolved = self.analysis.names.resolve(call.func) or ""
+        return not (
+            self._only_reads(call) or self._reads_file(call) or resolved in READING_FUNCTIONS
         )
 
     def _collectives(self, scope: Scope) -> frozenset[int]:
