@@ -14,19 +14,20 @@ listed to resume) gives every rank the same answer. A path held in the object's 
 never reads its object reads no field) counts as written: the object or its framework
 base may write it during the run, unless every rank asks it right after a collective
 with no call that may write through the object before the next one (``_settled``). A
-path is written when the same expression is handed to a call that writes files (``torch.save``, ``open`` in a writing mode,
-``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs on
-some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one that
-only builds or reads paths (``os.path.join``, a builtin) or a function of the module
-whose body only reads the parameter it is handed in. A write races with the check when
-it may come after the check with no collective between them, or before it on some ranks
-only with no collective between (``_WrittenProbes._races``; a way through the branch a
-job of one process takes races with no peer); a write in another function
-may come at any time, unless the path it writes is that function's own local variable
-or every rank asks right after a collective with no call before the next one that may
-run it (``_settled``); making a folder does not change a listing of it. A test whose ways issue the same
-collectives decides nothing (pairing), nor a check whose answer is shared first
-(``broadcast_object_list``: the divergence's agreement).
+path is written when the same expression is handed to a call that writes files
+(``torch.save``, ``open`` in a writing mode, ``os.makedirs``, ``.save(...)``,
+``.write_text()``, ...), or to any call that runs on some ranks only (``if rank == 0:
+prepare(path)``: one rank makes it) other than one that only builds or reads paths
+(``os.path.join``, a builtin) or a function of the module whose body only reads the
+parameter it is handed in. A write races with the check when it may come after the
+check with no collective between them, or before it on some ranks only with no
+collective between (``_WrittenProbes._races``; a way through the branch a job of one
+process takes races with no peer); a write in another function may come at any time,
+unless the path it writes is that function's own local variable or every rank asks
+right after a collective with no call before the next one that may run it
+(``_settled``); making a folder does not change a listing of it. A test whose ways
+issue the same collectives decides nothing (pairing), nor a check whose answer is
+shared first (``broadcast_object_list``: the divergence's agreement).
 """
 
 from __future__ import annotations
@@ -294,10 +295,10 @@ class _WrittenProbes:
         """Whether every rank asks ``check`` where no write out of its function's sight can
         come between the ranks' answers: every way to it passes a collective every rank
         issues, and no call (but a collective's own) on a way from that collective to the
-        check, or from the check to the next collective, ``may_write`` the path. Each rank answers after all have
-        passed the collective and before any passes the next, with nothing written
-        between: one answer on a shared file system (a barrier right before
-        ``os.path.exists(self.best_model_path)``)."""
+        check, or from the check to the next collective, ``may_write`` the path. Each
+        rank answers after all have passed the collective and before any passes the
+        next, with nothing written between: one answer on a shared file system (a
+        barrier right before ``os.path.exists(self.best_model_path)``)."""
         if at is None:
             return False
         function = self.analysis.function(at.scope)
@@ -530,7 +531,8 @@ def _aliases(scope: Scope, path: str) -> set[str]:
     return {
         target.id
         for node in ast.walk(scope)
-        if isinstance(node, ast.Assign) and (_is_field(node.value) or ast.unparse(node.value) == path)
+        if isinstance(node, ast.Assign)
+        and (_is_field(node.value) or ast.unparse(node.value) == path)
         for target in node.targets
         if isinstance(target, ast.Name)
     }
