@@ -12,24 +12,28 @@ rank writes (an input checkpoint, a dataset folder, the checkpoints of an earlie
 listed to resume) gives every rank the same answer. A path held in the object's state
 (``self.best_model_path``, or a name bound from such a field; a method of the class that
 never reads its object reads no field) counts as written: the object or its framework
-base may write it during the run. A path is written when the same expression is handed
-to a call that writes files (``torch.save``, ``open`` in a writing mode,
-``os.makedirs``, ``.save(...)``, ``.write_text()``, ...), or to any call that runs on
-some ranks only (``if rank == 0: prepare(path)``: one rank makes it) other than one that
-only builds or reads paths (``os.path.join``, a builtin) or a function of the module
-whose body only reads the parameter it is handed in. A write races with the check when
-it may come after the check with no collective between them, or before it on some ranks
-only with no collective between (``_WrittenProbes._races``; a way through the branch a
-job of one process takes races with no peer); a write in another function
-may come at any time, unless the path it writes is that function's own local variable;
-making a folder does not change a listing of it. A test whose ways issue the same
-collectives decides nothing (pairing), nor a check whose answer is shared first
-(``broadcast_object_list``: the divergence's agreement).
+base may write it during the run, unless every rank asks it right after a collective
+with no call that may write through the object before the next one (``_settled``). A
+path is written when the same expression is handed to a call that writes files
+(``torch.save``, ``open`` in a writing mode, ``os.makedirs``, ``.save(...)``,
+``.write_text()``, ...), or to any call that runs on some ranks only (``if rank == 0:
+prepare(path)``: one rank makes it) other than one that only builds or reads paths
+(``os.path.join``, a builtin) or a function of the module whose body only reads the
+parameter it is handed in. A write races with the check when it may come after the
+check with no collective between them, or before it on some ranks only with no
+collective between (``_WrittenProbes._races``; a way through the branch a job of one
+process takes races with no peer); a write in another function may come at any time,
+unless the path it writes is that function's own local variable or every rank asks
+right after a collective with no call before the next one that may run it
+(``_settled``); making a folder does not change a listing of it. A test whose ways
+issue the same collectives decides nothing (pairing), nor a check whose answer is
+shared first (``broadcast_object_list``: the divergence's agreement).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddplint.analysis.api import FILE_CALLS
@@ -83,6 +87,8 @@ WRITING_METHODS = frozenset(
         "to_parquet",
     }
 )
+#: Functions that only read the file they are handed.
+READING_FUNCTIONS = frozenset({"torch.load", "numpy.load"})
 _WRITING_MODES = frozenset("wax+")
 #: Functions that make the folder they are handed and nothing in it.
 FOLDER_MAKERS = frozenset({"os.makedirs", "os.mkdir"})
@@ -228,9 +234,15 @@ class _WrittenProbes:
             if _reads_field(analysis, scope, path, held.get(id(scope), set())):
                 self._stateful.add(id(check))
         self._synchronised: dict[int, frozenset[int]] = {}
+        self._calls: dict[int, list[tuple[ast.Call, Node]]] = {}
         writes = self._writes_of(set(self._checked.values()))
         places = {id(c): _Place(s, n) for c, s, n in own_reads(analysis, list(checks))}
-        self._differing = self._stateful | {
+        self._differing = {
+            id(check)
+            for check in checks
+            if id(check) in self._stateful
+            and not self._settled(check, places.get(id(check)), self._may_write_state)
+        } | {
             id(check)
             for check in checks
             if any(
@@ -265,7 +277,9 @@ class _WrittenProbes:
         if at is None or write.place is None:
             return True
         if write.place.scope is not at.scope:
-            return not _apart_locals(write.place.scope, at.scope, self._checked[id(check)])
+            return not _apart_locals(
+                write.place.scope, at.scope, self._checked[id(check)]
+            ) and not self._settled(check, at, self._may_run_writer)
         stops = self._collectives(at.scope)
         # A way through the branch a job of one process takes has no peer to race.
         alone = self.analysis.function(at.scope).divergence.one_process_edge
@@ -273,6 +287,83 @@ class _WrittenProbes:
             return True
         return write.some_ranks and not avoids(
             write.place.node, at.node, stops - {write.place.node.index}, alone
+        )
+
+    def _settled(
+        self, check: ast.Call, at: _Place | None, may_write: Callable[[ast.Call, Scope, str], bool]
+    ) -> bool:
+        """Whether every rank asks ``check`` where no write out of its function's sight can
+        come between the ranks' answers: every way to it passes a collective every rank
+        issues, and no call (but a collective's own) on a way from that collective to the
+        check, or from the check to the next collective, ``may_write`` the path. Each
+        rank answers after all have passed the collective and before any passes the
+        next, with nothing written between: one answer on a shared file system (a
+        barrier right before ``os.path.exists(self.best_model_path)``)."""
+        if at is None:
+            return False
+        function = self.analysis.function(at.scope)
+        stops = self._collectives(at.scope) - {at.node.index}
+        alone = function.divergence.one_process_edge
+        if not stops or not avoids(function.graph.entry, at.node, stops, alone):
+            return False
+        path = self._checked[id(check)]
+        issued = {
+            id(collective.call)
+            for effects in function.effects.values()
+            for collective, through in effects
+            if through is None
+        }
+        for call, node in self._calls_of(at.scope):
+            if call is check or id(call) in issued or not may_write(call, at.scope, path):
+                continue
+            if not avoids(node, at.node, stops - {node.index}, alone):
+                return False
+            if not avoids(at.node, node, stops, alone):
+                return False
+        return True
+
+    def _calls_of(self, scope: Scope) -> list[tuple[ast.Call, Node]]:
+        """Each call ``scope`` evaluates itself, with its graph node."""
+        found = self._calls.get(id(scope))
+        if found is None:
+            calls: list[ast.AST] = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+            found = [
+                (call, node)
+                for call, owner, node in own_reads(self.analysis, calls)
+                if owner is scope and isinstance(call, ast.Call)
+            ]
+            self._calls[id(scope)] = found
+        return found
+
+    def _may_write_state(self, call: ast.Call, scope: Scope, path: str) -> bool:
+        """Whether ``call`` may write the file a path of the object's state names: a
+        call that writes files, a method of ``self`` (or of ``super()``), or a call
+        handed ``self``, one of its fields (``self.best_path``), the path itself or a
+        name bound to either; a call that only reads paths or files writes nothing."""
+        resolved = self.analysis.names.resolve(call.func) or ""
+        if self._only_reads(call) or self._reads_file(call) or resolved in READING_FUNCTIONS:
+            return False
+        if self._writes(call):
+            return True
+        func = call.func
+        receiver = [func.value] if isinstance(func, ast.Attribute) else []
+        handed = [*call.args, *(k.value for k in call.keywords)]
+        aliases = _aliases(scope, path)
+        return any(
+            _is_object(part)
+            or _is_field(part)
+            or ast.unparse(part) == path
+            or (isinstance(part, ast.Name) and part.id in aliases)
+            for part in receiver + handed
+        )
+
+    def _may_run_writer(self, call: ast.Call, scope: Scope, path: str) -> bool:
+        """Whether ``call`` may run a write made in another function: any call but one
+        that only reads paths or files."""
+        del scope, path
+        resolved = self.analysis.names.resolve(call.func) or ""
+        return not (
+            self._only_reads(call) or self._reads_file(call) or resolved in READING_FUNCTIONS
         )
 
     def _collectives(self, scope: Scope) -> frozenset[int]:
@@ -413,6 +504,38 @@ class _WrittenProbes:
                 and bool(_WRITING_MODES & set(mode.value))
             )
         return isinstance(call.func, ast.Attribute) and call.func.attr in WRITING_METHODS
+
+
+def _is_object(expression: ast.AST) -> bool:
+    """Whether ``expression`` is the object itself: ``self``, or ``super()``."""
+    if isinstance(expression, ast.Starred):
+        expression = expression.value
+    return (isinstance(expression, ast.Name) and expression.id == "self") or (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Name)
+        and expression.func.id == "super"
+    )
+
+
+def _is_field(expression: ast.AST) -> bool:
+    """Whether ``expression`` is a field of the object (``self.path``, ``self.a.b``)."""
+    while isinstance(expression, ast.Attribute):
+        expression = expression.value
+        if isinstance(expression, ast.Name) and expression.id == "self":
+            return True
+    return False
+
+
+def _aliases(scope: Scope, path: str) -> set[str]:
+    """The names ``scope`` binds to the path's text or to a field of the object."""
+    return {
+        target.id
+        for node in ast.walk(scope)
+        if isinstance(node, ast.Assign)
+        and (_is_field(node.value) or ast.unparse(node.value) == path)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _bound_from_fields(analysis: ModuleAnalysis) -> dict[int, set[str]]:

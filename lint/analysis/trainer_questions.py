@@ -4,7 +4,8 @@
 broadcasts, that run on some ranks only (a rank test, a ``@rank_zero_only`` function).
 ``should_stop_on_some_ranks`` (DDP215): ``trainer.should_stop = ...`` set on some ranks
 only: under a test whose answer differs between ranks (the rank, this rank's loss or
-batch, a local probe) or to such a value, never shared. The trainer is known by what
+batch, a local probe) or to such a value, never shared, nor set again to a shared value
+on every way out of its function. The trainer is known by what
 made it (``trainers``), the guard by control dependence on the divergence
 (``rank_guards``).
 """
@@ -14,7 +15,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ddplint.analysis.control_flow import Node, Scope
 from ddplint.analysis.divergence import VALUES, Taint
+from ddplint.analysis.dominance import avoids
 from ddplint.analysis.functions import ModuleAnalysis
 from ddplint.analysis.rank_guards import RankGuard, guard_of, own_reads
 from ddplint.analysis.trainers import LightningTrainers
@@ -58,24 +61,58 @@ def should_stop_on_some_ranks(analysis: ModuleAnalysis) -> list[OnSomeRanks]:
     if not stores:
         return []
     trainers = LightningTrainers(analysis)
-    found: list[OnSomeRanks] = []
+    found: list[tuple[OnSomeRanks, Scope, Node]] = []
+    agreed: dict[tuple[int, str], set[int]] = {}
     for statement, scope, node in own_reads(analysis, list(stores)):
         assert isinstance(statement, ast.Assign)
-        if not any(
-            isinstance(t, ast.Attribute) and _stop_flag(t) and trainers.holds(t.value, scope)
+        flags = [
+            t
             for t in statement.targets
-        ):
+            if isinstance(t, ast.Attribute) and _stop_flag(t) and trainers.holds(t.value, scope)
+        ]
+        if not flags:
             continue
         view = analysis.batch_view(scope)
         guard = guard_of(analysis, scope, node, statement, lambda _: True, view)
         if guard is not None:
-            found.append(OnSomeRanks(statement, guard))
+            found.append((OnSomeRanks(statement, guard), scope, node))
             continue
         value = view.taint(statement.value, node)
         value = value.only(VALUES) if value is not None else None  # its truth, not its device
         if value is not None:
-            found.append(OnSomeRanks(statement, None, value))
-    return _in_order(found)
+            found.append((OnSomeRanks(statement, None, value), scope, node))
+            continue
+        for flag in flags:
+            agreed.setdefault((id(scope), ast.unparse(flag)), set()).add(node.index)
+    return _in_order(
+        [
+            store
+            for store, scope, node in found
+            if not _agreed_before_return(analysis, store.target, scope, node, agreed)
+        ]
+    )
+
+
+def _agreed_before_return(
+    analysis: ModuleAnalysis,
+    store: ast.AST,
+    scope: Scope,
+    node: Node,
+    agreed: dict[tuple[int, str], set[int]],
+) -> bool:
+    """Whether every way from ``store`` to the end of its function sets the same flag
+    again, on every rank, to a value every rank shares (``trainer.should_stop =
+    trainer.strategy.reduce_boolean_decision(trainer.should_stop, all=False)``): no
+    rank leaves the function holding its own value."""
+    assert isinstance(store, ast.Assign)
+    later: set[int] = set()
+    for target in store.targets:
+        later |= agreed.get((id(scope), ast.unparse(target)), set())
+    later.discard(node.index)
+    if not later:
+        return False
+    graph = analysis.function(scope).graph
+    return avoids(node, graph.exit, later)
 
 
 def _stop_flag(target: ast.expr) -> bool:

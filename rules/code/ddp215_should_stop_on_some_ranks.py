@@ -29,7 +29,10 @@ class ShouldStopOnSomeRanks(CodeRule):
     Not flagged: a value decided collectively
     (`trainer.should_stop = trainer.strategy.reduce_boolean_decision(stop, all=False)`,
     or a flag that went through `all_reduce` / `broadcast`); a condition every rank
-    shares (the epoch, `global_step`, configuration).
+    shares (the epoch, `global_step`, configuration); a flag set on some ranks that
+    every way out of the function sets again, on every rank, to such a shared value
+    (`if trainer.is_global_zero: trainer.should_stop = True`, then `trainer.should_stop
+    = trainer.strategy.reduce_boolean_decision(trainer.should_stop, all=False)`).
 
     ## Why is this bad?
     Lightning does not share `should_stop` between ranks: the fit and epoch loops read

@@ -34,8 +34,15 @@ class FileCheckDecidesCollective(CodeRule):
     gives every rank the same answer, and so does a write a barrier separates from the
     check (a barrier skipped only where the job runs as one process, `if
     dist.is_initialized(): dist.barrier()`, still separates them: one process has no
-    peer to race); making a folder does not change a listing of it. It is built on the
-    analysis core (a probe view of the divergence analysis, control dependence, pairing).
+    peer to race); making a folder does not change a listing of it. A write in
+    another function, and a path the object holds (`self.best_model_path`, written by
+    its framework base), may come at any time, unless every rank asks right after a
+    collective with no call between that collective and the next one that may make
+    the write (for the object's path: a method of `self` or `super()`, a call handed
+    `self`, a field or the path; reading the file is no write): every rank then
+    answers between the same two collectives, with nothing written between. It is
+    built on the analysis core (a probe view of the divergence analysis, control
+    dependence, pairing).
 
     Not flagged: a check whose answer was shared first (`broadcast_object_list` of the
     result, or a check made on rank 0 and broadcast); a test whose branches issue the
