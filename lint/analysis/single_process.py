@@ -26,6 +26,7 @@ process count.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Protocol
 
 from ddplint.analysis.api import (
@@ -464,10 +465,7 @@ class SingleProcessPaths:
     def _leads_to_a_start(self, node: Node) -> bool:
         """Whether a way from ``node`` reaches a statement that starts a process group
         (before it starts, a multi-process run answers "is there a group?" no too)."""
-        seen = {node.index}
-        pending = [node]
-        while pending:
-            current = pending.pop()
+        for current in _nodes_from(node):
             statement = current.statement
             if (
                 current.kind is NodeKind.STATEMENT
@@ -475,10 +473,6 @@ class SingleProcessPaths:
                 and any(self._starts_group(inner) for inner in walk(statement))
             ):
                 return True
-            for successor, _ in current.successors:
-                if successor.index not in seen:
-                    seen.add(successor.index)
-                    pending.append(successor)
         return False
 
     # -- tests that ask for several processes --------------------------------------------
@@ -723,17 +717,20 @@ def _bindings(scopes: dict[ast.AST, Scope]) -> dict[Key, list[ast.expr | None]]:
 
 def _reachable(graph: Graph, target: Node) -> bool:
     """Whether any way from the entry reaches ``target`` (dead code runs nowhere)."""
-    seen = {graph.entry.index}
-    pending = [graph.entry]
+    return any(node is target for node in _nodes_from(graph.entry))
+
+
+def _nodes_from(start: Node) -> Iterator[Node]:
+    """``start`` and every node a way from it reaches, each once."""
+    seen = {start.index}
+    pending = [start]
     while pending:
         node = pending.pop()
-        if node is target:
-            return True
+        yield node
         for successor, _ in node.successors:
             if successor.index not in seen:
                 seen.add(successor.index)
                 pending.append(successor)
-    return False
 
 
 def _function_use(node: ast.AST) -> str | None:
