@@ -1196,6 +1196,13 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_one.py"] = lite + SINGLE
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
+    # A sampler that shards by the group's rank says so too, though the helper that
+    # starts the group is not in the project (KAIR's `from utils.utils_dist import
+    # init_dist`, linted alone).
+    sampler = "from torch.utils.data.distributed import DistributedSampler\n"
+    files["train_one.py"] = sampler + "s = DistributedSampler(data)\n" + SINGLE
+    alone, _ = roles_of(files)
+    assert not alone
 
 
 ONE_PROCESS_LOOP = (
