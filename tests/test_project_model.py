@@ -1196,13 +1196,6 @@ def test_a_query_or_a_collective_starts_no_group() -> None:
     files["train_one.py"] = lite + SINGLE
     alone, _ = roles_of(files)
     assert alone == {"train_one", "helpers"}
-    # A sampler that shards by the group's rank says so too, though the helper that
-    # starts the group is not in the project (KAIR's `from utils.utils_dist import
-    # init_dist`, linted alone).
-    sampler = "from torch.utils.data.distributed import DistributedSampler\n"
-    files["train_one.py"] = sampler + "s = DistributedSampler(data)\n" + SINGLE
-    alone, _ = roles_of(files)
-    assert not alone
 
 
 ONE_PROCESS_LOOP = (
@@ -1245,6 +1238,21 @@ def test_a_hazard_that_needs_peers_is_not_reported_where_one_process_runs(
     assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP401"}
     (root / "train_ddp.py").write_text("import loop\n" + start + "loop.f([])\n")
     assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP208", "DDP401"}
+    # A sampler that repeats its order without `set_epoch` does so in one process too
+    # (DDP402), though the helper that would start the group is not in what is linted.
+    for name in ("loop.py", "train.py", "train_ddp.py"):
+        (root / name).unlink()
+    (root / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "from torch.utils.data.distributed import DistributedSampler\n"
+        "from helpers.dist import init_dist\n"
+        "init_dist()\n"
+        "loader = DataLoader(data, sampler=DistributedSampler(data, shuffle=True))\n"
+        "for epoch in range(10):\n"
+        "    for batch in loader:\n"
+        "        step(batch)\n"
+    )
+    assert {rule for _, _, rule in found(run(root, [root]), root)} == {"DDP402"}
 
 
 UNWRAPS = (

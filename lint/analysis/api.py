@@ -374,9 +374,6 @@ DISTRIBUTED_APIS = (
     "fairseq.distributed",
     "fairseq.distributed_utils",
     "ignite.distributed",
-    # A sampler that reads the group's rank and size: written for a launcher.
-    "torch.utils.data.distributed",
-    "torch.utils.data.DistributedSampler",
 )
 #: Horovod's collectives: each blocks the host until its result exists.
 HOROVOD_COLLECTIVES = frozenset(

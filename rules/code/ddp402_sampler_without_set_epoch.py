@@ -119,7 +119,6 @@ class SamplerWithoutSetEpoch(CodeRule):
     #: 90% default bar). On by default in session 43 at 9 / 1; set 16's two FALSE are
     #: validation samplers (a walk that trains nothing, in a vendored apex example and test).
     default_enabled = False
-    needs_peers = True
     fix_applicability = Applicability.SAFE
     needles = ("DistributedSampler",)
     #: An ``also_needles`` group, not a required word: a project fact (a loader on a
