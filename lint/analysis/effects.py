@@ -38,6 +38,7 @@ from ddplint.analysis.api import (
 from ddplint.analysis.children import child_nodes, walk
 from ddplint.analysis.control_flow import Node, NodeKind
 from ddplint.analysis.divergence import distributed_function
+from ddplint.analysis.literal_values import scalar_literal
 from ddplint.analysis.model_buffers import BufferFreeModels
 from ddplint.analysis.module_classes import ClassKinds
 from ddplint.analysis.module_nodes import ModuleNodes
@@ -571,22 +572,13 @@ def _switches_on(
             and any(isinstance(k, ast.keyword) and k.arg is None for k in call.keywords)
         ):
             return True
-        value = default if given is None else _literal(given)
+        value = default if given is None else scalar_literal(given)
         return not value or (value[0] in values) is member
     if off:
         return not (isinstance(given, ast.Constant) and bool(given.value))
     if given is None or isinstance(given, ast.Starred):
         return False
     return not (isinstance(given, ast.Constant) and given.value in (False, None, 0))
-
-
-def _literal(node: ast.expr) -> tuple[Any, ...]:
-    """``(value,)`` for a literal argument (``-1`` included), ``()`` otherwise."""
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return ()
-    return (value,) if isinstance(value, (int, float, str, bool, type(None))) else ()
 
 
 def _unwraps(node: ast.AST) -> bool:

@@ -54,7 +54,7 @@ from ddplint.analysis.effects import (
 from ddplint.analysis.endless_iterables import EndlessIterables
 from ddplint.analysis.enumerate_loops import walked_iterable
 from ddplint.analysis.fallback_defaults import FallbackDefaults
-from ddplint.analysis.literal_values import LiteralValues
+from ddplint.analysis.literal_values import COMPARISONS, LiteralValues, scalar_literal
 from ddplint.analysis.module_nodes import ModuleNodes
 from ddplint.analysis.names import Names, dotted_name
 from ddplint.analysis.project import (
@@ -1181,7 +1181,6 @@ def _settled_edge(node: Node, facts: Facts) -> EdgeKind | None:
 
 #: What separates a name from the literal it holds in a fact (``("rank := -1", True)``).
 _IS = " := "
-_LITERALS = (int, float, str, bool, type(None))
 
 
 def _literal_value(value: ast.expr, facts: Facts) -> tuple[object, ...]:
@@ -1189,11 +1188,7 @@ def _literal_value(value: ast.expr, facts: Facts) -> tuple[object, ...]:
     caller's facts give one (a parameter handed on); ``()`` otherwise."""
     if isinstance(value, ast.Name):
         return _known_value(value.id, facts)
-    try:
-        literal = ast.literal_eval(value)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return ()
-    return (literal,) if isinstance(literal, _LITERALS) else ()
+    return scalar_literal(value)
 
 
 def _known_value(name: str, facts: Facts) -> tuple[object, ...]:
@@ -1201,7 +1196,7 @@ def _known_value(name: str, facts: Facts) -> tuple[object, ...]:
     prefix = f"{name}{_IS}"
     for fact, _ in facts:
         if fact.startswith(prefix):
-            return _literal_value(ast.parse(fact[len(prefix) :], mode="eval").body, frozenset())
+            return scalar_literal(ast.parse(fact[len(prefix) :], mode="eval").body)
     return ()
 
 
@@ -1219,26 +1214,20 @@ def _compared_truth(test: ast.expr, facts: Facts) -> bool | None:
     if isinstance(op, (ast.In, ast.NotIn)):
         if not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
             return None
-        elements = [_literal_value(e, frozenset()) for e in right.elts]
+        elements = [scalar_literal(e) for e in right.elts]
         if not all(elements):
             return None
-        return (value in [e[0] for e in elements]) is isinstance(op, ast.In)
-    other = _literal_value(right, frozenset())
-    if not other:
-        return None
-    compare: dict[type, Callable[[object, object], bool]] = {
-        ast.Eq: lambda a, b: a == b,
-        ast.NotEq: lambda a, b: a != b,
-        ast.Lt: lambda a, b: a < b,  # type: ignore[operator]
-        ast.LtE: lambda a, b: a <= b,  # type: ignore[operator]
-        ast.Gt: lambda a, b: a > b,  # type: ignore[operator]
-        ast.GtE: lambda a, b: a >= b,  # type: ignore[operator]
-    }
-    decide = compare.get(type(op))
+        other: object = tuple(e[0] for e in elements)
+    else:
+        given = scalar_literal(right)
+        if not given:
+            return None
+        other = given[0]
+    decide = COMPARISONS.get(type(op))
     if decide is None:
         return None
     try:
-        return decide(value, other[0])
+        return bool(decide(value, other))
     except TypeError:
         return None
 

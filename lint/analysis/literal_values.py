@@ -55,7 +55,8 @@ _READING_CALLS = frozenset(
         "wandb.init",
     }
 )
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], object]] = {
+#: What each comparison operator computes.
+COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], object]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -85,6 +86,14 @@ def literal(expression: ast.AST | None) -> object:
         items = [literal(e) for e in expression.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
     return UNKNOWN
+
+
+def scalar_literal(expression: ast.AST | None) -> tuple[object, ...]:
+    """``(value,)`` for a literal number, string, bool or None (``-1`` included), ``()``
+    for anything else."""
+    value = literal(expression)
+    scalar = value is not UNKNOWN and isinstance(value, (int, float, str, bool, type(None)))
+    return (value,) if scalar else ()
 
 
 @dataclass
@@ -357,7 +366,7 @@ class LiteralValues:
                 return None
             try:
                 return all(
-                    bool(_COMPARE[type(op)](left, right))
+                    bool(COMPARISONS[type(op)](left, right))
                     for op, left, right in zip(test.ops, operands, operands[1:], strict=False)
                 )
             except (TypeError, ValueError, KeyError):

@@ -34,6 +34,7 @@ from ddplint.analysis.control_flow import build_graph
 from ddplint.analysis.divergence import Divergence, State, summarise_call
 from ddplint.analysis.dominance import PostDominance
 from ddplint.analysis.endless_iterables import drawn_source, is_endless_generator
+from ddplint.analysis.literal_values import scalar_literal
 from ddplint.analysis.names import Names, passed_argument
 from ddplint.analysis.names import dotted_name as dotted
 from ddplint.analysis.returns import BINDERS, returned_reach
@@ -130,21 +131,6 @@ def _opt_in_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict
     return found
 
 
-#: What a literal a parameter is compared with may be.
-_LITERAL_TYPES = (int, float, str, bool, type(None))
-
-
-def _literal(node: ast.expr | None) -> tuple[Any, ...]:
-    """``(value,)`` for a literal (``-1`` included), ``()`` for anything else."""
-    if node is None:
-        return ()
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return ()
-    return (value,) if isinstance(value, _LITERAL_TYPES) else ()
-
-
 def _parameter_defaults(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
 ) -> dict[str, tuple[int, tuple[Any, ...]]]:
@@ -158,9 +144,9 @@ def _parameter_defaults(
     for offset, default in enumerate(arguments.defaults):
         index = len(positional) - len(arguments.defaults) + offset
         if index >= 0:
-            found[positional[index].arg] = (index, _literal(default))
+            found[positional[index].arg] = (index, scalar_literal(default))
     for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-        found[argument.arg] = (-1, _literal(keyword_default))
+        found[argument.arg] = (-1, scalar_literal(keyword_default))
     return found
 
 
@@ -190,10 +176,10 @@ def _compared_parameter(
     if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(
         right, (ast.List, ast.Tuple, ast.Set)
     ):
-        values = [_literal(element) for element in right.elts]
+        values = [scalar_literal(element) for element in right.elts]
         member = isinstance(operator, ast.In)
     elif isinstance(operator, (ast.Eq, ast.NotEq)):
-        values = [_literal(right)]
+        values = [scalar_literal(right)]
         member = isinstance(operator, ast.Eq)
     else:
         return None
